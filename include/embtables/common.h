@@ -1,0 +1,124 @@
+/**
+ * @file common.h
+ * Error codes, element types, the logger and CPU-feature control shared by every part of
+ * embtables.
+ *
+ * Conventions of the whole API:
+ *  - every function that can fail returns 0 or a negative EMB_E* code; emb_strerror() names
+ *    the code and emb_last_error() gives this thread's detailed message of the last failure
+ *    (which id, at which position, of which table);
+ *  - input is validated before anything is written: a failed call leaves every table and
+ *    every output buffer as it was;
+ *  - ids are 0-based; handles are opaque; every destroy accepts NULL and sets the caller's
+ *    pointer to NULL;
+ *  - the library never prints and never aborts: diagnostics go to the logger callback.
+ */
+#ifndef EMBTABLES_COMMON_H
+#define EMBTABLES_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define EMB_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define EMB_API __attribute__((visibility("default")))
+#else
+#define EMB_API
+#endif
+
+/** Error codes (all negative; 0 is success). */
+enum {
+    EMB_OK = 0,
+    EMB_EINVAL = -1,    /**< an argument is invalid (a bad enum, a negative size, ...) */
+    EMB_ENULL = -2,     /**< a required pointer is NULL */
+    EMB_ENOMEM = -3,    /**< an allocation failed */
+    EMB_ERANGE = -4,    /**< an id is outside [0, ncolumns) */
+    EMB_EOFFSETS = -5,  /**< bag offsets do not start at 0, are not monotone or do not end at nnz */
+    EMB_ESTRIDE = -6,   /**< an output or column stride is smaller than the feature size */
+    EMB_EDTYPE = -7,    /**< an element type does not match or is not supported */
+    EMB_EOVERFLOW = -8, /**< a size computation would overflow */
+    EMB_ENOTSUP = -9,   /**< the request is valid but not implemented by this build */
+    EMB_ESHAPE = -10,   /**< shapes do not agree (feature sizes, bag counts, shard sizes) */
+    EMB_EIO = -11,      /**< a file could not be read or written */
+    EMB_ECORRUPT = -12, /**< a file is corrupt or truncated */
+    EMB_ENODEV = -13,   /**< no device (GPU) is available */
+    EMB_EDEVICE = -14,  /**< a device (CUDA) call failed */
+    EMB_ENOTFOUND = -15,/**< a named object does not exist */
+    EMB_EEXIST = -16,   /**< a named object exists already */
+};
+
+/** Element type of a table's storage. Lookups always accumulate and write f32. */
+typedef enum EmbDtype {
+    EMB_F32 = 0,  /**< IEEE binary32 */
+    EMB_F16 = 1,  /**< IEEE binary16 */
+    EMB_BF16 = 2, /**< bfloat16 (upper half of a binary32) */
+} EmbDtype;
+
+/** Size in bytes of one element of @p dtype, or 0 for an unknown dtype. */
+EMB_API size_t emb_dtype_size(EmbDtype dtype);
+/** Name of @p dtype ("f32", "f16", "bf16"), or "?" */
+EMB_API const char *emb_dtype_name(EmbDtype dtype);
+
+/** Static description of an error code ("id out of range", ...). Never NULL. */
+EMB_API const char *emb_strerror(int code);
+
+/**
+ * This thread's message for the last failed call, naming the culprit, e.g.
+ * `id 1000 at position 17 is not in [0, 1000) (table "user_id")`. Empty when no call has
+ * failed on this thread. The string is owned by the library and valid until the next
+ * failing call on this thread.
+ */
+EMB_API const char *emb_last_error(void);
+
+/** Log levels, most severe first. */
+typedef enum EmbLogLevel {
+    EMB_LOG_ERROR = 0,
+    EMB_LOG_WARN = 1,
+    EMB_LOG_INFO = 2,
+    EMB_LOG_DEBUG = 3,
+} EmbLogLevel;
+
+/** A logger: receives every diagnostic the library has (the library itself never prints). */
+typedef void (*emb_log_fn)(void *user, EmbLogLevel level, const char *message);
+
+/**
+ * Sets the process-wide logger (NULL: diagnostics are dropped, the default) and the most
+ * verbose level it receives. Not thread-safe against concurrent calls into the library.
+ */
+EMB_API void emb_set_logger(emb_log_fn fn, void *user, EmbLogLevel max_level);
+
+/** CPU features used by the kernels (bit flags). */
+enum {
+    EMB_CPU_AVX2 = 1 << 0,       /**< AVX2 + FMA */
+    EMB_CPU_F16C = 1 << 1,       /**< F16C half-precision conversions */
+    EMB_CPU_AVX512 = 1 << 2,     /**< AVX-512 F + BW + VL + DQ */
+    EMB_CPU_AVX512BF16 = 1 << 3, /**< AVX512-BF16 */
+};
+
+/** The features of this CPU (detected once), before any mask. */
+EMB_API unsigned emb_cpu_detected(void);
+
+/** The features the kernels use now: detected & mask. */
+EMB_API unsigned emb_cpu_flags(void);
+
+/**
+ * Restricts the kernels to the features in @p mask (0 forces the C references) and
+ * re-selects every kernel. The environment variable `EMB_CPU_MASK` (a number, e.g. `0`,
+ * `0x3`) sets the initial mask. Call it while no other thread is inside the library.
+ */
+EMB_API void emb_set_cpu_mask(unsigned mask);
+
+/** Physical cores this process may use (hwloc; online processors without it). */
+EMB_API int emb_num_physical_cores(void);
+/** NUMA nodes of the machine (1 without hwloc). */
+EMB_API int emb_num_numa_nodes(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

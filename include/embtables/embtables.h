@@ -1,0 +1,15 @@
+/**
+ * @file embtables.h
+ * embtables — embedding tables for recommendation-model training (DLRM, DeepFM, Wide &
+ * Deep). Include this one header for the CPU library. The header-only static tables are
+ * in embtables/static.h and the CUDA back end in embtables/gpu.h.
+ */
+#ifndef EMBTABLES_H
+#define EMBTABLES_H
+
+#include "embtables/version.h"
+#include "embtables/common.h"
+#include "embtables/table.h"
+#include "embtables/lookup.h"
+
+#endif

@@ -1,0 +1,115 @@
+/**
+ * @file lookup.h
+ * Single-table lookups: gather, fixed-size bags (the Julia matrix form) and ragged bags
+ * (CSR offsets, the TF SparseTensor / PyTorch offsets form), with optional per-id weights,
+ * the combiners SUM / MEAN / SQRTN, max_norm and TF's safe-lookup semantics.
+ *
+ * Semantics (w = 1 without weights; e_i = the column of id i, clipped by max_norm):
+ *  - max_norm > 0: a column whose l2 norm n exceeds max_norm is scaled by max_norm / n,
+ *    before weighting and combining; a zero column stays zero.
+ *  - SUM = Σ w·e;  MEAN = Σ w·e / Σ w;  SQRTN = Σ w·e / sqrt(Σ w²).  Within a bag the sum
+ *    runs in bag order and a duplicate id counts each time.
+ *  - NONE (gather) = one output per id: the batch must have bag_size 1 (nbags == nnz);
+ *    a weight, if given, multiplies the column.
+ *  - EMB_PRUNE_INVALID drops ids < 0; EMB_PRUNE_NONPOSITIVE_WEIGHTS drops ids whose weight
+ *    is <= 0. Without pruning a negative id is an out-of-range error.
+ *  - An empty bag (from the start or after pruning) yields column `default_id` (clipped by
+ *    max_norm, weight 1) when flags has EMB_USE_DEFAULT_ID, else zeros; never NaN.
+ */
+#ifndef EMBTABLES_LOOKUP_H
+#define EMBTABLES_LOOKUP_H
+
+#include "embtables/table.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Integer type of a batch's ids. */
+typedef enum EmbIdType {
+    EMB_ID_I64 = 0,
+    EMB_ID_I32 = 1,
+} EmbIdType;
+
+/**
+ * A batch of ids for one table, grouped into bags.
+ * Either fixed-size bags (`offsets == NULL`, `nnz == nbags * bag_size`, the ids of bag b at
+ * [b*bag_size, (b+1)*bag_size)) or ragged bags (`offsets` has nbags+1 entries,
+ * offsets[0] = 0, monotone, offsets[nbags] = nnz). Zero-initialise and fill.
+ */
+typedef struct EmbBatch {
+    const void *ids;        /**< nnz ids of type id_type (may be NULL when nnz == 0) */
+    EmbIdType id_type;      /**< EMB_ID_I64 (default) or EMB_ID_I32 */
+    int64_t nnz;            /**< number of ids */
+    int64_t nbags;          /**< number of bags = number of output vectors */
+    int64_t bag_size;       /**< fixed bag size when offsets == NULL */
+    const int64_t *offsets; /**< CSR bag offsets (nbags + 1) or NULL */
+    const float *weights;   /**< nnz per-id weights or NULL (all 1) */
+} EmbBatch;
+
+/** How a bag's columns are combined. */
+typedef enum EmbCombiner {
+    EMB_COMBINER_NONE = 0,  /**< gather: one output per id */
+    EMB_COMBINER_SUM = 1,
+    EMB_COMBINER_MEAN = 2,
+    EMB_COMBINER_SQRTN = 3,
+} EmbCombiner;
+
+/** Pooling flags. */
+enum {
+    EMB_PRUNE_INVALID = 1 << 0,             /**< drop ids < 0 */
+    EMB_PRUNE_NONPOSITIVE_WEIGHTS = 1 << 1, /**< drop ids whose weight is <= 0 */
+    EMB_USE_DEFAULT_ID = 1 << 2,            /**< empty bags yield column default_id */
+    EMB_OUT_NONTEMPORAL = 1 << 3,           /**< stream output vectors past the caches */
+};
+
+/** The pooling descriptor. Zero-initialised it means plain SUM, empty bags give zeros. */
+typedef struct EmbPooling {
+    EmbCombiner combiner; /**< combiner */
+    float max_norm;       /**< > 0: clip every looked-up column to this l2 norm */
+    int64_t default_id;   /**< the column an empty bag yields with EMB_USE_DEFAULT_ID */
+    unsigned flags;       /**< EMB_PRUNE_* | EMB_USE_DEFAULT_ID | EMB_OUT_NONTEMPORAL */
+} EmbPooling;
+
+/** Initialisers for the common cases. */
+#define EMB_POOLING_GATHER ((EmbPooling){EMB_COMBINER_NONE, 0.0f, 0, 0})
+#define EMB_POOLING_SUM ((EmbPooling){EMB_COMBINER_SUM, 0.0f, 0, 0})
+#define EMB_POOLING_MEAN ((EmbPooling){EMB_COMBINER_MEAN, 0.0f, 0, 0})
+#define EMB_POOLING_SQRTN ((EmbPooling){EMB_COMBINER_SQRTN, 0.0f, 0, 0})
+
+/**
+ * Looks up @p batch in @p table and writes one f32 vector of featuresize elements per bag
+ * (per id for NONE) at `out + b * out_stride`. Elements of a row beyond featuresize are
+ * never written.
+ * @param pooling NULL means SUM
+ * @param out_stride elements between output vectors (>= featuresize)
+ * @return 0; EMB_ENULL (table, batch, out, ids, offsets), EMB_EINVAL (negative sizes, bad
+ *         combiner, bag_size with NONE != 1, NaN max_norm), EMB_EOFFSETS, EMB_ERANGE (an id
+ *         or default_id), EMB_ESTRIDE, EMB_EOVERFLOW. Nothing is written on failure.
+ */
+EMB_API int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
+                       float *out, int64_t out_stride);
+
+/** Julia `lookup(A, ids::Vector)`: out[i] = column ids[i], for n int64 ids. */
+EMB_API int emb_gather(const EmbTable *table, const int64_t *ids, int64_t n, float *out,
+                       int64_t out_stride);
+
+/**
+ * Julia `lookup(A, ids::Matrix)`: nbags fixed bags of bag_size int64 ids (bag b's ids
+ * contiguous), out[b] = Σ its columns.
+ */
+EMB_API int emb_lookup_sum(const EmbTable *table, const int64_t *ids, int64_t nbags,
+                           int64_t bag_size, float *out, int64_t out_stride);
+
+/**
+ * Checks @p batch (and @p pooling, may be NULL) against @p table without looking anything
+ * up: the validation emb_lookup() does first. Useful before a multi-step operation.
+ * @return as emb_lookup()
+ */
+EMB_API int emb_batch_validate(const EmbTable *table, const EmbBatch *batch,
+                               const EmbPooling *pooling);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

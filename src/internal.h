@@ -1,0 +1,70 @@
+/*
+ * internal.h — the core shared by every part of the library: error reporting, logging,
+ * checked size arithmetic and the aligned allocator. Private: never installed.
+ */
+#ifndef EMB_INTERNAL_H
+#define EMB_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "embtables/common.h"
+
+#if defined(__GNUC__)
+#define EMB_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define EMB_LIKELY(x) __builtin_expect(!!(x), 1)
+#define EMB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define EMB_INLINE static inline __attribute__((always_inline))
+#else
+#define EMB_PRINTF(a, b)
+#define EMB_LIKELY(x) (x)
+#define EMB_UNLIKELY(x) (x)
+#define EMB_INLINE static inline
+#endif
+
+#define EMB_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define EMB_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ---- errors (error.c) ---------------------------------------------------------------- */
+
+/* Records this thread's message for @code and returns @code: `return emb__fail(...)`. */
+int emb__fail(int code, const char *fmt, ...) EMB_PRINTF(2, 3);
+/* Clears this thread's message (called by nothing on success: the message is "last error"). */
+void emb__clear_error(void);
+
+#define EMB_CHECK_NULL(p)                                                                  \
+    do {                                                                                   \
+        if (EMB_UNLIKELY(!(p)))                                                            \
+            return emb__fail(EMB_ENULL, "%s: argument '%s' is NULL", __func__, #p);        \
+    } while (0)
+
+/* ---- logging (log.c) ----------------------------------------------------------------- */
+
+void emb__log(EmbLogLevel level, const char *fmt, ...) EMB_PRINTF(2, 3);
+
+/* ---- checked arithmetic -------------------------------------------------------------- */
+
+/* a * b into *r; false on overflow (or a negative operand). */
+static inline bool emb__mul_ok(int64_t a, int64_t b, int64_t *r)
+{
+    if (a < 0 || b < 0)
+        return false;
+    return !__builtin_mul_overflow(a, b, r);
+}
+
+/* ---- memory (memory.c) --------------------------------------------------------------- */
+
+#define EMB_ALIGN 64
+
+/* Aligned allocation (alignment a power of two >= sizeof(void *)); NULL on failure. */
+void *emb__aligned_alloc(size_t alignment, size_t bytes);
+void emb__aligned_free(void *p);
+
+/* ---- cpu features (cpu.c) ------------------------------------------------------------ */
+
+/* Flags the kernels may use now (detected & mask); cheap after the first call. */
+unsigned emb__cpu_flags(void);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * convert.h — exact scalar conversions between f32 and the 16-bit storage types. The C
+ * reference kernels use these; SIMD variants must agree with them bit for bit.
+ */
+#ifndef EMB_CONVERT_H
+#define EMB_CONVERT_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline float emb__u32_as_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t emb__f32_as_u32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* bf16 -> f32: exact (a bf16 is the upper half of a binary32). */
+static inline float emb__bf16_to_f32(uint16_t h)
+{
+    return emb__u32_as_f32((uint32_t)h << 16);
+}
+
+/* f32 -> bf16, round to nearest even; NaN stays a (quiet) NaN. */
+static inline uint16_t emb__f32_to_bf16(float f)
+{
+    uint32_t u = emb__f32_as_u32(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+/* f16 -> f32: exact, subnormals included. */
+static inline float emb__f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f)
+        return emb__u32_as_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        /* zero or subnormal: man * 2^-24 is exact in binary32 */
+        float v = (float)man * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return emb__u32_as_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* f32 -> f16, round to nearest even (as F16C's vcvtps2ph with rounding imm 0). */
+static inline uint16_t emb__f32_to_f16(float f)
+{
+    uint32_t u = emb__f32_as_u32(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+    if (a >= 0x477ff000u) /* rounds to >= 65520: infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (a < 0x38800000u) { /* below the smallest normal f16: subnormal or zero */
+        if (a < 0x33000000u)
+            return sign; /* < half the smallest subnormal: rounds to zero */
+        uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e; /* 14 .. 24 */
+        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1)))
+            r++;
+        return (uint16_t)(sign | r);
+    }
+    a += 0xfffu + ((a >> 13) & 1) - 0x38000000u; /* rebias 127 -> 15, round */
+    return (uint16_t)(sign | (a >> 13));
+}
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * dispatch.c — fills the kernel dispatch table once (C references, then the ISA variants
+ * the CPU and the mask allow) and picks the static-size variant for a feature size.
+ */
+#include <threads.h>
+
+#include "cpu.h"
+#include "internal.h"
+#include "kernels/kernels.h"
+
+const int emb__dclass_size[EMB_NDCLASS] = {16, 32, 64, 128, 256};
+
+static EmbKernels table;
+static once_flag once = ONCE_FLAG_INIT;
+
+static void fill(void)
+{
+    EmbKernels k;
+    emb__kernels_init_c(&k);
+#if EMB_HAVE_X86_KERNELS
+    emb__kernels_init_x86(&k, emb__cpu_flags());
+#endif
+    table = k;
+}
+
+const EmbKernels *emb__kernels(void)
+{
+    call_once(&once, fill);
+    return &table;
+}
+
+void emb_set_cpu_mask(unsigned mask)
+{
+    call_once(&once, fill);
+    emb__cpu_set_mask(mask);
+    fill();
+}
+
+emb_gather_fn emb__kernel_gather(EmbDtype dt, int32_t D)
+{
+    const EmbKernels *k = emb__kernels();
+    int c = emb__dclass(D);
+    return c >= 0 && k->gather_d[c][dt] ? k->gather_d[c][dt] : k->gather[dt];
+}
+
+emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal)
+{
+    const EmbKernels *k = emb__kernels();
+    if (nontemporal)
+        return k->pool_nt[dt];
+    int c = emb__dclass(D);
+    return c >= 0 && k->pool_d[c][dt] ? k->pool_d[c][dt] : k->pool[dt];
+}
+
+emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal)
+{
+    const EmbKernels *k = emb__kernels();
+    if (nontemporal)
+        return k->sgd_row_nt[dt];
+    int c = emb__dclass(D);
+    return c >= 0 && k->sgd_row_d[c][dt] ? k->sgd_row_d[c][dt] : k->sgd_row[dt];
+}
+
+void emb__sfence(void)
+{
+#if EMB_ARCH_X86 && defined(__GNUC__)
+    __asm__ volatile("sfence" ::: "memory");
+#endif
+}

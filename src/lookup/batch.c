@@ -1,0 +1,115 @@
+/* batch.c — validation of batches, poolings and outputs, before anything is written. */
+#include <math.h>
+
+#include "lookup/batch.h"
+#include "tables/table_impl.h"
+
+const EmbPooling emb__pooling_sum = {EMB_COMBINER_SUM, 0.0f, 0, 0};
+
+static int check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
+{
+    const char *tl = emb__table_label(t);
+    if (b->nnz < 0 || b->nbags < 0)
+        return emb__fail(EMB_EINVAL, "nnz %lld / nbags %lld is negative (%s)",
+                         (long long)b->nnz, (long long)b->nbags, tl);
+    if (b->id_type != EMB_ID_I64 && b->id_type != EMB_ID_I32)
+        return emb__fail(EMB_EINVAL, "id_type %d is not EMB_ID_I64 or EMB_ID_I32 (%s)",
+                         (int)b->id_type, tl);
+    if (p->combiner < EMB_COMBINER_NONE || p->combiner > EMB_COMBINER_SQRTN)
+        return emb__fail(EMB_EINVAL, "combiner %d is not NONE, SUM, MEAN or SQRTN (%s)",
+                         (int)p->combiner, tl);
+    if (isnan(p->max_norm) || p->max_norm < 0.0f)
+        return emb__fail(EMB_EINVAL, "max_norm %g is not >= 0 (%s)", (double)p->max_norm, tl);
+    if (b->nnz > 0)
+        EMB_CHECK_NULL(b->ids);
+    if (b->offsets) {
+        if (p->combiner == EMB_COMBINER_NONE)
+            return emb__fail(EMB_EINVAL, "gather (combiner NONE) takes no offsets (%s)", tl);
+        return 0;
+    }
+    int64_t n;
+    if (b->bag_size < 0 || !emb__mul_ok(b->nbags, b->bag_size, &n))
+        return emb__fail(EMB_EOVERFLOW, "nbags %lld x bag_size %lld overflows (%s)",
+                         (long long)b->nbags, (long long)b->bag_size, tl);
+    if (p->combiner == EMB_COMBINER_NONE && b->bag_size != 1 && b->nbags > 0)
+        return emb__fail(EMB_EINVAL, "gather (combiner NONE) needs bag_size 1, not %lld (%s)",
+                         (long long)b->bag_size, tl);
+    if (n != b->nnz)
+        return emb__fail(EMB_ESHAPE, "nbags %lld x bag_size %lld != nnz %lld (%s)",
+                         (long long)b->nbags, (long long)b->bag_size, (long long)b->nnz, tl);
+    return 0;
+}
+
+static int check_offsets(const EmbTable *t, const EmbBatch *b)
+{
+    const int64_t *o = b->offsets;
+    if (o[0] != 0)
+        return emb__fail(EMB_EOFFSETS, "offsets[0] is %lld, not 0 (%s)", (long long)o[0],
+                         emb__table_label(t));
+    for (int64_t i = 0; i < b->nbags; i++)
+        if (o[i + 1] < o[i])
+            return emb__fail(EMB_EOFFSETS, "offsets[%lld] = %lld < offsets[%lld] = %lld (%s)",
+                             (long long)(i + 1), (long long)o[i + 1], (long long)i,
+                             (long long)o[i], emb__table_label(t));
+    if (o[b->nbags] != b->nnz)
+        return emb__fail(EMB_EOFFSETS, "offsets[%lld] is %lld, not nnz %lld (%s)",
+                         (long long)b->nbags, (long long)o[b->nbags], (long long)b->nnz,
+                         emb__table_label(t));
+    return 0;
+}
+
+static int check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
+{
+    const int64_t ncol = t->ncolumns;
+    for (int64_t k = 0; k < b->nnz; k++) {
+        const int64_t id = emb__batch_id(b, k);
+        if (EMB_LIKELY((uint64_t)id < (uint64_t)ncol))
+            continue;
+        if (emb__pruned(b, p, k, id))
+            continue;
+        return emb__fail(EMB_ERANGE, "id %lld at position %lld is not in [0, %lld) (%s)",
+                         (long long)id, (long long)k, (long long)ncol, emb__table_label(t));
+    }
+    return 0;
+}
+
+int emb__batch_check(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
+{
+    EMB_CHECK_NULL(t);
+    EMB_CHECK_NULL(b);
+    if (!p)
+        p = &emb__pooling_sum;
+    int r = check_shape(t, b, p);
+    if (!r && b->offsets)
+        r = check_offsets(t, b);
+    if (!r && (p->flags & EMB_USE_DEFAULT_ID) &&
+        (p->default_id < 0 || p->default_id >= t->ncolumns))
+        r = emb__fail(EMB_ERANGE, "default_id %lld is not in [0, %lld) (%s)",
+                      (long long)p->default_id, (long long)t->ncolumns, emb__table_label(t));
+    if (!r)
+        r = check_ids(t, b, p);
+    return r;
+}
+
+int emb__output_check(const EmbTable *t, const float *out, int64_t nbags, int64_t stride,
+                      const char *what)
+{
+    if (stride < t->featuresize)
+        return emb__fail(EMB_ESTRIDE, "%s stride %lld < featuresize %d (%s)", what,
+                         (long long)stride, (int)t->featuresize, emb__table_label(t));
+    if (nbags == 0)
+        return 0;
+    if (!out)
+        return emb__fail(EMB_ENULL, "%s is NULL for %lld rows (%s)", what, (long long)nbags,
+                         emb__table_label(t));
+    int64_t span;
+    if (!emb__mul_ok(nbags - 1, stride, &span) || span > INT64_MAX / 4 - t->featuresize)
+        return emb__fail(EMB_EOVERFLOW, "%s of %lld rows of stride %lld overflows (%s)", what,
+                         (long long)nbags, (long long)stride, emb__table_label(t));
+    return 0;
+}
+
+int emb_batch_validate(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling)
+{
+    return emb__batch_check(table, batch, pooling);
+}

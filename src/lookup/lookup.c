@@ -1,0 +1,203 @@
+/*
+ * lookup.c — single-table lookup: validation, then one fused pass per chunk of bags.
+ *
+ * The pass resolves the column pointers of as many whole bags as fit in a chunk (the
+ * column-pointer interface is asked once per id, with FORWARD), together with each id's
+ * effective weight (its weight, times the max_norm clip factor), prunes what the pooling
+ * prunes and substitutes the default column for empty bags. Then the pool kernel runs over
+ * the chunk bag by bag, able to prefetch the columns of the bags after the current one,
+ * and the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer
+ * than a chunk is pooled in pieces with the kernel's accumulate mode, in the same order.
+ * No intermediate nnz x D array exists (DeepRec's three ops, fused).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "lookup/batch.h"
+#include "lookup/lookup_impl.h"
+#include "tables/table_impl.h"
+
+#define CHUNK 256
+
+typedef struct Piece {
+    int64_t bag;    /* output row */
+    int32_t first;  /* index into the chunk's cols / w */
+    int32_t count;  /* entries (0: zeros) */
+    float scale;    /* combiner factor, applied after the last piece (1: none) */
+    bool accumulate;/* continues a bag started in an earlier chunk */
+    bool last;      /* the bag's last piece */
+} Piece;
+
+typedef struct Chunk {
+    const void *cols[CHUNK];
+    float w[CHUNK];
+    Piece pieces[CHUNK];
+    int32_t ncols, npieces;
+} Chunk;
+
+typedef struct Pass {
+    const EmbTable *t;
+    const EmbBatch *b;
+    const EmbPooling *p;
+    float *out;
+    int64_t stride;
+    emb_pool_fn pool;
+    emb_scale_fn scale;
+    emb_sumsq_fn sumsq;
+    bool weighted; /* the kernels need the w array */
+} Pass;
+
+static void flush(const Pass *ps, Chunk *c)
+{
+    const int32_t D = ps->t->featuresize;
+    for (int32_t i = 0; i < c->npieces; i++) {
+        const Piece *pc = &c->pieces[i];
+        float *o = ps->out + pc->bag * ps->stride;
+        ps->pool(o, c->cols + pc->first, ps->weighted ? c->w + pc->first : NULL, pc->count,
+                 c->ncols - pc->first - pc->count, D, pc->accumulate);
+        if (pc->last && pc->scale != 1.0f)
+            ps->scale(o, pc->scale, D);
+    }
+    c->ncols = c->npieces = 0;
+}
+
+/* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
+static float clip_factor(const Pass *ps, const void *col)
+{
+    const float ss = ps->sumsq(col, ps->t->featuresize);
+    const float c = ps->p->max_norm;
+    return ss > c * c ? c / sqrtf(ss) : 1.0f;
+}
+
+static void push(const Pass *ps, Chunk *c, const void *col, float w)
+{
+    c->cols[c->ncols] = col;
+    c->w[c->ncols] = ps->p->max_norm > 0.0f ? w * clip_factor(ps, col) : w;
+    c->ncols++;
+}
+
+static void open_piece(Chunk *c, int64_t bag, bool accumulate)
+{
+    Piece *pc = &c->pieces[c->npieces++];
+    *pc = (Piece){bag, c->ncols, 0, 1.0f, accumulate, false};
+}
+
+/* Appends bag @bag's entries to the chunk, flushing it whenever it fills. */
+static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
+{
+    const EmbBatch *b = ps->b;
+    const int64_t end = emb__bag_end(b, bag);
+    double sw = 0.0, sw2 = 0.0;
+    int64_t kept = 0;
+    if (c->npieces == CHUNK || c->ncols == CHUNK)
+        flush(ps, c);
+    open_piece(c, bag, false);
+    for (int64_t k = emb__bag_start(b, bag); k < end; k++) {
+        const int64_t id = emb__batch_id(b, k);
+        if (emb__pruned(b, ps->p, k, id))
+            continue;
+        if (c->ncols == CHUNK) {
+            flush(ps, c);
+            open_piece(c, bag, true);
+        }
+        const float w = b->weights ? b->weights[k] : 1.0f;
+        push(ps, c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
+        c->pieces[c->npieces - 1].count++;
+        sw += w;
+        sw2 += (double)w * w;
+        kept++;
+    }
+    Piece *pc = &c->pieces[c->npieces - 1];
+    pc->last = true;
+    if (kept == 0) {
+        if (ps->p->flags & EMB_USE_DEFAULT_ID) {
+            push(ps, c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
+            pc->count++;
+        }
+        return;
+    }
+    pc->scale = emb__combiner_scale(ps->p->combiner, sw, sw2);
+}
+
+float emb__combiner_scale(EmbCombiner combiner, double sum_w, double sum_w2)
+{
+    switch (combiner) {
+    case EMB_COMBINER_MEAN: return sum_w != 0.0 ? (float)(1.0 / sum_w) : 0.0f;
+    case EMB_COMBINER_SQRTN: return sum_w2 > 0.0 ? (float)(1.0 / sqrt(sum_w2)) : 0.0f;
+    default: return 1.0f;
+    }
+}
+
+/* Gather without weights, clipping or pruning: the gather kernel over runs of ids. */
+static void plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64_t stride)
+{
+    const void *cols[CHUNK];
+    const emb_gather_fn g = emb__kernel_gather(t->dtype, t->featuresize);
+    for (int64_t k0 = 0; k0 < b->nnz; k0 += CHUNK) {
+        const int64_t n = EMB_MIN(CHUNK, b->nnz - k0);
+        for (int64_t k = 0; k < n; k++)
+            cols[k] = emb__column(t, emb__batch_id(b, k0 + k), EMB_CTX_FORWARD);
+        g(out + k0 * stride, stride, cols, n, t->featuresize);
+    }
+}
+
+void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
+                       int64_t stride, int64_t bag0, int64_t bag1)
+{
+    if (!p)
+        p = &emb__pooling_sum;
+    if (p->combiner == EMB_COMBINER_NONE && !b->weights && p->max_norm == 0.0f &&
+        !(p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL))) {
+        EmbBatch sub = *b;
+        sub.ids = (const char *)b->ids + bag0 * (b->id_type == EMB_ID_I32 ? 4 : 8);
+        sub.nnz = bag1 - bag0;
+        plain_gather(t, &sub, out + bag0 * stride, stride);
+        return;
+    }
+    const EmbKernels *k = emb__kernels();
+    const Pass ps = {
+        .t = t, .b = b, .p = p, .out = out, .stride = stride,
+        .pool = emb__kernel_pool(t->dtype, t->featuresize, (p->flags & EMB_OUT_NONTEMPORAL) != 0),
+        .scale = k->scale, .sumsq = k->sumsq[t->dtype],
+        .weighted = b->weights != NULL || p->max_norm > 0.0f,
+    };
+    Chunk c;
+    c.ncols = c.npieces = 0;
+    for (int64_t bag = bag0; bag < bag1; bag++)
+        add_bag(&ps, &c, bag);
+    flush(&ps, &c);
+    if (p->flags & EMB_OUT_NONTEMPORAL)
+        emb__sfence();
+}
+
+int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
+               float *out, int64_t out_stride)
+{
+    int r = emb__batch_check(table, batch, pooling);
+    if (!r)
+        r = emb__output_check(table, out, batch->nbags, out_stride, "output");
+    if (r)
+        return r;
+    emb__lookup_range(table, batch, pooling, out, out_stride, 0, batch->nbags);
+    return 0;
+}
+
+int emb_gather(const EmbTable *table, const int64_t *ids, int64_t n, float *out,
+               int64_t out_stride)
+{
+    const EmbBatch b = {.ids = ids, .id_type = EMB_ID_I64, .nnz = n, .nbags = n, .bag_size = 1};
+    const EmbPooling p = EMB_POOLING_GATHER;
+    return emb_lookup(table, &b, &p, out, out_stride);
+}
+
+int emb_lookup_sum(const EmbTable *table, const int64_t *ids, int64_t nbags, int64_t bag_size,
+                   float *out, int64_t out_stride)
+{
+    int64_t nnz;
+    if (!emb__mul_ok(nbags, bag_size, &nnz))
+        return emb__fail(EMB_EOVERFLOW, "nbags %lld x bag_size %lld overflows",
+                         (long long)nbags, (long long)bag_size);
+    const EmbBatch b = {.ids = ids, .nnz = nnz, .nbags = nbags, .bag_size = bag_size};
+    return emb_lookup(table, &b, NULL, out, out_stride);
+}

@@ -1,0 +1,39 @@
+/*
+ * platform.h — the contract of the topology / NUMA / thread layer (hwloc behind it).
+ *
+ * Every function works without hwloc or on a single-node machine: the topology then falls
+ * back to sysconf() (one NUMA node, online processors counted as cores), memory binding
+ * becomes a no-op reported at INFO level, and pinning does nothing. Nothing here fails a
+ * caller because the machine lacks a feature; only invalid requests (a node that does not
+ * exist) are errors.
+ */
+#ifndef EMB_PLATFORM_H
+#define EMB_PLATFORM_H
+
+#include <stddef.h>
+
+#include "embtables/table.h"
+
+/* Physical cores (not hardware threads) this process may use; >= 1. */
+int emb__platform_physical_cores(void);
+
+/* NUMA nodes of the machine; >= 1. */
+int emb__platform_numa_nodes(void);
+
+/*
+ * Binds [p, p + bytes) to a placement before it is first touched. DEFAULT is a no-op.
+ * Returns 0, or EMB_EINVAL for a node that does not exist.
+ */
+int emb__platform_bind_memory(void *p, size_t bytes, EmbPlacement placement, int node);
+
+/* Thread pinning orders. */
+typedef enum EmbPinning {
+    EMB_PIN_NONE = 0,    /* leave threads where the OS puts them */
+    EMB_PIN_COMPACT = 1, /* thread k on physical core k */
+    EMB_PIN_SCATTER = 2, /* threads spread round-robin over NUMA nodes */
+} EmbPinning;
+
+/* Pins the calling thread, the k-th of a team, to a core chosen by @p pinning. */
+void emb__platform_pin_thread(int k, int pinning);
+
+#endif

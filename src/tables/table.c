@@ -1,0 +1,219 @@
+/*
+ * table.c — the table interface and the simple (owned / wrapped) and custom table types.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform.h"
+#include "tables/table_impl.h"
+
+static void *simple_column(const EmbTable *t, int64_t column, EmbContext ctx)
+{
+    (void)ctx;
+    return t->data + (size_t)column * t->stride;
+}
+
+static void *custom_column(const EmbTable *t, int64_t column, EmbContext ctx)
+{
+    return t->user_fn(t->user, column, ctx);
+}
+
+const char *emb__table_label(const EmbTable *t)
+{
+    static _Thread_local char buf[EMB_NAME_MAX + 16];
+    if (!t || !t->name[0])
+        return "unnamed table";
+    snprintf(buf, sizeof buf, "table \"%s\"", t->name);
+    return buf;
+}
+
+int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbDtype dtype,
+                     const EmbTableOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    const char *name = opts && opts->name ? opts->name : "";
+    if (ncolumns < 0)
+        return emb__fail(EMB_EINVAL, "ncolumns %lld is negative (table \"%s\")",
+                         (long long)ncolumns, name);
+    if (featuresize < 1)
+        return emb__fail(EMB_EINVAL, "featuresize %d is not >= 1 (table \"%s\")",
+                         (int)featuresize, name);
+    if (emb_dtype_size(dtype) == 0)
+        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16 (table \"%s\")",
+                         (int)dtype, name);
+    if (opts && opts->static_size != 0 && opts->static_size != featuresize)
+        return emb__fail(EMB_ESHAPE, "static_size %d != featuresize %d (table \"%s\")",
+                         (int)opts->static_size, (int)featuresize, name);
+    EmbTable *t = calloc(1, sizeof *t);
+    if (!t)
+        return emb__fail(EMB_ENOMEM, "out of memory for a table header");
+    t->kind = EMB_KIND_SIMPLE;
+    t->dtype = dtype;
+    t->featuresize = featuresize;
+    t->static_size = opts ? opts->static_size : 0;
+    t->ncolumns = ncolumns;
+    t->elsize = emb_dtype_size(dtype);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->column_fn = simple_column;
+    *out = t;
+    return 0;
+}
+
+/* Column stride in bytes for an owned table: see EmbTableOptions::column_align. */
+static int column_stride(size_t rowbytes, const EmbTableOptions *opts, size_t *stride,
+                         size_t *align)
+{
+    size_t a = opts && opts->column_align ? (size_t)opts->column_align : 0;
+    if (a == 0) {
+        a = EMB_ALIGN;
+        while (a / 2 >= rowbytes && a > 4)
+            a /= 2;
+    } else if ((a & (a - 1)) != 0 || a > 4096) {
+        return emb__fail(EMB_EINVAL, "column_align %zu is not a power of two <= 4096", a);
+    }
+    *stride = (rowbytes + a - 1) / a * a;
+    *align = a < EMB_ALIGN ? EMB_ALIGN : a;
+    return 0;
+}
+
+int emb_table_create(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbDtype dtype,
+                     const EmbTableOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    EmbTable *t = NULL;
+    int r = emb__table_alloc(&t, ncolumns, featuresize, dtype, opts);
+    if (r)
+        return r;
+    size_t stride = 0, align = EMB_ALIGN;
+    int64_t bytes;
+    r = column_stride((size_t)featuresize * t->elsize, opts, &stride, &align);
+    if (r)
+        goto fail;
+    if (!emb__mul_ok(ncolumns, (int64_t)stride, &bytes) || (uint64_t)bytes > SIZE_MAX / 2) {
+        r = emb__fail(EMB_EOVERFLOW, "%lld columns of %zu bytes overflow (%s)",
+                      (long long)ncolumns, stride, emb__table_label(t));
+        goto fail;
+    }
+    t->data = emb__aligned_alloc(align, (size_t)bytes);
+    if (!t->data) {
+        r = emb__fail(EMB_ENOMEM, "cannot allocate %lld bytes (%s)", (long long)bytes,
+                      emb__table_label(t));
+        goto fail;
+    }
+    t->owned = true;
+    t->stride = stride;
+    r = emb__platform_bind_memory(t->data, (size_t)bytes, opts ? opts->placement : 0,
+                                  opts ? opts->numa_node : 0);
+    if (r)
+        goto fail;
+    memset(t->data, 0, (size_t)bytes);
+    *out = t;
+    return 0;
+fail:
+    emb_table_destroy(&t);
+    return r;
+}
+
+int emb_table_wrap(EmbTable **out, void *data, int64_t ncolumns, int32_t featuresize,
+                   int64_t column_stride, EmbDtype dtype, const EmbTableOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    if (ncolumns > 0)
+        EMB_CHECK_NULL(data);
+    if (column_stride < featuresize)
+        return emb__fail(EMB_ESTRIDE, "column_stride %lld < featuresize %d",
+                         (long long)column_stride, (int)featuresize);
+    EmbTable *t = NULL;
+    int r = emb__table_alloc(&t, ncolumns, featuresize, dtype, opts);
+    if (r)
+        return r;
+    int64_t sb, total;
+    if (!emb__mul_ok(column_stride, (int64_t)t->elsize, &sb) ||
+        !emb__mul_ok(ncolumns, sb, &total)) {
+        emb_table_destroy(&t);
+        return emb__fail(EMB_EOVERFLOW, "%lld columns of stride %lld overflow",
+                         (long long)ncolumns, (long long)column_stride);
+    }
+    t->data = data;
+    t->stride = (size_t)sb;
+    *out = t;
+    return 0;
+}
+
+int emb_table_custom(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbDtype dtype,
+                     emb_column_pointer_fn fn, void *user, emb_destroy_fn destroy,
+                     const EmbTableOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    EMB_CHECK_NULL(fn);
+    EmbTable *t = NULL;
+    int r = emb__table_alloc(&t, ncolumns, featuresize, dtype, opts);
+    if (r)
+        return r;
+    t->kind = EMB_KIND_CUSTOM;
+    t->column_fn = custom_column;
+    t->user_fn = fn;
+    t->user = user;
+    t->user_destroy = destroy;
+    *out = t;
+    return 0;
+}
+
+void emb_table_destroy(EmbTable **pt)
+{
+    if (!pt || !*pt)
+        return;
+    EmbTable *t = *pt;
+    if (t->owned)
+        emb__aligned_free(t->data);
+    if (t->user_destroy)
+        t->user_destroy(t->user);
+    if (t->impl_destroy)
+        t->impl_destroy(t);
+    free(t);
+    *pt = NULL;
+}
+
+int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, void **out)
+{
+    EMB_CHECK_NULL(t);
+    EMB_CHECK_NULL(out);
+    if (column < 0 || column >= t->ncolumns)
+        return emb__fail(EMB_ERANGE, "column %lld is not in [0, %lld) (%s)", (long long)column,
+                         (long long)t->ncolumns, emb__table_label(t));
+    *out = emb__column(t, column, ctx);
+    return 0;
+}
+
+int64_t emb_table_ncolumns(const EmbTable *t)
+{
+    return t ? t->ncolumns : 0;
+}
+
+int32_t emb_table_featuresize(const EmbTable *t)
+{
+    return t ? t->featuresize : 0;
+}
+
+int emb_table_is_static(const EmbTable *t)
+{
+    return t && t->static_size != 0;
+}
+
+EmbDtype emb_table_dtype(const EmbTable *t)
+{
+    return t ? t->dtype : EMB_F32;
+}
+
+const char *emb_table_name(const EmbTable *t)
+{
+    return t ? t->name : "";
+}
+
+void *emb_table_data(const EmbTable *t, int64_t *column_stride)
+{
+    if (column_stride)
+        *column_stride = t && t->data ? (int64_t)(t->stride / t->elsize) : 0;
+    return t ? t->data : NULL;
+}
