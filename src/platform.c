@@ -84,7 +84,7 @@ int emb__platform_bind_memory(void *p, size_t bytes, EmbPlacement placement, int
     return 0;
 }
 
-void emb__platform_pin_thread(int k, int pinning)
+void emb__platform_pin_thread(int k, EmbPinning pinning)
 {
     call_once(&once, init);
     if (pinning == EMB_PIN_NONE)

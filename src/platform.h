@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "embtables/table.h"
+#include "embtables/strategy.h"
 
 /* Physical cores (not hardware threads) this process may use; >= 1. */
 int emb__platform_physical_cores(void);
@@ -26,14 +26,7 @@ int emb__platform_numa_nodes(void);
  */
 int emb__platform_bind_memory(void *p, size_t bytes, EmbPlacement placement, int node);
 
-/* Thread pinning orders. */
-typedef enum EmbPinning {
-    EMB_PIN_NONE = 0,    /* leave threads where the OS puts them */
-    EMB_PIN_COMPACT = 1, /* thread k on physical core k */
-    EMB_PIN_SCATTER = 2, /* threads spread round-robin over NUMA nodes */
-} EmbPinning;
-
 /* Pins the calling thread, the k-th of a team, to a core chosen by @p pinning. */
-void emb__platform_pin_thread(int k, int pinning);
+void emb__platform_pin_thread(int k, EmbPinning pinning);
 
 #endif

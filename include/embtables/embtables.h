@@ -11,5 +11,6 @@
 #include "embtables/common.h"
 #include "embtables/table.h"
 #include "embtables/lookup.h"
+#include "embtables/strategy.h"
 
 #endif
