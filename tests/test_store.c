@@ -143,6 +143,13 @@ static void tmpdir(char *dir)
     cr_assert_not_null(mkdtemp(dir));
 }
 
+static void rmdir_all(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 Test(checkpoint, save_restore_roundtrip_and_latest)
 {
     char dir[64], path[512], latest[512];
@@ -163,6 +170,7 @@ Test(checkpoint, save_restore_roundtrip_and_latest)
     emb_saver_destroy(&sv);
     emb_store_destroy(&s);
     emb_store_destroy(&r);
+    rmdir_all(dir);
 }
 
 Test(checkpoint, corrupt_truncated_or_foreign_files_touch_nothing)
@@ -214,6 +222,7 @@ Test(checkpoint, corrupt_truncated_or_foreign_files_touch_nothing)
     emb_saver_destroy(&sv);
     emb_store_destroy(&s);
     emb_store_destroy(&r);
+    rmdir_all(dir);
 }
 
 Test(checkpoint, max_to_keep_deletes_the_oldest)
@@ -241,4 +250,5 @@ Test(checkpoint, max_to_keep_deletes_the_oldest)
     cr_assert_eq(emb_saver_create(&sv, dir, "a/b", &o), EMB_EINVAL);
     emb_saver_destroy(&sv);
     emb_store_destroy(&s);
+    rmdir_all(dir);
 }
