@@ -12,6 +12,7 @@
 #include "embtables/table.h"
 #include "embtables/lookup.h"
 #include "embtables/strategy.h"
+#include "embtables/update.h"
 #include "embtables/store.h"
 
 #endif

@@ -3,6 +3,7 @@
  * layout included) and materialised sparse gradients. Recording validates and copies the
  * descriptors; no work per id happens until an update consumes the gradient.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "lookup/batch.h"

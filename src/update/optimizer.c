@@ -62,6 +62,7 @@ void emb_optimizer_destroy(EmbOptimizer **popt)
     for (int64_t i = 0; i < o->nstates; i++)
         emb_table_destroy(&o->states[i].slot);
     free(o->states);
+    free(o->plans);
     free(o);
     *popt = NULL;
 }
@@ -112,6 +113,11 @@ int emb__optimizer_state(EmbOptimizer *o, const EmbTable *t, EmbOptState **out)
 {
     EmbOptState *st = find(o, t);
     if (st) {
+        if (st->width != state_width(o->cfg.kind, t->featuresize) ||
+            (st->slot && st->slot->ncolumns != t->ncolumns))
+            return emb__fail(EMB_ESHAPE, "the optimizer's state for %s has another shape (a "
+                             "destroyed table's? call emb_optimizer_detach)",
+                             emb__table_label(t));
         *out = st;
         return 0;
     }

@@ -72,14 +72,18 @@ typedef struct EmbOptState {
     int64_t step;     /* updates applied */
 } EmbOptState;
 
+/* Everything the apply phase needs for one table in one call. */
+typedef struct EmbPlan EmbPlan;
+
 struct EmbOptimizer {
     EmbOptimizerConfig cfg;
     EmbOptState *states;
     int64_t nstates, cap;
+    EmbPlan *plans;    /* emb_update_many's per-table plans, grown, reused */
+    int64_t plan_cap;
 };
 
-/* Everything the apply phase needs for one table in one call. */
-typedef struct EmbPlan {
+struct EmbPlan {
     EmbTable *table;
     const EmbGrad *grad;
     EmbIndexer *ix;
@@ -89,7 +93,8 @@ typedef struct EmbPlan {
     emb_sgd_row_fn sgd;
     emb_optim_row_fn row;
     bool max_norm;             /* rows need emb__pullback_row */
-} EmbPlan;
+    int rc;                    /* emb_update_many: phase 1 result */
+};
 
 /* ---- indexer (indexer.c) --------------------------------------------------------------- */
 
