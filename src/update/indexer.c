@@ -74,6 +74,7 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
         return emb__fail(EMB_EOVERFLOW, "%lld gradient rows exceed the indexer's 2^31 - 1",
                          (long long)rows);
     ix->nrows = ix->ndistinct = 0;
+    rows = EMB_MAX(rows, 1); /* starts[0] exists even for no rows */
     int r = reserve_slots(ix, rows);
     if (!r && rows > ix->row_cap) {
         r = grow(&ix->row_dist, rows, sizeof(int32_t));
