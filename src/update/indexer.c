@@ -1,15 +1,18 @@
 /*
  * indexer.c — EmbIndexer: groups gradient rows by distinct id in O(rows).
  *
- * An open-addressing hash (linear probing, load <= 1/2) maps an id to its distinct index,
- * assigned in order of first appearance; a counting sort then lists each distinct id's
- * rows in row order. Slots carry a generation stamp, so a step clears nothing: the hash is
+ * An open-addressing hash (linear probing, load <= 2/3) maps an id to its distinct index,
+ * assigned in order of first appearance; the counts' prefix sums then place each distinct
+ * id's rows, in row order, for the caller's counting-sort scatter. Slots carry a
+ * generation stamp, so a step clears nothing: the hash is
  * sized by the rows of the largest gradient seen, never by the table's ncolumns.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "update/update_impl.h"
+
+#define HASH_AHEAD 16 /* rows whose hash slot is prefetched ahead */
 
 int emb_indexer_create(EmbIndexer **out)
 {
@@ -28,7 +31,8 @@ void emb_indexer_destroy(EmbIndexer **pix)
     EmbIndexer *ix = *pix;
     free(ix->slots);
     free(ix->row_dist);
-    free(ix->order);
+    free(ix->grow);
+    free(ix->gcoef);
     free(ix->idbuf);
     free(ix->entries);
     free(ix->ids);
@@ -54,7 +58,7 @@ static int grow(void *pp, int64_t n, size_t size)
 static int reserve_slots(EmbIndexer *ix, int64_t rows)
 {
     int64_t want = 16;
-    while (want < 2 * rows)
+    while (want < rows + rows / 2) /* load factor <= 2/3 */
         want *= 2;
     if (want <= ix->nslots)
         return 0;
@@ -78,7 +82,8 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
     int r = reserve_slots(ix, rows);
     if (!r && rows > ix->row_cap) {
         r = grow(&ix->row_dist, rows, sizeof(int32_t));
-        r = r ? r : grow(&ix->order, rows, sizeof(int32_t));
+        r = r ? r : grow(&ix->grow, rows, sizeof(float *));
+        r = r ? r : grow(&ix->gcoef, rows, sizeof(float));
         r = r ? r : grow(&ix->idbuf, rows, sizeof(int64_t));
         if (!r)
             ix->row_cap = rows;
@@ -119,12 +124,12 @@ static inline int32_t insert(EmbIndexer *ix, int64_t id, uint64_t mask)
         EmbSlot *s = &ix->slots[h];
         if (s->gen != ix->gen) {
             const int32_t d = (int32_t)ix->ndistinct++;
-            *s = (EmbSlot){ix->gen, d};
+            *s = (EmbSlot){id, ix->gen, d};
             ix->ids[d] = id;
             ix->counts[d] = 0;
             return d;
         }
-        if (ix->ids[s->dist] == id)
+        if (s->id == id)
             return s->dist;
         h = (h + 1) & mask;
     }
@@ -146,6 +151,10 @@ void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t
     ix->nrows = n;
     for (int64_t k = 0; k < n; k++) {
         int64_t id;
+        if (k + HASH_AHEAD < n) {
+            memcpy(&id, (const char *)base + (size_t)(k + HASH_AHEAD) * stride, sizeof id);
+            __builtin_prefetch(&ix->slots[hash(id, mask)], 0, 3);
+        }
         memcpy(&id, (const char *)base + (size_t)k * stride, sizeof id);
         const int32_t d = insert(ix, id, mask);
         ix->counts[d]++;
@@ -157,8 +166,6 @@ void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t
         s += ix->counts[d];
     }
     ix->starts[ix->ndistinct] = s;
-    for (int64_t k = 0; k < n; k++)
-        ix->order[ix->cursor[ix->row_dist[k]]++] = (int32_t)k;
 }
 
 int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id)
@@ -170,7 +177,7 @@ int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id)
         const EmbSlot *s = &ix->slots[h];
         if (s->gen != ix->gen)
             return -1;
-        if (ix->ids[s->dist] == id)
+        if (s->id == id)
             return s->dist;
     }
 }

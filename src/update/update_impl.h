@@ -39,6 +39,7 @@ struct EmbGrad {
 
 /* Open-addressing slot: valid when gen equals the indexer's generation. */
 typedef struct EmbSlot {
+    int64_t id;
     uint32_t gen;
     int32_t dist;
 } EmbSlot;
@@ -50,8 +51,11 @@ struct EmbIndexer {
     uint32_t gen;
     /* per gradient row */
     int32_t *row_dist;
-    int32_t *order;     /* row indices grouped by distinct id, each group in row order */
     int64_t *idbuf;     /* int64 copy of int32 ids */
+    /* gradient rows grouped by distinct id (group d at [starts[d], starts[d+1]), each in
+       row order): the row's f32 values and its coefficient (filled by plan.c) */
+    const float **grow;
+    float *gcoef;
     EmbPullEntry *entries;
     int64_t row_cap, entry_cap;
     /* per distinct id */
@@ -102,7 +106,11 @@ struct EmbPlan {
 int emb__indexer_reserve(EmbIndexer *ix, int64_t rows);
 /* Room for @n pullback entries; 0 or EMB_ENOMEM. */
 int emb__indexer_reserve_entries(EmbIndexer *ix, int64_t n);
-/* Groups @n ids read at `base + k * stride` bytes (int64) after emb__indexer_reserve. */
+/*
+ * Groups @n ids read at `base + k * stride` bytes (int64) after emb__indexer_reserve:
+ * ids / counts / starts of the distinct ids, row_dist of every row, and cursor[d] =
+ * starts[d], ready for the caller's scatter of rows into grow / gcoef.
+ */
 void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t n);
 /* The distinct index of @id in the last grouping, or -1. */
 int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id);
