@@ -1,0 +1,4 @@
+/* test_semantics.c — TF / DeepRec pooling semantics on hand-computed cases. */
+#include <criterion/criterion.h>
+
+#include "test_util.h"
