@@ -19,6 +19,7 @@
 #include "tables/table_impl.h"
 
 #define CHUNK 256
+#define CLIP_AHEAD 8 /* columns prefetched ahead of the max_norm pass */
 
 typedef struct Piece {
     int64_t bag;    /* output row */
@@ -48,9 +49,13 @@ typedef struct Pass {
     bool weighted; /* the kernels need the w array */
 } Pass;
 
+static void clip_chunk(const Pass *ps, Chunk *c);
+
 static void flush(const Pass *ps, Chunk *c)
 {
     const int32_t D = ps->t->featuresize;
+    if (ps->p->max_norm > 0.0f)
+        clip_chunk(ps, c);
     for (int32_t i = 0; i < c->npieces; i++) {
         const Piece *pc = &c->pieces[i];
         float *o = ps->out + pc->bag * ps->stride;
@@ -70,10 +75,26 @@ static float clip_factor(const Pass *ps, const void *col)
     return ss > c * c ? c / sqrtf(ss) : 1.0f;
 }
 
-static void push(const Pass *ps, Chunk *c, const void *col, float w)
+/*
+ * max_norm: scales each entry's weight of the chunk by its column's clip factor. The norms
+ * are computed chunk-wide, before pooling, with the columns a few entries ahead prefetched
+ * so that their misses overlap (the pool kernel then finds them in cache).
+ */
+static void clip_chunk(const Pass *ps, Chunk *c)
+{
+    const size_t bytes = (size_t)ps->t->featuresize * ps->t->elsize;
+    for (int32_t j = 0; j < c->ncols; j++) {
+        if (j + CLIP_AHEAD < c->ncols)
+            for (size_t off = 0; off < bytes; off += 64)
+                __builtin_prefetch((const char *)c->cols[j + CLIP_AHEAD] + off);
+        c->w[j] *= clip_factor(ps, c->cols[j]);
+    }
+}
+
+static void push(Chunk *c, const void *col, float w)
 {
     c->cols[c->ncols] = col;
-    c->w[c->ncols] = ps->p->max_norm > 0.0f ? w * clip_factor(ps, col) : w;
+    c->w[c->ncols] = w;
     c->ncols++;
 }
 
@@ -102,7 +123,7 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
             open_piece(c, bag, true);
         }
         const float w = b->weights ? b->weights[k] : 1.0f;
-        push(ps, c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
+        push(c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
         c->pieces[c->npieces - 1].count++;
         sw += w;
         sw2 += (double)w * w;
@@ -112,7 +133,7 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
     pc->last = true;
     if (kept == 0) {
         if (ps->p->flags & EMB_USE_DEFAULT_ID) {
-            push(ps, c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
+            push(c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
             pc->count++;
         }
         return;
