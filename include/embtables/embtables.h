@@ -13,5 +13,7 @@
 #include "embtables/lookup.h"
 #include "embtables/partition.h"
 #include "embtables/strategy.h"
+#include "embtables/update.h"
+#include "embtables/store.h"
 
 #endif
