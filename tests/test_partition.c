@@ -328,3 +328,73 @@ Test(partition, partitioners)
     cr_assert_eq(emb_partition_locate(13, 0, EMB_PARTITION_DIV, 1, &sh, &row), EMB_EINVAL);
     cr_assert_eq(emb_partition_locate(13, 5, 0, 1, &sh, &row), EMB_EINVAL);
 }
+
+/* Whether two tables hold bit-identical columns (through the column-pointer interface). */
+static bool same_columns(const EmbTable *a, const EmbTable *b)
+{
+    for (int64_t c = 0; c < emb_table_ncolumns(a); c++) {
+        void *x, *y;
+        cr_assert_eq(emb_table_column_pointer(a, c, EMB_CTX_NONE, &x), 0);
+        cr_assert_eq(emb_table_column_pointer(b, c, EMB_CTX_NONE, &y), 0);
+        if (memcmp(x, y, (size_t)emb_table_featuresize(a) * sizeof(float)))
+            return false;
+    }
+    return true;
+}
+
+/* One forward + backward + update step of @p t with the batch and output gradient. */
+static void train_step(EmbOptimizer *opt, EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                       const float *dout, EmbGrad *g, EmbIndexer *ix)
+{
+    float out[64 * 9];
+    cr_assert_eq(emb_lookup(t, b, p, out, 9), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_lookup_backward(t, b, p, dout, 9, g), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_update(opt, t, g, ix, 0), 0, "%s", emb_last_error());
+}
+
+Test(partition, same_updates_as_unpartitioned)
+{
+    const int64_t R = 103;
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++)
+        for (int m = 0; m < 2; m++) {
+            EmbTable *plain = NULL, *part = NULL;
+            cr_assert_eq(emb_table_create(&plain, R, 9, EMB_F32, NULL), 0);
+            tu_fill_random(plain, 3);
+            cr_assert_eq(emb_table_partitioned_create(&part, R, 9, EMB_F32, 4, modes[m], NULL), 0);
+            copy_columns(part, plain);
+            const uint64_t before = tu_checksum(plain);
+            const EmbOptimizerConfig cfg = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.1f);
+            EmbOptimizer *o1 = NULL, *o2 = NULL;
+            EmbGrad *g1 = NULL, *g2 = NULL;
+            EmbIndexer *i1 = NULL, *i2 = NULL;
+            cr_assert_eq(emb_optimizer_create(&o1, &cfg), 0);
+            cr_assert_eq(emb_optimizer_create(&o2, &cfg), 0);
+            cr_assert_eq(emb_grad_create(&g1) | emb_grad_create(&g2), 0);
+            cr_assert_eq(emb_indexer_create(&i1) | emb_indexer_create(&i2), 0);
+            float dout[64 * 9];
+            for (int step = 0; step < 3; step++) {
+                RandBatch rb;
+                rand_batch(&rb, R, 100 + (uint64_t)step);
+                uint64_t s = 200 + (uint64_t)step;
+                for (int i = 0; i < 64 * 9; i++)
+                    dout[i] = tu_randf(&s);
+                const EmbPooling p = {.combiner = (EmbCombiner)(1 + step), .max_norm = 1.2f,
+                                      .default_id = 5,
+                                      .flags = EMB_PRUNE_INVALID | EMB_USE_DEFAULT_ID |
+                                               EMB_PRUNE_NONPOSITIVE_WEIGHTS};
+                train_step(o1, plain, &rb.b, &p, dout, g1, i1);
+                train_step(o2, part, &rb.b, &p, dout, g2, i2);
+                cr_assert(same_columns(plain, part), "optimizer %d mode %d step %d", kind, m,
+                          step);
+            }
+            cr_assert_neq(tu_checksum(plain), before, "the updates changed the table");
+            emb_indexer_destroy(&i1);
+            emb_indexer_destroy(&i2);
+            emb_grad_destroy(&g1);
+            emb_grad_destroy(&g2);
+            emb_optimizer_destroy(&o1);
+            emb_optimizer_destroy(&o2);
+            emb_table_destroy(&part);
+            emb_table_destroy(&plain);
+        }
+}
