@@ -38,7 +38,8 @@ static void make_case(Case *cs, EmbPooling p, bool weights, uint64_t seed)
         }
         cs->offsets[bag + 1] = nnz;
     }
-    cs->b = (EmbBatch){.ids = cs->ids, .nnz = nnz, .nbags = NBAGS, .weights = weights ? cs->w : NULL};
+    cs->b =
+        (EmbBatch){.ids = cs->ids, .nnz = nnz, .nbags = NBAGS, .weights = weights ? cs->w : NULL};
     if (p.combiner == EMB_COMBINER_NONE)
         cs->b.bag_size = 1;
     else
@@ -68,7 +69,8 @@ static void ref_forward(const double *X, const Case *cs, double *y)
         double *yb = y + bag * D, sw = 0, sw2 = 0;
         int kept = 0;
         memset(yb, 0, D * sizeof *yb);
-        const int64_t k0 = b->offsets ? b->offsets[bag] : bag, k1 = b->offsets ? b->offsets[bag + 1] : bag + 1;
+        const int64_t k0 = b->offsets ? b->offsets[bag] : bag,
+                      k1 = b->offsets ? b->offsets[bag + 1] : bag + 1;
         for (int64_t k = k0; k < k1; k++) {
             const int64_t id = cs->ids[k];
             const double wk = b->weights ? b->weights[k] : 1;
@@ -181,7 +183,8 @@ Test(gradients, every_pooling_against_finite_differences)
     for (int comb = EMB_COMBINER_NONE; comb <= EMB_COMBINER_SQRTN; comb++)
         for (int mask = 0; mask < 16; mask++) {
             const bool weights = mask & 1, clip = mask & 2, dflt = mask & 4, pr = mask & 8;
-            EmbPooling p = {.combiner = (EmbCombiner)comb, .max_norm = clip ? (float)c : 0,
+            EmbPooling p = {.combiner = (EmbCombiner)comb,
+                            .max_norm = clip ? (float)c : 0,
                             .default_id = 3,
                             .flags = (dflt ? EMB_USE_DEFAULT_ID : 0) | (pr ? prune : 0)};
             Case cs;
@@ -229,9 +232,10 @@ Test(gradients, entries_of_a_pruned_batch)
     const int64_t ids[] = {2, -1, 2}, off[] = {0, 3, 3};
     const float w[] = {2, 1, 0};
     const EmbBatch b = {.ids = ids, .nnz = 3, .nbags = 2, .offsets = off, .weights = w};
-    EmbPooling p = {.combiner = EMB_COMBINER_SQRTN, .default_id = 4,
-                    .flags = EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS |
-                             EMB_USE_DEFAULT_ID};
+    EmbPooling p = {.combiner = EMB_COMBINER_SQRTN,
+                    .default_id = 4,
+                    .flags =
+                        EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID};
     EmbPullEntry e[5];
     cr_assert_eq(emb__pullback_entries(t, &b, &p, e), 2);
     cr_assert(e[0].id == 2 && e[0].bag == 0 && e[0].coef == 1.0f);
@@ -246,7 +250,8 @@ Test(gradients, partitioned_table_same_pullback)
     double X[NCOL * D], G0[NCOL * D], G1[NCOL * D];
     EmbTable *t = make_table(X, 0.9, 77);
     EmbTable *pt = NULL;
-    cr_assert_eq(emb_table_partitioned_create(&pt, NCOL, D, EMB_F32, 5, EMB_PARTITION_DIV, NULL), 0);
+    cr_assert_eq(emb_table_partitioned_create(&pt, NCOL, D, EMB_F32, 5, EMB_PARTITION_DIV, NULL),
+                 0);
     for (int64_t col = 0; col < NCOL; col++) {
         void *dst;
         cr_assert_eq(emb_table_column_pointer(pt, col, EMB_CTX_UPDATE, &dst), 0);
@@ -254,8 +259,11 @@ Test(gradients, partitioned_table_same_pullback)
             ((float *)dst)[i] = (float)X[col * D + i];
     }
     Case cs;
-    make_case(&cs, (EmbPooling){.combiner = EMB_COMBINER_MEAN, .max_norm = 0.9f, .default_id = 1,
-                                .flags = EMB_USE_DEFAULT_ID | EMB_PRUNE_INVALID},
+    make_case(&cs,
+              (EmbPooling){.combiner = EMB_COMBINER_MEAN,
+                           .max_norm = 0.9f,
+                           .default_id = 1,
+                           .flags = EMB_USE_DEFAULT_ID | EMB_PRUNE_INVALID},
               true, 5);
     pullback_grad(t, &cs, G0);
     pullback_grad(pt, &cs, G1);

@@ -360,7 +360,8 @@ Test(partition, same_updates_as_unpartitioned)
             EmbTable *plain = NULL, *part = NULL;
             cr_assert_eq(emb_table_create(&plain, R, 9, EMB_F32, NULL), 0);
             tu_fill_random(plain, 3);
-            cr_assert_eq(emb_table_partitioned_create(&part, R, 9, EMB_F32, 4, modes[m], NULL), 0);
+            cr_assert_eq(emb_table_partitioned_create(&part, R, 9, EMB_F32, 4, modes[m], NULL),
+                         0);
             copy_columns(part, plain);
             const uint64_t before = tu_checksum(plain);
             const EmbOptimizerConfig cfg = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.1f);
@@ -397,4 +398,44 @@ Test(partition, same_updates_as_unpartitioned)
             emb_table_destroy(&part);
             emb_table_destroy(&plain);
         }
+}
+
+Test(partition, maplookup_under_every_strategy)
+{
+    /* tables [plain, mod-partitioned, div-partitioned] of one content in the concat layout:
+     * the three slices of every row are bit-identical, for every strategy */
+    const int64_t R = 103;
+    EmbTable *t[3] = {NULL, NULL, NULL};
+    cr_assert_eq(emb_table_create(&t[0], R, 9, EMB_F32, NULL), 0);
+    tu_fill_random(t[0], 8);
+    for (int m = 0; m < 2; m++) {
+        cr_assert_eq(emb_table_partitioned_create(&t[1 + m], R, 9, EMB_F32, 3, modes[m], NULL),
+                     0);
+        copy_columns(t[1 + m], t[0]);
+    }
+    RandBatch rb;
+    rand_batch(&rb, R, 31);
+    const EmbBatch batches[3] = {rb.b, rb.b, rb.b};
+    const EmbPooling p = {.combiner = EMB_COMBINER_SQRTN, .max_norm = 1.1f, .default_id = 2,
+                          .flags = EMB_PRUNE_INVALID | EMB_USE_DEFAULT_ID};
+    const EmbPooling pools[3] = {p, p, p};
+    const EmbStrategyOptions so = {.nthreads = 2};
+    for (int k = 0; k < 3; k++) {
+        EmbStrategy *s = NULL;
+        cr_assert_eq(k == 0   ? emb_strategy_sequential(&s)
+                     : k == 1 ? emb_strategy_parallel(&s, &so)
+                              : emb_strategy_prealloc_concat(&s, &so), 0);
+        static float concat[64 * 30];
+        const EmbOutputs o = {.concat = concat, .concat_stride = 30, .prependrows = 3};
+        cr_assert_eq(emb_maplookup(s, t, 3, batches, pools, &o), 0, "%s", emb_last_error());
+        for (int bag = 0; bag < 64; bag++) {
+            const float *row = concat + bag * 30 + 3;
+            const char *name = emb_strategy_name(s);
+            cr_assert_eq(memcmp(row, row + 9, 9 * sizeof(float)), 0, "%s bag %d mod", name, bag);
+            cr_assert_eq(memcmp(row, row + 18, 9 * sizeof(float)), 0, "%s bag %d div", name, bag);
+        }
+        emb_strategy_destroy(&s);
+    }
+    for (int i = 0; i < 3; i++)
+        emb_table_destroy(&t[i]);
 }

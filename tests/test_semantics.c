@@ -31,8 +31,12 @@ static EmbTable *table5(EmbDtype dt, void *mem)
 static void run(const EmbTable *t, const int64_t *ids, const int64_t *offsets, int64_t nbags,
                 const float *w, EmbPooling p, float *out)
 {
-    const EmbBatch b = {.ids = ids, .nnz = offsets ? offsets[nbags] : nbags, .nbags = nbags,
-                        .offsets = offsets, .bag_size = 1, .weights = w};
+    const EmbBatch b = {.ids = ids,
+                        .nnz = offsets ? offsets[nbags] : nbags,
+                        .nbags = nbags,
+                        .offsets = offsets,
+                        .bag_size = 1,
+                        .weights = w};
     tu_poison(out, (size_t)nbags * 3);
     cr_assert_eq(emb_lookup(t, &b, &p, out, 3), 0, "%s", emb_last_error());
     for (int64_t k = 0; k < nbags; k++)
@@ -42,7 +46,8 @@ static void run(const EmbTable *t, const int64_t *ids, const int64_t *offsets, i
 /* Relative tolerance 1e-6 (single f32 roundings of short sums) plus 1e-7 absolute. */
 static void expect2(const float *got, double x, double y, const char *what)
 {
-    cr_assert(fabs(got[0] - x) <= 1e-6 * fabs(x) + 1e-7 && fabs(got[1] - y) <= 1e-6 * fabs(y) + 1e-7,
+    cr_assert(fabs(got[0] - x) <= 1e-6 * fabs(x) + 1e-7 &&
+                  fabs(got[1] - y) <= 1e-6 * fabs(y) + 1e-7,
               "%s: got (%g, %g), want (%g, %g)", what, (double)got[0], (double)got[1], x, y);
     cr_assert(!isnan(got[0]) && !isnan(got[1]), "%s: NaN", what);
 }
@@ -125,8 +130,11 @@ Test(semantics, empty_bags_default_id_or_zeros)
         expect2(out + 6, 0, 0, "last empty bag");
         run(t, ids, off, 3, NULL, pool((EmbCombiner)c, 0, 2, EMB_USE_DEFAULT_ID), out);
         expect2(out, 0, 2, "empty bag gives the default column, weight 1");
-        expect2(out + 3, c == EMB_COMBINER_SUM ? 2 : c == EMB_COMBINER_MEAN ? 1 : sqrt(2), 0,
-                "non-empty bag");
+        expect2(out + 3,
+                c == EMB_COMBINER_SUM    ? 2
+                : c == EMB_COMBINER_MEAN ? 1
+                                         : sqrt(2),
+                0, "non-empty bag");
         expect2(out + 6, 0, 2, "last empty bag");
         run(t, ids, off, 3, NULL, pool((EmbCombiner)c, 1.0f, 4, EMB_USE_DEFAULT_ID), out);
         expect2(out, 0.6, 0.8, "the default column is clipped by max_norm");
@@ -186,8 +194,8 @@ Test(semantics, gather_with_pruning_and_int32_ids)
     EmbTable *t = table5(EMB_F32, mem);
     const int32_t ids[] = {4, -1, 2};
     const float w[] = {0.5f, 1, -2};
-    const EmbBatch b = {.ids = ids, .id_type = EMB_ID_I32, .nnz = 3, .nbags = 3, .bag_size = 1,
-                        .weights = w};
+    const EmbBatch b = {
+        .ids = ids, .id_type = EMB_ID_I32, .nnz = 3, .nbags = 3, .bag_size = 1, .weights = w};
     const EmbPooling p = pool(EMB_COMBINER_NONE, 0, 1, EMB_PRUNE_INVALID | EMB_USE_DEFAULT_ID);
     tu_poison(out, 9);
     cr_assert_eq(emb_lookup(t, &b, &p, out, 3), 0, "%s", emb_last_error());
@@ -229,9 +237,9 @@ Test(semantics, long_bags_against_double_reference)
     const double c = 1.5;
     const EmbBatch b = {.ids = ids, .nnz = NNZ, .nbags = 5, .offsets = off, .weights = w};
     for (int comb = EMB_COMBINER_SUM; comb <= EMB_COMBINER_SQRTN; comb++) {
-        const EmbPooling p = pool((EmbCombiner)comb, (float)c, 7,
-                                  EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS |
-                                      EMB_USE_DEFAULT_ID);
+        const EmbPooling p =
+            pool((EmbCombiner)comb, (float)c, 7,
+                 EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID);
         float out[5 * D];
         cr_assert_eq(emb_lookup(t, &b, &p, out, D), 0);
         for (int bag = 0; bag < 5; bag++) {
