@@ -321,6 +321,20 @@ Test(partition, partitioners)
     cr_assert_eq(emb_partition_max_shard_bytes(INT64_MAX, 1, EMB_F32, 1, 0, &P), EMB_EOVERFLOW);
     cr_assert_eq(emb_partition_max_shard_bytes(10, 16, EMB_F32, 0, 0, &P), EMB_EINVAL);
     cr_assert_eq(emb_partition_max_shard_bytes(10, 16, (EmbDtype)5, 64, 0, &P), EMB_EDTYPE);
+    /* TF's docstring example: 1024 x 1024 f32 with 256 KiB slices: 16, or max_partitions */
+    cr_assert_eq(emb_partition_min_slice_bytes(1024, 1024, EMB_F32, 256 << 10, 100, &P), 0);
+    cr_assert_eq(P, 16);
+    cr_assert_eq(emb_partition_min_slice_bytes(1024, 1024, EMB_F32, 256 << 10, 7, &P), 0);
+    cr_assert_eq(P, 7);
+    cr_assert_eq(emb_partition_min_slice_bytes(1024, 1024, EMB_F32, 300 << 10, 100, &P), 0);
+    cr_assert_eq(P, 14, "ceil(4 MiB / 300 KiB)");
+    cr_assert_eq(emb_partition_min_slice_bytes(3, 1 << 20, EMB_F32, 1, 100, &P), 0);
+    cr_assert_eq(P, 3, "capped by the rows");
+    cr_assert_eq(emb_partition_min_slice_bytes(10, 4, EMB_F32, 1 << 20, 100, &P), 0);
+    cr_assert_eq(P, 1, "a small table: one shard");
+    cr_assert_eq(emb_partition_min_slice_bytes(INT64_MAX, 1 << 30, EMB_F32, 1, 9, &P), 0);
+    cr_assert_eq(P, 9, "no overflow");
+    cr_assert_eq(emb_partition_min_slice_bytes(10, 4, EMB_F32, 64, 0, &P), EMB_EINVAL);
     int32_t sh;
     int64_t row;
     cr_assert_eq(emb_partition_locate(13, 5, EMB_PARTITION_DIV, 13, &sh, &row), EMB_ERANGE);

@@ -116,6 +116,18 @@ EMB_API int emb_partition_max_shard_bytes(int64_t nrows, int32_t featuresize, Em
                                           int64_t max_shard_bytes, int32_t max_shards,
                                           int32_t *nshards);
 
+/**
+ * TF `min_max_variable_partitioner(max_partitions, min_slice_size)` along the rows: as
+ * many shards as give each at least @p min_slice_bytes of the table's
+ * `nrows * featuresize * sizeof(dtype)` bytes, P = ceil(total / min_slice_bytes), capped
+ * by @p max_partitions and by @p nrows, at least 1.
+ * @return 0; EMB_ENULL; EMB_EINVAL (nrows < 0, featuresize < 1, min_slice_bytes < 1,
+ *         max_partitions < 1); EMB_EDTYPE
+ */
+EMB_API int emb_partition_min_slice_bytes(int64_t nrows, int32_t featuresize, EmbDtype dtype,
+                                          int64_t min_slice_bytes, int32_t max_partitions,
+                                          int32_t *nshards);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,13 +1,15 @@
 /*
  * partition.c — partitioned tables (TF's list of params with partition_strategy "mod" or
  * "div") behind the column-pointer interface, and the partitioners that choose the shard
- * count (TF's fixed_size_partitioner and variable_axis_size_partitioner).
+ * count (TF's fixed_size_partitioner, variable_axis_size_partitioner and
+ * min_max_variable_partitioner).
  *
  * A partitioned table has no contiguous storage (data == NULL): its column_fn maps an id
  * to (shard, row) and asks the shard for that row with the caller's context, so a shard
  * can be of any type. Both strategies give shard i q + (i < r) rows (q = R / P,
  * r = R % P); the shard sizes are checked against this rule at creation.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,5 +277,24 @@ int emb_partition_max_shard_bytes(int64_t nrows, int32_t featuresize, EmbDtype d
         return emb__fail(EMB_EOVERFLOW, "%lld shards of at most %lld bytes do not fit in int32",
                          (long long)p, (long long)max_shard_bytes);
     *nshards = (int32_t)EMB_MAX(p, 1);
+    return 0;
+}
+
+int emb_partition_min_slice_bytes(int64_t nrows, int32_t featuresize, EmbDtype dtype,
+                                  int64_t min_slice_bytes, int32_t max_partitions,
+                                  int32_t *nshards)
+{
+    EMB_CHECK_NULL(nshards);
+    if (nrows < 0 || featuresize < 1 || min_slice_bytes < 1 || max_partitions < 1)
+        return emb__fail(EMB_EINVAL, "nrows %lld, featuresize %d, min_slice_bytes %lld, "
+                         "max_partitions %d: need >= 0, >= 1, >= 1, >= 1", (long long)nrows,
+                         (int)featuresize, (long long)min_slice_bytes, (int)max_partitions);
+    if (emb_dtype_size(dtype) == 0)
+        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
+    /* in double as TF does: the product may exceed int64, the cap keeps P small */
+    const double total = (double)nrows * featuresize * (double)emb_dtype_size(dtype);
+    const double want = ceil(total / (double)min_slice_bytes);
+    const double p = fmin(fmin(want, (double)nrows), (double)max_partitions);
+    *nshards = p < 1.0 ? 1 : (int32_t)p;
     return 0;
 }
