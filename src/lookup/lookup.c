@@ -3,8 +3,9 @@
  *
  * The pass resolves the column pointers of as many whole bags as fit in a chunk (the
  * column-pointer interface is asked once per id, with FORWARD), together with each id's
- * effective weight (its weight, times the max_norm clip factor), prunes what the pooling
- * prunes and substitutes the default column for empty bags. Then the pool kernel runs over
+ * weight, prunes what the pooling prunes and substitutes the default column for empty
+ * bags. With max_norm, each weight is then multiplied by its column's clip factor in one
+ * prefetching pass over the chunk (clip before weighting). Then the pool kernel runs over
  * the chunk bag by bag, able to prefetch the columns of the bags after the current one,
  * and the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer
  * than a chunk is pooled in pieces with the kernel's accumulate mode, in the same order.
@@ -49,24 +50,6 @@ typedef struct Pass {
     bool weighted; /* the kernels need the w array */
 } Pass;
 
-static void clip_chunk(const Pass *ps, Chunk *c);
-
-static void flush(const Pass *ps, Chunk *c)
-{
-    const int32_t D = ps->t->featuresize;
-    if (ps->p->max_norm > 0.0f)
-        clip_chunk(ps, c);
-    for (int32_t i = 0; i < c->npieces; i++) {
-        const Piece *pc = &c->pieces[i];
-        float *o = ps->out + pc->bag * ps->stride;
-        ps->pool(o, c->cols + pc->first, ps->weighted ? c->w + pc->first : NULL, pc->count,
-                 c->ncols - pc->first - pc->count, D, pc->accumulate);
-        if (pc->last && pc->scale != 1.0f)
-            ps->scale(o, pc->scale, D);
-    }
-    c->ncols = c->npieces = 0;
-}
-
 /* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
 static float clip_factor(const Pass *ps, const void *col)
 {
@@ -89,6 +72,22 @@ static void clip_chunk(const Pass *ps, Chunk *c)
                 __builtin_prefetch((const char *)c->cols[j + CLIP_AHEAD] + off);
         c->w[j] *= clip_factor(ps, c->cols[j]);
     }
+}
+
+static void flush(const Pass *ps, Chunk *c)
+{
+    const int32_t D = ps->t->featuresize;
+    if (ps->p->max_norm > 0.0f)
+        clip_chunk(ps, c);
+    for (int32_t i = 0; i < c->npieces; i++) {
+        const Piece *pc = &c->pieces[i];
+        float *o = ps->out + pc->bag * ps->stride;
+        ps->pool(o, c->cols + pc->first, ps->weighted ? c->w + pc->first : NULL, pc->count,
+                 c->ncols - pc->first - pc->count, D, pc->accumulate);
+        if (pc->last && pc->scale != 1.0f)
+            ps->scale(o, pc->scale, D);
+    }
+    c->ncols = c->npieces = 0;
 }
 
 static void push(Chunk *c, const void *col, float w)
