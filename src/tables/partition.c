@@ -257,18 +257,34 @@ int emb_partition_fixed_size(int64_t nrows, int32_t num_shards, int32_t *nshards
     return 0;
 }
 
+/*
+ * A partitioner's common checks: the table's shape, a byte limit (named @what) and a cap
+ * (named @cap_name, at least @cap_min); the bytes of one row into *row_bytes.
+ */
+static int check_partitioner(int64_t nrows, int32_t featuresize, EmbDtype dtype, int64_t bytes,
+                             const char *what, int32_t cap, int32_t cap_min,
+                             const char *cap_name, int64_t *row_bytes)
+{
+    if (nrows < 0 || featuresize < 1 || bytes < 1 || cap < cap_min)
+        return emb__fail(EMB_EINVAL, "nrows %lld, featuresize %d, %s %lld, %s %d: need >= 0, "
+                         ">= 1, >= 1, >= %d", (long long)nrows, (int)featuresize, what,
+                         (long long)bytes, cap_name, (int)cap, (int)cap_min);
+    if (emb_dtype_size(dtype) == 0)
+        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
+    *row_bytes = (int64_t)featuresize * (int64_t)emb_dtype_size(dtype);
+    return 0;
+}
+
 int emb_partition_max_shard_bytes(int64_t nrows, int32_t featuresize, EmbDtype dtype,
                                   int64_t max_shard_bytes, int32_t max_shards,
                                   int32_t *nshards)
 {
     EMB_CHECK_NULL(nshards);
-    if (nrows < 0 || featuresize < 1 || max_shard_bytes < 1 || max_shards < 0)
-        return emb__fail(EMB_EINVAL, "nrows %lld, featuresize %d, max_shard_bytes %lld, "
-                         "max_shards %d: need >= 0, >= 1, >= 1, >= 0", (long long)nrows,
-                         (int)featuresize, (long long)max_shard_bytes, (int)max_shards);
-    if (emb_dtype_size(dtype) == 0)
-        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
-    const int64_t row_bytes = (int64_t)featuresize * (int64_t)emb_dtype_size(dtype);
+    int64_t row_bytes = 1;
+    int r = check_partitioner(nrows, featuresize, dtype, max_shard_bytes, "max_shard_bytes",
+                              max_shards, 0, "max_shards", &row_bytes);
+    if (r)
+        return r;
     const int64_t rows_per_shard = EMB_MAX(1, max_shard_bytes / row_bytes);
     int64_t p = nrows / rows_per_shard + (nrows % rows_per_shard != 0);
     if (max_shards > 0)
@@ -285,15 +301,13 @@ int emb_partition_min_slice_bytes(int64_t nrows, int32_t featuresize, EmbDtype d
                                   int32_t *nshards)
 {
     EMB_CHECK_NULL(nshards);
-    if (nrows < 0 || featuresize < 1 || min_slice_bytes < 1 || max_partitions < 1)
-        return emb__fail(EMB_EINVAL, "nrows %lld, featuresize %d, min_slice_bytes %lld, "
-                         "max_partitions %d: need >= 0, >= 1, >= 1, >= 1", (long long)nrows,
-                         (int)featuresize, (long long)min_slice_bytes, (int)max_partitions);
-    if (emb_dtype_size(dtype) == 0)
-        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
-    /* in double as TF does: the product may exceed int64, the cap keeps P small */
-    const double total = (double)nrows * featuresize * (double)emb_dtype_size(dtype);
-    const double want = ceil(total / (double)min_slice_bytes);
+    int64_t row_bytes = 1;
+    int r = check_partitioner(nrows, featuresize, dtype, min_slice_bytes, "min_slice_bytes",
+                              max_partitions, 1, "max_partitions", &row_bytes);
+    if (r)
+        return r;
+    /* in double as TF does: the product may exceed int64, the caps keep P small */
+    const double want = ceil((double)nrows * (double)row_bytes / (double)min_slice_bytes);
     const double p = fmin(fmin(want, (double)nrows), (double)max_partitions);
     *nshards = p < 1.0 ? 1 : (int32_t)p;
     return 0;
