@@ -300,3 +300,53 @@ Test(gradients, bf16_columns_same_pullback_as_f32)
     emb_table_destroy(&tb);
     emb_table_destroy(&t);
 }
+
+/* The public backward + SGD (update.h) moves every column by −lr · (the FD gradient). */
+Test(gradients, sgd_step_follows_finite_differences)
+{
+    const double c = 1.1, lr = 0.5;
+    for (int comb = EMB_COMBINER_NONE; comb <= EMB_COMBINER_SQRTN; comb++) {
+        double X[NCOL * D];
+        EmbTable *t = make_table(X, c, 40 + (uint64_t)comb);
+        Case cs;
+        make_case(&cs,
+                  (EmbPooling){.combiner = (EmbCombiner)comb, .max_norm = (float)c,
+                               .default_id = 6,
+                               .flags = EMB_USE_DEFAULT_ID | EMB_PRUNE_INVALID |
+                                        EMB_PRUNE_NONPOSITIVE_WEIGHTS},
+                  true, 60 + (uint64_t)comb);
+        float dout[NBAGS * D];
+        for (int i = 0; i < NBAGS * D; i++)
+            dout[i] = (float)cs.r[i];
+        EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_SGD, (float)lr);
+        EmbOptimizer *opt = NULL;
+        EmbGrad *g = NULL;
+        EmbIndexer *ix = NULL;
+        cr_assert_eq(emb_optimizer_create(&opt, &cfg), 0);
+        cr_assert_eq(emb_grad_create(&g), 0);
+        cr_assert_eq(emb_indexer_create(&ix), 0);
+        cr_assert_eq(emb_lookup_backward(t, &cs.b, &cs.p, dout, D, g), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_update(opt, t, g, ix, 0), 0, "%s", emb_last_error());
+        int64_t stride;
+        const float *d = emb_table_data(t, &stride);
+        const double h = 1e-5;
+        for (int j = 0; j < NCOL * D; j++) {
+            const double x0 = X[j];
+            X[j] = x0 + h;
+            const double lp = loss(X, &cs);
+            X[j] = x0 - h;
+            const double lm = loss(X, &cs);
+            X[j] = x0;
+            const double want = x0 - lr * (lp - lm) / (2 * h);
+            const double got = d[(j / D) * stride + j % D];
+            /* f32 gradient and update of values of size ~1 */
+            cr_assert(fabs(got - want) <= 2e-5 * (1 + fabs(want)),
+                      "combiner %d: column %d[%d] = %.9g, want %.9g", comb, j / D, j % D, got,
+                      want);
+        }
+        emb_indexer_destroy(&ix);
+        emb_grad_destroy(&g);
+        emb_optimizer_destroy(&opt);
+        emb_table_destroy(&t);
+    }
+}

@@ -70,6 +70,12 @@ Test(partition, seed_table_lookup_through_shards)
         cr_assert_eq(emb_gather(t, ids, 13, out, 2), 0, "%s", emb_last_error());
         for (int k = 0; k < 13; k++)
             cr_assert_eq(out[2 * k], (float)(12 - k));
+        ids[5] = 13; /* out of range: nothing written, the message names the table */
+        tu_poison(out, 26);
+        cr_assert_eq(emb_gather(t, ids, 13, out, 2), EMB_ERANGE);
+        cr_assert_str_eq(emb_last_error(), "id 13 at position 5 is not in [0, 13) "
+                                           "(table \"seed\")");
+        cr_assert(tu_is_poison(out, 26));
         emb_table_destroy(&t);
         for (int32_t s = 0; s < 5; s++) /* borrowed: still alive, ours to destroy */
             emb_table_destroy(&shards[s]);
