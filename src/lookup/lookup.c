@@ -3,8 +3,9 @@
  *
  * The pass resolves the column pointers of as many whole bags as fit in a chunk (the
  * column-pointer interface is asked once per id, with FORWARD), together with each id's
- * effective weight (its weight, times the max_norm clip factor), prunes what the pooling
- * prunes and substitutes the default column for empty bags. Then the pool kernel runs over
+ * weight, prunes what the pooling prunes and substitutes the default column for empty
+ * bags. With max_norm, each weight is then multiplied by its column's clip factor in one
+ * prefetching pass over the chunk (clip before weighting). Then the pool kernel runs over
  * the chunk bag by bag, able to prefetch the columns of the bags after the current one,
  * and the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer
  * than a chunk is pooled in pieces with the kernel's accumulate mode, in the same order.
@@ -19,6 +20,7 @@
 #include "tables/table_impl.h"
 
 #define CHUNK 256
+#define CLIP_AHEAD 8 /* columns prefetched ahead of the max_norm pass */
 
 typedef struct Piece {
     int64_t bag;    /* output row */
@@ -48,9 +50,35 @@ typedef struct Pass {
     bool weighted; /* the kernels need the w array */
 } Pass;
 
+/* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
+static float clip_factor(const Pass *ps, const void *col)
+{
+    const float ss = ps->sumsq(col, ps->t->featuresize);
+    const float c = ps->p->max_norm;
+    return ss > c * c ? c / sqrtf(ss) : 1.0f;
+}
+
+/*
+ * max_norm: scales each entry's weight of the chunk by its column's clip factor. The norms
+ * are computed chunk-wide, before pooling, with the columns a few entries ahead prefetched
+ * so that their misses overlap (the pool kernel then finds them in cache).
+ */
+static void clip_chunk(const Pass *ps, Chunk *c)
+{
+    const size_t bytes = (size_t)ps->t->featuresize * ps->t->elsize;
+    for (int32_t j = 0; j < c->ncols; j++) {
+        if (j + CLIP_AHEAD < c->ncols)
+            for (size_t off = 0; off < bytes; off += 64)
+                __builtin_prefetch((const char *)c->cols[j + CLIP_AHEAD] + off);
+        c->w[j] *= clip_factor(ps, c->cols[j]);
+    }
+}
+
 static void flush(const Pass *ps, Chunk *c)
 {
     const int32_t D = ps->t->featuresize;
+    if (ps->p->max_norm > 0.0f)
+        clip_chunk(ps, c);
     for (int32_t i = 0; i < c->npieces; i++) {
         const Piece *pc = &c->pieces[i];
         float *o = ps->out + pc->bag * ps->stride;
@@ -62,18 +90,10 @@ static void flush(const Pass *ps, Chunk *c)
     c->ncols = c->npieces = 0;
 }
 
-/* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
-static float clip_factor(const Pass *ps, const void *col)
-{
-    const float ss = ps->sumsq(col, ps->t->featuresize);
-    const float c = ps->p->max_norm;
-    return ss > c * c ? c / sqrtf(ss) : 1.0f;
-}
-
-static void push(const Pass *ps, Chunk *c, const void *col, float w)
+static void push(Chunk *c, const void *col, float w)
 {
     c->cols[c->ncols] = col;
-    c->w[c->ncols] = ps->p->max_norm > 0.0f ? w * clip_factor(ps, col) : w;
+    c->w[c->ncols] = w;
     c->ncols++;
 }
 
@@ -102,7 +122,7 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
             open_piece(c, bag, true);
         }
         const float w = b->weights ? b->weights[k] : 1.0f;
-        push(ps, c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
+        push(c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
         c->pieces[c->npieces - 1].count++;
         sw += w;
         sw2 += (double)w * w;
@@ -112,7 +132,7 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
     pc->last = true;
     if (kept == 0) {
         if (ps->p->flags & EMB_USE_DEFAULT_ID) {
-            push(ps, c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
+            push(c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
             pc->count++;
         }
         return;
