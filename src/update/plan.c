@@ -12,7 +12,8 @@
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
 
-#define PREFETCH_AHEAD 16
+#define PREFETCH_AHEAD 16 /* distinct columns prefetched ahead */
+#define POOL_AHEAD 8      /* gradient rows the pool kernel may prefetch ahead */
 
 /* Counting-sort scatter of a sparse gradient's rows into the indexer's groups. */
 static void scatter_sparse(EmbIndexer *ix, const EmbSparseGrad *s)
@@ -90,9 +91,9 @@ static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
 {
     const EmbGrad *g = plan->grad;
     const EmbIndexer *ix = plan->ix;
-    const EmbPullEntry e = {ix->ids[d], (ix->grow[pos] - g->dy) / g->dy_stride,
-                            ix->gcoef[pos]};
-    emb__pullback_row(plan->table, &g->pooling, &e, ix->grow[pos], tmp);
+    const float *dy = ix->grow[pos];
+    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos]};
+    emb__pullback_row(plan->table, &g->pooling, &e, dy, tmp);
 }
 
 /* The summed gradient of distinct column @d: a row of the gradient itself or @acc. */
@@ -110,8 +111,8 @@ static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, floa
     }
     if (p1 - p0 == 1 && ix->gcoef[p0] == 1.0f)
         return ix->grow[p0];
-    for (int64_t p = p0; p < p1; p++)
-        axpy(acc, ix->gcoef[p], ix->grow[p], D, p == p0);
+    const int64_t ahead = EMB_MIN(POOL_AHEAD, ix->nrows - p1);
+    plan->pool(acc, ix->grow + p0, ix->gcoef + p0, p1 - p0, ahead, D, 0);
     return acc;
 }
 

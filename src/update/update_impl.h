@@ -53,8 +53,9 @@ struct EmbIndexer {
     int32_t *row_dist;
     int64_t *idbuf;     /* int64 copy of int32 ids */
     /* gradient rows grouped by distinct id (group d at [starts[d], starts[d+1]), each in
-       row order): the row's f32 values and its coefficient (filled by plan.c) */
-    const float **grow;
+       row order): the row's f32 values and its coefficient (filled by plan.c); void
+       pointers, as the pool kernel that sums them takes */
+    const void **grow;
     float *gcoef;
     EmbPullEntry *entries;
     int64_t row_cap, entry_cap;
@@ -96,6 +97,7 @@ struct EmbPlan {
     EmbTable *state;           /* shadow table or NULL */
     emb_sgd_row_fn sgd;
     emb_optim_row_fn row;
+    emb_pool_fn pool;          /* sums a column's gradient rows (f32) */
     bool max_norm;             /* rows need emb__pullback_row */
     int rc;                    /* emb_update_many: phase 1 result */
 };
