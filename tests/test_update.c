@@ -72,12 +72,11 @@ static void optimizer_case(EmbOptimizerConfig c, EmbCombiner comb, int weighted,
     double *W = tu_read_double(t);
     RefOpt ref;
     ref_opt_init(&ref, c, ncol, D);
-    EmbOptimizer *opt = NULL;
-    EmbIndexer *ix = NULL;
-    EmbGrad *g = NULL;
-    cr_assert_eq(emb_optimizer_create(&opt, &c), 0);
-    cr_assert_eq(emb_indexer_create(&ix), 0);
-    cr_assert_eq(emb_grad_create(&g), 0);
+    Kit k;
+    cr_assert_eq(kit_init(&k, c), 0);
+    EmbOptimizer *opt = k.o;
+    EmbIndexer *ix = k.ix;
+    EmbGrad *g = k.g;
     int64_t ids[64], offsets[13];
     float wts[64], dy[12 * 11];
     for (int step = 0; step < 5; step++) {
@@ -114,9 +113,7 @@ static void optimizer_case(EmbOptimizerConfig c, EmbCombiner comb, int weighted,
     free(got);
     free(W);
     free(ref.s);
-    emb_grad_destroy(&g);
-    emb_indexer_destroy(&ix);
-    emb_optimizer_destroy(&opt);
+    kit_free(&k);
     emb_table_destroy(&t);
 }
 
@@ -177,13 +174,11 @@ Test(update, sparse_grad_duplicates_sgd)
     const float vals[] = {1, 2, 3, 10, 20, 30, 100, 200, 300, 1000, 2000, 3000};
     const EmbSparseGrad sg = {.ids = ids, .id_type = EMB_ID_I32, .n = 4, .featuresize = 3,
                               .values = vals, .stride = 3};
-    EmbGrad *g = NULL;
-    EmbIndexer *ix = NULL;
-    EmbOptimizer *o = NULL;
-    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 0.5f);
-    cr_assert_eq(emb_grad_create(&g), 0);
-    cr_assert_eq(emb_indexer_create(&ix), 0);
-    cr_assert_eq(emb_optimizer_create(&o, &c), 0);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_SGD, 0.5f)), 0);
+    EmbGrad *g = k.g;
+    EmbIndexer *ix = k.ix;
+    EmbOptimizer *o = k.o;
     cr_assert_eq(emb_grad_set_sparse(g, t, &sg), 0);
     cr_assert_eq(emb_update(o, t, g, ix, 0), 0);
     const float want5[] = {-550.5f, -1101.0f, -1651.5f}, want1[] = {-5, -10, -15};
@@ -192,9 +187,7 @@ Test(update, sparse_grad_duplicates_sgd)
         cr_assert_eq(mem[1 * 3 + i], want1[i]);
         cr_assert_eq(mem[0 * 3 + i], 0.0f);
     }
-    emb_optimizer_destroy(&o);
-    emb_indexer_destroy(&ix);
-    emb_grad_destroy(&g);
+    kit_free(&k);
     emb_table_destroy(&t);
 }
 
@@ -215,13 +208,11 @@ Test(update, pullback_gather_prune_default)
     const EmbPooling p = {.combiner = EMB_COMBINER_MEAN, .default_id = 9,
                           .flags = EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS |
                                    EMB_USE_DEFAULT_ID};
-    EmbGrad *g = NULL;
-    EmbIndexer *ix = NULL;
-    EmbOptimizer *o = NULL;
-    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 1.0f);
-    emb_grad_create(&g);
-    emb_indexer_create(&ix);
-    emb_optimizer_create(&o, &c);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_SGD, 1.0f)), 0);
+    EmbGrad *g = k.g;
+    EmbIndexer *ix = k.ix;
+    EmbOptimizer *o = k.o;
     cr_assert_eq(emb_lookup_backward(t, &b, &p, dy, D, g), 0);
     cr_assert_eq(emb_update(o, t, g, ix, 0), 0, "%s", emb_last_error());
     double G[10 * 4] = {0};
@@ -243,9 +234,7 @@ Test(update, pullback_gather_prune_default)
         cr_assert_float_eq(out[1 * D + i], -(dy[i] + dy[D + i]), 1e-6);
         cr_assert_float_eq(out[4 * D + i], -dy[2 * D + i], 1e-6);
     }
-    emb_optimizer_destroy(&o);
-    emb_indexer_destroy(&ix);
-    emb_grad_destroy(&g);
+    kit_free(&k);
     emb_table_destroy(&t);
 }
 
@@ -262,22 +251,18 @@ Test(update, max_norm_unclipped_equals_plain)
         dy[i] = tu_randf(&seed);
     const EmbBatch b = {.ids = ids, .nnz = 40, .nbags = 10, .bag_size = 4};
     EmbPooling p = EMB_POOLING_SUM;
-    EmbGrad *g = NULL;
-    EmbIndexer *ix = NULL;
-    EmbOptimizer *o = NULL;
-    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
-    emb_grad_create(&g);
-    emb_indexer_create(&ix);
-    emb_optimizer_create(&o, &c);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f)), 0);
+    EmbGrad *g = k.g;
+    EmbIndexer *ix = k.ix;
+    EmbOptimizer *o = k.o;
     cr_assert_eq(emb_lookup_backward(a, &b, &p, dy, 8, g), 0);
     cr_assert_eq(emb_update(o, a, g, ix, 0), 0);
     p.max_norm = 1000.0f;
     cr_assert_eq(emb_lookup_backward(bt, &b, &p, dy, 8, g), 0);
     cr_assert_eq(emb_update(o, bt, g, ix, 0), 0);
     cr_assert_eq(tu_checksum(a), tu_checksum(bt));
-    emb_optimizer_destroy(&o);
-    emb_indexer_destroy(&ix);
-    emb_grad_destroy(&g);
+    kit_free(&k);
     emb_table_destroy(&a);
     emb_table_destroy(&bt);
 }
@@ -299,18 +284,13 @@ Test(update, nontemporal_identical)
             const EmbSparseGrad sg = {.ids = ids, .n = 500, .featuresize = 64, .values = dy,
                                       .stride = 64};
             for (int v = 0; v < 2; v++) {
-                EmbGrad *g = NULL;
-                EmbIndexer *ix = NULL;
-                EmbOptimizer *o = NULL;
-                emb_grad_create(&g);
-                emb_indexer_create(&ix);
-                emb_optimizer_create(&o, &c);
-                cr_assert_eq(emb_grad_set_sparse(g, t[v], &sg), 0);
+                Kit k;
+                cr_assert_eq(kit_init(&k, c), 0);
+                cr_assert_eq(emb_grad_set_sparse(k.g, t[v], &sg), 0);
                 for (int s = 0; s < 3; s++)
-                    cr_assert_eq(emb_update(o, t[v], g, ix, v ? EMB_UPDATE_NONTEMPORAL : 0), 0);
-                emb_optimizer_destroy(&o);
-                emb_indexer_destroy(&ix);
-                emb_grad_destroy(&g);
+                    cr_assert_eq(emb_update(k.o, t[v], k.g, k.ix,
+                                            v ? EMB_UPDATE_NONTEMPORAL : 0), 0);
+                kit_free(&k);
             }
             cr_assert_eq(tu_checksum(t[0]), tu_checksum(t[1]), "kind %d dtype %d", kind, dt);
             emb_table_destroy(&t[0]);
@@ -322,13 +302,11 @@ Test(update, nontemporal_identical)
 Test(update, bad_input_writes_nothing)
 {
     EmbTable *t = tu_table(20, 4, EMB_F32, 1), *other = tu_table(20, 4, EMB_F32, 2);
-    EmbGrad *g = NULL;
-    EmbIndexer *ix = NULL;
-    EmbOptimizer *o = NULL;
-    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
-    emb_grad_create(&g);
-    emb_indexer_create(&ix);
-    emb_optimizer_create(&o, &c);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f)), 0);
+    EmbGrad *g = k.g;
+    EmbIndexer *ix = k.ix;
+    EmbOptimizer *o = k.o;
     const uint64_t sum = tu_checksum(t);
     float vals[4 * 4] = {1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4};
     int64_t ids[] = {1, 2, 20, 3};
@@ -360,9 +338,7 @@ Test(update, bad_input_writes_nothing)
     bids[3] = 3;
     cr_assert_eq(emb_update(o, t, g, ix, 0), 0); /* valid again: now it writes */
     cr_assert_neq(tu_checksum(t), sum);
-    emb_optimizer_destroy(&o);
-    emb_indexer_destroy(&ix);
-    emb_grad_destroy(&g);
+    kit_free(&k);
     emb_table_destroy(&t);
     emb_table_destroy(&other);
 }
@@ -372,13 +348,11 @@ Test(update, empty_gradient)
 {
     EmbTable *t = tu_table(5, 4, EMB_F32, 1);
     const uint64_t sum = tu_checksum(t);
-    EmbGrad *g = NULL;
-    EmbIndexer *ix = NULL;
-    EmbOptimizer *o = NULL;
-    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAM, 0.1f);
-    emb_grad_create(&g);
-    emb_indexer_create(&ix);
-    emb_optimizer_create(&o, &c);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_ADAM, 0.1f)), 0);
+    EmbGrad *g = k.g;
+    EmbIndexer *ix = k.ix;
+    EmbOptimizer *o = k.o;
     const EmbSparseGrad sg = {.featuresize = 4, .stride = 4};
     cr_assert_eq(emb_grad_set_sparse(g, t, &sg), 0);
     cr_assert_eq(emb_update(o, t, g, ix, 0), 0);
@@ -391,8 +365,6 @@ Test(update, empty_gradient)
     cr_assert_eq(emb_table_featuresize(slot), 8);
     emb_optimizer_detach(o, t);
     cr_assert_eq(emb_optimizer_state(o, t, 0, &slot, &step), EMB_ENOTFOUND);
-    emb_optimizer_destroy(&o);
-    emb_indexer_destroy(&ix);
-    emb_grad_destroy(&g);
+    kit_free(&k);
     emb_table_destroy(&t);
 }

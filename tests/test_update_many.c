@@ -68,8 +68,17 @@ static void record(Model *m, Data *d)
                                          m->g[i]), 0);
 }
 
-/* Two steps with emb_update on each table: the expected bits. */
-static void expected(EmbOptimizerConfig c, uint64_t sums[NT])
+/* A model with SGD and one recorded step of data from @seed. */
+static void sgd_model(Model *m, Data *d, uint64_t seed)
+{
+    model_init(m, emb_optimizer_defaults(EMB_OPT_SGD, 0.1f));
+    make_data(d, seed);
+    record(m, d);
+}
+
+/* Two training steps (emb_update per table when @s is NULL, else emb_update_many under
+ * @s, non-temporal in the second step); each table's checksum into @sums. */
+static void two_steps(EmbOptimizerConfig c, EmbStrategy *s, uint64_t sums[NT])
 {
     Model m;
     Data d;
@@ -77,8 +86,12 @@ static void expected(EmbOptimizerConfig c, uint64_t sums[NT])
     for (int step = 0; step < 2; step++) {
         make_data(&d, 500 + (uint64_t)step);
         record(&m, &d);
-        for (int i = 0; i < NT; i++)
+        const unsigned flags = step ? EMB_UPDATE_NONTEMPORAL : 0;
+        for (int i = 0; i < NT && !s; i++)
             cr_assert_eq(emb_update(m.opt, m.t[i], m.g[i], m.ix[i], 0), 0);
+        if (s)
+            cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix,
+                                         flags), 0, "%s", emb_last_error());
     }
     for (int i = 0; i < NT; i++)
         sums[i] = tu_checksum(m.t[i]);
@@ -88,20 +101,10 @@ static void expected(EmbOptimizerConfig c, uint64_t sums[NT])
 static void run_many(EmbOptimizerConfig c, EmbStrategy *s, const uint64_t want[NT],
                      const char *what)
 {
-    Model m;
-    Data d;
-    model_init(&m, c);
-    for (int step = 0; step < 2; step++) {
-        make_data(&d, 500 + (uint64_t)step);
-        record(&m, &d);
-        cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix,
-                                     step ? EMB_UPDATE_NONTEMPORAL : 0), 0, "%s",
-                     emb_last_error());
-    }
+    uint64_t got[NT];
+    two_steps(c, s, got);
     for (int i = 0; i < NT; i++)
-        cr_assert_eq(tu_checksum(m.t[i]), want[i], "%s: kind %d table %d differs", what,
-                     (int)c.kind, i);
-    model_free(&m);
+        cr_assert_eq(got[i], want[i], "%s: kind %d table %d differs", what, (int)c.kind, i);
 }
 
 Test(update_many, identical_for_every_strategy_thread_and_split_count)
@@ -109,7 +112,7 @@ Test(update_many, identical_for_every_strategy_thread_and_split_count)
     for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
         const EmbOptimizerConfig c = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.05f);
         uint64_t want[NT];
-        expected(c, want);
+        two_steps(c, NULL, want);
         EmbStrategy *s = NULL;
         cr_assert_eq(emb_strategy_sequential(&s), 0);
         run_many(c, s, want, "sequential");
@@ -135,9 +138,7 @@ Test(update_many, bad_table_writes_nothing_anywhere)
 {
     Model m;
     Data d;
-    model_init(&m, emb_optimizer_defaults(EMB_OPT_SGD, 0.1f));
-    make_data(&d, 1);
-    record(&m, &d);
+    sgd_model(&m, &d, 1);
     uint64_t sums[NT];
     for (int i = 0; i < NT; i++)
         sums[i] = tu_checksum(m.t[i]);
@@ -182,9 +183,7 @@ Test(update_many, custom_strategy_callback)
 {
     Model m;
     Data d;
-    model_init(&m, emb_optimizer_defaults(EMB_OPT_SGD, 0.1f));
-    make_data(&d, 1);
-    record(&m, &d);
+    sgd_model(&m, &d, 1);
     EmbStrategyCallbacks cb = {0};
     EmbStrategy *s = NULL;
     cr_assert_eq(emb_strategy_custom(&s, &cb, NULL), 0);

@@ -19,6 +19,29 @@ static inline EmbTable *tu_table(int64_t ncol, int32_t D, EmbDtype dt, uint64_t 
     return t;
 }
 
+/* The objects one table's update needs, created (and checked) together. */
+typedef struct Kit {
+    EmbGrad *g;
+    EmbIndexer *ix;
+    EmbOptimizer *o;
+} Kit;
+
+/* Creates a kit with an optimizer of @p c; 0 or the first error. */
+static inline int kit_init(Kit *k, EmbOptimizerConfig c)
+{
+    *k = (Kit){0};
+    int r = emb_grad_create(&k->g);
+    r = r ? r : emb_indexer_create(&k->ix);
+    return r ? r : emb_optimizer_create(&k->o, &c);
+}
+
+static inline void kit_free(Kit *k)
+{
+    emb_optimizer_destroy(&k->o);
+    emb_indexer_destroy(&k->ix);
+    emb_grad_destroy(&k->g);
+}
+
 /* The table's values as doubles (ncol x D), malloc'ed. */
 static inline double *tu_read_double(const EmbTable *t)
 {
