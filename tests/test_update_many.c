@@ -14,6 +14,9 @@ static const int64_t ncols[NT] = {200, 50, 1000, 300};
 /* Skewed random batches (hot ids repeat) of 24 bags each and their output gradients. */
 typedef struct Data {
     int64_t ids[NT][24 * 7];
+    int32_t ids32[24 * 7];
+    int64_t offsets[25];
+    float w[24 * 7];
     float dy[NT][24 * 64];
     EmbBatch b[NT];
     EmbPooling p[NT];
@@ -31,6 +34,24 @@ static void make_data(Data *d, uint64_t seed)
         d->b[i] = (EmbBatch){.ids = d->ids[i], .nnz = 24 * 7, .nbags = 24, .bag_size = 7};
         d->p[i] = (EmbPooling){.combiner = (EmbCombiner)(1 + i % 3)};
     }
+    /* table 0: ragged bags, some empty (default id), weights with pruning */
+    d->offsets[0] = 0;
+    for (int b = 0; b < 24; b++) {
+        const int64_t next = d->offsets[b] + (int64_t)(tu_rand(&seed) % 12);
+        d->offsets[b + 1] = next < 24 * 7 ? next : 24 * 7;
+    }
+    d->offsets[24] = 24 * 7;
+    for (int k = 0; k < 24 * 7; k++)
+        d->w[k] = tu_randf(&seed) + 0.3f;
+    d->b[0].offsets = d->offsets;
+    d->b[0].weights = d->w;
+    d->p[0].default_id = 3;
+    d->p[0].flags = EMB_USE_DEFAULT_ID | EMB_PRUNE_NONPOSITIVE_WEIGHTS;
+    /* table 2: max_norm clips most columns (its gradient reads them) */
+    d->p[2].max_norm = 0.5f;
+    /* table 1: int32 ids (a sparse gradient) */
+    for (int k = 0; k < 24 * 7; k++)
+        d->ids32[k] = (int32_t)d->ids[1][k];
 }
 
 typedef struct Model {
@@ -61,11 +82,15 @@ static void model_free(Model *m)
         emb_table_destroy(&m->t[i]);
 }
 
+/* Pullbacks for every table but table 1, which gets its rows as a sparse gradient. */
 static void record(Model *m, Data *d)
 {
     for (int i = 0; i < NT; i++)
         cr_assert_eq(emb_lookup_backward(m->t[i], &d->b[i], &d->p[i], d->dy[i], dims[i],
-                                         m->g[i]), 0);
+                                         m->g[i]), 0, "%s", emb_last_error());
+    const EmbSparseGrad sg = {.ids = d->ids32, .id_type = EMB_ID_I32, .n = 24 * 7,
+                              .featuresize = dims[1], .values = d->dy[1], .stride = dims[1]};
+    cr_assert_eq(emb_grad_set_sparse(m->g[1], m->t[1], &sg), 0);
 }
 
 /* A model with SGD and one recorded step of data from @seed. */

@@ -39,6 +39,9 @@ void emb_indexer_destroy(EmbIndexer **pix)
     free(ix->counts);
     free(ix->starts);
     free(ix->cursor);
+    free(ix->pid);
+    free(ix->prow);
+    free(ix->pcoef);
     emb__aligned_free(ix->scratch);
     free(ix);
     *pix = NULL;
@@ -55,21 +58,27 @@ static int grow(void *pp, int64_t n, size_t size)
     return 0;
 }
 
-static int reserve_slots(EmbIndexer *ix, int64_t rows)
+int emb__indexer_reserve_slots(EmbIndexer *ix, int64_t nslots)
+{
+    if (nslots <= ix->nslots)
+        return 0;
+    EmbSlot *s = calloc((size_t)nslots, sizeof *s);
+    if (!s)
+        return emb__fail(EMB_ENOMEM, "out of memory for an indexer hash of %lld slots",
+                         (long long)nslots);
+    free(ix->slots);
+    ix->slots = s;
+    ix->nslots = nslots;
+    ix->gen = 0;
+    return 0;
+}
+
+int64_t emb__indexer_hash_size(int64_t rows)
 {
     int64_t want = 16;
     while (want < rows + rows / 2) /* load factor <= 2/3 */
         want *= 2;
-    if (want <= ix->nslots)
-        return 0;
-    EmbSlot *s = calloc((size_t)want, sizeof *s);
-    if (!s)
-        return EMB_ENOMEM;
-    free(ix->slots);
-    ix->slots = s;
-    ix->nslots = want;
-    ix->gen = 0;
-    return 0;
+    return want;
 }
 
 int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
@@ -79,7 +88,9 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
                          (long long)rows);
     ix->nrows = ix->ndistinct = 0;
     rows = EMB_MAX(rows, 1); /* starts[0] exists even for no rows */
-    int r = reserve_slots(ix, rows);
+    int r = emb__indexer_reserve_slots(ix, emb__indexer_hash_size(rows));
+    if (r)
+        return r;
     if (!r && rows > ix->row_cap) {
         r = grow(&ix->row_dist, rows, sizeof(int32_t));
         r = r ? r : grow(&ix->grow, rows, sizeof(float *));
@@ -96,6 +107,9 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
         if (!r)
             ix->dist_cap = rows;
     }
+    r = r ? r : grow(&ix->pid, rows, sizeof(int64_t));
+    r = r ? r : grow(&ix->prow, rows, sizeof(void *));
+    r = r ? r : grow(&ix->pcoef, rows, sizeof(float));
     return r ? emb__fail(EMB_ENOMEM, "out of memory for an indexer of %lld rows",
                          (long long)rows)
              : 0;
@@ -116,26 +130,25 @@ static inline uint64_t hash(int64_t id, uint64_t mask)
     return ((uint64_t)id * 0x9e3779b97f4a7c15ull >> 32) & mask;
 }
 
-/* The distinct index of @id, inserting it when new. */
-static inline int32_t insert(EmbIndexer *ix, int64_t id, uint64_t mask)
+/* The distinct index of @id in a hash region, appending it to ids / counts when new. */
+static inline int32_t insert(EmbSlot *slots, uint64_t mask, uint32_t gen, int64_t id,
+                             int64_t *ids, int64_t *counts, int64_t *nd)
 {
-    uint64_t h = hash(id, mask);
-    for (;;) {
-        EmbSlot *s = &ix->slots[h];
-        if (s->gen != ix->gen) {
-            const int32_t d = (int32_t)ix->ndistinct++;
-            *s = (EmbSlot){id, ix->gen, d};
-            ix->ids[d] = id;
-            ix->counts[d] = 0;
+    for (uint64_t h = hash(id, mask);; h = (h + 1) & mask) {
+        EmbSlot *s = &slots[h];
+        if (s->gen != gen) {
+            const int32_t d = (int32_t)(*nd)++;
+            *s = (EmbSlot){id, gen, d};
+            ids[d] = id;
+            counts[d] = 0;
             return d;
         }
         if (s->id == id)
             return s->dist;
-        h = (h + 1) & mask;
     }
 }
 
-static void next_generation(EmbIndexer *ix)
+void emb__indexer_next_generation(EmbIndexer *ix)
 {
     if (++ix->gen == 0) {
         memset(ix->slots, 0, (size_t)ix->nslots * sizeof *ix->slots);
@@ -143,29 +156,37 @@ static void next_generation(EmbIndexer *ix)
     }
 }
 
-void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t n)
+int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride, int64_t n,
+                              int64_t slot0, int64_t nslots, int64_t r0)
 {
-    const uint64_t mask = (uint64_t)ix->nslots - 1;
-    next_generation(ix);
-    ix->ndistinct = 0;
-    ix->nrows = n;
+    EmbSlot *slots = ix->slots + slot0;
+    const uint64_t mask = (uint64_t)nslots - 1;
+    int64_t *ids = ix->ids + r0, *counts = ix->counts + r0, nd = 0;
     for (int64_t k = 0; k < n; k++) {
         int64_t id;
         if (k + HASH_AHEAD < n) {
             memcpy(&id, (const char *)base + (size_t)(k + HASH_AHEAD) * stride, sizeof id);
-            __builtin_prefetch(&ix->slots[hash(id, mask)], 0, 3);
+            __builtin_prefetch(&slots[hash(id, mask)], 0, 3);
         }
         memcpy(&id, (const char *)base + (size_t)k * stride, sizeof id);
-        const int32_t d = insert(ix, id, mask);
-        ix->counts[d]++;
-        ix->row_dist[k] = d;
+        const int32_t d = insert(slots, mask, ix->gen, id, ids, counts, &nd);
+        counts[d]++;
+        ix->row_dist[r0 + k] = d;
     }
-    int64_t s = 0;
-    for (int64_t d = 0; d < ix->ndistinct; d++) {
-        ix->starts[d] = ix->cursor[d] = s;
-        s += ix->counts[d];
+    int64_t s = r0;
+    for (int64_t d = 0; d < nd; d++) {
+        ix->starts[r0 + d] = ix->cursor[r0 + d] = s;
+        s += counts[d];
     }
-    ix->starts[ix->ndistinct] = s;
+    return nd;
+}
+
+void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t n)
+{
+    emb__indexer_next_generation(ix);
+    ix->ndistinct = emb__indexer_group_at(ix, base, stride, n, 0, ix->nslots, 0);
+    ix->nrows = n;
+    ix->starts[ix->ndistinct] = n;
 }
 
 int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id)
