@@ -115,8 +115,3 @@ void emb__optim_init_c(EmbOptimKernels *k)
 #undef FILL
     memcpy(k->row_nt, k->row, sizeof k->row);
 }
-
-void emb__optim_select(EmbOptimKernels *k)
-{
-    emb__optim_init_c(k);
-}
