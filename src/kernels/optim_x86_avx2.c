@@ -92,29 +92,16 @@ static inline void adagrad_body(float *w, float *h, const float *g, const EmbOpt
     }
 }
 
-static void rowwise_f32_avx2(void *col, float *h, const float *g, const EmbOptimParams *p,
-                             int32_t D)
-{
-    rowwise_body(col, h, g, p, D, 0);
-}
-
-static void rowwise_f32_avx2_nt(void *col, float *h, const float *g, const EmbOptimParams *p,
-                                int32_t D)
-{
-    rowwise_body(col, h, g, p, D, 1);
-}
-
-static void adagrad_f32_avx2(void *col, float *h, const float *g, const EmbOptimParams *p,
-                             int32_t D)
-{
-    adagrad_body(col, h, g, p, D, 0);
-}
-
-static void adagrad_f32_avx2_nt(void *col, float *h, const float *g, const EmbOptimParams *p,
-                                int32_t D)
-{
-    adagrad_body(col, h, g, p, D, 1);
-}
+#define ENTRY(NAME, BODY, NT)                                                              \
+    static void NAME(void *col, float *h, const float *g, const EmbOptimParams *p, int32_t D) \
+    {                                                                                      \
+        BODY(col, h, g, p, D, NT);                                                         \
+    }
+ENTRY(rowwise_f32_avx2, rowwise_body, 0)
+ENTRY(rowwise_f32_avx2_nt, rowwise_body, 1)
+ENTRY(adagrad_f32_avx2, adagrad_body, 0)
+ENTRY(adagrad_f32_avx2_nt, adagrad_body, 1)
+#undef ENTRY
 
 void emb__optim_init_avx2(EmbOptimKernels *k)
 {

@@ -30,20 +30,9 @@ static inline int64_t sparse_id(const EmbSparseGrad *s, int64_t k)
 
 int emb__pindex_prepare(EmbPlan *plan, int nparts)
 {
-    const EmbGrad *g = plan->grad;
-    EmbIndexer *ix = plan->ix;
-    int r = emb__grad_check(plan->table, g);
-    if (r)
-        return r;
-    const int64_t rows = emb__grad_max_rows(g);
-    r = emb__indexer_reserve(ix, rows);
-    if (!r && g->kind == EMB_GRAD_PULLBACK)
-        r = emb__indexer_reserve_entries(ix, EMB_MAX(rows, 1));
-    if (r)
-        return r;
+    const int r = emb__plan_prepare(plan);
     plan->nparts = EMB_MAX(1, EMB_MIN(nparts, EMB_MAX_PARTS));
-    plan->max_norm = g->kind == EMB_GRAD_PULLBACK && emb__pullback_needs_column(&g->pooling);
-    return 0;
+    return r;
 }
 
 /* Bags [b0, b1) of @b as a batch of its own (ids, weights and offsets stay absolute). */

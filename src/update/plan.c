@@ -51,27 +51,30 @@ static void group_pullback(EmbIndexer *ix, const EmbTable *t, const EmbGrad *g)
     }
 }
 
-int emb__plan_index(EmbPlan *plan)
+int emb__plan_prepare(EmbPlan *plan)
 {
     const EmbGrad *g = plan->grad;
-    EmbIndexer *ix = plan->ix;
     int r = emb__grad_check(plan->table, g);
     if (r)
         return r;
     const int64_t rows = emb__grad_max_rows(g);
-    r = emb__indexer_reserve(ix, rows);
+    r = emb__indexer_reserve(plan->ix, rows);
+    if (!r && g->kind == EMB_GRAD_PULLBACK)
+        r = emb__indexer_reserve_entries(plan->ix, EMB_MAX(rows, 1));
+    plan->max_norm = g->kind == EMB_GRAD_PULLBACK && emb__pullback_needs_column(&g->pooling);
+    plan->nparts = 1;
+    return r;
+}
+
+int emb__plan_index(EmbPlan *plan)
+{
+    const int r = emb__plan_prepare(plan);
     if (r)
         return r;
-    plan->max_norm = false;
-    if (g->kind == EMB_GRAD_SPARSE) {
-        group_sparse(ix, &g->sparse);
-        return 0;
-    }
-    r = emb__indexer_reserve_entries(ix, rows);
-    if (r)
-        return r;
-    group_pullback(ix, plan->table, g);
-    plan->max_norm = emb__pullback_needs_column(&g->pooling) != 0;
+    if (plan->grad->kind == EMB_GRAD_SPARSE)
+        group_sparse(plan->ix, &plan->grad->sparse);
+    else
+        group_pullback(plan->ix, plan->table, plan->grad);
     return 0;
 }
 

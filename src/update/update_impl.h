@@ -163,6 +163,8 @@ void emb__plan_optimizer(const EmbOptimizer *opt, const EmbOptState *st, EmbPlan
 
 /* ---- plan (plan.c) --------------------------------------------------------------------- */
 
+/* Checks plan->grad (message on the calling thread) and makes room in plan->ix. */
+int emb__plan_prepare(EmbPlan *plan);
 /*
  * Phase 1: checks and indexes plan->grad into plan->ix. Thread-safe across plans.
  * Returns 0 or an error code (its message only on the calling thread).
