@@ -61,12 +61,12 @@ static inline void store_bf16(void *p, int32_t i, float v)
     }                                                                                      \
     static float sumsq_##T##_c(const void *col, int32_t D)                                 \
     {                                                                                      \
-        float s = 0.0f;                                                                    \
+        float s[16] = {0};                                                                 \
         for (int32_t i = 0; i < D; i++) {                                                  \
             const float x = load_##T(col, i);                                              \
-            s = s + x * x;                                                                 \
+            s[i % 16] = s[i % 16] + x * x;                                                 \
         }                                                                                  \
-        return s;                                                                          \
+        return emb__sumsq_lanes(s);                                                        \
     }                                                                                      \
     static void sgd_row_##T##_c(void *col, const float *g, float lr, int32_t D)            \
     {                                                                                      \
