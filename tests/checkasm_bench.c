@@ -1,0 +1,261 @@
+/*
+ * checkasm_bench.c — the checker's benchmark modes (never run as a test):
+ *
+ *   --bench     every dispatch level against the C reference on cache-resident bags
+ *               (NBAGS bags of LEN columns drawn from NCOLS_B columns), and each level's
+ *               static-size `_dN` copies against its generic kernel at the same D;
+ *   --cold MiB  pooled gather (SUM, bags of 20, batches of 2048) of a cold MiB-sized f32
+ *               table at D = 64 through emb_lookup, on 1 and 2 threads, as GB/s of rows
+ *               read: the same measure as ../shared/tools/gather_roof.c's "gather 64".
+ *
+ * Times are the best of several runs (CLOCK_MONOTONIC).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkasm.h"
+
+#define NCOLS_B 256 /* columns a cache-resident bag draws from */
+#define NBAGS 64
+#define LEN 20
+#define RUNS 7
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct Bench {
+    int32_t D;
+    const void *cols[NBAGS * LEN];
+    float w[NBAGS * LEN];
+    float *out;
+    const float *g;
+} Bench;
+
+/* ns per bag of the pool kernel @f (weighted or not) over the bench's bags. */
+static double time_pool(const Bench *b, emb_pool_fn f, int weighted)
+{
+    const int reps = (int)(4096 / b->D) + 4;
+    double best = 1e30;
+    for (int r = 0; r < RUNS; r++) {
+        const double t0 = now();
+        for (int i = 0; i < reps; i++)
+            for (int k = 0; k < NBAGS; k++)
+                f(b->out + (size_t)k * b->D, b->cols + k * LEN, weighted ? b->w + k * LEN : NULL,
+                  LEN, (int64_t)(NBAGS - 1 - k) * LEN, b->D, 0);
+        const double dt = now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best / reps / NBAGS * 1e9;
+}
+
+/* ns per column of the gather kernel @f. */
+static double time_gather(const Bench *b, emb_gather_fn f)
+{
+    const int reps = (int)(4096 / b->D) + 4;
+    double best = 1e30;
+    for (int r = 0; r < RUNS; r++) {
+        const double t0 = now();
+        for (int i = 0; i < reps; i++)
+            for (int k = 0; k < NBAGS; k++)
+                f(b->out, b->D, b->cols + k * LEN, LEN, b->D);
+        const double dt = now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best / reps / NBAGS / LEN * 1e9;
+}
+
+/* ns per row of the sgd_row kernel @f (lr 0: the table keeps its values). */
+static double time_sgd(const Bench *b, emb_sgd_row_fn f)
+{
+    const int reps = (int)(4096 / b->D) + 4;
+    double best = 1e30;
+    for (int r = 0; r < RUNS; r++) {
+        const double t0 = now();
+        for (int i = 0; i < reps; i++)
+            for (int k = 0; k < NBAGS * LEN; k++)
+                f((void *)(uintptr_t)b->cols[k], b->g, 0.0f, b->D);
+        const double dt = now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best / reps / NBAGS / LEN * 1e9;
+}
+
+static void bench_setup(Bench *b, void *store, int dt, int32_t D, uint64_t *s)
+{
+    const size_t esize = emb_dtype_size((EmbDtype)dt);
+    b->D = D;
+    ca_fill(store, (EmbDtype)dt, (int64_t)NCOLS_B * D, s);
+    for (int k = 0; k < NBAGS * LEN; k++) {
+        b->cols[k] = (const char *)store + (tu_rand(s) % NCOLS_B) * (size_t)D * esize;
+        b->w[k] = tu_randf(s);
+    }
+}
+
+/* One line per (family, dtype, D): C time, then each level's time and speed-up. */
+static void bench_line(const Level *lv, const Bench *b, const char *family, int dt)
+{
+    const int dc = emb__dclass(b->D);
+    double c = 0.0;
+    printf("%-9s %-4s D=%-4d", family, ca_dtype_name(dt), b->D);
+    for (int l = 0; l < NLEVELS; l++) {
+        if (!lv[l].available)
+            continue;
+        const EmbKernels *k = &lv[l].k;
+        double t, td = 0.0;
+        if (!strcmp(family, "gather")) {
+            t = time_gather(b, k->gather[dt]);
+            td = dc >= 0 && k->gather_d[dc][dt] ? time_gather(b, k->gather_d[dc][dt]) : 0.0;
+        } else if (!strcmp(family, "sgd_row")) {
+            t = time_sgd(b, k->sgd_row[dt]);
+            td = dc >= 0 && k->sgd_row_d[dc][dt] ? time_sgd(b, k->sgd_row_d[dc][dt]) : 0.0;
+        } else {
+            const int wtd = !strcmp(family, "pool_w");
+            t = time_pool(b, k->pool[dt], wtd);
+            td = dc >= 0 && k->pool_d[dc][dt] ? time_pool(b, k->pool_d[dc][dt], wtd) : 0.0;
+        }
+        if (l == LEVEL_C) {
+            c = t;
+            printf(" | c %7.1f ns", t);
+            continue;
+        }
+        printf(" | %s %6.1f (%4.1fx)", lv[l].name, t, c / t);
+        if (td > 0.0)
+            printf(" d%d %6.1f (%4.1fx, static/dyn %4.2fx)", b->D, td, c / td, t / td);
+    }
+    printf("\n");
+}
+
+int ca_bench(const Level levels[NLEVELS], uint64_t seed)
+{
+    static const int32_t sizes[] = {16, 32, 64, 100, 128, 256};
+    uint64_t s = seed;
+    Bench *b = malloc(sizeof *b);
+    void *store = malloc((size_t)NCOLS_B * 256 * sizeof(float));
+    float *g = malloc(256 * sizeof(float));
+    b->out = malloc((size_t)NBAGS * LEN * 256 * sizeof(float));
+    if (!b || !store || !g || !b->out)
+        return 2;
+    memset(g, 0, 256 * sizeof(float));
+    b->g = g;
+    printf("times per bag of %d (pool) or per column (gather, sgd_row); %d bags from %d "
+           "cache-resident columns; best of %d\n", LEN, NBAGS, NCOLS_B, RUNS);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        bench_setup(b, store, EMB_F32, sizes[i], &s);
+        bench_line(levels, b, "pool", EMB_F32);
+    }
+    for (int dt = 0; dt < EMB_NDTYPES; dt++) {
+        bench_setup(b, store, dt, 64, &s);
+        if (dt != EMB_F32)
+            bench_line(levels, b, "pool", dt);
+        bench_line(levels, b, "pool_w", dt);
+        bench_line(levels, b, "gather", dt);
+        bench_line(levels, b, "sgd_row", dt);
+    }
+    free(b->out);
+    free(b);
+    free(store);
+    free(g);
+    return 0;
+}
+
+/* ---- cold pooled gather ------------------------------------------------------------- */
+
+#define COLD_D 64
+#define COLD_BAGS 2048
+#define COLD_REPS 24
+#define COLD_IDSETS 8
+
+typedef struct Cold {
+    EmbTable *t;
+    int64_t *ids;        /* COLD_IDSETS sets of COLD_BAGS * LEN */
+    float *out;
+    int rep;             /* the set this repetition uses */
+    int quit;
+    pthread_barrier_t go, done;
+} Cold;
+
+/* Bags [bag0, bag1) of the current set. */
+static void cold_part(Cold *c, int64_t bag0, int64_t bag1)
+{
+    const int64_t *ids = c->ids + (size_t)(c->rep % COLD_IDSETS) * COLD_BAGS * LEN;
+    const EmbBatch b = {.ids = ids + bag0 * LEN, .nnz = (bag1 - bag0) * LEN,
+                        .nbags = bag1 - bag0, .bag_size = LEN};
+    if (emb_lookup(c->t, &b, NULL, c->out + bag0 * COLD_D, COLD_D))
+        fprintf(stderr, "cold: %s\n", emb_last_error());
+}
+
+/* The second thread: the upper half of the bags of every repetition. */
+static void *cold_worker(void *arg)
+{
+    Cold *c = arg;
+    for (;;) {
+        pthread_barrier_wait(&c->go);
+        if (c->quit)
+            return NULL;
+        cold_part(c, COLD_BAGS / 2, COLD_BAGS);
+        pthread_barrier_wait(&c->done);
+    }
+}
+
+/* GB/s of rows read, best of COLD_REPS; 2 threads: each does half the bags. */
+static double cold_run(Cold *c, int threads)
+{
+    double best = 1e30;
+    for (c->rep = 0; c->rep < COLD_REPS; c->rep++) {
+        const double t0 = now();
+        if (threads == 2) {
+            pthread_barrier_wait(&c->go);
+            cold_part(c, 0, COLD_BAGS / 2);
+            pthread_barrier_wait(&c->done);
+        } else {
+            cold_part(c, 0, COLD_BAGS);
+        }
+        const double dt = now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return (double)COLD_BAGS * LEN * COLD_D * sizeof(float) / best / 1e9;
+}
+
+int ca_cold(int64_t mib, uint64_t seed)
+{
+    Cold c = {0};
+    const int64_t rows = (mib << 20) / (COLD_D * (int64_t)sizeof(float));
+    const size_t nids = (size_t)COLD_IDSETS * COLD_BAGS * LEN;
+    if (emb_table_create(&c.t, rows, COLD_D, EMB_F32, NULL))
+        return fprintf(stderr, "cold: %s\n", emb_last_error()), 2;
+    c.ids = malloc(nids * sizeof *c.ids);
+    c.out = malloc((size_t)COLD_BAGS * COLD_D * sizeof(float));
+    if (!c.ids || !c.out)
+        return 2;
+    int64_t stride;
+    float *d = emb_table_data(c.t, &stride);
+    for (int64_t i = 0; i < rows * COLD_D; i++)
+        d[i] = (float)(i % 997) * 1e-3f;
+    uint64_t s = seed;
+    for (size_t i = 0; i < nids; i++)
+        c.ids[i] = (int64_t)(tu_rand(&s) % (uint64_t)rows);
+    pthread_t th;
+    pthread_barrier_init(&c.go, NULL, 2);
+    pthread_barrier_init(&c.done, NULL, 2);
+    pthread_create(&th, NULL, cold_worker, &c);
+    printf("cold-gather table %lld MiB D=%d bag %d batch %d pf-dist %d cpu 0x%x\n",
+           (long long)mib, COLD_D, LEN, COLD_BAGS, EMB_PF_DIST, emb_cpu_flags());
+    printf("cold-gather threads 1 %.2f GB/s\n", cold_run(&c, 1));
+    printf("cold-gather threads 2 %.2f GB/s\n", cold_run(&c, 2));
+    c.quit = 1;
+    pthread_barrier_wait(&c.go);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&c.go);
+    pthread_barrier_destroy(&c.done);
+    emb_table_destroy(&c.t);
+    free(c.ids);
+    free(c.out);
+    return 0;
+}
