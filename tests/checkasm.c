@@ -303,8 +303,9 @@ static int run_checks(const Level *levels, uint64_t seed)
     Data d;
     const size_t outn = (size_t)MAXLEN * (MAXD + 3) + PAD;
     d.store = malloc(((size_t)NCOLS * (MAXD + 3) + 8) * sizeof(float));
-    d.out_ref = aligned_alloc(64, (outn + 16) * sizeof(float));
-    d.out_got = aligned_alloc(64, (outn + 16) * sizeof(float));
+    const size_t outbytes = ((outn + 16) * sizeof(float) + 63) & ~(size_t)63;
+    d.out_ref = aligned_alloc(64, outbytes);
+    d.out_got = aligned_alloc(64, outbytes);
     if (!d.store || !d.out_ref || !d.out_got) {
         fprintf(stderr, "checkasm: out of memory\n");
         return 2;
