@@ -38,7 +38,9 @@
  * is read, every cache line of column k + EMB_PF_DIST is prefetched. Chosen by measuring
  * the cold pooled gather (tests/checkasm --cold) on an AMD EPYC (Zen 4) at D = 64.
  */
+#ifndef EMB_PF_DIST
 #define EMB_PF_DIST 16
+#endif
 
 /* out + i*out_stride = column cols[i] (converted to f32), for i in [0, n). */
 typedef void (*emb_gather_fn)(float *out, int64_t out_stride, const void *const *cols,

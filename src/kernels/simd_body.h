@@ -41,10 +41,11 @@ _Static_assert(BLK == 8, "POOL_LAST_CASE lists blocks of 1 .. 8 vectors");
 /* Prefetches every cache line of the @bytes bytes at @p (a column: maybe unaligned). */
 EMB_INLINE void prefetch_col(const void *p, int32_t bytes)
 {
-    const uintptr_t first = (uintptr_t)p & ~(uintptr_t)63;
-    const uintptr_t last = (uintptr_t)p + (uintptr_t)bytes - 1;
-    for (uintptr_t a = first; a <= last; a += 64)
-        _mm_prefetch((const char *)a, _MM_HINT_T0);
+    const char *c = (const char *)p;
+    for (int32_t o = 0; o < bytes; o += 64)
+        _mm_prefetch(c + o, _MM_HINT_T0);
+    if (((uintptr_t)c & 63) != 0) /* a misaligned column touches one more line */
+        _mm_prefetch(c + bytes - 1, _MM_HINT_T0);
 }
 
 /* Whether @p is aligned to @bytes (a power of two), for the non-temporal stores. */
