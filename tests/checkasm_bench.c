@@ -38,53 +38,43 @@ typedef struct Bench {
     const float *g;
 } Bench;
 
-/* ns per bag of the pool kernel @f (weighted or not) over the bench's bags. */
-static double time_pool(const Bench *b, emb_pool_fn f, int weighted)
+/* One kernel to time: exactly one of the pointers is set. */
+typedef struct Kernel {
+    emb_pool_fn pool;
+    emb_gather_fn gather;
+    emb_sgd_row_fn sgd;
+    int weighted;
+} Kernel;
+
+/* One pass over the bench's bags with @k (sgd_row: lr 0, the table keeps its values). */
+static void run_once(const Bench *b, const Kernel *k)
 {
-    const int reps = (int)(4096 / b->D) + 4;
-    double best = 1e30;
-    for (int r = 0; r < RUNS; r++) {
-        const double t0 = now();
-        for (int i = 0; i < reps; i++)
-            for (int k = 0; k < NBAGS; k++)
-                f(b->out + (size_t)k * b->D, b->cols + k * LEN, weighted ? b->w + k * LEN : NULL,
-                  LEN, (int64_t)(NBAGS - 1 - k) * LEN, b->D, 0);
-        const double dt = now() - t0;
-        best = dt < best ? dt : best;
+    for (int j = 0; j < NBAGS; j++) {
+        const int64_t c = (int64_t)j * LEN;
+        if (k->pool)
+            k->pool(b->out + (size_t)j * b->D, b->cols + c, k->weighted ? b->w + c : NULL,
+                    LEN, (int64_t)(NBAGS - 1 - j) * LEN, b->D, 0);
+        else if (k->gather)
+            k->gather(b->out, b->D, b->cols + c, LEN, b->D);
+        else
+            for (int i = 0; i < LEN; i++)
+                k->sgd((void *)(uintptr_t)b->cols[c + i], b->g, 0.0f, b->D);
     }
-    return best / reps / NBAGS * 1e9;
 }
 
-/* ns per column of the gather kernel @f. */
-static double time_gather(const Bench *b, emb_gather_fn f)
+/* ns per bag (pool) or per column (gather, sgd_row), best of RUNS. */
+static double time_kernel(const Bench *b, const Kernel *k)
 {
     const int reps = (int)(4096 / b->D) + 4;
     double best = 1e30;
     for (int r = 0; r < RUNS; r++) {
         const double t0 = now();
         for (int i = 0; i < reps; i++)
-            for (int k = 0; k < NBAGS; k++)
-                f(b->out, b->D, b->cols + k * LEN, LEN, b->D);
+            run_once(b, k);
         const double dt = now() - t0;
         best = dt < best ? dt : best;
     }
-    return best / reps / NBAGS / LEN * 1e9;
-}
-
-/* ns per row of the sgd_row kernel @f (lr 0: the table keeps its values). */
-static double time_sgd(const Bench *b, emb_sgd_row_fn f)
-{
-    const int reps = (int)(4096 / b->D) + 4;
-    double best = 1e30;
-    for (int r = 0; r < RUNS; r++) {
-        const double t0 = now();
-        for (int i = 0; i < reps; i++)
-            for (int k = 0; k < NBAGS * LEN; k++)
-                f((void *)(uintptr_t)b->cols[k], b->g, 0.0f, b->D);
-        const double dt = now() - t0;
-        best = dt < best ? dt : best;
-    }
-    return best / reps / NBAGS / LEN * 1e9;
+    return best / reps / NBAGS / (k->pool ? 1 : LEN) * 1e9;
 }
 
 static void bench_setup(Bench *b, void *store, int dt, int32_t D, uint64_t *s)
@@ -108,18 +98,20 @@ static void bench_line(const Level *lv, const Bench *b, const char *family, int 
         if (!lv[l].available)
             continue;
         const EmbKernels *k = &lv[l].k;
-        double t, td = 0.0;
+        Kernel g = {0}, d = {0};
         if (!strcmp(family, "gather")) {
-            t = time_gather(b, k->gather[dt]);
-            td = dc >= 0 && k->gather_d[dc][dt] ? time_gather(b, k->gather_d[dc][dt]) : 0.0;
+            g.gather = k->gather[dt];
+            d.gather = dc >= 0 ? k->gather_d[dc][dt] : NULL;
         } else if (!strcmp(family, "sgd_row")) {
-            t = time_sgd(b, k->sgd_row[dt]);
-            td = dc >= 0 && k->sgd_row_d[dc][dt] ? time_sgd(b, k->sgd_row_d[dc][dt]) : 0.0;
+            g.sgd = k->sgd_row[dt];
+            d.sgd = dc >= 0 ? k->sgd_row_d[dc][dt] : NULL;
         } else {
-            const int wtd = !strcmp(family, "pool_w");
-            t = time_pool(b, k->pool[dt], wtd);
-            td = dc >= 0 && k->pool_d[dc][dt] ? time_pool(b, k->pool_d[dc][dt], wtd) : 0.0;
+            g.pool = k->pool[dt];
+            d.pool = dc >= 0 ? k->pool_d[dc][dt] : NULL;
+            g.weighted = d.weighted = !strcmp(family, "pool_w");
         }
+        const double t = time_kernel(b, &g);
+        const double td = d.pool || d.gather || d.sgd ? time_kernel(b, &d) : 0.0;
         if (l == LEVEL_C) {
             c = t;
             printf(" | c %7.1f ns", t);

@@ -84,6 +84,14 @@ static inline void stn_u16(uint16_t *p, __m128i h, int r)
     _mm_storeu_si128((__m128i *)t, h);
     memcpy(p, t, (size_t)r * sizeof *p);
 }
+static inline void st_u16(uint16_t *p, __m128i h)
+{
+    _mm_storeu_si128((__m128i *)p, h);
+}
+static inline void stnt_u16(uint16_t *p, __m128i h)
+{
+    _mm_stream_si128((__m128i *)p, h);
+}
 
 static inline vec cvt_from_f16(__m128i h)
 {
@@ -111,31 +119,6 @@ static inline __m128i cvt_to_bf16(vec v)
     const __m256i packed = _mm256_packus_epi32(r, r); /* r0..3 r0..3 | r4..7 r4..7 */
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
 }
-
-#define DEFINE_U16_ACCESS(T)                                                               \
-    static inline vec ld_##T(const uint16_t *p)                                            \
-    {                                                                                      \
-        return cvt_from_##T(ld_u16(p));                                                    \
-    }                                                                                      \
-    static inline vec ldn_##T(const uint16_t *p, int r)                                    \
-    {                                                                                      \
-        return cvt_from_##T(ldn_u16(p, r));                                                \
-    }                                                                                      \
-    static inline void st_##T(uint16_t *p, vec v)                                          \
-    {                                                                                      \
-        _mm_storeu_si128((__m128i *)p, cvt_to_##T(v));                                     \
-    }                                                                                      \
-    static inline void stn_##T(uint16_t *p, vec v, int r)                                  \
-    {                                                                                      \
-        stn_u16(p, cvt_to_##T(v), r);                                                      \
-    }                                                                                      \
-    static inline void stnt_##T(uint16_t *p, vec v)                                        \
-    {                                                                                      \
-        _mm_stream_si128((__m128i *)p, cvt_to_##T(v));                                     \
-    }
-
-DEFINE_U16_ACCESS(f16)
-DEFINE_U16_ACCESS(bf16)
 
 #include "kernels/simd_body.h"
 

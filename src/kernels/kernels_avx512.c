@@ -77,6 +77,14 @@ static inline void stn_u16(uint16_t *p, __m256i h, int r)
 {
     _mm256_mask_storeu_epi16(p, tail_mask(r), h);
 }
+static inline void st_u16(uint16_t *p, __m256i h)
+{
+    _mm256_storeu_si256((__m256i *)p, h);
+}
+static inline void stnt_u16(uint16_t *p, __m256i h)
+{
+    _mm256_stream_si256((__m256i *)p, h);
+}
 
 static inline vec cvt_from_f16(__m256i h)
 {
@@ -102,31 +110,6 @@ static inline __m256i cvt_to_bf16(vec v)
     r = _mm512_mask_or_epi32(r, isnan, hi, _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
 }
-
-#define DEFINE_U16_ACCESS(T)                                                               \
-    static inline vec ld_##T(const uint16_t *p)                                            \
-    {                                                                                      \
-        return cvt_from_##T(ld_u16(p));                                                    \
-    }                                                                                      \
-    static inline vec ldn_##T(const uint16_t *p, int r)                                    \
-    {                                                                                      \
-        return cvt_from_##T(ldn_u16(p, r));                                                \
-    }                                                                                      \
-    static inline void st_##T(uint16_t *p, vec v)                                          \
-    {                                                                                      \
-        _mm256_storeu_si256((__m256i *)p, cvt_to_##T(v));                                  \
-    }                                                                                      \
-    static inline void stn_##T(uint16_t *p, vec v, int r)                                  \
-    {                                                                                      \
-        stn_u16(p, cvt_to_##T(v), r);                                                      \
-    }                                                                                      \
-    static inline void stnt_##T(uint16_t *p, vec v)                                        \
-    {                                                                                      \
-        _mm256_stream_si256((__m256i *)p, cvt_to_##T(v));                                  \
-    }
-
-DEFINE_U16_ACCESS(f16)
-DEFINE_U16_ACCESS(bf16)
 
 #include "kernels/simd_body.h"
 

@@ -5,12 +5,16 @@
  *   VL, BLK            floats per vector; vectors kept in registers per block of columns
  *   vec                the f32 vector type
  *   vzero vset1 vadd vsub vmul
+ *   ld_f32(p) ldn_f32(p, r) st_f32 stn_f32 stnt_f32   f32 access, as below for T = f32
+ *   ld_u16 ldn_u16 st_u16 stn_u16 stnt_u16   the same for raw 16-bit lanes (half vectors)
+ *   cvt_from_T cvt_to_T      16-bit lanes <-> f32 vector for T in f16, bf16
+ *
+ * and this file adds, for T in f32, f16, bf16:
  *   ld_T(p) ldn_T(p, r)       load VL (r < VL, zeros after) elements of dtype T as f32
  *   st_T(p, v) stn_T(p, v, r) store VL (r) elements as dtype T (round to nearest even)
  *   stnt_T(p, v)              non-temporal store of VL elements (p aligned to VL elements)
- *   ISA_SUFFIX         appended to every kernel's name (avx2, avx512)
  *
- * for T in f32, f16, bf16. Every body is exact with the C reference: the same operations
+ * ISA_SUFFIX (avx2, avx512) is appended to every kernel's name. Every body is exact with the C reference: the same operations
  * in the same order per element (multiply, then add; no FMA; a bag summed in bag order;
  * sumsq in the reference's 16 lanes), tails handled with partial loads and stores.
  *
@@ -37,6 +41,32 @@ _Static_assert(BLK == 8, "POOL_LAST_CASE lists blocks of 1 .. 8 vectors");
 #define ET_f32 float
 #define ET_f16 uint16_t
 #define ET_bf16 uint16_t
+
+/* The 16-bit storage types: raw lanes plus a conversion. */
+#define DEFINE_U16_ACCESS(T)                                                               \
+    static inline vec ld_##T(const uint16_t *p)                                            \
+    {                                                                                      \
+        return cvt_from_##T(ld_u16(p));                                                    \
+    }                                                                                      \
+    static inline vec ldn_##T(const uint16_t *p, int r)                                    \
+    {                                                                                      \
+        return cvt_from_##T(ldn_u16(p, r));                                                \
+    }                                                                                      \
+    static inline void st_##T(uint16_t *p, vec v)                                          \
+    {                                                                                      \
+        st_u16(p, cvt_to_##T(v));                                                          \
+    }                                                                                      \
+    static inline void stn_##T(uint16_t *p, vec v, int r)                                  \
+    {                                                                                      \
+        stn_u16(p, cvt_to_##T(v), r);                                                      \
+    }                                                                                      \
+    static inline void stnt_##T(uint16_t *p, vec v)                                        \
+    {                                                                                      \
+        stnt_u16(p, cvt_to_##T(v));                                                        \
+    }
+
+DEFINE_U16_ACCESS(f16)
+DEFINE_U16_ACCESS(bf16)
 
 /* Prefetches every cache line of the @bytes bytes at @p (a column: maybe unaligned). */
 EMB_INLINE void prefetch_col(const void *p, int32_t bytes)
