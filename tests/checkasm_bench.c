@@ -44,6 +44,7 @@ typedef struct Kernel {
     emb_gather_fn gather;
     emb_sgd_row_fn sgd;
     int weighted;
+    int resident; /* pool: ahead -1 (no prefetch), as emb_lookup does for small tables */
 } Kernel;
 
 /* One pass over the bench's bags with @k (sgd_row: lr 0, the table keeps its values). */
@@ -53,7 +54,7 @@ static void run_once(const Bench *b, const Kernel *k)
         const int64_t c = (int64_t)j * LEN;
         if (k->pool)
             k->pool(b->out + (size_t)j * b->D, b->cols + c, k->weighted ? b->w + c : NULL,
-                    LEN, (int64_t)(NBAGS - 1 - j) * LEN, b->D, 0);
+                    LEN, k->resident ? -1 : (int64_t)(NBAGS - 1 - j) * LEN, b->D, 0);
         else if (k->gather)
             k->gather(b->out, b->D, b->cols + c, LEN, b->D);
         else
@@ -109,6 +110,7 @@ static void bench_line(const Level *lv, const Bench *b, const char *family, int 
             g.pool = k->pool[dt];
             d.pool = dc >= 0 ? k->pool_d[dc][dt] : NULL;
             g.weighted = d.weighted = !strcmp(family, "pool_w");
+            g.resident = d.resident = !strcmp(family, "pool_res");
         }
         const double t = time_kernel(b, &g);
         const double td = d.pool || d.gather || d.sgd ? time_kernel(b, &d) : 0.0;
@@ -129,7 +131,7 @@ int ca_bench(const Level levels[NLEVELS], uint64_t seed)
     static const int32_t sizes[] = {16, 32, 64, 100, 128, 256};
     uint64_t s = seed;
     Bench *b = malloc(sizeof *b);
-    void *store = malloc((size_t)NCOLS_B * 256 * sizeof(float));
+    void *store = aligned_alloc(64, (size_t)NCOLS_B * 256 * sizeof(float)); /* as a table */
     float *g = malloc(256 * sizeof(float));
     b->out = malloc((size_t)NBAGS * LEN * 256 * sizeof(float));
     if (!b || !store || !g || !b->out)
@@ -138,9 +140,13 @@ int ca_bench(const Level levels[NLEVELS], uint64_t seed)
     b->g = g;
     printf("times per bag of %d (pool) or per column (gather, sgd_row); %d bags from %d "
            "cache-resident columns; best of %d\n", LEN, NBAGS, NCOLS_B, RUNS);
+    printf("pool: prefetching %d columns ahead; pool_res: no prefetch (ahead -1, as emb_lookup "
+           "for tables <= %lld bytes); pool_w: weighted\n", EMB_PF_DIST,
+           (long long)EMB_RESIDENT_BYTES);
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         bench_setup(b, store, EMB_F32, sizes[i], &s);
         bench_line(levels, b, "pool", EMB_F32);
+        bench_line(levels, b, "pool_res", EMB_F32);
     }
     for (int dt = 0; dt < EMB_NDTYPES; dt++) {
         bench_setup(b, store, dt, 64, &s);

@@ -38,6 +38,9 @@
  * is read, every cache line of column k + EMB_PF_DIST is prefetched. Chosen by measuring
  * the cold pooled gather (tests/checkasm --cold) on an AMD EPYC (Zen 4) at D = 64.
  */
+/* Tables up to this size are looked up without software prefetch (about one L2 cache). */
+#define EMB_RESIDENT_BYTES ((int64_t)1 << 20)
+
 #ifndef EMB_PF_DIST
 #define EMB_PF_DIST 16
 #endif
@@ -49,7 +52,9 @@ typedef void (*emb_gather_fn)(float *out, int64_t out_stride, const void *const 
 /*
  * out (+)= Σ_{k<n} w[k] * cols[k] in order k = 0, 1, ... (w NULL: every weight 1).
  * accumulate == 0: out is overwritten (n == 0 gives zeros). cols[n .. n + ahead) are the
- * columns needed next: a kernel may prefetch them, never dereference them.
+ * columns needed next: a kernel may prefetch them, never dereference them. ahead < 0: the
+ * caller knows the columns are cache-resident (a table of at most EMB_RESIDENT_BYTES):
+ * no prefetch at all, which saves a prefetch per cache line of every column.
  */
 typedef void (*emb_pool_fn)(float *out, const void *const *cols, const float *w, int64_t n,
                             int64_t ahead, int32_t D, int accumulate);

@@ -149,7 +149,7 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
                                   const int nt)                                            \
     {                                                                                      \
         const int32_t bytes = D * (int32_t)sizeof(ET_##T);                                 \
-        const int64_t npf = n + ahead;                                                     \
+        const int64_t npf = ahead < 0 ? 0 : n + ahead;                                     \
         int32_t off = 0;                                                                   \
         for (; off + BLK * VL <= D; off += BLK * VL)                                       \
             pool_blk_##T(out, cols, w, n, npf, off, BLK, VL, off ? 0 : bytes, acc, nt);    \
