@@ -16,7 +16,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <embtables/static.h>
+
 #include "checkasm.h"
+
+EMB_STATIC_TABLE(bench16, 16);
+EMB_STATIC_TABLE(bench32, 32);
 
 #define NCOLS_B 256 /* columns a cache-resident bag draws from */
 #define NBAGS 64
@@ -126,6 +131,53 @@ static void bench_line(const Level *lv, const Bench *b, const char *family, int 
     printf("\n");
 }
 
+/* ns per bag of emb_lookup_sum over @ids into @out (a table of NCOLS_B columns). */
+static double time_lookup(EmbTable *t, const int64_t *ids, float *out)
+{
+    double best = 1e30;
+    for (int r = 0; r < RUNS; r++) {
+        const double t0 = now();
+        for (int i = 0; i < 100; i++)
+            emb_lookup_sum(t, ids, NBAGS, LEN, out, emb_table_featuresize(t));
+        const double dt = now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best / 100 / NBAGS * 1e9;
+}
+
+/* The same bags through a static.h table (inline code of this compilation) and
+ * through emb_lookup_sum on a library table over the same memory. */
+#define BENCH_STATIC(NAME, N, store, ids, out)                                             \
+    do {                                                                                   \
+        NAME st = NAME##_wrap(store, NCOLS_B);                                             \
+        EmbTable *t;                                                                       \
+        if (emb_table_wrap(&t, store, NCOLS_B, N, N, EMB_F32, NULL))                       \
+            return 2;                                                                      \
+        double best = 1e30;                                                                \
+        for (int r = 0; r < RUNS; r++) {                                                   \
+            const double t0 = now();                                                       \
+            for (int i = 0; i < 100; i++)                                                  \
+                NAME##_lookup_sum(&st, ids, NBAGS, LEN, out, N);                           \
+            const double dt = now() - t0;                                                  \
+            best = dt < best ? dt : best;                                                  \
+        }                                                                                  \
+        const double lib = time_lookup(t, ids, out), hdr = best / 100 / NBAGS * 1e9;       \
+        printf("static.h  f32  D=%-4d | %s_lookup_sum %6.1f ns | emb_lookup_sum %6.1f ns " \
+               "(static.h %4.2fx)\n", N, #NAME, hdr, lib, lib / hdr);                      \
+        emb_table_destroy(&t);                                                             \
+    } while (0)
+
+static int bench_header(float *store, float *out, uint64_t *s)
+{
+    int64_t ids[NBAGS * LEN];
+    for (int k = 0; k < NBAGS * LEN; k++)
+        ids[k] = (int64_t)(tu_rand(s) % NCOLS_B);
+    ca_fill(store, EMB_F32, (int64_t)NCOLS_B * 32, s);
+    BENCH_STATIC(bench16, 16, store, ids, out);
+    BENCH_STATIC(bench32, 32, store, ids, out);
+    return 0;
+}
+
 int ca_bench(const Level levels[NLEVELS], uint64_t seed)
 {
     static const int32_t sizes[] = {16, 32, 64, 100, 128, 256};
@@ -156,11 +208,12 @@ int ca_bench(const Level levels[NLEVELS], uint64_t seed)
         bench_line(levels, b, "gather", dt);
         bench_line(levels, b, "sgd_row", dt);
     }
+    const int r = bench_header(store, b->out, &s);
     free(b->out);
     free(b);
     free(store);
     free(g);
-    return 0;
+    return r;
 }
 
 /* ---- cold pooled gather ------------------------------------------------------------- */

@@ -41,12 +41,77 @@
 #define EMBTABLES_STATIC_H
 
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__GNUC__)
 #define EMB_STATIC_INLINE static inline __attribute__((always_inline, unused))
 #else
 #define EMB_STATIC_INLINE static inline
 #endif
+
+/* Σ over a bag of columns[off .. off + w) of n-float columns, in bag order, into out. */
+EMB_STATIC_INLINE void emb_static_sum1(const float *data, int64_t n, const int64_t *ids,
+                                       int64_t len, int off, float *out)
+{
+    float a = 0.0f;
+    for (int64_t k = 0; k < len; k++)
+        a = a + data[ids[k] * n + off];
+    out[off] = a;
+}
+
+#if defined(__GNUC__)
+/* GNU C vectors (4 floats: any x86-64, NEON, ...) keep the accumulators in registers,
+ * which compilers do not reliably manage with arrays; the sums stay element-wise. */
+typedef float emb_static_v4 __attribute__((vector_size(16)));
+
+EMB_STATIC_INLINE emb_static_v4 emb_static_ld4(const float *p)
+{
+    emb_static_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+EMB_STATIC_INLINE void emb_static_sum4(const float *data, int64_t n, const int64_t *ids,
+                                       int64_t len, int off, float *out)
+{
+    emb_static_v4 a = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t k = 0; k < len; k++)
+        a = a + emb_static_ld4(data + ids[k] * n + off);
+    memcpy(out + off, &a, sizeof a);
+}
+
+EMB_STATIC_INLINE void emb_static_sum16(const float *data, int64_t n, const int64_t *ids,
+                                        int64_t len, int off, float *out)
+{
+    emb_static_v4 a0 = {0.0f, 0.0f, 0.0f, 0.0f}, a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t k = 0; k < len; k++) {
+        const float *c = data + ids[k] * n + off;
+        a0 = a0 + emb_static_ld4(c);
+        a1 = a1 + emb_static_ld4(c + 4);
+        a2 = a2 + emb_static_ld4(c + 8);
+        a3 = a3 + emb_static_ld4(c + 12);
+    }
+    memcpy(out + off, &a0, sizeof a0);
+    memcpy(out + off + 4, &a1, sizeof a1);
+    memcpy(out + off + 8, &a2, sizeof a2);
+    memcpy(out + off + 12, &a3, sizeof a3);
+}
+#endif
+
+/* out[0 .. n) = Σ_k column ids[k]: blocks of 16 and 4 floats (GNU C), then single ones. */
+EMB_STATIC_INLINE void emb_static_bag_sum(const float *data, int n, const int64_t *ids,
+                                          int64_t len, float *out)
+{
+    int off = 0;
+#if defined(__GNUC__)
+    for (; off + 16 <= n; off += 16)
+        emb_static_sum16(data, n, ids, len, off, out);
+    for (; off + 4 <= n; off += 4)
+        emb_static_sum4(data, n, ids, len, off, out);
+#endif
+    for (; off < n; off++)
+        emb_static_sum1(data, n, ids, len, off, out);
+}
 
 /** Stamps out the static table type NAME of feature size N (a positive constant) and its
  *  functions NAME_wrap, NAME_column, NAME_check, NAME_gather, NAME_bag_sum,
@@ -92,16 +157,7 @@
     EMB_STATIC_INLINE void NAME##_bag_sum(const NAME *t, const int64_t *ids, int64_t len,  \
                                           float *out)                                      \
     {                                                                                      \
-        float acc[(N)];                                                                    \
-        for (int i = 0; i < (N); i++)                                                      \
-            acc[i] = 0.0f;                                                                 \
-        for (int64_t k = 0; k < len; k++) {                                                \
-            const float *c = NAME##_column(t, ids[k]);                                     \
-            for (int i = 0; i < (N); i++)                                                  \
-                acc[i] = acc[i] + c[i];                                                    \
-        }                                                                                  \
-        for (int i = 0; i < (N); i++)                                                      \
-            out[i] = acc[i];                                                               \
+        emb_static_bag_sum(t->data, (N), ids, len, out);                                   \
     }                                                                                      \
                                                                                            \
     EMB_STATIC_INLINE void NAME##_lookup_sum(const NAME *t, const int64_t *ids,            \
