@@ -84,8 +84,8 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
     return ((uintptr_t)p & (bytes - 1)) == 0;
 }
 
-/* r = number of elements of the vector j of a block of nv whose last vector holds tail. */
-#define VEC_LEN(j, nv, tail) ((j) == (nv)-1 ? (tail) : VL)
+/* Whether vector j of a block of nv is the partial one (partial: the block ends in one). */
+#define IS_PARTIAL(j, nv, partial) ((partial) && (j) == (nv)-1)
 
 /*
  * Pooling of one block of nv vectors at column offset off: a[j] (+)= Σ_k w[k] cols[k][..].
@@ -94,13 +94,14 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
 #define DEFINE_POOL_BLOCK(T)                                                               \
     EMB_INLINE void pool_blk_##T(float *out, const void *const *cols, const float *w,     \
                                  int64_t n, int64_t npf, int32_t off, const int nv,        \
-                                 const int tail, int32_t pf_bytes, int acc, const int nt)  \
+                                 const int partial, int tail, int32_t pf_bytes, int acc,   \
+                                 const int nt)                                             \
     {                                                                                      \
         vec a[BLK];                                                                        \
         float *o = out + off;                                                              \
         for (int j = 0; j < nv; j++) {                                                     \
-            const int r = VEC_LEN(j, nv, tail);                                            \
-            a[j] = !acc ? vzero() : r == VL ? ld_f32(o + j * VL) : ldn_f32(o + j * VL, r); \
+            const bool part = IS_PARTIAL(j, nv, partial);                                  \
+            a[j] = !acc ? vzero() : part ? ldn_f32(o + j * VL, tail) : ld_f32(o + j * VL); \
         }                                                                                  \
         for (int64_t k = 0; k < n; k++) {                                                  \
             if (pf_bytes && k + EMB_PF_DIST < npf)                                         \
@@ -109,22 +110,21 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
             if (w) {                                                                       \
                 const vec wk = vset1(w[k]);                                                \
                 for (int j = 0; j < nv; j++) {                                             \
-                    const int r = VEC_LEN(j, nv, tail);                                    \
-                    const vec x = r == VL ? ld_##T(p + j * VL) : ldn_##T(p + j * VL, r);   \
+                    const bool part = IS_PARTIAL(j, nv, partial);                          \
+                    const vec x = part ? ldn_##T(p + j * VL, tail) : ld_##T(p + j * VL);   \
                     a[j] = vadd(a[j], vmul(wk, x));                                        \
                 }                                                                          \
             } else {                                                                       \
                 for (int j = 0; j < nv; j++) {                                             \
-                    const int r = VEC_LEN(j, nv, tail);                                    \
-                    a[j] = vadd(a[j], r == VL ? ld_##T(p + j * VL) : ldn_##T(p + j * VL, r)); \
+                    const bool part = IS_PARTIAL(j, nv, partial);                          \
+                    a[j] = vadd(a[j], part ? ldn_##T(p + j * VL, tail) : ld_##T(p + j * VL)); \
                 }                                                                          \
             }                                                                              \
         }                                                                                  \
         const bool stream = nt && aligned_to(o, VL * sizeof(float));                       \
         for (int j = 0; j < nv; j++) {                                                     \
-            const int r = VEC_LEN(j, nv, tail);                                            \
-            if (r < VL)                                                                    \
-                stn_f32(o + j * VL, a[j], r);                                              \
+            if (IS_PARTIAL(j, nv, partial))                                                \
+                stn_f32(o + j * VL, a[j], tail);                                           \
             else if (stream)                                                               \
                 stnt_f32(o + j * VL, a[j]);                                                \
             else                                                                           \
@@ -136,9 +136,9 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
 #define POOL_LAST_CASE(T, NV)                                                              \
     case NV:                                                                               \
         if (tail == VL)                                                                    \
-            pool_blk_##T(out, cols, w, n, npf, off, NV, VL, pf, acc, nt);                  \
+            pool_blk_##T(out, cols, w, n, npf, off, NV, 0, VL, pf, acc, nt);               \
         else                                                                               \
-            pool_blk_##T(out, cols, w, n, npf, off, NV, tail, pf, acc, nt);                \
+            pool_blk_##T(out, cols, w, n, npf, off, NV, 1, tail, pf, acc, nt);             \
         break;
 
 /* out (+)= Σ_k w[k] cols[k]: full blocks of BLK vectors, then one last block. */
@@ -152,7 +152,7 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
         const int64_t npf = ahead < 0 ? 0 : n + ahead;                                     \
         int32_t off = 0;                                                                   \
         for (; off + BLK * VL <= D; off += BLK * VL)                                       \
-            pool_blk_##T(out, cols, w, n, npf, off, BLK, VL, off ? 0 : bytes, acc, nt);    \
+            pool_blk_##T(out, cols, w, n, npf, off, BLK, 0, VL, off ? 0 : bytes, acc, nt); \
         const int32_t rem = D - off, pf = off ? 0 : bytes;                                 \
         const int tail = rem % VL ? rem % VL : VL;                                         \
         switch ((rem + VL - 1) / VL) {                                                     \
