@@ -84,6 +84,14 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
     return ((uintptr_t)p & (bytes - 1)) == 0;
 }
 
+/* The loops over a block's vectors unrolled before GCC sees them as memset / arrays, so
+ * that the accumulators live in registers. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define UNROLL_BLK _Pragma("GCC unroll 8")
+#else
+#define UNROLL_BLK
+#endif
+
 /* Whether vector j of a block of nv is the partial one (partial: the block ends in one). */
 #define IS_PARTIAL(j, nv, partial) ((partial) && (j) == (nv)-1)
 
@@ -99,7 +107,7 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
     {                                                                                      \
         vec a[BLK];                                                                        \
         float *o = out + off;                                                              \
-        for (int j = 0; j < nv; j++) {                                                     \
+        UNROLL_BLK for (int j = 0; j < nv; j++) {                                                     \
             const bool part = IS_PARTIAL(j, nv, partial);                                  \
             a[j] = !acc ? vzero() : part ? ldn_f32(o + j * VL, tail) : ld_f32(o + j * VL); \
         }                                                                                  \
@@ -109,20 +117,20 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
             const ET_##T *p = (const ET_##T *)cols[k] + off;                               \
             if (w) {                                                                       \
                 const vec wk = vset1(w[k]);                                                \
-                for (int j = 0; j < nv; j++) {                                             \
+                UNROLL_BLK for (int j = 0; j < nv; j++) {                                             \
                     const bool part = IS_PARTIAL(j, nv, partial);                          \
                     const vec x = part ? ldn_##T(p + j * VL, tail) : ld_##T(p + j * VL);   \
                     a[j] = vadd(a[j], vmul(wk, x));                                        \
                 }                                                                          \
             } else {                                                                       \
-                for (int j = 0; j < nv; j++) {                                             \
+                UNROLL_BLK for (int j = 0; j < nv; j++) {                                             \
                     const bool part = IS_PARTIAL(j, nv, partial);                          \
                     a[j] = vadd(a[j], part ? ldn_##T(p + j * VL, tail) : ld_##T(p + j * VL)); \
                 }                                                                          \
             }                                                                              \
         }                                                                                  \
         const bool stream = nt && aligned_to(o, VL * sizeof(float));                       \
-        for (int j = 0; j < nv; j++) {                                                     \
+        UNROLL_BLK for (int j = 0; j < nv; j++) {                                                     \
             if (IS_PARTIAL(j, nv, partial))                                                \
                 stn_f32(o + j * VL, a[j], tail);                                           \
             else if (stream)                                                               \
