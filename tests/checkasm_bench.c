@@ -229,13 +229,37 @@ typedef struct Cold {
     float *out;
     int rep;             /* the set this repetition uses */
     int quit;
+    int direct;          /* call the pool kernel on resolved columns, not emb_lookup */
     pthread_barrier_t go, done;
 } Cold;
+
+/* Bags [bag0, bag1) straight through the pool kernel, in windows of 256 columns as the
+ * lookup's chunks: the kernel's share of a lookup, without validation and bookkeeping. */
+static void cold_direct(Cold *c, const int64_t *ids, int64_t bag0, int64_t bag1)
+{
+    enum { WIN = 256 / LEN };
+    const void *cols[WIN * LEN];
+    int64_t stride;
+    const char *data = emb_table_data(c->t, &stride);
+    const emb_pool_fn pool = emb__kernel_pool(EMB_F32, COLD_D, 0);
+    for (int64_t b0 = bag0; b0 < bag1; b0 += WIN) {
+        const int64_t nb = bag1 - b0 < WIN ? bag1 - b0 : WIN;
+        for (int64_t k = 0; k < nb * LEN; k++)
+            cols[k] = data + ids[b0 * LEN + k] * stride * (int64_t)sizeof(float);
+        for (int64_t b = 0; b < nb; b++)
+            pool(c->out + (b0 + b) * COLD_D, cols + b * LEN, NULL, LEN, (nb - 1 - b) * LEN,
+                 COLD_D, 0);
+    }
+}
 
 /* Bags [bag0, bag1) of the current set. */
 static void cold_part(Cold *c, int64_t bag0, int64_t bag1)
 {
     const int64_t *ids = c->ids + (size_t)(c->rep % COLD_IDSETS) * COLD_BAGS * LEN;
+    if (c->direct) {
+        cold_direct(c, ids, bag0, bag1);
+        return;
+    }
     const EmbBatch b = {.ids = ids + bag0 * LEN, .nnz = (bag1 - bag0) * LEN,
                         .nbags = bag1 - bag0, .bag_size = LEN};
     if (emb_lookup(c->t, &b, NULL, c->out + bag0 * COLD_D, COLD_D))
@@ -300,6 +324,9 @@ int ca_cold(int64_t mib, uint64_t seed)
            (long long)mib, COLD_D, LEN, COLD_BAGS, EMB_PF_DIST, emb_cpu_flags());
     printf("cold-gather threads 1 %.2f GB/s\n", cold_run(&c, 1));
     printf("cold-gather threads 2 %.2f GB/s\n", cold_run(&c, 2));
+    c.direct = 1;
+    printf("cold-gather kernel only (no emb_lookup) threads 1 %.2f GB/s\n", cold_run(&c, 1));
+    printf("cold-gather kernel only (no emb_lookup) threads 2 %.2f GB/s\n", cold_run(&c, 2));
     c.quit = 1;
     pthread_barrier_wait(&c.go);
     pthread_join(th, NULL);
