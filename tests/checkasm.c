@@ -285,16 +285,15 @@ static void check_dispatch(const Level *levels)
     emb_set_cpu_mask(0);
     checks++;
     if (emb__kernels()->pool[EMB_F32] != levels[LEVEL_C].k.pool[EMB_F32] ||
-        emb__kernel_pool(EMB_F32, 64, 0) != levels[LEVEL_C].k.pool[EMB_F32])
+        emb__kernel_pool(EMB_F32, 64, 0) != levels[LEVEL_C].k.pool_d[2][EMB_F32] ||
+        emb__kernel_pool(EMB_F32, 65, 0) != levels[LEVEL_C].k.pool[EMB_F32])
         report(&c, "mask 0 does not select the C pool", 0);
     emb_set_cpu_mask(~0u);
     const Level *best = &levels[LEVEL_C];
     for (int l = 0; l < NLEVELS; l++)
         best = levels[l].available ? &levels[l] : best;
     checks++;
-    if (emb__kernel_pool(EMB_F32, 64, 0) != (best->k.pool_d[2][EMB_F32]
-                                                 ? best->k.pool_d[2][EMB_F32]
-                                                 : best->k.pool[EMB_F32]))
+    if (emb__kernel_pool(EMB_F32, 64, 0) != best->k.pool_d[2][EMB_F32])
         report(&c, "D = 64 does not select the best _d64 pool", 0);
     emb_set_cpu_mask(saved);
 }

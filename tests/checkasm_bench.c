@@ -122,6 +122,8 @@ static void bench_line(const Level *lv, const Bench *b, const char *family, int 
         if (l == LEVEL_C) {
             c = t;
             printf(" | c %7.1f ns", t);
+            if (td > 0.0)
+                printf(" d%d %6.1f", b->D, td);
             continue;
         }
         printf(" | %s %6.1f (%4.1fx)", lv[l].name, t, c / t);

@@ -14,7 +14,7 @@
  * and a dynamic table of D = 64 gets the unrolled code too.
  *
  * Variants (tests/checkasm.c runs each against the C reference, bit for bit):
- *   C        kernels_c.c     every entry; no `_d` entries (the generic loops serve)
+ *   C        kernels_c.c     every entry, `_d` for all sizes (constant-size loops)
  *   AVX2     kernels_avx2.c  every entry (f16 ones only with F16C), `_d` for all sizes
  *   AVX-512  kernels_avx512.c  F+BW+VL+DQ; every entry, `_d` for all sizes
  * All of them are exact with the reference: multiply then add (never FMA), bags summed
