@@ -48,6 +48,7 @@ typedef struct Pass {
     emb_scale_fn scale;
     emb_sumsq_fn sumsq;
     bool weighted; /* the kernels need the w array */
+    bool resident; /* the table fits in cache: no software prefetch */
 } Pass;
 
 /* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
@@ -82,8 +83,9 @@ static void flush(const Pass *ps, Chunk *c)
     for (int32_t i = 0; i < c->npieces; i++) {
         const Piece *pc = &c->pieces[i];
         float *o = ps->out + pc->bag * ps->stride;
+        const int64_t ahead = ps->resident ? -1 : c->ncols - pc->first - pc->count;
         ps->pool(o, c->cols + pc->first, ps->weighted ? c->w + pc->first : NULL, pc->count,
-                 c->ncols - pc->first - pc->count, D, pc->accumulate);
+                 ahead, D, pc->accumulate);
         if (pc->last && pc->scale != 1.0f)
             ps->scale(o, pc->scale, D);
     }
@@ -149,6 +151,14 @@ float emb__combiner_scale(EmbCombiner combiner, double sum_w, double sum_w2)
     }
 }
 
+/* Whether the whole table fits in cache (its lookups then skip software prefetch). */
+static bool resident(const EmbTable *t)
+{
+    int64_t bytes;
+    return emb__mul_ok(t->ncolumns, t->featuresize * (int64_t)t->elsize, &bytes) &&
+           bytes <= EMB_RESIDENT_BYTES;
+}
+
 /* Gather without weights, clipping or pruning: the gather kernel over runs of ids. */
 static void plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64_t stride)
 {
@@ -181,6 +191,7 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         .pool = emb__kernel_pool(t->dtype, t->featuresize, (p->flags & EMB_OUT_NONTEMPORAL) != 0),
         .scale = k->scale, .sumsq = k->sumsq[t->dtype],
         .weighted = b->weights != NULL || p->max_norm > 0.0f,
+        .resident = resident(t),
     };
     Chunk c;
     c.ncols = c.npieces = 0;
