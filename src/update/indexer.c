@@ -1,7 +1,7 @@
 /*
  * indexer.c — EmbIndexer: groups gradient rows by distinct id in O(rows).
  *
- * An open-addressing hash (linear probing, load <= 2/3) maps an id to its distinct index,
+ * An open-addressing hash (linear probing, load <= 1/2) maps an id to its distinct index,
  * assigned in order of first appearance; the counts' prefix sums then place each distinct
  * id's rows, in row order, for the caller's counting-sort scatter. Slots carry a
  * generation stamp, so a step clears nothing: the hash is
@@ -76,7 +76,7 @@ int emb__indexer_reserve_slots(EmbIndexer *ix, int64_t nslots)
 int64_t emb__indexer_hash_size(int64_t rows)
 {
     int64_t want = 16;
-    while (want < rows + rows / 2) /* load factor <= 2/3 */
+    while (want < 2 * rows) /* load factor <= 1/2: fewer mispredicted probes */
         want *= 2;
     return want;
 }
