@@ -118,7 +118,7 @@ struct EmbPlan {
 
 /* Makes room for @rows gradient rows (and as many distinct ids); 0 or EMB_ENOMEM. */
 int emb__indexer_reserve(EmbIndexer *ix, int64_t rows);
-/* Slots of a hash for @rows rows (a power of two, load <= 2/3). */
+/* Slots of a hash for @rows rows (a power of two, load <= 1/2). */
 int64_t emb__indexer_hash_size(int64_t rows);
 /* At least @nslots hash slots (all free afterwards when it grows); 0 or EMB_ENOMEM. */
 int emb__indexer_reserve_slots(EmbIndexer *ix, int64_t nslots);
