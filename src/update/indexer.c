@@ -91,15 +91,18 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
     int r = emb__indexer_reserve_slots(ix, emb__indexer_hash_size(rows));
     if (r)
         return r;
-    if (!r && rows > ix->row_cap) {
+    if (rows > ix->row_cap) { /* per gradient row */
         r = grow(&ix->row_dist, rows, sizeof(int32_t));
-        r = r ? r : grow(&ix->grow, rows, sizeof(float *));
+        r = r ? r : grow(&ix->grow, rows, sizeof(void *));
         r = r ? r : grow(&ix->gcoef, rows, sizeof(float));
         r = r ? r : grow(&ix->idbuf, rows, sizeof(int64_t));
+        r = r ? r : grow(&ix->pid, rows, sizeof(int64_t));
+        r = r ? r : grow(&ix->prow, rows, sizeof(void *));
+        r = r ? r : grow(&ix->pcoef, rows, sizeof(float));
         if (!r)
             ix->row_cap = rows;
     }
-    if (!r && rows > ix->dist_cap) {
+    if (!r && rows > ix->dist_cap) { /* per distinct id (at most one per row) */
         r = grow(&ix->ids, rows, sizeof(int64_t));
         r = r ? r : grow(&ix->counts, rows, sizeof(int64_t));
         r = r ? r : grow(&ix->starts, rows + 1, sizeof(int64_t));
@@ -107,9 +110,6 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
         if (!r)
             ix->dist_cap = rows;
     }
-    r = r ? r : grow(&ix->pid, rows, sizeof(int64_t));
-    r = r ? r : grow(&ix->prow, rows, sizeof(void *));
-    r = r ? r : grow(&ix->pcoef, rows, sizeof(float));
     return r ? emb__fail(EMB_ENOMEM, "out of memory for an indexer of %lld rows",
                          (long long)rows)
              : 0;
