@@ -130,7 +130,8 @@ static inline uint64_t hash(int64_t id, uint64_t mask)
     return ((uint64_t)id * 0x9e3779b97f4a7c15ull >> 32) & mask;
 }
 
-/* The distinct index of @id in a hash region, appending it to ids / counts when new. */
+/* The distinct index of @id in a hash region, appending it to ids / counts when new;
+ * counts the row. */
 static inline int32_t insert(EmbSlot *slots, uint64_t mask, uint32_t gen, int64_t id,
                              int64_t *ids, int64_t *counts, int64_t *nd)
 {
@@ -140,11 +141,13 @@ static inline int32_t insert(EmbSlot *slots, uint64_t mask, uint32_t gen, int64_
             const int32_t d = (int32_t)(*nd)++;
             *s = (EmbSlot){id, gen, d};
             ids[d] = id;
-            counts[d] = 0;
+            counts[d] = 1;
             return d;
         }
-        if (s->id == id)
+        if (s->id == id) {
+            counts[s->dist]++;
             return s->dist;
+        }
     }
 }
 
@@ -161,7 +164,9 @@ int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride, i
 {
     EmbSlot *slots = ix->slots + slot0;
     const uint64_t mask = (uint64_t)nslots - 1;
+    const uint32_t gen = ix->gen;
     int64_t *ids = ix->ids + r0, *counts = ix->counts + r0, nd = 0;
+    int32_t *row_dist = ix->row_dist + r0;
     for (int64_t k = 0; k < n; k++) {
         int64_t id;
         if (k + HASH_AHEAD < n) {
@@ -169,9 +174,7 @@ int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride, i
             __builtin_prefetch(&slots[hash(id, mask)], 0, 3);
         }
         memcpy(&id, (const char *)base + (size_t)k * stride, sizeof id);
-        const int32_t d = insert(slots, mask, ix->gen, id, ids, counts, &nd);
-        counts[d]++;
-        ix->row_dist[r0 + k] = d;
+        row_dist[k] = insert(slots, mask, gen, id, ids, counts, &nd);
     }
     int64_t s = r0;
     for (int64_t d = 0; d < nd; d++) {
