@@ -159,7 +159,8 @@ EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float l
  * table it updates, created on the table's first update (or by emb_optimizer_attach())
  * with the table's number of columns, f32, placed as @c cfg->placement says. The state
  * is keyed by the table's handle: destroy the optimizer (or call emb_optimizer_detach())
- * before destroying a table it updated.
+ * before destroying a table it updated. An optimizer must not be used by two calls at
+ * once (it holds the per-call plans of emb_update_many()).
  * @return 0, EMB_ENULL, EMB_EINVAL (a hyper-parameter out of range), EMB_ENOMEM
  */
 EMB_API int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg);
