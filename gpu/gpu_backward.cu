@@ -166,6 +166,8 @@ __global__ void __launch_bounds__(GPU_THREADS) partial_kernel(BwdArgs a, const G
     const uint32_t groups = gridDim.x * (GPU_THREADS / G);
     for (uint32_t j = blockIdx.x * (GPU_THREADS / G) + threadIdx.x / G; j < total; j += groups) {
         const uint32_t r = piece_run(a, nr, j);
+        if (a.unique[r] == a.sentinel)
+            continue; /* pruned slots */
         const uint32_t e0 = a.run_start[r] + (j - a.part_start[r]) * SEG;
         const uint32_t e1 = min(e0 + SEG, a.run_start[r] + a.counts[r]);
         float4 A[NV];

@@ -104,14 +104,12 @@ static __device__ __forceinline__ void record(GpuErr *e, int64_t table, int kind
     const unsigned long long key = ((unsigned long long)table << (GPU_POS_BITS + 1)) |
                                    ((unsigned long long)kind << GPU_POS_BITS) |
                                    (unsigned long long)pos;
-    atomicMin(&e->key, key);
+    atomicMin(&e->cur, key);
 }
 
 /* blockIdx.y = table; a grid-stride loop over its ids and offsets. */
 __global__ void validate_kernel(const GpuDesc *descs, GpuErr *err)
 {
-    if (gpu_failed(err))
-        return; /* sticky: keep the first error until it is reported */
     const GpuDesc d = descs[blockIdx.y];
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     const int64_t k0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -133,12 +131,13 @@ __global__ void validate_kernel(const GpuDesc *descs, GpuErr *err)
     }
 }
 
-/* Fills the record's values from the culprit (one thread). */
+/* Makes this call's error the held one unless an older one is held; reads the culprit. */
 __global__ void describe_kernel(const GpuDesc *descs, GpuErr *err)
 {
-    if (!gpu_failed(err) || err->described)
-        return;
-    const unsigned long long key = err->key;
+    if (gpu_failed(err) || err->cur == GPU_NOERR)
+        return; /* sticky: an older error stays until it is reported */
+    const unsigned long long key = err->cur;
+    err->key = key;
     const int64_t pos = (int64_t)(key & ((1ull << GPU_POS_BITS) - 1));
     const GpuDesc &d = descs[key >> (GPU_POS_BITS + 1)];
     if (((key >> GPU_POS_BITS) & 1) == ERR_ID) {
@@ -163,6 +162,7 @@ int emb__gpu_validate(EmbGpuWorkspace *ws, int64_t n, cudaStream_t s)
     GPU_TRY(cudaMemcpyAsync(ws->ddesc, ws->hdesc, (size_t)n * sizeof(GpuDesc),
                             cudaMemcpyHostToDevice, s));
     GPU_TRY(cudaEventRecord(ws->desc_done, s));
+    GPU_TRY(cudaMemsetAsync(&ws->derr->cur, 0xff, sizeof ws->derr->cur, s));
     int64_t blocks = (work + GPU_THREADS - 1) / GPU_THREADS;
     blocks = blocks < 1024 ? blocks : 1024;
     validate_kernel<<<dim3((unsigned)blocks, (unsigned)n), GPU_THREADS, 0, s>>>(ws->ddesc,

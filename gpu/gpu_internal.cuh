@@ -40,11 +40,13 @@ struct EmbGpuTable {
 /*
  * The device error record of a workspace. key == GPU_NOERR: no error; else
  * (table << 41) | (kind << 40) | position, kind 0 = offsets, 1 = id, so that atomicMin
- * keeps the error the CPU library would report first. `described` = 1 once the values
- * below were filled by the describe kernel.
+ * keeps the error the CPU library would report first. The validation kernel collects the
+ * call's error in `cur` (reset before each call); the describe kernel moves it to `key`
+ * when no older error is held (sticky) and fills the values (`described` = 1).
  */
 typedef struct GpuErr {
     unsigned long long key;
+    unsigned long long cur;
     int64_t v0, v1;   /* the id (v0), or offsets[pos - 1] and offsets[pos] */
     int64_t limit;    /* ncolumns, or nnz for offsets */
     int32_t described;

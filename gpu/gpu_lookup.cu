@@ -149,13 +149,13 @@ __device__ __forceinline__ int find_table(const GpuDesc *descs, int n, int64_t b
 }
 
 template <int NV>
-__global__ void __launch_bounds__(GPU_THREADS) lookup_kernel(const GpuDesc *descs, int n,
+__global__ void __launch_bounds__(GPU_THREADS, NV >= 8 ? 1 : NV >= 4 ? 2 : 3) lookup_kernel(const GpuDesc *descs, int n,
                                                              const GpuErr *err)
 {
     if (gpu_failed(err))
         return;
     const int t = find_table(descs, n, blockIdx.x);
-    const GpuDesc d = descs[t];
+    const GpuDesc &d = descs[t]; /* fields read where used: fewer registers */
     const int G = d.G;
     const int64_t bag = (blockIdx.x - d.block0) * (GPU_THREADS / G) + threadIdx.x / G;
     if (bag >= d.nbags)

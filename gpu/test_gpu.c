@@ -8,7 +8,8 @@
  * Tolerances (stated here, used below): gather without max_norm is exact (bit equal);
  * pooled f32 results within 1e-5 · (1 + Σ|w·e|) of emb_lookup (fma vs mul+add, the
  * max_norm sum of squares in another order); tables after several backward + optimizer
- * steps within 1e-4 · (1 + |w|) for f32 and one storage ulp + 1e-4 for f16 / bf16 of the
+ * steps within 1e-4 · (1 + |w|) for f32 and (2 storage ulps + 1e-4) · (1 + |w|) for f16 / bf16
+ * (a rounding that falls the other way can carry into the next step) of the
  * double-precision host reference (gpu_reference.c).
  * The seed is printed; EMB_TEST_SEED=<n> replays a run.
  */
@@ -394,7 +395,7 @@ static void check_backward(const Case *c, EmbGpuOptKind kind, EmbGpuWorkspace *w
     const float ulp = c->dt == EMB_BF16 ? 1.0f / 128 : c->dt == EMB_F16 ? 1.0f / 1024 : 0.0f;
     int64_t bad = 0;
     for (int64_t i = 0; i < (int64_t)NCOL * c->D; i++)
-        if (!(fabsf(got[i] - ref[i]) <= (ulp + 1e-4f) * (1.0f + fabsf(ref[i]))) && bad++ < 3)
+        if (!(fabsf(got[i] - ref[i]) <= (2 * ulp + 1e-4f) * (1.0f + fabsf(ref[i]))) && bad++ < 3)
             fprintf(stderr, "  element %lld: gpu %.9g ref %.9g\n", (long long)i,
                     (double)got[i], (double)ref[i]);
     CHECK(bad == 0, "backward %s D=%d opt=%d comb=%d max_norm=%g: %lld elements differ",
