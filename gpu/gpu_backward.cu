@@ -44,16 +44,18 @@ typedef struct BwdArgs {
     int64_t *step;
 } BwdArgs;
 
+/* One warp per bag: Σw and Σw² of its kept entries (lanes, then a fixed tree), then slots. */
 __global__ void entries_kernel(BwdArgs a, const GpuErr *err)
 {
-    const int64_t bag = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t bag = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
     if (gpu_failed(err) || bag >= a.d.nbags)
-        return;
+        return; /* whole warps leave together */
     const GpuDesc &d = a.d;
     const int64_t start = gpu_bag_start(d, bag), end = gpu_bag_end(d, bag);
     double sw = 0.0, sw2 = 0.0;
-    int64_t kept = 0;
-    for (int64_t k = start; k < end; k++) {
+    int kept = 0;
+    for (int64_t k = start + lane; k < end; k += 32) {
         const float w = d.weights ? d.weights[k] : 1.0f;
         if (gpu_pruned(d, gpu_id(d.ids, d.id32, k), w))
             continue;
@@ -61,22 +63,28 @@ __global__ void entries_kernel(BwdArgs a, const GpuErr *err)
         sw += w;
         sw2 += (double)w * w;
     }
+    for (int o = 16; o > 0; o >>= 1) {
+        sw += __shfl_xor_sync(0xffffffffu, sw, o);
+        sw2 += __shfl_xor_sync(0xffffffffu, sw2, o);
+        kept += __shfl_xor_sync(0xffffffffu, kept, o);
+    }
     const float s = kept ? gpu_combiner_scale(d.combiner, sw, sw2) : 1.0f;
-    for (int64_t k = start; k < end; k++) {
+    for (int64_t k = start + lane; k < end; k += 32) {
         const int64_t id = gpu_id(d.ids, d.id32, k);
         const float w = d.weights ? d.weights[k] : 1.0f;
-        const bool pr = gpu_pruned(d, id, w);
-        a.keys_in[k] = pr ? a.sentinel : (uint32_t)id;
+        a.keys_in[k] = gpu_pruned(d, id, w) ? a.sentinel : (uint32_t)id;
         a.vals_in[k] = (uint32_t)k;
         a.coef[k] = w * s;
         a.bagof[k] = (int32_t)bag;
     }
-    const int64_t slot = d.nnz + bag;
-    const bool def = kept == 0 && (d.flags & EMB_USE_DEFAULT_ID);
-    a.keys_in[slot] = def ? (uint32_t)d.default_id : a.sentinel;
-    a.vals_in[slot] = (uint32_t)slot;
-    a.coef[slot] = 1.0f;
-    a.bagof[slot] = (int32_t)bag;
+    if (lane == 0) {
+        const int64_t slot = d.nnz + bag;
+        const bool def = kept == 0 && (d.flags & EMB_USE_DEFAULT_ID);
+        a.keys_in[slot] = def ? (uint32_t)d.default_id : a.sentinel;
+        a.vals_in[slot] = (uint32_t)slot;
+        a.coef[slot] = 1.0f;
+        a.bagof[slot] = (int32_t)bag;
+    }
 }
 
 /* Run lengths padded with zeros, and pieces per run (0 for a run reduced directly). */
@@ -424,7 +432,7 @@ static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuEr
                         cudaStream_t s)
 {
     const int n = (int)a->n;
-    const unsigned bag_blocks = (unsigned)((a->d.nbags + GPU_THREADS - 1) / GPU_THREADS);
+    const unsigned bag_blocks = (unsigned)((a->d.nbags * 32 + GPU_THREADS - 1) / GPU_THREADS);
     if (bag_blocks)
         entries_kernel<<<bag_blocks, GPU_THREADS, 0, s>>>(*a, err);
     GPU_TRY(cudaGetLastError());

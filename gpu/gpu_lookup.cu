@@ -3,10 +3,11 @@
  *
  * One launch serves every table of a call: the grid is cut into per-table runs of blocks
  * (GpuDesc::block0), each block holds GPU_THREADS / G groups of G lanes and a group pools
- * one bag. Within a bag the entries are taken U at a time: the group first finds the next
- * U kept entries (pruning is uniform across the group), then issues all their row loads
- * (U x NV independent 4-element loads per lane in flight), then accumulates them in bag
- * order with the max_norm clip and the weight, as the CPU library does. The combiner's
+ * one bag. The group reads a bag's ids and weights a window of G at a time (one per lane,
+ * pruned entries dropped from a ballot mask), then takes the kept entries U at a time:
+ * their ids are broadcast by shuffles, all their row loads issued (U x NV independent
+ * 4-element loads per lane in flight), and they are accumulated in bag order with the
+ * max_norm clip and the weight, as the CPU library does. The combiner's
  * factor (Σw and Σw² summed in double in bag order) scales the finished row; an empty bag
  * gives the default column or zeros.
  */
@@ -91,36 +92,48 @@ __device__ void pool_bag(const GpuDesc &d, int64_t bag, int lane, int G, unsigne
     for (int v = 0; v < NV; v++)
         acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
     const int64_t end = gpu_bag_end(d, bag);
-    int64_t k = gpu_bag_start(d, bag), kept = 0;
+    const unsigned base = (threadIdx.x & 31u) & ~(unsigned)(G - 1); /* group's first lane */
+    int64_t kept = 0;
     double sw = 0.0, sw2 = 0.0;
-    while (k < end) {
-        int64_t id[U];
-        float w[U];
-        bool ok[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) { /* the next U kept entries, in bag order */
-            ok[u] = false;
-            while (k < end && !ok[u]) {
-                id[u] = gpu_id(d.ids, d.id32, k);
-                w[u] = d.weights ? __ldg(d.weights + k) : 1.0f;
-                ok[u] = !gpu_pruned(d, id[u], w[u]);
-                k++;
-            }
+    for (int64_t k0 = gpu_bag_start(d, bag); k0 < end; k0 += G) {
+        /* a window of G entries: lane i reads entry k0 + i, the group keeps a bit mask */
+        const int64_t kk = k0 + lane;
+        int64_t my_id = 0;
+        float my_w = 1.0f;
+        bool mine = false;
+        if (kk < end) {
+            my_id = gpu_id(d.ids, d.id32, kk);
+            my_w = d.weights ? __ldg(d.weights + kk) : 1.0f;
+            mine = !gpu_pruned(d, my_id, my_w);
         }
-        float4 x[U][NV];
+        unsigned keep = (__ballot_sync(mask, mine) >> base) & (G == 32 ? 0xffffffffu : (1u << G) - 1u);
+        while (keep) { /* U kept entries at a time, in bag order */
+            int64_t id[U];
+            float w[U];
+            bool ok[U];
 #pragma unroll
-        for (int u = 0; u < U; u++)
-            if (ok[u])
-                load_row<DT, NV>(d, id[u], lane, G, x[u]);
+            for (int u = 0; u < U; u++) {
+                ok[u] = keep != 0;
+                const int src = ok[u] ? __ffs(keep) - 1 : 0;
+                keep &= keep - 1;
+                id[u] = __shfl_sync(mask, (long long)my_id, src, G);
+                w[u] = __shfl_sync(mask, my_w, src, G);
+            }
+            float4 x[U][NV];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (!ok[u])
-                continue;
-            kept++;
-            sw += w[u];
-            sw2 += (double)w[u] * w[u];
-            const float f = d.max_norm > 0.0f ? w[u] * clip<NV>(x[u], d.max_norm, G, mask) : w[u];
-            accumulate<NV>(acc, x[u], f);
+            for (int u = 0; u < U; u++)
+                if (ok[u])
+                    load_row<DT, NV>(d, id[u], lane, G, x[u]);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (!ok[u])
+                    continue;
+                kept++;
+                sw += w[u];
+                sw2 += (double)w[u] * w[u];
+                const float f = d.max_norm > 0.0f ? w[u] * clip<NV>(x[u], d.max_norm, G, mask) : w[u];
+                accumulate<NV>(acc, x[u], f);
+            }
         }
     }
     float s = 1.0f;
