@@ -22,6 +22,8 @@
 #include <embtables/embtables.h>
 #include <embtables/gpu.h>
 
+#include "gpu_check.h"
+
 #include "gpu_reference.h"
 
 static int failures;
@@ -34,15 +36,6 @@ static uint64_t seed_state;
             fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
             fprintf(stderr, __VA_ARGS__);                                                  \
             fprintf(stderr, " [%s]\n", emb_gpu_last_error());                              \
-        }                                                                                  \
-    } while (0)
-#define CUDA(call)                                                                         \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                    cudaGetErrorString(e_));                                               \
-            exit(1);                                                                       \
         }                                                                                  \
     } while (0)
 

@@ -19,15 +19,8 @@
 #include <embtables/embtables.h>
 #include <embtables/gpu.h>
 
-#define CUDA(call)                                                                         \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                    cudaGetErrorString(e_));                                               \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#include "gpu_check.h"
+
 #define EMB(call)                                                                          \
     do {                                                                                   \
         int r_ = (call);                                                                   \
