@@ -18,11 +18,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu_internal.cuh"
+
+#ifndef EMB_GPU_EMU
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
-
-#include "gpu_internal.cuh"
+#endif
 
 #define SEG 128 /* slots per piece of a hot row */
 
@@ -424,8 +426,8 @@ static int persistent_blocks(void)
 
 template <int NV> static void launch_reduce(const BwdArgs &a, int blocks, GpuErr *err, cudaStream_t s)
 {
-    partial_kernel<NV><<<blocks, GPU_THREADS, 0, s>>>(a, err);
-    apply_kernel<NV><<<blocks, GPU_THREADS, 0, s>>>(a, err);
+    GPU_LAUNCH(partial_kernel<NV>, blocks, GPU_THREADS, s, a, err);
+    GPU_LAUNCH(apply_kernel<NV>, blocks, GPU_THREADS, s, a, err);
 }
 
 static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuErr *err,
@@ -434,7 +436,7 @@ static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuEr
     const int n = (int)a->n;
     const unsigned bag_blocks = (unsigned)((a->d.nbags * 32 + GPU_THREADS - 1) / GPU_THREADS);
     if (bag_blocks)
-        entries_kernel<<<bag_blocks, GPU_THREADS, 0, s>>>(*a, err);
+        GPU_LAUNCH(entries_kernel, bag_blocks, GPU_THREADS, s, *a, err);
     GPU_TRY(cudaGetLastError());
     size_t tb = tmp_bytes;
     GPU_TRY(cub::DeviceRadixSort::SortPairs(tmp, tb, a->keys_in, a->keys_out, a->vals_in,
@@ -443,7 +445,7 @@ static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuEr
     GPU_TRY(cub::DeviceRunLengthEncode::Encode(tmp, tb, a->keys_out, a->unique, a->counts,
                                                a->nruns, n, s));
     const int blocks = persistent_blocks();
-    prep_kernel<<<blocks, GPU_THREADS, 0, s>>>(*a, err);
+    GPU_LAUNCH(prep_kernel, blocks, GPU_THREADS, s, *a, err);
     GPU_TRY(cudaGetLastError());
     tb = tmp_bytes;
     GPU_TRY(cub::DeviceScan::ExclusiveSum(tmp, tb, a->cntz, a->run_start, n, s));
@@ -457,7 +459,7 @@ static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuEr
     }
     GPU_TRY(cudaGetLastError());
     if (a->kind == EMB_GPU_ADAM)
-        step_kernel<<<1, 1, 0, s>>>(a->step, err);
+        GPU_LAUNCH(step_kernel, 1, 1, s, a->step, err);
     return emb__gpu_cuda(cudaGetLastError(), "backward kernels");
 }
 

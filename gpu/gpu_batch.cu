@@ -14,8 +14,7 @@
 
 static const EmbPooling pooling_sum = {EMB_COMBINER_SUM, 0.0f, 0, 0};
 
-static int check_shape(const EmbGpuTable *t, const EmbBatch *b, const EmbPooling *p,
-                       int64_t i)
+static int check_shape(const EmbBatch *b, const EmbPooling *p, int64_t i)
 {
     if (b->nnz < 0 || b->nbags < 0)
         return emb__gpu_fail(EMB_EINVAL, "nnz %lld / nbags %lld is negative (table #%lld)",
@@ -65,7 +64,7 @@ int emb__gpu_batch_check(const EmbGpuTable *t, const EmbBatch *b, const EmbPooli
         return emb__gpu_fail(EMB_ENULL, "batch of table #%lld is NULL", (long long)i);
     if (!p)
         p = &pooling_sum;
-    const int r = check_shape(t, b, p, i);
+    const int r = check_shape(b, p, i);
     if (r)
         return r;
     if ((p->flags & EMB_USE_DEFAULT_ID) && (p->default_id < 0 || p->default_id >= t->ncolumns))
@@ -165,10 +164,10 @@ int emb__gpu_validate(EmbGpuWorkspace *ws, int64_t n, cudaStream_t s)
     GPU_TRY(cudaMemsetAsync(&ws->derr->cur, 0xff, sizeof ws->derr->cur, s));
     int64_t blocks = (work + GPU_THREADS - 1) / GPU_THREADS;
     blocks = blocks < 1024 ? blocks : 1024;
-    validate_kernel<<<dim3((unsigned)blocks, (unsigned)n), GPU_THREADS, 0, s>>>(ws->ddesc,
-                                                                               ws->derr);
+    GPU_LAUNCH(validate_kernel, dim3((unsigned)blocks, (unsigned)n), GPU_THREADS, s,
+               ws->ddesc, ws->derr);
     GPU_TRY(cudaGetLastError());
-    describe_kernel<<<1, 1, 0, s>>>(ws->ddesc, ws->derr);
+    GPU_LAUNCH(describe_kernel, 1, 1, s, ws->ddesc, ws->derr);
     GPU_TRY(cudaGetLastError());
     return 0;
 }

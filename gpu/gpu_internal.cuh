@@ -11,10 +11,20 @@
 #ifndef EMB_GPU_INTERNAL_CUH
 #define EMB_GPU_INTERNAL_CUH
 
+#include <stdint.h>
+#include <string.h>
+
+#ifdef EMB_GPU_EMU /* the host emulation of the device (gpu/emu/), for tests without a GPU */
+#include "emu/emu_device.h"
+#define GPU_LAUNCH(kernel, grid, block, stream, ...)                                       \
+    emu_launch(dim3(grid), dim3(block), [=]() { kernel(__VA_ARGS__); })
+#else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <stdint.h>
+#define GPU_LAUNCH(kernel, grid, block, stream, ...)                                       \
+    kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
+#endif
 
 #include "embtables/gpu.h"
 
@@ -166,6 +176,15 @@ __device__ __forceinline__ float gpu_combiner_scale(int32_t combiner, double sw,
     return 1.0f;
 }
 
+/* The bits of @v as a To (memcpy: no aliasing trouble on the host emulation either). */
+template <class To, class From> __device__ __forceinline__ To gpu_bitcast(const From &v)
+{
+    static_assert(sizeof(To) == sizeof(From), "same size");
+    To r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
 /* 4 elements at p (aligned to 4 elements) as floats. */
 template <int DT> __device__ __forceinline__ float4 gpu_load4(const void *p);
 template <> __device__ __forceinline__ float4 gpu_load4<EMB_F32>(const void *p)
@@ -175,8 +194,8 @@ template <> __device__ __forceinline__ float4 gpu_load4<EMB_F32>(const void *p)
 template <> __device__ __forceinline__ float4 gpu_load4<EMB_F16>(const void *p)
 {
     const uint2 u = __ldg((const uint2 *)p);
-    const float2 a = __half22float2(*(const __half2 *)&u.x);
-    const float2 b = __half22float2(*(const __half2 *)&u.y);
+    const float2 a = __half22float2(gpu_bitcast<__half2>(u.x));
+    const float2 b = __half22float2(gpu_bitcast<__half2>(u.y));
     return make_float4(a.x, a.y, b.x, b.y);
 }
 template <> __device__ __forceinline__ float4 gpu_load4<EMB_BF16>(const void *p)
@@ -195,8 +214,8 @@ template <> __device__ __forceinline__ float4 gpu_load4_rw<EMB_F32>(const void *
 template <> __device__ __forceinline__ float4 gpu_load4_rw<EMB_F16>(const void *p)
 {
     const uint2 u = *(const uint2 *)p;
-    const float2 a = __half22float2(*(const __half2 *)&u.x);
-    const float2 b = __half22float2(*(const __half2 *)&u.y);
+    const float2 a = __half22float2(gpu_bitcast<__half2>(u.x));
+    const float2 b = __half22float2(gpu_bitcast<__half2>(u.y));
     return make_float4(a.x, a.y, b.x, b.y);
 }
 template <> __device__ __forceinline__ float4 gpu_load4_rw<EMB_BF16>(const void *p)
@@ -216,16 +235,16 @@ template <> __device__ __forceinline__ void gpu_store4<EMB_F16>(void *p, float4 
 {
     __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
     uint2 u;
-    u.x = *(const uint32_t *)&a;
-    u.y = *(const uint32_t *)&b;
+    u.x = gpu_bitcast<uint32_t>(a);
+    u.y = gpu_bitcast<uint32_t>(b);
     *(uint2 *)p = u;
 }
 template <> __device__ __forceinline__ void gpu_store4<EMB_BF16>(void *p, float4 v)
 {
     __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
     uint2 u;
-    u.x = *(const uint32_t *)&a;
-    u.y = *(const uint32_t *)&b;
+    u.x = gpu_bitcast<uint32_t>(a);
+    u.y = gpu_bitcast<uint32_t>(b);
     *(uint2 *)p = u;
 }
 

@@ -201,10 +201,10 @@ static int launch(EmbGpuWorkspace *ws, int64_t n, int nv, cudaStream_t s)
                              (long long)blocks);
     const dim3 grid((unsigned)blocks);
     switch (nv) {
-    case 1: lookup_kernel<1><<<grid, GPU_THREADS, 0, s>>>(ws->ddesc, (int)n, ws->derr); break;
-    case 2: lookup_kernel<2><<<grid, GPU_THREADS, 0, s>>>(ws->ddesc, (int)n, ws->derr); break;
-    case 4: lookup_kernel<4><<<grid, GPU_THREADS, 0, s>>>(ws->ddesc, (int)n, ws->derr); break;
-    default: lookup_kernel<8><<<grid, GPU_THREADS, 0, s>>>(ws->ddesc, (int)n, ws->derr); break;
+    case 1: GPU_LAUNCH(lookup_kernel<1>, grid, GPU_THREADS, s, ws->ddesc, (int)n, ws->derr); break;
+    case 2: GPU_LAUNCH(lookup_kernel<2>, grid, GPU_THREADS, s, ws->ddesc, (int)n, ws->derr); break;
+    case 4: GPU_LAUNCH(lookup_kernel<4>, grid, GPU_THREADS, s, ws->ddesc, (int)n, ws->derr); break;
+    default: GPU_LAUNCH(lookup_kernel<8>, grid, GPU_THREADS, s, ws->ddesc, (int)n, ws->derr); break;
     }
     return emb__gpu_cuda(cudaGetLastError(), "lookup kernel");
 }

@@ -508,6 +508,7 @@ static void run_gpu_cases(void)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0);
     const char *env = getenv("EMB_TEST_SEED");
     seed_state = env ? strtoull(env, NULL, 0) : 0x5eed0001ull;
     printf("seed %llu (EMB_TEST_SEED replays)\n", (unsigned long long)seed_state);
