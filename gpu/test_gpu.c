@@ -4,6 +4,8 @@
  *   test_gpu --host   checks that need no GPU (argument validation before any CUDA call,
  *                     EMB_ENODEV without a device); always runs.
  *   test_gpu          the GPU checks; exits 77 (skipped) when no CUDA device is present.
+ *   test_gpu_emu      the same checks on the host emulation of the device (gpu/emu/);
+ *                     --quick: fewer feature sizes (the sanitizer build).
  *
  * Tolerances (stated here, used below): gather without max_norm is exact (bit equal);
  * pooled f32 results within 1e-5 · (1 + Σ|w·e|) of emb_lookup (fma vs mul+add, the
@@ -27,6 +29,7 @@
 #include "gpu_reference.h"
 
 static int failures;
+static int quick; /* --quick: a subset of the feature sizes (sanitizer builds) */
 static uint64_t seed_state;
 
 #define CHECK(cond, ...)                                                                   \
@@ -252,11 +255,12 @@ static void check_lookup(const Case *c, EmbGpuWorkspace *ws)
 
 static void lookup_cases(EmbGpuWorkspace *ws)
 {
-    static const int32_t dims[] = {1, 3, 16, 64, 130, 256, 520};
+    static const int32_t dims[] = {3, 64, 520, 1, 16, 130, 256};
+    const int nd = quick ? 3 : 7;
     static const EmbDtype dts[] = {EMB_F32, EMB_F16, EMB_BF16};
     int count = 0;
     for (int di = 0; di < 3; di++)
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < nd; k++)
             for (int comb = 0; comb <= 3; comb++)
                 for (int var = 0; var < 4; var++) {
                     Case c = {dts[di], dims[k], (EmbCombiner)comb, var & 1, (var >> 1) & 1,
@@ -266,7 +270,7 @@ static void lookup_cases(EmbGpuWorkspace *ws)
                 }
     /* max_norm, pruning, default id, non-temporal stores */
     for (int di = 0; di < 3; di++)
-        for (int k = 0; k < 7; k++) {
+        for (int k = 0; k < nd; k++) {
             Case c = {dts[di], dims[k], EMB_COMBINER_MEAN, 1, 1, 0, 0.7f,
                       EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID};
             check_lookup(&c, ws);
@@ -405,12 +409,13 @@ static void check_backward(const Case *c, EmbGpuOptKind kind, EmbGpuWorkspace *w
 
 static void backward_cases(EmbGpuWorkspace *ws)
 {
-    static const int32_t dims[] = {3, 16, 64, 200, 520};
+    static const int32_t dims[] = {3, 200, 520, 16, 64};
+    const int nd = quick ? 2 : 5;
     static const EmbDtype dts[] = {EMB_F32, EMB_F16, EMB_BF16};
     int count = 0;
     for (int kind = 0; kind <= 2; kind++)
         for (int di = 0; di < 3; di++)
-            for (int k = 0; k < 5; k++) {
+            for (int k = 0; k < nd; k++) {
                 Case c = {dts[di], dims[k], (EmbCombiner)(1 + (k % 3)), k & 1, (k >> 1) & 1,
                           k == 4, 0.0f, 0};
                 check_backward(&c, (EmbGpuOptKind)kind, ws);
@@ -512,6 +517,8 @@ int main(int argc, char **argv)
     const char *env = getenv("EMB_TEST_SEED");
     seed_state = env ? strtoull(env, NULL, 0) : 0x5eed0001ull;
     printf("seed %llu (EMB_TEST_SEED replays)\n", (unsigned long long)seed_state);
+    for (int i = 1; i < argc; i++)
+        quick |= !strcmp(argv[i], "--quick");
     if (argc > 1 && !strcmp(argv[1], "--host"))
         return host_checks();
     int n = 0;
