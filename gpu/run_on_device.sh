@@ -1,7 +1,8 @@
 #!/bin/sh
-# One go on a GPU machine (about 3-6 minutes): builds a release build, runs the GPU tests
+# One go on a GPU machine (about 4-7 minutes): builds a release build, runs the GPU tests
 # (test_gpu against the CPU library), the GPU bench and its PyTorch peer for two table
-# configurations, and prints a short table last. Logs go to $OUT (or /tmp/emb_out).
+# configurations, then test_gpu --quick under compute-sanitizer memcheck (time permitting),
+# and prints a short table last. Logs go to $OUT (or /tmp/emb_out).
 #   gpu/run_on_device.sh            everything
 #   QUICK=1 gpu/run_on_device.sh    tests only
 set -u
@@ -43,12 +44,21 @@ EOC
     done
 fi
 
+memcheck="not run"
+if [ -z "${QUICK:-}" ] && command -v compute-sanitizer >/dev/null 2>&1; then
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/gpu/test_gpu --quick \
+        > "$OUT/memcheck.log" 2>&1
+    case $? in 0) memcheck="clean" ;; 9) memcheck="ERRORS (memcheck.log)" ;;
+        124) memcheck="timed out" ;; *) memcheck="failed (memcheck.log)" ;; esac
+fi
+
 echo "---- logs in $OUT; failures:"
 grep -h "FAIL" "$OUT/test_gpu.log" | head -20
 grep -h -E "^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT)" "$OUT/meson_test.log" | head
 echo "---- summary"
 cat "$OUT/gpu.txt"
 echo "test_gpu rc=$test_rc ($(tail -1 "$OUT/test_gpu.log")); meson test rc=$meson_rc; ${test_s}s"
+echo "compute-sanitizer memcheck of test_gpu --quick: $memcheck"
 printf "%-10s %8s %9s %6s %9s %6s %9s %9s %6s %9s %9s %6s\n" config copyGB/s fwdGB/s fwd% \
     bwdGB/s bwd% fwd_ms torch_ms x bwd_ms torch_ms x
 for c in $CONFIGS; do
