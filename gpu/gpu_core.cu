@@ -222,9 +222,12 @@ int emb_gpu_table_create(EmbGpuTable **out, int64_t ncolumns, int32_t featuresiz
     if (name)
         snprintf(t->name, sizeof t->name, "%s", name);
     const size_t bytes = (size_t)ncolumns * (size_t)stride * el;
+    /* waits for the fill: an upload on another stream must not be overtaken by it */
     if (bytes && ((r = emb__gpu_cuda(cudaMalloc(&t->data, bytes), "cudaMalloc(table)")) ||
                   (r = emb__gpu_cuda(cudaMemsetAsync(t->data, 0, bytes, (cudaStream_t)stream),
-                                     "cudaMemsetAsync(table)")))) {
+                                     "cudaMemsetAsync(table)")) ||
+                  (r = emb__gpu_cuda(cudaStreamSynchronize((cudaStream_t)stream),
+                                     "cudaStreamSynchronize(table)")))) {
         emb_gpu_table_destroy(&t);
         return r;
     }

@@ -83,7 +83,7 @@ EMB_API int emb_gpu_workspace_check(EmbGpuWorkspace *ws);
  * Creates a zero-filled device table on the current device. Rows are padded to a
  * multiple of 4 elements.
  * @param name   copied; NULL: unnamed
- * @param stream where the zero fill is ordered
+ * @param stream where the zero fill runs (the call waits for it)
  * @return 0; EMB_ENULL; EMB_EINVAL (ncolumns < 0, featuresize outside
  *         1..EMB_GPU_MAX_FEATURESIZE); EMB_EDTYPE; EMB_EOVERFLOW; EMB_ENODEV; EMB_ENOMEM;
  *         EMB_EDEVICE
