@@ -245,6 +245,47 @@ static void set_label(EmbGpuWorkspace *ws, EmbGpuTable *const *tables, int64_t n
     }
 }
 
+/* Table i's output rows and stride; col = its first column in the concat layout. */
+static float *out_of(const EmbOutputs *o, int64_t i, int64_t col, int32_t D, int64_t *stride)
+{
+    *stride = o->concat ? o->concat_stride : o->strides ? o->strides[i] : D;
+    return o->concat ? o->concat + col : o->per_table[i];
+}
+
+/* Every host-side check of a maplookup, before any CUDA call; *nv: the launch's NV. */
+static int check_call(EmbGpuTable *const *tables, int64_t n, const EmbBatch *batches,
+                      const EmbPooling *poolings, const EmbOutputs *outputs, int *nv)
+{
+    if (!outputs->concat && !outputs->per_table)
+        return emb__gpu_fail(EMB_ENULL, "outputs: neither concat nor per_table is given");
+    if (outputs->concat && outputs->prependrows < 0)
+        return emb__gpu_fail(EMB_ESHAPE, "prependrows %lld < 0", (long long)outputs->prependrows);
+    int64_t width = outputs->prependrows;
+    *nv = 1;
+    for (int64_t i = 0; i < n; i++) {
+        const int r = emb__gpu_batch_check(tables[i], &batches[i], poolings ? &poolings[i] : NULL, i);
+        if (r)
+            return r;
+        *nv = emb__gpu_nv(tables[i]->featuresize) > *nv ? emb__gpu_nv(tables[i]->featuresize) : *nv;
+        if (outputs->concat && batches[i].nbags != batches[0].nbags)
+            return emb__gpu_fail(EMB_ESHAPE, "concat output: table #%lld has %lld bags, "
+                                 "table #0 %lld", (long long)i, (long long)batches[i].nbags,
+                                 (long long)batches[0].nbags);
+        width += tables[i]->featuresize;
+    }
+    if (outputs->concat && outputs->concat_stride < width)
+        return emb__gpu_fail(EMB_ESHAPE, "concat_stride %lld < prependrows + sum of feature "
+                             "sizes %lld", (long long)outputs->concat_stride, (long long)width);
+    for (int64_t i = 0, col = outputs->prependrows; i < n; col += tables[i]->featuresize, i++) {
+        int64_t st;
+        float *o = out_of(outputs, i, col, tables[i]->featuresize, &st);
+        const int r = check_out(o, batches[i].nbags, st, tables[i]->featuresize, i);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
 int emb_gpu_maplookup(EmbGpuTable *const *tables, int64_t ntables, const EmbBatch *batches,
                       const EmbPooling *poolings, const EmbOutputs *outputs, unsigned flags,
                       EmbGpuWorkspace *ws, void *stream)
@@ -256,46 +297,15 @@ int emb_gpu_maplookup(EmbGpuTable *const *tables, int64_t ntables, const EmbBatc
     if (ntables <= 0 || ntables > GPU_MAX_TABLES)
         return emb__gpu_fail(EMB_EINVAL, "ntables %lld is not in 1..%d", (long long)ntables,
                              GPU_MAX_TABLES);
-    if (!outputs->concat && !outputs->per_table)
-        return emb__gpu_fail(EMB_ENULL, "outputs: neither concat nor per_table is given");
-    int64_t width = outputs->prependrows;
-    int nv = 1;
-    for (int64_t i = 0; i < ntables; i++) {
-        const int r = emb__gpu_batch_check(tables[i], &batches[i], poolings ? &poolings[i] : NULL, i);
-        if (r)
-            return r;
-        nv = emb__gpu_nv(tables[i]->featuresize) > nv ? emb__gpu_nv(tables[i]->featuresize) : nv;
-        if (outputs->concat && batches[i].nbags != batches[0].nbags)
-            return emb__gpu_fail(EMB_ESHAPE, "concat output: table #%lld has %lld bags, "
-                                 "table #0 %lld", (long long)i, (long long)batches[i].nbags,
-                                 (long long)batches[0].nbags);
-        width += tables[i]->featuresize;
-    }
-    if (outputs->concat && (outputs->prependrows < 0 || outputs->concat_stride < width))
-        return emb__gpu_fail(EMB_ESHAPE, "concat_stride %lld < prependrows + sum of feature "
-                             "sizes %lld", (long long)outputs->concat_stride, (long long)width);
-    int64_t col = outputs->prependrows;
-    for (int64_t i = 0; i < ntables; i++) {
-        const int32_t D = tables[i]->featuresize;
-        float *o = outputs->concat ? outputs->concat + col : outputs->per_table[i];
-        const int64_t st = outputs->concat ? outputs->concat_stride
-                         : outputs->strides ? outputs->strides[i] : D;
-        const int r = check_out(o, batches[i].nbags, st, D, i);
-        if (r)
-            return r;
-        col += D;
-    }
-    int r = emb__gpu_descs(ws, ntables);
-    if (r)
+    int nv;
+    int r = check_call(tables, ntables, batches, poolings, outputs, &nv);
+    if (r || (r = emb__gpu_descs(ws, ntables)))
         return r;
-    col = outputs->prependrows;
-    for (int64_t i = 0; i < ntables; i++) {
-        const int32_t D = tables[i]->featuresize;
+    for (int64_t i = 0, col = outputs->prependrows; i < ntables; col += tables[i]->featuresize, i++) {
+        int64_t st;
+        float *o = out_of(outputs, i, col, tables[i]->featuresize, &st);
         emb__gpu_desc_fill(&ws->hdesc[i], tables[i], &batches[i], poolings ? &poolings[i] : NULL);
-        set_out(&ws->hdesc[i], outputs->concat ? outputs->concat + col : outputs->per_table[i],
-                outputs->concat ? outputs->concat_stride
-                : outputs->strides ? outputs->strides[i] : D);
-        col += D;
+        set_out(&ws->hdesc[i], o, st);
     }
     set_label(ws, tables, ntables);
     const cudaStream_t s = (cudaStream_t)stream;
