@@ -297,7 +297,7 @@ int emb_gpu_maplookup(EmbGpuTable *const *tables, int64_t ntables, const EmbBatc
     if (ntables <= 0 || ntables > GPU_MAX_TABLES)
         return emb__gpu_fail(EMB_EINVAL, "ntables %lld is not in 1..%d", (long long)ntables,
                              GPU_MAX_TABLES);
-    int nv;
+    int nv = 1;
     int r = check_call(tables, ntables, batches, poolings, outputs, &nv);
     if (r || (r = emb__gpu_descs(ws, ntables)))
         return r;
