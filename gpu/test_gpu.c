@@ -456,9 +456,20 @@ static void error_cases(EmbGpuWorkspace *ws)
     float *after = gpu_values(g);
     CHECK(memcmp(before, after, 100 * 8 * 4) == 0, "failed backward changed the table");
     free(after);
-    /* deferred: the call returns 0, the check reports, the next call works */
+    /* deferred: the call returns 0, the error is sticky (a good call after it writes
+       nothing), the check reports the first error, the next call works */
     CHECK(emb_gpu_lookup(g, &b, NULL, out, 8, EMB_GPU_DEFER_CHECK, ws, NULL) == 0, "deferred");
-    CHECK(emb_gpu_workspace_check(ws) == EMB_ERANGE, "deferred error reported");
+    EmbBatch good = b;
+    good.nnz = 4;
+    good.nbags = 1;
+    CHECK(emb_gpu_lookup(g, &good, NULL, out, 8, EMB_GPU_DEFER_CHECK, ws, NULL) == 0, "sticky");
+    CHECK(emb_gpu_workspace_check(ws) == EMB_ERANGE &&
+          strstr(emb_gpu_last_error(), "position 7"), "deferred error reported");
+    CUDA(cudaMemcpy(back, out, sizeof back, cudaMemcpyDeviceToHost));
+    written = 0;
+    for (int i = 0; i < 16 * 8; i++)
+        written += !isnan(back[i]);
+    CHECK(written == 0, "a call after a held error wrote %d elements", written);
     CHECK(emb_gpu_workspace_check(ws) == 0, "error cleared");
     ids[7] = -3;
     CUDA(cudaMemcpy(dids, ids, sizeof ids, cudaMemcpyHostToDevice));
@@ -497,6 +508,46 @@ static void error_cases(EmbGpuWorkspace *ws)
     emb_table_destroy(&h);
 }
 
+/* Upload from and download to a custom (callback) table: the staged path. */
+static float custom_store[50 * 6];
+static void *custom_col(void *user, int64_t column, EmbContext ctx)
+{
+    (void)user;
+    (void)ctx;
+    return custom_store + column * 6;
+}
+
+static void transfer_case(void)
+{
+    for (int i = 0; i < 50 * 6; i++)
+        custom_store[i] = rndf();
+    EmbTable *c = NULL, *h = NULL;
+    CHECK(emb_table_custom(&c, 50, 6, EMB_F32, custom_col, NULL, NULL, NULL) == 0, "custom");
+    EmbGpuTable *g = gpu_copy(c);
+    emb_table_create(&h, 50, 6, EMB_F32, NULL);
+    CHECK(emb_gpu_table_download(g, h, NULL) == 0, "download");
+    int64_t st = 0;
+    const float *d = emb_table_data(h, &st);
+    int bad = 0;
+    for (int i = 0; i < 50; i++)
+        bad += memcmp(d + i * st, custom_store + i * 6, 6 * 4) != 0;
+    CHECK(bad == 0, "custom table round trip: %d columns differ", bad);
+    memset(custom_store, 0, sizeof custom_store);
+    CHECK(emb_gpu_table_download(g, c, NULL) == 0, "download to custom");
+    bad = 0;
+    for (int i = 0; i < 50; i++)
+        bad += memcmp(d + i * st, custom_store + i * 6, 6 * 4) != 0;
+    CHECK(bad == 0, "download into a custom table: %d columns differ", bad);
+    EmbTable *wrong = NULL;
+    emb_table_create(&wrong, 50, 7, EMB_F32, NULL);
+    CHECK(emb_gpu_table_upload(g, wrong, NULL) == EMB_ESHAPE, "shape mismatch");
+    emb_table_destroy(&wrong);
+    emb_table_destroy(&h);
+    emb_table_destroy(&c);
+    emb_gpu_table_destroy(&g);
+    printf("transfer: checked\n");
+}
+
 static void run_gpu_cases(void)
 {
     EmbGpuWorkspace *ws = NULL;
@@ -505,6 +556,7 @@ static void run_gpu_cases(void)
         return;
     }
     error_cases(ws);
+    transfer_case();
     lookup_cases(ws);
     maplookup_case(ws);
     backward_cases(ws);
