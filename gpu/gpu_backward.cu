@@ -8,6 +8,7 @@
  *    in batch order. A run-length encoding gives each distinct id's run of slots.
  * 3. A run longer than SEG slots (a hot row) is cut into pieces of SEG slots; a first
  *    kernel reduces each piece's Σ coef·dy in order into a partial row.
+ *    (Before that, the slots' coefficients and bags are permuted into sorted order.)
  * 4. The apply kernel, one group per distinct id: its gradient A = Σ coef·dy over the run
  *    (in order), or the sum of its pieces' partials (in order); with max_norm, the clip's
  *    Jacobian on the column before the update (linear, so applied once to A); then the
@@ -36,8 +37,8 @@ typedef struct BwdArgs {
     uint32_t n;        /* slots: nnz + nbags */
     uint32_t sentinel; /* ncolumns */
     uint32_t *keys_in, *keys_out, *vals_in, *vals_out;
-    float *coef;
-    int32_t *bagof;
+    float *coef, *scoef;   /* by slot; by sorted position */
+    int32_t *bagof, *sbag; /* by slot; by sorted position */
     uint32_t *unique, *counts, *nruns, *run_start, *part_start, *mch, *cntz;
     float *partials;
     int32_t kind;
@@ -102,6 +103,18 @@ __global__ void prep_kernel(BwdArgs a, const GpuErr *err)
     }
 }
 
+/* Coefficients and bags in sorted order: the reductions then read them contiguously. */
+__global__ void permute_kernel(BwdArgs a, const GpuErr *err)
+{
+    if (gpu_failed(err))
+        return;
+    for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < a.n; e += gridDim.x * blockDim.x) {
+        const uint32_t slot = a.vals_out[e];
+        a.scoef[e] = a.coef[slot];
+        a.sbag[e] = a.bagof[slot];
+    }
+}
+
 /* This lane's NV vectors of dy row @bag (zeros beyond D). */
 template <int NV>
 __device__ __forceinline__ void load_dy(const BwdArgs &a, int32_t bag, int lane, int G,
@@ -136,9 +149,8 @@ __device__ void reduce_slots(const BwdArgs &a, uint32_t e0, uint32_t e1, int lan
         for (int u = 0; u < U; u++) {
             if (e + u >= e1)
                 continue;
-            const uint32_t slot = __ldg(a.vals_out + e + u);
-            c[u] = __ldg(a.coef + slot);
-            load_dy<NV>(a, __ldg(a.bagof + slot), lane, G, g[u]);
+            c[u] = __ldg(a.scoef + e + u);
+            load_dy<NV>(a, __ldg(a.sbag + e + u), lane, G, g[u]);
         }
 #pragma unroll
         for (int u = 0; u < U; u++)
@@ -237,19 +249,11 @@ __device__ __forceinline__ float4 adam4(float4 g, float *m, float *v, const BwdA
     return make_float4(r[0], r[1], r[2], r[3]);
 }
 
-/* Applies the optimizer to row @id (held in x) with gradient A and writes it. */
+/* Applies the optimizer to row @id (at @row, its values in x) with gradient A; writes it. */
 template <int DT, int NV>
-__device__ void apply_row(const BwdArgs &a, uint32_t id, float4 (&A)[NV], int lane, int G,
-                          unsigned mask)
+__device__ void apply_row(const BwdArgs &a, uint32_t id, char *row, const float4 (&x)[NV],
+                          float4 (&A)[NV], int lane, int G, unsigned mask)
 {
-    char *row = (char *)a.d.data + (size_t)id * (size_t)a.d.stride * gpu_elsize<DT>();
-    float4 x[NV];
-#pragma unroll
-    for (int v = 0; v < NV; v++) {
-        const int col = (v * G + lane) * 4;
-        x[v] = col < a.d.stride ? gpu_load4_rw<DT>(row + col * gpu_elsize<DT>())
-                                : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
     if (a.d.max_norm > 0.0f)
         clip_grad<NV>(a, x, A, G, mask);
     float scale = -a.lr; /* SGD */
@@ -287,6 +291,41 @@ __device__ void apply_row(const BwdArgs &a, uint32_t id, float4 (&A)[NV], int la
     }
 }
 
+/*
+ * Run r (distinct id): the row is loaded first (its latency overlaps the reduction), then
+ * its gradient is summed (slots, or the pieces' partials, in order) and applied.
+ */
+template <int DT, int NV>
+__device__ void process_run(const BwdArgs &a, uint32_t r, uint32_t id, int lane, int G,
+                            unsigned mask)
+{
+    char *row = (char *)a.d.data + (size_t)id * (size_t)a.d.stride * gpu_elsize<DT>();
+    float4 x[NV], A[NV];
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        const int col = (v * G + lane) * 4;
+        x[v] = col < a.d.stride ? gpu_load4_rw<DT>(row + col * gpu_elsize<DT>())
+                                : make_float4(0.f, 0.f, 0.f, 0.f);
+        A[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    const uint32_t m = a.mch[r];
+    if (m == 0) {
+        reduce_slots<NV>(a, a.run_start[r], a.run_start[r] + a.counts[r], lane, G, A);
+    } else {
+        const float *p = a.partials + (size_t)a.part_start[r] * (size_t)a.d.stride;
+        for (uint32_t q = 0; q < m; q++, p += a.d.stride)
+#pragma unroll
+            for (int v = 0; v < NV; v++) {
+                const int col = (v * G + lane) * 4;
+                if (col < a.d.stride) {
+                    const float4 y = *(const float4 *)(p + col);
+                    A[v] = make_float4(A[v].x + y.x, A[v].y + y.y, A[v].z + y.z, A[v].w + y.w);
+                }
+            }
+    }
+    apply_row<DT, NV>(a, id, row, x, A, lane, G, mask);
+}
+
 template <int NV>
 __global__ void __launch_bounds__(GPU_THREADS) apply_kernel(BwdArgs a, const GpuErr *err)
 {
@@ -298,28 +337,8 @@ __global__ void __launch_bounds__(GPU_THREADS) apply_kernel(BwdArgs a, const Gpu
     const uint32_t groups = gridDim.x * (GPU_THREADS / G);
     for (uint32_t r = blockIdx.x * (GPU_THREADS / G) + threadIdx.x / G; r < nr; r += groups) {
         const uint32_t id = a.unique[r];
-        if (id == a.sentinel)
-            continue;
-        float4 A[NV];
-#pragma unroll
-        for (int v = 0; v < NV; v++)
-            A[v] = make_float4(0.f, 0.f, 0.f, 0.f);
-        const uint32_t m = a.mch[r];
-        if (m == 0) {
-            reduce_slots<NV>(a, a.run_start[r], a.run_start[r] + a.counts[r], lane, G, A);
-        } else {
-            const float *p = a.partials + (size_t)a.part_start[r] * (size_t)a.d.stride;
-            for (uint32_t q = 0; q < m; q++, p += a.d.stride)
-#pragma unroll
-                for (int v = 0; v < NV; v++) {
-                    const int col = (v * G + lane) * 4;
-                    if (col < a.d.stride) {
-                        const float4 y = *(const float4 *)(p + col);
-                        A[v] = make_float4(A[v].x + y.x, A[v].y + y.y, A[v].z + y.z, A[v].w + y.w);
-                    }
-                }
-        }
-        GPU_DTYPE_SWITCH(a.d.dtype, (apply_row<DT, NV>(a, id, A, lane, G, mask)));
+        if (id != a.sentinel)
+            GPU_DTYPE_SWITCH(a.d.dtype, (process_run<DT, NV>(a, r, id, lane, G, mask)));
     }
 }
 
@@ -354,14 +373,15 @@ static int carve(EmbGpuWorkspace *ws, BwdArgs *a, size_t tmp_bytes, void **tmp)
 {
     const size_t n = a->n, u32 = align256(n * 4);
     const size_t pieces = 2 * n / SEG + 2;
-    const size_t need = 11 * u32 + align256(4) + align256(pieces * (size_t)a->d.stride * 4) +
+    const size_t need = 13 * u32 + align256(4) + align256(pieces * (size_t)a->d.stride * 4) +
                         align256(tmp_bytes);
     const int r = emb__gpu_scratch(ws, need);
     if (r)
         return r;
     char *p = (char *)ws->scratch;
     uint32_t **arrays[] = {&a->keys_in, &a->keys_out, &a->vals_in, &a->vals_out,
-                           (uint32_t **)&a->coef, (uint32_t **)&a->bagof, &a->unique,
+                           (uint32_t **)&a->coef, (uint32_t **)&a->bagof,
+                           (uint32_t **)&a->scoef, (uint32_t **)&a->sbag, &a->unique,
                            &a->counts, &a->run_start, &a->part_start, &a->mch};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++, p += u32)
         *arrays[i] = (uint32_t *)p;
@@ -441,10 +461,11 @@ static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuEr
     size_t tb = tmp_bytes;
     GPU_TRY(cub::DeviceRadixSort::SortPairs(tmp, tb, a->keys_in, a->keys_out, a->vals_in,
                                             a->vals_out, n, 0, bits, s));
+    const int blocks = persistent_blocks();
+    GPU_LAUNCH(permute_kernel, blocks, GPU_THREADS, s, *a, err);
     tb = tmp_bytes;
     GPU_TRY(cub::DeviceRunLengthEncode::Encode(tmp, tb, a->keys_out, a->unique, a->counts,
                                                a->nruns, n, s));
-    const int blocks = persistent_blocks();
     GPU_LAUNCH(prep_kernel, blocks, GPU_THREADS, s, *a, err);
     GPU_TRY(cudaGetLastError());
     tb = tmp_bytes;
