@@ -1,0 +1,2 @@
+/* Emulated build of gpu_backward.cu (see emu_device.h). */
+#include "gpu_backward.cu"

@@ -1,0 +1,2 @@
+/* Emulated build of gpu_batch.cu (see emu_device.h). */
+#include "gpu_batch.cu"

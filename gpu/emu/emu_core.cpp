@@ -1,0 +1,2 @@
+/* Emulated build of gpu_core.cu (see emu_device.h). */
+#include "gpu_core.cu"

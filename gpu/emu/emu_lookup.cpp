@@ -1,0 +1,2 @@
+/* Emulated build of gpu_lookup.cu (see emu_device.h). */
+#include "gpu_lookup.cu"

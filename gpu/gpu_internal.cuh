@@ -1,0 +1,297 @@
+/*
+ * gpu_internal.cuh — what the CUDA back end's files share: the device objects, the
+ * per-table launch descriptor, the device error record, element loads and stores for
+ * each dtype, and group (sub-warp) reductions. Private: never installed.
+ *
+ * Work is done by *groups* of G lanes (G a power of two <= 32): a group owns one bag (the
+ * forward) or one distinct row (the backward); each lane holds NV vectors of 4 elements
+ * of the row, columns (v * G + lane) * 4 .. +3. Rows of device tables are padded to a
+ * multiple of 4 elements (zeros), so every vector load is in bounds and aligned.
+ */
+#ifndef EMB_GPU_INTERNAL_CUH
+#define EMB_GPU_INTERNAL_CUH
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef EMB_GPU_EMU /* the host emulation of the device (gpu/emu/), for tests without a GPU */
+#include "emu/emu_device.h"
+#define GPU_LAUNCH(kernel, grid, block, stream, ...)                                       \
+    emu_launch(dim3(grid), dim3(block), [=]() { kernel(__VA_ARGS__); })
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#define GPU_LAUNCH(kernel, grid, block, stream, ...)                                       \
+    kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
+#endif
+
+#include "embtables/gpu.h"
+
+#define GPU_THREADS 256
+#define GPU_NOERR 0xffffffffffffffffull
+#define GPU_POS_BITS 40
+#define GPU_MAX_POS ((int64_t)1 << GPU_POS_BITS)
+#define GPU_MAX_TABLES 65535
+
+struct EmbGpuTable {
+    int64_t ncolumns;
+    int32_t featuresize;
+    EmbDtype dtype;
+    int64_t stride;   /* elements, featuresize rounded up to 4 */
+    void *data;
+    char name[EMB_NAME_MAX + 1];
+    int opt_kind;     /* -1: no optimizer state yet */
+    float *state0;    /* row-wise Adagrad: ncolumns; Adam: first moments (stride) */
+    float *state1;    /* Adam: second moments */
+    int64_t *step;    /* Adam: updates applied (device) */
+};
+
+/*
+ * The device error record of a workspace. key == GPU_NOERR: no error; else
+ * (table << 41) | (kind << 40) | position, kind 0 = offsets, 1 = id, so that atomicMin
+ * keeps the error the CPU library would report first. The validation kernel collects the
+ * call's error in `cur` (reset before each call); the describe kernel moves it to `key`
+ * when no older error is held (sticky) and fills the values (`described` = 1).
+ */
+typedef struct GpuErr {
+    unsigned long long key;
+    unsigned long long cur;
+    int64_t v0, v1;   /* the id (v0), or offsets[pos - 1] and offsets[pos] */
+    int64_t limit;    /* ncolumns, or nnz for offsets */
+    int32_t described;
+    int32_t pad;
+} GpuErr;
+
+enum { ERR_OFFSETS = 0, ERR_ID = 1 };
+
+/* One table's part of a launch (copied to the device). */
+typedef struct GpuDesc {
+    const void *data;   /* table rows */
+    int64_t ncolumns, stride;
+    int32_t D, dtype;
+    const void *ids;
+    const int64_t *offsets;
+    const float *weights;
+    int64_t nnz, nbags, bag_size, default_id;
+    int32_t id32, combiner;
+    uint32_t flags;
+    float max_norm;
+    float *out;
+    int64_t out_stride;
+    int32_t out_vec;    /* out rows 16-byte aligned and D % 4 == 0 */
+    int32_t G;          /* lanes per group */
+    int64_t block0;     /* first block of this table in the forward grid */
+} GpuDesc;
+
+struct EmbGpuWorkspace {
+    GpuErr *derr;       /* device record */
+    GpuErr *herr;       /* pinned copy, written after every call */
+    cudaEvent_t done;   /* after the copy of the record */
+    bool used;
+    GpuDesc *hdesc, *ddesc;
+    int64_t desc_cap;
+    cudaEvent_t desc_done; /* after the upload of hdesc */
+    void *scratch;
+    size_t scratch_size;
+    char label[96];     /* names of the last call's tables, for messages */
+};
+
+/* ---- host helpers (gpu_core.cu) ------------------------------------------------------ */
+
+int emb__gpu_fail(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* EMB_EDEVICE with the CUDA error's name, or 0 for cudaSuccess. */
+int emb__gpu_cuda(cudaError_t e, const char *what);
+#define GPU_TRY(call)                                                                      \
+    do {                                                                                   \
+        int r_ = emb__gpu_cuda((call), #call);                                             \
+        if (r_)                                                                            \
+            return r_;                                                                     \
+    } while (0)
+#define GPU_CHECK_NULL(p)                                                                  \
+    do {                                                                                   \
+        if (!(p))                                                                          \
+            return emb__gpu_fail(EMB_ENULL, "%s: argument '%s' is NULL", __func__, #p);    \
+    } while (0)
+
+/* Grows the workspace's scratch to @bytes (waits for the device first when it must). */
+int emb__gpu_scratch(EmbGpuWorkspace *ws, size_t bytes);
+/* Grows the pinned and device descriptor arrays to @n (waits for the last upload). */
+int emb__gpu_descs(EmbGpuWorkspace *ws, int64_t n);
+/* Checks a batch's host-visible shape and pooling against a table (no device reads). */
+int emb__gpu_batch_check(const EmbGpuTable *t, const EmbBatch *b, const EmbPooling *p,
+                         int64_t index);
+/* Fills @d for table @t, batch @b, pooling @p (NULL: SUM); output fields left zero. */
+void emb__gpu_desc_fill(GpuDesc *d, const EmbGpuTable *t, const EmbBatch *b,
+                        const EmbPooling *p);
+/* Uploads ws->hdesc[0..n) and launches the validation and describe kernels. */
+int emb__gpu_validate(EmbGpuWorkspace *ws, int64_t n, cudaStream_t s);
+/* Copies the record back; unless deferred, waits and returns the error it holds. */
+int emb__gpu_finish(EmbGpuWorkspace *ws, unsigned flags, cudaStream_t s);
+/* Lanes per group for feature size D when each lane holds at most nv vectors. */
+int emb__gpu_group(int32_t D, int nv);
+/* Vectors per lane (1, 2, 4, 8) a launch needs for feature size D. */
+int emb__gpu_nv(int32_t D);
+
+/* ---- device helpers ------------------------------------------------------------------ */
+
+__device__ __forceinline__ bool gpu_failed(const GpuErr *e)
+{
+    return *(volatile const unsigned long long *)&e->key != GPU_NOERR;
+}
+
+__device__ __forceinline__ int64_t gpu_id(const void *ids, int32_t id32, int64_t k)
+{
+    return id32 ? (int64_t)__ldg((const int32_t *)ids + k) : __ldg((const long long *)ids + k);
+}
+
+__device__ __forceinline__ int64_t gpu_bag_start(const GpuDesc &d, int64_t bag)
+{
+    return d.offsets ? __ldg((const long long *)d.offsets + bag) : bag * d.bag_size;
+}
+
+__device__ __forceinline__ int64_t gpu_bag_end(const GpuDesc &d, int64_t bag)
+{
+    return d.offsets ? __ldg((const long long *)d.offsets + bag + 1) : (bag + 1) * d.bag_size;
+}
+
+/* Whether entry k (id, weight w) is pruned by the pooling. */
+__device__ __forceinline__ bool gpu_pruned(const GpuDesc &d, int64_t id, float w)
+{
+    if (id < 0 && (d.flags & EMB_PRUNE_INVALID))
+        return true;
+    return d.weights && (d.flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) && !(w > 0.0f);
+}
+
+__device__ __forceinline__ float gpu_combiner_scale(int32_t combiner, double sw, double sw2)
+{
+    if (combiner == EMB_COMBINER_MEAN)
+        return sw != 0.0 ? (float)(1.0 / sw) : 0.0f;
+    if (combiner == EMB_COMBINER_SQRTN)
+        return sw2 > 0.0 ? (float)(1.0 / sqrt(sw2)) : 0.0f;
+    return 1.0f;
+}
+
+/* The bits of @v as a To (memcpy: no aliasing trouble on the host emulation either). */
+template <class To, class From> __device__ __forceinline__ To gpu_bitcast(const From &v)
+{
+    static_assert(sizeof(To) == sizeof(From), "same size");
+    To r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
+/* 4 elements at p (aligned to 4 elements) as floats. */
+template <int DT> __device__ __forceinline__ float4 gpu_load4(const void *p);
+template <> __device__ __forceinline__ float4 gpu_load4<EMB_F32>(const void *p)
+{
+    return __ldg((const float4 *)p);
+}
+template <> __device__ __forceinline__ float4 gpu_load4<EMB_F16>(const void *p)
+{
+    const uint2 u = __ldg((const uint2 *)p);
+    const float2 a = __half22float2(gpu_bitcast<__half2>(u.x));
+    const float2 b = __half22float2(gpu_bitcast<__half2>(u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+template <> __device__ __forceinline__ float4 gpu_load4<EMB_BF16>(const void *p)
+{
+    const uint2 u = __ldg((const uint2 *)p);
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+
+/* The same, through the coherent path (rows the same launch writes elsewhere). */
+template <int DT> __device__ __forceinline__ float4 gpu_load4_rw(const void *p);
+template <> __device__ __forceinline__ float4 gpu_load4_rw<EMB_F32>(const void *p)
+{
+    return *(const float4 *)p;
+}
+template <> __device__ __forceinline__ float4 gpu_load4_rw<EMB_F16>(const void *p)
+{
+    const uint2 u = *(const uint2 *)p;
+    const float2 a = __half22float2(gpu_bitcast<__half2>(u.x));
+    const float2 b = __half22float2(gpu_bitcast<__half2>(u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+template <> __device__ __forceinline__ float4 gpu_load4_rw<EMB_BF16>(const void *p)
+{
+    const uint2 u = *(const uint2 *)p;
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+
+/* Stores 4 floats at p in the table's dtype, rounding to nearest even. */
+template <int DT> __device__ __forceinline__ void gpu_store4(void *p, float4 v);
+template <> __device__ __forceinline__ void gpu_store4<EMB_F32>(void *p, float4 v)
+{
+    *(float4 *)p = v;
+}
+template <> __device__ __forceinline__ void gpu_store4<EMB_F16>(void *p, float4 v)
+{
+    __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
+    uint2 u;
+    u.x = gpu_bitcast<uint32_t>(a);
+    u.y = gpu_bitcast<uint32_t>(b);
+    *(uint2 *)p = u;
+}
+template <> __device__ __forceinline__ void gpu_store4<EMB_BF16>(void *p, float4 v)
+{
+    __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+    uint2 u;
+    u.x = gpu_bitcast<uint32_t>(a);
+    u.y = gpu_bitcast<uint32_t>(b);
+    *(uint2 *)p = u;
+}
+
+template <int DT> __device__ __forceinline__ size_t gpu_elsize()
+{
+    return DT == EMB_F32 ? 4 : 2;
+}
+
+/* Mask of the lanes of this thread's group of G lanes within its warp. */
+__device__ __forceinline__ unsigned gpu_group_mask(int G)
+{
+    if (G == 32)
+        return 0xffffffffu;
+    const unsigned lane = threadIdx.x & 31u;
+    return ((1u << G) - 1u) << (lane & ~(unsigned)(G - 1));
+}
+
+/* Sum over the G lanes of a group (the same result in every lane, fixed order). */
+__device__ __forceinline__ float gpu_group_sum(float x, int G, unsigned mask)
+{
+    for (int o = G >> 1; o > 0; o >>= 1)
+        x += __shfl_xor_sync(mask, x, o, G);
+    return x;
+}
+
+__device__ __forceinline__ float gpu_dot4(float4 a, float4 b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+
+__device__ __forceinline__ float4 gpu_fma4(float s, float4 x, float4 acc)
+{
+    return make_float4(fmaf(s, x.x, acc.x), fmaf(s, x.y, acc.y), fmaf(s, x.z, acc.z),
+                       fmaf(s, x.w, acc.w));
+}
+
+__device__ __forceinline__ float4 gpu_scale4(float s, float4 x)
+{
+    return make_float4(s * x.x, s * x.y, s * x.z, s * x.w);
+}
+
+/* Dispatch a templated call on a runtime dtype. */
+#define GPU_DTYPE_SWITCH(dt, CALL)                                                         \
+    switch (dt) {                                                                          \
+    case EMB_F16: { constexpr int DT = EMB_F16; CALL; } break;                            \
+    case EMB_BF16: { constexpr int DT = EMB_BF16; CALL; } break;                          \
+    default: { constexpr int DT = EMB_F32; CALL; } break;                                 \
+    }
+
+#endif
