@@ -290,10 +290,15 @@ int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntable
 
 /* ---- the Julia forms ----------------------------------------------------------------- */
 
-/* Fills the strategy's batch buffer with fixed-bag batches; ids of table i from @ids_of. */
-static int id_batches(EmbStrategy *s, int64_t ntables, int64_t nbags, int64_t bag_size,
-                      const int64_t *const *ids, const int64_t *ids3, EmbBatch **out)
+/* The Julia forms: fixed-bag SUM batches built in the strategy's batch buffer, table i's
+ * ids at ids[i] (one matrix per table) or at ids3 + i * nbags * bag_size (one 3-D array). */
+static int maplookup_fixed(EmbStrategy *s, EmbTable *const *tables, int64_t ntables,
+                           const int64_t *const *ids, const int64_t *ids3, int64_t nbags,
+                           int64_t bag_size, const EmbOutputs *outputs)
 {
+    EMB_CHECK_NULL(s);
+    if (!ids && !ids3)
+        return emb__fail(EMB_ENULL, "emb_maplookup_ids: ids is NULL");
     int64_t nnz, all;
     if (ntables <= 0)
         return emb__fail(EMB_EINVAL, "emb_maplookup: ntables = %lld, not >= 1",
@@ -309,28 +314,19 @@ static int id_batches(EmbStrategy *s, int64_t ntables, int64_t nbags, int64_t ba
     for (int64_t i = 0; i < ntables; i++)
         b[i] = (EmbBatch){.ids = ids ? ids[i] : ids3 + i * nnz, .id_type = EMB_ID_I64,
                           .nnz = nnz, .nbags = nbags, .bag_size = bag_size};
-    *out = b;
-    return 0;
+    return emb_maplookup(s, tables, ntables, b, NULL, outputs);
 }
 
 int emb_maplookup_ids(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
                       const int64_t *const *ids, int64_t nbags, int64_t bag_size,
                       const EmbOutputs *outputs)
 {
-    EMB_CHECK_NULL(strategy);
-    EMB_CHECK_NULL(ids);
-    EmbBatch *b = NULL;
-    const int r = id_batches(strategy, ntables, nbags, bag_size, ids, NULL, &b);
-    return r ? r : emb_maplookup(strategy, tables, ntables, b, NULL, outputs);
+    return maplookup_fixed(strategy, tables, ntables, ids, NULL, nbags, bag_size, outputs);
 }
 
 int emb_maplookup_ids3(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
                        const int64_t *ids, int64_t nbags, int64_t bag_size,
                        const EmbOutputs *outputs)
 {
-    EMB_CHECK_NULL(strategy);
-    EMB_CHECK_NULL(ids);
-    EmbBatch *b = NULL;
-    const int r = id_batches(strategy, ntables, nbags, bag_size, NULL, ids, &b);
-    return r ? r : emb_maplookup(strategy, tables, ntables, b, NULL, outputs);
+    return maplookup_fixed(strategy, tables, ntables, NULL, ids, nbags, bag_size, outputs);
 }
