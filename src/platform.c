@@ -84,6 +84,42 @@ int emb__platform_bind_memory(void *p, size_t bytes, EmbPlacement placement, int
     return 0;
 }
 
+#if EMB_HAVE_HWLOC
+/*
+ * The scatter domains: NUMA nodes when there are several, else L3 caches when there are
+ * several (the CCDs of one socket), else none (scatter is then compact).
+ */
+static hwloc_obj_type_t scatter_domain(int *count)
+{
+    const hwloc_obj_type_t types[] = {HWLOC_OBJ_NUMANODE, HWLOC_OBJ_L3CACHE, HWLOC_OBJ_PACKAGE};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        const int n = hwloc_get_nbobjs_by_type(topo, types[i]);
+        if (n > 1) {
+            *count = n;
+            return types[i];
+        }
+    }
+    *count = 1;
+    return HWLOC_OBJ_MACHINE;
+}
+
+/* Core of thread k: compact = core k; scatter = domain k mod n, its (k / n)-th core. */
+static hwloc_obj_t pin_core(int k, EmbPinning pinning)
+{
+    int ndom;
+    const hwloc_obj_type_t type = scatter_domain(&ndom);
+    if (pinning == EMB_PIN_SCATTER && ndom > 1) {
+        hwloc_obj_t dom = hwloc_get_obj_by_type(topo, type, (unsigned)(k % ndom));
+        const int in = dom ? hwloc_get_nbobjs_inside_cpuset_by_type(topo, dom->cpuset,
+                                                                    HWLOC_OBJ_CORE) : 0;
+        if (in > 0)
+            return hwloc_get_obj_inside_cpuset_by_type(topo, dom->cpuset, HWLOC_OBJ_CORE,
+                                                       (unsigned)((k / ndom) % in));
+    }
+    return hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)(k % ncores));
+}
+#endif
+
 void emb__platform_pin_thread(int k, EmbPinning pinning)
 {
     call_once(&once, init);
@@ -92,14 +128,9 @@ void emb__platform_pin_thread(int k, EmbPinning pinning)
 #if EMB_HAVE_HWLOC
     if (!topo_ok)
         return;
-    int core = k % ncores;
-    if (pinning == EMB_PIN_SCATTER && nnodes > 1) {
-        int per = ncores / nnodes > 0 ? ncores / nnodes : 1;
-        core = ((k % nnodes) * per + (k / nnodes) % per) % ncores;
-    }
-    hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)core);
+    hwloc_obj_t o = pin_core(k, pinning);
     if (o && hwloc_set_cpubind(topo, o->cpuset, HWLOC_CPUBIND_THREAD) != 0)
-        emb__log(EMB_LOG_INFO, "could not pin thread %d to core %d", k, core);
+        emb__log(EMB_LOG_INFO, "could not pin thread %d to core %u", k, o->logical_index);
 #else
     (void)k;
 #endif

@@ -4,10 +4,12 @@
  * outputs untouched, custom strategies, and the internal contract the multi-table update
  * uses (per-thread scratch, the task launcher). Links the static library (internal dep).
  */
+#include <sched.h>
 #include <stdio.h>
 
 #include <criterion/criterion.h>
 
+#include "config.h"
 #include "strategies/strategy_impl.h"
 #include "test_util.h"
 
@@ -601,3 +603,42 @@ Test(strategies, run_every_task_once)
         free(t);
     }
 }
+
+#if EMB_HAVE_HWLOC && EMB_HAVE_OPENMP
+typedef struct Affinity {
+    cpu_set_t set[2];
+    int seen[2];
+} Affinity;
+
+static void affinity_task(void *ctx, int64_t task, int thread)
+{
+    (void)task;
+    Affinity *a = ctx;
+    if (thread < 2 && !a->seen[thread]) {
+        sched_getaffinity(0, sizeof a->set[thread], &a->set[thread]);
+        a->seen[thread] = 1;
+    }
+    for (volatile int spin = 0; spin < 200000; spin++) /* let the other thread take tasks */
+        ;
+}
+
+Test(strategies, pinning_gives_threads_disjoint_cores)
+{
+    if (emb_num_physical_cores() < 2)
+        cr_skip_test("one core: nothing to pin apart");
+    for (int pin = EMB_PIN_COMPACT; pin <= EMB_PIN_SCATTER; pin++) {
+        Affinity a = {0};
+        EmbStrategy *s = NULL;
+        const EmbStrategyOptions o = {.nthreads = 2, .pinning = (EmbPinning)pin};
+        cr_assert_eq(emb_strategy_parallel(&s, &o), 0);
+        for (int tries = 0; tries < 50 && !(a.seen[0] && a.seen[1]); tries++)
+            emb__strategy_run(s, 64, affinity_task, &a); /* until both threads took tasks */
+        cr_assert(a.seen[0] && a.seen[1], "both threads ran tasks");
+        cpu_set_t both;
+        CPU_AND(&both, &a.set[0], &a.set[1]);
+        cr_assert(CPU_COUNT(&a.set[0]) > 0 && CPU_COUNT(&a.set[1]) > 0);
+        cr_assert_eq(CPU_COUNT(&both), 0, "pinning %d: the two threads share no CPU", pin);
+        emb_strategy_destroy(&s);
+    }
+}
+#endif

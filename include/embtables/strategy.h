@@ -38,7 +38,7 @@ typedef struct EmbIndexer EmbIndexer;
 typedef enum EmbPinning {
     EMB_PIN_NONE = 0,    /**< leave threads where the OS puts them */
     EMB_PIN_COMPACT = 1, /**< thread k on physical core k */
-    EMB_PIN_SCATTER = 2, /**< threads spread round-robin over NUMA nodes */
+    EMB_PIN_SCATTER = 2, /**< round-robin over NUMA nodes (one node: over L3 caches) */
 } EmbPinning;
 
 /** Options of the threaded strategies; zero-initialise for the defaults. */
