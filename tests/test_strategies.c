@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "config.h"
-#include "strategies/strategy_impl.h"
+#include "strategies/strategy_priv.h"
 #include "test_util.h"
 
 #define NT 10
@@ -210,6 +210,64 @@ Test(strategies, identical_ragged_weighted) { check_all_strategies(RAGGED, 97, 1
 Test(strategies, identical_mixed_batches) { check_all_strategies(MIXED, 97, 14); }
 Test(strategies, identical_fewer_bags_than_chunks) { check_all_strategies(MIXED, 5, 15); }
 Test(strategies, identical_no_bags) { check_all_strategies(FIXED, 0, 16); }
+
+/* Per-table layout with a different bag count for every table (bag prefixes of the
+ * batches: fixed bags keep bag_size, ragged bags keep their first offsets). */
+Test(strategies, identical_per_table_with_unequal_bag_counts)
+{
+    Ens *e = ens_create(MIXED, 97, 21);
+    for (int i = 0; i < NT; i++) {
+        EmbBatch *b = &e->b[i];
+        b->nbags = 97 - 9 * i;
+        b->nnz = b->offsets ? b->offsets[b->nbags] : b->nbags * b->bag_size;
+    }
+    float *ref[NT];
+    for (int i = 0; i < NT; i++) {
+        ref[i] = malloc((size_t)(e->b[i].nbags * Ds[i] + 1) * sizeof(float));
+        cr_assert_eq(emb_lookup(e->t[i], &e->b[i], &e->p[i], ref[i], Ds[i]), 0);
+    }
+    const EmbStrategyOptions opts[] = {{.nthreads = 3}, {.nthreads = 2, .chunks = 5},
+                                       {.nthreads = 4, .chunks = 16}, {.nthreads = 3}};
+    for (int k = 0; k < 4; k++) {
+        EmbStrategy *s = NULL;
+        cr_assert_eq(k == 0 ? emb_strategy_parallel(&s, &opts[k])
+                            : emb_strategy_prealloc_concat(&s, &opts[k]), 0);
+        float *buf[NT];
+        for (int i = 0; i < NT; i++) {
+            buf[i] = malloc((size_t)(e->b[i].nbags * Ds[i] + 1) * sizeof(float));
+            tu_poison(buf[i], (size_t)(e->b[i].nbags * Ds[i]));
+        }
+        const EmbOutputs o = {.per_table = buf};
+        cr_assert_eq(emb_maplookup(s, e->t, NT, e->b, e->p, &o), 0, "%s", emb_last_error());
+        for (int i = 0; i < NT; i++) {
+            cr_assert(!memcmp(buf[i], ref[i], (size_t)(e->b[i].nbags * Ds[i]) * 4),
+                      "%s: table %d differs", emb_strategy_name(s), i);
+            free(buf[i]);
+        }
+        emb_strategy_destroy(&s);
+    }
+    for (int i = 0; i < NT; i++)
+        free(ref[i]);
+    ens_destroy(e);
+}
+
+/* A warm strategy keeps its plan buffer: a steady-state call allocates nothing. */
+Test(strategies, steady_state_reuses_the_plan)
+{
+    Ens *e = ens_create(FIXED, 40, 5);
+    EmbStrategy *s = NULL;
+    cr_assert_eq(emb_strategy_prealloc_concat(&s, &(EmbStrategyOptions){.nthreads = 2}), 0);
+    EmbOutputs o = concat(e);
+    cr_assert_eq(emb_maplookup(s, e->t, NT, e->b, e->p, &o), 0);
+    const EmbGrowBuf before = s->plan;
+    for (int r = 0; r < 3; r++)
+        cr_assert_eq(emb_maplookup(s, e->t, NT - r, e->b, e->p, &o), 0);
+    const EmbGrowBuf after = s->plan;
+    cr_assert(before.p == after.p && before.bytes == after.bytes, "plan buffer reused");
+    free(o.concat);
+    emb_strategy_destroy(&s);
+    ens_destroy(e);
+}
 
 /* ---- the seed's example -------------------------------------------------------------- */
 

@@ -13,7 +13,9 @@
  * Every strategy writes either output layout and gives bit-identical results to
  * sequential. A strategy owns per-thread scratch, allocated on first use and reused: a
  * steady-state call allocates nothing. One strategy object must not be used by two calls
- * at once.
+ * at once. Threads come from OpenMP (the caller is thread 0); called from inside an active
+ * OpenMP parallel region, or in a build without OpenMP, a strategy runs its work on the
+ * calling thread, with the same results.
  */
 #ifndef EMBTABLES_STRATEGY_H
 #define EMBTABLES_STRATEGY_H
