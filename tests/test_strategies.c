@@ -269,6 +269,70 @@ Test(strategies, steady_state_reuses_the_plan)
     ens_destroy(e);
 }
 
+/* Custom tables that log which table the (single) thread reads, one entry per switch. */
+typedef struct OrderLog {
+    int seq[64], n;
+    float col[8];
+} OrderLog;
+
+typedef struct Logged {
+    OrderLog *log;
+    int table;
+} Logged;
+
+static void *logged_column(void *user, int64_t column, EmbContext ctx)
+{
+    (void)column, (void)ctx;
+    Logged *l = user;
+    if (l->log->n == 0 || l->log->seq[l->log->n - 1] != l->table)
+        if (l->log->n < 64)
+            l->log->seq[l->log->n++] = l->table;
+    return l->log->col;
+}
+
+/* One thread: the run order shows the hand-out order of the strategy's tasks. */
+static void expect_order(EmbStrategy *s, const int64_t *nnz, int n, const int *want, int nwant)
+{
+    OrderLog log = {.n = 0};
+    Logged users[4];
+    EmbTable *t[4];
+    EmbBatch b[4];
+    int64_t ids[64] = {0};
+    for (int i = 0; i < n; i++) {
+        users[i] = (Logged){&log, i};
+        cr_assert_eq(emb_table_custom(&t[i], 2, 8, EMB_F32, logged_column, &users[i], NULL,
+                                      NULL), 0);
+        b[i] = (EmbBatch){.ids = ids, .nnz = nnz[i], .nbags = nnz[i], .bag_size = 1};
+    }
+    float out[4][64 * 8];
+    float *pt[] = {out[0], out[1], out[2], out[3]};
+    const EmbOutputs o = {.per_table = pt};
+    cr_assert_eq(emb_maplookup(s, t, n, b, NULL, &o), 0, "%s", emb_last_error());
+    cr_assert_eq(log.n, nwant, "%s: %d switches", emb_strategy_name(s), log.n);
+    for (int k = 0; k < nwant; k++)
+        cr_assert_eq(log.seq[k], want[k], "%s: step %d reads table %d, not %d",
+                     emb_strategy_name(s), k, log.seq[k], want[k]);
+    for (int i = 0; i < n; i++)
+        emb_table_destroy(&t[i]);
+}
+
+Test(strategies, hand_out_order)
+{
+    EmbStrategy *s = NULL;
+    const int64_t nnz[] = {10, 40, 20, 40};
+    cr_assert_eq(emb_strategy_parallel(&s, &(EmbStrategyOptions){.nthreads = 1}), 0);
+    expect_order(s, nnz, 4, (const int[]){1, 3, 2, 0}, 4); /* most work first, ties by index */
+    emb_strategy_destroy(&s);
+    cr_assert_eq(emb_strategy_sequential(&s), 0);
+    expect_order(s, nnz, 4, (const int[]){0, 1, 2, 3}, 4);
+    emb_strategy_destroy(&s);
+    const EmbStrategyOptions co = {.nthreads = 1, .chunks = 2};
+    cr_assert_eq(emb_strategy_prealloc_concat(&s, &co), 0);
+    const int64_t even[] = {40, 40, 40};
+    expect_order(s, even, 3, (const int[]){0, 1, 2, 0, 1, 2}, 6); /* chunk-major */
+    emb_strategy_destroy(&s);
+}
+
 /* ---- the seed's example -------------------------------------------------------------- */
 
 /* Seed tables A (column j = [j+1, j+1]) and B (10 x that), ids iA = [0,1,0], iB = [1,0,0]:
