@@ -29,7 +29,8 @@ typedef struct Ens {
 } Ens;
 
 /* Table i's batch of kind @k: gather (bag_size 1), fixed bags of 3 (SUM), or ragged bags
- * of 0..6 ids with weights under MEAN / SQRTN / SUM with max_norm. */
+ * of 0..6 ids (every 17th of 300: longer than the lookup's chunk) with weights under
+ * MEAN / SQRTN / SUM with max_norm. */
 static void make_batch(Ens *e, int i, int k, uint64_t *s)
 {
     const int64_t n = e->nbags, ncol = emb_table_ncolumns(e->t[i]);
@@ -38,7 +39,7 @@ static void make_batch(Ens *e, int i, int k, uint64_t *s)
         e->off[i] = malloc((size_t)(n + 1) * sizeof(int64_t));
         e->off[i][0] = 0;
         for (int64_t b = 0; b < n; b++)
-            e->off[i][b + 1] = e->off[i][b] + (int64_t)(tu_rand(s) % 7);
+            e->off[i][b + 1] = e->off[i][b] + (int64_t)(b % 17 == 5 ? 300 : tu_rand(s) % 7);
         nnz = e->off[i][n];
         e->w[i] = malloc((size_t)(nnz + 1) * sizeof(float));
         for (int64_t j = 0; j < nnz; j++)
