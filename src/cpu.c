@@ -9,6 +9,10 @@
 #include "internal.h"
 #include "cpu.h"
 
+#if EMB_ARCH_X86 && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 static unsigned detected;
 static unsigned mask = ~0u;
 static once_flag once = ONCE_FLAG_INIT;
@@ -20,7 +24,8 @@ static unsigned detect(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         f |= EMB_CPU_AVX2;
-    if (__builtin_cpu_supports("f16c"))
+    unsigned a, b, c, d; /* F16C: CPUID leaf 1, ECX bit 29 (clang lacks the builtin's name) */
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) && (f & EMB_CPU_AVX2))
         f |= EMB_CPU_F16C;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))

@@ -252,3 +252,43 @@ Test(checkpoint, max_to_keep_deletes_the_oldest)
     emb_store_destroy(&s);
     rmdir_all(dir);
 }
+
+Test(checkpoint, partitioned_tables_initialise_and_restore_as_one_table)
+{
+    char dir[64], path[512];
+    tmpdir(dir);
+    EmbStore *s = NULL, *r = NULL;
+    emb_store_create(&s);
+    emb_store_create(&r);
+    const EmbInitializer init = {EMB_INIT_UNIFORM, -1, 1, 9};
+    EmbVariableSpec part = {.name = "emb", .ncolumns = 101, .featuresize = 6, .dtype = EMB_F32,
+                            .init = init, .nshards = 4, .partition = EMB_PARTITION_MOD};
+    EmbVariableSpec plain = part;
+    plain.nshards = 0;
+    EmbTable *tp, *tu;
+    cr_assert_eq(emb_store_get(s, &part, EMB_REUSE_NO, &tp), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_nshards(tp), 4);
+    cr_assert_eq(emb_store_get(r, &plain, EMB_REUSE_NO, &tu), 0);
+    float a[6], b[6];
+    for (int64_t c = 0; c < 101; c++) {
+        cr_assert_eq(emb_gather(tp, &c, 1, a, 6), 0);
+        cr_assert_eq(emb_gather(tu, &c, 1, b, 6), 0);
+        cr_assert_eq(memcmp(a, b, sizeof a), 0, "column %lld", (long long)c);
+    }
+    /* the partitioned table's checkpoint restores into the plain one, column for column */
+    const EmbInitializer zero = {EMB_INIT_ZEROS, 0, 0, 0};
+    emb_table_initialize(tu, &zero);
+    EmbSaver *sv = NULL;
+    cr_assert_eq(emb_saver_create(&sv, dir, "p", NULL), 0);
+    cr_assert_eq(emb_saver_save(sv, s, 3, path, sizeof path), 0);
+    cr_assert_eq(emb_checkpoint_restore(r, path, NULL), 0, "%s", emb_last_error());
+    for (int64_t c = 0; c < 101; c++) {
+        emb_gather(tp, &c, 1, a, 6);
+        emb_gather(tu, &c, 1, b, 6);
+        cr_assert_eq(memcmp(a, b, sizeof a), 0, "column %lld", (long long)c);
+    }
+    emb_saver_destroy(&sv);
+    emb_store_destroy(&s);
+    emb_store_destroy(&r);
+    rmdir_all(dir);
+}

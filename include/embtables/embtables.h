@@ -11,7 +11,9 @@
 #include "embtables/common.h"
 #include "embtables/table.h"
 #include "embtables/lookup.h"
+#include "embtables/partition.h"
 #include "embtables/strategy.h"
+#include "embtables/update.h"
 #include "embtables/store.h"
 
 #endif

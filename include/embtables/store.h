@@ -6,7 +6,9 @@
  *
  * Initializers are counter-based: element i of column c gets a value that depends only on
  * (seed, c, i), so a table is initialised identically whatever the thread count or the
- * table type (a partitioned table gives the values of one unpartitioned table).
+ * table type (a partitioned table gives the values of one unpartitioned table). A
+ * checkpoint stores tables by name in global column order, so a partitioned table restores
+ * into an unpartitioned one of the same shape and back (TF cannot re-shard a checkpoint).
  */
 #ifndef EMBTABLES_STORE_H
 #define EMBTABLES_STORE_H
@@ -69,6 +71,9 @@ typedef struct EmbVariableSpec {
     EmbInitializer init;     /**< applied at creation (EMB_INIT_NONE: left to the caller) */
     int trainable;           /**< kept for emb_store_list(trainable_only) */
     EmbTableOptions options; /**< placement, static size, alignment (name is ignored) */
+    int32_t nshards;         /**< > 1: a partitioned table of nshards owned shards (choose
+                                  it with partition.h's emb_partition_* helpers) */
+    unsigned partition;      /**< with nshards > 1: EMB_PARTITION_MOD or EMB_PARTITION_DIV */
 } EmbVariableSpec;
 
 /**

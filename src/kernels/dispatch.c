@@ -36,6 +36,19 @@ void emb_set_cpu_mask(unsigned mask)
     fill();
 }
 
+#if EMB_HAVE_X86_KERNELS
+/* dav1d order: each ISA overrides the entries of the one below; stop at a missing flag. */
+void emb__kernels_init_x86(EmbKernels *k, unsigned flags)
+{
+    if (!(flags & EMB_CPU_AVX2))
+        return;
+    emb__kernels_init_avx2(k, flags);
+    if (!(flags & EMB_CPU_AVX512))
+        return;
+    emb__kernels_init_avx512(k, flags);
+}
+#endif
+
 emb_gather_fn emb__kernel_gather(EmbDtype dt, int32_t D)
 {
     const EmbKernels *k = emb__kernels();

@@ -3,8 +3,9 @@
  *
  * The pass resolves the column pointers of as many whole bags as fit in a chunk (the
  * column-pointer interface is asked once per id, with FORWARD), together with each id's
- * effective weight (its weight, times the max_norm clip factor), prunes what the pooling
- * prunes and substitutes the default column for empty bags. Then the pool kernel runs over
+ * weight, prunes what the pooling prunes and substitutes the default column for empty
+ * bags. With max_norm, each weight is then multiplied by its column's clip factor in one
+ * prefetching pass over the chunk (clip before weighting). Then the pool kernel runs over
  * the chunk bag by bag, able to prefetch the columns of the bags after the current one,
  * and the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer
  * than a chunk is pooled in pieces with the kernel's accumulate mode, in the same order.
@@ -19,6 +20,7 @@
 #include "tables/table_impl.h"
 
 #define CHUNK 256
+#define CLIP_AHEAD 8 /* columns prefetched ahead of the max_norm pass */
 
 typedef struct Piece {
     int64_t bag;    /* output row */
@@ -46,21 +48,8 @@ typedef struct Pass {
     emb_scale_fn scale;
     emb_sumsq_fn sumsq;
     bool weighted; /* the kernels need the w array */
+    bool resident; /* the table fits in cache: no software prefetch */
 } Pass;
-
-static void flush(const Pass *ps, Chunk *c)
-{
-    const int32_t D = ps->t->featuresize;
-    for (int32_t i = 0; i < c->npieces; i++) {
-        const Piece *pc = &c->pieces[i];
-        float *o = ps->out + pc->bag * ps->stride;
-        ps->pool(o, c->cols + pc->first, ps->weighted ? c->w + pc->first : NULL, pc->count,
-                 c->ncols - pc->first - pc->count, D, pc->accumulate);
-        if (pc->last && pc->scale != 1.0f)
-            ps->scale(o, pc->scale, D);
-    }
-    c->ncols = c->npieces = 0;
-}
 
 /* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
 static float clip_factor(const Pass *ps, const void *col)
@@ -70,10 +59,43 @@ static float clip_factor(const Pass *ps, const void *col)
     return ss > c * c ? c / sqrtf(ss) : 1.0f;
 }
 
-static void push(const Pass *ps, Chunk *c, const void *col, float w)
+/*
+ * max_norm: scales each entry's weight of the chunk by its column's clip factor. The norms
+ * are computed chunk-wide, before pooling, with the columns a few entries ahead prefetched
+ * so that their misses overlap (the pool kernel then finds them in cache).
+ */
+static void clip_chunk(const Pass *ps, Chunk *c)
+{
+    const size_t bytes = (size_t)ps->t->featuresize * ps->t->elsize;
+    for (int32_t j = 0; j < c->ncols; j++) {
+        if (j + CLIP_AHEAD < c->ncols)
+            for (size_t off = 0; off < bytes; off += 64)
+                __builtin_prefetch((const char *)c->cols[j + CLIP_AHEAD] + off);
+        c->w[j] *= clip_factor(ps, c->cols[j]);
+    }
+}
+
+static void flush(const Pass *ps, Chunk *c)
+{
+    const int32_t D = ps->t->featuresize;
+    if (ps->p->max_norm > 0.0f)
+        clip_chunk(ps, c);
+    for (int32_t i = 0; i < c->npieces; i++) {
+        const Piece *pc = &c->pieces[i];
+        float *o = ps->out + pc->bag * ps->stride;
+        const int64_t ahead = ps->resident ? -1 : c->ncols - pc->first - pc->count;
+        ps->pool(o, c->cols + pc->first, ps->weighted ? c->w + pc->first : NULL, pc->count,
+                 ahead, D, pc->accumulate);
+        if (pc->last && pc->scale != 1.0f)
+            ps->scale(o, pc->scale, D);
+    }
+    c->ncols = c->npieces = 0;
+}
+
+static void push(Chunk *c, const void *col, float w)
 {
     c->cols[c->ncols] = col;
-    c->w[c->ncols] = ps->p->max_norm > 0.0f ? w * clip_factor(ps, col) : w;
+    c->w[c->ncols] = w;
     c->ncols++;
 }
 
@@ -102,7 +124,7 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
             open_piece(c, bag, true);
         }
         const float w = b->weights ? b->weights[k] : 1.0f;
-        push(ps, c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
+        push(c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
         c->pieces[c->npieces - 1].count++;
         sw += w;
         sw2 += (double)w * w;
@@ -112,7 +134,7 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
     pc->last = true;
     if (kept == 0) {
         if (ps->p->flags & EMB_USE_DEFAULT_ID) {
-            push(ps, c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
+            push(c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
             pc->count++;
         }
         return;
@@ -127,6 +149,14 @@ float emb__combiner_scale(EmbCombiner combiner, double sum_w, double sum_w2)
     case EMB_COMBINER_SQRTN: return sum_w2 > 0.0 ? (float)(1.0 / sqrt(sum_w2)) : 0.0f;
     default: return 1.0f;
     }
+}
+
+/* Whether the whole table fits in cache (its lookups then skip software prefetch). */
+static bool resident(const EmbTable *t)
+{
+    int64_t bytes;
+    return emb__mul_ok(t->ncolumns, t->featuresize * (int64_t)t->elsize, &bytes) &&
+           bytes <= EMB_RESIDENT_BYTES;
 }
 
 /* Gather without weights, clipping or pruning: the gather kernel over runs of ids. */
@@ -161,6 +191,7 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         .pool = emb__kernel_pool(t->dtype, t->featuresize, (p->flags & EMB_OUT_NONTEMPORAL) != 0),
         .scale = k->scale, .sumsq = k->sumsq[t->dtype],
         .weighted = b->weights != NULL || p->max_norm > 0.0f,
+        .resident = resident(t),
     };
     Chunk c;
     c.ncols = c.npieces = 0;

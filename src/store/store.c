@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "embtables/partition.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
 
@@ -65,7 +66,10 @@ static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out
     EmbTableOptions o = spec->options;
     o.name = spec->name;
     EmbTable *t = NULL;
-    int r = emb_table_create(&t, spec->ncolumns, spec->featuresize, spec->dtype, &o);
+    int r = spec->nshards > 1
+                ? emb_table_partitioned_create(&t, spec->ncolumns, spec->featuresize, spec->dtype,
+                                               spec->nshards, spec->partition, &o)
+                : emb_table_create(&t, spec->ncolumns, spec->featuresize, spec->dtype, &o);
     if (!r)
         r = emb_table_initialize(t, &spec->init);
     if (r) {

@@ -1,0 +1,278 @@
+/**
+ * @file update.h
+ * The second half of a training step: gradients of lookups (lazy pullbacks or
+ * materialised sparse gradients), deduplication (EmbIndexer), fused optimizers
+ * (emb_update, emb_update_many) and the tf.Variable-style operations on whole tables and
+ * on scattered columns.
+ *
+ * A typical step:
+ * @code
+ *   emb_lookup(t, &batch, &pool, out, D);               // forward
+ *   ... compute dL/dout into dout ...
+ *   emb_lookup_backward(t, &batch, &pool, dout, D, g);  // records; no work per id yet
+ *   emb_update(opt, t, g, ix, 0);                        // dedup + accumulate + optimizer
+ * @endcode
+ *
+ * Semantics: the gradient rows of one column (duplicate ids, an id in several bags) are
+ * summed in a fixed order (first appearance in the gradient, then gradient order), and
+ * the optimizer is applied once per distinct column, so results never depend on the
+ * thread count or on how the work is split. Every column is read once and written once.
+ * Optimizer state is kept in f32 whatever the table's dtype.
+ */
+#ifndef EMBTABLES_UPDATE_H
+#define EMBTABLES_UPDATE_H
+
+#include "embtables/strategy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- gradients ----------------------------------------------------------------------- */
+
+/**
+ * A materialised sparse gradient (TF IndexedSlices, Julia SparseEmbeddingUpdate): @c n
+ * ids and one gradient row of @c featuresize f32 per id, row k at `values + k * stride`.
+ * Duplicate ids accumulate. The caller owns every buffer.
+ */
+typedef struct EmbSparseGrad {
+    const void *ids;       /**< n ids of type id_type (may be NULL when n == 0) */
+    EmbIdType id_type;     /**< EMB_ID_I64 (default) or EMB_ID_I32 */
+    int64_t n;             /**< number of rows */
+    int32_t featuresize;   /**< elements per row: must equal the table's */
+    const float *values;   /**< n rows */
+    int64_t stride;        /**< elements between rows (>= featuresize) */
+} EmbSparseGrad;
+
+/**
+ * Creates an empty, reusable gradient holder (bound to no table). One holder per table
+ * is typical; recording into it again replaces what it held, without allocating.
+ * @return 0, EMB_ENULL, EMB_ENOMEM
+ */
+EMB_API int emb_grad_create(EmbGrad **out);
+/** Destroys a gradient holder (NULL is fine) and sets `*g` to NULL. */
+EMB_API void emb_grad_destroy(EmbGrad **g);
+
+/**
+ * Records the pullback of `emb_lookup(table, batch, pooling, out, ...)` for the output
+ * gradient @p grad_out (nbags rows of featuresize f32, row b at `grad_out + b *
+ * grad_stride`) into @p grad, lazily: the batch is validated now, and the gradient keeps
+ * *pointers* to the batch's ids, offsets and weights and to @p grad_out (the EmbBatch and
+ * EmbPooling structs themselves are copied). The caller keeps those buffers alive and
+ * unchanged until the gradient is consumed by emb_update() / emb_update_many().
+ * Every pooling is handled: gather 1:1, SUM (w·dy), MEAN and SQRTN (scaled by the
+ * combiner's factor), pruning, default_id, and max_norm's exact Jacobian (evaluated on
+ * the column's value before the update).
+ * @return 0; EMB_ENULL, and any code of emb_batch_validate(); EMB_ESTRIDE (grad_stride <
+ *         featuresize). @p grad is untouched on failure.
+ */
+EMB_API int emb_lookup_backward(const EmbTable *table, const EmbBatch *batch,
+                                const EmbPooling *pooling, const float *grad_out,
+                                int64_t grad_stride, EmbGrad *grad);
+
+/**
+ * Records a materialised sparse gradient for @p table into @p grad. The struct is copied;
+ * its buffers are kept by pointer (alive and unchanged until consumed). Ids are checked
+ * when the gradient is consumed.
+ * @return 0; EMB_ENULL, EMB_EINVAL (n < 0, bad id_type), EMB_ESHAPE (featuresize differs
+ *         from the table's), EMB_ESTRIDE. @p grad is untouched on failure.
+ */
+EMB_API int emb_grad_set_sparse(EmbGrad *grad, const EmbTable *table,
+                                const EmbSparseGrad *sparse);
+
+/**
+ * The backward of emb_maplookup(): records table i's pullback into grads[i] from its slice
+ * of @p grad_outputs, laid out as the forward's outputs (per-table buffers, or the concat
+ * matrix where table i's gradient is columns [prependrows + Σ_{j<i} D_j, ... + D_i) of
+ * every row; the prependrows columns are ignored). Same lifetime rules as
+ * emb_lookup_backward(). @p poolings NULL: SUM for every table.
+ * @return 0; EMB_ENULL, EMB_EINVAL (ntables <= 0), EMB_ESHAPE (concat nbags differ or
+ *         concat_stride too small), any code of emb_lookup_backward(). No grad is
+ *         changed on failure.
+ */
+EMB_API int emb_maplookup_backward(EmbTable *const *tables, int64_t ntables,
+                                   const EmbBatch *batches, const EmbPooling *poolings,
+                                   const EmbOutputs *grad_outputs, EmbGrad *const *grads);
+
+/* ---- deduplication ------------------------------------------------------------------- */
+
+/**
+ * Creates a reusable indexer: groups gradient rows by distinct id with a hash table, in
+ * O(rows) per step whatever the table's size. Its buffers grow to the largest gradient
+ * seen and are then reused (a steady-state step allocates nothing). One indexer per table
+ * of an emb_update_many() call; an indexer must not be used by two calls at once.
+ * @return 0, EMB_ENULL, EMB_ENOMEM
+ */
+EMB_API int emb_indexer_create(EmbIndexer **out);
+/** Destroys an indexer (NULL is fine) and sets `*ix` to NULL. */
+EMB_API void emb_indexer_destroy(EmbIndexer **ix);
+
+/**
+ * Indexes @p n int64 ids (any values): afterwards emb_indexer_distinct() lists the
+ * distinct ids in order of first appearance with their counts, e.g. ids
+ * [10,4,10,100,4,4,4,1,9,10,5] give 10,4,100,1,9,5 with counts 3,4,1,1,1,1. Deterministic.
+ * @return 0, EMB_ENULL, EMB_EINVAL (n < 0), EMB_ENOMEM (the indexer is then empty)
+ */
+EMB_API int emb_indexer_index(EmbIndexer *ix, const int64_t *ids, int64_t n);
+
+/**
+ * The result of the last indexing (by emb_indexer_index() or an update): the number of
+ * distinct ids; `*ids` and `*counts` (either may be NULL) receive arrays owned by the
+ * indexer, valid until it is used again.
+ */
+EMB_API int64_t emb_indexer_distinct(const EmbIndexer *ix, const int64_t **ids,
+                                     const int64_t **counts);
+
+/* ---- optimizers ---------------------------------------------------------------------- */
+
+/** Optimizer kinds (formulas per distinct column with accumulated gradient g). */
+typedef enum EmbOptimizerKind {
+    EMB_OPT_SGD = 0,             /**< w -= lr·g */
+    EMB_OPT_ADAGRAD = 1,         /**< h += g²; w -= lr·g / (sqrt(h) + eps)  (PyTorch) */
+    EMB_OPT_ROWWISE_ADAGRAD = 2, /**< h += mean(g²) (one h per column);
+                                      w -= lr·g / (sqrt(h) + eps)  (FBGEMM) */
+    EMB_OPT_FTRL = 3,            /**< TF ApplyFtrl (lr_power, l1, l2, accumulator) */
+    EMB_OPT_ADAM = 4,            /**< PyTorch SparseAdam (lazy moments, t per table) */
+} EmbOptimizerKind;
+
+/** Hyper-parameters; fill with emb_optimizer_defaults() and change what you need. */
+typedef struct EmbOptimizerConfig {
+    EmbOptimizerKind kind;
+    float lr;            /**< learning rate (> 0) */
+    float eps;           /**< Adagrad / row-wise Adagrad / Adam epsilon (default 1e-10,
+                              Adam 1e-8) */
+    float initial_accumulator; /**< Adagrad h0 (0), FTRL accumulator (0.1) */
+    float lr_power;      /**< FTRL (-0.5; <= 0) */
+    float l1, l2;        /**< FTRL regularisation (0; >= 0) */
+    float beta1, beta2;  /**< Adam (0.9, 0.999; in [0, 1)) */
+    int bias_correction; /**< Adam: 1 (default) divides by 1 - beta^t */
+    EmbPlacement placement; /**< NUMA placement of the state (as the tables') */
+    int32_t numa_node;   /**< node for EMB_PLACE_NODE */
+} EmbOptimizerConfig;
+
+/** The defaults of @p kind with learning rate @p lr. */
+EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr);
+
+/**
+ * Creates an optimizer. Its per-column state lives in shadow tables it owns: one set per
+ * table it updates, created on the table's first update (or by emb_optimizer_attach())
+ * with the table's number of columns, f32, placed as @c cfg->placement says. The state
+ * is keyed by the table's handle: destroy the optimizer (or call emb_optimizer_detach())
+ * before destroying a table it updated.
+ * @return 0, EMB_ENULL, EMB_EINVAL (a hyper-parameter out of range), EMB_ENOMEM
+ */
+EMB_API int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg);
+/** Destroys an optimizer and all its state (NULL is fine); sets `*opt` to NULL. */
+EMB_API void emb_optimizer_destroy(EmbOptimizer **opt);
+
+/**
+ * Creates @p table's state now (a no-op when it exists), so that no update allocates.
+ * @return 0, EMB_ENULL, EMB_ENOMEM, EMB_EOVERFLOW
+ */
+EMB_API int emb_optimizer_attach(EmbOptimizer *opt, const EmbTable *table);
+/** Drops @p table's state (nothing when it has none). */
+EMB_API void emb_optimizer_detach(EmbOptimizer *opt, const EmbTable *table);
+
+/**
+ * @p table's state slot @p slot as a table owned by the optimizer (NULL in `*out` when
+ * the kind has no such slot): Adagrad 0 = h (D per column); row-wise Adagrad 0 = h (1 per
+ * column); FTRL 0 = [accumulator D | linear D] per column; Adam 0 = [m D | v D].
+ * @p step (may be NULL) receives the number of updates applied to the table.
+ * @return 0, EMB_ENULL, EMB_ENOTFOUND (the table has no state yet)
+ */
+EMB_API int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot,
+                                EmbTable **out, int64_t *step);
+
+/** emb_update() flags. */
+enum {
+    EMB_UPDATE_NONTEMPORAL = 1 << 0, /**< write updated columns with streaming stores */
+};
+
+/**
+ * Applies @p grad to @p table with @p opt: dedups the gradient rows with @p ix, sums each
+ * column's rows in a fixed order and applies the optimizer once per distinct column,
+ * reading and writing each column once. An empty gradient is a valid no-op (it still
+ * counts as a step for Adam's t). The gradient is not consumed: it may be applied again.
+ * @return 0; EMB_ENULL, EMB_EINVAL (a gradient recorded for another table, or none),
+ *         EMB_ERANGE (an id, naming it and its position), EMB_EOFFSETS, EMB_ENOMEM,
+ *         EMB_EOVERFLOW. On failure no column (and no state) is written.
+ */
+EMB_API int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad,
+                       EmbIndexer *ix, unsigned flags);
+
+/**
+ * emb_update() over @p n tables under @p strategy: every table is indexed in parallel,
+ * then splits of each table's distinct columns (balanced by gradient rows; num_splits of
+ * the strategy's options, 1 for sequential and parallel) run on the strategy's threads.
+ * Results are bit-identical for every strategy, nthreads and num_splits. Tables may have
+ * different feature sizes and dtypes; every table needs its own indexer, and a table may
+ * appear only once. A custom strategy's update_many callback is called instead when set.
+ * @return as emb_update(), plus EMB_EINVAL (n <= 0, a table twice), EMB_ENOTSUP (custom
+ *         strategy without update_many). Nothing is written on failure.
+ */
+EMB_API int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
+                            const EmbGrad *const *grads, int64_t n,
+                            EmbIndexer *const *indexers, unsigned flags);
+
+/* ---- variable operations (tf.Variable) --------------------------------------------- */
+
+/**
+ * Whole-table operations with a dense f32 value of @p ncolumns x @p featuresize (row c at
+ * `values + c * stride`), which must equal the table's shape: assign sets, assign_add
+ * adds, assign_sub subtracts (results rounded to the table's dtype).
+ * @return 0, EMB_ENULL, EMB_ESHAPE, EMB_ESTRIDE
+ */
+EMB_API int emb_table_assign(EmbTable *t, const float *values, int64_t ncolumns,
+                             int32_t featuresize, int64_t stride);
+/** See emb_table_assign(). */
+EMB_API int emb_table_assign_add(EmbTable *t, const float *values, int64_t ncolumns,
+                                 int32_t featuresize, int64_t stride);
+/** See emb_table_assign(). */
+EMB_API int emb_table_assign_sub(EmbTable *t, const float *values, int64_t ncolumns,
+                                 int32_t featuresize, int64_t stride);
+
+/**
+ * Copies the whole table out as f32: column c to `out + c * out_stride`.
+ * @return 0, EMB_ENULL, EMB_ESTRIDE, EMB_EOVERFLOW
+ */
+EMB_API int emb_table_read(const EmbTable *t, float *out, int64_t out_stride);
+
+/**
+ * Scatter operations: for k = 0 .. n-1 in order, column ids[k] is combined with row k of
+ * @p updates (`updates + k * stride`, featuresize f32): update sets it, add adds, sub
+ * subtracts, mul multiplies, div divides (elementwise). With duplicate ids the rows are
+ * applied one after another, so add / sub accumulate, mul / div compose and update keeps
+ * the last row; each application is rounded to the table's dtype. All ids are checked
+ * before anything is written.
+ * @return 0, EMB_ENULL, EMB_EINVAL (n < 0), EMB_ERANGE (naming the id and position),
+ *         EMB_ESTRIDE
+ */
+EMB_API int emb_table_scatter_update(EmbTable *t, const int64_t *ids, int64_t n,
+                                     const float *updates, int64_t stride);
+/** See emb_table_scatter_update(). */
+EMB_API int emb_table_scatter_add(EmbTable *t, const int64_t *ids, int64_t n,
+                                  const float *updates, int64_t stride);
+/** See emb_table_scatter_update(). */
+EMB_API int emb_table_scatter_sub(EmbTable *t, const int64_t *ids, int64_t n,
+                                  const float *updates, int64_t stride);
+/** See emb_table_scatter_update(). */
+EMB_API int emb_table_scatter_mul(EmbTable *t, const int64_t *ids, int64_t n,
+                                  const float *updates, int64_t stride);
+/** See emb_table_scatter_update(). */
+EMB_API int emb_table_scatter_div(EmbTable *t, const int64_t *ids, int64_t n,
+                                  const float *updates, int64_t stride);
+
+/**
+ * TF sparse_mask: copies the rows of @p in whose id is not in @p mask_ids into the
+ * caller's buffers @p out_ids (room for in->n int64) and @p out_values (in->n rows of
+ * @p out_stride), in order, and describes them in @p out (ids as EMB_ID_I64).
+ * @return 0, EMB_ENULL, EMB_EINVAL (negative counts, bad id_type), EMB_ESTRIDE, EMB_ENOMEM
+ */
+EMB_API int emb_sparse_mask(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t nmask,
+                            EmbSparseGrad *out, int64_t *out_ids, float *out_values,
+                            int64_t out_stride);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,314 @@
+/*
+ * partition.c — partitioned tables (TF's list of params with partition_strategy "mod" or
+ * "div") behind the column-pointer interface, and the partitioners that choose the shard
+ * count (TF's fixed_size_partitioner, variable_axis_size_partitioner and
+ * min_max_variable_partitioner).
+ *
+ * A partitioned table has no contiguous storage (data == NULL): its column_fn maps an id
+ * to (shard, row) and asks the shard for that row with the caller's context, so a shard
+ * can be of any type. Both strategies give shard i q + (i < r) rows (q = R / P,
+ * r = R % P); the shard sizes are checked against this rule at creation.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embtables/partition.h"
+#include "tables/table_impl.h"
+
+typedef struct Partition {
+    unsigned mode;    /* EMB_PARTITION_MOD or EMB_PARTITION_DIV */
+    bool own;         /* destroy the shards with the table */
+    int32_t nshards;
+    int64_t q, r;     /* rows per shard, shards with one more */
+    int64_t split;    /* r * (q + 1): the first id of the shards holding q rows */
+    EmbTable *shards[];
+} Partition;
+
+static void *mod_column(const EmbTable *t, int64_t id, EmbContext ctx)
+{
+    const Partition *p = t->impl;
+    return emb__column(p->shards[id % p->nshards], id / p->nshards, ctx);
+}
+
+static void *div_column(const EmbTable *t, int64_t id, EmbContext ctx)
+{
+    const Partition *p = t->impl;
+    if (id < p->split)
+        return emb__column(p->shards[id / (p->q + 1)], id % (p->q + 1), ctx);
+    const int64_t k = id - p->split; /* q >= 1 here: ids past split exist only then */
+    return emb__column(p->shards[p->r + k / p->q], k % p->q, ctx);
+}
+
+static void partition_destroy(EmbTable *t)
+{
+    Partition *p = t->impl;
+    if (p && p->own)
+        for (int32_t i = 0; i < p->nshards; i++)
+            emb_table_destroy(&p->shards[i]);
+    free(p);
+    t->impl = NULL;
+}
+
+static int check_mode(unsigned flags, unsigned allowed)
+{
+    const unsigned mode = flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV);
+    if ((flags & ~allowed) || (mode != EMB_PARTITION_MOD && mode != EMB_PARTITION_DIV))
+        return emb__fail(EMB_EINVAL, "partition flags 0x%x: need exactly one of "
+                         "EMB_PARTITION_MOD and EMB_PARTITION_DIV", flags);
+    return 0;
+}
+
+int64_t emb_partition_shard_rows(int64_t nrows, int32_t nshards, int32_t shard)
+{
+    if (nrows < 0 || nshards < 1 || shard < 0 || shard >= nshards)
+        return 0;
+    return nrows / nshards + (shard < nrows % nshards ? 1 : 0);
+}
+
+/* Each shard non-NULL, distinct, of the first shard's feature size and dtype. */
+static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, const char *name)
+{
+    const EmbTable *s0 = shards[0];
+    for (int32_t i = 0; i < nshards; i++) {
+        const EmbTable *s = shards[i];
+        if (!s)
+            return emb__fail(EMB_ENULL, "shard %d is NULL (partitioned table \"%s\")", (int)i,
+                             name);
+        if (s->featuresize != s0->featuresize)
+            return emb__fail(EMB_ESHAPE, "shard %d has featuresize %d, shard 0 has %d "
+                             "(partitioned table \"%s\")", (int)i, (int)s->featuresize,
+                             (int)s0->featuresize, name);
+        if (s->dtype != s0->dtype)
+            return emb__fail(EMB_EDTYPE, "shard %d has dtype %s, shard 0 has %s (partitioned "
+                             "table \"%s\")", (int)i, emb_dtype_name(s->dtype),
+                             emb_dtype_name(s0->dtype), name);
+        for (int32_t j = 0; j < i; j++)
+            if (shards[j] == s)
+                return emb__fail(EMB_EINVAL, "shard %d is shard %d again (partitioned table "
+                                 "\"%s\")", (int)i, (int)j, name);
+    }
+    return 0;
+}
+
+/* The total rows, and each shard's rows against the size rule. */
+static int check_shard_sizes(EmbTable *const *shards, int32_t nshards, const char *name,
+                             int64_t *nrows)
+{
+    int64_t total = 0;
+    for (int32_t i = 0; i < nshards; i++)
+        if (__builtin_add_overflow(total, shards[i]->ncolumns, &total))
+            return emb__fail(EMB_EOVERFLOW, "the shards' rows overflow (partitioned table "
+                             "\"%s\")", name);
+    for (int32_t i = 0; i < nshards; i++) {
+        const int64_t want = emb_partition_shard_rows(total, nshards, i);
+        if (shards[i]->ncolumns != want)
+            return emb__fail(EMB_ESHAPE, "shard %d holds %lld rows; %lld rows over %d shards "
+                             "put %lld there (partitioned table \"%s\")", (int)i,
+                             (long long)shards[i]->ncolumns, (long long)total, (int)nshards,
+                             (long long)want, name);
+    }
+    *nrows = total;
+    return 0;
+}
+
+static int check_shards(EmbTable *const *shards, int32_t nshards, const EmbTableOptions *opts,
+                        int64_t *nrows)
+{
+    const char *name = opts && opts->name ? opts->name : "";
+    if (nshards < 1)
+        return emb__fail(EMB_EINVAL, "nshards %d is not >= 1 (partitioned table \"%s\")",
+                         (int)nshards, name);
+    int r = check_shard_kinds(shards, nshards, name);
+    return r ? r : check_shard_sizes(shards, nshards, name, nrows);
+}
+
+int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32_t nshards,
+                          unsigned flags, const EmbTableOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    EMB_CHECK_NULL(shards);
+    int64_t nrows = 0;
+    int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV | EMB_PARTITION_OWN_SHARDS);
+    if (!r)
+        r = check_shards(shards, nshards, opts, &nrows);
+    if (r)
+        return r;
+    EmbTable *t = NULL;
+    r = emb__table_alloc(&t, nrows, shards[0]->featuresize, shards[0]->dtype, opts);
+    if (r)
+        return r;
+    Partition *p = malloc(sizeof *p + (size_t)nshards * sizeof p->shards[0]);
+    if (!p) {
+        emb_table_destroy(&t);
+        return emb__fail(EMB_ENOMEM, "out of memory for %d shards", (int)nshards);
+    }
+    p->mode = flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV);
+    p->own = (flags & EMB_PARTITION_OWN_SHARDS) != 0;
+    p->nshards = nshards;
+    p->q = nrows / nshards;
+    p->r = nrows % nshards;
+    p->split = p->r * (p->q + 1);
+    memcpy(p->shards, shards, (size_t)nshards * sizeof p->shards[0]);
+    t->kind = EMB_KIND_PARTITIONED;
+    t->column_fn = p->mode == EMB_PARTITION_MOD ? mod_column : div_column;
+    t->impl = p;
+    t->impl_destroy = partition_destroy;
+    *out = t;
+    return 0;
+}
+
+/* Creates shard i of a table of nrows rows, named "<name>/part_<i>". */
+static int create_shard(EmbTable **out, int64_t nrows, int32_t featuresize, EmbDtype dtype,
+                        int32_t nshards, int32_t i, const EmbTableOptions *opts)
+{
+    char name[EMB_NAME_MAX + 1];
+    EmbTableOptions so = opts ? *opts : (EmbTableOptions){0};
+    snprintf(name, sizeof name, "%s/part_%d", so.name ? so.name : "", (int)i);
+    so.name = name;
+    return emb_table_create(out, emb_partition_shard_rows(nrows, nshards, i), featuresize, dtype,
+                            &so);
+}
+
+int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t featuresize,
+                                 EmbDtype dtype, int32_t nshards, unsigned flags,
+                                 const EmbTableOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV | EMB_PARTITION_OWN_SHARDS);
+    if (r)
+        return r;
+    if (nrows < 0 || nshards < 1)
+        return emb__fail(EMB_EINVAL, "nrows %lld / nshards %d: need nrows >= 0, nshards >= 1",
+                         (long long)nrows, (int)nshards);
+    EmbTable **shards = calloc((size_t)nshards, sizeof *shards);
+    if (!shards)
+        return emb__fail(EMB_ENOMEM, "out of memory for %d shards", (int)nshards);
+    for (int32_t i = 0; i < nshards && !r; i++)
+        r = create_shard(&shards[i], nrows, featuresize, dtype, nshards, i, opts);
+    if (!r)
+        r = emb_table_partitioned(out, shards, nshards, flags | EMB_PARTITION_OWN_SHARDS, opts);
+    if (r)
+        for (int32_t i = 0; i < nshards; i++)
+            emb_table_destroy(&shards[i]);
+    free(shards);
+    return r;
+}
+
+static const Partition *partition_of(const EmbTable *t)
+{
+    return t && t->kind == EMB_KIND_PARTITIONED ? t->impl : NULL;
+}
+
+int32_t emb_table_nshards(const EmbTable *t)
+{
+    const Partition *p = partition_of(t);
+    return p ? p->nshards : 0;
+}
+
+EmbTable *emb_table_shard(const EmbTable *t, int32_t i)
+{
+    const Partition *p = partition_of(t);
+    return p && i >= 0 && i < p->nshards ? p->shards[i] : NULL;
+}
+
+unsigned emb_table_partition_mode(const EmbTable *t)
+{
+    const Partition *p = partition_of(t);
+    return p ? p->mode : 0;
+}
+
+int emb_partition_locate(int64_t nrows, int32_t nshards, unsigned flags, int64_t id,
+                         int32_t *shard, int64_t *row)
+{
+    EMB_CHECK_NULL(shard);
+    EMB_CHECK_NULL(row);
+    int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV);
+    if (r)
+        return r;
+    if (nrows < 0 || nshards < 1)
+        return emb__fail(EMB_EINVAL, "nrows %lld / nshards %d: need nrows >= 0, nshards >= 1",
+                         (long long)nrows, (int)nshards);
+    if (id < 0 || id >= nrows)
+        return emb__fail(EMB_ERANGE, "id %lld is not in [0, %lld)", (long long)id,
+                         (long long)nrows);
+    const int64_t q = nrows / nshards, rem = nrows % nshards, split = rem * (q + 1);
+    if (flags & EMB_PARTITION_MOD) {
+        *shard = (int32_t)(id % nshards);
+        *row = id / nshards;
+    } else if (id < split) {
+        *shard = (int32_t)(id / (q + 1));
+        *row = id % (q + 1);
+    } else {
+        *shard = (int32_t)(rem + (id - split) / q);
+        *row = (id - split) % q;
+    }
+    return 0;
+}
+
+int emb_partition_fixed_size(int64_t nrows, int32_t num_shards, int32_t *nshards)
+{
+    EMB_CHECK_NULL(nshards);
+    if (nrows < 0 || num_shards < 1)
+        return emb__fail(EMB_EINVAL, "nrows %lld / num_shards %d: need nrows >= 0, "
+                         "num_shards >= 1", (long long)nrows, (int)num_shards);
+    *nshards = nrows < num_shards ? (int32_t)EMB_MAX(nrows, 1) : num_shards;
+    return 0;
+}
+
+/*
+ * A partitioner's common checks: the table's shape, a byte limit (named @what) and a cap
+ * (named @cap_name, at least @cap_min); the bytes of one row into *row_bytes.
+ */
+static int check_partitioner(int64_t nrows, int32_t featuresize, EmbDtype dtype, int64_t bytes,
+                             const char *what, int32_t cap, int32_t cap_min,
+                             const char *cap_name, int64_t *row_bytes)
+{
+    if (nrows < 0 || featuresize < 1 || bytes < 1 || cap < cap_min)
+        return emb__fail(EMB_EINVAL, "nrows %lld, featuresize %d, %s %lld, %s %d: need >= 0, "
+                         ">= 1, >= 1, >= %d", (long long)nrows, (int)featuresize, what,
+                         (long long)bytes, cap_name, (int)cap, (int)cap_min);
+    if (emb_dtype_size(dtype) == 0)
+        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
+    *row_bytes = (int64_t)featuresize * (int64_t)emb_dtype_size(dtype);
+    return 0;
+}
+
+int emb_partition_max_shard_bytes(int64_t nrows, int32_t featuresize, EmbDtype dtype,
+                                  int64_t max_shard_bytes, int32_t max_shards,
+                                  int32_t *nshards)
+{
+    EMB_CHECK_NULL(nshards);
+    int64_t row_bytes = 1;
+    int r = check_partitioner(nrows, featuresize, dtype, max_shard_bytes, "max_shard_bytes",
+                              max_shards, 0, "max_shards", &row_bytes);
+    if (r)
+        return r;
+    const int64_t rows_per_shard = EMB_MAX(1, max_shard_bytes / row_bytes);
+    int64_t p = nrows / rows_per_shard + (nrows % rows_per_shard != 0);
+    if (max_shards > 0)
+        p = EMB_MIN(p, max_shards);
+    if (p > INT32_MAX)
+        return emb__fail(EMB_EOVERFLOW, "%lld shards of at most %lld bytes do not fit in int32",
+                         (long long)p, (long long)max_shard_bytes);
+    *nshards = (int32_t)EMB_MAX(p, 1);
+    return 0;
+}
+
+int emb_partition_min_slice_bytes(int64_t nrows, int32_t featuresize, EmbDtype dtype,
+                                  int64_t min_slice_bytes, int32_t max_partitions,
+                                  int32_t *nshards)
+{
+    EMB_CHECK_NULL(nshards);
+    int64_t row_bytes = 1;
+    int r = check_partitioner(nrows, featuresize, dtype, min_slice_bytes, "min_slice_bytes",
+                              max_partitions, 1, "max_partitions", &row_bytes);
+    if (r)
+        return r;
+    /* in double as TF does: the product may exceed int64, the caps keep P small */
+    const double want = ceil((double)nrows * (double)row_bytes / (double)min_slice_bytes);
+    const double p = fmin(fmin(want, (double)nrows), (double)max_partitions);
+    *nshards = p < 1.0 ? 1 : (int32_t)p;
+    return 0;
+}

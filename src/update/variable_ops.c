@@ -1,0 +1,215 @@
+/*
+ * variable_ops.c — tf.Variable operations on tables: whole-table assign / assign_add /
+ * assign_sub / read, scatter update / add / sub / mul / div, and sparse_mask. They work on
+ * every table type through the column pointer and compute in f32, rounding each result to
+ * the table's dtype. Every argument and id is checked before the first write.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/convert.h"
+#include "tables/table_impl.h"
+#include "update/update_impl.h"
+
+typedef enum Op { OP_SET, OP_ADD, OP_SUB, OP_MUL, OP_DIV } Op;
+
+static inline float load(EmbDtype dt, const void *col, int32_t i)
+{
+    switch (dt) {
+    case EMB_F16: return emb__f16_to_f32(((const uint16_t *)col)[i]);
+    case EMB_BF16: return emb__bf16_to_f32(((const uint16_t *)col)[i]);
+    default: return ((const float *)col)[i];
+    }
+}
+
+static inline void store(EmbDtype dt, void *col, int32_t i, float v)
+{
+    switch (dt) {
+    case EMB_F16: ((uint16_t *)col)[i] = emb__f32_to_f16(v); break;
+    case EMB_BF16: ((uint16_t *)col)[i] = emb__f32_to_bf16(v); break;
+    default: ((float *)col)[i] = v; break;
+    }
+}
+
+/* col = col op x, elementwise over the table's featuresize. */
+static void combine(const EmbTable *t, void *col, const float *x, Op op)
+{
+    const EmbDtype dt = t->dtype;
+    for (int32_t i = 0; i < t->featuresize; i++) {
+        const float a = op == OP_SET ? 0.0f : load(dt, col, i);
+        float v;
+        switch (op) {
+        case OP_ADD: v = a + x[i]; break;
+        case OP_SUB: v = a - x[i]; break;
+        case OP_MUL: v = a * x[i]; break;
+        case OP_DIV: v = a / x[i]; break;
+        default: v = x[i]; break;
+        }
+        store(dt, col, i, v);
+    }
+}
+
+/* Checks rows of featuresize f32 at @p with @stride: @n rows addressable. */
+static int rows_check(const EmbTable *t, const float *p, int64_t n, int64_t stride,
+                      const char *what)
+{
+    if (n > 0 && !p)
+        return emb__fail(EMB_ENULL, "%s is NULL (%s)", what, emb__table_label(t));
+    if (stride < t->featuresize)
+        return emb__fail(EMB_ESTRIDE, "%s stride %lld < featuresize %d (%s)", what,
+                         (long long)stride, (int)t->featuresize, emb__table_label(t));
+    int64_t last;
+    if (n > 0 && !emb__mul_ok(n - 1, stride, &last))
+        return emb__fail(EMB_EOVERFLOW, "%s: %lld rows of stride %lld overflow", what,
+                         (long long)n, (long long)stride);
+    return 0;
+}
+
+static int assign_op(EmbTable *t, const float *values, int64_t ncolumns, int32_t featuresize,
+                     int64_t stride, Op op)
+{
+    EMB_CHECK_NULL(t);
+    if (ncolumns != t->ncolumns || featuresize != t->featuresize)
+        return emb__fail(EMB_ESHAPE, "value of shape %lld x %d assigned to %s of %lld x %d",
+                         (long long)ncolumns, (int)featuresize, emb__table_label(t),
+                         (long long)t->ncolumns, (int)t->featuresize);
+    const int r = rows_check(t, values, ncolumns, stride, "value");
+    if (r)
+        return r;
+    for (int64_t c = 0; c < t->ncolumns; c++)
+        combine(t, emb__column(t, c, EMB_CTX_UPDATE), values + c * stride, op);
+    return 0;
+}
+
+int emb_table_assign(EmbTable *t, const float *values, int64_t ncolumns, int32_t featuresize,
+                     int64_t stride)
+{
+    return assign_op(t, values, ncolumns, featuresize, stride, OP_SET);
+}
+
+int emb_table_assign_add(EmbTable *t, const float *values, int64_t ncolumns,
+                         int32_t featuresize, int64_t stride)
+{
+    return assign_op(t, values, ncolumns, featuresize, stride, OP_ADD);
+}
+
+int emb_table_assign_sub(EmbTable *t, const float *values, int64_t ncolumns,
+                         int32_t featuresize, int64_t stride)
+{
+    return assign_op(t, values, ncolumns, featuresize, stride, OP_SUB);
+}
+
+int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
+{
+    EMB_CHECK_NULL(t);
+    const int r = rows_check(t, out, t->ncolumns, out_stride, "output");
+    if (r)
+        return r;
+    for (int64_t c = 0; c < t->ncolumns; c++) {
+        const void *col = emb__column(t, c, EMB_CTX_NONE);
+        for (int32_t i = 0; i < t->featuresize; i++)
+            out[c * out_stride + i] = load(t->dtype, col, i);
+    }
+    return 0;
+}
+
+static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
+                      int64_t stride, Op op)
+{
+    EMB_CHECK_NULL(t);
+    if (n < 0)
+        return emb__fail(EMB_EINVAL, "scatter: n %lld is negative", (long long)n);
+    if (n > 0)
+        EMB_CHECK_NULL(ids);
+    int r = rows_check(t, updates, n, stride, "updates");
+    if (r)
+        return r;
+    for (int64_t k = 0; k < n; k++)
+        if (ids[k] < 0 || ids[k] >= t->ncolumns)
+            return emb__fail(EMB_ERANGE, "scatter id %lld at position %lld is not in [0, %lld) "
+                             "(%s)", (long long)ids[k], (long long)k, (long long)t->ncolumns,
+                             emb__table_label(t));
+    for (int64_t k = 0; k < n; k++)
+        combine(t, emb__column(t, ids[k], EMB_CTX_UPDATE), updates + k * stride, op);
+    return 0;
+}
+
+int emb_table_scatter_update(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
+                             int64_t stride)
+{
+    return scatter_op(t, ids, n, updates, stride, OP_SET);
+}
+
+int emb_table_scatter_add(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
+                          int64_t stride)
+{
+    return scatter_op(t, ids, n, updates, stride, OP_ADD);
+}
+
+int emb_table_scatter_sub(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
+                          int64_t stride)
+{
+    return scatter_op(t, ids, n, updates, stride, OP_SUB);
+}
+
+int emb_table_scatter_mul(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
+                          int64_t stride)
+{
+    return scatter_op(t, ids, n, updates, stride, OP_MUL);
+}
+
+int emb_table_scatter_div(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
+                          int64_t stride)
+{
+    return scatter_op(t, ids, n, updates, stride, OP_DIV);
+}
+
+static int mask_check(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t nmask,
+                      const int64_t *out_ids, const float *out_values, int64_t out_stride)
+{
+    if (in->n < 0 || nmask < 0)
+        return emb__fail(EMB_EINVAL, "sparse_mask: n %lld or nmask %lld is negative",
+                         (long long)in->n, (long long)nmask);
+    if (in->id_type != EMB_ID_I64 && in->id_type != EMB_ID_I32)
+        return emb__fail(EMB_EINVAL, "sparse_mask: id_type %d is not I64 or I32",
+                         (int)in->id_type);
+    if ((in->n > 0 && (!in->ids || !in->values || !out_ids || !out_values)) ||
+        (nmask > 0 && !mask_ids))
+        return emb__fail(EMB_ENULL, "sparse_mask: a buffer is NULL");
+    if (in->featuresize < 0 || in->stride < in->featuresize || out_stride < in->featuresize)
+        return emb__fail(EMB_ESTRIDE, "sparse_mask: stride %lld / out_stride %lld < "
+                         "featuresize %d", (long long)in->stride, (long long)out_stride,
+                         (int)in->featuresize);
+    return 0;
+}
+
+int emb_sparse_mask(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t nmask,
+                    EmbSparseGrad *out, int64_t *out_ids, float *out_values, int64_t out_stride)
+{
+    EMB_CHECK_NULL(in);
+    EMB_CHECK_NULL(out);
+    int r = mask_check(in, mask_ids, nmask, out_ids, out_values, out_stride);
+    EmbIndexer *mask = NULL;
+    r = r ? r : emb_indexer_create(&mask);
+    r = r ? r : emb_indexer_index(mask, mask_ids, nmask);
+    if (r) {
+        emb_indexer_destroy(&mask);
+        return r;
+    }
+    int64_t m = 0;
+    for (int64_t k = 0; k < in->n; k++) {
+        const int64_t id = in->id_type == EMB_ID_I32 ? ((const int32_t *)in->ids)[k]
+                                                     : ((const int64_t *)in->ids)[k];
+        if (emb__indexer_find(mask, id) >= 0)
+            continue;
+        out_ids[m] = id;
+        memcpy(out_values + m * out_stride, in->values + k * in->stride,
+               (size_t)in->featuresize * sizeof(float));
+        m++;
+    }
+    emb_indexer_destroy(&mask);
+    *out = (EmbSparseGrad){.ids = out_ids, .id_type = EMB_ID_I64, .n = m,
+                           .featuresize = in->featuresize, .values = out_values,
+                           .stride = out_stride};
+    return 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * checkasm.h — shared by the kernel checker (checkasm.c) and its benchmark mode
+ * (checkasm_bench.c): the ISA levels, one dispatch table per level, seeded data.
+ */
+#ifndef EMB_CHECKASM_H
+#define EMB_CHECKASM_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "kernels/kernels.h"
+#include "test_util.h"
+
+/* A dispatch level: the kernels a CPU with exactly these flags gets. */
+typedef struct Level {
+    const char *name;
+    unsigned flags;   /* flags the level needs (and gives to the init) */
+    EmbKernels k;     /* its table: the C references overridden up to this ISA */
+    int available;    /* this CPU has the flags */
+} Level;
+
+enum { LEVEL_C, LEVEL_AVX2, LEVEL_AVX512, NLEVELS };
+
+/* Fills levels[0 .. NLEVELS) for this CPU (detected flags, the mask ignored). */
+void ca_levels_init(Level levels[NLEVELS]);
+
+/* A value in [-1, 1) scaled by 2^-e, e in [0, 28), sometimes tiny (subnormal in f16). */
+float ca_value(uint64_t *s);
+
+/* n elements of dtype dt at p: seeded values, stored in the dtype (round to nearest). */
+void ca_fill(void *p, EmbDtype dt, int64_t n, uint64_t *s);
+
+static inline const char *ca_dtype_name(int dt)
+{
+    return dt == EMB_F32 ? "f32" : dt == EMB_F16 ? "f16" : "bf16";
+}
+
+/* --bench: times every level against C (cache-resident) and static vs generic sizes. */
+int ca_bench(const Level levels[NLEVELS], uint64_t seed);
+
+/* --cold MiB: pooled gather of a cold table through emb_lookup, 1 and 2 threads. */
+int ca_cold(int64_t mib, uint64_t seed);
+
+#endif
