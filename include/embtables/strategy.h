@@ -106,9 +106,9 @@ EMB_API int emb_strategy_prealloc_concat(EmbStrategy **out, const EmbStrategyOpt
 EMB_API int emb_strategy_custom(EmbStrategy **out, const EmbStrategyCallbacks *cb, void *user);
 /** Destroys a strategy and its scratch (NULL is fine); sets `*s` to NULL. */
 EMB_API void emb_strategy_destroy(EmbStrategy **s);
-/** Threads the strategy runs on (1 for sequential and custom). */
+/** Threads the strategy runs on (1 for sequential and custom, 0 for NULL). */
 EMB_API int emb_strategy_nthreads(const EmbStrategy *s);
-/** "sequential", "parallel", "prealloc-concat" or "custom". */
+/** "sequential", "parallel", "prealloc-concat" or "custom" ("?" for NULL). */
 EMB_API const char *emb_strategy_name(const EmbStrategy *s);
 
 /**
