@@ -91,8 +91,8 @@ EMB_API int emb_strategy_parallel(EmbStrategy **out, const EmbStrategyOptions *o
 /**
  * Bag chunks of every table over threads: each table cut into `chunks` near-equal bag
  * ranges (0: automatic, about 8 tasks per thread, at least 32 bags a chunk), handed out
- * chunk-major (chunk c of every table before chunk c + 1) so that the threads write
- * neighbouring rows of a concatenated output.
+ * chunk-major (chunk c of every table, largest first, before chunk c + 1) so that the
+ * threads write neighbouring rows of a concatenated output.
  * @param opts NULL for the defaults
  * @return 0, EMB_ENULL, EMB_EINVAL (as emb_strategy_parallel()), EMB_ENOMEM
  */

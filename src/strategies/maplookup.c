@@ -8,8 +8,8 @@
  * message of the first failing table, in table order, is the one reported. (3) The work
  * runs: sequential = tables in order on the caller; parallel = whole tables, largest
  * first, handed out dynamically (list scheduling in LPT order); prealloc-concat = every
- * table cut into bag chunks, chunk-major (chunk c of every table before chunk c + 1), so
- * the threads write neighbouring rows of the output. Each piece of work is
+ * table cut into bag chunks, chunk-major (chunk c of every table, largest first, before
+ * chunk c + 1), so the threads write neighbouring rows of the output. Each piece of work is
  * emb__lookup_range() on its own rows, so results do not depend on the strategy or thread
  * count. The per-call plan lives in a strategy-owned buffer: no allocation once warm.
  */
@@ -165,7 +165,7 @@ static void chunk_task(void *ctx, int64_t task, int thread)
 {
     (void)thread;
     const Call *c = ctx;
-    const int64_t i = task % c->ntables;
+    const int64_t i = c->order[task % c->ntables];
     const Slot *s = &c->slots[i];
     int64_t b0, b1;
     chunk_range(c->batches[i].nbags, c->chunks, task / c->ntables, &b0, &b1);
@@ -236,6 +236,7 @@ static void run(EmbStrategy *st, Call *c)
         emb__strategy_run(st, c->ntables, table_task, c);
         return;
     case EMB_STRATEGY_PREALLOC_CONCAT:
+        sort_by_work(c);
         c->chunks = st->chunks > 0 ? st->chunks : auto_chunks(c, st->nthreads);
         emb__strategy_run(st, c->chunks * c->ntables, chunk_task, c);
         return;
@@ -256,7 +257,8 @@ static int plan(EmbStrategy *st, Call *c)
     if (!p)
         return EMB_ENOMEM;
     c->slots = (Slot *)p;
-    c->order = st->kind == EMB_STRATEGY_PARALLEL ? (int64_t *)(p + n * sizeof(Slot)) : NULL;
+    c->order = st->kind == EMB_STRATEGY_PARALLEL || st->kind == EMB_STRATEGY_PREALLOC_CONCAT
+                   ? (int64_t *)(p + n * sizeof(Slot)) : NULL;
     return 0;
 }
 
