@@ -118,7 +118,8 @@ EMB_API int emb_indexer_index(EmbIndexer *ix, const int64_t *ids, int64_t n);
 /**
  * The result of the last indexing (by emb_indexer_index() or an update): the number of
  * distinct ids; `*ids` and `*counts` (either may be NULL) receive arrays owned by the
- * indexer, valid until it is used again.
+ * indexer, valid until it is used again. After emb_update_many() under a strategy that
+ * splits tables, the ids are grouped by hash partition first (still deterministic).
  */
 EMB_API int64_t emb_indexer_distinct(const EmbIndexer *ix, const int64_t **ids,
                                      const int64_t **counts);
@@ -158,7 +159,8 @@ EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float l
  * table it updates, created on the table's first update (or by emb_optimizer_attach())
  * with the table's number of columns, f32, placed as @c cfg->placement says. The state
  * is keyed by the table's handle: destroy the optimizer (or call emb_optimizer_detach())
- * before destroying a table it updated.
+ * before destroying a table it updated. An optimizer must not be used by two calls at
+ * once (it holds the per-call plans of emb_update_many()).
  * @return 0, EMB_ENULL, EMB_EINVAL (a hyper-parameter out of range), EMB_ENOMEM
  */
 EMB_API int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg);

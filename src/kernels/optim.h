@@ -42,8 +42,10 @@ typedef struct EmbOptimKernels {
 
 /* C references (optim_c.c). */
 void emb__optim_init_c(EmbOptimKernels *k);
+/* AVX2 variants (optim_x86_avx2.c, x86 builds only): override the f32 entries they have. */
+void emb__optim_init_avx2(EmbOptimKernels *k);
 
-/* The best kernels for the current CPU flags, into @k. */
+/* The best kernels for the current CPU flags, into @k (optim_select_x86.c / _c.c). */
 void emb__optim_select(EmbOptimKernels *k);
 
 #endif

@@ -34,7 +34,7 @@ static inline void st_bf16(void *p, int32_t i, float v)
 }
 
 /* Σ g² in the 8-lane order of optim.h. */
-static float sumsq8(const float *g, int32_t D)
+static inline float sumsq8(const float *g, int32_t D)
 {
     float l[8] = {0};
     int32_t i = 0;
@@ -114,9 +114,4 @@ void emb__optim_init_c(EmbOptimKernels *k)
     FILL(bf16, EMB_BF16)
 #undef FILL
     memcpy(k->row_nt, k->row, sizeof k->row);
-}
-
-void emb__optim_select(EmbOptimKernels *k)
-{
-    emb__optim_init_c(k);
 }

@@ -203,6 +203,7 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     }
     plan->sgd = NULL;
     plan->row = NULL;
+    plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(t->dtype, t->featuresize, nt);
     else

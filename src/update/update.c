@@ -1,7 +1,8 @@
 /*
  * update.c — emb_update (one table, calling thread) and emb_update_many (many tables on a
  * strategy's threads). Both run the two phases of plan.c; emb_update_many indexes every
- * table in parallel (phase 1), checks every result, and only then applies splits of
+ * table in parallel (phase 1: a task per table, or with several splits per table the
+ * partitioned indexing of pindex.c), checks every result, and only then applies splits of
  * every table's distinct columns (phase 2), balanced by gradient rows. A distinct column
  * is always summed and updated whole by one task, so the split count and the thread that
  * runs a task never change a result.
@@ -121,9 +122,53 @@ static void apply_task(void *vctx, int64_t task, int thread)
         emb__sfence();
 }
 
+static void chunk_task(void *vctx, int64_t task, int thread)
+{
+    (void)thread;
+    ManyCtx *c = vctx;
+    emb__pindex_chunk(&c->plans[task / c->nsplits], (int)(task % c->nsplits));
+}
+
+static void scatter_task(void *vctx, int64_t task, int thread)
+{
+    (void)thread;
+    ManyCtx *c = vctx;
+    emb__pindex_scatter(&c->plans[task / c->nsplits], (int)(task % c->nsplits));
+}
+
+static void group_task(void *vctx, int64_t task, int thread)
+{
+    (void)thread;
+    ManyCtx *c = vctx;
+    emb__pindex_group(&c->plans[task / c->nsplits], (int)(task % c->nsplits));
+}
+
+/* Phase 1 with every table cut into nsplits partitions (checks first, on this thread). */
+static int index_partitioned(ManyCtx *c, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const int r = emb__pindex_prepare(&c->plans[i], (int)c->nsplits);
+        if (r)
+            return r;
+    }
+    emb__strategy_run(c->s, n * c->nsplits, chunk_task, c);
+    for (int64_t i = 0; i < n; i++) {
+        const int r = emb__pindex_offsets(&c->plans[i]);
+        if (r)
+            return r;
+    }
+    emb__strategy_run(c->s, n * c->nsplits, scatter_task, c);
+    emb__strategy_run(c->s, n * c->nsplits, group_task, c);
+    for (int64_t i = 0; i < n; i++)
+        emb__pindex_finish(&c->plans[i]);
+    return 0;
+}
+
 /* Phase 1 on the strategy's threads; a failure is re-run here for its message. */
 static int index_all(ManyCtx *c, int64_t n)
 {
+    if (c->nsplits > 1)
+        return index_partitioned(c, n);
     emb__strategy_run(c->s, n, index_task, c);
     for (int64_t i = 0; i < n; i++)
         if (c->plans[i].rc) {
@@ -172,8 +217,8 @@ int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *t
         opt->plans[i] = (EmbPlan){.table = tables[i], .grad = grads[i], .ix = indexers[i]};
         dmax = EMB_MAX(dmax, tables[i]->featuresize);
     }
-    ManyCtx c = {.plans = opt->plans, .s = strategy,
-                 .nsplits = emb__strategy_num_splits(strategy), .flags = flags};
+    ManyCtx c = {.plans = opt->plans, .s = strategy, .flags = flags,
+                 .nsplits = EMB_MIN(emb__strategy_num_splits(strategy), EMB_MAX_PARTS)};
     r = index_all(&c, n);
     if (!r && emb__strategy_reserve(strategy, 2 * (size_t)dmax * sizeof(float)))
         r = emb__fail(EMB_ENOMEM, "out of memory for update scratch");
