@@ -91,8 +91,9 @@ EMB_API int emb_strategy_parallel(EmbStrategy **out, const EmbStrategyOptions *o
 /**
  * Bag chunks of every table over threads: each table cut into `chunks` near-equal bag
  * ranges (0: automatic, about 8 tasks per thread, at least 32 bags a chunk), handed out
- * chunk-major (chunk c of every table, largest first, before chunk c + 1) so that the
- * threads write neighbouring rows of a concatenated output.
+ * table-major (the chunks of the table with the most work first, each table's chunks in
+ * row order), so that a thread's next task is usually the rows right after its last one
+ * and the threads work on one or two tables at a time.
  * @param opts NULL for the defaults
  * @return 0, EMB_ENULL, EMB_EINVAL (as emb_strategy_parallel()), EMB_ENOMEM
  */
