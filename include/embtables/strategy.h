@@ -13,7 +13,9 @@
  * Every strategy writes either output layout and gives bit-identical results to
  * sequential. A strategy owns per-thread scratch, allocated on first use and reused: a
  * steady-state call allocates nothing. One strategy object must not be used by two calls
- * at once.
+ * at once. Threads come from OpenMP (the caller is thread 0); called from inside an active
+ * OpenMP parallel region, or in a build without OpenMP, a strategy runs its work on the
+ * calling thread, with the same results.
  */
 #ifndef EMBTABLES_STRATEGY_H
 #define EMBTABLES_STRATEGY_H
@@ -30,11 +32,15 @@ typedef struct EmbOptimizer EmbOptimizer;
 typedef struct EmbGrad EmbGrad;
 typedef struct EmbIndexer EmbIndexer;
 
-/** Thread pinning orders (need hwloc; otherwise ignored). */
+/**
+ * Thread pinning orders (need hwloc; otherwise ignored). Thread 0 of a strategy is the
+ * calling thread, so a pinning strategy pins the caller too (as OMP_PROC_BIND does); a
+ * thread stays pinned after the call.
+ */
 typedef enum EmbPinning {
     EMB_PIN_NONE = 0,    /**< leave threads where the OS puts them */
     EMB_PIN_COMPACT = 1, /**< thread k on physical core k */
-    EMB_PIN_SCATTER = 2, /**< threads spread round-robin over NUMA nodes */
+    EMB_PIN_SCATTER = 2, /**< round-robin over NUMA nodes (one node: over L3 caches) */
 } EmbPinning;
 
 /** Options of the threaded strategies; zero-initialise for the defaults. */
@@ -74,26 +80,51 @@ typedef struct EmbStrategyCallbacks {
 
 /** The sequential strategy. @return 0, EMB_ENULL, EMB_ENOMEM */
 EMB_API int emb_strategy_sequential(EmbStrategy **out);
-/** Whole tables over threads. @return 0, EMB_ENULL, EMB_EINVAL, EMB_ENOMEM */
+/**
+ * Whole tables over threads: the tables, largest work (nnz x featuresize x element size)
+ * first, are handed out dynamically to the threads (list scheduling in LPT order).
+ * @param opts NULL for the defaults; chunks is ignored, num_splits is 1
+ * @return 0, EMB_ENULL, EMB_EINVAL (negative or > 4096 threads, bad pinning, negative
+ *         chunks / num_splits), EMB_ENOMEM
+ */
 EMB_API int emb_strategy_parallel(EmbStrategy **out, const EmbStrategyOptions *opts);
-/** Bag chunks of every table over threads. @return 0, EMB_ENULL, EMB_EINVAL, EMB_ENOMEM */
+/**
+ * Bag chunks of every table over threads: each table cut into `chunks` near-equal bag
+ * ranges (0: automatic, about 8 tasks per thread, at least 32 bags a chunk), handed out
+ * table-major (the chunks of the table with the most work first, each table's chunks in
+ * row order), so that a thread's next task is usually the rows right after its last one
+ * and the threads work on one or two tables at a time.
+ * @param opts NULL for the defaults
+ * @return 0, EMB_ENULL, EMB_EINVAL (as emb_strategy_parallel()), EMB_ENOMEM
+ */
 EMB_API int emb_strategy_prealloc_concat(EmbStrategy **out, const EmbStrategyOptions *opts);
-/** A user strategy; @p cb is copied, @p user owned on success. @return 0, EMB_ENULL, EMB_ENOMEM */
+/**
+ * A user strategy; @p cb is copied, @p user owned on success (cb->destroy is called on it
+ * by emb_strategy_destroy()). emb_maplookup() validates everything before it calls
+ * cb->maplookup and returns what the callback returns.
+ * @return 0, EMB_ENULL, EMB_ENOMEM
+ */
 EMB_API int emb_strategy_custom(EmbStrategy **out, const EmbStrategyCallbacks *cb, void *user);
 /** Destroys a strategy and its scratch (NULL is fine); sets `*s` to NULL. */
 EMB_API void emb_strategy_destroy(EmbStrategy **s);
-/** Threads the strategy runs on (1 for sequential and custom). */
+/** Threads the strategy runs on (1 for sequential and custom, 0 for NULL). */
 EMB_API int emb_strategy_nthreads(const EmbStrategy *s);
-/** "sequential", "parallel", "prealloc-concat" or "custom". */
+/** "sequential", "parallel", "prealloc-concat" or "custom" ("?" for NULL). */
 EMB_API const char *emb_strategy_name(const EmbStrategy *s);
 
 /**
  * Looks up batches[i] in tables[i] for every i < ntables, pooled by poolings[i] (poolings
  * NULL: SUM for all), into @p outputs. Every batch is validated before any thread starts;
- * in the concat layout every batch must have the same nbags.
- * @return 0; EMB_ENULL, EMB_EINVAL (ntables <= 0), EMB_ESHAPE (nbags differ in concat,
- *         concat_stride too small), any code of emb_lookup() naming the table. Nothing is
- *         written on failure.
+ * in the concat layout every batch must have the same nbags. The error message names the
+ * first failing table in table order (`tables[i]: ...`). Bit-identical results for every
+ * strategy and thread count. The caller's buffers are not owned; the strategy's plan
+ * buffer grows on first use, so a steady-state call allocates nothing.
+ * @return 0; EMB_ENULL (strategy, tables, a tables[i], batches, outputs, or both
+ *         per_table and concat, a per_table[i] with rows), EMB_EINVAL (ntables <= 0,
+ *         prependrows < 0), EMB_ESHAPE (nbags differ in concat, concat_stride too small),
+ *         EMB_ENOTSUP (a custom strategy without maplookup), EMB_ENOMEM (first call), any
+ *         code of emb_lookup() naming the table, or what a custom callback returns.
+ *         Nothing is written on failure.
  */
 EMB_API int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
                           const EmbBatch *batches, const EmbPooling *poolings,

@@ -8,8 +8,11 @@
  * message of the first failing table, in table order, is the one reported. (3) The work
  * runs: sequential = tables in order on the caller; parallel = whole tables, largest
  * first, handed out dynamically (list scheduling in LPT order); prealloc-concat = every
- * table cut into bag chunks, chunk-major (chunk c of every table before chunk c + 1), so
- * the threads write neighbouring rows of the output. Each piece of work is
+ * table cut into bag chunks, handed out table-major (the chunks of the largest table
+ * first, in row order): a thread's next task is usually the rows after its last one, and
+ * the threads share one or two tables at a time (measured: chunk-major order, chunk c of
+ * every table before chunk c + 1, loses 10-30% even on one thread, as every task then
+ * moves to another table's pages). Each piece of work is
  * emb__lookup_range() on its own rows, so results do not depend on the strategy or thread
  * count. The per-call plan lives in a strategy-owned buffer: no allocation once warm.
  */
@@ -165,10 +168,10 @@ static void chunk_task(void *ctx, int64_t task, int thread)
 {
     (void)thread;
     const Call *c = ctx;
-    const int64_t i = task % c->ntables;
+    const int64_t i = c->order[task / c->chunks];
     const Slot *s = &c->slots[i];
     int64_t b0, b1;
-    chunk_range(c->batches[i].nbags, c->chunks, task / c->ntables, &b0, &b1);
+    chunk_range(c->batches[i].nbags, c->chunks, task % c->chunks, &b0, &b1);
     if (b0 < b1)
         emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out, s->stride,
                           b0, b1);
@@ -236,6 +239,7 @@ static void run(EmbStrategy *st, Call *c)
         emb__strategy_run(st, c->ntables, table_task, c);
         return;
     case EMB_STRATEGY_PREALLOC_CONCAT:
+        sort_by_work(c);
         c->chunks = st->chunks > 0 ? st->chunks : auto_chunks(c, st->nthreads);
         emb__strategy_run(st, c->chunks * c->ntables, chunk_task, c);
         return;
@@ -256,7 +260,8 @@ static int plan(EmbStrategy *st, Call *c)
     if (!p)
         return EMB_ENOMEM;
     c->slots = (Slot *)p;
-    c->order = st->kind == EMB_STRATEGY_PARALLEL ? (int64_t *)(p + n * sizeof(Slot)) : NULL;
+    c->order = st->kind == EMB_STRATEGY_PARALLEL || st->kind == EMB_STRATEGY_PREALLOC_CONCAT
+                   ? (int64_t *)(p + n * sizeof(Slot)) : NULL;
     return 0;
 }
 
@@ -290,10 +295,15 @@ int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntable
 
 /* ---- the Julia forms ----------------------------------------------------------------- */
 
-/* Fills the strategy's batch buffer with fixed-bag batches; ids of table i from @ids_of. */
-static int id_batches(EmbStrategy *s, int64_t ntables, int64_t nbags, int64_t bag_size,
-                      const int64_t *const *ids, const int64_t *ids3, EmbBatch **out)
+/* The Julia forms: fixed-bag SUM batches built in the strategy's batch buffer, table i's
+ * ids at ids[i] (one matrix per table) or at ids3 + i * nbags * bag_size (one 3-D array). */
+static int maplookup_fixed(EmbStrategy *s, EmbTable *const *tables, int64_t ntables,
+                           const int64_t *const *ids, const int64_t *ids3, int64_t nbags,
+                           int64_t bag_size, const EmbOutputs *outputs)
 {
+    EMB_CHECK_NULL(s);
+    if (!ids && !ids3)
+        return emb__fail(EMB_ENULL, "emb_maplookup_ids: ids is NULL");
     int64_t nnz, all;
     if (ntables <= 0)
         return emb__fail(EMB_EINVAL, "emb_maplookup: ntables = %lld, not >= 1",
@@ -309,28 +319,19 @@ static int id_batches(EmbStrategy *s, int64_t ntables, int64_t nbags, int64_t ba
     for (int64_t i = 0; i < ntables; i++)
         b[i] = (EmbBatch){.ids = ids ? ids[i] : ids3 + i * nnz, .id_type = EMB_ID_I64,
                           .nnz = nnz, .nbags = nbags, .bag_size = bag_size};
-    *out = b;
-    return 0;
+    return emb_maplookup(s, tables, ntables, b, NULL, outputs);
 }
 
 int emb_maplookup_ids(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
                       const int64_t *const *ids, int64_t nbags, int64_t bag_size,
                       const EmbOutputs *outputs)
 {
-    EMB_CHECK_NULL(strategy);
-    EMB_CHECK_NULL(ids);
-    EmbBatch *b = NULL;
-    const int r = id_batches(strategy, ntables, nbags, bag_size, ids, NULL, &b);
-    return r ? r : emb_maplookup(strategy, tables, ntables, b, NULL, outputs);
+    return maplookup_fixed(strategy, tables, ntables, ids, NULL, nbags, bag_size, outputs);
 }
 
 int emb_maplookup_ids3(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
                        const int64_t *ids, int64_t nbags, int64_t bag_size,
                        const EmbOutputs *outputs)
 {
-    EMB_CHECK_NULL(strategy);
-    EMB_CHECK_NULL(ids);
-    EmbBatch *b = NULL;
-    const int r = id_batches(strategy, ntables, nbags, bag_size, NULL, ids, &b);
-    return r ? r : emb_maplookup(strategy, tables, ntables, b, NULL, outputs);
+    return maplookup_fixed(strategy, tables, ntables, NULL, ids, nbags, bag_size, outputs);
 }
