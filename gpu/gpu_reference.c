@@ -26,20 +26,12 @@ void ref_state_free(RefState *s)
 
 float ref_load(EmbDtype dt, const void *col, int32_t i)
 {
-    switch (dt) {
-    case EMB_F16: return emb__f16_to_f32(((const uint16_t *)col)[i]);
-    case EMB_BF16: return emb__bf16_to_f32(((const uint16_t *)col)[i]);
-    default: return ((const float *)col)[i];
-    }
+    return emb__load(dt, col, i);
 }
 
 void ref_store(EmbDtype dt, void *col, int32_t i, float x)
 {
-    switch (dt) {
-    case EMB_F16: ((uint16_t *)col)[i] = emb__f32_to_f16(x); break;
-    case EMB_BF16: ((uint16_t *)col)[i] = emb__f32_to_bf16(x); break;
-    default: ((float *)col)[i] = x; break;
-    }
+    emb__store(dt, col, i, x);
 }
 
 static int64_t id_at(const EmbBatch *b, int64_t k)

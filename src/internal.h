@@ -62,6 +62,13 @@ static inline bool emb__mul_ok(int64_t a, int64_t b, int64_t *r)
 void *emb__aligned_alloc(size_t alignment, size_t bytes);
 void emb__aligned_free(void *p);
 
+/*
+ * Makes room for one more element in a growing array: when *n == *cap, reallocates *array
+ * (a pointer to the array pointer) to twice the capacity (at least 8 elements of @elsize).
+ * Returns 0, or EMB_ENOMEM naming @what with the array unchanged.
+ */
+int emb__grow(void *array, int64_t n, int64_t *cap, size_t elsize, const char *what);
+
 /* ---- cpu features (cpu.c) ------------------------------------------------------------ */
 
 /* Flags the kernels may use now (detected & mask); cheap after the first call. */

@@ -17,3 +17,17 @@ void emb__aligned_free(void *p)
 {
     free(p);
 }
+
+int emb__grow(void *array, int64_t n, int64_t *cap, size_t elsize, const char *what)
+{
+    if (n < *cap)
+        return 0;
+    void **p = (void **)array;
+    const int64_t c = *cap ? 2 * *cap : 8;
+    void *q = realloc(*p, (size_t)c * elsize);
+    if (!q)
+        return emb__fail(EMB_ENOMEM, "out of memory for %s", what);
+    *p = q;
+    *cap = c;
+    return 0;
+}

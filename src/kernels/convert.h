@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "embtables/common.h"
+
 static inline float emb__u32_as_f32(uint32_t u)
 {
     float f;
@@ -75,6 +77,52 @@ static inline uint16_t emb__f32_to_f16(float f)
     }
     a += 0xfffu + ((a >> 13) & 1) - 0x38000000u; /* rebias 127 -> 15, round */
     return (uint16_t)(sign | (a >> 13));
+}
+
+/* Element i of a column, typed: the C reference kernels stamp one copy per dtype. */
+static inline float emb__ld_f32(const void *p, int32_t i)
+{
+    return ((const float *)p)[i];
+}
+static inline float emb__ld_f16(const void *p, int32_t i)
+{
+    return emb__f16_to_f32(((const uint16_t *)p)[i]);
+}
+static inline float emb__ld_bf16(const void *p, int32_t i)
+{
+    return emb__bf16_to_f32(((const uint16_t *)p)[i]);
+}
+static inline void emb__st_f32(void *p, int32_t i, float v)
+{
+    ((float *)p)[i] = v;
+}
+static inline void emb__st_f16(void *p, int32_t i, float v)
+{
+    ((uint16_t *)p)[i] = emb__f32_to_f16(v);
+}
+static inline void emb__st_bf16(void *p, int32_t i, float v)
+{
+    ((uint16_t *)p)[i] = emb__f32_to_bf16(v);
+}
+
+/* Element i of a column of run-time dtype @dt (initializers, variable ops, pullback). */
+static inline float emb__load(EmbDtype dt, const void *col, int32_t i)
+{
+    switch (dt) {
+    case EMB_F16: return emb__ld_f16(col, i);
+    case EMB_BF16: return emb__ld_bf16(col, i);
+    default: return emb__ld_f32(col, i);
+    }
+}
+
+/* Stores @v, rounded to nearest even in @dt, as element i of a column. */
+static inline void emb__store(EmbDtype dt, void *col, int32_t i, float v)
+{
+    switch (dt) {
+    case EMB_F16: emb__st_f16(col, i, v); break;
+    case EMB_BF16: emb__st_bf16(col, i, v); break;
+    default: emb__st_f32(col, i, v); break;
+    }
 }
 
 #endif

@@ -10,38 +10,13 @@
 #include "kernels/convert.h"
 #include "kernels/kernels.h"
 
-static inline float load_f32(const void *p, int32_t i)
-{
-    return ((const float *)p)[i];
-}
-static inline float load_f16(const void *p, int32_t i)
-{
-    return emb__f16_to_f32(((const uint16_t *)p)[i]);
-}
-static inline float load_bf16(const void *p, int32_t i)
-{
-    return emb__bf16_to_f32(((const uint16_t *)p)[i]);
-}
-static inline void store_f32(void *p, int32_t i, float v)
-{
-    ((float *)p)[i] = v;
-}
-static inline void store_f16(void *p, int32_t i, float v)
-{
-    ((uint16_t *)p)[i] = emb__f32_to_f16(v);
-}
-static inline void store_bf16(void *p, int32_t i, float v)
-{
-    ((uint16_t *)p)[i] = emb__f32_to_bf16(v);
-}
-
 #define DEFINE_C_KERNELS(T)                                                                \
     static void gather_##T##_c(float *out, int64_t out_stride, const void *const *cols,    \
                                int64_t n, int32_t D)                                       \
     {                                                                                      \
         for (int64_t k = 0; k < n; k++)                                                    \
             for (int32_t i = 0; i < D; i++)                                                \
-                out[k * out_stride + i] = load_##T(cols[k], i);                            \
+                out[k * out_stride + i] = emb__ld_##T(cols[k], i);                         \
     }                                                                                      \
     static void pool_##T##_c(float *out, const void *const *cols, const float *w,          \
                              int64_t n, int64_t ahead, int32_t D, int accumulate)          \
@@ -53,10 +28,10 @@ static inline void store_bf16(void *p, int32_t i, float v)
             if (w) {                                                                       \
                 const float wk = w[k];                                                     \
                 for (int32_t i = 0; i < D; i++)                                            \
-                    out[i] = out[i] + wk * load_##T(cols[k], i);                           \
+                    out[i] = out[i] + wk * emb__ld_##T(cols[k], i);                        \
             } else {                                                                       \
                 for (int32_t i = 0; i < D; i++)                                            \
-                    out[i] = out[i] + load_##T(cols[k], i);                                \
+                    out[i] = out[i] + emb__ld_##T(cols[k], i);                             \
             }                                                                              \
         }                                                                                  \
     }                                                                                      \
@@ -64,7 +39,7 @@ static inline void store_bf16(void *p, int32_t i, float v)
     {                                                                                      \
         float s[16] = {0};                                                                 \
         for (int32_t i = 0; i < D; i++) {                                                  \
-            const float x = load_##T(col, i);                                              \
+            const float x = emb__ld_##T(col, i);                                           \
             s[i % 16] = s[i % 16] + x * x;                                                 \
         }                                                                                  \
         return emb__sumsq_lanes(s);                                                        \
@@ -72,7 +47,7 @@ static inline void store_bf16(void *p, int32_t i, float v)
     static void sgd_row_##T##_c(void *col, const float *g, float lr, int32_t D)            \
     {                                                                                      \
         for (int32_t i = 0; i < D; i++)                                                    \
-            store_##T(col, i, load_##T(col, i) - lr * g[i]);                               \
+            emb__st_##T(col, i, emb__ld_##T(col, i) - lr * g[i]);                          \
     }
 
 DEFINE_C_KERNELS(f32)
@@ -85,7 +60,7 @@ DEFINE_C_KERNELS(bf16)
  * array (no aliasing with the columns), element by element in bag order as above.
  */
 #define DEFINE_C_FIXED(T)                                                                  \
-    EMB_INLINE void pool_fixed_##T(float *out, const void *const *cols, const float *w,   \
+    EMB_INLINE void pool_fixed_##T(float *out, const void *const *cols, const float *w,    \
                                    int64_t n, const int32_t N, int accumulate)             \
     {                                                                                      \
         float a[256];                                                                      \
@@ -95,10 +70,10 @@ DEFINE_C_KERNELS(bf16)
             const float wk = w ? w[k] : 1.0f;                                              \
             if (w)                                                                         \
                 for (int32_t i = 0; i < N; i++)                                            \
-                    a[i] = a[i] + wk * load_##T(cols[k], i);                               \
+                    a[i] = a[i] + wk * emb__ld_##T(cols[k], i);                            \
             else                                                                           \
                 for (int32_t i = 0; i < N; i++)                                            \
-                    a[i] = a[i] + load_##T(cols[k], i);                                    \
+                    a[i] = a[i] + emb__ld_##T(cols[k], i);                                 \
         }                                                                                  \
         memcpy(out, a, (size_t)N * sizeof(float));                                         \
     }
@@ -110,7 +85,7 @@ DEFINE_C_KERNELS(bf16)
         (void)D;                                                                           \
         for (int64_t k = 0; k < n; k++)                                                    \
             for (int32_t i = 0; i < N; i++)                                                \
-                out[k * stride + i] = load_##T(cols[k], i);                                \
+                out[k * stride + i] = emb__ld_##T(cols[k], i);                             \
     }                                                                                      \
     static void pool_d##N##_##T##_c(float *out, const void *const *cols, const float *w,   \
                                     int64_t n, int64_t ahead, int32_t D, int acc)          \
@@ -123,7 +98,7 @@ DEFINE_C_KERNELS(bf16)
     {                                                                                      \
         (void)D;                                                                           \
         for (int32_t i = 0; i < N; i++)                                                    \
-            store_##T(col, i, load_##T(col, i) - lr * g[i]);                               \
+            emb__st_##T(col, i, emb__ld_##T(col, i) - lr * g[i]);                          \
     }
 
 #define STAMP_C_SIZES(T)                                                                   \

@@ -8,30 +8,6 @@
 #include "kernels/convert.h"
 #include "kernels/optim.h"
 
-static inline float ld_f32(const void *p, int32_t i)
-{
-    return ((const float *)p)[i];
-}
-static inline float ld_f16(const void *p, int32_t i)
-{
-    return emb__f16_to_f32(((const uint16_t *)p)[i]);
-}
-static inline float ld_bf16(const void *p, int32_t i)
-{
-    return emb__bf16_to_f32(((const uint16_t *)p)[i]);
-}
-static inline void st_f32(void *p, int32_t i, float v)
-{
-    ((float *)p)[i] = v;
-}
-static inline void st_f16(void *p, int32_t i, float v)
-{
-    ((uint16_t *)p)[i] = emb__f32_to_f16(v);
-}
-static inline void st_bf16(void *p, int32_t i, float v)
-{
-    ((uint16_t *)p)[i] = emb__f32_to_bf16(v);
-}
 
 /* Σ g² in the 8-lane order of optim.h. */
 static inline float sumsq8(const float *g, int32_t D)
@@ -53,35 +29,35 @@ static inline float ftrl_pow(float a, float lr_power)
 }
 
 #define DEFINE_OPTIM_C(T)                                                                  \
-    static void adagrad_##T##_c(void *col, float *h, const float *g,                      \
+    static void adagrad_##T##_c(void *col, float *h, const float *g,                       \
                                 const EmbOptimParams *p, int32_t D)                        \
     {                                                                                      \
         for (int32_t i = 0; i < D; i++) {                                                  \
             h[i] = h[i] + g[i] * g[i];                                                     \
             const float step = g[i] / (sqrtf(h[i]) + p->eps);                              \
-            st_##T(col, i, ld_##T(col, i) - p->lr * step);                                 \
+            emb__st_##T(col, i, emb__ld_##T(col, i) - p->lr * step);                       \
         }                                                                                  \
     }                                                                                      \
-    static void rowwise_##T##_c(void *col, float *h, const float *g,                      \
+    static void rowwise_##T##_c(void *col, float *h, const float *g,                       \
                                 const EmbOptimParams *p, int32_t D)                        \
     {                                                                                      \
         h[0] = h[0] + sumsq8(g, D) / (float)D;                                             \
         const float m = p->lr / (sqrtf(h[0]) + p->eps);                                    \
         for (int32_t i = 0; i < D; i++)                                                    \
-            st_##T(col, i, ld_##T(col, i) - m * g[i]);                                     \
+            emb__st_##T(col, i, emb__ld_##T(col, i) - m * g[i]);                           \
     }                                                                                      \
     static void ftrl_##T##_c(void *col, float *s, const float *g, const EmbOptimParams *p, \
                              int32_t D)                                                    \
     {                                                                                      \
         float *acc = s, *lin = s + D;                                                      \
         for (int32_t i = 0; i < D; i++) {                                                  \
-            const float w = ld_##T(col, i), a1 = acc[i] + g[i] * g[i];                     \
+            const float w = emb__ld_##T(col, i), a1 = acc[i] + g[i] * g[i];                \
             const float pa1 = ftrl_pow(a1, p->lr_power);                                   \
             lin[i] = lin[i] + (g[i] - (pa1 - ftrl_pow(acc[i], p->lr_power)) / p->lr * w);  \
             const float quad = pa1 / p->lr + 2.0f * p->l2;                                 \
             const float l = lin[i];                                                        \
             const float nw = fabsf(l) > p->l1 ? (copysignf(p->l1, l) - l) / quad : 0.0f;   \
-            st_##T(col, i, nw);                                                            \
+            emb__st_##T(col, i, nw);                                                       \
             acc[i] = a1;                                                                   \
         }                                                                                  \
     }                                                                                      \
@@ -93,7 +69,7 @@ static inline float ftrl_pow(float a, float lr_power)
             m[i] = m[i] + (g[i] - m[i]) * (1.0f - p->beta1);                               \
             v[i] = v[i] + (g[i] * g[i] - v[i]) * (1.0f - p->beta2);                        \
             const float step = m[i] / (sqrtf(v[i]) + p->eps);                              \
-            st_##T(col, i, ld_##T(col, i) - p->step_size * step);                          \
+            emb__st_##T(col, i, emb__ld_##T(col, i) - p->step_size * step);                \
         }                                                                                  \
     }
 

@@ -49,15 +49,6 @@ int emb__pullback_needs_column(const EmbPooling *p)
     return p && p->max_norm > 0.0f;
 }
 
-static float load(const EmbTable *t, const void *col, int32_t i)
-{
-    switch (t->dtype) {
-    case EMB_F16: return emb__f16_to_f32(((const uint16_t *)col)[i]);
-    case EMB_BF16: return emb__bf16_to_f32(((const uint16_t *)col)[i]);
-    default: return ((const float *)col)[i];
-    }
-}
-
 void emb__pullback_row(const EmbTable *t, const EmbPooling *p, const EmbPullEntry *e,
                        const float *dy, float *g)
 {
@@ -69,7 +60,7 @@ void emb__pullback_row(const EmbTable *t, const EmbPooling *p, const EmbPullEntr
     const void *col = emb__column(t, e->id, EMB_CTX_NONE);
     double ss = 0.0, xg = 0.0;
     for (int32_t i = 0; i < D; i++) {
-        const double x = load(t, col, i);
+        const double x = emb__load(t->dtype, col, i);
         ss += x * x;
         xg += x * g[i];
     }
@@ -80,5 +71,5 @@ void emb__pullback_row(const EmbTable *t, const EmbPooling *p, const EmbPullEntr
         return;
     const double n = sqrt(ss), k = xg / ss;
     for (int32_t i = 0; i < D; i++)
-        g[i] = (float)(c / n * (g[i] - load(t, col, i) * k));
+        g[i] = (float)(c / n * (g[i] - emb__load(t->dtype, col, i) * k));
 }

@@ -128,14 +128,9 @@ static int kept_push(EmbSaver *s, const char *name, double time)
             s->nkept--;
             break;
         }
-    if (s->nkept == s->capkept) {
-        const int64_t cap = s->capkept ? 2 * s->capkept : 8;
-        Kept *k = realloc(s->kept, (size_t)cap * sizeof *k);
-        if (!k)
-            return emb__fail(EMB_ENOMEM, "out of memory for the saver's index");
-        s->kept = k;
-        s->capkept = cap;
-    }
+    int r = emb__grow(&s->kept, s->nkept, &s->capkept, sizeof *s->kept, "the saver's index");
+    if (r)
+        return r;
     Kept *k = &s->kept[s->nkept++];
     snprintf(k->name, sizeof k->name, "%s", name);
     k->time = time;

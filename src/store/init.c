@@ -41,15 +41,6 @@ static float value(const EmbInitializer *in, const EmbTable *t, int64_t c, int64
     }
 }
 
-static void store_value(const EmbTable *t, void *col, int32_t i, float v)
-{
-    switch (t->dtype) {
-    case EMB_F16: ((uint16_t *)col)[i] = emb__f32_to_f16(v); break;
-    case EMB_BF16: ((uint16_t *)col)[i] = emb__f32_to_bf16(v); break;
-    default: ((float *)col)[i] = v; break;
-    }
-}
-
 int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
 {
     EMB_CHECK_NULL(t);
@@ -68,7 +59,7 @@ int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
     for (int64_t c = 0; c < t->ncolumns; c++) {
         void *col = emb__column(t, c, EMB_CTX_UPDATE);
         for (int32_t i = 0; i < t->featuresize; i++)
-            store_value(t, col, i, value(in, t, c, i));
+            emb__store(t->dtype, col, i, value(in, t, c, i));
     }
     return 0;
 }

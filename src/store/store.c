@@ -55,18 +55,13 @@ static int check_existing(const EmbStoreEntry *e, const EmbVariableSpec *spec)
 
 static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out)
 {
-    if (s->n == s->cap) {
-        const int64_t cap = s->cap ? 2 * s->cap : 16;
-        EmbStoreEntry *e = realloc(s->entries, (size_t)cap * sizeof *e);
-        if (!e)
-            return emb__fail(EMB_ENOMEM, "out of memory for the store's index");
-        s->entries = e;
-        s->cap = cap;
-    }
+    int r = emb__grow(&s->entries, s->n, &s->cap, sizeof *s->entries, "the store's index");
+    if (r)
+        return r;
     EmbTableOptions o = spec->options;
     o.name = spec->name;
     EmbTable *t = NULL;
-    int r = spec->nshards > 1
+    r = spec->nshards > 1
                 ? emb_table_partitioned_create(&t, spec->ncolumns, spec->featuresize, spec->dtype,
                                                spec->nshards, spec->partition, &o)
                 : emb_table_create(&t, spec->ncolumns, spec->featuresize, spec->dtype, &o);

@@ -121,18 +121,13 @@ int emb__optimizer_state(EmbOptimizer *o, const EmbTable *t, EmbOptState **out)
         *out = st;
         return 0;
     }
-    if (o->nstates == o->cap) {
-        const int64_t cap = o->cap ? 2 * o->cap : 8;
-        EmbOptState *s = realloc(o->states, (size_t)cap * sizeof *s);
-        if (!s)
-            return emb__fail(EMB_ENOMEM, "out of memory for optimizer state");
-        o->states = s;
-        o->cap = cap;
-    }
+    int r = emb__grow(&o->states, o->nstates, &o->cap, sizeof *o->states, "optimizer state");
+    if (r)
+        return r;
     const int32_t width = state_width(o->cfg.kind, t->featuresize);
     EmbTable *slot = NULL;
     if (width > 0) {
-        const int r = make_slot(o, t, width, &slot);
+        r = make_slot(o, t, width, &slot);
         if (r)
             return r;
     }

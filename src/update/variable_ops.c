@@ -13,30 +13,12 @@
 
 typedef enum Op { OP_SET, OP_ADD, OP_SUB, OP_MUL, OP_DIV } Op;
 
-static inline float load(EmbDtype dt, const void *col, int32_t i)
-{
-    switch (dt) {
-    case EMB_F16: return emb__f16_to_f32(((const uint16_t *)col)[i]);
-    case EMB_BF16: return emb__bf16_to_f32(((const uint16_t *)col)[i]);
-    default: return ((const float *)col)[i];
-    }
-}
-
-static inline void store(EmbDtype dt, void *col, int32_t i, float v)
-{
-    switch (dt) {
-    case EMB_F16: ((uint16_t *)col)[i] = emb__f32_to_f16(v); break;
-    case EMB_BF16: ((uint16_t *)col)[i] = emb__f32_to_bf16(v); break;
-    default: ((float *)col)[i] = v; break;
-    }
-}
-
 /* col = col op x, elementwise over the table's featuresize. */
 static void combine(const EmbTable *t, void *col, const float *x, Op op)
 {
     const EmbDtype dt = t->dtype;
     for (int32_t i = 0; i < t->featuresize; i++) {
-        const float a = op == OP_SET ? 0.0f : load(dt, col, i);
+        const float a = op == OP_SET ? 0.0f : emb__load(dt, col, i);
         float v;
         switch (op) {
         case OP_ADD: v = a + x[i]; break;
@@ -45,7 +27,7 @@ static void combine(const EmbTable *t, void *col, const float *x, Op op)
         case OP_DIV: v = a / x[i]; break;
         default: v = x[i]; break;
         }
-        store(dt, col, i, v);
+        emb__store(dt, col, i, v);
     }
 }
 
@@ -108,7 +90,7 @@ int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
     for (int64_t c = 0; c < t->ncolumns; c++) {
         const void *col = emb__column(t, c, EMB_CTX_NONE);
         for (int32_t i = 0; i < t->featuresize; i++)
-            out[c * out_stride + i] = load(t->dtype, col, i);
+            out[c * out_stride + i] = emb__load(t->dtype, col, i);
     }
     return 0;
 }
