@@ -2,7 +2,7 @@
 # Installs, with apt-get, the Debian packages embtables needs that this machine lacks.
 # Usage: scripts/deps.sh [extra-package ...]
 set -e
-pkgs="meson ninja-build pkg-config gcc g++ libhwloc-dev libcriterion-dev $*"
+pkgs="meson ninja-build pkg-config gcc g++ libhwloc-dev libcriterion-dev zlib1g-dev $*"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

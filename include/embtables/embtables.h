@@ -12,5 +12,6 @@
 #include "embtables/table.h"
 #include "embtables/lookup.h"
 #include "embtables/strategy.h"
+#include "embtables/store.h"
 
 #endif

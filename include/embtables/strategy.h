@@ -99,6 +99,28 @@ EMB_API int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_
                           const EmbBatch *batches, const EmbPooling *poolings,
                           const EmbOutputs *outputs);
 
+/**
+ * Julia `maplookup(strategy, tables, indices)` with one id matrix per table: table i's
+ * batch is @p nbags fixed bags of @p bag_size int64 ids at `ids[i]` (bag b's ids
+ * contiguous), pooled by SUM (bag_size 1 gives the columns themselves, as Julia's vector
+ * form). The batch descriptors live in a buffer owned by @p strategy (grown, never
+ * shrunk), so a steady-state call allocates nothing.
+ * @return as emb_maplookup(); EMB_EOVERFLOW for sizes that are negative or overflow
+ */
+EMB_API int emb_maplookup_ids(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
+                              const int64_t *const *ids, int64_t nbags, int64_t bag_size,
+                              const EmbOutputs *outputs);
+
+/**
+ * As emb_maplookup_ids() with all ids in one 3-D array laid out [table][sample][id in bag]:
+ * table i's ids start at `ids + i * nbags * bag_size` (the seed's combined form; Julia's
+ * column-major `bag_size x nbags x ntables` array has this memory layout).
+ * @return as emb_maplookup_ids()
+ */
+EMB_API int emb_maplookup_ids3(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
+                               const int64_t *ids, int64_t nbags, int64_t bag_size,
+                               const EmbOutputs *outputs);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,336 @@
+/*
+ * maplookup.c — emb_maplookup(): many tables, each with its own batch, under a strategy.
+ *
+ * A call has three steps. (1) The layout is checked on the caller (cheap: table pointers,
+ * bag counts of a concat output, widths). (2) Every table's batch and output are
+ * validated, on the strategy's threads (the id scan is O(nnz) and would otherwise be a
+ * serial fraction of every call); a failure is re-checked on the caller so that the
+ * message of the first failing table, in table order, is the one reported. (3) The work
+ * runs: sequential = tables in order on the caller; parallel = whole tables, largest
+ * first, handed out dynamically (list scheduling in LPT order); prealloc-concat = every
+ * table cut into bag chunks, chunk-major (chunk c of every table before chunk c + 1), so
+ * the threads write neighbouring rows of the output. Each piece of work is
+ * emb__lookup_range() on its own rows, so results do not depend on the strategy or thread
+ * count. The per-call plan lives in a strategy-owned buffer: no allocation once warm.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lookup/batch.h"
+#include "lookup/lookup_impl.h"
+#include "strategies/strategy_priv.h"
+#include "tables/table_impl.h"
+
+/* Fewest bags an automatic prealloc-concat chunk holds. */
+#define MIN_CHUNK_BAGS 32
+/* Automatic chunking aims at this many tasks per thread. */
+#define TASKS_PER_THREAD 8
+
+/* One table's part of a call: where its rows go and what it costs. */
+typedef struct Slot {
+    float *out;
+    int64_t stride;
+    double work; /* bytes moved: (nnz x elsize + nbags x 4) x D */
+    int result;  /* validation result */
+} Slot;
+
+typedef struct Call {
+    EmbTable *const *tables;
+    const EmbBatch *batches;
+    const EmbPooling *poolings;
+    const EmbOutputs *outputs;
+    Slot *slots;
+    int64_t *order; /* parallel: table indices, most work first */
+    int64_t ntables;
+    int64_t chunks; /* prealloc-concat: chunks per table */
+} Call;
+
+static const EmbPooling *pooling_of(const Call *c, int64_t i)
+{
+    return c->poolings ? &c->poolings[i] : NULL;
+}
+
+/* ---- validation ---------------------------------------------------------------------- */
+
+/* Re-issues the current error with "maplookup: tables[i]: " in front. */
+static int prefixed(int code, int64_t i)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", emb_last_error());
+    return emb__fail(code, "emb_maplookup: tables[%lld]: %s", (long long)i, msg);
+}
+
+/* The concat layout: prependrows, equal bag counts, a wide enough row. */
+static int check_concat(const Call *c)
+{
+    const EmbOutputs *o = c->outputs;
+    if (o->prependrows < 0)
+        return emb__fail(EMB_EINVAL, "emb_maplookup: prependrows %lld is negative",
+                         (long long)o->prependrows);
+    const int64_t nbags = c->batches[0].nbags;
+    int64_t width = o->prependrows;
+    for (int64_t i = 0; i < c->ntables; i++) {
+        if (c->batches[i].nbags != nbags)
+            return emb__fail(EMB_ESHAPE,
+                             "emb_maplookup: concat output needs equal bag counts, but "
+                             "batches[%lld].nbags = %lld and batches[0].nbags = %lld",
+                             (long long)i, (long long)c->batches[i].nbags, (long long)nbags);
+        if (__builtin_add_overflow(width, (int64_t)c->tables[i]->featuresize, &width))
+            return emb__fail(EMB_EOVERFLOW, "emb_maplookup: concat row width overflows");
+    }
+    if (o->concat_stride < width)
+        return emb__fail(EMB_ESHAPE,
+                         "emb_maplookup: concat_stride %lld < prependrows + sum of feature "
+                         "sizes = %lld", (long long)o->concat_stride, (long long)width);
+    return 0;
+}
+
+/* What can be checked without reading ids, on the caller; fills the slots. */
+static int check_layout(Call *c)
+{
+    const EmbOutputs *o = c->outputs;
+    for (int64_t i = 0; i < c->ntables; i++)
+        if (!c->tables[i])
+            return emb__fail(EMB_ENULL, "emb_maplookup: tables[%lld] is NULL", (long long)i);
+    if (o->concat) {
+        int r = check_concat(c);
+        if (r)
+            return r;
+    } else if (!o->per_table) {
+        return emb__fail(EMB_ENULL, "emb_maplookup: outputs has neither concat nor per_table");
+    }
+    int64_t off = o->prependrows;
+    for (int64_t i = 0; i < c->ntables; i++) {
+        const EmbTable *t = c->tables[i];
+        const EmbBatch *b = &c->batches[i];
+        Slot *s = &c->slots[i];
+        if (o->concat) {
+            s->out = o->concat + off;
+            s->stride = o->concat_stride;
+            off += t->featuresize;
+        } else {
+            s->out = o->per_table[i];
+            s->stride = o->strides ? o->strides[i] : t->featuresize;
+        }
+        s->work = ((double)b->nnz * (double)t->elsize + (double)b->nbags * 4.0) * t->featuresize;
+    }
+    return 0;
+}
+
+static void check_task(void *ctx, int64_t i, int thread)
+{
+    (void)thread;
+    const Call *c = ctx;
+    Slot *s = &c->slots[i];
+    s->result = emb__batch_check(c->tables[i], &c->batches[i], pooling_of(c, i));
+    if (!s->result)
+        s->result = emb__output_check(c->tables[i], s->out, c->batches[i].nbags, s->stride,
+                                      c->outputs->concat ? "concat output" : "per_table output");
+}
+
+/* Validates every batch on the strategy's threads; reports the first failure in order. */
+static int check_batches(EmbStrategy *st, Call *c)
+{
+    emb__strategy_run(st, c->ntables, check_task, c);
+    for (int64_t i = 0; i < c->ntables; i++)
+        if (c->slots[i].result) {
+            check_task(c, i, 0); /* again on this thread, for the message */
+            return prefixed(c->slots[i].result, i);
+        }
+    return 0;
+}
+
+/* ---- the strategies ------------------------------------------------------------------ */
+
+static void table_task(void *ctx, int64_t k, int thread)
+{
+    (void)thread;
+    const Call *c = ctx;
+    const int64_t i = c->order ? c->order[k] : k;
+    const Slot *s = &c->slots[i];
+    emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out, s->stride, 0,
+                      c->batches[i].nbags);
+}
+
+/* Bags [*b0, *b1) of chunk @k when @n bags are cut into @chunks near-equal chunks. */
+static void chunk_range(int64_t n, int64_t chunks, int64_t k, int64_t *b0, int64_t *b1)
+{
+    const int64_t q = n / chunks, r = n % chunks;
+    *b0 = k * q + EMB_MIN(k, r);
+    *b1 = *b0 + q + (k < r);
+}
+
+static void chunk_task(void *ctx, int64_t task, int thread)
+{
+    (void)thread;
+    const Call *c = ctx;
+    const int64_t i = task % c->ntables;
+    const Slot *s = &c->slots[i];
+    int64_t b0, b1;
+    chunk_range(c->batches[i].nbags, c->chunks, task / c->ntables, &b0, &b1);
+    if (b0 < b1)
+        emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out, s->stride,
+                          b0, b1);
+}
+
+/* Whether table a goes before table b: more work first, then lower index. */
+static bool before(const Slot *slots, int64_t a, int64_t b)
+{
+    return slots[a].work > slots[b].work || (slots[a].work == slots[b].work && a < b);
+}
+
+static void sift_down(const Slot *slots, int64_t *h, int64_t root, int64_t n)
+{
+    for (int64_t child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && before(slots, h[child], h[child + 1]))
+            child++;
+        if (!before(slots, h[root], h[child]))
+            return;
+        const int64_t tmp = h[root];
+        h[root] = h[child];
+        h[child] = tmp;
+    }
+}
+
+/* c->order = the tables sorted by `before` (a heap sort: no allocation, deterministic). */
+static void sort_by_work(Call *c)
+{
+    int64_t *h = c->order;
+    const int64_t n = c->ntables;
+    for (int64_t i = 0; i < n; i++)
+        h[i] = i;
+    for (int64_t i = n / 2; i-- > 0;)
+        sift_down(c->slots, h, i, n);
+    for (int64_t end = n; end-- > 1;) {
+        const int64_t tmp = h[0];
+        h[0] = h[end];
+        h[end] = tmp;
+        sift_down(c->slots, h, 0, end);
+    }
+}
+
+/* Automatic chunk count: about TASKS_PER_THREAD tasks per thread, the largest table cut
+ * finest, never below MIN_CHUNK_BAGS bags a chunk. */
+static int64_t auto_chunks(const Call *c, int nthreads)
+{
+    double total = 0.0, most = 0.0;
+    int64_t maxbags = 0;
+    for (int64_t i = 0; i < c->ntables; i++) {
+        total += c->slots[i].work;
+        most = EMB_MAX(most, c->slots[i].work);
+        maxbags = EMB_MAX(maxbags, c->batches[i].nbags);
+    }
+    if (nthreads <= 1 || total <= 0.0)
+        return 1;
+    const double want = ceil(most * TASKS_PER_THREAD * nthreads / total);
+    const int64_t cap = EMB_MAX(maxbags / MIN_CHUNK_BAGS, 1);
+    return want < (double)cap ? EMB_MAX((int64_t)want, 1) : cap;
+}
+
+static void run(EmbStrategy *st, Call *c)
+{
+    switch (st->kind) {
+    case EMB_STRATEGY_PARALLEL:
+        sort_by_work(c);
+        emb__strategy_run(st, c->ntables, table_task, c);
+        return;
+    case EMB_STRATEGY_PREALLOC_CONCAT:
+        c->chunks = st->chunks > 0 ? st->chunks : auto_chunks(c, st->nthreads);
+        emb__strategy_run(st, c->chunks * c->ntables, chunk_task, c);
+        return;
+    default:
+        for (int64_t i = 0; i < c->ntables; i++)
+            table_task(c, i, 0);
+        return;
+    }
+}
+
+/* Sets up the call's plan in the strategy's buffer. */
+static int plan(EmbStrategy *st, Call *c)
+{
+    const size_t n = (size_t)c->ntables;
+    if (n > (SIZE_MAX / 2) / (sizeof(Slot) + sizeof(int64_t)))
+        return emb__fail(EMB_EOVERFLOW, "emb_maplookup: %zu tables overflow the plan", n);
+    char *p = emb__growbuf(&st->plan, n * (sizeof(Slot) + sizeof(int64_t)));
+    if (!p)
+        return EMB_ENOMEM;
+    c->slots = (Slot *)p;
+    c->order = st->kind == EMB_STRATEGY_PARALLEL ? (int64_t *)(p + n * sizeof(Slot)) : NULL;
+    return 0;
+}
+
+int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
+                  const EmbBatch *batches, const EmbPooling *poolings, const EmbOutputs *outputs)
+{
+    EMB_CHECK_NULL(strategy);
+    EMB_CHECK_NULL(tables);
+    EMB_CHECK_NULL(batches);
+    EMB_CHECK_NULL(outputs);
+    if (ntables <= 0)
+        return emb__fail(EMB_EINVAL, "emb_maplookup: ntables = %lld, not >= 1",
+                         (long long)ntables);
+    if (strategy->kind == EMB_STRATEGY_CUSTOM && !strategy->cb.maplookup)
+        return emb__fail(EMB_ENOTSUP, "emb_maplookup: the custom strategy has no maplookup");
+    Call c = {.tables = tables, .batches = batches, .poolings = poolings,
+              .outputs = outputs, .ntables = ntables};
+    int r = plan(strategy, &c);
+    if (!r)
+        r = check_layout(&c);
+    if (!r)
+        r = check_batches(strategy, &c);
+    if (r)
+        return r;
+    if (strategy->kind == EMB_STRATEGY_CUSTOM)
+        return strategy->cb.maplookup(strategy->user, tables, ntables, batches, poolings,
+                                      outputs);
+    run(strategy, &c);
+    return 0;
+}
+
+/* ---- the Julia forms ----------------------------------------------------------------- */
+
+/* Fills the strategy's batch buffer with fixed-bag batches; ids of table i from @ids_of. */
+static int id_batches(EmbStrategy *s, int64_t ntables, int64_t nbags, int64_t bag_size,
+                      const int64_t *const *ids, const int64_t *ids3, EmbBatch **out)
+{
+    int64_t nnz, all;
+    if (ntables <= 0)
+        return emb__fail(EMB_EINVAL, "emb_maplookup: ntables = %lld, not >= 1",
+                         (long long)ntables);
+    if (nbags < 0 || bag_size < 0 || !emb__mul_ok(nbags, bag_size, &nnz) ||
+        !emb__mul_ok(nnz, ntables, &all) || (uint64_t)ntables > SIZE_MAX / sizeof(EmbBatch))
+        return emb__fail(EMB_EOVERFLOW, "emb_maplookup: %lld tables x %lld bags x %lld ids "
+                         "is negative or overflows", (long long)ntables, (long long)nbags,
+                         (long long)bag_size);
+    EmbBatch *b = emb__growbuf(&s->batches, (size_t)ntables * sizeof(EmbBatch));
+    if (!b)
+        return EMB_ENOMEM;
+    for (int64_t i = 0; i < ntables; i++)
+        b[i] = (EmbBatch){.ids = ids ? ids[i] : ids3 + i * nnz, .id_type = EMB_ID_I64,
+                          .nnz = nnz, .nbags = nbags, .bag_size = bag_size};
+    *out = b;
+    return 0;
+}
+
+int emb_maplookup_ids(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
+                      const int64_t *const *ids, int64_t nbags, int64_t bag_size,
+                      const EmbOutputs *outputs)
+{
+    EMB_CHECK_NULL(strategy);
+    EMB_CHECK_NULL(ids);
+    EmbBatch *b = NULL;
+    const int r = id_batches(strategy, ntables, nbags, bag_size, ids, NULL, &b);
+    return r ? r : emb_maplookup(strategy, tables, ntables, b, NULL, outputs);
+}
+
+int emb_maplookup_ids3(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
+                       const int64_t *ids, int64_t nbags, int64_t bag_size,
+                       const EmbOutputs *outputs)
+{
+    EMB_CHECK_NULL(strategy);
+    EMB_CHECK_NULL(ids);
+    EmbBatch *b = NULL;
+    const int r = id_batches(strategy, ntables, nbags, bag_size, NULL, ids, &b);
+    return r ? r : emb_maplookup(strategy, tables, ntables, b, NULL, outputs);
+}
