@@ -1,0 +1,193 @@
+/*
+ * emb_bench.h — the parts of emb-bench (perf/): configuration, workload, phases, the
+ * memory roof, the peer and the report. The tool links the public library only.
+ *
+ * Flow (emb_bench.c): parse the configuration -> measure the roof -> build the workload
+ * (tables + id sets) -> for every bag variant, phase, strategy and thread count time the
+ * iterations -> optionally run the peer on the same tables and ids -> print the table, the
+ * CSV, the plot and one verdict line per strategy.
+ */
+#ifndef EMB_BENCH_H
+#define EMB_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <embtables/embtables.h>
+
+#define BENCH_MAX_GROUPS 64    /* table groups in a "tables" option */
+#define BENCH_MAX_TABLES 1024  /* tables in an ensemble */
+#define BENCH_MAX_VARIANTS 8   /* bag variants ("bags" option) */
+#define BENCH_MAX_THREADS 16   /* entries of the "threads" option */
+#define BENCH_MAX_PHASES 8     /* entries of the "phases" option */
+#define BENCH_NSETS 4          /* id sets per variant, rotated over iterations */
+
+/* ---- configuration (emb_bench_config.c) ------------------------------------------- */
+
+typedef struct BenchTableSpec {
+    int64_t rows;
+    int32_t dim;
+    EmbDtype dtype;
+} BenchTableSpec;
+
+typedef enum BenchBagKind { BAG_FIXED = 0, BAG_RAGGED_UNIFORM = 1 } BenchBagKind;
+
+/* One bag variant: fixed bags of `lo` ids, or ragged bags of lengths uniform in [lo, hi]. */
+typedef struct BenchBagSpec {
+    BenchBagKind kind;
+    int32_t lo, hi;
+    char name[32]; /* "one-hot", "multi-hot-20", "ragged-1-39" */
+} BenchBagSpec;
+
+typedef enum BenchIdDist { IDS_UNIFORM = 0, IDS_ZIPF = 1 } BenchIdDist;
+
+enum { STRAT_SEQUENTIAL = 0, STRAT_PARALLEL = 1, STRAT_PREALLOC_CONCAT = 2, STRAT_COUNT = 3 };
+
+typedef enum BenchPhaseKind {
+    PHASE_FORWARD = 0, /* emb_maplookup */
+    PHASE_UPDATE = 1,  /* backward + update with an optimizer */
+    PHASE_TRAIN = 2,   /* forward + backward + update: one training step */
+} BenchPhaseKind;
+
+typedef enum BenchOpt { OPT_NONE = 0, OPT_SGD = 1, OPT_ADAGRAD = 2 } BenchOpt;
+
+typedef struct BenchPhaseSpec {
+    BenchPhaseKind kind;
+    BenchOpt opt;
+    char name[24]; /* "forward", "update:sgd", "train:adagrad" */
+} BenchPhaseSpec;
+
+typedef struct BenchConfig {
+    int ntables;
+    BenchTableSpec tables[BENCH_MAX_TABLES];
+    char tables_desc[128];
+    int64_t batch;
+    int nvariants;
+    BenchBagSpec variants[BENCH_MAX_VARIANTS];
+    BenchIdDist ids;
+    double zipf_s;
+    unsigned strategies; /* bit mask of STRAT_* */
+    int nthreads;
+    int threads[BENCH_MAX_THREADS];
+    int nphases;
+    BenchPhaseSpec phases[BENCH_MAX_PHASES];
+    int iters, warmup;
+    double min_time; /* seconds per row: keep iterating (up to 10x iters) until reached */
+    uint64_t seed;
+    double lr;
+    int64_t roof_mib;
+    int quick;
+    const char *csv, *plot, *peer, *peer_script;
+} BenchConfig;
+
+/* Fills @c with the DLRM-shaped default. */
+void bench_config_default(BenchConfig *c);
+/* Parses argv (flags and --config FILE) over @c. 0, 1 (help printed, exit 0) or -1. */
+int bench_config_parse(BenchConfig *c, int argc, char **argv);
+/* Prints the configuration in one or two lines (to @f). */
+void bench_config_print(const BenchConfig *c, FILE *f);
+const char *bench_strategy_name(int s);
+
+/* ---- workload (emb_bench_workload.c) ---------------------------------------------- */
+
+/* The ids of one variant and id set: one EmbBatch per table (int64 ids, CSR offsets). */
+typedef struct BenchIdSet {
+    EmbBatch *batches;   /* ntables */
+    int64_t *ids;        /* all tables' ids, concatenated */
+    int64_t *offsets;    /* ntables * (batch + 1) */
+    int64_t nnz;         /* Σ nnz */
+    int64_t distinct;    /* Σ distinct ids per table */
+} BenchIdSet;
+
+typedef struct BenchWorkload {
+    int ntables;
+    EmbTable **tables;
+    void *shm;            /* one shared mapping holding every table (peer runs) or NULL */
+    size_t shm_bytes;
+    char shm_dir[96];     /* the folder of the files shared with the peer ("" none) */
+    int64_t table_bytes;  /* Σ rows x row bytes */
+    int64_t concat_width; /* prependrows + Σ D */
+    int64_t prepend;
+    float *out;           /* batch x concat_width */
+    float *grad;          /* batch x concat_width: the output gradient of training phases */
+    BenchIdSet sets[BENCH_MAX_VARIANTS][BENCH_NSETS];
+} BenchWorkload;
+
+/* Builds tables (in /dev/shm files when @shared, for the peer) and every id set. */
+int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared);
+/* Writes the manifest and the id files the peer reads (into w->shm_dir). */
+int bench_workload_export(const BenchWorkload *w, const BenchConfig *c);
+void bench_workload_destroy(BenchWorkload *w);
+/* Mean row bytes weighted by table bytes, as a float count (the roof's D). */
+int32_t bench_roof_dim(const BenchConfig *c);
+/* Table bytes one iteration of the variant reads (forward) and updates (read + write). */
+double bench_bytes_read(const BenchWorkload *w, const BenchConfig *c, int v);
+double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v);
+
+/* ---- the memory roof (emb_bench_roof.c): gather_roof's method --------------------- */
+
+typedef struct BenchRoof {
+    double gather_gbs; /* pooled random-row gather with prefetch, GB/s of rows read */
+    double update_gbs; /* random distinct-row read-modify-write, GB/s read + written */
+} BenchRoof;
+
+/*
+ * Measures the roof with @threads threads on a buffer of @mib MiB, rows of @dim floats,
+ * @bags bags of @bag ids (update: @distinct distinct rows). 0 or -1 (no memory).
+ */
+int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int64_t bags,
+                       int32_t bag, int64_t distinct, uint64_t seed);
+
+/* ---- phases (emb_bench_phases.c) --------------------------------------------------- */
+
+typedef struct BenchRunner BenchRunner;
+
+/* A strategy at a thread count, ready to run phases. NULL on failure (message printed). */
+BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int strategy,
+                                 int threads);
+/* One iteration of @phase on id set @set of variant @v. 0 or an EMB_E* code. */
+int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set);
+void bench_runner_destroy(BenchRunner **r);
+/* 1 when this build can run the phase kind (the update API is compiled in). */
+int bench_phase_available(const BenchPhaseSpec *p);
+/* 1 when the library's strategies are compiled in (else only a local sequential loop). */
+int bench_have_strategies(void);
+
+/* ---- results (emb_bench_report.c) ---------------------------------------------------- */
+
+typedef struct BenchRow {
+    int variant, phase, strategy, threads;
+    double median_s, p90_s;
+    double bytes;      /* table bytes moved per iteration */
+    double roof_s;     /* the time the roof needs for the same bytes */
+    double vs_seq;     /* sequential median / this median (0: no sequential row) */
+    double peer_s;     /* peer median at the same thread count (0: none) */
+} BenchRow;
+
+typedef struct BenchResults {
+    int nrows, cap;
+    BenchRow *rows;
+} BenchResults;
+
+int bench_results_add(BenchResults *r, const BenchRow *row);
+void bench_results_free(BenchResults *r);
+/* Fills vs_seq of every row from the sequential rows. */
+void bench_results_relate(BenchResults *r);
+void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f);
+void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f);
+int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path);
+int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path);
+
+/* ---- peer (emb_bench_peer.c) ------------------------------------------------------- */
+
+/* Runs the peer script on the exported workload and fills peer_s of matching rows. */
+int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w);
+
+/* ---- utilities (emb_bench.c) ------------------------------------------------------- */
+
+double bench_now(void);
+uint64_t bench_splitmix(uint64_t *state);
+void bench_progress(const char *fmt, ...);
+void bench_progress_end(void);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * emb_bench_config.c — emb-bench's configuration: the DLRM-shaped default, flags and the
+ * config file. A flag `--key value` (or `--key=value`) and a file line `key = value` go
+ * through the same setter, so every option has one spelling in both places.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emb_bench.h"
+
+/* Criteo Kaggle (DLRM's "kaggle" day split): rows of the 26 categorical features. */
+static const int64_t criteo_rows[26] = {
+    1460,  583,   10131227, 2202608, 305,  24,      12517, 633, 3,      93145, 5683,   8351593, 3194,
+    27,    14992, 5461306,  10,      5652, 2173,    4,     7046547, 18, 15, 286181, 105, 142572,
+};
+
+static const char *const strategy_names[STRAT_COUNT] = {"sequential", "parallel",
+                                                        "prealloc-concat"};
+
+static const char usage[] =
+    "usage: emb-bench [--key value | --key=value]... [--config FILE]\n"
+    "Times lookups and updates of an ensemble under every strategy and thread count.\n"
+    "  --tables SPEC     criteo[:MiB[:D[:dtype]]] (26 Criteo-Kaggle tables, the largest\n"
+    "                    capped so all fit in MiB) or NxROWSxD[:dtype][,...]  [criteo:4096:64]\n"
+    "  --batch N         bags per table per iteration                            [2048]\n"
+    "  --bags LIST       bag variants: N (fixed) or ragged:LO:HI (uniform lengths) [1,20]\n"
+    "  --ids DIST        uniform | zipf:S (exponent S > 0)                    [zipf:1.05]\n"
+    "  --strategies LIST sequential,parallel,prealloc-concat | all                [all]\n"
+    "  --threads LIST    thread counts, or auto (1..physical cores)              [auto]\n"
+    "  --phases LIST     forward, update:OPT, train:OPT; OPT = sgd | adagrad\n"
+    "                                                             [forward,train:sgd]\n"
+    "  --iters N         timed iterations per row (median, p90)                    [9]\n"
+    "  --warmup N        untimed iterations first                                  [1]\n"
+    "  --min-time S      keep timing a row until S seconds (at most 10x iters)     [0]\n"
+    "  --lr X            optimizer learning rate                                [0.01]\n"
+    "  --seed N          seed of tables and ids                                   [42]\n"
+    "  --roof-mib N      buffer of the roof measurement                          [512]\n"
+    "  --csv FILE        write every row as CSV\n"
+    "  --plot FILE.png   GB/s against threads per strategy (gnuplot)\n"
+    "  --peer torch      run perf/peer_torch.py on the same tables and ids\n"
+    "  --peer-script F   the peer script                [installed peer_torch.py]\n"
+    "  --config FILE     read key = value lines (same keys, # comments)\n"
+    "  --quick           a tiny one-iteration run (the meson test)\n";
+
+const char *bench_strategy_name(int s)
+{
+    return s >= 0 && s < STRAT_COUNT ? strategy_names[s] : "?";
+}
+
+static int bad(const char *key, const char *value)
+{
+    fprintf(stderr, "emb-bench: bad value for %s: '%s'\n", key, value);
+    return -1;
+}
+
+static int parse_dtype(const char *s, EmbDtype *d)
+{
+    static const EmbDtype all[] = {EMB_F32, EMB_F16, EMB_BF16};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, emb_dtype_name(all[i])) == 0) {
+            *d = all[i];
+            return 0;
+        }
+    return -1;
+}
+
+/* The largest cap such that every table, capped at it, fits in @budget bytes. */
+static int64_t criteo_cap(int64_t budget, int64_t row_bytes)
+{
+    int64_t lo = 1, hi = criteo_rows[2];
+    while (lo < hi) {
+        int64_t mid = (lo + hi + 1) / 2, sum = 0;
+        for (int i = 0; i < 26; i++)
+            sum += (criteo_rows[i] < mid ? criteo_rows[i] : mid) * row_bytes;
+        if (sum <= budget)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static int set_criteo(BenchConfig *c, const char *v)
+{
+    long mib = 4096, dim = 64;
+    char dt[16] = "f32";
+    EmbDtype d;
+    if ((v[6] != '\0' && v[6] != ':') || (v[6] && sscanf(v + 7, "%ld:%ld:%15s", &mib, &dim, dt) < 1) ||
+        mib < 1 || dim < 1 || parse_dtype(dt, &d) != 0)
+        return bad("tables", v);
+    int64_t cap = criteo_cap((int64_t)mib << 20, dim * (int64_t)emb_dtype_size(d));
+    c->ntables = 26;
+    for (int i = 0; i < 26; i++)
+        c->tables[i] = (BenchTableSpec){criteo_rows[i] < cap ? criteo_rows[i] : cap,
+                                        (int32_t)dim, d};
+    snprintf(c->tables_desc, sizeof c->tables_desc, "26 Criteo-Kaggle tables capped at %lld rows, D=%ld %s",
+             (long long)cap, dim, emb_dtype_name(d));
+    return 0;
+}
+
+static int set_tables(BenchConfig *c, const char *v)
+{
+    if (strncmp(v, "criteo", 6) == 0)
+        return set_criteo(c, v);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    c->ntables = 0;
+    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        long n, dim;
+        long long rows;
+        char dt[16] = "f32";
+        EmbDtype d;
+        if (sscanf(g, "%ldx%lldx%ld:%15s", &n, &rows, &dim, dt) < 3 || n < 1 || rows < 1 ||
+            dim < 1 || parse_dtype(dt, &d) != 0 || c->ntables + n > BENCH_MAX_TABLES)
+            return bad("tables", v);
+        for (long i = 0; i < n; i++)
+            c->tables[c->ntables++] = (BenchTableSpec){rows, (int32_t)dim, d};
+    }
+    snprintf(c->tables_desc, sizeof c->tables_desc, "%d tables %.96s", c->ntables, v);
+    return c->ntables > 0 ? 0 : bad("tables", v);
+}
+
+static int set_bags(BenchConfig *c, const char *v)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    c->nvariants = 0;
+    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        if (c->nvariants == BENCH_MAX_VARIANTS)
+            return bad("bags", v);
+        BenchBagSpec *b = &c->variants[c->nvariants++];
+        int lo, hi;
+        if (sscanf(g, "ragged:%d:%d", &lo, &hi) == 2 && lo >= 0 && hi >= lo && hi > 0) {
+            *b = (BenchBagSpec){BAG_RAGGED_UNIFORM, lo, hi, ""};
+            snprintf(b->name, sizeof b->name, "ragged-%d-%d", lo, hi);
+        } else if (sscanf(g, "%d", &lo) == 1 && lo >= 1) {
+            *b = (BenchBagSpec){BAG_FIXED, lo, lo, ""};
+            if (lo == 1)
+                snprintf(b->name, sizeof b->name, "one-hot");
+            else
+                snprintf(b->name, sizeof b->name, "multi-hot-%d", lo);
+        } else {
+            return bad("bags", v);
+        }
+    }
+    return c->nvariants > 0 ? 0 : bad("bags", v);
+}
+
+static int set_strategies(BenchConfig *c, const char *v)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    c->strategies = 0;
+    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        int found = strcmp(g, "all") == 0;
+        if (found)
+            c->strategies = (1u << STRAT_COUNT) - 1;
+        for (int s = 0; s < STRAT_COUNT; s++)
+            if (strcmp(g, strategy_names[s]) == 0) {
+                c->strategies |= 1u << s;
+                found = 1;
+            }
+        if (!found)
+            return bad("strategies", v);
+    }
+    return c->strategies ? 0 : bad("strategies", v);
+}
+
+static int set_threads(BenchConfig *c, const char *v)
+{
+    c->nthreads = 0;
+    if (strcmp(v, "auto") == 0) {
+        int n = emb_num_physical_cores();
+        for (int t = 1; t <= n && c->nthreads < BENCH_MAX_THREADS; t *= 2)
+            c->threads[c->nthreads++] = t;
+        if (c->threads[c->nthreads - 1] != n && c->nthreads < BENCH_MAX_THREADS)
+            c->threads[c->nthreads++] = n;
+        return 0;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        int t = atoi(g);
+        if (t < 1 || c->nthreads == BENCH_MAX_THREADS)
+            return bad("threads", v);
+        c->threads[c->nthreads++] = t;
+    }
+    return c->nthreads ? 0 : bad("threads", v);
+}
+
+static int set_phases(BenchConfig *c, const char *v)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    c->nphases = 0;
+    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        BenchPhaseSpec p = {PHASE_FORWARD, OPT_NONE, ""};
+        char *colon = strchr(g, ':');
+        const char *opt = colon ? colon + 1 : "";
+        if (colon)
+            *colon = '\0';
+        if (strcmp(g, "update") == 0 || strcmp(g, "train") == 0) {
+            p.kind = g[0] == 'u' ? PHASE_UPDATE : PHASE_TRAIN;
+            p.opt = strcmp(opt, "sgd") == 0 ? OPT_SGD : strcmp(opt, "adagrad") == 0 ? OPT_ADAGRAD : OPT_NONE;
+            if (p.opt == OPT_NONE)
+                return bad("phases", v);
+        } else if (strcmp(g, "forward") != 0 || colon || c->nphases == BENCH_MAX_PHASES) {
+            return bad("phases", v);
+        }
+        snprintf(p.name, sizeof p.name, "%s%s%s", g, colon ? ":" : "", opt);
+        c->phases[c->nphases++] = p;
+    }
+    return c->nphases ? 0 : bad("phases", v);
+}
+
+static int set_ids(BenchConfig *c, const char *v)
+{
+    if (strcmp(v, "uniform") == 0) {
+        c->ids = IDS_UNIFORM;
+        return 0;
+    }
+    if (sscanf(v, "zipf:%lf", &c->zipf_s) == 1 && c->zipf_s > 0) {
+        c->ids = IDS_ZIPF;
+        return 0;
+    }
+    return bad("ids", v);
+}
+
+static int set_number(const char *key, const char *v, double lo, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo))
+        return bad(key, v);
+    *out = x;
+    return 0;
+}
+
+static void set_quick(BenchConfig *c)
+{
+    set_criteo(c, "criteo:16:64:f32");
+    snprintf(c->tables_desc, sizeof c->tables_desc, "26 Criteo-shaped tables in 16 MiB (quick)");
+    c->batch = 128;
+    c->iters = 1;
+    c->warmup = 0;
+    c->min_time = 0;
+    c->roof_mib = 16;
+    c->quick = 1;
+}
+
+static int read_config(BenchConfig *c, const char *path);
+
+/* Sets one option; @v may be NULL only for the flags that take no value. */
+static int set_option(BenchConfig *c, const char *k, const char *v)
+{
+    double x;
+    if (strcmp(k, "quick") == 0)
+        return set_quick(c), 0;
+    if (!v)
+        return bad(k, "(missing)");
+    char list[512]; /* list values without blanks: "forward, train:sgd" */
+    size_t n = 0;
+    for (const char *q = v; *q && n + 1 < sizeof list; q++)
+        if (!isspace((unsigned char)*q))
+            list[n++] = *q;
+    list[n] = '\0';
+    if (strchr("tbsp", k[0]) && strcmp(k, "seed") != 0)
+        v = list;
+    if (strcmp(k, "tables") == 0) return set_tables(c, v);
+    if (strcmp(k, "bags") == 0) return set_bags(c, v);
+    if (strcmp(k, "ids") == 0) return set_ids(c, v);
+    if (strcmp(k, "strategies") == 0) return set_strategies(c, v);
+    if (strcmp(k, "threads") == 0) return set_threads(c, v);
+    if (strcmp(k, "phases") == 0) return set_phases(c, v);
+    if (strcmp(k, "config") == 0) return read_config(c, v);
+    if (strcmp(k, "csv") == 0) return (c->csv = strdup(v)) ? 0 : -1;
+    if (strcmp(k, "plot") == 0) return (c->plot = strdup(v)) ? 0 : -1;
+    if (strcmp(k, "peer-script") == 0) return (c->peer_script = strdup(v)) ? 0 : -1;
+    if (strcmp(k, "peer") == 0)
+        return strcmp(v, "torch") == 0 ? ((c->peer = "torch"), 0) : bad(k, v);
+    if (strcmp(k, "min-time") == 0) return set_number(k, v, 0, &c->min_time);
+    if (strcmp(k, "lr") == 0) return set_number(k, v, 0, &c->lr);
+    if (set_number(k, v, 0, &x) != 0)
+        return -1;
+    if (strcmp(k, "batch") == 0 && x >= 1) return (c->batch = (int64_t)x), 0;
+    if (strcmp(k, "iters") == 0 && x >= 1) return (c->iters = (int)x), 0;
+    if (strcmp(k, "warmup") == 0) return (c->warmup = (int)x), 0;
+    if (strcmp(k, "seed") == 0) return (c->seed = (uint64_t)x), 0;
+    if (strcmp(k, "roof-mib") == 0 && x >= 1) return (c->roof_mib = (int64_t)x), 0;
+    fprintf(stderr, "emb-bench: unknown option or bad value: %s %s\n", k, v);
+    return -1;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+static int read_config(BenchConfig *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "emb-bench: cannot open config %s\n", path);
+        return -1;
+    }
+    char line[1024];
+    int rc = 0, n = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        n++;
+        char *hash = strchr(line, '#'), *eq;
+        if (hash)
+            *hash = '\0';
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        eq = strchr(s, '=');
+        if (eq)
+            *eq = '\0';
+        rc = set_option(c, trim(s), eq ? trim(eq + 1) : NULL);
+        if (rc)
+            fprintf(stderr, "emb-bench: %s:%d\n", path, n);
+    }
+    fclose(f);
+    return rc;
+}
+
+void bench_config_default(BenchConfig *c)
+{
+    memset(c, 0, sizeof *c);
+    set_criteo(c, "criteo:4096:64:f32");
+    c->batch = 2048;
+    set_bags(c, "1,20");
+    set_ids(c, "zipf:1.05");
+    set_strategies(c, "all");
+    set_threads(c, "auto");
+    set_phases(c, "forward,train:sgd");
+    c->iters = 9;
+    c->warmup = 1;
+    c->lr = 0.01;
+    c->seed = 42;
+    c->roof_mib = 512;
+}
+
+int bench_config_parse(BenchConfig *c, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return fputs(usage, stdout), 1;
+        if (strncmp(a, "--", 2) != 0)
+            return fprintf(stderr, "emb-bench: unexpected '%s'\n%s", a, usage), -1;
+        char key[64];
+        const char *eq = strchr(a + 2, '='), *v = NULL;
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        snprintf(key, sizeof key, "%.*s", (int)len, a + 2);
+        if (eq)
+            v = eq + 1;
+        else if (strcmp(key, "quick") != 0 && i + 1 < argc)
+            v = argv[++i];
+        if (set_option(c, key, v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+void bench_config_print(const BenchConfig *c, FILE *f)
+{
+    fprintf(f, "# %s; batch %lld; ids %s", c->tables_desc, (long long)c->batch,
+            c->ids == IDS_ZIPF ? "zipf" : "uniform");
+    if (c->ids == IDS_ZIPF)
+        fprintf(f, "(s=%.2f)", c->zipf_s);
+    fprintf(f, "; seed %llu\n# bags:", (unsigned long long)c->seed);
+    for (int v = 0; v < c->nvariants; v++)
+        fprintf(f, " %s", c->variants[v].name);
+    fprintf(f, "; threads:");
+    for (int t = 0; t < c->nthreads; t++)
+        fprintf(f, " %d", c->threads[t]);
+    fprintf(f, "; iters %d (+%d warmup); phases:", c->iters, c->warmup);
+    for (int p = 0; p < c->nphases; p++)
+        fprintf(f, " %s", c->phases[p].name);
+    fputc('\n', f);
+}

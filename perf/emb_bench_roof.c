@@ -1,0 +1,163 @@
+/*
+ * emb_bench_roof.c — the memory roof, measured in the run by the method of
+ * ../shared/tools/gather_roof.c: hand-tuned OpenMP loops over a large buffer with the
+ * run's row size, batch and bag size and the same thread count as the row they judge.
+ *   gather: bags of random rows summed into output rows, software prefetch PF ids ahead;
+ *           GB/s of rows read.
+ *   update: random distinct rows, row -= 0.01 * grad, prefetched for writing; GB/s of rows
+ *           read + written.
+ * The best of REPS repetitions over IDSETS id sets is the roof. OpenMP appears here only
+ * because it is the roof's method; the library's strategies do their own threading.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emb_bench.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define PF 16
+#define REPS 10
+#define IDSETS 4
+#define MAX_NNZ (1 << 18) /* cap of rows per repetition: keeps the measurement short */
+
+typedef struct RoofBuf {
+    float *t, *out, *g;
+    int64_t *ids;
+    size_t rows, dim, bags, bag, nnz;
+} RoofBuf;
+
+static double gather(const RoofBuf *b, int threads)
+{
+    double best = 1e30;
+    const size_t D = b->dim, L = b->bag, nnz = b->nnz;
+    for (int r = 0; r < REPS; r++) {
+        const int64_t *id = b->ids + (size_t)(r % IDSETS) * nnz;
+        float *out = b->out;
+        const float *t = b->t;
+        double t0 = bench_now();
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (size_t bag = 0; bag < b->bags; bag++) {
+            float acc[1024];
+            memset(acc, 0, D * sizeof(float));
+            for (size_t l = 0; l < L; l++) {
+                size_t p = bag * L + l;
+                if (p + PF < nnz) {
+                    const char *f = (const char *)(t + id[p + PF] * D);
+                    for (size_t c = 0; c < D * sizeof(float); c += 64)
+                        __builtin_prefetch(f + c, 0, 3);
+                }
+                const float *row = t + id[p] * D;
+#pragma omp simd
+                for (size_t d = 0; d < D; d++)
+                    acc[d] += row[d];
+            }
+            memcpy(out + bag * D, acc, D * sizeof(float));
+        }
+        double dt = bench_now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return (double)nnz * D * sizeof(float) / best / 1e9;
+}
+
+static double update(const RoofBuf *b, size_t n, int threads)
+{
+    double best = 1e30;
+    const size_t D = b->dim;
+    for (int r = 0; r < REPS; r++) {
+        const int64_t *id = b->ids + (size_t)(r % IDSETS) * b->nnz;
+        float *t = b->t;
+        const float *g = b->g;
+        double t0 = bench_now();
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (size_t i = 0; i < n; i++) {
+            if (i + PF < n) {
+                const char *f = (const char *)(t + id[i + PF] * D);
+                for (size_t c = 0; c < D * sizeof(float); c += 64)
+                    __builtin_prefetch(f + c, 1, 3);
+            }
+            float *row = t + id[i] * D;
+            const float *gr = g + (i % 1024) * D;
+#pragma omp simd
+            for (size_t d = 0; d < D; d++)
+                row[d] -= 0.01f * gr[d];
+        }
+        double dt = bench_now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return 2.0 * (double)n * D * sizeof(float) / best / 1e9;
+}
+
+/* n distinct ids (one per stratum of rows / n), shuffled: what an optimizer sees. */
+static void distinct_ids(int64_t *ids, size_t n, size_t rows, uint64_t *seed)
+{
+    size_t stratum = rows / n ? rows / n : 1;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int64_t)((i * stratum + bench_splitmix(seed) % stratum) % rows);
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = bench_splitmix(seed) % (i + 1);
+        int64_t x = ids[i];
+        ids[i] = ids[j];
+        ids[j] = x;
+    }
+}
+
+static void *alloc64(size_t bytes)
+{
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+static int roof_alloc(RoofBuf *b, int64_t mib, int32_t dim, int64_t bags, int32_t bag)
+{
+    memset(b, 0, sizeof *b);
+    b->dim = (size_t)(dim > 1024 ? 1024 : dim);
+    b->bag = (size_t)bag;
+    b->bags = (size_t)bags;
+    if (b->bags * b->bag > MAX_NNZ)
+        b->bags = MAX_NNZ / b->bag ? MAX_NNZ / b->bag : 1;
+    b->nnz = b->bags * b->bag;
+    size_t bytes = (size_t)mib << 20;
+    b->rows = bytes / (b->dim * sizeof(float));
+    b->t = alloc64(b->rows * b->dim * sizeof(float));
+    b->out = alloc64(b->bags * b->dim * sizeof(float));
+    b->g = alloc64(1024 * b->dim * sizeof(float));
+    b->ids = malloc(IDSETS * b->nnz * sizeof(int64_t));
+    return b->rows > 0 && b->t && b->out && b->g && b->ids ? 0 : -1;
+}
+
+static void roof_free(RoofBuf *b)
+{
+    free(b->t);
+    free(b->out);
+    free(b->g);
+    free(b->ids);
+}
+
+int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int64_t bags,
+                       int32_t bag, int64_t distinct, uint64_t seed)
+{
+    RoofBuf b;
+    if (roof_alloc(&b, mib, dim, bags, bag) != 0) {
+        roof_free(&b);
+        return -1;
+    }
+    size_t nfl = b.rows * b.dim;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t i = 0; i < nfl; i++)
+        b.t[i] = (float)(i % 997) * 1e-3f;
+    for (size_t i = 0; i < 1024 * b.dim; i++)
+        b.g[i] = 1e-3f;
+    for (size_t i = 0; i < IDSETS * b.nnz; i++)
+        b.ids[i] = (int64_t)(bench_splitmix(&seed) % b.rows);
+    r->gather_gbs = gather(&b, threads);
+    size_t n = distinct > 0 && (size_t)distinct < b.nnz ? (size_t)distinct : b.nnz;
+    if (n > b.rows)
+        n = b.rows;
+    for (int s = 0; s < IDSETS; s++)
+        distinct_ids(b.ids + (size_t)s * b.nnz, n, b.rows, &seed);
+    r->update_gbs = update(&b, n, threads);
+    roof_free(&b);
+    return 0;
+}

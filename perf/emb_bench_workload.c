@@ -1,0 +1,336 @@
+/*
+ * emb_bench_workload.c — the tables and the ids of a run, deterministic from the seed.
+ *
+ * Ids are drawn per (variant, id set, table) from their own splitmix stream: uniform, or
+ * Zipf by rejection-inversion (Hörmann & Derflinger), whose ranks are scattered over the
+ * table by a multiplicative permutation so that hot rows are not neighbours. With a peer,
+ * the tables live in one /dev/shm file that both processes map, and the ids are written
+ * next to it: the peer works on the very same bytes.
+ */
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "emb_bench.h"
+
+/* ---- Zipf by rejection-inversion ------------------------------------------------------ */
+
+typedef struct Zipf {
+    double s, hx1, hn, sq;
+    int64_t n;
+} Zipf;
+
+static double helper1(double x)
+{
+    return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3 - 0.25 * x));
+}
+
+static double helper2(double x)
+{
+    return fabs(x) > 1e-8 ? expm1(x) / x : 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x));
+}
+
+static double zh(const Zipf *z, double x)
+{
+    return exp(-z->s * log(x));
+}
+
+static double zh_int(const Zipf *z, double x)
+{
+    double lx = log(x);
+    return helper2((1 - z->s) * lx) * lx;
+}
+
+static double zh_inv(const Zipf *z, double x)
+{
+    double t = x * (1 - z->s);
+    if (t < -1)
+        t = -1;
+    return exp(helper1(t) * x);
+}
+
+static void zipf_init(Zipf *z, int64_t n, double s)
+{
+    z->s = s;
+    z->n = n;
+    z->hx1 = zh_int(z, 1.5) - 1;
+    z->hn = zh_int(z, (double)n + 0.5);
+    z->sq = 2 - zh_inv(z, zh_int(z, 2.5) - zh(z, 2));
+}
+
+static double unit(uint64_t *st)
+{
+    return (double)(bench_splitmix(st) >> 11) * 0x1.0p-53;
+}
+
+/* A rank in [0, n): rank 0 is the most frequent. */
+static int64_t zipf_draw(const Zipf *z, uint64_t *st)
+{
+    for (;;) {
+        double u = z->hn + unit(st) * (z->hx1 - z->hn);
+        double x = zh_inv(z, u);
+        int64_t k = (int64_t)(x + 0.5);
+        k = k < 1 ? 1 : k > z->n ? z->n : k;
+        if (k - x <= z->sq || u >= zh_int(z, k + 0.5) - zh(z, (double)k))
+            return k - 1;
+    }
+}
+
+/* ---- ids ------------------------------------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t count_distinct(const int64_t *ids, int64_t n)
+{
+    int64_t *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp), d = 0;
+    if (!tmp)
+        return n;
+    memcpy(tmp, ids, (size_t)n * sizeof *tmp);
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_i64);
+    for (int64_t i = 0; i < n; i++)
+        d += i == 0 || tmp[i] != tmp[i - 1];
+    free(tmp);
+    return d;
+}
+
+static int32_t bag_length(const BenchBagSpec *b, uint64_t *st)
+{
+    if (b->kind == BAG_FIXED)
+        return b->lo;
+    return b->lo + (int32_t)(bench_splitmix(st) % (uint64_t)(b->hi - b->lo + 1));
+}
+
+/* Offsets of one table's bags and its ids; returns nnz. @ids NULL: count only. */
+static int64_t fill_table_ids(const BenchConfig *c, int v, int set, int t, int64_t *off,
+                              int64_t *ids)
+{
+    const int64_t rows = c->tables[t].rows;
+    uint64_t st = c->seed ^ ((uint64_t)(v * BENCH_NSETS + set) << 48) ^ ((uint64_t)t << 32);
+    bench_splitmix(&st);
+    Zipf z;
+    zipf_init(&z, rows, c->ids == IDS_ZIPF ? c->zipf_s : 1.0);
+    /* 2^31 - 1 is prime and larger than rows, so rank * P mod rows is a permutation */
+    const uint64_t p = 2147483647u, shift = bench_splitmix(&st) % (uint64_t)rows;
+    off[0] = 0;
+    for (int64_t b = 0; b < c->batch; b++) {
+        int32_t len = bag_length(&c->variants[v], &st);
+        for (int32_t i = 0; ids && i < len; i++) {
+            uint64_t r = c->ids == IDS_ZIPF ? (uint64_t)zipf_draw(&z, &st) * p + shift
+                                            : bench_splitmix(&st);
+            ids[off[b] + i] = (int64_t)(r % (uint64_t)rows);
+        }
+        off[b + 1] = off[b] + len;
+    }
+    return off[c->batch];
+}
+
+static int make_set(BenchIdSet *s, const BenchConfig *c, int v, int set)
+{
+    const int nt = c->ntables;
+    const int64_t nb = c->batch + 1;
+    s->batches = calloc((size_t)nt, sizeof *s->batches);
+    s->offsets = malloc((size_t)(nt * nb) * sizeof *s->offsets);
+    if (!s->batches || !s->offsets)
+        return -1;
+    int64_t total = 0;
+    for (int t = 0; t < nt; t++)
+        total += fill_table_ids(c, v, set, t, s->offsets + t * nb, NULL);
+    s->ids = malloc((size_t)(total ? total : 1) * sizeof *s->ids);
+    if (!s->ids)
+        return -1;
+    s->nnz = total;
+    s->distinct = 0;
+    for (int64_t t = 0, at = 0; t < nt; t++) {
+        int64_t *off = s->offsets + t * nb, n = fill_table_ids(c, v, set, (int)t, off, s->ids + at);
+        s->batches[t] = (EmbBatch){.ids = s->ids + at, .id_type = EMB_ID_I64, .nnz = n,
+                                   .nbags = c->batch, .offsets = off};
+        if (c->variants[v].kind == BAG_FIXED) {
+            s->batches[t].offsets = NULL;
+            s->batches[t].bag_size = c->variants[v].lo;
+        }
+        s->distinct += count_distinct(s->ids + at, n);
+        at += n;
+    }
+    return 0;
+}
+
+/* ---- tables --------------------------------------------------------------------------- */
+
+/* Deterministic small values; every page is written, so no row reads the zero page. */
+static void fill_table(void *data, int64_t stride, const BenchTableSpec *s, uint64_t seed)
+{
+    for (int64_t r = 0; r < s->rows; r++) {
+        uint64_t st = seed ^ (uint64_t)r, h = bench_splitmix(&st);
+        if (s->dtype == EMB_F32) {
+            float *col = (float *)data + r * stride;
+            for (int32_t d = 0; d < s->dim; d++)
+                col[d] = (float)((h >> (d & 31)) & 0xffff) * (0.1f / 65536) - 0.05f;
+        } else { /* small positive halves: f16 exponent 8, bf16 exponent 120 */
+            uint16_t *col = (uint16_t *)data + r * stride, base = s->dtype == EMB_F16 ? 0x2000 : 0x3c00;
+            for (int32_t d = 0; d < s->dim; d++)
+                col[d] = (uint16_t)(base | ((h >> (d & 31)) & 0x3f));
+        }
+    }
+}
+
+static int64_t aligned_elems(const BenchTableSpec *s)
+{
+    int64_t bytes = s->rows * s->dim * (int64_t)emb_dtype_size(s->dtype);
+    return (bytes + 4095) / 4096 * 4096;
+}
+
+static int map_shared(BenchWorkload *w, const BenchConfig *c)
+{
+    snprintf(w->shm_dir, sizeof w->shm_dir, "/dev/shm/emb-bench-%ld", (long)getpid());
+    if (mkdir(w->shm_dir, 0700) != 0)
+        return -1;
+    char path[160];
+    snprintf(path, sizeof path, "%s/tables.bin", w->shm_dir);
+    w->shm_bytes = 0;
+    for (int t = 0; t < c->ntables; t++)
+        w->shm_bytes += (size_t)aligned_elems(&c->tables[t]);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    int rc = ftruncate(fd, (off_t)w->shm_bytes);
+    w->shm = rc == 0 ? mmap(NULL, w->shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (w->shm == MAP_FAILED) {
+        w->shm = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int make_table(BenchWorkload *w, const BenchConfig *c, int t, size_t *shm_at)
+{
+    const BenchTableSpec *s = &c->tables[t];
+    char name[32];
+    snprintf(name, sizeof name, "t%02d", t);
+    EmbTableOptions o = {.name = name};
+    int rc;
+    if (w->shm) {
+        void *data = (char *)w->shm + *shm_at;
+        *shm_at += (size_t)aligned_elems(s);
+        rc = emb_table_wrap(&w->tables[t], data, s->rows, s->dim, s->dim, s->dtype, &o);
+    } else {
+        rc = emb_table_create(&w->tables[t], s->rows, s->dim, s->dtype, &o);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "emb-bench: table %d: %s\n", t, emb_last_error());
+        return rc;
+    }
+    int64_t stride;
+    void *data = emb_table_data(w->tables[t], &stride);
+    fill_table(data, stride, s, c->seed * 1000003u + (uint64_t)t);
+    w->table_bytes += s->rows * s->dim * (int64_t)emb_dtype_size(s->dtype);
+    return 0;
+}
+
+int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared)
+{
+    memset(w, 0, sizeof *w);
+    w->ntables = c->ntables;
+    w->tables = calloc((size_t)c->ntables, sizeof *w->tables);
+    if (!w->tables || (shared && map_shared(w, c) != 0)) {
+        fprintf(stderr, "emb-bench: cannot allocate the tables%s\n", shared ? " in /dev/shm" : "");
+        return -1;
+    }
+    size_t shm_at = 0;
+    for (int t = 0; t < c->ntables; t++) {
+        bench_progress("building table %d/%d", t + 1, c->ntables);
+        if (make_table(w, c, t, &shm_at) != 0)
+            return -1;
+        w->concat_width += c->tables[t].dim;
+    }
+    w->out = calloc((size_t)(c->batch * w->concat_width), sizeof *w->out);
+    w->grad = malloc((size_t)(c->batch * w->concat_width) * sizeof *w->grad);
+    if (!w->out || !w->grad)
+        return -1;
+    for (int64_t i = 0; i < c->batch * w->concat_width; i++)
+        w->grad[i] = (float)(i % 17) * 1e-3f - 8e-3f;
+    for (int v = 0; v < c->nvariants; v++)
+        for (int s = 0; s < BENCH_NSETS; s++) {
+            bench_progress("drawing ids: %s, set %d/%d", c->variants[v].name, s + 1, BENCH_NSETS);
+            if (make_set(&w->sets[v][s], c, v, s) != 0)
+                return -1;
+        }
+    bench_progress_end();
+    return 0;
+}
+
+static void remove_shared(BenchWorkload *w)
+{
+    if (!w->shm_dir[0])
+        return;
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", w->shm_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "emb-bench: could not remove %s\n", w->shm_dir);
+    w->shm_dir[0] = '\0';
+}
+
+void bench_workload_destroy(BenchWorkload *w)
+{
+    for (int t = 0; w->tables && t < w->ntables; t++)
+        emb_table_destroy(&w->tables[t]);
+    free(w->tables);
+    for (int v = 0; v < BENCH_MAX_VARIANTS; v++)
+        for (int s = 0; s < BENCH_NSETS; s++) {
+            free(w->sets[v][s].batches);
+            free(w->sets[v][s].ids);
+            free(w->sets[v][s].offsets);
+        }
+    if (w->shm)
+        munmap(w->shm, w->shm_bytes);
+    remove_shared(w);
+    free(w->out);
+    free(w->grad);
+    memset(w, 0, sizeof *w);
+}
+
+/* ---- byte model ----------------------------------------------------------------------- */
+
+static double row_bytes(const BenchConfig *c)
+{
+    double b = 0, rows = 0;
+    for (int t = 0; t < c->ntables; t++) {
+        b += (double)c->tables[t].dim * (double)emb_dtype_size(c->tables[t].dtype);
+        rows += 1;
+    }
+    return b / rows;
+}
+
+int32_t bench_roof_dim(const BenchConfig *c)
+{
+    int32_t d = (int32_t)(row_bytes(c) / 4 + 0.5);
+    return d < 1 ? 1 : d;
+}
+
+/* Ids read per iteration times each table's row bytes, averaged over the id sets. */
+double bench_bytes_read(const BenchWorkload *w, const BenchConfig *c, int v)
+{
+    double sum = 0;
+    for (int s = 0; s < BENCH_NSETS; s++)
+        for (int t = 0; t < c->ntables; t++)
+            sum += (double)w->sets[v][s].batches[t].nnz * c->tables[t].dim *
+                   (double)emb_dtype_size(c->tables[t].dtype);
+    return sum / BENCH_NSETS;
+}
+
+/* Distinct rows read and written once each (the optimizer state is not counted). */
+double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v)
+{
+    double sum = 0;
+    for (int s = 0; s < BENCH_NSETS; s++)
+        sum += 2.0 * (double)w->sets[v][s].distinct * row_bytes(c);
+    return sum / BENCH_NSETS;
+}
