@@ -187,24 +187,6 @@ static int run_all(Plan *p, BenchResults *res)
     return 0;
 }
 
-/* Drops the phases this build cannot run, saying why. */
-static void check_phases(BenchConfig *c)
-{
-    int n = 0;
-    for (int i = 0; i < c->nphases; i++) {
-        if (bench_phase_available(&c->phases[i]))
-            c->phases[n++] = c->phases[i];
-        else
-            printf("# phase %s skipped: this build has no update API (embtables/update.h, "
-                   "emb_lookup_backward, emb_update_many)\n", c->phases[i].name);
-    }
-    c->nphases = n;
-    if (!bench_have_strategies()) {
-        printf("# strategies not in this build: sequential only (emb_lookup per table)\n");
-        c->strategies &= 1u << STRAT_SEQUENTIAL;
-    }
-}
-
 static int report(BenchResults *res, const BenchConfig *c)
 {
     int rc = 0;
@@ -225,7 +207,6 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     bench_config_print(&cfg, stdout);
-    check_phases(&cfg);
     if (cfg.nphases == 0 || !cfg.strategies)
         return fprintf(stderr, "emb-bench: nothing to run\n"), 2;
     static Plan plan;

@@ -148,10 +148,6 @@ BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int str
 /* One iteration of @phase on id set @set of variant @v. 0 or an EMB_E* code. */
 int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set);
 void bench_runner_destroy(BenchRunner **r);
-/* 1 when this build can run the phase kind (the update API is compiled in). */
-int bench_phase_available(const BenchPhaseSpec *p);
-/* 1 when the library's strategies are compiled in (else only a local sequential loop). */
-int bench_have_strategies(void);
 
 /* ---- results (emb_bench_report.c) ---------------------------------------------------- */
 

@@ -246,7 +246,7 @@ static void set_quick(BenchConfig *c)
     snprintf(c->tables_desc, sizeof c->tables_desc, "26 Criteo-shaped tables in 16 MiB (quick)");
     c->batch = 128;
     c->iters = 1;
-    c->warmup = 0;
+    c->warmup = 1;
     c->min_time = 0;
     c->roof_mib = 16;
     c->quick = 1;

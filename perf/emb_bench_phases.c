@@ -1,54 +1,67 @@
 /*
  * emb_bench_phases.c — what one timed iteration does, per phase, through the public API:
  *   forward     emb_maplookup(strategy) into the concatenated output (DLRM's layout)
- *   update:OPT  emb_lookup_backward per table, then emb_update_many(strategy, OPT)
- *   train:OPT   forward, then update:OPT — one training step of the embedding part
- * A phase the build cannot run (no update API yet) is reported, never faked.
+ *   update:OPT  emb_maplookup_backward of the concat gradient, then
+ *               emb_update_many(strategy, OPT) — one fused dedup + optimizer pass
+ *   train:OPT   forward, then update:OPT: one training step of the embedding part
+ * Everything a step needs (strategy, optimizers, gradient holders, indexers) is created
+ * once per runner, so the timed iterations allocate nothing.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "emb_bench.h"
-
-#if EMB_BENCH_HAVE_UPDATE
 #include <embtables/update.h>
-#endif
+
+#include "emb_bench.h"
 
 struct BenchRunner {
     const BenchConfig *cfg;
     BenchWorkload *w;
     int strategy, threads;
     EmbStrategy *s;
-    EmbOutputs outputs;
-#if EMB_BENCH_HAVE_UPDATE
+    EmbOutputs outputs, grad_outputs;
     EmbOptimizer *opt[3]; /* per BenchOpt, created on first use */
     EmbGrad **grads;      /* ntables */
     EmbIndexer **indexers;
-#endif
 };
-
-int bench_have_strategies(void)
-{
-    return EMB_BENCH_HAVE_STRATEGIES;
-}
-
-int bench_phase_available(const BenchPhaseSpec *p)
-{
-    return p->kind == PHASE_FORWARD || EMB_BENCH_HAVE_UPDATE;
-}
 
 static int make_strategy(BenchRunner *r)
 {
-#if EMB_BENCH_HAVE_STRATEGIES
     EmbStrategyOptions o = {.nthreads = r->threads};
     switch (r->strategy) {
     case STRAT_SEQUENTIAL: return emb_strategy_sequential(&r->s);
     case STRAT_PARALLEL: return emb_strategy_parallel(&r->s, &o);
     default: return emb_strategy_prealloc_concat(&r->s, &o);
     }
-#else
-    return r->strategy == STRAT_SEQUENTIAL ? 0 : EMB_ENOTSUP;
-#endif
+}
+
+static int make_update_state(BenchRunner *r)
+{
+    const int n = r->w->ntables;
+    r->grads = calloc((size_t)n, sizeof *r->grads);
+    r->indexers = calloc((size_t)n, sizeof *r->indexers);
+    if (!r->grads || !r->indexers)
+        return EMB_ENOMEM;
+    for (int t = 0; t < n; t++) {
+        int rc = emb_grad_create(&r->grads[t]);
+        if (!rc)
+            rc = emb_indexer_create(&r->indexers[t]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void release_update(BenchRunner *r)
+{
+    for (int t = 0; r->grads && t < r->w->ntables; t++) {
+        emb_grad_destroy(&r->grads[t]);
+        emb_indexer_destroy(&r->indexers[t]);
+    }
+    free(r->grads);
+    free(r->indexers);
+    for (int k = 0; k < 3; k++)
+        emb_optimizer_destroy(&r->opt[k]);
 }
 
 BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int strategy,
@@ -60,42 +73,53 @@ BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int str
     *r = (BenchRunner){.cfg = c, .w = w, .strategy = strategy, .threads = threads};
     r->outputs = (EmbOutputs){.concat = w->out, .concat_stride = w->concat_width,
                               .prependrows = w->prepend};
+    r->grad_outputs = (EmbOutputs){.concat = w->grad, .concat_stride = w->concat_width,
+                                   .prependrows = w->prepend};
     int rc = make_strategy(r);
+    if (!rc)
+        rc = make_update_state(r);
     if (rc != 0) {
         fprintf(stderr, "emb-bench: strategy %s: %s\n", bench_strategy_name(strategy),
-                rc == EMB_ENOTSUP ? "not in this build" : emb_last_error());
-        free(r);
+                emb_last_error());
+        bench_runner_destroy(&r);
         return NULL;
     }
     return r;
 }
 
-/* The library's maplookup, or (before strategies exist) emb_lookup table by table. */
 static int forward(BenchRunner *r, const BenchIdSet *set)
 {
-#if EMB_BENCH_HAVE_STRATEGIES
     return emb_maplookup(r->s, r->w->tables, r->w->ntables, set->batches, NULL, &r->outputs);
-#else
-    float *out = r->w->out + r->w->prepend;
-    for (int t = 0; t < r->w->ntables; t++) {
-        int rc = emb_lookup(r->w->tables[t], &set->batches[t], NULL, out, r->w->concat_width);
-        if (rc != 0)
-            return rc;
-        out += emb_table_featuresize(r->w->tables[t]);
-    }
-    return 0;
-#endif
 }
 
-#if EMB_BENCH_HAVE_UPDATE
-/* update API: wired in when branch `update` lands */
-#else
-static int backward_update(BenchRunner *r, const BenchIdSet *set, BenchOpt opt)
+/* The optimizer of @kind, created (and attached to every table) on first use. */
+static int optimizer(BenchRunner *r, BenchOpt kind, EmbOptimizer **out)
 {
-    (void)r, (void)set, (void)opt;
-    return EMB_ENOTSUP;
+    if (!r->opt[kind]) {
+        const EmbOptimizerKind k = kind == OPT_ADAGRAD ? EMB_OPT_ROWWISE_ADAGRAD : EMB_OPT_SGD;
+        const EmbOptimizerConfig cfg = emb_optimizer_defaults(k, (float)r->cfg->lr);
+        int rc = emb_optimizer_create(&r->opt[kind], &cfg);
+        for (int t = 0; !rc && t < r->w->ntables; t++)
+            rc = emb_optimizer_attach(r->opt[kind], r->w->tables[t]);
+        if (rc)
+            return rc;
+    }
+    *out = r->opt[kind];
+    return 0;
 }
-#endif
+
+static int backward_update(BenchRunner *r, const BenchIdSet *set, BenchOpt kind)
+{
+    EmbOptimizer *opt;
+    int rc = optimizer(r, kind, &opt);
+    if (!rc)
+        rc = emb_maplookup_backward(r->w->tables, r->w->ntables, set->batches, NULL,
+                                    &r->grad_outputs, r->grads);
+    if (!rc)
+        rc = emb_update_many(r->s, opt, r->w->tables, (const EmbGrad *const *)r->grads,
+                             r->w->ntables, r->indexers, 0);
+    return rc;
+}
 
 int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set)
 {
@@ -113,12 +137,8 @@ void bench_runner_destroy(BenchRunner **rp)
     BenchRunner *r = rp ? *rp : NULL;
     if (!r)
         return;
-#if EMB_BENCH_HAVE_UPDATE
     release_update(r);
-#endif
-#if EMB_BENCH_HAVE_STRATEGIES
     emb_strategy_destroy(&r->s);
-#endif
     free(r);
     *rp = NULL;
 }

@@ -119,9 +119,10 @@ static int64_t fill_table_ids(const BenchConfig *c, int v, int set, int t, int64
     zipf_init(&z, rows, c->ids == IDS_ZIPF ? c->zipf_s : 1.0);
     /* 2^31 - 1 is prime and larger than rows, so rank * P mod rows is a permutation */
     const uint64_t p = 2147483647u, shift = bench_splitmix(&st) % (uint64_t)rows;
+    uint64_t st_len = bench_splitmix(&st); /* lengths: their own stream, ids or not */
     off[0] = 0;
     for (int64_t b = 0; b < c->batch; b++) {
-        int32_t len = bag_length(&c->variants[v], &st);
+        int32_t len = bag_length(&c->variants[v], &st_len);
         for (int32_t i = 0; ids && i < len; i++) {
             uint64_t r = c->ids == IDS_ZIPF ? (uint64_t)zipf_draw(&z, &st) * p + shift
                                             : bench_splitmix(&st);
