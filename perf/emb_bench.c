@@ -106,6 +106,20 @@ static int measure_roofs(Plan *p, const BenchConfig *c)
     return 0;
 }
 
+/* Replaces each gather roof by the same loop over the run's own tables and ids. */
+static void measure_workload_roofs(Plan *p, const BenchConfig *c)
+{
+    for (int v = 0; v < c->nvariants; v++)
+        for (int i = 0; i < p->nroof; i++) {
+            bench_progress("measuring the roof on the workload: %s, %d threads",
+                           c->variants[v].name, p->roof_threads[i]);
+            const double gbs = bench_roof_workload(p->w, c, v, p->roof_threads[i]);
+            if (gbs > 0)
+                p->roof[v][i].gather_gbs = gbs;
+        }
+    bench_progress_end();
+}
+
 /* Times one row: warmup, then iters (more until min_time); fills median and p90. */
 static int time_row(const Plan *p, BenchRunner *r, BenchRow *row)
 {
@@ -217,8 +231,10 @@ int main(int argc, char **argv)
     rc = measure_roofs(&plan, &cfg);
     if (rc == 0)
         rc = bench_workload_create(&w, &cfg, cfg.peer != NULL);
-    if (rc == 0)
+    if (rc == 0) {
+        measure_workload_roofs(&plan, &cfg);
         rc = run_all(&plan, &res);
+    }
     if (rc == 0) {
         bench_results_relate(&res);
         if (cfg.peer && bench_peer_run(&res, &cfg, &w) != 0)

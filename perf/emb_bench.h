@@ -137,6 +137,12 @@ typedef struct BenchRoof {
  */
 int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int64_t bags,
                        int32_t bag, int64_t distinct, uint64_t seed);
+/*
+ * The gather roof of the run's own workload: the same hand-tuned loop over the ensemble's
+ * tables and variant @v's ids (so a skewed id distribution's cache hits count for the roof
+ * too). GB/s of rows read, or 0 when the tables are not all f32.
+ */
+double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads);
 
 /* ---- phases (emb_bench_phases.c) --------------------------------------------------- */
 

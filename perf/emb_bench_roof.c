@@ -161,3 +161,51 @@ int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int6
     roof_free(&b);
     return 0;
 }
+
+/* ---- the same roof kernel on the run's own tables and ids ------------------------------ */
+
+/* One table's bags through the roof's gather loop (f32 simple tables). */
+static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
+                         int64_t out_stride, int threads)
+{
+    const int64_t *id = b->ids, *off = b->offsets, nnz = b->nnz, L = b->bag_size;
+    const size_t D = (size_t)out_stride;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t bag = 0; bag < b->nbags; bag++) {
+        float acc[1024];
+        memset(acc, 0, D * sizeof(float));
+        const int64_t end = off ? off[bag + 1] : (bag + 1) * L;
+        for (int64_t p = off ? off[bag] : bag * L; p < end; p++) {
+            if (p + PF < nnz) {
+                const char *f = (const char *)(t + id[p + PF] * stride);
+                for (size_t c = 0; c < D * sizeof(float); c += 64)
+                    __builtin_prefetch(f + c, 0, 3);
+            }
+            const float *row = t + id[p] * stride;
+#pragma omp simd
+            for (size_t d = 0; d < D; d++)
+                acc[d] += row[d];
+        }
+        memcpy(out + bag * (int64_t)D, acc, D * sizeof(float));
+    }
+}
+
+double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads)
+{
+    for (int t = 0; t < w->ntables; t++)
+        if (c->tables[t].dtype != EMB_F32 || c->tables[t].dim > 1024)
+            return 0;
+    double best = 1e30;
+    for (int r = 0; r < REPS; r++) {
+        const BenchIdSet *set = &w->sets[v][r % BENCH_NSETS];
+        double t0 = bench_now();
+        for (int t = 0; t < w->ntables; t++) {
+            int64_t stride;
+            const float *data = emb_table_data(w->tables[t], &stride);
+            gather_table(data, stride, &set->batches[t], w->out, c->tables[t].dim, threads);
+        }
+        double dt = bench_now() - t0;
+        best = dt < best ? dt : best;
+    }
+    return bench_bytes_read(w, c, v) / best / 1e9;
+}

@@ -177,7 +177,9 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
 {
     if (!p)
         p = &emb__pooling_sum;
-    if (p->combiner == EMB_COMBINER_NONE && !b->weights && p->max_norm == 0.0f &&
+    /* one id per bag, nothing to weigh, clip or prune: every combiner is a copy */
+    const bool one_id_bags = p->combiner == EMB_COMBINER_NONE || (!b->offsets && b->bag_size == 1);
+    if (one_id_bags && !b->weights && p->max_norm == 0.0f &&
         !(p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL))) {
         EmbBatch sub = *b;
         sub.ids = (const char *)b->ids + bag0 * (b->id_type == EMB_ID_I32 ? 4 : 8);
