@@ -1,9 +1,16 @@
 #!/bin/sh
-# The main job: installs what is missing, builds (release) and runs the quickstart.
-# Usage: scripts/bench.sh
+# The main job: installs what is missing, builds (release) in build/ and runs emb-bench on
+# its built-in DLRM-shaped default (26 Criteo-like tables in ~4 GiB, D = 64, batch 2048,
+# one-hot and bags of 20, Zipf ids, every strategy, forward and the SGD training step).
+# Extra arguments go to emb-bench, e.g.:
+#   scripts/bench.sh --peer torch --plot bench.png     # PyTorch side by side, and a plot
+# (--peer torch installs Debian's python3-torch; --plot installs gnuplot-nox.)
 set -e
 cd "$(dirname "$0")/.."
-scripts/deps.sh
-[ -d build ] || meson setup build >/dev/null
+extra=""
+case " $* " in *" --peer"*) extra="$extra python3-torch" ;; esac
+case " $* " in *" --plot"*) extra="$extra gnuplot-nox" ;; esac
+scripts/deps.sh $extra
+if [ -d build ]; then meson setup --reconfigure build >/dev/null; else meson setup build >/dev/null; fi
 ninja -C build
-./build/examples/quickstart
+exec ./build/perf/emb-bench "$@"

@@ -48,7 +48,8 @@ typedef struct EmbStrategyOptions {
     int32_t nthreads;   /**< 0: the physical cores (hwloc) */
     EmbPinning pinning; /**< pin the strategy's threads */
     int32_t chunks;     /**< prealloc-concat lookup: bag chunks per table (0: auto) */
-    int32_t num_splits; /**< multi-table update: splits per table (0: 4; parallel: 1) */
+    int32_t num_splits; /**< multi-table update: splits per table (0: auto = 4, or 1 when
+                             there are >= 4 tables per thread; parallel: 1) */
 } EmbStrategyOptions;
 
 /**

@@ -62,6 +62,7 @@ static int create_threaded(EmbStrategy **out, EmbStrategyKind kind, const EmbStr
     s->pinning = opts.pinning;
     s->chunks = opts.chunks;
     s->num_splits = opts.num_splits > 0 ? opts.num_splits : default_splits;
+    s->splits_auto = opts.num_splits == 0;
     *out = s;
     return 0;
 }
@@ -141,6 +142,13 @@ EmbStrategyKind emb__strategy_kind(const EmbStrategy *s)
 int emb__strategy_num_splits(const EmbStrategy *s)
 {
     return s->kind == EMB_STRATEGY_PREALLOC_CONCAT ? s->num_splits : 1;
+}
+
+int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables)
+{
+    if (s->kind == EMB_STRATEGY_PREALLOC_CONCAT && s->splits_auto && ntables >= 4 * s->nthreads)
+        return 1; /* enough whole tables to balance the threads: splitting only costs */
+    return emb__strategy_num_splits(s);
 }
 
 const EmbStrategyCallbacks *emb__strategy_callbacks(const EmbStrategy *s, void **user)

@@ -18,6 +18,13 @@ typedef enum EmbStrategyKind {
 EmbStrategyKind emb__strategy_kind(const EmbStrategy *s);
 /* Splits per table for the update (1 for sequential and parallel). */
 int emb__strategy_num_splits(const EmbStrategy *s);
+/*
+ * Splits per table for an update of @ntables tables: num_splits, except that a
+ * prealloc-concat strategy whose num_splits was left at 0 (auto) splits no table when there
+ * are at least 4 tables per thread (whole tables balance the threads; splitting a table
+ * costs an extra pass over its ids).
+ */
+int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables);
 /* The user callbacks and user data of a custom strategy (NULL otherwise). */
 const EmbStrategyCallbacks *emb__strategy_callbacks(const EmbStrategy *s, void **user);
 

@@ -24,6 +24,7 @@ struct EmbStrategy {
     EmbPinning pinning;
     int32_t chunks;      /* prealloc-concat: bag chunks per table (0: auto) */
     int num_splits;      /* multi-table update: splits per table */
+    bool splits_auto;    /* num_splits was left to the library (option 0) */
 
     void **scratch;      /* nthreads per-thread buffers of scratch_bytes each */
     size_t scratch_bytes;

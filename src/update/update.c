@@ -218,7 +218,7 @@ int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *t
         dmax = EMB_MAX(dmax, tables[i]->featuresize);
     }
     ManyCtx c = {.plans = opt->plans, .s = strategy, .flags = flags,
-                 .nsplits = EMB_MIN(emb__strategy_num_splits(strategy), EMB_MAX_PARTS)};
+                 .nsplits = EMB_MIN(emb__strategy_update_splits(strategy, n), EMB_MAX_PARTS)};
     r = index_all(&c, n);
     if (!r && emb__strategy_reserve(strategy, 2 * (size_t)dmax * sizeof(float)))
         r = emb__fail(EMB_ENOMEM, "out of memory for update scratch");
