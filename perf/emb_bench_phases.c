@@ -96,7 +96,7 @@ static int forward(BenchRunner *r, const BenchIdSet *set)
 static int optimizer(BenchRunner *r, BenchOpt kind, EmbOptimizer **out)
 {
     if (!r->opt[kind]) {
-        const EmbOptimizerKind k = kind == OPT_ADAGRAD ? EMB_OPT_ROWWISE_ADAGRAD : EMB_OPT_SGD;
+        const EmbOptimizerKind k = kind == OPT_ADAGRAD ? EMB_OPT_ADAGRAD : EMB_OPT_SGD; /* as torch */
         const EmbOptimizerConfig cfg = emb_optimizer_defaults(k, (float)r->cfg->lr);
         int rc = emb_optimizer_create(&r->opt[kind], &cfg);
         for (int t = 0; !rc && t < r->w->ntables; t++)
