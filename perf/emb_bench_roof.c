@@ -29,37 +29,48 @@ typedef struct RoofBuf {
     size_t rows, dim, bags, bag, nnz;
 } RoofBuf;
 
+/*
+ * The roof's gather loop: one table's bags (fixed or CSR) of rows of @stride floats summed
+ * into rows of out_stride (= D) floats, prefetching PF ids ahead.
+ */
+static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
+                         int64_t out_stride, int threads)
+{
+    const int64_t *id = b->ids, *off = b->offsets, nnz = b->nnz, L = b->bag_size;
+    const size_t D = (size_t)out_stride;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t bag = 0; bag < b->nbags; bag++) {
+        float acc[1024];
+        memset(acc, 0, D * sizeof(float));
+        const int64_t end = off ? off[bag + 1] : (bag + 1) * L;
+        for (int64_t p = off ? off[bag] : bag * L; p < end; p++) {
+            if (p + PF < nnz) {
+                const char *f = (const char *)(t + id[p + PF] * stride);
+                for (size_t c = 0; c < D * sizeof(float); c += 64)
+                    __builtin_prefetch(f + c, 0, 3);
+            }
+            const float *row = t + id[p] * stride;
+#pragma omp simd
+            for (size_t d = 0; d < D; d++)
+                acc[d] += row[d];
+        }
+        memcpy(out + bag * (int64_t)D, acc, D * sizeof(float));
+    }
+}
+
 static double gather(const RoofBuf *b, int threads)
 {
     double best = 1e30;
-    const size_t D = b->dim, L = b->bag, nnz = b->nnz;
     for (int r = 0; r < REPS; r++) {
-        const int64_t *id = b->ids + (size_t)(r % IDSETS) * nnz;
-        float *out = b->out;
-        const float *t = b->t;
+        const EmbBatch batch = {.ids = b->ids + (size_t)(r % IDSETS) * b->nnz,
+                                .nnz = (int64_t)b->nnz, .nbags = (int64_t)b->bags,
+                                .bag_size = (int64_t)b->bag};
         double t0 = bench_now();
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (size_t bag = 0; bag < b->bags; bag++) {
-            float acc[1024];
-            memset(acc, 0, D * sizeof(float));
-            for (size_t l = 0; l < L; l++) {
-                size_t p = bag * L + l;
-                if (p + PF < nnz) {
-                    const char *f = (const char *)(t + id[p + PF] * D);
-                    for (size_t c = 0; c < D * sizeof(float); c += 64)
-                        __builtin_prefetch(f + c, 0, 3);
-                }
-                const float *row = t + id[p] * D;
-#pragma omp simd
-                for (size_t d = 0; d < D; d++)
-                    acc[d] += row[d];
-            }
-            memcpy(out + bag * D, acc, D * sizeof(float));
-        }
+        gather_table(b->t, (int64_t)b->dim, &batch, b->out, (int64_t)b->dim, threads);
         double dt = bench_now() - t0;
         best = dt < best ? dt : best;
     }
-    return (double)nnz * D * sizeof(float) / best / 1e9;
+    return (double)b->nnz * b->dim * sizeof(float) / best / 1e9;
 }
 
 static double update(const RoofBuf *b, size_t n, int threads)
@@ -160,34 +171,6 @@ int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int6
     r->update_gbs = update(&b, n, threads);
     roof_free(&b);
     return 0;
-}
-
-/* ---- the same roof kernel on the run's own tables and ids ------------------------------ */
-
-/* One table's bags through the roof's gather loop (f32 simple tables). */
-static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
-                         int64_t out_stride, int threads)
-{
-    const int64_t *id = b->ids, *off = b->offsets, nnz = b->nnz, L = b->bag_size;
-    const size_t D = (size_t)out_stride;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t bag = 0; bag < b->nbags; bag++) {
-        float acc[1024];
-        memset(acc, 0, D * sizeof(float));
-        const int64_t end = off ? off[bag + 1] : (bag + 1) * L;
-        for (int64_t p = off ? off[bag] : bag * L; p < end; p++) {
-            if (p + PF < nnz) {
-                const char *f = (const char *)(t + id[p + PF] * stride);
-                for (size_t c = 0; c < D * sizeof(float); c += 64)
-                    __builtin_prefetch(f + c, 0, 3);
-            }
-            const float *row = t + id[p] * stride;
-#pragma omp simd
-            for (size_t d = 0; d < D; d++)
-                acc[d] += row[d];
-        }
-        memcpy(out + bag * (int64_t)D, acc, D * sizeof(float));
-    }
 }
 
 double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads)
