@@ -178,9 +178,9 @@ static void plot_panel(FILE *g, const BenchConfig *c, int v, int ph)
     fprintf(g, "set title '%s, %s'\n", c->variants[v].name, c->phases[ph].name);
     fprintf(g, "plot $d%d_%d u 1:5 w lp dt 2 lc rgb 'black' pt 1 t 'memory roof', "
                "'' u 1:2 w l dt 3 lw 2 lc rgb 'gray40' t 'sequential (1 thread)', "
-               "'' u 1:3 w lp lw 2 pt 7 t 'parallel', "
-               "'' u 1:4 w lp lw 2 pt 5 t 'prealloc-concat'%s\n",
-            v, ph, c->peer ? ", '' u 1:6 w lp lw 2 pt 9 lc rgb 'orange' t 'torch'" : "");
+               "'' u 1:3 w lp lw 2 pt 7 lc rgb '#1f77b4' t 'parallel', "
+               "'' u 1:4 w lp lw 2 pt 5 lc rgb '#2ca02c' t 'prealloc-concat'%s\n",
+            v, ph, c->peer ? ", '' u 1:6 w lp lw 2 pt 9 lc rgb '#ff7f0e' t 'torch'" : "");
 }
 
 int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path)
@@ -199,7 +199,7 @@ int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *p
     fprintf(g, "set terminal pngcairo size %d,%d font ',10'\nset output '%s'\n",
             480 * c->nphases, 360 * c->nvariants, path);
     fprintf(g, "set xlabel 'threads'\nset ylabel 'GB/s of table bytes'\nset grid\n"
-               "set key top left font ',8'\nset yrange [0:*]\nset xrange [0.5:%g]\n"
+               "set key below font ',8'\nset yrange [0:*]\nset xrange [0.5:%g]\n"
                "set xtics 1\n", tmax + 0.5);
     fprintf(g, "set multiplot layout %d,%d title 'emb-bench: throughput against threads'\n",
             c->nvariants, c->nphases);
