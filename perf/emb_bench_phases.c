@@ -54,7 +54,7 @@ static int make_update_state(BenchRunner *r)
 
 static void release_update(BenchRunner *r)
 {
-    for (int t = 0; r->grads && t < r->w->ntables; t++) {
+    for (int t = 0; r->grads && r->indexers && t < r->w->ntables; t++) {
         emb_grad_destroy(&r->grads[t]);
         emb_indexer_destroy(&r->indexers[t]);
     }
