@@ -1,209 +1,726 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dlrm_train.c — a DLRM-style training loop in C, the one to copy.
+ * dlrm_train.c — DLRM (Naumov et al. 2019; facebookresearch/dlrm) trained on Criteo-format
+ * click logs, the training loop to copy.
  *
- * Model: 8 categorical features, each embedded by its own table (D = 16, Criteo-like
- * skewed cardinalities; one table partitioned mod 4 to show it changes nothing), plus 4
- * dense features. Per sample the interaction row is [dense | e_0 | ... | e_7], written by
- * one prealloc-concat emb_maplookup straight into the row (the dense features sit in the
- * prependrows columns, never touched by the lookup). A logistic top layer on that row
- * predicts a click; the loss is binary cross-entropy.
+ *   dense (13) -> bottom MLP -> x (D) ---------------------------.
+ *   C1 .. C26 -> 26 tables (emb_maplookup, prealloc-concat) -> e_1 .. e_26 (D each)
+ *   Z = [x | e_1 | .. | e_26]  (one row of 27 D per sample: the lookup's concat output, x
+ *                               written by the bottom MLP into the prependrows columns)
+ *   R = [x | <Z_i, Z_j> for 0 <= j < i <= 26]  (dot interaction, DLRM's order)
+ *   top MLP -> logit -> sigmoid, binary cross-entropy
  *
- * Per step: forward (emb_maplookup), top layer, dL/drow, backward of the concat output
- * (emb_maplookup_backward), one fused, deduplicating row-wise-Adagrad update of every
- * table (emb_update_many) on the same strategy, SGD on the top layer. Steady-state steps
- * allocate nothing in the library. At the end the store is checkpointed and restored.
+ * MLP layers are cblas_sgemm calls (ReLU after each but the top's last), trained by SGD,
+ * split over the same OpenMP threads as the library's strategy;
+ * the tables by emb_maplookup_backward + emb_update_many (SGD or Adagrad, deduplicated).
+ * Every parameter lives in one EmbStore (the MLP weights as tables of `out` columns of
+ * `in` features), so one checkpoint holds the whole model with the tables' optimizer
+ * state; training resumes at the epoch after the latest checkpoint. The reader (criteo.h)
+ * parses the next batches on its own threads while a batch trains.
  *
- * Labels come from a hidden model of the same shape, so the loss can fall well below
- * log 2 = 0.693. Usage: dlrm_train [steps=300] [threads=0 (all cores)]
+ * Initialisation is counter-based (store.h), so examples/dlrm_torch.py starts from the
+ * very same weights: table t (C{t+1}) uniform in ±sqrt(1/rows) with seed `seed + t`;
+ * layer l (bottom layers first, then top) weight uniform in ±sqrt(6/(in+out)), seed
+ * `seed + 100 + l`, bias uniform in ±sqrt(3/out), seed `seed + 200 + l` (DLRM's
+ * variances, uniform instead of normal).
+ *
+ * The last line of stdout is `test auc=<x> logloss=<y> samples_per_s=<z>`: exact AUC
+ * (sorted, ties counted one half), mean log loss, training samples per second.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, under -std=c11 */
+#endif
+#include <cblas.h>
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <embtables/embtables.h>
-#include <embtables/partition.h>
 #include <embtables/update.h>
 
-enum { NT = 8, D = 16, NDENSE = 4, BATCH = 256, WIDTH = NDENSE + NT * D };
+#include "criteo.h"
 
-static const int64_t cardinality[NT] = {1000, 50000, 20, 3000, 200000, 8, 700, 12000};
+enum { NT = CRITEO_NCAT, NV = NT + 1, NINTER = NV * (NV - 1) / 2, MAXL = 8 };
 
 #define CHECK(call)                                                                        \
     do {                                                                                   \
-        int r_ = (call);                                                                   \
+        const int r_ = (call);                                                             \
         if (r_ != 0) {                                                                     \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, emb_strerror(r_),         \
-                    emb_last_error());                                                     \
+            fprintf(stderr, "dlrm_train: %s:%d: %s: %s\n", __FILE__, __LINE__,             \
+                    emb_strerror(r_), emb_last_error());                                   \
             exit(1);                                                                       \
         }                                                                                  \
     } while (0)
 
-static uint64_t rng = 0x5eed;
-static uint64_t next_u64(void)
-{
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double unit(void) { return (double)(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+#ifdef _OPENMP
+#define PRAGMA(x) _Pragma(#x)
+#define OMP(x) PRAGMA(omp x)
+#else
+#define OMP(x) /* without OpenMP the loops run on the calling thread */
+#endif
 
-/* A skewed id: popular ids come often (an inverse power law, as click logs are). */
-static int64_t skewed_id(int64_t n)
+static void die(const char *msg, const char *arg)
 {
-    return (int64_t)((double)n * pow(unit(), 3.0)) % n;
+    fprintf(stderr, "dlrm_train: %s%s\n", msg, arg ? arg : "");
+    exit(2);
 }
 
-/* The hidden model: one score per (table, id), a dense weight vector. */
-static double hidden_score(int t, int64_t id)
+static void *xcalloc(size_t n, size_t size)
 {
-    uint64_t z = (uint64_t)id * 0x9e3779b97f4a7c15ull + (uint64_t)t * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 31)) * 0x94d049bb133111ebull;
-    return ((double)(z >> 11) * (1.0 / 9007199254740992.0) - 0.5) * 1.5;
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        die("out of memory", NULL);
+    return p;
 }
 
-typedef struct Batch {
-    int64_t ids[NT][BATCH];
-    float dense[BATCH][NDENSE];
-    float label[BATCH];
-} Batch;
-
-static void make_batch(Batch *b)
+static double now(void)
 {
-    for (int s = 0; s < BATCH; s++) {
-        double logit = 0;
-        for (int k = 0; k < NDENSE; k++) {
-            b->dense[s][k] = (float)(unit() * 2 - 1);
-            logit += (k + 1) * 0.3 * b->dense[s][k];
-        }
-        for (int t = 0; t < NT; t++) {
-            b->ids[t][s] = skewed_id(cardinality[t]);
-            logit += hidden_score(t, b->ids[t][s]);
-        }
-        b->label[s] = unit() < 1.0 / (1.0 + exp(-logit)) ? 1.0f : 0.0f;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- options ----------------------------------------------------------------------------- */
+
+typedef struct Args {
+    const char *train, *test, *ckpt_dir;
+    int epochs, dim, threads, reader_threads, resume, hash, adagrad;
+    int64_t batch, max_ind_range, sizes[NT];
+    float lr;
+    uint64_t seed;
+    int bot[MAXL], nbot, top[MAXL], ntop; /* hidden sizes (bottom ends with D, top with 1) */
+} Args;
+
+static const char usage[] =
+    "usage: dlrm_train --train FILE --test FILE [--epochs N (1)] [--batch B (128)]\n"
+    "         [--dim D (16)] [--max-ind-range N (100000)] [--table-sizes N,N,..(26)]\n"
+    "         [--hash] [--optimizer sgd|adagrad (sgd)] [--lr X (0.1)] [--threads T (0: cores)]\n"
+    "         [--reader-threads T (2)] [--bot 512-256-64] [--top 512-256] [--seed S (1)]\n"
+    "         [--checkpoint-dir DIR] [--resume]\n";
+
+static int parse_list(const char *s, int *out, int cap)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        const long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || v > 65536 || n == cap)
+            die("bad layer list: ", s);
+        out[n++] = (int)v;
+        s = *end ? end + 1 : end;
     }
+    return n;
+}
+
+static int64_t parse_i64(const char *s, int64_t lo, int64_t hi, const char *what)
+{
+    char *end;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        die(what, s);
+    return v;
+}
+
+static void parse_args(int argc, char **argv, Args *a)
+{
+    static const struct option opts[] = {
+        {"train", 1, 0, 'a'}, {"test", 1, 0, 'b'}, {"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'B'},
+        {"dim", 1, 0, 'd'}, {"max-ind-range", 1, 0, 'm'}, {"table-sizes", 1, 0, 'S'},
+        {"hash", 0, 0, 'H'}, {"optimizer", 1, 0, 'o'}, {"lr", 1, 0, 'l'}, {"threads", 1, 0, 't'},
+        {"reader-threads", 1, 0, 'r'}, {"bot", 1, 0, 'x'}, {"top", 1, 0, 'y'},
+        {"seed", 1, 0, 's'}, {"checkpoint-dir", 1, 0, 'c'}, {"resume", 0, 0, 'R'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.1f,
+                .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
+                .top = {512, 256}, .ntop = 2};
+    int64_t table_sizes[NT] = {0};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': a->train = optarg; break;
+        case 'b': a->test = optarg; break;
+        case 'e': a->epochs = (int)parse_i64(optarg, 0, 1000000, "bad --epochs: "); break;
+        case 'B': a->batch = parse_i64(optarg, 1, 1 << 20, "bad --batch: "); break;
+        case 'd': a->dim = (int)parse_i64(optarg, 1, 4096, "bad --dim: "); break;
+        case 'm': a->max_ind_range = parse_i64(optarg, 1, INT64_C(1) << 40, "bad --max-ind-range: "); break;
+        case 'S': {
+            const char *s = optarg;
+            for (int t = 0; t < NT; t++) {
+                char *end;
+                const long long v = strtoll(s, &end, 10);
+                if (end == s || v <= 0 || (t < NT - 1 && *end != ','))
+                    die("--table-sizes wants 26 positive numbers, comma-separated: ", optarg);
+                table_sizes[t] = v;
+                s = end + (t < NT - 1);
+            }
+            break;
+        }
+        case 'H': a->hash = 1; break;
+        case 'o':
+            if (strcmp(optarg, "sgd") && strcmp(optarg, "adagrad"))
+                die("--optimizer is sgd or adagrad, not ", optarg);
+            a->adagrad = !strcmp(optarg, "adagrad");
+            break;
+        case 'l': {
+            char *end;
+            a->lr = strtof(optarg, &end);
+            if (*end || !(a->lr > 0))
+                die("bad --lr: ", optarg);
+            break;
+        }
+        case 't': a->threads = (int)parse_i64(optarg, 0, 4096, "bad --threads: "); break;
+        case 'r': a->reader_threads = (int)parse_i64(optarg, 1, 64, "bad --reader-threads: "); break;
+        case 'x': a->nbot = parse_list(optarg, a->bot, MAXL - 2); break;
+        case 'y': a->ntop = parse_list(optarg, a->top, MAXL - 2); break;
+        case 's': a->seed = (uint64_t)parse_i64(optarg, 0, INT64_MAX, "bad --seed: "); break;
+        case 'c': a->ckpt_dir = optarg; break;
+        case 'R': a->resume = 1; break;
+        case 'h': fputs(usage, stdout); exit(0);
+        default: fputs(usage, stderr); exit(2);
+        }
+    }
+    if (!a->train || !a->test || optind < argc) {
+        fputs(usage, stderr);
+        exit(2);
+    }
+    if (a->resume && !a->ckpt_dir)
+        die("--resume needs --checkpoint-dir", NULL);
+    for (int t = 0; t < NT; t++) /* DLRM: min(cardinality, max_ind_range) */
+        a->sizes[t] = table_sizes[t] && table_sizes[t] < a->max_ind_range ? table_sizes[t]
+                                                                          : a->max_ind_range;
+    a->bot[a->nbot++] = a->dim;
+    a->top[a->ntop++] = 1;
+}
+
+/* ---- MLP: layers of cblas_sgemm, parameters in the store ------------------------------- */
+
+/* Threads of the example's own loops and GEMMs: the strategy's, in one OpenMP team, so
+ * that the library's lookups and updates and the MLPs share one pool of threads (a second
+ * pool, OpenBLAS's, would fight it for the cores: OpenBLAS runs single-threaded here). */
+static int nthreads = 1;
+
+/* C = alpha op(A) op(B) + beta C (row-major), in blocks of 64 rows of C spread over the
+ * threads: a block is one single-threaded call whatever the thread count, so the result
+ * has the same bits for any number of threads. */
+static void gemm(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N, int K,
+                 float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                 float *C, int ldc)
+{
+    const int blocks = (M + 63) / 64;
+    OMP(parallel for num_threads(nthreads) schedule(static) if (nthreads > 1 && blocks > 1))
+    for (int k = 0; k < blocks; k++) {
+        const int m0 = 64 * k, m = M - m0 < 64 ? M - m0 : 64;
+        const float *a = ta == CblasNoTrans ? A + (int64_t)m0 * lda : A + m0;
+        cblas_sgemm(CblasRowMajor, ta, tb, m, N, K, alpha, a, lda, B, ldb, beta,
+                    C + (int64_t)m0 * ldc, ldc);
+    }
+}
+
+typedef struct Mlp {
+    int nlayers, relu_last;
+    int dims[MAXL + 1];           /* dims[0] inputs, dims[l + 1] outputs of layer l */
+    float *w[MAXL], *b[MAXL];     /* w: dims[l+1] rows of dims[l] (stride ldw), b: dims[l+1] */
+    int64_t ldw[MAXL];
+    const float *act[MAXL + 1];   /* act[0] the input, act[l + 1] layer l's output */
+    int64_t ld[MAXL + 1];
+    float *own[MAXL + 1];         /* buffers of the hidden activations */
+    float *g[3];                  /* gradient buffers (batch x widest): g[2] dL/d(pre-
+                                     activation), g[0] / g[1] in turn dL/d(input) */
+    float *gbias;                 /* a bias gradient (widest) */
+} Mlp;
+
+/* A store table initialised uniform in ±bound; its storage and column stride. */
+static float *param(EmbStore *store, const char *name, int64_t rows, int cols, float bound,
+                    uint64_t seed, int64_t *stride)
+{
+    EmbTable *t;
+    const EmbVariableSpec v = {.name = name, .ncolumns = rows, .featuresize = cols,
+                               .dtype = EMB_F32, .trainable = 1,
+                               .init = {EMB_INIT_UNIFORM, -bound, bound, seed}};
+    CHECK(emb_store_get(store, &v, EMB_REUSE_NO, &t));
+    float *data = emb_table_data(t, stride);
+    if (!data)
+        die("a parameter table has no contiguous storage: ", name);
+    return data;
+}
+
+static void mlp_init(Mlp *m, EmbStore *store, const char *prefix, int in, const int *outs,
+                     int n, int relu_last, int64_t batch, int first_layer, uint64_t seed)
+{
+    memset(m, 0, sizeof *m);
+    m->nlayers = n;
+    m->relu_last = relu_last;
+    m->dims[0] = in;
+    int widest = in;
+    for (int l = 0; l < n; l++) {
+        const int fin = m->dims[l], fout = outs[l];
+        char name[64];
+        int64_t unused;
+        m->dims[l + 1] = fout;
+        widest = fout > widest ? fout : widest;
+        snprintf(name, sizeof name, "%s.%d.weight", prefix, l);
+        m->w[l] = param(store, name, fout, fin, sqrtf(6.0f / (float)(fin + fout)),
+                        seed + 100 + (uint64_t)(first_layer + l), &m->ldw[l]);
+        snprintf(name, sizeof name, "%s.%d.bias", prefix, l);
+        m->b[l] = param(store, name, 1, fout, sqrtf(3.0f / (float)fout),
+                        seed + 200 + (uint64_t)(first_layer + l), &unused);
+        if (l < n - 1) {
+            m->own[l + 1] = xcalloc((size_t)(batch * fout), sizeof(float));
+            m->act[l + 1] = m->own[l + 1];
+            m->ld[l + 1] = fout;
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        m->g[k] = xcalloc((size_t)(batch * widest), sizeof(float));
+    m->gbias = xcalloc((size_t)widest, sizeof(float));
+}
+
+static void mlp_free(Mlp *m)
+{
+    for (int l = 0; l <= m->nlayers; l++)
+        free(m->own[l]);
+    free(m->g[0]);
+    free(m->g[1]);
+    free(m->g[2]);
+    free(m->gbias);
+}
+
+static int relu_after(const Mlp *m, int l)
+{
+    return l < m->nlayers - 1 || m->relu_last;
+}
+
+/* act[l + 1] = relu(act[l] W_l^T + b_l) for every layer; act[0] and the last output
+ * (act[nlayers], ld[nlayers]) are set by the caller. */
+static void mlp_forward(Mlp *m, int64_t n)
+{
+    for (int l = 0; l < m->nlayers; l++) {
+        const int fin = m->dims[l], fout = m->dims[l + 1];
+        float *y = (float *)m->act[l + 1];
+        const int64_t ldy = m->ld[l + 1];
+        for (int64_t s = 0; s < n; s++)
+            memcpy(y + s * ldy, m->b[l], (size_t)fout * sizeof(float));
+        gemm(CblasNoTrans, CblasTrans, (int)n, fout, fin, 1.0f, m->act[l], (int)m->ld[l],
+             m->w[l], (int)m->ldw[l], 1.0f, y, (int)ldy);
+        if (relu_after(m, l))
+            for (int64_t s = 0; s < n; s++) {
+                float *ys = y + s * ldy;
+                for (int j = 0; j < fout; j++)
+                    ys[j] = ys[j] > 0 ? ys[j] : 0;
+            }
+    }
+}
+
+/* One row: gz = g where the layer's output y > 0 (ReLU) or everywhere; gb += gz.
+ * Branch-free, so that the compiler vectorises it (a branch on y mispredicts half the time). */
+static void relu_grad(float *restrict gz, const float *restrict g, const float *restrict y,
+                      int relu, float *restrict gb, int n)
+{
+    for (int j = 0; j < n; j++) {
+        const float v = !relu || y[j] > 0 ? g[j] : 0.0f;
+        gz[j] = v;
+        gb[j] += v;
+    }
+}
+
+/* Backward from dL/d(output) (ld dld) and SGD on every layer; dL/d(input) goes to din
+ * (ld ldin) when din is not NULL. Each layer's input gradient uses its weights before
+ * their update, as autograd + optimizer.step() do. */
+static void mlp_backward(Mlp *m, int64_t n, const float *dout, int64_t dld, float *din,
+                         int64_t ldin, float lr)
+{
+    const float *g = dout;
+    int64_t ldg = dld;
+    for (int l = m->nlayers - 1; l >= 0; l--) {
+        const int fin = m->dims[l], fout = m->dims[l + 1];
+        float *gz = m->g[2]; /* dL/d(pre-activation) of layer l, ld fout */
+        const int relu = relu_after(m, l);
+        memset(m->gbias, 0, (size_t)fout * sizeof(float));
+        for (int64_t s = 0; s < n; s++)
+            relu_grad(gz + s * fout, g + s * ldg, m->act[l + 1] + s * m->ld[l + 1], relu,
+                      m->gbias, fout);
+        float *gx = l > 0 ? m->g[l & 1] : din;
+        const int64_t ldx = l > 0 ? fin : ldin;
+        if (gx)
+            gemm(CblasNoTrans, CblasNoTrans, (int)n, fin, fout, 1.0f, gz, fout, m->w[l],
+                 (int)m->ldw[l], 0.0f, gx, (int)ldx);
+        gemm(CblasTrans, CblasNoTrans, fout, fin, (int)n, -lr, gz, fout, m->act[l],
+             (int)m->ld[l], 1.0f, m->w[l], (int)m->ldw[l]);
+        for (int j = 0; j < fout; j++)
+            m->b[l][j] -= lr * m->gbias[j];
+        g = gx;
+        ldg = ldx;
+    }
+}
+
+/* ---- dot interaction ------------------------------------------------------------------ */
+
+/* r = [z_0 | <z_i, z_j> for i = 1..26, j < i] per sample, z_i = row + i D. */
+static void interact_forward(const float *rows, int64_t ldrow, int64_t n, int D, float *r,
+                             int64_t ldr)
+{
+    OMP(parallel for num_threads(nthreads) schedule(static) if (nthreads > 1))
+    for (int64_t s = 0; s < n; s++) {
+        const float *z = rows + s * ldrow;
+        float *o = r + s * ldr;
+        memcpy(o, z, (size_t)D * sizeof(float));
+        int64_t k = D;
+        for (int i = 1; i < NV; i++)
+            for (int j = 0; j < i; j++) {
+                float dot = 0;
+                for (int d = 0; d < D; d++)
+                    dot += z[i * D + d] * z[j * D + d];
+                o[k++] = dot;
+            }
+    }
+}
+
+/* drows = dL/dZ from dr = dL/dR; the bottom MLP's share (first D) plus dr's first D
+ * columns go to the first D columns of drows, as Z's layout. */
+static void interact_backward(const float *rows, int64_t ldrow, int64_t n, int D,
+                              const float *dr, int64_t ldr, float *drows)
+{
+    OMP(parallel for num_threads(nthreads) schedule(static) if (nthreads > 1))
+    for (int64_t s = 0; s < n; s++) {
+        const float *z = rows + s * ldrow, *g = dr + s * ldr;
+        float *dz = drows + s * ldrow;
+        memcpy(dz, g, (size_t)D * sizeof(float));
+        memset(dz + D, 0, (size_t)(NV - 1) * (size_t)D * sizeof(float));
+        int64_t k = D;
+        for (int i = 1; i < NV; i++)
+            for (int j = 0; j < i; j++) {
+                const float c = g[k++];
+                for (int d = 0; d < D; d++) {
+                    dz[i * D + d] += c * z[j * D + d];
+                    dz[j * D + d] += c * z[i * D + d];
+                }
+            }
+    }
+}
+
+/* ---- the model -------------------------------------------------------------------------- */
+
+typedef struct Model {
+    const Args *a;
+    int D;
+    int64_t width, B;             /* Z row: NV * D */
+    EmbStore *store;
+    EmbTable *tables[NT];
+    EmbStrategy *strategy;
+    EmbOptimizer *opt;
+    EmbGrad *grads[NT];
+    EmbIndexer *indexers[NT];
+    Mlp bot, top;
+    float *rows, *drows, *r, *dr, *logit, *dlogit;
+    EmbBatch batches[NT];
+} Model;
+
+static void model_init(Model *m, const Args *a)
+{
+    memset(m, 0, sizeof *m);
+    m->a = a;
+    m->D = a->dim;
+    m->B = a->batch;
+    m->width = (int64_t)NV * a->dim;
+    CHECK(emb_store_create(&m->store));
+    for (int t = 0; t < NT; t++) {
+        char name[16];
+        snprintf(name, sizeof name, "C%d", t + 1);
+        const float bound = (float)sqrt(1.0 / (double)a->sizes[t]);
+        const EmbVariableSpec v = {.name = name, .ncolumns = a->sizes[t], .featuresize = a->dim,
+                                   .dtype = EMB_F32, .trainable = 1,
+                                   .init = {EMB_INIT_UNIFORM, -bound, bound, a->seed + (uint64_t)t}};
+        CHECK(emb_store_get(m->store, &v, EMB_REUSE_NO, &m->tables[t]));
+    }
+    mlp_init(&m->bot, m->store, "bot", CRITEO_NDENSE, a->bot, a->nbot, 1, m->B, 0, a->seed);
+    mlp_init(&m->top, m->store, "top", a->dim + NINTER, a->top, a->ntop, 0, m->B, a->nbot,
+             a->seed);
+    const EmbStrategyOptions so = {.nthreads = a->threads};
+    CHECK(emb_strategy_prealloc_concat(&m->strategy, &so));
+    const EmbOptimizerConfig oc =
+        emb_optimizer_defaults(a->adagrad ? EMB_OPT_ADAGRAD : EMB_OPT_SGD, a->lr);
+    CHECK(emb_optimizer_create(&m->opt, &oc));
+    for (int t = 0; t < NT; t++) {
+        CHECK(emb_grad_create(&m->grads[t]));
+        CHECK(emb_indexer_create(&m->indexers[t]));
+        CHECK(emb_optimizer_attach(m->opt, m->tables[t]));
+    }
+    const size_t B = (size_t)m->B;
+    m->rows = xcalloc(B * (size_t)m->width, sizeof(float));
+    m->drows = xcalloc(B * (size_t)m->width, sizeof(float));
+    m->r = xcalloc(B * (size_t)(a->dim + NINTER), sizeof(float));
+    m->dr = xcalloc(B * (size_t)(a->dim + NINTER), sizeof(float));
+    m->logit = xcalloc(B, sizeof(float));
+    m->dlogit = xcalloc(B, sizeof(float));
+    /* the MLPs' ends: the bottom writes x into Z's first D columns, the top reads R */
+    m->bot.act[m->bot.nlayers] = m->rows;
+    m->bot.ld[m->bot.nlayers] = m->width;
+    m->top.act[0] = m->r;
+    m->top.ld[0] = a->dim + NINTER;
+    m->top.act[m->top.nlayers] = m->logit;
+    m->top.ld[m->top.nlayers] = 1;
+}
+
+static void model_free(Model *m)
+{
+    for (int t = 0; t < NT; t++) {
+        emb_grad_destroy(&m->grads[t]);
+        emb_indexer_destroy(&m->indexers[t]);
+    }
+    emb_optimizer_destroy(&m->opt);
+    emb_strategy_destroy(&m->strategy);
+    emb_store_destroy(&m->store);
+    mlp_free(&m->bot);
+    mlp_free(&m->top);
+    free(m->rows);
+    free(m->drows);
+    free(m->r);
+    free(m->dr);
+    free(m->logit);
+    free(m->dlogit);
+}
+
+/* Forward of a batch: logits of its n samples into m->logit. */
+static void forward(Model *m, const CriteoBatch *b)
+{
+    const int64_t n = b->n;
+    m->bot.act[0] = b->dense;
+    m->bot.ld[0] = CRITEO_NDENSE;
+    mlp_forward(&m->bot, n);
+    for (int t = 0; t < NT; t++)
+        m->batches[t] = (EmbBatch){.ids = b->cat[t], .nnz = n, .nbags = n, .bag_size = 1};
+    const EmbOutputs out = {.concat = m->rows, .concat_stride = m->width, .prependrows = m->D};
+    CHECK(emb_maplookup(m->strategy, m->tables, NT, m->batches, NULL, &out));
+    interact_forward(m->rows, m->width, n, m->D, m->r, m->D + NINTER);
+    mlp_forward(&m->top, n);
+}
+
+static double bce(float z, float y) /* -log sigmoid(z) if y else -log(1 - sigmoid(z)) */
+{
+    const double x = z;
+    return (x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))) - (double)y * x;
+}
+
+/* One SGD step on a batch; returns its summed loss. */
+static double train_step(Model *m, const CriteoBatch *b)
+{
+    const int64_t n = b->n;
+    forward(m, b);
+    double loss = 0;
+    for (int64_t s = 0; s < n; s++) {
+        const double p = 1.0 / (1.0 + exp(-(double)m->logit[s]));
+        loss += bce(m->logit[s], b->label[s]);
+        m->dlogit[s] = (float)((p - b->label[s]) / (double)n);
+    }
+    const float lr = m->a->lr;
+    const int64_t ldr = m->D + NINTER;
+    mlp_backward(&m->top, n, m->dlogit, 1, m->dr, ldr, lr);
+    interact_backward(m->rows, m->width, n, m->D, m->dr, ldr, m->drows);
+    const EmbOutputs dout = {.concat = m->drows, .concat_stride = m->width, .prependrows = m->D};
+    CHECK(emb_maplookup_backward(m->tables, NT, m->batches, NULL, &dout, m->grads));
+    CHECK(emb_update_many(m->strategy, m->opt, m->tables, (const EmbGrad *const *)m->grads, NT,
+                          m->indexers, 0));
+    mlp_backward(&m->bot, n, m->drows, m->width, NULL, 0, lr);
+    return loss;
+}
+
+/* ---- data, metrics ---------------------------------------------------------------------- */
+
+typedef struct BadLines {
+    const char *path;
+    int64_t n;
+} BadLines;
+
+static void report_bad(void *user, int64_t line, const char *why)
+{
+    BadLines *b = user;
+    if (b->n++ < 10)
+        fprintf(stderr, "dlrm_train: %s:%lld: skipped: %s\n", b->path, (long long)line, why);
+}
+
+static CriteoReader *open_data(const Args *a, const char *path, BadLines *bad)
+{
+    CriteoOptions o = {.batch = a->batch, .flags = a->hash ? CRITEO_HASH : 0,
+                       .nthreads = a->reader_threads, .report = report_bad, .report_user = bad};
+    memcpy(o.sizes, a->sizes, sizeof o.sizes);
+    *bad = (BadLines){.path = path};
+    CriteoReader *r;
+    char err[300];
+    if (criteo_open(&r, path, &o, err, sizeof err) != 0)
+        die(err, NULL);
+    return r;
+}
+
+static void close_data(CriteoReader **r, const BadLines *bad)
+{
+    if (bad->n > 10)
+        fprintf(stderr, "dlrm_train: %s: %lld bad lines skipped in all\n", bad->path,
+                (long long)bad->n);
+    criteo_close(r);
+}
+
+static int next_batch(CriteoReader *r, CriteoBatch *b, const char *path)
+{
+    if (criteo_next(r, b) != 0)
+        die(path, criteo_error(r)); /* prints "<path><message>" */
+    return b->n > 0;
+}
+
+typedef struct Scored {
+    float score, label;
+} Scored;
+
+static int by_score(const void *x, const void *y)
+{
+    const float a = ((const Scored *)x)->score, b = ((const Scored *)y)->score;
+    return (a > b) - (a < b);
+}
+
+/* Exact AUC: the Mann-Whitney statistic over the sorted scores, ties counted one half. */
+static double auc(Scored *v, int64_t n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_score);
+    double pos = 0, rank_sum = 0;
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i;
+        double tie_pos = 0;
+        while (j < n && v[j].score == v[i].score)
+            tie_pos += v[j++].label;
+        rank_sum += tie_pos * 0.5 * (double)(i + 1 + j); /* mean 1-based rank of the group */
+        pos += tie_pos;
+        i = j;
+    }
+    const double neg = (double)n - pos;
+    return pos > 0 && neg > 0 ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
+}
+
+static void evaluate(Model *m, double *auc_out, double *logloss)
+{
+    BadLines bad;
+    CriteoReader *r = open_data(m->a, m->a->test, &bad);
+    int64_t n = 0, cap = 1 << 16;
+    Scored *v = xcalloc((size_t)cap, sizeof *v);
+    double loss = 0;
+    CriteoBatch b;
+    while (next_batch(r, &b, m->a->test)) {
+        forward(m, &b);
+        if (n + b.n > cap) {
+            cap = 2 * (n + b.n);
+            v = realloc(v, (size_t)cap * sizeof *v);
+            if (!v)
+                die("out of memory", NULL);
+        }
+        for (int64_t s = 0; s < b.n; s++) {
+            v[n + s] = (Scored){m->logit[s], b.label[s]};
+            loss += bce(m->logit[s], b.label[s]);
+        }
+        n += b.n;
+    }
+    close_data(&r, &bad);
+    if (n == 0)
+        die("no test samples in ", m->a->test);
+    *logloss = loss / (double)n;
+    *auc_out = auc(v, n);
+    free(v);
+}
+
+/* ---- checkpoints ----------------------------------------------------------------------- */
+
+/* The epoch to start from: 0, or the one after the latest checkpoint's. */
+static int restore(Model *m)
+{
+    char path[4096];
+    if (emb_checkpoint_latest(m->a->ckpt_dir, path, sizeof path) != 0) {
+        fprintf(stderr, "dlrm_train: no checkpoint in %s, starting afresh\n", m->a->ckpt_dir);
+        return 0;
+    }
+    int64_t epoch;
+    const EmbRestoreOptions ro = {.optimizer = m->opt}; /* Adagrad's accumulators too */
+    CHECK(emb_checkpoint_restore_ex(m->store, path, &ro, &epoch));
+    fprintf(stderr, "dlrm_train: resumed from %s (epoch %lld done)\n", path, (long long)epoch);
+    return (int)epoch;
+}
+
+static void save(Model *m, EmbSaver *saver, int epoch)
+{
+    char path[4096];
+    CHECK(emb_saver_save(saver, m->store, epoch, path, sizeof path));
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+static void progress(int epoch, int64_t samples, double rate, double loss)
+{
+    fprintf(stderr, "\repoch %d  %lld samples  %.0f samples/s  loss %.4f   ", epoch + 1,
+            (long long)samples, rate, loss);
 }
 
 int main(int argc, char **argv)
 {
-    const int steps = argc > 1 ? atoi(argv[1]) : 300;
-    const int threads = argc > 2 ? atoi(argv[2]) : 0;
+    Args a;
+    parse_args(argc, argv, &a);
+#ifdef DLRM_OPENBLAS
+    openblas_set_num_threads(1);
+#endif
+    Model m;
+    model_init(&m, &a);
+    nthreads = emb_strategy_nthreads(m.strategy);
 
-    /* tables, from a store: named, initialised, checkpointable */
-    EmbStore *store;
-    EmbTable *tables[NT];
-    CHECK(emb_store_create(&store));
-    for (int t = 0; t < NT; t++) {
-        char name[32];
-        snprintf(name, sizeof name, "C%d", t + 1);
-        EmbVariableSpec v = {.name = name, .ncolumns = cardinality[t], .featuresize = D,
-                             .dtype = EMB_F32, .trainable = 1,
-                             .init = {EMB_INIT_UNIFORM, -0.05f, 0.05f, 1234}};
-        if (t == 4) { /* the largest table, sharded as TF's fixed_size_partitioner would */
-            v.nshards = 4;
-            v.partition = EMB_PARTITION_MOD;
-        }
-        CHECK(emb_store_get(store, &v, EMB_REUSE_NO, &tables[t]));
+    EmbSaver *saver = NULL;
+    int first = 0;
+    if (a.ckpt_dir) {
+        mkdir(a.ckpt_dir, 0777);
+        const EmbSaverOptions so = {.max_to_keep = EMB_SAVER_DEFAULT_MAX_TO_KEEP,
+                                    .optimizer = m.opt};
+        CHECK(emb_saver_create(&saver, a.ckpt_dir, "dlrm", &so));
+        if (a.resume)
+            first = restore(&m);
     }
-
-    /* one strategy for forward and update; one gradient holder and indexer per table */
-    EmbStrategy *strategy;
-    EmbStrategyOptions so = {.nthreads = threads};
-    CHECK(emb_strategy_prealloc_concat(&strategy, &so));
-    EmbOptimizer *opt;
-    EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ROWWISE_ADAGRAD, 0.05f);
-    CHECK(emb_optimizer_create(&opt, &oc));
-    EmbGrad *grads[NT];
-    EmbIndexer *indexers[NT];
-    for (int t = 0; t < NT; t++) {
-        CHECK(emb_grad_create(&grads[t]));
-        CHECK(emb_indexer_create(&indexers[t]));
-        CHECK(emb_optimizer_attach(opt, tables[t]));
-    }
-
-    static Batch batch;
-    static float rows[BATCH][WIDTH], drows[BATCH][WIDTH];
-    float top[WIDTH] = {0}, bias = 0;
-    EmbBatch batches[NT];
-    const EmbOutputs out = {.concat = &rows[0][0], .concat_stride = WIDTH, .prependrows = NDENSE};
-    const EmbOutputs dout = {.concat = &drows[0][0], .concat_stride = WIDTH, .prependrows = NDENSE};
-    double first = 0, last = 0, avg = 0;
-
-    for (int step = 1; step <= steps; step++) {
-        make_batch(&batch);
-        for (int t = 0; t < NT; t++)
-            batches[t] = (EmbBatch){.ids = batch.ids[t], .nnz = BATCH, .nbags = BATCH, .bag_size = 1};
-        for (int s = 0; s < BATCH; s++) /* the dense features go in the prepended columns */
-            memcpy(rows[s], batch.dense[s], sizeof batch.dense[s]);
-
-        CHECK(emb_maplookup(strategy, tables, NT, batches, NULL, &out));
-
-        /* top layer: p = sigmoid(top . row + bias); dL/drow = (p - y) top / BATCH */
-        double loss = 0, gbias = 0;
-        static float gtop[WIDTH];
-        memset(gtop, 0, sizeof gtop);
-        for (int s = 0; s < BATCH; s++) {
-            double z = bias;
-            for (int i = 0; i < WIDTH; i++)
-                z += (double)top[i] * rows[s][i];
-            const double p = 1.0 / (1.0 + exp(-z)), y = batch.label[s];
-            loss -= y * log(p + 1e-12) + (1 - y) * log(1 - p + 1e-12);
-            const float e = (float)((p - y) / BATCH);
-            for (int i = 0; i < WIDTH; i++) {
-                drows[s][i] = e * top[i];
-                gtop[i] += e * rows[s][i];
+    const int tty = isatty(2);
+    double train_time = 0;
+    int64_t trained = 0;
+    for (int epoch = first; epoch < a.epochs; epoch++) {
+        BadLines bad;
+        CriteoReader *r = open_data(&a, a.train, &bad);
+        CriteoBatch b;
+        double loss = 0, running = NAN, last_print = 0;
+        int64_t samples = 0;
+        const double t0 = now();
+        while (next_batch(r, &b, a.train)) {
+            const double l = train_step(&m, &b);
+            loss += l;
+            samples += b.n;
+            running = isnan(running) ? l / (double)b.n : 0.98 * running + 0.02 * l / (double)b.n;
+            if (tty && now() - last_print > 0.5) {
+                last_print = now();
+                progress(epoch, samples, (double)samples / (last_print - t0), running);
             }
-            gbias += e;
         }
-        loss /= BATCH;
-
-        /* backward into the tables (lazy: no per-id work until the update) and update */
-        CHECK(emb_maplookup_backward(tables, NT, batches, NULL, &dout, grads));
-        CHECK(emb_update_many(strategy, opt, tables, (const EmbGrad *const *)grads, NT,
-                              indexers, 0));
-        for (int i = 0; i < WIDTH; i++)
-            top[i] -= 0.5f * gtop[i];
-        bias -= 0.5f * (float)gbias;
-
-        avg = step == 1 ? loss : 0.95 * avg + 0.05 * loss;
-        if (step == 20)
-            first = avg;
-        last = avg;
-        if (step % 50 == 0 || step == steps)
-            printf("step %4d  loss %.4f (moving average)\n", step, avg);
+        const double dt = now() - t0;
+        close_data(&r, &bad);
+        if (tty)
+            fputc('\n', stderr);
+        train_time += dt;
+        trained += samples;
+        printf("epoch %d: %lld samples, train loss %.4f, %.0f samples/s\n", epoch + 1,
+               (long long)samples, samples ? loss / (double)samples : NAN,
+               (double)samples / (dt > 0 ? dt : 1e-9));
+        fflush(stdout);
+        if (saver)
+            save(&m, saver, epoch + 1);
     }
-
-    /* checkpoint the store, scramble a table, restore it */
-    char dir[] = "/tmp/dlrm_train-XXXXXX", path[512];
-    if (mkdtemp(dir)) {
-        EmbSaver *saver;
-        CHECK(emb_saver_create(&saver, dir, "dlrm", NULL));
-        CHECK(emb_saver_save(saver, store, steps, path, sizeof path));
-        const EmbInitializer zero = {EMB_INIT_ZEROS, 0, 0, 0};
-        CHECK(emb_table_initialize(tables[0], &zero));
-        int64_t restored_step;
-        CHECK(emb_checkpoint_restore(store, path, &restored_step));
-        printf("checkpoint %s (step %lld) saved and restored\n", path, (long long)restored_step);
-        emb_saver_destroy(&saver);
-        unlink(path);
-        char index[600];
-        snprintf(index, sizeof index, "%s/checkpoint", dir);
-        unlink(index);
-        rmdir(dir);
-    }
-
-    for (int t = 0; t < NT; t++) {
-        emb_grad_destroy(&grads[t]);
-        emb_indexer_destroy(&indexers[t]);
-    }
-    emb_optimizer_destroy(&opt);
-    emb_strategy_destroy(&strategy);
-    emb_store_destroy(&store);
-    if (steps >= 100 && !(last < first - 0.02)) {
-        fprintf(stderr, "the loss did not fall: %.4f -> %.4f\n", first, last);
-        return 1;
-    }
+    double test_auc, test_loss;
+    evaluate(&m, &test_auc, &test_loss);
+    printf("test auc=%.6f logloss=%.6f samples_per_s=%.1f\n", test_auc, test_loss,
+           trained ? (double)trained / train_time : 0.0);
+    emb_saver_destroy(&saver);
+    model_free(&m);
     return 0;
 }

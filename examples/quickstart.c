@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* quickstart.c — the seed's first example in C: a 5x5 table whose column j holds j+1,
  * a gather and a reducing (bag-sum) lookup. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gpu_backward.cu — the backward of a lookup fused with its optimizer, deterministic.
  *
@@ -41,24 +42,31 @@ typedef struct BwdArgs {
     int32_t *bagof, *sbag; /* by slot; by sorted position */
     uint32_t *unique, *counts, *nruns, *run_start, *part_start, *mch, *cntz;
     float *partials;
-    int32_t kind;
+    int32_t kind;      /* EmbOptimizerKind */
     float lr, eps, b1, b2;
+    int32_t bias_correction;
+    int32_t sr;        /* stochastic rounding of a bf16 table */
+    uint64_t sr_key;   /* this call's key: the table's seed and call count, hashed */
     float *s0, *s1;
     int64_t *step;
 } BwdArgs;
 
-/* One warp per bag: Σw and Σw² of its kept entries (lanes, then a fixed tree), then slots. */
+#define ENTRY_LANES 8 /* lanes per bag of the entries kernel: 4 bags per warp */
+
+/* ENTRY_LANES lanes per bag: Σw and Σw² of its kept entries (lanes, then a fixed tree),
+   then its slots. */
 __global__ void entries_kernel(BwdArgs a, const GpuErr *err)
 {
-    const int64_t bag = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int lane = threadIdx.x & 31;
+    const int64_t bag = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / ENTRY_LANES;
+    const int lane = threadIdx.x & (ENTRY_LANES - 1);
+    const unsigned mask = gpu_group_mask(ENTRY_LANES);
     if (gpu_failed(err) || bag >= a.d.nbags)
-        return; /* whole warps leave together */
+        return; /* whole groups leave together */
     const GpuDesc &d = a.d;
     const int64_t start = gpu_bag_start(d, bag), end = gpu_bag_end(d, bag);
     double sw = 0.0, sw2 = 0.0;
     int kept = 0;
-    for (int64_t k = start + lane; k < end; k += 32) {
+    for (int64_t k = start + lane; k < end; k += ENTRY_LANES) {
         const float w = d.weights ? d.weights[k] : 1.0f;
         if (gpu_pruned(d, gpu_id(d.ids, d.id32, k), w))
             continue;
@@ -66,13 +74,13 @@ __global__ void entries_kernel(BwdArgs a, const GpuErr *err)
         sw += w;
         sw2 += (double)w * w;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        sw += __shfl_xor_sync(0xffffffffu, sw, o);
-        sw2 += __shfl_xor_sync(0xffffffffu, sw2, o);
-        kept += __shfl_xor_sync(0xffffffffu, kept, o);
+    for (int o = ENTRY_LANES / 2; o > 0; o >>= 1) {
+        sw += __shfl_xor_sync(mask, sw, o, ENTRY_LANES);
+        sw2 += __shfl_xor_sync(mask, sw2, o, ENTRY_LANES);
+        kept += __shfl_xor_sync(mask, kept, o, ENTRY_LANES);
     }
     const float s = kept ? gpu_combiner_scale(d.combiner, sw, sw2) : 1.0f;
-    for (int64_t k = start + lane; k < end; k += 32) {
+    for (int64_t k = start + lane; k < end; k += ENTRY_LANES) {
         const int64_t id = gpu_id(d.ids, d.id32, k);
         const float w = d.weights ? d.weights[k] : 1.0f;
         a.keys_in[k] = gpu_pruned(d, id, w) ? a.sentinel : (uint32_t)id;
@@ -258,7 +266,7 @@ __device__ void apply_row(const BwdArgs &a, uint32_t id, char *row, const float4
         clip_grad<NV>(a, x, A, G, mask);
     float scale = -a.lr; /* SGD */
     float step_size = 0.0f;
-    if (a.kind == EMB_GPU_ROWWISE_ADAGRAD) {
+    if (a.kind == EMB_OPT_ROWWISE_ADAGRAD) {
         float gg = 0.0f;
 #pragma unroll
         for (int v = 0; v < NV; v++)
@@ -269,10 +277,13 @@ __device__ void apply_row(const BwdArgs &a, uint32_t id, char *row, const float4
         if (lane == 0)
             a.s0[id] = h;
         scale = -a.lr / (sqrtf(h) + a.eps);
-    } else if (a.kind == EMB_GPU_ADAM) {
-        const double t = (double)(*a.step + 1);
-        const double bc1 = 1.0 - pow((double)a.b1, t), bc2 = 1.0 - pow((double)a.b2, t);
-        step_size = (float)(a.lr * sqrt(bc2) / bc1);
+    } else if (a.kind == EMB_OPT_ADAM) { /* as emb_update's plan (update/optimizer.c) */
+        step_size = a.lr;
+        if (a.bias_correction) {
+            const double t = (double)(*a.step + 1);
+            const double bc1 = 1.0 - pow((double)a.b1, t), bc2 = 1.0 - pow((double)a.b2, t);
+            step_size = (float)(a.lr * sqrt(bc2) / bc1);
+        }
     }
 #pragma unroll
     for (int v = 0; v < NV; v++) {
@@ -280,14 +291,18 @@ __device__ void apply_row(const BwdArgs &a, uint32_t id, char *row, const float4
         if (col >= a.d.stride)
             continue;
         float4 dw;
-        if (a.kind == EMB_GPU_ADAM) {
+        if (a.kind == EMB_OPT_ADAM) {
             const size_t off = (size_t)id * (size_t)a.d.stride + col;
             dw = adam4(A[v], a.s0 + off, a.s1 + off, a, step_size);
         } else {
             dw = gpu_scale4(scale, A[v]);
         }
         const float4 w = make_float4(x[v].x + dw.x, x[v].y + dw.y, x[v].z + dw.z, x[v].w + dw.w);
-        gpu_store4<DT>(row + col * gpu_elsize<DT>(), w);
+        if (DT == EMB_BF16 && a.sr) /* random bits from (call, column, element) alone */
+            gpu_store4_bf16_sr(row + col * gpu_elsize<DT>(), w,
+                               gpu_mix64(a.sr_key ^ ((uint64_t)id * 0xd1b54a32d192ed03ull + col)));
+        else
+            gpu_store4<DT>(row + col * gpu_elsize<DT>(), w);
     }
 }
 
@@ -394,32 +409,48 @@ static int carve(EmbGpuWorkspace *ws, BwdArgs *a, size_t tmp_bytes, void **tmp)
     return 0;
 }
 
-static int check_opt(const EmbGpuTable *t, const EmbGpuOptimizer *o)
+/* The CPU library's check of the configuration, then what the GPU supports. */
+static int check_opt(const EmbGpuTable *t, const EmbOptimizerConfig *o)
 {
-    if (o->kind < EMB_GPU_SGD || o->kind > EMB_GPU_ADAM)
-        return emb__gpu_fail(EMB_EINVAL, "optimizer kind %d is not SGD, ROWWISE_ADAGRAD or ADAM",
-                             (int)o->kind);
-    if (!isfinite(o->lr) || !(o->eps >= 0.0f) || !(o->beta1 >= 0.0f && o->beta1 < 1.0f) ||
-        !(o->beta2 >= 0.0f && o->beta2 < 1.0f))
-        return emb__gpu_fail(EMB_EINVAL, "optimizer: lr %g must be finite, eps %g >= 0, betas "
-                             "%g %g in [0, 1)", (double)o->lr, (double)o->eps,
-                             (double)o->beta1, (double)o->beta2);
+    const int r = emb_optimizer_config_check(o);
+    if (r)
+        return emb__gpu_fail(r, "%s", emb_last_error());
+    if (o->kind != EMB_OPT_SGD && o->kind != EMB_OPT_ROWWISE_ADAGRAD && o->kind != EMB_OPT_ADAM)
+        return emb__gpu_fail(EMB_ENOTSUP, "optimizer kind %d: the GPU backward takes SGD, "
+                             "ROWWISE_ADAGRAD and ADAM", (int)o->kind);
+    if (o->weight_decay != 0.0f) /* until the GPU backward applies it as update.h says */
+        return emb__gpu_fail(EMB_ENOTSUP, "weight_decay %g: the GPU backward has no weight "
+                             "decay yet", (double)o->weight_decay);
     if (t->opt_kind >= 0 && t->opt_kind != (int)o->kind)
         return emb__gpu_fail(EMB_EINVAL, "table \"%s\" holds state of optimizer kind %d, not %d",
                              t->name, t->opt_kind, (int)o->kind);
     return 0;
 }
 
-/* Allocates the table's optimizer state (zeros) on its first update. */
-static int ensure_state(EmbGpuTable *t, EmbGpuOptKind kind, cudaStream_t s)
+__global__ void fill_kernel(float *p, int64_t n, float v)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+/* Allocates the table's optimizer state on its first update: row-wise Adagrad's h starts
+   at initial_accumulator, Adam's moments and step at zero (as the CPU's make_slot). */
+static int ensure_state(EmbGpuTable *t, const EmbOptimizerConfig *o, cudaStream_t s)
 {
     if (t->opt_kind >= 0)
         return 0;
     const size_t rows = (size_t)t->ncolumns, full = rows * (size_t)t->stride * 4;
-    if (kind == EMB_GPU_ROWWISE_ADAGRAD && rows) {
+    if (o->kind == EMB_OPT_ROWWISE_ADAGRAD && rows) {
         GPU_TRY(cudaMalloc((void **)&t->state0, rows * 4));
         GPU_TRY(cudaMemsetAsync(t->state0, 0, rows * 4, s));
-    } else if (kind == EMB_GPU_ADAM) {
+        if (o->initial_accumulator != 0.0f) {
+            const int64_t blocks = ((int64_t)rows + GPU_THREADS - 1) / GPU_THREADS;
+            GPU_LAUNCH(fill_kernel, (unsigned)(blocks < 1024 ? blocks : 1024), GPU_THREADS, s,
+                       t->state0, (int64_t)rows, o->initial_accumulator);
+            GPU_TRY(cudaGetLastError());
+        }
+    } else if (o->kind == EMB_OPT_ADAM) {
         GPU_TRY(cudaMalloc((void **)&t->step, 8));
         GPU_TRY(cudaMemsetAsync(t->step, 0, 8, s));
         if (rows) {
@@ -429,7 +460,7 @@ static int ensure_state(EmbGpuTable *t, EmbGpuOptKind kind, cudaStream_t s)
             GPU_TRY(cudaMemsetAsync(t->state1, 0, full, s));
         }
     }
-    t->opt_kind = (int)kind;
+    t->opt_kind = (int)o->kind;
     return 0;
 }
 
@@ -454,7 +485,8 @@ static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuEr
                         cudaStream_t s)
 {
     const int n = (int)a->n;
-    const unsigned bag_blocks = (unsigned)((a->d.nbags * 32 + GPU_THREADS - 1) / GPU_THREADS);
+    const unsigned bag_blocks =
+        (unsigned)((a->d.nbags * ENTRY_LANES + GPU_THREADS - 1) / GPU_THREADS);
     if (bag_blocks)
         GPU_LAUNCH(entries_kernel, bag_blocks, GPU_THREADS, s, *a, err);
     GPU_TRY(cudaGetLastError());
@@ -472,24 +504,25 @@ static int run_pipeline(BwdArgs *a, void *tmp, size_t tmp_bytes, int bits, GpuEr
     GPU_TRY(cub::DeviceScan::ExclusiveSum(tmp, tb, a->cntz, a->run_start, n, s));
     tb = tmp_bytes;
     GPU_TRY(cub::DeviceScan::ExclusiveSum(tmp, tb, a->mch, a->part_start, n, s));
-    switch (emb__gpu_nv(a->d.D)) {
+    switch (emb__gpu_nv(a->d.D, 4)) {
     case 1: launch_reduce<1>(*a, blocks, err, s); break;
     case 2: launch_reduce<2>(*a, blocks, err, s); break;
     case 4: launch_reduce<4>(*a, blocks, err, s); break;
     default: launch_reduce<8>(*a, blocks, err, s); break;
     }
     GPU_TRY(cudaGetLastError());
-    if (a->kind == EMB_GPU_ADAM)
+    if (a->kind == EMB_OPT_ADAM)
         GPU_LAUNCH(step_kernel, 1, 1, s, a->step, err);
     return emb__gpu_cuda(cudaGetLastError(), "backward kernels");
 }
 
 int emb_gpu_backward_update(EmbGpuTable *table, const EmbBatch *batch, const EmbPooling *pooling,
-                            const float *dy, int64_t dy_stride, const EmbGpuOptimizer *opt,
+                            const float *dy, int64_t dy_stride, const EmbOptimizerConfig *opt,
                             unsigned flags, EmbGpuWorkspace *ws, void *stream)
 {
     GPU_CHECK_NULL(opt);
     GPU_CHECK_NULL(ws);
+    GPU_CHECK_FLAGS(flags);
     int r = emb__gpu_batch_check(table, batch, pooling, 0);
     if (r || (r = check_opt(table, opt)))
         return r;
@@ -503,29 +536,39 @@ int emb_gpu_backward_update(EmbGpuTable *table, const EmbBatch *batch, const Emb
         return emb__gpu_fail(EMB_ENOTSUP, "GPU backward takes ncolumns < 2^32 - 1 and "
                              "nnz + nbags < 2^31 (have %lld, %lld)", (long long)table->ncolumns,
                              (long long)(batch->nnz + batch->nbags));
-    if (batch->nnz + batch->nbags == 0)
-        return 0;
     const cudaStream_t s = (cudaStream_t)stream;
+    if (batch->nnz + batch->nbags == 0) { /* still a step for Adam's t, as emb_update */
+        if (opt->kind != EMB_OPT_ADAM)
+            return 0;
+        if ((r = ensure_state(table, opt, s)))
+            return r;
+        GPU_LAUNCH(step_kernel, 1, 1, s, table->step, ws->derr);
+        return emb__gpu_cuda(cudaGetLastError(), "step kernel");
+    }
     BwdArgs a;
     memset(&a, 0, sizeof a);
     emb__gpu_desc_fill(&a.d, table, batch, pooling);
     a.dy = dy;
     a.dy_stride = dy_stride;
     a.dy_vec = table->featuresize % 4 == 0 && dy_stride % 4 == 0 && ((uintptr_t)dy & 15) == 0;
+    a.d.G = emb__gpu_group(a.d.D, emb__gpu_nv(a.d.D, 4), 4); /* 4-element chunks here */
     a.n = (uint32_t)(batch->nnz + batch->nbags);
     a.sentinel = (uint32_t)table->ncolumns;
     a.kind = (int32_t)opt->kind;
     a.lr = opt->lr;
-    a.eps = opt->eps > 0.0f ? opt->eps : 1e-8f;
-    a.b1 = opt->beta1 > 0.0f ? opt->beta1 : 0.9f;
-    a.b2 = opt->beta2 > 0.0f ? opt->beta2 : 0.999f;
+    a.eps = opt->eps;
+    a.b1 = opt->beta1;
+    a.b2 = opt->beta2;
+    a.bias_correction = opt->bias_correction;
+    a.sr = (flags & EMB_GPU_STOCHASTIC_ROUNDING) != 0;
+    a.sr_key = gpu_mix64(table->seed + 0x9e3779b97f4a7c15ull * ++table->calls);
     int bits = 1;
     while (bits < 32 && ((uint64_t)a.sentinel >> bits) != 0)
         bits++;
     size_t tmp_bytes = 0;
     void *tmp = NULL;
     if ((r = cub_bytes(a.n, bits, &tmp_bytes)) || (r = carve(ws, &a, tmp_bytes, &tmp)) ||
-        (r = ensure_state(table, opt->kind, s)) || (r = emb__gpu_descs(ws, 1)))
+        (r = ensure_state(table, opt, s)) || (r = emb__gpu_descs(ws, 1)))
         return r;
     a.s0 = table->state0;
     a.s1 = table->state1;

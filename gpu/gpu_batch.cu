@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gpu_batch.cu — validation of GPU batches: the host checks what the host can see (sizes,
  * enums, pointers, default_id), a validation kernel checks what lives on the device (ids
@@ -25,6 +26,10 @@ static int check_shape(const EmbBatch *b, const EmbPooling *p, int64_t i)
     if (p->combiner < EMB_COMBINER_NONE || p->combiner > EMB_COMBINER_SQRTN)
         return emb__gpu_fail(EMB_EINVAL, "combiner %d is not NONE, SUM, MEAN or SQRTN "
                              "(table #%lld)", (int)p->combiner, (long long)i);
+    if (p->flags & ~(unsigned)(EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS |
+                               EMB_USE_DEFAULT_ID | EMB_OUT_NONTEMPORAL))
+        return emb__gpu_fail(EMB_EINVAL, "pooling flags 0x%x have unknown bits (table #%lld)",
+                             p->flags, (long long)i);
     if (isnan(p->max_norm) || p->max_norm < 0.0f)
         return emb__gpu_fail(EMB_EINVAL, "max_norm %g is not >= 0 (table #%lld)",
                              (double)p->max_norm, (long long)i);
@@ -95,7 +100,8 @@ void emb__gpu_desc_fill(GpuDesc *d, const EmbGpuTable *t, const EmbBatch *b,
     d->combiner = (int32_t)p->combiner;
     d->flags = p->flags;
     d->max_norm = p->max_norm;
-    d->G = emb__gpu_group(t->featuresize, emb__gpu_nv(t->featuresize));
+    const int cw = emb__gpu_chunk((int)t->dtype);
+    d->G = emb__gpu_group(t->featuresize, emb__gpu_nv(t->featuresize, cw), cw);
 }
 
 static __device__ __forceinline__ void record(GpuErr *e, int64_t table, int kind, int64_t pos)

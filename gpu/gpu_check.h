@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* gpu_check.h — the CUDA-call check shared by the GPU test and the GPU bench (not the library,
  * which never exits: it returns EMB_EDEVICE). */
 #ifndef EMB_GPU_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gpu_core.cu — the host side shared by the GPU calls: error messages, device discovery,
  * workspaces (scratch, descriptors, the error record) and device tables with their
@@ -208,7 +209,8 @@ int emb_gpu_table_create(EmbGpuTable **out, int64_t ncolumns, int32_t featuresiz
     if (!el)
         return emb__gpu_fail(EMB_EDTYPE, "device table: dtype %d is not f32, f16 or bf16",
                              (int)dtype);
-    const int64_t stride = (featuresize + 3) & ~3;
+    const int cw = emb__gpu_chunk((int)dtype); /* rows padded to 16 bytes */
+    const int64_t stride = (featuresize + cw - 1) & ~(int64_t)(cw - 1);
     if (ncolumns > (int64_t)(SIZE_MAX / 2) / stride / (int64_t)el)
         return emb__gpu_fail(EMB_EOVERFLOW, "device table of %lld columns overflows",
                              (long long)ncolumns);
@@ -218,7 +220,7 @@ int emb_gpu_table_create(EmbGpuTable **out, int64_t ncolumns, int32_t featuresiz
     EmbGpuTable *t = (EmbGpuTable *)calloc(1, sizeof *t);
     if (!t)
         return emb__gpu_fail(EMB_ENOMEM, "device table: out of host memory");
-    *t = (EmbGpuTable){ncolumns, featuresize, dtype, stride, NULL, {0}, -1, NULL, NULL, NULL};
+    *t = (EmbGpuTable){ncolumns, featuresize, dtype, stride, NULL, {0}, -1, NULL, NULL, NULL, 0, 0};
     if (name)
         snprintf(t->name, sizeof t->name, "%s", name);
     const size_t bytes = (size_t)ncolumns * (size_t)stride * el;
@@ -251,6 +253,14 @@ void emb_gpu_table_destroy(EmbGpuTable **pt)
 int64_t emb_gpu_table_ncolumns(const EmbGpuTable *t) { return t ? t->ncolumns : 0; }
 int32_t emb_gpu_table_featuresize(const EmbGpuTable *t) { return t ? t->featuresize : 0; }
 EmbDtype emb_gpu_table_dtype(const EmbGpuTable *t) { return t ? t->dtype : EMB_F32; }
+
+int emb_gpu_table_set_seed(EmbGpuTable *t, uint64_t seed)
+{
+    GPU_CHECK_NULL(t);
+    t->seed = seed;
+    t->calls = 0;
+    return 0;
+}
 
 void *emb_gpu_table_data(const EmbGpuTable *t, int64_t *column_stride)
 {
@@ -349,15 +359,20 @@ int emb_gpu_table_download(const EmbGpuTable *src, EmbTable *dst, void *stream)
 
 /* ---- launch geometry ----------------------------------------------------------------- */
 
-int emb__gpu_nv(int32_t D)
+int emb__gpu_chunk(int dtype)
 {
-    const int v = (D + 127) / 128; /* vectors per lane with a full warp per row */
+    return dtype == EMB_F32 ? 4 : 8;
+}
+
+int emb__gpu_nv(int32_t D, int cw)
+{
+    const int v = (D + 32 * cw - 1) / (32 * cw); /* chunks per lane, a full warp per row */
     return v <= 1 ? 1 : v <= 2 ? 2 : v <= 4 ? 4 : 8;
 }
 
-int emb__gpu_group(int32_t D, int nv)
+int emb__gpu_group(int32_t D, int nv, int cw)
 {
-    const int need = (D + 4 * nv - 1) / (4 * nv); /* lanes to cover the row */
+    const int need = (D + cw * nv - 1) / (cw * nv); /* lanes to cover the row */
     int G = 1;
     while (G < need && G < 32)
         G <<= 1;

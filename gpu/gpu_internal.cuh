@@ -1,12 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gpu_internal.cuh — what the CUDA back end's files share: the device objects, the
  * per-table launch descriptor, the device error record, element loads and stores for
  * each dtype, and group (sub-warp) reductions. Private: never installed.
  *
  * Work is done by *groups* of G lanes (G a power of two <= 32): a group owns one bag (the
- * forward) or one distinct row (the backward); each lane holds NV vectors of 4 elements
- * of the row, columns (v * G + lane) * 4 .. +3. Rows of device tables are padded to a
- * multiple of 4 elements (zeros), so every vector load is in bounds and aligned.
+ * forward) or one distinct row (the backward); each lane holds NV chunks of the row,
+ * columns (v * G + lane) * CW .. + CW - 1. The forward loads 16 bytes per chunk (CW = 4
+ * f32 or 8 f16 / bf16 elements), the backward 4 elements (CW = 4) whatever the dtype. Rows
+ * of device tables are padded to 16 bytes (zeros), so every chunk load is in bounds and
+ * aligned. GpuDesc::G is the forward's group size; the backward sets its own.
  */
 #ifndef EMB_GPU_INTERNAL_CUH
 #define EMB_GPU_INTERNAL_CUH
@@ -45,6 +48,8 @@ struct EmbGpuTable {
     float *state0;    /* row-wise Adagrad: ncolumns; Adam: first moments (stride) */
     float *state1;    /* Adam: second moments */
     int64_t *step;    /* Adam: updates applied (device) */
+    uint64_t seed;    /* stochastic rounding: emb_gpu_table_set_seed() */
+    uint64_t calls;   /* backward calls since the seed was set */
 };
 
 /*
@@ -118,6 +123,14 @@ int emb__gpu_cuda(cudaError_t e, const char *what);
             return emb__gpu_fail(EMB_ENULL, "%s: argument '%s' is NULL", __func__, #p);    \
     } while (0)
 
+/* Fails with EMB_EINVAL when @flags has bits other than the EMB_GPU_* flags. */
+#define GPU_CHECK_FLAGS(flags)                                                             \
+    do {                                                                                   \
+        if ((flags) & ~(unsigned)(EMB_GPU_DEFER_CHECK | EMB_GPU_STOCHASTIC_ROUNDING))      \
+            return emb__gpu_fail(EMB_EINVAL, "%s: flags 0x%x have unknown bits", __func__, \
+                                 (unsigned)(flags));                                       \
+    } while (0)
+
 /* Grows the workspace's scratch to @bytes (waits for the device first when it must). */
 int emb__gpu_scratch(EmbGpuWorkspace *ws, size_t bytes);
 /* Grows the pinned and device descriptor arrays to @n (waits for the last upload). */
@@ -132,10 +145,12 @@ void emb__gpu_desc_fill(GpuDesc *d, const EmbGpuTable *t, const EmbBatch *b,
 int emb__gpu_validate(EmbGpuWorkspace *ws, int64_t n, cudaStream_t s);
 /* Copies the record back; unless deferred, waits and returns the error it holds. */
 int emb__gpu_finish(EmbGpuWorkspace *ws, unsigned flags, cudaStream_t s);
-/* Lanes per group for feature size D when each lane holds at most nv vectors. */
-int emb__gpu_group(int32_t D, int nv);
-/* Vectors per lane (1, 2, 4, 8) a launch needs for feature size D. */
-int emb__gpu_nv(int32_t D);
+/* Elements per lane chunk (one 16-byte load) of a dtype: 4 (f32) or 8 (f16, bf16). */
+int emb__gpu_chunk(int dtype);
+/* Lanes per group for feature size D when each lane holds at most nv chunks of cw. */
+int emb__gpu_group(int32_t D, int nv, int cw);
+/* Chunks of cw elements per lane (1, 2, 4, 8) a launch needs for feature size D. */
+int emb__gpu_nv(int32_t D, int cw);
 
 /* ---- device helpers ------------------------------------------------------------------ */
 
@@ -205,6 +220,30 @@ template <> __device__ __forceinline__ float4 gpu_load4<EMB_BF16>(const void *p)
                        __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
 }
 
+/* The elements of a raw 16-byte chunk as floats: 4 f32, or 8 f16 / bf16 (two float4s). */
+template <int DT> __device__ __forceinline__ void gpu_unpack(uint4 u, float4 (&q)[DT == EMB_F32 ? 1 : 2]);
+template <> __device__ __forceinline__ void gpu_unpack<EMB_F32>(uint4 u, float4 (&q)[1])
+{
+    q[0] = make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z),
+                       __uint_as_float(u.w));
+}
+template <> __device__ __forceinline__ void gpu_unpack<EMB_F16>(uint4 u, float4 (&q)[2])
+{
+    const float2 a = __half22float2(gpu_bitcast<__half2>(u.x));
+    const float2 b = __half22float2(gpu_bitcast<__half2>(u.y));
+    const float2 c = __half22float2(gpu_bitcast<__half2>(u.z));
+    const float2 e = __half22float2(gpu_bitcast<__half2>(u.w));
+    q[0] = make_float4(a.x, a.y, b.x, b.y);
+    q[1] = make_float4(c.x, c.y, e.x, e.y);
+}
+template <> __device__ __forceinline__ void gpu_unpack<EMB_BF16>(uint4 u, float4 (&q)[2])
+{
+    q[0] = make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+    q[1] = make_float4(__uint_as_float(u.z << 16), __uint_as_float(u.z & 0xffff0000u),
+                       __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xffff0000u));
+}
+
 /* The same, through the coherent path (rows the same launch writes elsewhere). */
 template <int DT> __device__ __forceinline__ float4 gpu_load4_rw(const void *p);
 template <> __device__ __forceinline__ float4 gpu_load4_rw<EMB_F32>(const void *p)
@@ -245,6 +284,34 @@ template <> __device__ __forceinline__ void gpu_store4<EMB_BF16>(void *p, float4
     uint2 u;
     u.x = gpu_bitcast<uint32_t>(a);
     u.y = gpu_bitcast<uint32_t>(b);
+    *(uint2 *)p = u;
+}
+
+/* splitmix64's finaliser: the counter-based hash of stochastic rounding. */
+__host__ __device__ __forceinline__ uint64_t gpu_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* x to bf16 bits, rounded up in magnitude with probability (cut-off bits) / 2^16 given 16
+   uniform random bits r: the random bits added below the kept ones carry into them exactly
+   that often. Inf and NaN are kept (NaN stays a NaN). */
+__device__ __forceinline__ uint32_t gpu_bf16_sr(float x, uint32_t r)
+{
+    const uint32_t u = gpu_bitcast<uint32_t>(x);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return (u >> 16) | ((u & 0xffffu) ? 0x40u : 0u);
+    return (u + (r & 0xffffu)) >> 16;
+}
+
+/* Stores 4 floats at p as bf16 with stochastic rounding, 16 random bits each from h. */
+__device__ __forceinline__ void gpu_store4_bf16_sr(void *p, float4 v, uint64_t h)
+{
+    uint2 u;
+    u.x = gpu_bf16_sr(v.x, (uint32_t)h) | gpu_bf16_sr(v.y, (uint32_t)(h >> 16)) << 16;
+    u.y = gpu_bf16_sr(v.z, (uint32_t)(h >> 32)) | gpu_bf16_sr(v.w, (uint32_t)(h >> 48)) << 16;
     *(uint2 *)p = u;
 }
 

@@ -1,12 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gpu_lookup.cu — pooled and table-batched lookups on the device.
  *
  * One launch serves every table of a call: the grid is cut into per-table runs of blocks
  * (GpuDesc::block0), each block holds GPU_THREADS / G groups of G lanes and a group pools
  * one bag. The group reads a bag's ids and weights a window of G at a time (one per lane,
- * pruned entries dropped from a ballot mask), then takes the kept entries U at a time:
- * their ids are broadcast by shuffles, all their row loads issued (U x NV independent
- * 4-element loads per lane in flight), and they are accumulated in bag order with the
+ * pruned entries dropped from a ballot mask; the next window's loaded ahead), then takes
+ * the kept entries U at a time: their ids are broadcast by shuffles, all their row loads
+ * issued (U x NV independent 16-byte loads per lane in flight: 4 f32 or 8 f16 / bf16
+ * elements, so a half-precision row needs half the lanes and a warp pools two bags of
+ * D = 128 at once), and they are accumulated in bag order with the
  * max_norm clip and the weight, as the CPU library does. The combiner's
  * factor (Σw and Σw² summed in double in bag order) scales the finished row; an empty bag
  * gives the default column or zeros.
@@ -16,54 +19,85 @@
 
 #include "gpu_internal.cuh"
 
-/* Entries taken at once per lane holding NV vectors: about 4 vector loads in flight. */
+/* Entries taken at once per lane holding NV chunks: about 4 16-byte loads in flight. */
 template <int NV> struct Unroll {
     static constexpr int U = NV >= 4 ? 1 : 4 / NV;
 };
 
-/* Loads the NV vectors of row @id this lane holds (zeros beyond the padded row). */
+/* Elements per chunk (one 16-byte load) and float4s per lane of a row, by dtype. */
+template <int DT> struct Chunk {
+    static constexpr int CW = DT == EMB_F32 ? 4 : 8;
+};
+template <int DT, int NV> struct Row {
+    static constexpr int NQ = NV * Chunk<DT>::CW / 4;
+};
+
+/* Column of float4 q (of NQ) of this lane: chunk q / (CW / 4), its (q % (CW / 4))-th four. */
+template <int DT>
+__device__ __forceinline__ int64_t quad_col(int q, int lane, int G)
+{
+    constexpr int CW = Chunk<DT>::CW, PER = CW / 4;
+    return ((int64_t)(q / PER) * G + lane) * CW + 4 * (q % PER);
+}
+
+/* Loads the chunks of row @id this lane holds, raw (16 bytes each: the loads in flight
+   take 4 registers whatever the dtype), zeros beyond the padded row. */
 template <int DT, int NV>
 __device__ __forceinline__ void load_row(const GpuDesc &d, int64_t id, int lane, int G,
-                                         float4 (&x)[NV])
+                                         uint4 (&r)[NV])
 {
+    constexpr int CW = Chunk<DT>::CW;
     const char *row = (const char *)d.data + (size_t)id * (size_t)d.stride * gpu_elsize<DT>();
 #pragma unroll
     for (int v = 0; v < NV; v++) {
-        const int64_t col = ((int64_t)v * G + lane) * 4;
-        x[v] = col < d.stride ? gpu_load4<DT>(row + col * gpu_elsize<DT>())
-                              : make_float4(0.f, 0.f, 0.f, 0.f);
+        const int64_t col = ((int64_t)v * G + lane) * CW;
+        r[v] = col < d.stride ? __ldg((const uint4 *)(row + col * gpu_elsize<DT>()))
+                              : make_uint4(0u, 0u, 0u, 0u);
     }
 }
 
 /* The max_norm clip factor of a row held by the group: min(1, c / ||x||). */
-template <int NV>
-__device__ __forceinline__ float clip(const float4 (&x)[NV], float c, int G, unsigned mask)
+template <int DT, int NV>
+__device__ __forceinline__ float clip(const uint4 (&r)[NV], float c, int G, unsigned mask)
 {
+    constexpr int PER = Chunk<DT>::CW / 4;
     float ss = 0.0f;
 #pragma unroll
-    for (int v = 0; v < NV; v++)
-        ss += gpu_dot4(x[v], x[v]);
+    for (int v = 0; v < NV; v++) {
+        float4 q[PER];
+        gpu_unpack<DT>(r[v], q);
+#pragma unroll
+        for (int h = 0; h < PER; h++)
+            ss += gpu_dot4(q[h], q[h]);
+    }
     ss = gpu_group_sum(ss, G, mask);
     return ss > c * c ? c / sqrtf(ss) : 1.0f;
 }
 
-template <int NV>
-__device__ __forceinline__ void accumulate(float4 (&acc)[NV], const float4 (&x)[NV], float f)
+template <int DT, int NV>
+__device__ __forceinline__ void accumulate(float4 (&acc)[Row<DT, NV>::NQ], const uint4 (&r)[NV],
+                                           float f)
 {
+    constexpr int PER = Chunk<DT>::CW / 4;
 #pragma unroll
-    for (int v = 0; v < NV; v++)
-        acc[v] = gpu_fma4(f, x[v], acc[v]);
+    for (int v = 0; v < NV; v++) {
+        float4 q[PER];
+        gpu_unpack<DT>(r[v], q);
+#pragma unroll
+        for (int h = 0; h < PER; h++)
+            acc[v * PER + h] = gpu_fma4(f, q[h], acc[v * PER + h]);
+    }
 }
 
-template <int NV>
+template <int DT, int NQ>
 __device__ __forceinline__ void write_row(const GpuDesc &d, int64_t bag, int lane, int G,
-                                          const float4 (&acc)[NV], float s)
+                                          const float4 (&acc)[NQ], float s)
 {
     float *o = d.out + bag * d.out_stride;
     const bool nt = (d.flags & EMB_OUT_NONTEMPORAL) != 0;
 #pragma unroll
-    for (int v = 0; v < NV; v++) {
-        const int col = (v * G + lane) * 4;
+    for (int v = 0; v < NQ; v++) {
+        const int64_t col = quad_col<DT>(v, lane, G);
         if (col >= d.D)
             continue;
         const float4 y = gpu_scale4(s, acc[v]);
@@ -82,30 +116,37 @@ __device__ __forceinline__ void write_row(const GpuDesc &d, int64_t bag, int lan
     }
 }
 
+/* Entry k of a bag (k < end): its id and weight, loaded for a later window. */
+__device__ __forceinline__ void load_entry(const GpuDesc &d, int64_t k, int64_t end,
+                                           int64_t &id, float &w)
+{
+    id = k < end ? gpu_id(d.ids, d.id32, k) : 0;
+    w = k < end && d.weights ? __ldg(d.weights + k) : 1.0f;
+}
+
 /* Pools bag @bag of table @d with the G lanes of this group. */
 template <int DT, int NV>
 __device__ void pool_bag(const GpuDesc &d, int64_t bag, int lane, int G, unsigned mask)
 {
-    constexpr int U = Unroll<NV>::U;
-    float4 acc[NV];
+    constexpr int U = Unroll<NV>::U, NQ = Row<DT, NV>::NQ;
+    float4 acc[NQ];
 #pragma unroll
-    for (int v = 0; v < NV; v++)
+    for (int v = 0; v < NQ; v++)
         acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
     const int64_t end = gpu_bag_end(d, bag);
     const unsigned base = (threadIdx.x & 31u) & ~(unsigned)(G - 1); /* group's first lane */
     int64_t kept = 0;
     double sw = 0.0, sw2 = 0.0;
-    for (int64_t k0 = gpu_bag_start(d, bag); k0 < end; k0 += G) {
-        /* a window of G entries: lane i reads entry k0 + i, the group keeps a bit mask */
-        const int64_t kk = k0 + lane;
-        int64_t my_id = 0;
-        float my_w = 1.0f;
-        bool mine = false;
-        if (kk < end) {
-            my_id = gpu_id(d.ids, d.id32, kk);
-            my_w = d.weights ? __ldg(d.weights + kk) : 1.0f;
-            mine = !gpu_pruned(d, my_id, my_w);
-        }
+    int64_t k0 = gpu_bag_start(d, bag), my_id;
+    float my_w;
+    load_entry(d, k0 + lane, end, my_id, my_w);
+    for (; k0 < end; k0 += G) {
+        /* a window of G entries: lane i holds entry k0 + i; the next window's entry is
+           loaded now, so that its latency overlaps this window's rows */
+        const bool mine = k0 + lane < end && !gpu_pruned(d, my_id, my_w);
+        int64_t next_id;
+        float next_w;
+        load_entry(d, k0 + G + lane, end, next_id, next_w);
         unsigned keep = (__ballot_sync(mask, mine) >> base) & (G == 32 ? 0xffffffffu : (1u << G) - 1u);
         while (keep) { /* U kept entries at a time, in bag order */
             int64_t id[U];
@@ -119,7 +160,7 @@ __device__ void pool_bag(const GpuDesc &d, int64_t bag, int lane, int G, unsigne
                 id[u] = __shfl_sync(mask, (long long)my_id, src, G);
                 w[u] = __shfl_sync(mask, my_w, src, G);
             }
-            float4 x[U][NV];
+            uint4 x[U][NV];
 #pragma unroll
             for (int u = 0; u < U; u++)
                 if (ok[u])
@@ -131,20 +172,22 @@ __device__ void pool_bag(const GpuDesc &d, int64_t bag, int lane, int G, unsigne
                 kept++;
                 sw += w[u];
                 sw2 += (double)w[u] * w[u];
-                const float f = d.max_norm > 0.0f ? w[u] * clip<NV>(x[u], d.max_norm, G, mask) : w[u];
-                accumulate<NV>(acc, x[u], f);
+                const float f = d.max_norm > 0.0f ? w[u] * clip<DT, NV>(x[u], d.max_norm, G, mask) : w[u];
+                accumulate<DT, NV>(acc, x[u], f);
             }
         }
+        my_id = next_id;
+        my_w = next_w;
     }
     float s = 1.0f;
     if (kept > 0) {
         s = gpu_combiner_scale(d.combiner, sw, sw2);
     } else if (d.flags & EMB_USE_DEFAULT_ID) {
-        float4 x[NV];
+        uint4 x[NV];
         load_row<DT, NV>(d, d.default_id, lane, G, x);
-        accumulate<NV>(acc, x, d.max_norm > 0.0f ? clip<NV>(x, d.max_norm, G, mask) : 1.0f);
+        accumulate<DT, NV>(acc, x, d.max_norm > 0.0f ? clip<DT, NV>(x, d.max_norm, G, mask) : 1.0f);
     }
-    write_row<NV>(d, bag, lane, G, acc, s);
+    write_row<DT, NQ>(d, bag, lane, G, acc, s);
 }
 
 /* The table whose run of blocks holds block @b (descs sorted by block0). */
@@ -266,7 +309,8 @@ static int check_call(EmbGpuTable *const *tables, int64_t n, const EmbBatch *bat
         const int r = emb__gpu_batch_check(tables[i], &batches[i], poolings ? &poolings[i] : NULL, i);
         if (r)
             return r;
-        *nv = emb__gpu_nv(tables[i]->featuresize) > *nv ? emb__gpu_nv(tables[i]->featuresize) : *nv;
+        const int nvi = emb__gpu_nv(tables[i]->featuresize, emb__gpu_chunk((int)tables[i]->dtype));
+        *nv = nvi > *nv ? nvi : *nv;
         if (outputs->concat && batches[i].nbags != batches[0].nbags)
             return emb__gpu_fail(EMB_ESHAPE, "concat output: table #%lld has %lld bags, "
                                  "table #0 %lld", (long long)i, (long long)batches[i].nbags,
@@ -294,6 +338,7 @@ int emb_gpu_maplookup(EmbGpuTable *const *tables, int64_t ntables, const EmbBatc
     GPU_CHECK_NULL(batches);
     GPU_CHECK_NULL(outputs);
     GPU_CHECK_NULL(ws);
+    GPU_CHECK_FLAGS(flags);
     if (ntables <= 0 || ntables > GPU_MAX_TABLES)
         return emb__gpu_fail(EMB_EINVAL, "ntables %lld is not in 1..%d", (long long)ntables,
                              GPU_MAX_TABLES);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb-bench — the strategy benchmark of embtables (perf/).
  *
@@ -7,6 +8,7 @@
  * --peer torch, PyTorch on the same tables and ids; then one verdict line per strategy.
  * `emb-bench --help` lists the options; the README's "Reading the benchmark" explains them.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,48 +16,6 @@
 #include <unistd.h>
 
 #include "emb_bench.h"
-
-double bench_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-uint64_t bench_splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int progress_shown;
-
-/* One progress line on stderr, rewritten in place on a terminal. */
-void bench_progress(const char *fmt, ...)
-{
-    static double last;
-    const int tty = isatty(2);
-    double t = bench_now();
-    if (!tty && t - last < 2.0)
-        return;
-    last = t;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(tty ? "\r\033[K" : "", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(tty ? "" : "\n", stderr);
-    va_end(ap);
-    progress_shown = tty;
-}
-
-void bench_progress_end(void)
-{
-    if (progress_shown)
-        fputs("\r\033[K", stderr);
-    progress_shown = 0;
-}
 
 /* ---- the run ------------------------------------------------------------------------ */
 
@@ -120,33 +80,104 @@ static void measure_workload_roofs(Plan *p, const BenchConfig *c)
     bench_progress_end();
 }
 
-/* Times one row: warmup, then iters (more until min_time); fills median and p90. */
-static int time_row(const Plan *p, BenchRunner *r, BenchRow *row)
+/* One row being timed: its runner, its samples and its phase sums. */
+typedef struct Timed {
+    BenchRunner *r;
+    BenchRow row;
+    double *t;
+    int n, it;
+    double bd[BD_COUNT];
+} Timed;
+
+#define SPREAD_TARGET 0.02 /* stop when every row's median is known within 2% (95%) */
+
+static double quantile(const double *sorted, int n, double q)
+{
+    int k = (int)(q * n + 0.999999) - 1;
+    return sorted[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+/* Median, p90, p99, max and the notch (1.57 IQR / sqrt(n), relative) of a row's samples. */
+static void row_stats(Timed *x)
+{
+    BenchRow *row = &x->row;
+    const int n = x->n;
+    qsort(x->t, (size_t)n, sizeof *x->t, cmp_double);
+    row->median_s = n % 2 ? x->t[n / 2] : 0.5 * (x->t[n / 2 - 1] + x->t[n / 2]);
+    row->p90_s = quantile(x->t, n, 0.90);
+    row->p99_s = quantile(x->t, n, 0.99);
+    row->max_s = x->t[n - 1];
+    const double iqr = quantile(x->t, n, 0.75) - quantile(x->t, n, 0.25);
+    row->spread = 1.57 * iqr / sqrt((double)n) / row->median_s;
+    row->n = n;
+    for (int k = 0; k < BD_COUNT; k++)
+        row->bd[k] = x->bd[k] / n;
+}
+
+/* The largest notch of the rows (their samples left unsorted). */
+static double worst_spread(Timed *rows, int nrows, double *tmp)
+{
+    double worst = 0;
+    for (int i = 0; i < nrows; i++) {
+        const int n = rows[i].n;
+        memcpy(tmp, rows[i].t, (size_t)n * sizeof *tmp);
+        qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+        const double med = tmp[n / 2], iqr = quantile(tmp, n, 0.75) - quantile(tmp, n, 0.25);
+        const double sp = med > 0 ? 1.57 * iqr / sqrt((double)n) / med : 0;
+        worst = sp > worst ? sp : worst;
+    }
+    return worst;
+}
+
+static int iterate(const Plan *p, Timed *x, int timed)
+{
+    const BenchPhaseSpec *ph = &p->cfg->phases[x->row.phase];
+    const double t0 = bench_now();
+    if (bench_runner_iter(x->r, ph, x->row.variant, x->it++ % BENCH_NSETS,
+                          timed ? x->bd : NULL) != 0) {
+        fprintf(stderr, "emb-bench: %s failed: %s\n", ph->name, emb_last_error());
+        return -1;
+    }
+    if (timed)
+        x->t[x->n++] = bench_now() - t0;
+    return 0;
+}
+
+/*
+ * Times every row of one variant and phase together: rounds in which each row runs one
+ * iteration (the starting row rotating), so that the machine's noise hits every strategy
+ * and thread count alike. At least iters rounds and min_time per row; then on until every
+ * row's median is known within SPREAD_TARGET, or 10x min_time per row has passed.
+ */
+static int time_rows(const Plan *p, Timed *rows, int nrows)
 {
     const BenchConfig *c = p->cfg;
-    const BenchPhaseSpec *ph = &c->phases[row->phase];
-    int cap = c->min_time > 0 ? 10 * c->iters : c->iters, n = 0, it = 0;
-    double *t = malloc((size_t)cap * sizeof *t), start = bench_now();
-    if (!t)
-        return -1;
-    for (; it < c->warmup; it++)
-        if (bench_runner_iter(r, ph, row->variant, it % BENCH_NSETS) != 0)
-            goto fail;
-    while (n < cap && (n < c->iters || bench_now() - start < c->min_time)) {
-        double t0 = bench_now();
-        if (bench_runner_iter(r, ph, row->variant, it++ % BENCH_NSETS) != 0)
-            goto fail;
-        t[n++] = bench_now() - t0;
+    const int cap = c->min_time > 0 ? 1000 * c->iters : c->iters;
+    double *tmp = malloc((size_t)cap * sizeof *tmp);
+    for (int i = 0; i < nrows && tmp; i++)
+        if (!(rows[i].t = malloc((size_t)cap * sizeof *rows[i].t)))
+            tmp = (free(tmp), NULL);
+    if (!tmp)
+        return fprintf(stderr, "emb-bench: out of memory\n"), -1;
+    int rc = 0;
+    for (int w = 0; w < c->warmup && !rc; w++)
+        for (int i = 0; i < nrows && !rc; i++)
+            rc = iterate(p, &rows[i], 0);
+    const double start = bench_now(), min_total = c->min_time * nrows;
+    for (int round = 0; !rc && round < cap; round++) {
+        for (int k = 0; k < nrows && !rc; k++)
+            rc = iterate(p, &rows[(k + round) % nrows], 1);
+        const double el = bench_now() - start;
+        if (round + 1 < c->iters || el < min_total)
+            continue;
+        if (c->min_time <= 0 || el >= 10 * min_total ||
+            worst_spread(rows, nrows, tmp) <= SPREAD_TARGET)
+            break;
     }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    row->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    row->p90_s = t[(9 * n + 9) / 10 - 1];
-    free(t);
-    return 0;
-fail:
-    fprintf(stderr, "emb-bench: %s failed: %s\n", ph->name, emb_last_error());
-    free(t);
-    return -1;
+    for (int i = 0; i < nrows && !rc; i++)
+        row_stats(&rows[i]);
+    free(tmp);
+    return rc;
 }
 
 static void row_model(const Plan *p, BenchRow *row)
@@ -154,34 +185,53 @@ static void row_model(const Plan *p, BenchRow *row)
     const BenchPhaseSpec *ph = &p->cfg->phases[row->phase];
     const BenchRoof *roof = roof_for(p, row->variant, row->threads);
     double rd = ph->kind != PHASE_UPDATE ? bench_bytes_read(p->w, p->cfg, row->variant) : 0;
-    double up = ph->kind != PHASE_FORWARD ? bench_bytes_updated(p->w, p->cfg, row->variant) : 0;
+    double up = 0;
+    if (ph->kind != PHASE_FORWARD)
+        up = bench_bytes_updated(p->w, p->cfg, row->variant) +
+             bench_bytes_state(p->w, p->cfg, row->variant, ph->opt);
     row->bytes = rd + up;
     row->roof_s = rd / (roof->gather_gbs * 1e9) + up / (roof->update_gbs * 1e9);
 }
 
-static int run_strategy(Plan *p, BenchResults *res, int v, int ph, int s)
+/* Every strategy and thread count of variant @v and phase @ph, timed together. */
+static int run_group(Plan *p, BenchResults *res, int v, int ph)
 {
     const BenchConfig *c = p->cfg;
-    for (int i = 0; i < c->nthreads; i++) {
-        int threads = s == STRAT_SEQUENTIAL ? 1 : c->threads[i];
-        bench_progress("[%d/%d] %s %s %s, %d thread%s", ++p->done, p->total,
-                       c->variants[v].name, c->phases[ph].name, bench_strategy_name(s),
-                       threads, threads > 1 ? "s" : "");
-        BenchRunner *r = bench_runner_create(c, p->w, s, threads);
-        if (!r)
-            return s == STRAT_SEQUENTIAL ? -1 : 0;
-        BenchRow row = {.variant = v, .phase = ph, .strategy = s, .threads = threads};
-        int rc = time_row(p, r, &row);
-        bench_runner_destroy(&r);
-        if (rc != 0)
-            return -1;
-        row_model(p, &row);
-        if (bench_results_add(res, &row) != 0)
-            return -1;
-        if (s == STRAT_SEQUENTIAL)
-            break;
+    Timed rows[STRAT_COUNT * BENCH_MAX_THREADS];
+    int n = 0, rc = 0;
+    memset(rows, 0, sizeof rows);
+    for (int s = 0; s < STRAT_COUNT && !rc; s++) {
+        if (!(c->strategies >> s & 1))
+            continue;
+        for (int i = 0; i < c->nthreads; i++) {
+            const int threads = s == STRAT_SEQUENTIAL ? 1 : c->threads[i];
+            BenchRunner *r = bench_runner_create(c, p->w, s, threads);
+            if (!r) {
+                rc = s == STRAT_SEQUENTIAL ? -1 : 0;
+                break;
+            }
+            rows[n++] = (Timed){.r = r, .row = {.variant = v, .phase = ph, .strategy = s,
+                                                .threads = threads}};
+            if (s == STRAT_SEQUENTIAL)
+                break;
+        }
     }
-    return 0;
+    p->done += n;
+    bench_progress("[%d/%d] %s %s: %d rows interleaved", p->done, p->total,
+                   c->variants[v].name, c->phases[ph].name, n);
+    if (!rc)
+        rc = time_rows(p, rows, n);
+    const double load1 = bench_load1();
+    for (int i = 0; i < n; i++) {
+        if (!rc) {
+            row_model(p, &rows[i].row);
+            rows[i].row.load1 = load1;
+            rc = bench_results_add(res, &rows[i].row);
+        }
+        bench_runner_destroy(&rows[i].r);
+        free(rows[i].t);
+    }
+    return rc;
 }
 
 static int run_all(Plan *p, BenchResults *res)
@@ -194,9 +244,8 @@ static int run_all(Plan *p, BenchResults *res)
     p->total = c->nvariants * c->nphases * nstrat;
     for (int v = 0; v < c->nvariants; v++)
         for (int ph = 0; ph < c->nphases; ph++)
-            for (int s = 0; s < STRAT_COUNT; s++)
-                if ((c->strategies >> s & 1) && run_strategy(p, res, v, ph, s) != 0)
-                    return -1;
+            if (run_group(p, res, v, ph) != 0)
+                return -1;
     bench_progress_end();
     return 0;
 }
@@ -205,6 +254,8 @@ static int report(BenchResults *res, const BenchConfig *c)
 {
     int rc = 0;
     bench_report_table(res, c, stdout);
+    if (c->breakdown)
+        bench_report_breakdown(res, c, stdout);
     if (c->csv && bench_report_csv(res, c, c->csv) != 0)
         rc = -1;
     if (c->plot && bench_report_plot(res, c, c->plot) != 0)
@@ -215,12 +266,15 @@ static int report(BenchResults *res, const BenchConfig *c)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--mpi") == 0)
+        return bench_exec_mpi(argc, argv);
     static BenchConfig cfg;
     bench_config_default(&cfg);
     int rc = bench_config_parse(&cfg, argc, argv);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     bench_config_print(&cfg, stdout);
+    bench_machine_print(stdout);
     if (cfg.nphases == 0 || !cfg.strategies)
         return fprintf(stderr, "emb-bench: nothing to run\n"), 2;
     static Plan plan;
@@ -241,6 +295,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "emb-bench: the peer did not run; see above\n");
         rc = report(&res, &cfg);
     }
+    bench_optimizers_destroy(&w);
     bench_workload_destroy(&w);
     bench_results_free(&res);
     return rc == 0 ? 0 : 1;

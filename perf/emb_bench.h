@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench.h — the parts of emb-bench (perf/): configuration, workload, phases, the
  * memory roof, the peer and the report. The tool links the public library only.
@@ -41,7 +42,13 @@ typedef struct BenchBagSpec {
 
 typedef enum BenchIdDist { IDS_UNIFORM = 0, IDS_ZIPF = 1 } BenchIdDist;
 
-enum { STRAT_SEQUENTIAL = 0, STRAT_PARALLEL = 1, STRAT_PREALLOC_CONCAT = 2, STRAT_COUNT = 3 };
+enum {
+    STRAT_SEQUENTIAL = 0,
+    STRAT_PARALLEL = 1,
+    STRAT_PREALLOC_CONCAT = 2,
+    STRAT_AUTO = 3,
+    STRAT_COUNT = 4
+};
 
 typedef enum BenchPhaseKind {
     PHASE_FORWARD = 0, /* emb_maplookup */
@@ -72,7 +79,9 @@ typedef struct BenchConfig {
     int nphases;
     BenchPhaseSpec phases[BENCH_MAX_PHASES];
     int iters, warmup;
-    double min_time; /* seconds per row: keep iterating (up to 10x iters) until reached */
+    double min_time; /* seconds per row: time at least this long, then until the median's
+                        95% interval is within 2% (or 10x min_time has passed) */
+    int breakdown;   /* print the training step's phases */
     uint64_t seed;
     double lr;
     int64_t roof_mib;
@@ -110,9 +119,14 @@ typedef struct BenchWorkload {
     int64_t prepend;
     float *out;           /* batch x concat_width */
     float *grad;          /* batch x concat_width: the output gradient of training phases */
+    EmbOptimizer *opt[3]; /* per BenchOpt, shared by every runner (created on first use) */
     BenchIdSet sets[BENCH_MAX_VARIANTS][BENCH_NSETS];
 } BenchWorkload;
 
+/* Draws id set @set of variant @v (every table's ids and CSR offsets; fixed bags also get
+   offsets, though their batches use bag_size). 0 or -1 (no memory). */
+int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int set);
+void bench_idset_free(BenchIdSet *s);
 /* Builds tables (in /dev/shm files when @shared, for the peer) and every id set. */
 int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared);
 /* Writes the manifest and the id files the peer reads (into w->shm_dir). */
@@ -123,6 +137,9 @@ int32_t bench_roof_dim(const BenchConfig *c);
 /* Table bytes one iteration of the variant reads (forward) and updates (read + write). */
 double bench_bytes_read(const BenchWorkload *w, const BenchConfig *c, int v);
 double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v);
+/* Optimizer state bytes one update of the variant reads and writes (Adagrad: one f32
+   accumulator per element of each distinct row; SGD: none). */
+double bench_bytes_state(const BenchWorkload *w, const BenchConfig *c, int v, BenchOpt opt);
 
 /* ---- the memory roof (emb_bench_roof.c): gather_roof's method --------------------- */
 
@@ -151,19 +168,30 @@ typedef struct BenchRunner BenchRunner;
 /* A strategy at a thread count, ready to run phases. NULL on failure (message printed). */
 BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int strategy,
                                  int threads);
-/* One iteration of @phase on id set @set of variant @v. 0 or an EMB_E* code. */
-int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set);
+/* The phases of one training step (seconds), as --breakdown prints them. */
+enum { BD_FORWARD, BD_RECORD, BD_SERIAL, BD_PULLBACK, BD_INDEX, BD_APPLY, BD_COUNT };
+
+/* One iteration of @phase on id set @set of variant @v; adds its phases' times to @bd
+   (NULL: none). 0 or an EMB_E* code. */
+int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set,
+                      double *bd);
 void bench_runner_destroy(BenchRunner **r);
+/* Destroys the optimizers the runners shared (w->opt). */
+void bench_optimizers_destroy(BenchWorkload *w);
 
 /* ---- results (emb_bench_report.c) ---------------------------------------------------- */
 
 typedef struct BenchRow {
     int variant, phase, strategy, threads;
-    double median_s, p90_s;
+    double median_s, p90_s, p99_s, max_s;
+    double spread;     /* the median's 95% interval half-width / median (box-plot notch) */
+    int n;             /* timed iterations */
+    double bd[BD_COUNT]; /* mean seconds per iteration of each phase */
     double bytes;      /* table bytes moved per iteration */
     double roof_s;     /* the time the roof needs for the same bytes */
     double vs_seq;     /* sequential median / this median (0: no sequential row) */
     double peer_s;     /* peer median at the same thread count (0: none) */
+    double load1;      /* the 1-minute load average when its rows were timed (-1: unknown) */
 } BenchRow;
 
 typedef struct BenchResults {
@@ -176,6 +204,10 @@ void bench_results_free(BenchResults *r);
 /* Fills vs_seq of every row from the sequential rows. */
 void bench_results_relate(BenchResults *r);
 void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f);
+/* The training step's phases of every update / train row (--breakdown). */
+void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f);
+/* One line per strategy (vs sequential, roof, torch), then auto against the best fixed
+   strategy at each row and the worst tail (p90 / median) of each strategy. */
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f);
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path);
 int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path);
@@ -185,9 +217,20 @@ int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *p
 /* Runs the peer script on the exported workload and fills peer_s of matching rows. */
 int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w);
 
-/* ---- utilities (emb_bench.c) ------------------------------------------------------- */
+/* ---- the machine (emb_bench_machine.c) ----------------------------------------------- */
+
+/* CPU model, cores, caches, NUMA nodes and the kernels chosen, as header lines. */
+void bench_machine_print(FILE *f);
+
+/* emb-bench --mpi ...: runs dist-bench (the MPI ensemble) with the other arguments;
+   returns only on failure (emb_bench_mpi.c). */
+int bench_exec_mpi(int argc, char **argv);
+
+/* ---- utilities (emb_bench_util.c) ------------------------------------------------------- */
 
 double bench_now(void);
+/* The 1-minute load average (/proc/loadavg), or -1 where there is none. */
+double bench_load1(void);
 uint64_t bench_splitmix(uint64_t *state);
 void bench_progress(const char *fmt, ...);
 void bench_progress_end(void);

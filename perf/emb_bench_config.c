@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_config.c — emb-bench's configuration: the DLRM-shaped default, flags and the
  * config file. A flag `--key value` (or `--key=value`) and a file line `key = value` go
@@ -18,7 +19,7 @@ static const int64_t criteo_rows[26] = {
 };
 
 static const char *const strategy_names[STRAT_COUNT] = {"sequential", "parallel",
-                                                        "prealloc-concat"};
+                                                        "prealloc-concat", "auto"};
 
 static const char usage[] =
     "usage: emb-bench [--key value | --key=value]... [--config FILE]\n"
@@ -28,22 +29,30 @@ static const char usage[] =
     "  --batch N         bags per table per iteration                            [2048]\n"
     "  --bags LIST       bag variants: N (fixed) or ragged:LO:HI (uniform lengths) [1,20]\n"
     "  --ids DIST        uniform | zipf:S (exponent S > 0)                    [zipf:1.05]\n"
-    "  --strategies LIST sequential,parallel,prealloc-concat | all                [all]\n"
+    "  --strategies LIST sequential,parallel,prealloc-concat,auto | all           [all]\n"
     "  --threads LIST    thread counts, or auto (1..physical cores)              [auto]\n"
     "  --phases LIST     forward, update:OPT, train:OPT; OPT = sgd | adagrad\n"
     "                                                             [forward,train:sgd]\n"
-    "  --iters N         timed iterations per row (median, p90)                    [9]\n"
+    "  --iters N         at least N timed iterations per row                       [9]\n"
     "  --warmup N        untimed iterations first                                  [1]\n"
-    "  --min-time S      keep timing a row until S seconds (at most 10x iters)     [0]\n"
+    "  --min-time S      time each row at least S seconds, then until its median is\n"
+    "                    known within 2% (95%) or 10x S passed; the rows of one\n"
+    "                    variant and phase run interleaved, round after round; 0: just\n"
+    "                    --iters                                                 [0.2]\n"
+    "  --breakdown       print the training step's phases: forward, record (backward),\n"
+    "                    serial, pullback, index, apply (mean ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
     "  --roof-mib N      buffer of the roof measurement                          [512]\n"
     "  --csv FILE        write every row as CSV\n"
     "  --plot FILE.png   GB/s against threads per strategy (gnuplot)\n"
-    "  --peer torch      run perf/peer_torch.py on the same tables and ids\n"
+    "  --peer torch      run perf/peer_torch.py on the same tables and ids, with\n"
+    "                    $PYTHON (default: python3 on PATH)\n"
     "  --peer-script F   the peer script                [installed peer_torch.py]\n"
     "  --config FILE     read key = value lines (same keys, # comments)\n"
-    "  --quick           a tiny one-iteration run (the meson test)\n";
+    "  --quick           a tiny one-iteration run (the meson test)\n"
+    "emb-bench --mpi [OPTIONS] under mpirun: the MPI ensemble's step (dist-bench; its\n"
+    "options: dist-bench --help)\n";
 
 const char *bench_strategy_name(int s)
 {
@@ -260,6 +269,8 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     double x;
     if (strcmp(k, "quick") == 0)
         return set_quick(c), 0;
+    if (strcmp(k, "breakdown") == 0 && (!v || strcmp(v, "1") == 0))
+        return (c->breakdown = 1), 0;
     if (!v)
         return bad(k, "(missing)");
     char list[512]; /* list values without blanks: "forward, train:sgd" */
@@ -345,6 +356,7 @@ void bench_config_default(BenchConfig *c)
     set_phases(c, "forward,train:sgd");
     c->iters = 9;
     c->warmup = 1;
+    c->min_time = 0.2;
     c->lr = 0.01;
     c->seed = 42;
     c->roof_mib = 512;
@@ -364,7 +376,7 @@ int bench_config_parse(BenchConfig *c, int argc, char **argv)
         snprintf(key, sizeof key, "%.*s", (int)len, a + 2);
         if (eq)
             v = eq + 1;
-        else if (strcmp(key, "quick") != 0 && i + 1 < argc)
+        else if (strcmp(key, "quick") != 0 && strcmp(key, "breakdown") != 0 && i + 1 < argc)
             v = argv[++i];
         if (set_option(c, key, v) != 0)
             return -1;
@@ -384,7 +396,8 @@ void bench_config_print(const BenchConfig *c, FILE *f)
     fprintf(f, "; threads:");
     for (int t = 0; t < c->nthreads; t++)
         fprintf(f, " %d", c->threads[t]);
-    fprintf(f, "; iters %d (+%d warmup); phases:", c->iters, c->warmup);
+    fprintf(f, "; iters >= %d (+%d warmup), min-time %g s; phases:", c->iters, c->warmup,
+            c->min_time);
     for (int p = 0; p < c->nphases; p++)
         fprintf(f, " %s", c->phases[p].name);
     fputc('\n', f);

@@ -1,12 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_peer.c — the peer comparison. emb-bench writes, next to the shared tables file
  * (/dev/shm/emb-bench-PID/tables.bin, mapped by both processes), a manifest and the ids of
- * every id set, then runs `python3 peer_torch.py MANIFEST` and reads its lines
+ * every id set, then runs `$PYTHON peer_torch.py MANIFEST` (default python3 on PATH)
+ * and reads its lines
  *     peer BAGS PHASE THREADS MEDIAN_S P90_S
  * into the rows of the same bags, phase and thread count.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "emb_bench.h"
@@ -155,9 +158,14 @@ int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w
         fprintf(stderr, "emb-bench: cannot write the peer's files in %s\n", w->shm_dir);
         return -1;
     }
-    char cmd[512], line[512];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s/manifest.json'",
-             peer_script(c), w->shm_dir);
+    char cmd[1024], line[512];
+    const char *py = getenv("PYTHON");
+    py = py && *py ? py : "python3";
+    if (strchr(py, '\'')) {
+        fprintf(stderr, "emb-bench: $PYTHON must not contain a quote\n");
+        return -1;
+    }
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s/manifest.json'", py, peer_script(c), w->shm_dir);
     fprintf(stderr, "emb-bench: running the peer: %s\n", cmd);
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -170,6 +178,7 @@ int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w
     }
     int rc = pclose(p);
     if (rc != 0)
-        fprintf(stderr, "emb-bench: the peer exited with %d (python3-torch installed?)\n", rc);
+        fprintf(stderr, "emb-bench: the peer exited with %d (torch installed for $PYTHON, "
+                "default python3 on PATH?)\n", WIFEXITED(rc) ? WEXITSTATUS(rc) : rc);
     return rc == 0 ? 0 : -1;
 }

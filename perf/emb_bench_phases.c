@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_phases.c — what one timed iteration does, per phase, through the public API:
  *   forward     emb_maplookup(strategy) into the concatenated output (DLRM's layout)
@@ -20,7 +21,6 @@ struct BenchRunner {
     int strategy, threads;
     EmbStrategy *s;
     EmbOutputs outputs, grad_outputs;
-    EmbOptimizer *opt[3]; /* per BenchOpt, created on first use */
     EmbGrad **grads;      /* ntables */
     EmbIndexer **indexers;
 };
@@ -31,6 +31,7 @@ static int make_strategy(BenchRunner *r)
     switch (r->strategy) {
     case STRAT_SEQUENTIAL: return emb_strategy_sequential(&r->s);
     case STRAT_PARALLEL: return emb_strategy_parallel(&r->s, &o);
+    case STRAT_AUTO: return emb_strategy_auto(&r->s, &o);
     default: return emb_strategy_prealloc_concat(&r->s, &o);
     }
 }
@@ -60,8 +61,12 @@ static void release_update(BenchRunner *r)
     }
     free(r->grads);
     free(r->indexers);
+}
+
+void bench_optimizers_destroy(BenchWorkload *w)
+{
     for (int k = 0; k < 3; k++)
-        emb_optimizer_destroy(&r->opt[k]);
+        emb_optimizer_destroy(&w->opt[k]);
 }
 
 BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int strategy,
@@ -95,40 +100,54 @@ static int forward(BenchRunner *r, const BenchIdSet *set)
 /* The optimizer of @kind, created (and attached to every table) on first use. */
 static int optimizer(BenchRunner *r, BenchOpt kind, EmbOptimizer **out)
 {
-    if (!r->opt[kind]) {
+    if (!r->w->opt[kind]) {
         const EmbOptimizerKind k = kind == OPT_ADAGRAD ? EMB_OPT_ADAGRAD : EMB_OPT_SGD; /* as torch */
         const EmbOptimizerConfig cfg = emb_optimizer_defaults(k, (float)r->cfg->lr);
-        int rc = emb_optimizer_create(&r->opt[kind], &cfg);
+        int rc = emb_optimizer_create(&r->w->opt[kind], &cfg);
         for (int t = 0; !rc && t < r->w->ntables; t++)
-            rc = emb_optimizer_attach(r->opt[kind], r->w->tables[t]);
+            rc = emb_optimizer_attach(r->w->opt[kind], r->w->tables[t]);
         if (rc)
             return rc;
     }
-    *out = r->opt[kind];
+    *out = r->w->opt[kind];
     return 0;
 }
 
-static int backward_update(BenchRunner *r, const BenchIdSet *set, BenchOpt kind)
+static int backward_update(BenchRunner *r, const BenchIdSet *set, BenchOpt kind, double *bd)
 {
     EmbOptimizer *opt;
     int rc = optimizer(r, kind, &opt);
+    const double t0 = bench_now();
     if (!rc)
         rc = emb_maplookup_backward(r->w->tables, r->w->ntables, set->batches, NULL,
                                     &r->grad_outputs, r->grads);
+    const double t1 = bench_now();
     if (!rc)
         rc = emb_update_many(r->s, opt, r->w->tables, (const EmbGrad *const *)r->grads,
                              r->w->ntables, r->indexers, 0);
+    EmbUpdateTimes ut;
+    if (!rc && bd && emb_strategy_update_times(r->s, &ut) == 0) {
+        bd[BD_RECORD] += t1 - t0;
+        bd[BD_SERIAL] += ut.serial;
+        bd[BD_PULLBACK] += ut.pullback;
+        bd[BD_INDEX] += ut.index;
+        bd[BD_APPLY] += ut.apply;
+    }
     return rc;
 }
 
-int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set)
+int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set, double *bd)
 {
     const BenchIdSet *ids = &r->w->sets[v][set];
     int rc = 0;
-    if (phase->kind != PHASE_UPDATE)
+    if (phase->kind != PHASE_UPDATE) {
+        const double t0 = bench_now();
         rc = forward(r, ids);
+        if (bd)
+            bd[BD_FORWARD] += bench_now() - t0;
+    }
     if (rc == 0 && phase->kind != PHASE_FORWARD)
-        rc = backward_update(r, ids, phase->opt);
+        rc = backward_update(r, ids, phase->opt, bd);
     return rc;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_report.c — the results: the printed table, CSV, the gnuplot PNG and the
  * verdict lines. Derived numbers, one definition each:
@@ -7,8 +8,10 @@
  *   vs torch    = torch median / this median, same thread count (> 1: embtables faster)
  */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "emb_bench.h"
 
@@ -65,14 +68,23 @@ static double roof_fraction(const BenchRow *x)
 void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f)
 {
     const int peer = c->peer != NULL;
-    fprintf(f, "\n%-14s %-13s %-16s %3s %10s %10s %7s %5s %7s", "bags", "phase", "strategy",
-            "thr", "median ms", "p90 ms", "GB/s", "roof", "vs seq");
+    int adagrad = 0;
+    for (int p = 0; p < c->nphases; p++)
+        adagrad |= c->phases[p].opt == OPT_ADAGRAD;
+    fprintf(f, "\n# GB/s and roof count table bytes read (forward) and read + written "
+               "(update)%s; spread: the median's 95%% interval, +-%% of it\n",
+            adagrad ? ", plus Adagrad's accumulator read + written" : "");
+    fprintf(f, "%-14s %-13s %-16s %3s %10s %6s %9s %9s %9s %5s %7s %5s %7s", "bags", "phase",
+            "strategy", "thr", "median ms", "spread", "p90 ms", "p99 ms", "max ms", "n",
+            "GB/s", "roof", "vs seq");
     fprintf(f, peer ? " %9s %8s\n" : "\n", "torch ms", "vs torch");
     for (int i = 0; i < r->nrows; i++) {
         const BenchRow *x = &r->rows[i];
-        fprintf(f, "%-14s %-13s %-16s %3d %10.3f %10.3f %7.2f %5.2f %6.2fx",
+        fprintf(f, "%-14s %-13s %-16s %3d %10.3f %5.1f%% %9.3f %9.3f %9.3f %5d %7.2f %5.2f "
+                   "%6.2fx",
                 c->variants[x->variant].name, c->phases[x->phase].name,
-                bench_strategy_name(x->strategy), x->threads, x->median_s * 1e3, x->p90_s * 1e3,
+                bench_strategy_name(x->strategy), x->threads, x->median_s * 1e3,
+                x->spread * 100, x->p90_s * 1e3, x->p99_s * 1e3, x->max_s * 1e3, x->n,
                 gbs(x), roof_fraction(x), x->vs_seq);
         if (peer && x->peer_s > 0)
             fprintf(f, " %9.3f %7.2fx", x->peer_s * 1e3, x->peer_s / x->median_s);
@@ -80,50 +92,164 @@ void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f)
     }
 }
 
-/* Geometric means over one strategy's rows at its largest thread count. */
-static int strategy_summary(const BenchResults *r, int s, int *threads, double *seq,
-                            double *roof, double *peer)
+void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    static const char *const names[BD_COUNT] = {"forward", "record", "serial", "pullback",
+                                                "index", "apply"};
+    fprintf(f, "\n# breakdown: mean ms per iteration; record = emb_maplookup_backward "
+               "(checks, on the caller), serial / pullback / index / apply = "
+               "emb_update_many's phases\n%-14s %-13s %-16s %3s", "bags", "phase", "strategy",
+            "thr");
+    for (int k = 0; k < BD_COUNT; k++)
+        fprintf(f, " %9s", names[k]);
+    fprintf(f, " %9s\n", "median");
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *x = &r->rows[i];
+        if (c->phases[x->phase].kind == PHASE_FORWARD)
+            continue;
+        fprintf(f, "%-14s %-13s %-16s %3d", c->variants[x->variant].name,
+                c->phases[x->phase].name, bench_strategy_name(x->strategy), x->threads);
+        for (int k = 0; k < BD_COUNT; k++)
+            fprintf(f, " %9.3f", x->bd[k] * 1e3);
+        fprintf(f, " %9.3f\n", x->median_s * 1e3);
+    }
+}
+
+/* The row of strategy @s for variant @v and phase @ph at @threads, or (threads < 0) the
+   one with the smallest median. */
+static const BenchRow *pick(const BenchResults *r, int v, int ph, int s, int threads)
+{
+    const BenchRow *best = NULL;
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *x = &r->rows[i];
+        if (x->variant != v || x->phase != ph || x->strategy != s)
+            continue;
+        if (threads >= 0 ? x->threads == threads : !best || x->median_s < best->median_s)
+            best = x;
+    }
+    return best;
+}
+
+/* Geometric means over one strategy's rows at its largest thread count (@best: at each
+   row's best thread count instead); *threads: the largest (or the best's range). */
+static int strategy_summary(const BenchResults *r, const BenchConfig *c, int s, int best,
+                            int *tlo, int *thi, double *seq, double *roof, double *peer)
 {
     int tmax = 0, n = 0, np = 0;
     for (int i = 0; i < r->nrows; i++)
         if (r->rows[i].strategy == s && r->rows[i].threads > tmax)
             tmax = r->rows[i].threads;
     double ls = 0, lr = 0, lp = 0;
-    for (int i = 0; i < r->nrows; i++) {
-        const BenchRow *x = &r->rows[i];
-        if (x->strategy != s || x->threads != tmax || x->vs_seq <= 0)
-            continue;
-        ls += log(x->vs_seq);
-        lr += log(roof_fraction(x));
-        n++;
-        if (x->peer_s > 0) {
-            lp += log(x->peer_s / x->median_s);
-            np++;
+    *tlo = 1 << 30;
+    *thi = 0;
+    for (int v = 0; v < c->nvariants; v++)
+        for (int ph = 0; ph < c->nphases; ph++) {
+            const BenchRow *x = pick(r, v, ph, s, best ? -1 : tmax);
+            if (!x || x->vs_seq <= 0)
+                continue;
+            *tlo = x->threads < *tlo ? x->threads : *tlo;
+            *thi = x->threads > *thi ? x->threads : *thi;
+            ls += log(x->vs_seq);
+            lr += log(roof_fraction(x));
+            n++;
+            if (x->peer_s > 0) {
+                lp += log(x->peer_s / x->median_s);
+                np++;
+            }
         }
-    }
-    *threads = tmax;
     *seq = n ? exp(ls / n) : 0;
     *roof = n ? exp(lr / n) : 0;
     *peer = np ? exp(lp / np) : 0;
     return n;
 }
 
+/* The fastest row of a fixed strategy (sequential only at 1 thread) beside auto row @a. */
+static const BenchRow *best_fixed(const BenchResults *r, const BenchRow *a)
+{
+    const BenchRow *best = NULL;
+    for (int s = STRAT_SEQUENTIAL; s < STRAT_AUTO; s++) {
+        const BenchRow *x = find(r, a->variant, a->phase, s, a->threads);
+        if (x && (!best || x->median_s < best->median_s))
+            best = x;
+    }
+    return best;
+}
+
+/* Issue #12's rule for auto: never more than 5% slower than the best fixed strategy at the
+   same thread count. The spreads say whether a miss is beyond the noise of this run. */
+static void auto_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    const BenchRow *worst = NULL, *wbest = NULL;
+    int n = 0, within = 0;
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *a = &r->rows[i], *b;
+        if (a->strategy != STRAT_AUTO || !(b = best_fixed(r, a)))
+            continue;
+        n++;
+        within += a->median_s <= 1.05 * b->median_s;
+        if (!worst || a->median_s / b->median_s > worst->median_s / wbest->median_s)
+            worst = a, wbest = b;
+    }
+    if (!n)
+        return;
+    fprintf(f, "auto vs the best fixed strategy at the same thread count: %d of %d rows within "
+               "5%%; worst %+.1f%% (%s %s, %d thread%s: %s; spreads +-%.1f%% and +-%.1f%%)\n",
+            within, n, 100 * (worst->median_s / wbest->median_s - 1),
+            c->variants[worst->variant].name, c->phases[worst->phase].name, worst->threads,
+            worst->threads > 1 ? "s" : "", bench_strategy_name(wbest->strategy), 100 * worst->spread, 100 * wbest->spread);
+}
+
+/* The worst p90 / median of each strategy (issue #12's target: <= 1.5 at every count). */
+static void tail_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    for (int s = 0; s < STRAT_COUNT; s++) {
+        const BenchRow *worst = NULL;
+        for (int i = 0; i < r->nrows; i++) {
+            const BenchRow *x = &r->rows[i];
+            if (x->strategy == s && (!worst || x->p90_s / x->median_s >
+                                                   worst->p90_s / worst->median_s))
+                worst = x;
+        }
+        if (worst)
+            fprintf(f, "tail %s: worst p90 %.2fx the median, p99 %.2fx, max %.2fx (%s %s, "
+                       "%d thread%s)\n", bench_strategy_name(s), worst->p90_s / worst->median_s,
+                    worst->p99_s / worst->median_s, worst->max_s / worst->median_s,
+                    c->variants[worst->variant].name, c->phases[worst->phase].name,
+                    worst->threads, worst->threads > 1 ? "s" : "");
+    }
+}
+
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f)
 {
     fprintf(f, "\n# verdict: geometric mean over every bag variant and phase, at the "
-               "strategy's largest thread count\n");
-    for (int s = 0; s < STRAT_COUNT; s++) {
-        int threads;
-        double seq, roof, peer;
-        int n = strategy_summary(r, s, &threads, &seq, &roof, &peer);
-        if (!n)
-            continue;
-        fprintf(f, "%s: %.2fx sequential, %.2f of roof", bench_strategy_name(s), seq, roof);
-        if (peer > 0)
-            fprintf(f, ", %.2fx torch", peer);
-        fprintf(f, " (%d thread%s, %d rows)\n", threads, threads > 1 ? "s" : "", n);
-    }
-    (void)c;
+               "strategy's largest thread count and at each row's best\n");
+    for (int s = 0; s < STRAT_COUNT; s++)
+        for (int best = 0; best < 2; best++) {
+            int tlo, thi;
+            double seq, roof, peer;
+            int n = strategy_summary(r, c, s, best, &tlo, &thi, &seq, &roof, &peer);
+            if (!n || (best && s == STRAT_SEQUENTIAL))
+                continue;
+            fprintf(f, "%s: %.2fx sequential, %.2f of roof", bench_strategy_name(s), seq, roof);
+            if (peer > 0)
+                fprintf(f, ", %.2fx torch", peer);
+            if (tlo == thi)
+                fprintf(f, " (%s %d thread%s, %d rows)\n", best ? "best:" : "largest:", thi,
+                        thi > 1 ? "s" : "", n);
+            else
+                fprintf(f, " (best: %d-%d threads, %d rows)\n", tlo, thi, n);
+        }
+    auto_verdict(r, c, f);
+    tail_verdict(r, c, f);
+    double lo = 1e30, hi = -1;
+    for (int i = 0; i < r->nrows; i++)
+        if (r->rows[i].load1 >= 0) {
+            lo = r->rows[i].load1 < lo ? r->rows[i].load1 : lo;
+            hi = r->rows[i].load1 > hi ? r->rows[i].load1 : hi;
+        }
+    if (hi >= 0)
+        fprintf(f, "load average (1 min) while rows were timed: %.2f .. %.2f on %d cores\n", lo,
+                hi, emb_num_physical_cores());
 }
 
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path)
@@ -133,24 +259,31 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
         fprintf(stderr, "emb-bench: cannot write %s\n", path);
         return -1;
     }
-    fprintf(f, "bags,phase,strategy,threads,median_ms,p90_ms,bytes,gbs,roof_fraction,"
-               "vs_sequential,peer_ms,vs_peer\n");
+    fprintf(f, "bags,phase,strategy,threads,median_ms,spread,p90_ms,p99_ms,max_ms,n,bytes,gbs,"
+               "roof_fraction,vs_sequential,forward_ms,record_ms,serial_ms,pullback_ms,"
+               "index_ms,apply_ms,peer_ms,vs_peer,load1\n");
     for (int i = 0; i < r->nrows; i++) {
         const BenchRow *x = &r->rows[i];
-        fprintf(f, "%s,%s,%s,%d,%.6f,%.6f,%.0f,%.4f,%.4f,%.4f,", c->variants[x->variant].name,
-                c->phases[x->phase].name, bench_strategy_name(x->strategy), x->threads,
-                x->median_s * 1e3, x->p90_s * 1e3, x->bytes, gbs(x), roof_fraction(x), x->vs_seq);
+        fprintf(f, "%s,%s,%s,%d,%.6f,%.4f,%.6f,%.6f,%.6f,%d,%.0f,%.4f,%.4f,%.4f,",
+                c->variants[x->variant].name, c->phases[x->phase].name,
+                bench_strategy_name(x->strategy), x->threads, x->median_s * 1e3, x->spread,
+                x->p90_s * 1e3, x->p99_s * 1e3, x->max_s * 1e3, x->n, x->bytes, gbs(x),
+                roof_fraction(x), x->vs_seq);
+        for (int k = 0; k < BD_COUNT; k++)
+            fprintf(f, "%.6f,", x->bd[k] * 1e3);
         if (x->peer_s > 0)
-            fprintf(f, "%.6f,%.4f\n", x->peer_s * 1e3, x->peer_s / x->median_s);
+            fprintf(f, "%.6f,%.4f,", x->peer_s * 1e3, x->peer_s / x->median_s);
         else
-            fprintf(f, ",\n");
+            fprintf(f, ",,");
+        fprintf(f, "%.2f\n", x->load1);
     }
     return fclose(f) == 0 ? 0 : -1;
 }
 
 /* ---- the plot ------------------------------------------------------------------------ */
 
-/* One gnuplot data block: threads, sequential, parallel, prealloc-concat, roof, torch. */
+/* One gnuplot data block: threads, sequential, parallel, prealloc-concat, auto, roof,
+   torch. */
 static void plot_block(FILE *g, const BenchResults *r, const BenchConfig *c, int v, int ph)
 {
     const BenchRow *seq = find(r, v, ph, STRAT_SEQUENTIAL, 1);
@@ -176,17 +309,41 @@ static void plot_block(FILE *g, const BenchResults *r, const BenchConfig *c, int
 static void plot_panel(FILE *g, const BenchConfig *c, int v, int ph)
 {
     fprintf(g, "set title '%s, %s'\n", c->variants[v].name, c->phases[ph].name);
-    fprintf(g, "plot $d%d_%d u 1:5 w lp dt 2 lc rgb 'black' pt 1 t 'memory roof', "
+    fprintf(g, "plot $d%d_%d u 1:6 w lp dt 2 lc rgb 'black' pt 1 t 'memory roof', "
                "'' u 1:2 w l dt 3 lw 2 lc rgb 'gray40' t 'sequential (1 thread)', "
                "'' u 1:3 w lp lw 2 pt 7 lc rgb '#1f77b4' t 'parallel', "
-               "'' u 1:4 w lp lw 2 pt 5 lc rgb '#2ca02c' t 'prealloc-concat'%s\n",
-            v, ph, c->peer ? ", '' u 1:6 w lp lw 2 pt 9 lc rgb '#ff7f0e' t 'torch'" : "");
+               "'' u 1:4 w lp lw 2 pt 5 lc rgb '#2ca02c' t 'prealloc-concat', "
+               "'' u 1:5 w lp lw 2 pt 13 lc rgb '#9467bd' t 'auto'%s\n",
+            v, ph, c->peer ? ", '' u 1:7 w lp lw 2 pt 9 lc rgb '#ff7f0e' t 'torch'" : "");
+}
+
+/* Whether @prog is an executable file in a folder of $PATH. */
+static int on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    char dir[4096];
+    while (path && *path) {
+        const size_t n = strcspn(path, ":");
+        snprintf(dir, sizeof dir, "%.*s/%s", (int)n, n ? path : ".", prog);
+        if (access(dir, X_OK) == 0)
+            return 1;
+        path += n + (path[n] == ':');
+    }
+    return 0;
 }
 
 int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path)
 {
+    if (!on_path("gnuplot")) {
+        fprintf(stderr, "emb-bench: no gnuplot on PATH: no plot %s (the table and the CSV are "
+                        "complete; scripts/deps.sh gnuplot-nox installs it)\n", path);
+        return -1;
+    }
+    /* gnuplot exiting early must not kill the run with SIGPIPE: writes then fail */
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
     FILE *g = popen("gnuplot", "w");
     if (!g) {
+        signal(SIGPIPE, old);
         fprintf(stderr, "emb-bench: cannot start gnuplot (scripts/deps.sh gnuplot-nox)\n");
         return -1;
     }
@@ -208,6 +365,7 @@ int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *p
             plot_panel(g, c, v, ph);
     fprintf(g, "unset multiplot\n");
     int rc = pclose(g);
+    signal(SIGPIPE, old);
     if (rc != 0)
         fprintf(stderr, "emb-bench: gnuplot failed (%d) writing %s\n", rc, path);
     else

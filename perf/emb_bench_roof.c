@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_roof.c — the memory roof, measured in the run by the method of
  * ../shared/tools/gather_roof.c: hand-tuned OpenMP loops over a large buffer with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_workload.c — the tables and the ids of a run, deterministic from the seed.
  *
@@ -133,7 +134,7 @@ static int64_t fill_table_ids(const BenchConfig *c, int v, int set, int t, int64
     return off[c->batch];
 }
 
-static int make_set(BenchIdSet *s, const BenchConfig *c, int v, int set)
+int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int set)
 {
     const int nt = c->ntables;
     const int64_t nb = c->batch + 1;
@@ -261,11 +262,19 @@ int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared)
     for (int v = 0; v < c->nvariants; v++)
         for (int s = 0; s < BENCH_NSETS; s++) {
             bench_progress("drawing ids: %s, set %d/%d", c->variants[v].name, s + 1, BENCH_NSETS);
-            if (make_set(&w->sets[v][s], c, v, s) != 0)
+            if (bench_idset_create(&w->sets[v][s], c, v, s) != 0)
                 return -1;
         }
     bench_progress_end();
     return 0;
+}
+
+void bench_idset_free(BenchIdSet *s)
+{
+    free(s->batches);
+    free(s->ids);
+    free(s->offsets);
+    memset(s, 0, sizeof *s);
 }
 
 static void remove_shared(BenchWorkload *w)
@@ -285,11 +294,8 @@ void bench_workload_destroy(BenchWorkload *w)
         emb_table_destroy(&w->tables[t]);
     free(w->tables);
     for (int v = 0; v < BENCH_MAX_VARIANTS; v++)
-        for (int s = 0; s < BENCH_NSETS; s++) {
-            free(w->sets[v][s].batches);
-            free(w->sets[v][s].ids);
-            free(w->sets[v][s].offsets);
-        }
+        for (int s = 0; s < BENCH_NSETS; s++)
+            bench_idset_free(&w->sets[v][s]);
     if (w->shm)
         munmap(w->shm, w->shm_bytes);
     remove_shared(w);
@@ -327,11 +333,21 @@ double bench_bytes_read(const BenchWorkload *w, const BenchConfig *c, int v)
     return sum / BENCH_NSETS;
 }
 
-/* Distinct rows read and written once each (the optimizer state is not counted). */
+/* Distinct rows read and written once each (the optimizer state: bench_bytes_state). */
 double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v)
 {
     double sum = 0;
     for (int s = 0; s < BENCH_NSETS; s++)
         sum += 2.0 * (double)w->sets[v][s].distinct * row_bytes(c);
+    return sum / BENCH_NSETS;
+}
+
+double bench_bytes_state(const BenchWorkload *w, const BenchConfig *c, int v, BenchOpt opt)
+{
+    if (opt != OPT_ADAGRAD)
+        return 0;
+    double sum = 0;
+    for (int s = 0; s < BENCH_NSETS; s++)
+        sum += 2.0 * (double)w->sets[v][s].distinct * bench_roof_dim(c) * sizeof(float);
     return sum / BENCH_NSETS;
 }

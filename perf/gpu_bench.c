@@ -1,24 +1,37 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gpu_bench.c — the GPU back end's throughput on one device, against the device-to-device
  * copy bandwidth measured in the same run (bytes read + written), and (through
- * perf/gpu_peer_torch.py, reading the ids this program writes) against PyTorch.
+ * perf/gpu_peer_torch.py, reading the ids this program exports) against PyTorch.
  *
- *   gpu_bench [--tiny] [--rows N] [--dim D] [--bags B] [--bag L] [--dtype f32|f16|bf16]
- *             [--ids FILE] [--iters N]
+ *   gpu_bench [--tiny] [--rows N] [--dim D] [--nbags B] [--bag L] [--dtype f32|f16|bf16]
+ *             [--opts sgd,rowwise,adam] [--iters N] [--reps R] [--export DIR]
+ *       one table, fixed bags of uniform ids: forward, and backward fused with each
+ *       optimizer (state bytes counted);
+ *   gpu_bench --tables criteo[:MiB[:D[:dtype]]] [--batch N] [--bags 1,20] [--ids zipf:1.05]
+ *             [--seed N] [--iters N] [--reps R] [--export DIR]
+ *       emb-bench's ensemble (the same configuration parser, the same ids): every table
+ *       looked up in one emb_gpu_maplookup launch into the concat output, then the backward
+ *       + SGD of every table; the BENCH_NSETS id sets rotate over iterations.
  *
- * Bytes counted: forward = nnz·D·elsize (row reads) + nbags·D·4 (output) + nnz·8 (ids);
- * backward + SGD = nbags·D·4 (dy) + nnz·8 (ids) + 2·unique·D·elsize (each distinct row
- * read and written once). Times are medians of --iters runs timed with CUDA events, after
- * a warm-up. Exits 77 without a GPU (the tiny run is a meson test).
+ * Timing: a warm-up call first (never timed), then R repetitions of CUDA events around N
+ * back-to-back calls (EMB_GPU_DEFER_CHECK, no host wait inside); the time per call of each
+ * repetition, their median and range are printed. The first lines name the GPU, its clocks,
+ * the driver and the runtime. Bytes counted: forward = Σ nnz·D·elsize (rows) + nbags·ΣD·4
+ * (output) + nnz·8 (ids); backward = dy + ids + 2·distinct·D·elsize (each distinct row read
+ * and written once) + the optimizer state read and written (row-wise Adagrad 4 B per
+ * distinct row, Adam 2·D·4 B). Exits 77 without a GPU (the tiny runs are meson tests).
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <embtables/embtables.h>
 #include <embtables/gpu.h>
 
+#include "emb_bench.h"
 #include "gpu_check.h"
 
 #define EMB(call)                                                                          \
@@ -31,129 +44,506 @@
         }                                                                                  \
     } while (0)
 
+#define MAX_REPS 64
+
 typedef struct Opts {
     int64_t rows, bags, bag;
     int32_t dim;
     EmbDtype dtype;
-    int iters;
-    const char *ids_file;
+    int iters, reps;
+    unsigned opts; /* bit k: optimizer kind k */
+    const char *export_dir;
+    int nbench;    /* ensemble options for emb-bench's parser */
+    const char *bench_argv[32];
 } Opts;
 
-static uint64_t state = 0x6b656e63ull;
-static uint64_t rnd(void)
-{
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* ---- timing -------------------------------------------------------------------------- */
 
-static int cmp_f(const void *a, const void *b)
+typedef void (*work_fn)(void *ctx, int iter);
+
+typedef struct Timing {
+    double med, lo, hi; /* ms per call */
+} Timing;
+
+static int cmp_d(const void *a, const void *b)
 {
-    const float x = *(const float *)a, y = *(const float *)b;
+    const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-typedef void (*work_fn)(void *ctx);
-
-/* Median milliseconds of fn over iters runs (one warm-up first). */
-static float time_ms(work_fn fn, void *ctx, int iters)
+/* One untimed warm-up call, then reps x (events around iters calls). */
+static Timing time_calls(work_fn fn, void *ctx, int iters, int reps)
 {
     cudaEvent_t a, b;
-    float t[64];
+    double t[MAX_REPS];
     CUDA(cudaEventCreate(&a));
     CUDA(cudaEventCreate(&b));
-    fn(ctx);
+    fn(ctx, 0);
     CUDA(cudaDeviceSynchronize());
-    iters = iters > 64 ? 64 : iters;
-    for (int i = 0; i < iters; i++) {
+    reps = reps > MAX_REPS ? MAX_REPS : reps;
+    for (int r = 0; r < reps; r++) {
         CUDA(cudaEventRecord(a, NULL));
-        fn(ctx);
+        for (int i = 0; i < iters; i++)
+            fn(ctx, r * iters + i + 1);
         CUDA(cudaEventRecord(b, NULL));
         CUDA(cudaEventSynchronize(b));
-        CUDA(cudaEventElapsedTime(&t[i], a, b));
+        float ms = 0;
+        CUDA(cudaEventElapsedTime(&ms, a, b));
+        t[r] = ms / iters;
     }
+    CUDA(cudaGetLastError());
     cudaEventDestroy(a);
     cudaEventDestroy(b);
-    qsort(t, (size_t)iters, sizeof *t, cmp_f);
-    return t[iters / 2];
+    qsort(t, (size_t)reps, sizeof *t, cmp_d);
+    return (Timing){t[reps / 2], t[0], t[reps - 1]};
 }
 
-typedef struct Ctx {
+static void print_timing(const char *what, Timing t, double bytes, double copy_gbs)
+{
+    const double gbs = bytes / (t.med * 1e6);
+    printf("%-28s %9.4f ms  [%.4f .. %.4f]  %8.1f GB/s  %5.1f%% of copy\n", what, t.med, t.lo,
+           t.hi, gbs, 100.0 * gbs / copy_gbs);
+}
+
+/* ---- the device, and the copy bandwidth ----------------------------------------------- */
+
+static void print_device(void)
+{
+    int dev = 0, sms = 0, clk = 0, mclk = 0, l2 = 0, drv = 0, rt = 0;
+    struct cudaDeviceProp p;
+    CUDA(cudaGetDevice(&dev));
+    CUDA(cudaGetDeviceProperties(&p, dev));
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev);
+    cudaDeviceGetAttribute(&mclk, cudaDevAttrMemoryClockRate, dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    (void)cudaGetLastError();
+    printf("GPU %s: %d SMs, L2 %d MiB, peak SM clock %d MHz, memory clock %d MHz, CUDA "
+           "driver API %d, runtime %d\n", p.name, sms, l2 >> 20, clk / 1000, mclk / 1000,
+           drv, rt);
+    /* the clocks now and the driver's version, as the driver reports them */
+    FILE *f = popen("nvidia-smi --query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem,"
+                    "power.draw,temperature.gpu --format=csv,noheader 2>/dev/null", "r");
+    char line[256];
+    if (f && fgets(line, sizeof line, f))
+        printf("nvidia-smi: driver, SM clock, max SM clock, memory clock, power, temp: %s", line);
+    if (f)
+        pclose(f);
+}
+
+typedef struct CopyCtx {
+    void *src, *dst;
+    size_t bytes;
+} CopyCtx;
+
+static void copy_fn(void *p, int iter)
+{
+    (void)iter;
+    const CopyCtx *c = p;
+    CUDA(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, NULL));
+}
+
+/* Device-to-device copy of @bytes (capped at 1 GiB): GB/s of bytes read + written. */
+static double copy_bandwidth(size_t bytes, int iters, int reps)
+{
+    CopyCtx c = {NULL, NULL, bytes > ((size_t)1 << 30) ? (size_t)1 << 30 : bytes};
+    CUDA(cudaMalloc(&c.src, c.bytes));
+    CUDA(cudaMalloc(&c.dst, c.bytes));
+    CUDA(cudaMemset(c.src, 1, c.bytes));
+    const Timing t = time_calls(copy_fn, &c, iters, reps);
+    const double gbs = 2.0 * (double)c.bytes / (t.med * 1e6);
+    printf("%-28s %9.4f ms  [%.4f .. %.4f]  %8.1f GB/s  (%zu MiB, read + written)\n",
+           "device-to-device copy", t.med, t.lo, t.hi, gbs, c.bytes >> 20);
+    printf("COPY gbs=%.1f\n", gbs);
+    cudaFree(c.src);
+    cudaFree(c.dst);
+    return gbs;
+}
+
+/* ---- tables -------------------------------------------------------------------------- */
+
+static uint64_t rnd_state = 0x6b656e63ull;
+
+/* A device table of small random values (never zeros: they time differently). */
+static EmbGpuTable *make_table(int64_t rows, int32_t dim, EmbDtype dt, const char *name)
+{
+    EmbGpuTable *t = NULL;
+    EMB(emb_gpu_table_create(&t, rows, dim, dt, name, NULL));
+    int64_t stride = 0;
+    char *data = emb_gpu_table_data(t, &stride);
+    const size_t total = (size_t)rows * (size_t)stride * emb_dtype_size(dt);
+    const size_t chunk = total < ((size_t)64 << 20) ? total : (size_t)64 << 20;
+    uint16_t *h = malloc(chunk ? chunk : 2);
+    for (size_t i = 0; i < chunk / 2; i++) /* halves of f32 / f16 / bf16 around 0.01 */
+        h[i] = (uint16_t)((dt == EMB_F16 ? 0x2000 : 0x3c00) | (bench_splitmix(&rnd_state) & 0x3f));
+    for (size_t at = 0; at < total; at += chunk)
+        CUDA(cudaMemcpy(data + at, h, total - at < chunk ? total - at : chunk,
+                        cudaMemcpyHostToDevice));
+    free(h);
+    return t;
+}
+
+static float *device_floats(size_t n, float value)
+{
+    float *d = NULL, *h = malloc((n ? n : 1) * 4);
+    for (size_t i = 0; i < n; i++)
+        h[i] = value * (float)(1 + (int)(i % 7)) / 4;
+    CUDA(cudaMalloc((void **)&d, (n ? n : 1) * 4));
+    CUDA(cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+static void *to_device(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    CUDA(cudaMalloc(&d, bytes ? bytes : 8));
+    if (bytes)
+        CUDA(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static const char *opt_name(EmbOptimizerKind k)
+{
+    return k == EMB_OPT_SGD ? "sgd" : k == EMB_OPT_ROWWISE_ADAGRAD ? "rowwise" : "adam";
+}
+
+/* Optimizer state bytes read + written per distinct row. */
+static double state_bytes(EmbOptimizerKind k, int32_t dim)
+{
+    return k == EMB_OPT_ROWWISE_ADAGRAD ? 8.0 : k == EMB_OPT_ADAM ? 16.0 * dim : 0.0;
+}
+
+static int write_file(const char *dir, const char *name, const void *p, size_t bytes)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    const int ok = f && fwrite(p, 1, bytes, f) == bytes;
+    if (f)
+        fclose(f);
+    if (!ok)
+        fprintf(stderr, "gpu_bench: cannot write %s\n", path);
+    return ok ? 0 : -1;
+}
+
+/* ---- one table ----------------------------------------------------------------------- */
+
+typedef struct OneCtx {
     EmbGpuTable *table;
     EmbGpuWorkspace *ws;
     EmbBatch batch;
     float *out, *dy;
     int32_t dim;
-    void *src, *dst;
-    size_t copy_bytes;
     unsigned flags;
-} Ctx;
+    EmbOptimizerConfig opt;
+} OneCtx;
 
-static void copy_fn(void *p)
+static void one_fwd(void *p, int iter)
 {
-    Ctx *c = p;
-    CUDA(cudaMemcpyAsync(c->dst, c->src, c->copy_bytes, cudaMemcpyDeviceToDevice, NULL));
-}
-
-static void fwd_fn(void *p)
-{
-    Ctx *c = p;
+    (void)iter;
+    OneCtx *c = p;
     EMB(emb_gpu_lookup(c->table, &c->batch, NULL, c->out, c->dim, c->flags, c->ws, NULL));
 }
 
-static void bwd_fn(void *p)
+static void one_bwd(void *p, int iter)
 {
-    Ctx *c = p;
-    const EmbGpuOptimizer sgd = {EMB_GPU_SGD, 1e-3f, 0, 0, 0};
-    EMB(emb_gpu_backward_update(c->table, &c->batch, NULL, c->dy, c->dim, &sgd, c->flags,
+    (void)iter;
+    OneCtx *c = p;
+    EMB(emb_gpu_backward_update(c->table, &c->batch, NULL, c->dy, c->dim, &c->opt, c->flags,
                                 c->ws, NULL));
+}
+
+static int run_one(const Opts *o)
+{
+    const int64_t nnz = o->bags * o->bag;
+    const double el = (double)emb_dtype_size(o->dtype), D = o->dim;
+    int64_t *ids = malloc((size_t)nnz * 8);
+    unsigned char *seen = calloc((size_t)o->rows, 1);
+    int64_t unique = 0;
+    for (int64_t k = 0; k < nnz; k++) { /* uniform ids */
+        ids[k] = (int64_t)(bench_splitmix(&rnd_state) % (uint64_t)o->rows);
+        unique += !seen[ids[k]];
+        seen[ids[k]] = 1;
+    }
+    free(seen);
+    if (o->export_dir && write_file(o->export_dir, "ids.bin", ids, (size_t)nnz * 8))
+        return 1;
+    OneCtx c = {0};
+    c.dim = o->dim;
+    c.flags = EMB_GPU_DEFER_CHECK;
+    EMB(emb_gpu_workspace_create(&c.ws));
+    c.batch = (EmbBatch){to_device(ids, (size_t)nnz * 8), EMB_ID_I64, nnz, o->bags, o->bag,
+                         NULL, NULL};
+    CUDA(cudaMalloc((void **)&c.out, (size_t)(o->bags * o->dim) * 4));
+    c.dy = device_floats((size_t)(o->bags * o->dim), 0.01f);
+    c.table = make_table(o->rows, o->dim, o->dtype, "bench");
+    int64_t stride = 0;
+    emb_gpu_table_data(c.table, &stride);
+    printf("table %lld x %d %s (%.2f GiB), %lld bags x %lld ids, %lld distinct\n",
+           (long long)o->rows, o->dim, emb_dtype_name(o->dtype),
+           (double)o->rows * stride * el / (1 << 30), (long long)o->bags, (long long)o->bag,
+           (long long)unique);
+    const double copy_gbs = copy_bandwidth((size_t)(o->rows * stride * el) / 2, o->iters, o->reps);
+
+    const double fwd_bytes = nnz * D * el + o->bags * D * 4 + nnz * 8.0;
+    const double bwd_bytes = o->bags * D * 4 + nnz * 8.0 + 2.0 * unique * D * el;
+    const Timing fwd = time_calls(one_fwd, &c, o->iters, o->reps);
+    print_timing("forward", fwd, fwd_bytes, copy_gbs);
+    c.flags = 0;
+    const Timing fwd_sync = time_calls(one_fwd, &c, o->iters, o->reps);
+    print_timing("forward, waiting each call", fwd_sync, fwd_bytes, copy_gbs);
+    c.flags = EMB_GPU_DEFER_CHECK;
+    Timing bwd[3] = {{0}};
+    for (int k = 0; k < 5; k++) {
+        if (!(o->opts >> k & 1))
+            continue;
+        const int i = k == EMB_OPT_SGD ? 0 : k == EMB_OPT_ROWWISE_ADAGRAD ? 1 : 2;
+        if (k != EMB_OPT_SGD) { /* a table keeps one optimizer's state: a fresh one */
+            emb_gpu_table_destroy(&c.table);
+            c.table = make_table(o->rows, o->dim, o->dtype, "bench");
+        }
+        c.opt = emb_optimizer_defaults((EmbOptimizerKind)k, 1e-3f);
+        bwd[i] = time_calls(one_bwd, &c, o->iters, o->reps);
+        char what[64];
+        snprintf(what, sizeof what, "backward + %s", opt_name((EmbOptimizerKind)k));
+        print_timing(what, bwd[i], bwd_bytes + unique * state_bytes((EmbOptimizerKind)k, o->dim),
+                     copy_gbs);
+        printf("BWD opt=%s ms=%.4f gbs=%.1f\n", opt_name((EmbOptimizerKind)k), bwd[i].med,
+               (bwd_bytes + unique * state_bytes((EmbOptimizerKind)k, o->dim)) / (bwd[i].med * 1e6));
+    }
+    EMB(emb_gpu_workspace_check(c.ws));
+    printf("RESULT copy_gbs=%.1f fwd_ms=%.4f fwd_gbs=%.1f fwd_sync_ms=%.4f bwd_ms=%.4f "
+           "bwd_gbs=%.1f fwd_bytes=%.0f bwd_bytes=%.0f\n", copy_gbs, fwd.med,
+           fwd_bytes / (fwd.med * 1e6), fwd_sync.med, bwd[0].med,
+           bwd[0].med > 0 ? bwd_bytes / (bwd[0].med * 1e6) : 0.0, fwd_bytes, bwd_bytes);
+    cudaFree((void *)c.batch.ids);
+    cudaFree(c.out);
+    cudaFree(c.dy);
+    emb_gpu_workspace_destroy(&c.ws);
+    emb_gpu_table_destroy(&c.table);
+    free(ids);
+    return 0;
+}
+
+/* ---- the Criteo ensemble ------------------------------------------------------------- */
+
+typedef struct EnsCtx {
+    int n;
+    EmbGpuTable **tables;
+    EmbGpuWorkspace *ws;
+    EmbBatch (*batches)[BENCH_NSETS]; /* [table][set]: device views of one variant */
+    EmbBatch *cur;                     /* n batches of the set in use */
+    float *out, *dy;
+    int64_t width;
+    EmbOptimizerConfig opt;
+} EnsCtx;
+
+static void use_set(EnsCtx *c, int iter)
+{
+    for (int t = 0; t < c->n; t++)
+        c->cur[t] = c->batches[t][iter % BENCH_NSETS];
+}
+
+static void ens_fwd(void *p, int iter)
+{
+    EnsCtx *c = p;
+    use_set(c, iter);
+    const EmbOutputs o = {NULL, NULL, c->out, c->width, 0};
+    EMB(emb_gpu_maplookup(c->tables, c->n, c->cur, NULL, &o, EMB_GPU_DEFER_CHECK, c->ws, NULL));
+}
+
+static void ens_bwd(void *p, int iter)
+{
+    EnsCtx *c = p;
+    use_set(c, iter);
+    for (int t = 0, col = 0; t < c->n; col += emb_gpu_table_featuresize(c->tables[t]), t++)
+        EMB(emb_gpu_backward_update(c->tables[t], &c->cur[t], NULL, c->dy + col, c->width,
+                                    &c->opt, EMB_GPU_DEFER_CHECK, c->ws, NULL));
+}
+
+/* Writes the manifest and id files gpu_peer_torch.py --manifest reads. */
+static int export_ensemble(const char *dir, const BenchConfig *bc, BenchIdSet (*sets)[BENCH_NSETS])
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return fprintf(stderr, "gpu_bench: cannot write %s\n", path), -1;
+    fprintf(f, "{\"batch\": %lld, \"dtype\": \"%s\", \"tables\": [", (long long)bc->batch,
+            emb_dtype_name(bc->tables[0].dtype));
+    for (int t = 0; t < bc->ntables; t++)
+        fprintf(f, "%s[%lld, %d]", t ? ", " : "", (long long)bc->tables[t].rows, bc->tables[t].dim);
+    fprintf(f, "],\n \"variants\": [");
+    int rc = 0;
+    for (int v = 0; v < bc->nvariants; v++) {
+        fprintf(f, "%s{\"name\": \"%s\", \"sets\": [", v ? ", " : "", bc->variants[v].name);
+        for (int s = 0; s < BENCH_NSETS; s++) {
+            char ids[64], off[64];
+            snprintf(ids, sizeof ids, "ids_%d_%d.bin", v, s);
+            snprintf(off, sizeof off, "offsets_%d_%d.bin", v, s);
+            fprintf(f, "%s{\"ids\": \"%s\", \"offsets\": \"%s\"}", s ? ", " : "", ids, off);
+            rc |= write_file(dir, ids, sets[v][s].ids, (size_t)sets[v][s].nnz * 8);
+            rc |= write_file(dir, off, sets[v][s].offsets,
+                             (size_t)(bc->ntables * (bc->batch + 1)) * 8);
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+    return rc;
+}
+
+static int run_ensemble(const Opts *o)
+{
+    BenchConfig bc;
+    bench_config_default(&bc);
+    if (bench_config_parse(&bc, o->nbench, (char **)o->bench_argv) != 0)
+        return 2;
+    const int n = bc.ntables, nv = bc.nvariants;
+    BenchIdSet (*sets)[BENCH_NSETS] = calloc((size_t)nv, sizeof *sets);
+    for (int v = 0; v < nv; v++)
+        for (int s = 0; s < BENCH_NSETS; s++)
+            if (bench_idset_create(&sets[v][s], &bc, v, s) != 0)
+                return fprintf(stderr, "gpu_bench: out of memory for the ids\n"), 1;
+    if (o->export_dir && export_ensemble(o->export_dir, &bc, sets))
+        return 1;
+    EnsCtx c = {0};
+    c.n = n;
+    c.tables = calloc((size_t)n, sizeof *c.tables);
+    c.batches = calloc((size_t)n, sizeof *c.batches);
+    c.cur = calloc((size_t)n, sizeof *c.cur);
+    EMB(emb_gpu_workspace_create(&c.ws));
+    double table_bytes = 0, row_bytes = 0;
+    for (int t = 0; t < n; t++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%02d", t);
+        c.tables[t] = make_table(bc.tables[t].rows, bc.tables[t].dim, bc.tables[t].dtype, name);
+        c.width += bc.tables[t].dim;
+        table_bytes += (double)bc.tables[t].rows * bc.tables[t].dim *
+                       (double)emb_dtype_size(bc.tables[t].dtype);
+        row_bytes += bc.tables[t].dim * (double)emb_dtype_size(bc.tables[t].dtype);
+    }
+    printf("ensemble: %d tables (%s), %.2f GiB, concat width %lld, batch %lld\n", n,
+           bc.tables_desc, table_bytes / (1 << 30), (long long)c.width, (long long)bc.batch);
+    const double copy_gbs = copy_bandwidth((size_t)(table_bytes / 2), o->iters, o->reps);
+    CUDA(cudaMalloc((void **)&c.out, (size_t)(bc.batch * c.width) * 4));
+    c.dy = device_floats((size_t)(bc.batch * c.width), 0.01f);
+    c.opt = emb_optimizer_defaults(EMB_OPT_SGD, (float)bc.lr);
+    for (int v = 0; v < nv; v++) {
+        double fwd_bytes = 0, bwd_bytes = 0; /* averaged over the sets */
+        void *dev[BENCH_NSETS][2];
+        for (int s = 0; s < BENCH_NSETS; s++) {
+            const BenchIdSet *is = &sets[v][s];
+            int64_t *dids = to_device(is->ids, (size_t)is->nnz * 8);
+            int64_t *doff = to_device(is->offsets, (size_t)(n * (bc.batch + 1)) * 8);
+            dev[s][0] = dids;
+            dev[s][1] = doff;
+            for (int t = 0; t < n; t++) {
+                EmbBatch b = is->batches[t];
+                const double el = (double)emb_dtype_size(bc.tables[t].dtype);
+                b.ids = dids + ((const int64_t *)is->batches[t].ids - is->ids);
+                if (b.offsets)
+                    b.offsets = doff + (is->batches[t].offsets - is->offsets);
+                c.batches[t][s] = b;
+                fwd_bytes += (b.nnz * bc.tables[t].dim * el + b.nnz * 8.0) / BENCH_NSETS;
+                bwd_bytes += b.nnz * 8.0 / BENCH_NSETS;
+            }
+            /* each distinct row read + written (Σ over tables), at the mean row size */
+            bwd_bytes += 2.0 * (double)is->distinct * row_bytes / n / BENCH_NSETS;
+        }
+        fwd_bytes += bc.batch * c.width * 4.0;
+        bwd_bytes += bc.batch * c.width * 4.0;
+        printf("-- %s: %.0f ids per batch (mean of %d sets)\n", bc.variants[v].name,
+               (double)(sets[v][0].nnz + sets[v][BENCH_NSETS - 1].nnz) / 2, BENCH_NSETS);
+        const Timing fwd = time_calls(ens_fwd, &c, o->iters, o->reps);
+        print_timing("forward (one launch)", fwd, fwd_bytes, copy_gbs);
+        const Timing bwd = time_calls(ens_bwd, &c, o->iters, o->reps);
+        print_timing("backward + sgd (per table)", bwd, bwd_bytes, copy_gbs);
+        EMB(emb_gpu_workspace_check(c.ws));
+        printf("ENSEMBLE variant=%s fwd_ms=%.4f fwd_gbs=%.1f bwd_ms=%.4f bwd_gbs=%.1f "
+               "copy_gbs=%.1f\n", bc.variants[v].name, fwd.med, fwd_bytes / (fwd.med * 1e6),
+               bwd.med, bwd_bytes / (bwd.med * 1e6), copy_gbs);
+        for (int s = 0; s < BENCH_NSETS; s++) {
+            cudaFree(dev[s][0]);
+            cudaFree(dev[s][1]);
+        }
+    }
+    for (int t = 0; t < n; t++)
+        emb_gpu_table_destroy(&c.tables[t]);
+    for (int v = 0; v < nv; v++)
+        for (int s = 0; s < BENCH_NSETS; s++)
+            bench_idset_free(&sets[v][s]);
+    emb_gpu_workspace_destroy(&c.ws);
+    cudaFree(c.out);
+    cudaFree(c.dy);
+    free(c.tables);
+    free(c.batches);
+    free(c.cur);
+    free(sets);
+    return 0;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static unsigned parse_opts(const char *v)
+{
+    unsigned m = 0;
+    m |= strstr(v, "sgd") ? 1u << EMB_OPT_SGD : 0;
+    m |= strstr(v, "rowwise") ? 1u << EMB_OPT_ROWWISE_ADAGRAD : 0;
+    m |= strstr(v, "adam") ? 1u << EMB_OPT_ADAM : 0;
+    return m ? m : 1u << EMB_OPT_SGD;
 }
 
 static void parse(int argc, char **argv, Opts *o)
 {
-    *o = (Opts){1 << 23, 16384, 64, 128, EMB_F32, 20, NULL};
+    *o = (Opts){.rows = 1 << 23, .bags = 16384, .bag = 64, .dim = 128, .dtype = EMB_F32,
+                .iters = 20, .reps = 7,
+                .opts = 1u << EMB_OPT_SGD | 1u << EMB_OPT_ROWWISE_ADAGRAD | 1u << EMB_OPT_ADAM};
+    o->bench_argv[o->nbench++] = argv[0];
+    int tiny = 0;
+    for (int i = 1; i < argc; i++)
+        tiny |= !strcmp(argv[i], "--tiny");
+    if (tiny) {
+        o->rows = 1 << 14;
+        o->bags = 256;
+        o->bag = 8;
+        o->iters = 2;
+        o->reps = 2;
+        o->bench_argv[o->nbench++] = "--quick"; /* emb-bench's small ensemble, then ours */
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
-        if (!strcmp(a, "--tiny")) {
-            o->rows = 1 << 16;
-            o->bags = 512;
-            o->bag = 8;
-            o->iters = 1;
+        if (!strcmp(a, "--tiny"))
             continue;
-        }
         i++;
         if (!strcmp(a, "--rows")) o->rows = atoll(v);
         else if (!strcmp(a, "--dim")) o->dim = atoi(v);
-        else if (!strcmp(a, "--bags")) o->bags = atoll(v);
         else if (!strcmp(a, "--bag")) o->bag = atoll(v);
-        else if (!strcmp(a, "--iters")) o->iters = atoi(v);
-        else if (!strcmp(a, "--ids")) o->ids_file = v;
+        else if (!strcmp(a, "--iters")) o->iters = atoi(v) > 0 ? atoi(v) : 1;
+        else if (!strcmp(a, "--reps")) o->reps = atoi(v) > 0 ? atoi(v) : 1;
+        else if (!strcmp(a, "--export")) o->export_dir = v;
+        else if (!strcmp(a, "--opts")) o->opts = parse_opts(v);
         else if (!strcmp(a, "--dtype"))
             o->dtype = !strcmp(v, "f16") ? EMB_F16 : !strcmp(v, "bf16") ? EMB_BF16 : EMB_F32;
-        else {
-            fprintf(stderr, "unknown option %s\n", a);
+        else if (!strcmp(a, "--nbags")) o->bags = atoll(v);
+        else if (o->nbench + 2 < 32 && (!strcmp(a, "--tables") || !strcmp(a, "--batch") ||
+                                       !strcmp(a, "--bags") || !strcmp(a, "--ids") ||
+                                       !strcmp(a, "--seed") || !strcmp(a, "--lr"))) {
+            o->bench_argv[o->nbench++] = argv[i - 1];
+            o->bench_argv[o->nbench++] = argv[i];
+        } else {
+            fprintf(stderr, "gpu_bench: unknown option %s (see the head of perf/gpu_bench.c)\n", a);
             exit(2);
         }
     }
 }
 
-/* Uniform random ids; returns how many distinct ones. */
-static int64_t make_ids(int64_t *ids, int64_t nnz, int64_t rows)
-{
-    unsigned char *seen = calloc((size_t)rows, 1);
-    int64_t unique = 0;
-    for (int64_t k = 0; k < nnz; k++) {
-        ids[k] = (int64_t)(rnd() % (uint64_t)rows);
-        unique += !seen[ids[k]];
-        seen[ids[k]] = 1;
-    }
-    free(seen);
-    return unique;
-}
-
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0);
     Opts o;
     parse(argc, argv, &o);
     int ndev = 0;
@@ -161,69 +551,11 @@ int main(int argc, char **argv)
         printf("SKIP: %s\n", emb_gpu_last_error());
         return 77;
     }
-    const int64_t nnz = o.bags * o.bag;
-    const double el = (double)emb_dtype_size(o.dtype), D = o.dim;
-    int64_t *ids = malloc((size_t)nnz * 8);
-    const int64_t unique = make_ids(ids, nnz, o.rows);
-    if (o.ids_file) {
-        FILE *f = fopen(o.ids_file, "wb");
-        if (!f || fwrite(ids, 8, (size_t)nnz, f) != (size_t)nnz) {
-            fprintf(stderr, "cannot write %s\n", o.ids_file);
-            return 1;
-        }
-        fclose(f);
-    }
-    Ctx c = {0};
-    c.dim = o.dim;
-    c.flags = EMB_GPU_DEFER_CHECK;
-    EMB(emb_gpu_table_create(&c.table, o.rows, o.dim, o.dtype, "bench", NULL));
-    EMB(emb_gpu_workspace_create(&c.ws));
-    void *dids = NULL;
-    CUDA(cudaMalloc(&dids, (size_t)nnz * 8));
-    CUDA(cudaMemcpy(dids, ids, (size_t)nnz * 8, cudaMemcpyHostToDevice));
-    c.batch = (EmbBatch){dids, EMB_ID_I64, nnz, o.bags, o.bag, NULL, NULL};
-    CUDA(cudaMalloc((void **)&c.out, (size_t)(o.bags * o.dim) * 4));
-    CUDA(cudaMalloc((void **)&c.dy, (size_t)(o.bags * o.dim) * 4));
-    CUDA(cudaMemset(c.dy, 0x3c, (size_t)(o.bags * o.dim) * 4)); /* ~0.01, not zeros */
-    /* table contents: small non-zero values (timing on zeros is not representative) */
-    int64_t stride = 0;
-    void *data = emb_gpu_table_data(c.table, &stride);
-    CUDA(cudaMemset(data, 0x3c, (size_t)o.rows * (size_t)stride * (size_t)el));
-
-    c.copy_bytes = (size_t)(o.rows * stride * el) / 2;
-    c.copy_bytes = c.copy_bytes > ((size_t)1 << 30) ? (size_t)1 << 30 : c.copy_bytes;
-    CUDA(cudaMalloc(&c.src, c.copy_bytes));
-    CUDA(cudaMalloc(&c.dst, c.copy_bytes));
-    CUDA(cudaMemset(c.src, 1, c.copy_bytes));
-    const float t_copy = time_ms(copy_fn, &c, o.iters);
-    const double copy_gbs = 2.0 * (double)c.copy_bytes / (t_copy * 1e6);
-
-    const double fwd_bytes = nnz * D * el + o.bags * D * 4 + nnz * 8.0;
-    const double bwd_bytes = o.bags * D * 4 + nnz * 8.0 + 2.0 * unique * D * el;
-    const float t_fwd = time_ms(fwd_fn, &c, o.iters);
-    const float t_bwd = time_ms(bwd_fn, &c, o.iters);
-    EMB(emb_gpu_workspace_check(c.ws));
-    c.flags = 0;
-    const float t_fwd_sync = time_ms(fwd_fn, &c, o.iters);
-    const float t_bwd_sync = time_ms(bwd_fn, &c, o.iters);
-
-    printf("table %lld x %d %s (%.2f GiB), %lld bags x %lld ids, %lld distinct\n",
-           (long long)o.rows, o.dim, emb_dtype_name(o.dtype),
-           (double)o.rows * stride * el / (1 << 30), (long long)o.bags, (long long)o.bag,
-           (long long)unique);
-    printf("RESULT copy_gbs=%.1f fwd_ms=%.4f fwd_gbs=%.1f fwd_sync_ms=%.4f bwd_ms=%.4f "
-           "bwd_gbs=%.1f bwd_sync_ms=%.4f fwd_bytes=%.0f bwd_bytes=%.0f\n",
-           copy_gbs, t_fwd, fwd_bytes / (t_fwd * 1e6), t_fwd_sync, t_bwd,
-           bwd_bytes / (t_bwd * 1e6), t_bwd_sync, fwd_bytes, bwd_bytes);
-    printf("forward %.1f%% and backward+SGD %.1f%% of copy bandwidth (goals 80%%, 40%%)\n",
-           100.0 * fwd_bytes / (t_fwd * 1e6) / copy_gbs, 100.0 * bwd_bytes / (t_bwd * 1e6) / copy_gbs);
-    cudaFree(c.src);
-    cudaFree(c.dst);
-    cudaFree(dids);
-    cudaFree(c.out);
-    cudaFree(c.dy);
-    emb_gpu_workspace_destroy(&c.ws);
-    emb_gpu_table_destroy(&c.table);
-    free(ids);
-    return 0;
+    if (o.export_dir)
+        mkdir(o.export_dir, 0700);
+    print_device();
+    int ensemble = 0;
+    for (int i = 1; i < o.nbench; i++)
+        ensemble |= !strcmp(o.bench_argv[i], "--tables");
+    return ensemble ? run_ensemble(&o) : run_one(&o);
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """peer_torch.py — PyTorch on emb-bench's workload: the same tables and the same ids.
 
 Usage: /usr/bin/python3 perf/peer_torch.py /dev/shm/emb-bench-PID/manifest.json

@@ -1,11 +1,13 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The test command: installs what is missing, builds (release) in build/, runs every test.
 # Usage: scripts/test.sh [builddir] [extra meson setup options ...]
 set -e
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh tests jansson xxhash hwloc cxx python mpi blas
 dir=${1:-build}
 [ $# -gt 0 ] && shift
 if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null; else meson setup "$dir" "$@" >/dev/null; fi
 ninja -C "$dir"
-meson test -C "$dir" --print-errorlogs
+# shellcheck disable=SC2086 # MESON_TEST_ARGS: extra words for meson test (e.g. --setup tsan)
+meson test -C "$dir" --print-errorlogs ${MESON_TEST_ARGS:-}

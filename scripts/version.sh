@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Prints the version (or, with --soversion, the soname version) from include/embtables/version.h,
 # the single place where the version lives.
 h="$(dirname "$0")/../include/embtables/version.h"

@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cpu.c — CPU features, detected once, and the mask that restricts them.
  * The initial mask comes from the environment variable EMB_CPU_MASK (e.g. 0 forces the C
  * references); emb_set_cpu_mask() (kernels/dispatch.c) changes it and re-selects kernels.
  */
 #include <stdlib.h>
-#include <threads.h>
+#include <pthread.h> /* pthread_once: ThreadSanitizer sees it (not C11 call_once) */
 
 #include "internal.h"
 #include "cpu.h"
@@ -15,7 +16,7 @@
 
 static unsigned detected;
 static unsigned mask = ~0u;
-static once_flag once = ONCE_FLAG_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static unsigned detect(void)
 {
@@ -52,13 +53,13 @@ static void init(void)
 
 unsigned emb_cpu_detected(void)
 {
-    call_once(&once, init);
+    pthread_once(&once, init);
     return detected;
 }
 
 unsigned emb__cpu_flags(void)
 {
-    call_once(&once, init);
+    pthread_once(&once, init);
     return detected & mask;
 }
 
@@ -69,6 +70,6 @@ unsigned emb_cpu_flags(void)
 
 void emb__cpu_set_mask(unsigned m)
 {
-    call_once(&once, init);
+    pthread_once(&once, init);
     mask = m;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cpu.h — private CPU-feature control (see cpu.c). */
 #ifndef EMB_CPU_H
 #define EMB_CPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* error.c — error codes, their names, and the thread-local "last error" message. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ const char *emb_strerror(int code)
     case EMB_EDEVICE: return "device error";
     case EMB_ENOTFOUND: return "not found";
     case EMB_EEXIST: return "already exists";
+    case EMB_ENONFINITE: return "non-finite value";
     default: return "unknown error";
     }
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * internal.h — the core shared by every part of the library: error reporting, logging,
  * checked size arithmetic and the aligned allocator. Private: never installed.

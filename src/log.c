@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* log.c — the user's logger callback; the library never prints. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* memory.c — the one aligned allocator of the library. */
 #include <stdlib.h>
 

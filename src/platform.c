@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* platform.c — topology, NUMA binding and pinning through hwloc, with sysconf fallbacks. */
 #include <sched.h>
-#include <threads.h>
+#include <pthread.h> /* pthread_once: ThreadSanitizer sees it (not C11 call_once) */
 #include <unistd.h>
 
 #include "internal.h"
@@ -13,7 +14,7 @@ static hwloc_topology_t topo;
 static hwloc_cpuset_t allowed; /* the CPUs this process may run on, at first use */
 static int topo_ok;
 #endif
-static once_flag once = ONCE_FLAG_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int ncores = 1, nnodes = 1;
 
 /* Processors this process may run on (its affinity mask), without hwloc. */
@@ -78,22 +79,41 @@ static void init(void)
 
 int emb__platform_physical_cores(void)
 {
-    call_once(&once, init);
+    pthread_once(&once, init);
     return ncores;
 }
 
 int emb__platform_numa_nodes(void)
 {
-    call_once(&once, init);
+    pthread_once(&once, init);
     return nnodes;
+}
+
+size_t emb__platform_memory_bytes(void)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0 || (unsigned long)pages > SIZE_MAX / (unsigned long)page)
+        return SIZE_MAX;
+    return (size_t)pages * (size_t)page;
+}
+
+int emb__placement_check(EmbPlacement placement, int node, const char *what)
+{
+    pthread_once(&once, init);
+    if (placement < EMB_PLACE_DEFAULT || placement > EMB_PLACE_NODE)
+        return emb__fail(EMB_EINVAL, "placement %d is not DEFAULT, LOCAL, INTERLEAVE or NODE (%s)",
+                         (int)placement, what);
+    if (placement == EMB_PLACE_NODE && (node < 0 || node >= nnodes))
+        return emb__fail(EMB_EINVAL, "NUMA node %d does not exist (the machine has %d) (%s)",
+                         node, nnodes, what);
+    return 0;
 }
 
 int emb__platform_bind_memory(void *p, size_t bytes, EmbPlacement placement, int node)
 {
-    call_once(&once, init);
-    if (placement == EMB_PLACE_NODE && (node < 0 || node >= nnodes))
-        return emb__fail(EMB_EINVAL, "NUMA node %d does not exist (the machine has %d)", node,
-                         nnodes);
+    const int r = emb__placement_check(placement, node, "memory binding");
+    if (r)
+        return r;
     if (placement == EMB_PLACE_DEFAULT || bytes == 0)
         return 0;
 #if EMB_HAVE_HWLOC
@@ -179,7 +199,7 @@ static void bind_to(hwloc_obj_t o, int k)
 
 void emb__platform_pin_thread(int k, EmbPinning pinning)
 {
-    call_once(&once, init);
+    pthread_once(&once, init);
     if (pinning == EMB_PIN_NONE)
         return;
 #if EMB_HAVE_HWLOC

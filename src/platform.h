@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * platform.h — the contract of the topology / NUMA / thread layer (hwloc behind it).
  *
@@ -12,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "embtables/strategy.h"
+#include "embtables/common.h" /* EmbPlacement, EmbPinning */
 
 /* Physical cores (not hardware threads) this process may use; >= 1. */
 int emb__platform_physical_cores(void);
@@ -25,6 +26,11 @@ int emb__platform_numa_nodes(void);
  * Returns 0, or EMB_EINVAL for a node that does not exist.
  */
 int emb__platform_bind_memory(void *p, size_t bytes, EmbPlacement placement, int node);
+/* This machine's physical memory in bytes (SIZE_MAX when unknown). */
+size_t emb__platform_memory_bytes(void);
+/* Checks a placement and its node before anything is allocated; @what names the owner.
+ * @return 0 or EMB_EINVAL */
+int emb__placement_check(EmbPlacement placement, int node, const char *what);
 
 /* Pins the calling thread, the k-th of a team, to a core chosen by @p pinning. */
 void emb__platform_pin_thread(int k, EmbPinning pinning);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rng.h — a counter-based random generator: every value is a pure function of
  * (seed, stream, counter), so initializers give the same numbers for any thread count and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The shared library exports only emb_* symbols (everything else is hidden).
 lib="$1"
 bad=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | grep -v '^emb_' | grep -v '^_' )

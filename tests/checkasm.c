@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * checkasm.c — the kernel checker (dav1d's checkasm habit): every kernel family of every
  * dispatch level this CPU has (C, AVX2, AVX-512), generic and static-size entries, run on
@@ -10,13 +11,15 @@
  *
  * Every comparison is exact: the SIMD kernels claim bit-identical results (kernels.h).
  */
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "checkasm.h"
-#include "kernels/convert.h"
+#include "dtype.h"
 
 #define PAD 32     /* elements past every output that must stay poisoned */
 #define NCOLS 24   /* distinct columns the bags draw from */
@@ -169,6 +172,73 @@ static void check_pool(Ctx *c, Data *d, emb_pool_fn ref, emb_pool_fn got, uint64
         }
 }
 
+/*
+ * bags over NB bags drawn from the column store: lengths from lens (0 and 20 included),
+ * ids of either width, with and without weights, offsets or a fixed bag size, each
+ * combiner, a default column or none, prefetch or none; output rows of stride D + 3 with
+ * the gaps and PAD elements past the last row poisoned.
+ */
+#define NB 6
+static void check_bags(Ctx *c, Data *d, emb_bags_fn ref, emb_bags_fn got, uint64_t *s)
+{
+    if (!got)
+        return;
+    int64_t ids64[NB * MAXLEN], offs[NB + 1] = {0};
+    int32_t ids32[NB * MAXLEN];
+    float w[NB * MAXLEN];
+    for (int b = 0; b < NB; b++)
+        offs[b + 1] = offs[b] + lens[tu_rand(s) % (sizeof lens / sizeof *lens)];
+    for (int64_t k = 0; k < NB * MAXLEN; k++) {
+        ids32[k] = (int32_t)(ids64[k] = (int64_t)(tu_rand(s) % NCOLS));
+        w[k] = tu_randf(s);
+    }
+    const int64_t stride = d->D + 3;
+    const size_t total = (size_t)(NB * stride + PAD);
+    const size_t skew = (tu_rand(s) % 4) * d->esize;
+    for (int v = 0; v < 48; v++) {
+        const int fixed = v & 1, id32 = (v >> 1) & 1, weighted = (v >> 2) & 1;
+        const int def = (v >> 3) & 1, comb = EMB_COMBINER_SUM + (v >> 4);
+        EmbBagsArgs a = {
+            .out_stride = stride, .data = (const char *)d->store + skew,
+            .col_stride = (int64_t)((d->D + 3) * d->esize),
+            .ids = id32 ? (const void *)ids32 : (const void *)ids64,
+            .offsets = fixed ? NULL : offs, .bag_size = lens[v % 5],
+            .weights = weighted ? w : NULL,
+            .defcol = def ? (const char *)d->store + skew + 5 * (d->D + 3) * d->esize : NULL,
+            .bag0 = v % 3 == 0, .bag1 = NB, .pf_dist = (v % 3) * 2,
+            .D = d->D, .id32 = id32, .combiner = comb,
+        };
+        c->n = fixed ? a.bag_size : -1;
+        data_outputs(d, total, 0, s);
+        a.out = d->out_ref;
+        ref(&a);
+        a.out = d->out_got;
+        got(&a);
+        expect_same(c, d->out_ref, d->out_got, total, sizeof(float));
+    }
+}
+
+/* idmax over ids of both widths, n = 0 .. 40 and 257 (tails), some negative, some large. */
+static void check_idmax(Ctx *c, emb_idmax_fn ref, emb_idmax_fn got, uint64_t *s)
+{
+    int64_t i64[257];
+    int32_t i32[257];
+    for (int n = 0; n <= 41; n++) {
+        const int len = n == 41 ? 257 : n;
+        for (int k = 0; k < len; k++) {
+            const uint64_t r = tu_rand(s);
+            i64[k] = r % 8 == 0 ? (int64_t)r : (int64_t)(r % 1000);
+            i32[k] = r % 8 == 0 ? (int32_t)(uint32_t)r : (int32_t)(r % 1000);
+        }
+        c->n = len;
+        for (int id32 = 0; id32 < 2; id32++) {
+            const void *ids = id32 ? (const void *)i32 : (const void *)i64;
+            const uint64_t a = ref(ids, len, id32), b = got(ids, len, id32);
+            expect_same(c, &a, &b, 1, sizeof a);
+        }
+    }
+}
+
 /* sgd_row on a column (aligned or not) followed by PAD poisoned elements. */
 static void check_sgd(Ctx *c, Data *d, emb_sgd_row_fn ref, emb_sgd_row_fn got, uint64_t *s)
 {
@@ -205,55 +275,309 @@ static void check_scale(Ctx *c, Data *d, emb_scale_fn ref, emb_scale_fn got, uin
     expect_same(c, d->out_ref, d->out_got, total, sizeof(float));
 }
 
-/* The bag-length dependent families of one (level, D, dtype). */
-static void check_bags(const Level *lv, const EmbKernels *r, Data *d, uint64_t *s)
+/* An optimizer step (two, so that the state written is read again) on a column (aligned or
+ * not) and its state row, each followed by PAD poisoned elements. */
+static void check_opt(Ctx *c, Data *d, EmbOptimizerKind kind, emb_opt_row_fn ref,
+                      emb_opt_row_fn got, uint64_t *s)
 {
-    const int dt = d->dt, dc = emb__dclass(d->D);
-    const EmbKernels *k = &lv->k;
-    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
-        Ctx c = {lv->name, "gather", "", dt, d->D, lens[li]};
-        data_bag(d, s);
-        check_gather(&c, d, r->gather[dt], k->gather[dt], s);
-        c.family = "pool";
-        check_pool(&c, d, r->pool[dt], k->pool[dt], s);
-        c.family = "pool_nt";
-        check_pool(&c, d, r->pool[dt], k->pool_nt[dt], s);
+    const int32_t D = d->D;
+    const size_t bytes = ((size_t)D + PAD) * d->esize, skew = (tu_rand(s) % 2) * d->esize;
+    unsigned char *a = (unsigned char *)d->out_ref + skew, *b = (unsigned char *)d->out_got + skew;
+    const int32_t nstate = kind == EMB_OPT_ADAGRAD ? D : kind == EMB_OPT_ROWWISE_ADAGRAD ? 1 : 2 * D;
+    float *sa = d->out_ref + 2 * MAXD, *sb = d->out_got + 2 * MAXD, g[MAXD];
+    poison_bytes(a, bytes);
+    ca_fill(a, d->dt, D, s);
+    memcpy(b, a, bytes);
+    tu_poison(sa, (size_t)nstate + PAD);
+    for (int32_t i = 0; i < nstate; i++) /* accumulators (h, FTRL's, Adam's v) positive */
+        sa[i] = kind == EMB_OPT_ADAM && i < D ? ca_value(s) : fabsf(ca_value(s)) + 0.1f;
+    if (kind == EMB_OPT_FTRL)
+        for (int32_t i = D; i < 2 * D; i++)
+            sa[i] = ca_value(s);
+    memcpy(sb, sa, ((size_t)nstate + PAD) * sizeof(float));
+    const EmbOptimParams p = {.lr = 0.01f + fabsf(tu_randf(s)), .eps = tu_rand(s) % 2 ? 1e-8f : 1e-10f,
+                              .lr_power = tu_rand(s) % 2 ? -0.5f : -0.7f, .l1 = 0.01f, .l2 = 0.002f,
+                              .beta1 = 0.9f, .beta2 = 0.999f, .step_size = fabsf(tu_randf(s))};
+    for (int step = 0; step < 2; step++) {
+        for (int32_t i = 0; i < D; i++)
+            g[i] = ca_value(s);
+        ref(a, sa, g, &p, D);
+        got(b, sb, g, &p, D);
         emb__sfence();
-        if (dc < 0)
-            continue;
-        c.variant = "_dN";
-        c.family = "gather";
-        check_gather(&c, d, r->gather[dt], k->gather_d[dc][dt], s);
-        c.family = "pool";
-        check_pool(&c, d, r->pool[dt], k->pool_d[dc][dt], s);
     }
+    expect_same(c, a, b, bytes, 1);
+    expect_same(c, sa, sb, (size_t)nstate + PAD, sizeof(float));
 }
 
-/* The row families of one (level, D, dtype). */
-static void check_rows(const Level *lv, const EmbKernels *r, Data *d, uint64_t *s)
+/*
+ * Every kernel of the dispatch table, by the name each level registers it under (NULL: the
+ * level keeps the one below), with its slot, dtype and static size (0: any D). Every kernel
+ * is checked against the C reference of its family at any D (gather[dt], pool[dt], ...).
+ */
+typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, SCALE, OPT } Family;
+
+typedef struct Entry {
+    size_t slot; /* offset of the function pointer in EmbKernels */
+    Family family;
+    int dt;
+    int32_t size;
+    EmbOptimizerKind kind;
+    const char *name[NLEVELS];
+} Entry;
+
+#define E(fam, field, dt, size, kind, c, avx2, avx512)                                       \
+    {offsetof(EmbKernels, field), fam, dt, size, kind, {c, avx2, avx512}}
+
+static const Entry entries[] = {
+    E(IDMAX, idmax, EMB_F32, 16, 0, "idmax_c", "idmax_avx2", "idmax_avx512"),
+    E(BAGS, bags[EMB_F32], EMB_F32, 0, 0, "bags_f32_c", NULL, NULL),
+    E(BAGS, bags_d[0][EMB_F32], EMB_F32, 16, 0,
+      "bags_d16_f32_c", "bags_d16_f32_avx2", "bags_d16_f32_avx512"),
+    E(BAGS, bags_d[1][EMB_F32], EMB_F32, 32, 0,
+      "bags_d32_f32_c", "bags_d32_f32_avx2", "bags_d32_f32_avx512"),
+    E(BAGS, bags_d[2][EMB_F32], EMB_F32, 64, 0,
+      "bags_d64_f32_c", "bags_d64_f32_avx2", "bags_d64_f32_avx512"),
+    E(BAGS, bags[EMB_F16], EMB_F16, 0, 0, "bags_f16_c", NULL, NULL),
+    E(BAGS, bags_d[0][EMB_F16], EMB_F16, 16, 0,
+      "bags_d16_f16_c", "bags_d16_f16_avx2", "bags_d16_f16_avx512"),
+    E(BAGS, bags_d[1][EMB_F16], EMB_F16, 32, 0,
+      "bags_d32_f16_c", "bags_d32_f16_avx2", "bags_d32_f16_avx512"),
+    E(BAGS, bags_d[2][EMB_F16], EMB_F16, 64, 0,
+      "bags_d64_f16_c", "bags_d64_f16_avx2", "bags_d64_f16_avx512"),
+    E(BAGS, bags[EMB_BF16], EMB_BF16, 0, 0, "bags_bf16_c", NULL, NULL),
+    E(BAGS, bags_d[0][EMB_BF16], EMB_BF16, 16, 0,
+      "bags_d16_bf16_c", "bags_d16_bf16_avx2", "bags_d16_bf16_avx512"),
+    E(BAGS, bags_d[1][EMB_BF16], EMB_BF16, 32, 0,
+      "bags_d32_bf16_c", "bags_d32_bf16_avx2", "bags_d32_bf16_avx512"),
+    E(BAGS, bags_d[2][EMB_BF16], EMB_BF16, 64, 0,
+      "bags_d64_bf16_c", "bags_d64_bf16_avx2", "bags_d64_bf16_avx512"),
+    E(GATHER, gather[EMB_F32], EMB_F32, 0, 0,
+      "gather_f32_c", "gather_f32_avx2", "gather_f32_avx512"),
+    E(GATHER, gather_d[0][EMB_F32], EMB_F32, 16, 0,
+      "gather_d16_f32_c", "gather_d16_f32_avx2", "gather_d16_f32_avx512"),
+    E(GATHER, gather_d[1][EMB_F32], EMB_F32, 32, 0,
+      "gather_d32_f32_c", "gather_d32_f32_avx2", "gather_d32_f32_avx512"),
+    E(GATHER, gather_d[2][EMB_F32], EMB_F32, 64, 0,
+      "gather_d64_f32_c", "gather_d64_f32_avx2", "gather_d64_f32_avx512"),
+    E(GATHER, gather_d[3][EMB_F32], EMB_F32, 128, 0,
+      "gather_d128_f32_c", "gather_d128_f32_avx2", "gather_d128_f32_avx512"),
+    E(GATHER, gather_d[4][EMB_F32], EMB_F32, 256, 0,
+      "gather_d256_f32_c", "gather_d256_f32_avx2", "gather_d256_f32_avx512"),
+    E(POOL, pool[EMB_F32], EMB_F32, 0, 0,
+      "pool_f32_c", "pool_f32_avx2", "pool_f32_avx512"),
+    E(POOL, pool_nt[EMB_F32], EMB_F32, 0, 0,
+      "pool_f32_c", "pool_nt_f32_avx2", "pool_nt_f32_avx512"),
+    E(POOL, pool_d[0][EMB_F32], EMB_F32, 16, 0,
+      "pool_d16_f32_c", "pool_d16_f32_avx2", "pool_d16_f32_avx512"),
+    E(POOL, pool_d[1][EMB_F32], EMB_F32, 32, 0,
+      "pool_d32_f32_c", "pool_d32_f32_avx2", "pool_d32_f32_avx512"),
+    E(POOL, pool_d[2][EMB_F32], EMB_F32, 64, 0,
+      "pool_d64_f32_c", "pool_d64_f32_avx2", "pool_d64_f32_avx512"),
+    E(POOL, pool_d[3][EMB_F32], EMB_F32, 128, 0,
+      "pool_d128_f32_c", "pool_d128_f32_avx2", "pool_d128_f32_avx512"),
+    E(POOL, pool_d[4][EMB_F32], EMB_F32, 256, 0,
+      "pool_d256_f32_c", "pool_d256_f32_avx2", "pool_d256_f32_avx512"),
+    E(SUMSQ, sumsq[EMB_F32], EMB_F32, 0, 0,
+      "sumsq_f32_c", "sumsq_f32_avx2", "sumsq_f32_avx512"),
+    E(SGD, sgd_row[EMB_F32], EMB_F32, 0, 0,
+      "sgd_row_f32_c", "sgd_row_f32_avx2", "sgd_row_f32_avx512"),
+    E(SGD, sgd_row_nt[EMB_F32], EMB_F32, 0, 0,
+      "sgd_row_f32_c", "sgd_row_nt_f32_avx2", "sgd_row_nt_f32_avx512"),
+    E(SGD, sgd_row_d[0][EMB_F32], EMB_F32, 16, 0,
+      "sgd_row_d16_f32_c", "sgd_row_d16_f32_avx2", "sgd_row_d16_f32_avx512"),
+    E(SGD, sgd_row_d[1][EMB_F32], EMB_F32, 32, 0,
+      "sgd_row_d32_f32_c", "sgd_row_d32_f32_avx2", "sgd_row_d32_f32_avx512"),
+    E(SGD, sgd_row_d[2][EMB_F32], EMB_F32, 64, 0,
+      "sgd_row_d64_f32_c", "sgd_row_d64_f32_avx2", "sgd_row_d64_f32_avx512"),
+    E(SGD, sgd_row_d[3][EMB_F32], EMB_F32, 128, 0,
+      "sgd_row_d128_f32_c", "sgd_row_d128_f32_avx2", "sgd_row_d128_f32_avx512"),
+    E(SGD, sgd_row_d[4][EMB_F32], EMB_F32, 256, 0,
+      "sgd_row_d256_f32_c", "sgd_row_d256_f32_avx2", "sgd_row_d256_f32_avx512"),
+
+    E(GATHER, gather[EMB_F16], EMB_F16, 0, 0,
+      "gather_f16_c", "gather_f16_avx2", "gather_f16_avx512"),
+    E(GATHER, gather_d[0][EMB_F16], EMB_F16, 16, 0,
+      "gather_d16_f16_c", "gather_d16_f16_avx2", "gather_d16_f16_avx512"),
+    E(GATHER, gather_d[1][EMB_F16], EMB_F16, 32, 0,
+      "gather_d32_f16_c", "gather_d32_f16_avx2", "gather_d32_f16_avx512"),
+    E(GATHER, gather_d[2][EMB_F16], EMB_F16, 64, 0,
+      "gather_d64_f16_c", "gather_d64_f16_avx2", "gather_d64_f16_avx512"),
+    E(GATHER, gather_d[3][EMB_F16], EMB_F16, 128, 0,
+      "gather_d128_f16_c", "gather_d128_f16_avx2", "gather_d128_f16_avx512"),
+    E(GATHER, gather_d[4][EMB_F16], EMB_F16, 256, 0,
+      "gather_d256_f16_c", "gather_d256_f16_avx2", "gather_d256_f16_avx512"),
+    E(POOL, pool[EMB_F16], EMB_F16, 0, 0,
+      "pool_f16_c", "pool_f16_avx2", "pool_f16_avx512"),
+    E(POOL, pool_nt[EMB_F16], EMB_F16, 0, 0,
+      "pool_f16_c", "pool_nt_f16_avx2", "pool_nt_f16_avx512"),
+    E(POOL, pool_d[0][EMB_F16], EMB_F16, 16, 0,
+      "pool_d16_f16_c", "pool_d16_f16_avx2", "pool_d16_f16_avx512"),
+    E(POOL, pool_d[1][EMB_F16], EMB_F16, 32, 0,
+      "pool_d32_f16_c", "pool_d32_f16_avx2", "pool_d32_f16_avx512"),
+    E(POOL, pool_d[2][EMB_F16], EMB_F16, 64, 0,
+      "pool_d64_f16_c", "pool_d64_f16_avx2", "pool_d64_f16_avx512"),
+    E(POOL, pool_d[3][EMB_F16], EMB_F16, 128, 0,
+      "pool_d128_f16_c", "pool_d128_f16_avx2", "pool_d128_f16_avx512"),
+    E(POOL, pool_d[4][EMB_F16], EMB_F16, 256, 0,
+      "pool_d256_f16_c", "pool_d256_f16_avx2", "pool_d256_f16_avx512"),
+    E(SUMSQ, sumsq[EMB_F16], EMB_F16, 0, 0,
+      "sumsq_f16_c", "sumsq_f16_avx2", "sumsq_f16_avx512"),
+    E(SGD, sgd_row[EMB_F16], EMB_F16, 0, 0,
+      "sgd_row_f16_c", "sgd_row_f16_avx2", "sgd_row_f16_avx512"),
+    E(SGD, sgd_row_nt[EMB_F16], EMB_F16, 0, 0,
+      "sgd_row_f16_c", "sgd_row_nt_f16_avx2", "sgd_row_nt_f16_avx512"),
+    E(SGD, sgd_row_d[0][EMB_F16], EMB_F16, 16, 0,
+      "sgd_row_d16_f16_c", "sgd_row_d16_f16_avx2", "sgd_row_d16_f16_avx512"),
+    E(SGD, sgd_row_d[1][EMB_F16], EMB_F16, 32, 0,
+      "sgd_row_d32_f16_c", "sgd_row_d32_f16_avx2", "sgd_row_d32_f16_avx512"),
+    E(SGD, sgd_row_d[2][EMB_F16], EMB_F16, 64, 0,
+      "sgd_row_d64_f16_c", "sgd_row_d64_f16_avx2", "sgd_row_d64_f16_avx512"),
+    E(SGD, sgd_row_d[3][EMB_F16], EMB_F16, 128, 0,
+      "sgd_row_d128_f16_c", "sgd_row_d128_f16_avx2", "sgd_row_d128_f16_avx512"),
+    E(SGD, sgd_row_d[4][EMB_F16], EMB_F16, 256, 0,
+      "sgd_row_d256_f16_c", "sgd_row_d256_f16_avx2", "sgd_row_d256_f16_avx512"),
+
+    E(GATHER, gather[EMB_BF16], EMB_BF16, 0, 0,
+      "gather_bf16_c", "gather_bf16_avx2", "gather_bf16_avx512"),
+    E(GATHER, gather_d[0][EMB_BF16], EMB_BF16, 16, 0,
+      "gather_d16_bf16_c", "gather_d16_bf16_avx2", "gather_d16_bf16_avx512"),
+    E(GATHER, gather_d[1][EMB_BF16], EMB_BF16, 32, 0,
+      "gather_d32_bf16_c", "gather_d32_bf16_avx2", "gather_d32_bf16_avx512"),
+    E(GATHER, gather_d[2][EMB_BF16], EMB_BF16, 64, 0,
+      "gather_d64_bf16_c", "gather_d64_bf16_avx2", "gather_d64_bf16_avx512"),
+    E(GATHER, gather_d[3][EMB_BF16], EMB_BF16, 128, 0,
+      "gather_d128_bf16_c", "gather_d128_bf16_avx2", "gather_d128_bf16_avx512"),
+    E(GATHER, gather_d[4][EMB_BF16], EMB_BF16, 256, 0,
+      "gather_d256_bf16_c", "gather_d256_bf16_avx2", "gather_d256_bf16_avx512"),
+    E(POOL, pool[EMB_BF16], EMB_BF16, 0, 0,
+      "pool_bf16_c", "pool_bf16_avx2", "pool_bf16_avx512"),
+    E(POOL, pool_nt[EMB_BF16], EMB_BF16, 0, 0,
+      "pool_bf16_c", "pool_nt_bf16_avx2", "pool_nt_bf16_avx512"),
+    E(POOL, pool_d[0][EMB_BF16], EMB_BF16, 16, 0,
+      "pool_d16_bf16_c", "pool_d16_bf16_avx2", "pool_d16_bf16_avx512"),
+    E(POOL, pool_d[1][EMB_BF16], EMB_BF16, 32, 0,
+      "pool_d32_bf16_c", "pool_d32_bf16_avx2", "pool_d32_bf16_avx512"),
+    E(POOL, pool_d[2][EMB_BF16], EMB_BF16, 64, 0,
+      "pool_d64_bf16_c", "pool_d64_bf16_avx2", "pool_d64_bf16_avx512"),
+    E(POOL, pool_d[3][EMB_BF16], EMB_BF16, 128, 0,
+      "pool_d128_bf16_c", "pool_d128_bf16_avx2", "pool_d128_bf16_avx512"),
+    E(POOL, pool_d[4][EMB_BF16], EMB_BF16, 256, 0,
+      "pool_d256_bf16_c", "pool_d256_bf16_avx2", "pool_d256_bf16_avx512"),
+    E(SUMSQ, sumsq[EMB_BF16], EMB_BF16, 0, 0,
+      "sumsq_bf16_c", "sumsq_bf16_avx2", "sumsq_bf16_avx512"),
+    E(SGD, sgd_row[EMB_BF16], EMB_BF16, 0, 0,
+      "sgd_row_bf16_c", "sgd_row_bf16_avx2", "sgd_row_bf16_avx512"),
+    E(SGD, sgd_row_nt[EMB_BF16], EMB_BF16, 0, 0,
+      "sgd_row_bf16_c", "sgd_row_nt_bf16_avx2", "sgd_row_nt_bf16_avx512"),
+    E(SGD, sgd_row_d[0][EMB_BF16], EMB_BF16, 16, 0,
+      "sgd_row_d16_bf16_c", "sgd_row_d16_bf16_avx2", "sgd_row_d16_bf16_avx512"),
+    E(SGD, sgd_row_d[1][EMB_BF16], EMB_BF16, 32, 0,
+      "sgd_row_d32_bf16_c", "sgd_row_d32_bf16_avx2", "sgd_row_d32_bf16_avx512"),
+    E(SGD, sgd_row_d[2][EMB_BF16], EMB_BF16, 64, 0,
+      "sgd_row_d64_bf16_c", "sgd_row_d64_bf16_avx2", "sgd_row_d64_bf16_avx512"),
+    E(SGD, sgd_row_d[3][EMB_BF16], EMB_BF16, 128, 0,
+      "sgd_row_d128_bf16_c", "sgd_row_d128_bf16_avx2", "sgd_row_d128_bf16_avx512"),
+    E(SGD, sgd_row_d[4][EMB_BF16], EMB_BF16, 256, 0,
+      "sgd_row_d256_bf16_c", "sgd_row_d256_bf16_avx2", "sgd_row_d256_bf16_avx512"),
+
+    E(SCALE, scale, EMB_F32, 0, 0,
+      "scale_c", "scale_avx2", "scale_avx512"),
+
+    E(OPT, opt_row[EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 0, EMB_OPT_ADAGRAD,
+      "adagrad_f32_c", "adagrad_f32_avx2", NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 0, EMB_OPT_ADAGRAD,
+      "adagrad_f32_c", "adagrad_nt_f32_avx2", NULL),
+    E(OPT, opt_row[EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 0, EMB_OPT_ADAGRAD,
+      "adagrad_f16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 0, EMB_OPT_ADAGRAD,
+      "adagrad_f16_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 0, EMB_OPT_ADAGRAD,
+      "adagrad_bf16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 0, EMB_OPT_ADAGRAD,
+      "adagrad_bf16_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 0, EMB_OPT_ROWWISE_ADAGRAD,
+      "rowwise_f32_c", "rowwise_f32_avx2", NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 0, EMB_OPT_ROWWISE_ADAGRAD,
+      "rowwise_f32_c", "rowwise_nt_f32_avx2", NULL),
+    E(OPT, opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 0, EMB_OPT_ROWWISE_ADAGRAD,
+      "rowwise_f16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 0, EMB_OPT_ROWWISE_ADAGRAD,
+      "rowwise_f16_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 0, EMB_OPT_ROWWISE_ADAGRAD,
+      "rowwise_bf16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 0, EMB_OPT_ROWWISE_ADAGRAD,
+      "rowwise_bf16_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_FTRL][EMB_F32], EMB_F32, 0, EMB_OPT_FTRL,
+      "ftrl_f32_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_FTRL][EMB_F32], EMB_F32, 0, EMB_OPT_FTRL,
+      "ftrl_f32_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_FTRL][EMB_F16], EMB_F16, 0, EMB_OPT_FTRL,
+      "ftrl_f16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_FTRL][EMB_F16], EMB_F16, 0, EMB_OPT_FTRL,
+      "ftrl_f16_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 0, EMB_OPT_FTRL,
+      "ftrl_bf16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 0, EMB_OPT_FTRL,
+      "ftrl_bf16_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_ADAM][EMB_F32], EMB_F32, 0, EMB_OPT_ADAM,
+      "adam_f32_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ADAM][EMB_F32], EMB_F32, 0, EMB_OPT_ADAM,
+      "adam_f32_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_ADAM][EMB_F16], EMB_F16, 0, EMB_OPT_ADAM,
+      "adam_f16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ADAM][EMB_F16], EMB_F16, 0, EMB_OPT_ADAM,
+      "adam_f16_c", NULL, NULL),
+    E(OPT, opt_row[EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 0, EMB_OPT_ADAM,
+      "adam_bf16_c", NULL, NULL),
+    E(OPT, opt_row_nt[EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 0, EMB_OPT_ADAM,
+      "adam_bf16_c", NULL, NULL),
+
+};
+#define NENTRIES (sizeof entries / sizeof *entries)
+
+static void (*slot_of(const EmbKernels *k, const Entry *e))(void)
 {
-    const int dt = d->dt, dc = emb__dclass(d->D);
+    void (*f)(void);
+    memcpy(&f, (const char *)k + e->slot, sizeof f);
+    return f;
+}
+
+/* Entry @e of level @lv against the C reference of its family, at (d->D, d->dt). */
+static void check_entry(const Level *lv, int l, const EmbKernels *r, const Entry *e, Data *d,
+                        uint64_t *s)
+{
     const EmbKernels *k = &lv->k;
-    Ctx c = {lv->name, "sgd_row", "", dt, d->D, 1};
-    check_sgd(&c, d, r->sgd_row[dt], k->sgd_row[dt], s);
-    c.family = "sgd_row_nt";
-    check_sgd(&c, d, r->sgd_row[dt], k->sgd_row_nt[dt], s);
-    if (dc >= 0) {
-        c.family = "sgd_row";
-        c.variant = "_dN";
-        check_sgd(&c, d, r->sgd_row[dt], k->sgd_row_d[dc][dt], s);
-    }
-    c.family = "sumsq";
-    c.variant = "";
-    data_bag(d, s);
-    check_sumsq(&c, d, r->sumsq[dt], k->sumsq[dt]);
-    if (dt == EMB_F32) {
-        c.family = "scale";
-        check_scale(&c, d, r->scale, k->scale, s);
+    const int dt = d->dt;
+    Ctx c = {lv->name, e->name[l], "", dt, d->D, 1};
+    switch (e->family) {
+    case GATHER:
+    case POOL:
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            c.n = lens[li];
+            data_bag(d, s);
+            if (e->family == GATHER)
+                check_gather(&c, d, r->gather[dt], (emb_gather_fn)slot_of(k, e), s);
+            else
+                check_pool(&c, d, r->pool[dt], (emb_pool_fn)slot_of(k, e), s);
+            emb__sfence();
+        }
+        break;
+    case IDMAX: check_idmax(&c, r->idmax, (emb_idmax_fn)slot_of(k, e), s); break;
+    case BAGS: check_bags(&c, d, r->bags[dt], (emb_bags_fn)slot_of(k, e), s); break;
+    case SUMSQ:
+        data_bag(d, s);
+        check_sumsq(&c, d, r->sumsq[dt], (emb_sumsq_fn)slot_of(k, e));
+        break;
+    case SGD: check_sgd(&c, d, r->sgd_row[dt], (emb_sgd_row_fn)slot_of(k, e), s); break;
+    case SCALE: check_scale(&c, d, r->scale, (emb_scale_fn)slot_of(k, e), s); break;
+    case OPT:
+        check_opt(&c, d, e->kind, r->opt_row[e->kind][dt], (emb_opt_row_fn)slot_of(k, e), s);
+        break;
     }
 }
 
-static void check_level(const Level *lv, const EmbKernels *ref, Data *d, uint64_t *s)
+/* Every kernel this level registers, at every D (static sizes at theirs) and dtype. */
+static void check_level(const Level *levels, int l, Data *d, uint64_t *s)
 {
     for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
         for (int dt = 0; dt < EMB_NDTYPES; dt++) {
@@ -261,20 +585,51 @@ static void check_level(const Level *lv, const EmbKernels *ref, Data *d, uint64_
             d->D = dims[di];
             d->esize = emb_dtype_size((EmbDtype)dt);
             ca_fill(d->store, (EmbDtype)dt, (int64_t)NCOLS * (d->D + 3) + 3, s);
-            check_bags(lv, ref, d, s);
-            check_rows(lv, ref, d, s);
+            for (size_t i = 0; i < NENTRIES; i++) {
+                const Entry *e = &entries[i];
+                if (e->name[l] && e->dt == dt && (!e->size || e->size == d->D))
+                    check_entry(&levels[l], l, &levels[LEVEL_C].k, e, d, s);
+            }
         }
 }
 
-/* Entries of @k that differ from @below: the variants this level adds. */
+/* Slots of @k that differ from @below: the variants this level adds (all, below NULL). */
 static int count_new(const EmbKernels *k, const EmbKernels *below)
 {
-    const unsigned char *a = (const unsigned char *)k, *b = (const unsigned char *)below;
+    static const EmbKernels none;
+    const unsigned char *a = (const unsigned char *)k;
+    const unsigned char *b = (const unsigned char *)(below ? below : &none);
     const size_t slot = sizeof(emb_pool_fn);
     int n = 0;
     for (size_t i = 0; i + slot <= sizeof *k; i += slot)
         n += memcmp(a + i, b + i, slot) != 0;
     return n;
+}
+
+/* The list above is the table: level @l registers exactly the entries named for it, and
+ * nothing else. Returns the count of its new slots. */
+static int check_names(const Level *levels, int l)
+{
+    const Level *lv = &levels[l];
+    const EmbKernels *below = l ? &levels[l - 1].k : NULL;
+    int named = 0;
+    for (size_t i = 0; i < NENTRIES; i++) {
+        const Entry *e = &entries[i];
+        const int added = slot_of(&lv->k, e) && (!below || slot_of(&lv->k, e) != slot_of(below, e));
+        named += e->name[l] != NULL;
+        checks++;
+        if (added != (e->name[l] != NULL)) {
+            Ctx c = {lv->name, e->name[l] ? e->name[l] : e->name[LEVEL_C], "", e->dt, e->size, 0};
+            report(&c, e->name[l] ? "named here, not registered" : "registered, not named", i);
+        }
+    }
+    const int added = count_new(&lv->k, below);
+    checks++;
+    if (added != named) {
+        Ctx c = {lv->name, "table", "", 0, 0, 0};
+        report(&c, "a registered kernel is missing from checkasm's list", (size_t)added);
+    }
+    return added;
 }
 
 /* The dispatch table follows the mask: 0 gives the C references, all flags the best. */
@@ -318,10 +673,10 @@ static int run_checks(const Level *levels, uint64_t seed)
         const int before = failures;
         const long c0 = checks;
         uint64_t s = seed + (uint64_t)l;
-        check_level(&levels[l], &levels[LEVEL_C].k, &d, &s);
-        printf("  %-7s %3d new entries, %6ld comparisons: %s\n", levels[l].name,
-               l ? count_new(&levels[l].k, &levels[l - 1].k) : 0, checks - c0,
-               failures == before ? "ok" : "FAILED");
+        const int added = check_names(levels, l);
+        check_level(levels, l, &d, &s);
+        printf("  %-7s %3d kernels registered, %6ld comparisons: %s\n", levels[l].name, added,
+               checks - c0, failures == before ? "ok" : "FAILED");
     }
     check_dispatch(levels);
     free(d.store);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * checkasm.h — shared by the kernel checker (checkasm.c) and its benchmark mode
  * (checkasm_bench.c): the ISA levels, one dispatch table per level, seeded data.

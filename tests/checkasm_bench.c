@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * checkasm_bench.c — the checker's benchmark modes (never run as a test):
  *

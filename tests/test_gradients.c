@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_gradients.c — the exact pullback of every pooling (SUM / MEAN / SQRTN / NONE ×
  * weights × max_norm × default fill × pruning) against central finite differences, in
  * double precision, of the scalar loss L = Σ r·y (r random) through a double reference of
@@ -7,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "lookup/pullback.h"
+#include "update/pullback.h"
 #include "test_util.h"
 
 enum { NCOL = 12, D = 5, NBAGS = 8, MAXNNZ = 48 };

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_partition.c — partitioned tables: the seed's mod / div vectors, lookups equal to an
  * unpartitioned table's, ownership, context pass-through, bad shard sets, partitioners. */
 #include <criterion/criterion.h>
@@ -33,6 +34,12 @@ Test(partition, seed_vectors_13_ids_over_5_shards)
             const int n = shard_ids(13, 5, modes[m], s, ids);
             cr_assert_eq(n, want_n[s]);
             cr_assert_eq(emb_partition_shard_rows(13, 5, s), want_n[s]);
+            /* an error is negative, an empty shard 0 */
+            cr_assert_eq(emb_partition_shard_rows(3, 5, 4), 0);
+            cr_assert_eq(emb_partition_shard_rows(13, 5, 5), EMB_EINVAL);
+            cr_assert_eq(emb_partition_shard_rows(13, 5, -1), EMB_EINVAL);
+            cr_assert_eq(emb_partition_shard_rows(-1, 5, 0), EMB_EINVAL);
+            cr_assert_eq(emb_partition_shard_rows(13, 0, 0), EMB_EINVAL);
             for (int k = 0; k < n; k++)
                 cr_assert_eq(ids[k], m == 0 ? want_mod[s][k] : want_div[s][k],
                              "mode %d shard %d row %d", m, s, k);
@@ -167,10 +174,18 @@ Test(partition, same_lookups_as_unpartitioned)
 
 Test(partition, more_shards_than_rows)
 {
-    /* R = 3 over P = 5: div and mod put ids 0, 1, 2 on shards 0, 1, 2; shards 3, 4 empty */
+    /* R = 3 over P = 5: div and mod put ids 0, 1, 2 on shards 0, 1, 2; shards 3, 4 empty.
+       Only borrowed shards may be empty: partitioned_create makes at most max(R, 1). */
     for (int m = 0; m < 2; m++) {
-        EmbTable *t = NULL;
-        cr_assert_eq(emb_table_partitioned_create(&t, 3, 4, EMB_F32, 5, modes[m], NULL), 0);
+        EmbTable *t = NULL, *sh[5];
+        cr_assert_eq(emb_table_partitioned_create(&t, 3, 4, EMB_F32, 5, modes[m], NULL),
+                     EMB_EINVAL);
+        cr_assert_null(t);
+        for (int32_t s = 0; s < 5; s++)
+            cr_assert_eq(emb_table_create(&sh[s], emb_partition_shard_rows(3, 5, s), 4, EMB_F32,
+                                          NULL), 0);
+        cr_assert_eq(emb_table_partitioned(&t, sh, 5, modes[m] | EMB_PARTITION_OWN_SHARDS, NULL),
+                     0);
         for (int32_t s = 0; s < 5; s++)
             cr_assert_eq(emb_table_ncolumns(emb_table_shard(t, s)), s < 3 ? 1 : 0);
         for (int64_t id = 0; id < 3; id++) {
@@ -298,6 +313,14 @@ Test(partition, create_helper)
                  EMB_EDTYPE);
     cr_assert_eq(emb_table_partitioned_create(&t, 10, 4, EMB_F32, 0, EMB_PARTITION_MOD, NULL),
                  EMB_EINVAL);
+    /* shard counts are bounded by rows: no 2^31 shard headers for 10 rows */
+    cr_assert_eq(emb_table_partitioned_create(&t, 10, 4, EMB_F32, INT32_MAX, EMB_PARTITION_MOD,
+                                              NULL), EMB_EINVAL);
+    cr_assert_eq(emb_table_partitioned_create(&t, 0, 4, EMB_F32, 2, EMB_PARTITION_MOD, NULL),
+                 EMB_EINVAL);
+    /* more than the machine's memory fails before anything is allocated */
+    cr_assert_eq(emb_table_partitioned_create(&t, INT64_MAX / 64, 8, EMB_F32, 4,
+                                              EMB_PARTITION_DIV, NULL), EMB_ENOMEM);
     cr_assert_null(t);
 }
 

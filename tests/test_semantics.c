@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_semantics.c — TF / DeepRec pooling semantics on hand-computed cases: weighted
  * combiners, max_norm, pruning, empty bags and default_id, and long bags against a double
  * reference. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_static.c — the header-only static tables (embtables/static.h) against the library:
  * gather, bag sums and SGD must be bit-identical (compiled with -ffp-contract=off, as the

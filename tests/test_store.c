@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_store.c — initializers, the named store and checkpoints. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -160,7 +161,7 @@ Test(checkpoint, save_restore_roundtrip_and_latest)
     EmbSaver *sv = NULL;
     cr_assert_eq(emb_saver_create(&sv, dir, "model", NULL), 0);
     cr_assert_eq(emb_saver_save(sv, s, 1234, path, sizeof path), 0, "%s", emb_last_error());
-    cr_assert(strstr(path, "model-1234.emb"));
+    cr_assert(strstr(path, "model-1234.safetensors"));
     cr_assert_eq(emb_checkpoint_latest(dir, latest, sizeof latest), 0);
     cr_assert_str_eq(latest, path);
     int64_t step = 0;
@@ -237,14 +238,14 @@ Test(checkpoint, max_to_keep_deletes_the_oldest)
         cr_assert_eq(emb_saver_save(sv, s, step, path, sizeof path), 0);
     struct stat st;
     for (int step = 1; step <= 4; step++) {
-        snprintf(p, sizeof p, "%s/ck-%d.emb", dir, step);
+        snprintf(p, sizeof p, "%s/ck-%d.safetensors", dir, step);
         cr_assert_eq(stat(p, &st) == 0, step >= 3, "step %d kept: %d", step, step >= 3);
     }
     emb_saver_destroy(&sv);
     /* a new saver picks up the index and goes on retiring */
     cr_assert_eq(emb_saver_create(&sv, dir, "ck", &o), 0);
     cr_assert_eq(emb_saver_save(sv, s, 5, path, sizeof path), 0);
-    snprintf(p, sizeof p, "%s/ck-3.emb", dir);
+    snprintf(p, sizeof p, "%s/ck-3.safetensors", dir);
     cr_assert_neq(stat(p, &st), 0);
     cr_assert_eq(emb_saver_create(&sv, "/nonexistent", "ck", &o), EMB_EIO);
     cr_assert_eq(emb_saver_create(&sv, dir, "a/b", &o), EMB_EINVAL);

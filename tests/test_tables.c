@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_tables.c — table types behind the column-pointer interface. */
 #include <criterion/criterion.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_update_alloc.c — a steady-state training step allocates nothing: the library's
  * (static) objects are linked with --wrap for the allocator, so every malloc / calloc /
  * realloc / posix_memalign they make is counted here. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_update_ref.h — double-precision references for the update suites: the optimizer
  * formulas of DESIGN.md §4 and the lookup pullback, written the obvious way. */
 #ifndef EMB_TEST_UPDATE_REF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_util.h — helpers shared by the Criterion suites: seeded random data, poisoned
  * buffers, tables filled with known contents. */
 #ifndef EMB_TEST_UTIL_H

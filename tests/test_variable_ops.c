@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_variable_ops.c — tf.Variable operations: whole-table assign / read, scatter ops
  * with duplicate ids against a sequential reference, sparse_mask, bad input. */
 #include <criterion/criterion.h>

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cuda_runtime.h (emulation) — the subset of the CUDA runtime API that embtables_gpu, its
  * test and its bench use, implemented on the host by emu_runtime.cpp: "device" memory is
- * host memory, every call is synchronous, one emulated device with 2 multiprocessors.
+ * host memory, every call is synchronous, one emulated device with 1 multiprocessor (persistent grids of 8 blocks, still smaller than the tests' work, so their grid-stride loops turn).
  * Used only by the emulated build (test_gpu_emu); C and C++.
  */
 #ifndef EMB_EMU_CUDA_RUNTIME_H
@@ -29,7 +30,17 @@ enum cudaMemcpyKind {
     cudaMemcpyDefault = 4,
 };
 
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr {
+    cudaDevAttrClockRate = 13,
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrMemoryClockRate = 36,
+    cudaDevAttrL2CacheSize = 38,
+};
+
+struct cudaDeviceProp {
+    char name[256];
+    int multiProcessorCount;
+};
 
 #define cudaEventDisableTiming 2u
 
@@ -39,6 +50,9 @@ typedef struct CUevent_st *cudaEvent_t;
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device);
+cudaError_t cudaDriverGetVersion(int *v);
+cudaError_t cudaRuntimeGetVersion(int *v);
 cudaError_t cudaGetLastError(void);
 const char *cudaGetErrorName(cudaError_t e);
 const char *cudaGetErrorString(cudaError_t e);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emu_device.h — a host emulation of the device side the CUDA back end uses, so that the
  * real kernels of the gpu_*.cu files run (compiled as C++ with -DEMB_GPU_EMU) in the test without a
@@ -21,7 +22,7 @@
 #include <vector>
 
 #include "cuda_runtime.h"
-#include "kernels/convert.h"
+#include "dtype.h"
 
 #define __global__
 #define __device__
@@ -42,11 +43,13 @@ extern EmuIdx blockDim, gridDim;
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(8) float2 { float x, y; };
 struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct __half2 { uint16_t x, y; };
 struct __nv_bfloat162 { uint16_t x, y; };
 
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 static inline float2 make_float2(float x, float y) { return {x, y}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 static inline float __uint_as_float(unsigned u) { return emb__u32_as_f32(u); }
 static inline float2 __half22float2(__half2 h)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emu_runtime.cpp — the host emulation behind emu/cuda_runtime.h and emu/emu_device.h:
  * runtime calls on host memory, and kernel launches warp by warp, the 32 lanes of a warp
@@ -10,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
-
-#include <map>
 
 #include "emu_device.h"
 
@@ -50,8 +49,13 @@ struct Warp {
     unsigned base = 0; /* threadIdx.x of lane 0 */
     EmuIdx block{};
     const std::function<void()> *job = nullptr;
-    std::map<unsigned, int> arrived;
-    uint64_t slot[32];
+    struct Arrival {
+        unsigned mask;
+        int count;
+    } arrived[32]; /* lanes waiting per mask of a warp operation in progress */
+    int narrived = 0;
+    uint64_t slot[2][32]; /* exchange buffers, alternating (see emu_exchange) */
+    unsigned gen[32];     /* exchanges each lane has made */
     void *sched_jb[5];
     void *sched_fake = nullptr;
     const void *main_bottom = nullptr; /* the scheduler's stack, for ASan */
@@ -125,25 +129,32 @@ void enter(int i)
     sched_to_lane(i);
 }
 
+/* First use of lane i: its stack and context (getcontext returns twice: kept apart). */
+__attribute__((noinline)) void make_lane(int i)
+{
+    Lane &l = W.lane[i];
+    if (!(l.stack = (char *)malloc(STACK))) {
+        fprintf(stderr, "emu: out of memory for lane stacks\n");
+        abort();
+    }
+    getcontext(&l.ctx);
+    l.ctx.uc_stack.ss_sp = l.stack;
+    l.ctx.uc_stack.ss_size = STACK;
+    l.ctx.uc_link = nullptr;
+    makecontext(&l.ctx, (void (*)())lane_entry, 1, i);
+}
+
 void run_warp(const std::function<void()> &body, EmuIdx b, unsigned w, int n)
 {
     W.job = &body;
     W.block = b;
     W.base = w * 32;
-    W.arrived.clear();
+    W.narrived = 0;
+    memset(W.gen, 0, sizeof W.gen);
     for (int i = 0; i < n; i++) {
         Lane &l = W.lane[i];
-        if (!l.stack) { /* first use of this lane: its stack and context */
-            if (!(l.stack = (char *)malloc(STACK))) {
-                fprintf(stderr, "emu: out of memory for lane stacks\n");
-                abort();
-            }
-            getcontext(&l.ctx);
-            l.ctx.uc_stack.ss_sp = l.stack;
-            l.ctx.uc_stack.ss_size = STACK;
-            l.ctx.uc_link = nullptr;
-            makecontext(&l.ctx, (void (*)())lane_entry, 1, i);
-        }
+        if (!l.stack)
+            make_lane(i);
         l.done = l.waiting = false;
     }
     for (;;) {
@@ -179,8 +190,13 @@ void emu_syncwarp(unsigned mask)
         fprintf(stderr, "emu: lane %d is not in the mask 0x%08x of its warp operation\n", i, mask);
         abort();
     }
-    if (++W.arrived[mask] == __builtin_popcount(mask)) {
-        W.arrived[mask] = 0;
+    int a = 0;
+    while (a < W.narrived && W.arrived[a].mask != mask)
+        a++;
+    if (a == W.narrived)
+        W.arrived[W.narrived++] = {mask, 0};
+    if (++W.arrived[a].count == __builtin_popcount(mask)) { /* the last lane: release all */
+        W.arrived[a] = W.arrived[--W.narrived];
         for (int k = 0; k < 32; k++)
             if (W.lane[k].waiting && W.lane[k].mask == mask)
                 W.lane[k].waiting = false;
@@ -192,23 +208,27 @@ void emu_syncwarp(unsigned mask)
     W.cur = i;
 }
 
+/*
+ * One barrier per exchange: exchange k of a lane writes and reads buffer k % 2. A lane
+ * writes that buffer again only at exchange k + 2, after the barrier of k + 1, which every
+ * lane of the mask reaches only after its read of k: no read sees a later write.
+ */
 uint64_t emu_exchange(unsigned mask, uint64_t v, unsigned src)
 {
-    W.slot[W.cur] = v;
+    uint64_t *buf = W.slot[W.gen[W.cur]++ & 1u];
+    buf[W.cur] = v;
     emu_syncwarp(mask);
-    const uint64_t r = W.slot[src & 31u];
-    emu_syncwarp(mask);
-    return r;
+    return buf[src & 31u];
 }
 
 unsigned emu_ballot(unsigned mask, int pred)
 {
-    W.slot[W.cur] = pred != 0;
+    uint64_t *buf = W.slot[W.gen[W.cur]++ & 1u];
+    buf[W.cur] = pred != 0;
     emu_syncwarp(mask);
     unsigned bits = 0;
     for (unsigned i = 0; i < 32; i++)
-        bits |= (mask >> i & 1u) && W.slot[i] ? 1u << i : 0u;
-    emu_syncwarp(mask);
+        bits |= (mask >> i & 1u) && buf[i] ? 1u << i : 0u;
     return bits;
 }
 
@@ -234,11 +254,20 @@ cudaError_t cudaGetDeviceCount(int *count)
     return *count ? cudaSuccess : cudaErrorNoDevice;
 }
 cudaError_t cudaGetDevice(int *device) { *device = 0; return cudaSuccess; }
-cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr, int)
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int)
 {
-    *value = 2;
+    *value = attr == cudaDevAttrMultiProcessorCount ? 1 : 0;
     return cudaSuccess;
 }
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "embtables host emulation");
+    p->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int *v) { *v = 0; return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int *v) { *v = 0; return cudaSuccess; }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorEmulated" : "cudaSuccess"; }
 const char *cudaGetErrorString(cudaError_t e) { return e ? "emulated error" : "no error"; }

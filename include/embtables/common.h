@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file common.h
- * Error codes, element types, the logger and CPU-feature control shared by every part of
- * embtables.
+ * Error codes, element types, the logger, CPU-feature control and the machine (memory
+ * placement, thread pinning, cores) shared by every part of embtables.
  *
  * Conventions of the whole API:
  *  - every function that can fail returns 0 or a negative EMB_E* code; emb_strerror() names
@@ -12,6 +13,13 @@
  *  - ids are 0-based; handles are opaque; every destroy accepts NULL and sets the caller's
  *    pointer to NULL;
  *  - the library never prints and never aborts: diagnostics go to the logger callback.
+ *
+ * Concurrency (the README's "Concurrency" section has the whole contract): calls on
+ * different objects may run at once; calls that only read a table may run at once with
+ * each other; a call that writes a table needs it (and its shards) to itself; an
+ * optimizer, indexer, strategy, gradient holder or saver takes one call at a time.
+ * emb_set_logger() and emb_set_cpu_mask() need no other thread inside the library;
+ * emb_last_error() is per thread.
  */
 #ifndef EMBTABLES_COMMON_H
 #define EMBTABLES_COMMON_H
@@ -50,6 +58,8 @@ enum {
     EMB_EDEVICE = -14,  /**< a device (CUDA) call failed */
     EMB_ENOTFOUND = -15,/**< a named object does not exist */
     EMB_EEXIST = -16,   /**< a named object exists already */
+    EMB_ENONFINITE = -17, /**< a NaN or infinity where the table asks for finite values
+                               (EMB_TABLE_CHECK_FINITE) */
 };
 
 /** Element type of a table's storage. Lookups always accumulate and write f32. */
@@ -112,6 +122,31 @@ EMB_API unsigned emb_cpu_flags(void);
  * `0x3`) sets the initial mask. Call it while no other thread is inside the library.
  */
 EMB_API void emb_set_cpu_mask(unsigned mask);
+
+/**
+ * The library's version at run time, "MAJOR.MINOR.PATCH" (the headers' is
+ * EMB_VERSION_MAJOR etc. of version.h). Never NULL.
+ */
+EMB_API const char *emb_version(void);
+
+/** Where an owned table's memory is placed (needs hwloc; otherwise DEFAULT is used). */
+typedef enum EmbPlacement {
+    EMB_PLACE_DEFAULT = 0,    /**< wherever the allocator puts it (first touch) */
+    EMB_PLACE_LOCAL = 1,      /**< the NUMA node of the calling thread */
+    EMB_PLACE_INTERLEAVE = 2, /**< pages interleaved over all NUMA nodes */
+    EMB_PLACE_NODE = 3,       /**< NUMA node EmbTableOptions::numa_node */
+} EmbPlacement;
+
+/**
+ * Thread pinning orders (need hwloc; otherwise ignored). Thread 0 of a strategy is the
+ * calling thread, so a pinning strategy pins the caller too (as OMP_PROC_BIND does); a
+ * thread stays pinned after the call.
+ */
+typedef enum EmbPinning {
+    EMB_PIN_NONE = 0,    /**< leave threads where the OS puts them */
+    EMB_PIN_COMPACT = 1, /**< thread k on physical core k */
+    EMB_PIN_SCATTER = 2, /**< round-robin over NUMA nodes (one node: over L3 caches) */
+} EmbPinning;
 
 /** Physical cores this process may use (hwloc; online processors without it). */
 EMB_API int emb_num_physical_cores(void);

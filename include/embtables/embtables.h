@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file embtables.h
  * embtables — embedding tables for recommendation-model training (DLRM, DeepFM, Wide &
@@ -15,5 +16,6 @@
 #include "embtables/strategy.h"
 #include "embtables/update.h"
 #include "embtables/store.h"
+#include "embtables/dynamic.h"
 
 #endif

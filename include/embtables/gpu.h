@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file gpu.h
  * The CUDA back end (library `embtables_gpu`, built when nvcc is found): device tables,
@@ -25,12 +26,19 @@
  * Determinism: lookups and updates give bit-identical results run to run; the backward
  * uses no floating-point atomics (ids are radix-sorted, each distinct row's gradient is
  * reduced in a fixed order, hot rows split into fixed-size pieces combined in order).
+ *
+ * Concurrency: work is ordered on the stream you pass. Calls that read a device table may
+ * be queued on several streams at once; a call that writes it (an update) must be ordered
+ * after the reads and before later ones by your stream order or events. A workspace takes
+ * one call at a time (one stream at a time); host-side calls on different tables and
+ * workspaces may run from several threads at once.
  */
 #ifndef EMBTABLES_GPU_H
 #define EMBTABLES_GPU_H
 
 #include "embtables/lookup.h"
 #include "embtables/strategy.h"
+#include "embtables/update.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +51,15 @@ extern "C" {
 enum {
     /** Do not wait for the stream: errors are reported by emb_gpu_workspace_check(). */
     EMB_GPU_DEFER_CHECK = 1 << 0,
+    /**
+     * emb_gpu_backward_update() of a bf16 table: round the updated rows stochastically
+     * (up with probability equal to the fraction cut off, so small updates are not lost on
+     * average, as FBGEMM offers) instead of to nearest even. The random bits hash the
+     * table's seed (emb_gpu_table_set_seed()), its count of backward calls, the column and
+     * the element: the same seed and calls give the same bits. f32 and f16 tables round
+     * to nearest even whatever this flag.
+     */
+    EMB_GPU_STOCHASTIC_ROUNDING = 1 << 1,
 };
 
 /** A table in device memory (opaque). */
@@ -81,7 +98,7 @@ EMB_API int emb_gpu_workspace_check(EmbGpuWorkspace *ws);
 
 /**
  * Creates a zero-filled device table on the current device. Rows are padded to a
- * multiple of 4 elements.
+ * multiple of 16 bytes (4 f32 or 8 f16 / bf16 elements).
  * @param name   copied; NULL: unnamed
  * @param stream where the zero fill runs (the call waits for it)
  * @return 0; EMB_ENULL; EMB_EINVAL (ncolumns < 0, featuresize outside
@@ -108,6 +125,14 @@ EMB_API int emb_gpu_table_upload(EmbGpuTable *dst, const EmbTable *src, void *st
  */
 EMB_API int emb_gpu_table_download(const EmbGpuTable *src, EmbTable *dst, void *stream);
 
+/**
+ * Sets the seed of @p t's stochastic rounding (EMB_GPU_STOCHASTIC_ROUNDING; 0 by default)
+ * and restarts its count of backward calls, so that the calls that follow draw the same
+ * bits as after any other setting of the same seed.
+ * @return 0; EMB_ENULL
+ */
+EMB_API int emb_gpu_table_set_seed(EmbGpuTable *t, uint64_t seed);
+
 /** Number of columns (0 for NULL). */
 EMB_API int64_t emb_gpu_table_ncolumns(const EmbGpuTable *t);
 /** Elements per column (0 for NULL). */
@@ -121,7 +146,9 @@ EMB_API void *emb_gpu_table_data(const EmbGpuTable *t, int64_t *column_stride);
  * Pooled lookup of @p batch (device ids / offsets / weights) in @p table, writing one f32
  * row of featuresize per bag to device memory @p out with stride @p out_stride; semantics
  * of emb_lookup(). @p pooling NULL means SUM.
- * @return 0; EMB_ENULL; EMB_EINVAL; EMB_ESHAPE; EMB_EOFFSETS; EMB_ERANGE; EMB_ESTRIDE;
+ * @param flags EMB_GPU_DEFER_CHECK (other bits but EMB_GPU_STOCHASTIC_ROUNDING: EMB_EINVAL)
+ * @return 0; EMB_ENULL; EMB_EINVAL (bad enums, unknown flag or pooling flag bits, negative
+ *         sizes); EMB_ESHAPE; EMB_EOFFSETS; EMB_ERANGE; EMB_ESTRIDE;
  *         EMB_EOVERFLOW; EMB_ENOTSUP (nnz + nbags >= 2^31); EMB_ENOMEM; EMB_EDEVICE.
  *         Nothing is written on failure.
  */
@@ -142,36 +169,25 @@ EMB_API int emb_gpu_maplookup(EmbGpuTable *const *tables, int64_t ntables,
                               const EmbOutputs *outputs, unsigned flags,
                               EmbGpuWorkspace *ws, void *stream);
 
-/** Fused optimizers of the GPU backward. */
-typedef enum EmbGpuOptKind {
-    EMB_GPU_SGD = 0,             /**< w -= lr·g */
-    EMB_GPU_ROWWISE_ADAGRAD = 1, /**< h += mean(g²); w -= lr·g / (sqrt(h) + eps) (FBGEMM) */
-    EMB_GPU_ADAM = 2,            /**< PyTorch SparseAdam: lazy moments, t = updates applied */
-} EmbGpuOptKind;
-
-/** An optimizer; zero-initialise and set kind and lr (beta1/beta2/eps 0: 0.9/0.999/1e-8). */
-typedef struct EmbGpuOptimizer {
-    EmbGpuOptKind kind;
-    float lr;
-    float eps;   /**< Adagrad and Adam (0: 1e-8; row-wise Adagrad too) */
-    float beta1; /**< Adam */
-    float beta2; /**< Adam */
-} EmbGpuOptimizer;
-
 /**
  * Backward of emb_gpu_lookup(table, batch, pooling) for the output gradient @p dy (device,
- * nbags rows of featuresize f32 at stride @p dy_stride), fused with @p opt: every distinct
- * column receives the sum of its gradients (duplicates accumulate; max_norm's Jacobian
- * uses the column before the update) and is updated once. The optimizer state (row-wise
- * Adagrad: one f32 per column; Adam: two f32 rows per column and the step count) lives in
- * the table, allocated zeroed on the first call; a table keeps one optimizer kind.
- * @return as emb_gpu_lookup(); EMB_EINVAL (bad optimizer, lr not finite, another kind than
- *         the table's state); EMB_ENOTSUP (ncolumns >= 2^32 - 1). Nothing is written on
- *         failure.
+ * nbags rows of featuresize f32 at stride @p dy_stride), fused with the optimizer @p opt:
+ * every distinct column receives the sum of its gradients (duplicates accumulate; max_norm's
+ * Jacobian uses the column before the update) and is updated once, as emb_update() does on
+ * the CPU. @p opt is the CPU library's configuration (emb_optimizer_defaults(), update.h):
+ * the same kinds, hyper-parameters, defaults and formulas. The GPU takes EMB_OPT_SGD,
+ * EMB_OPT_ROWWISE_ADAGRAD and EMB_OPT_ADAM; placement and numa_node are ignored. The
+ * optimizer state (row-wise Adagrad: one f32 per column, initial_accumulator; Adam: two f32
+ * rows per column and the step count) lives in the table, created on the first call; a
+ * table keeps one optimizer kind. Every call counts as a step for Adam's t, an empty batch
+ * too (as emb_update()).
+ * @return as emb_gpu_lookup(); EMB_EINVAL (a hyper-parameter emb_optimizer_create() would
+ *         reject, another kind than the table's state); EMB_ENOTSUP (EMB_OPT_ADAGRAD or
+ *         EMB_OPT_FTRL; ncolumns >= 2^32 - 1). Nothing is written on failure.
  */
 EMB_API int emb_gpu_backward_update(EmbGpuTable *table, const EmbBatch *batch,
                                     const EmbPooling *pooling, const float *dy,
-                                    int64_t dy_stride, const EmbGpuOptimizer *opt,
+                                    int64_t dy_stride, const EmbOptimizerConfig *opt,
                                     unsigned flags, EmbGpuWorkspace *ws, void *stream);
 
 #ifdef __cplusplus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file lookup.h
  * Single-table lookups: gather, fixed-size bags (the Julia matrix form) and ragged bags
@@ -15,6 +16,10 @@
  *    is <= 0. Without pruning a negative id is an out-of-range error.
  *  - An empty bag (from the start or after pruning) yields column `default_id` (clipped by
  *    max_norm, weight 1) when flags has EMB_USE_DEFAULT_ID, else zeros; never NaN.
+ *
+ * Concurrency: lookups only read the table: any number may run at once on one table (into
+ * different outputs), but not at the same time as a call that writes it (update.h's
+ * updates, assign and scatter; store.h's initialize and restore).
  */
 #ifndef EMBTABLES_LOOKUP_H
 #define EMBTABLES_LOOKUP_H
@@ -71,10 +76,13 @@ typedef struct EmbPooling {
     unsigned flags;       /**< EMB_PRUNE_* | EMB_USE_DEFAULT_ID | EMB_OUT_NONTEMPORAL */
 } EmbPooling;
 
-/** Initialisers for the common cases. */
+/** Initialiser: gather, one output per id. */
 #define EMB_POOLING_GATHER ((EmbPooling){EMB_COMBINER_NONE, 0.0f, 0, 0})
+/** Initialiser: sum of each bag's columns. */
 #define EMB_POOLING_SUM ((EmbPooling){EMB_COMBINER_SUM, 0.0f, 0, 0})
+/** Initialiser: weighted mean of each bag's columns. */
 #define EMB_POOLING_MEAN ((EmbPooling){EMB_COMBINER_MEAN, 0.0f, 0, 0})
+/** Initialiser: sum divided by the l2 norm of the bag's weights. */
 #define EMB_POOLING_SQRTN ((EmbPooling){EMB_COMBINER_SQRTN, 0.0f, 0, 0})
 
 /**
@@ -84,7 +92,7 @@ typedef struct EmbPooling {
  * @param pooling NULL means SUM
  * @param out_stride elements between output vectors (>= featuresize)
  * @return 0; EMB_ENULL (table, batch, out, ids, offsets), EMB_EINVAL (negative sizes, bad
- *         combiner, bag_size with NONE != 1, NaN max_norm), EMB_EOFFSETS, EMB_ERANGE (an id
+ *         combiner, unknown flag bits, bag_size with NONE != 1, NaN max_norm), EMB_EOFFSETS, EMB_ERANGE (an id
  *         or default_id), EMB_ESTRIDE, EMB_EOVERFLOW. Nothing is written on failure.
  */
 EMB_API int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file partition.h
  * Partitioned tables: one logical table of R rows split over P shard tables, as
@@ -16,6 +17,9 @@
  *  - EMB_PARTITION_DIV: contiguous runs; the first r shards hold q + 1 ids.
  *    13 ids over 5 shards: [[0,1,2],[3,4,5],[6,7,8],[9,10],[11,12]].
  * Shards whose sizes do not follow this rule are refused (TF silently returns other rows).
+ *
+ * Concurrency: a partitioned table and its shards are one table: a write through either
+ * needs both to itself. The emb_partition_* helpers are pure functions.
  */
 #ifndef EMBTABLES_PARTITION_H
 #define EMBTABLES_PARTITION_H
@@ -60,13 +64,14 @@ EMB_API int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32
 
 /**
  * Creates @p nshards owned, zero-filled shards of a table of @p nrows rows (rows per
- * shard by the size rule; with nshards > nrows the last shards are empty) and a
- * partitioned table that owns them. Shard i is created with emb_table_create() and
+ * shard by the size rule) and a partitioned table that owns them. At most max(nrows, 1)
+ * shards (emb_table_partitioned() takes empty shards you made yourself); the memory
+ * needed is checked against the machine's before anything is allocated. Shard i is created with emb_table_create() and
  * @p opts (placement, alignment, static size), named "<name>/part_<i>" as TF names them.
  * @param flags EMB_PARTITION_MOD or EMB_PARTITION_DIV (OWN_SHARDS is implied)
- * @return 0; EMB_ENULL; EMB_EINVAL (nrows < 0, nshards < 1, featuresize < 1, bad flags);
- *         EMB_EDTYPE; EMB_ESHAPE; EMB_EOVERFLOW; EMB_ENOMEM. Nothing is left allocated on
- *         failure.
+ * @return 0; EMB_ENULL; EMB_EINVAL (nrows < 0, nshards < 1 or > max(nrows, 1),
+ *         featuresize < 1, bad flags); EMB_EDTYPE; EMB_ESHAPE; EMB_EOVERFLOW; EMB_ENOMEM
+ *         (also: more than the machine's memory). Nothing is left allocated on failure.
  */
 EMB_API int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t featuresize,
                                          EmbDtype dtype, int32_t nshards, unsigned flags,
@@ -84,7 +89,11 @@ EMB_API EmbTable *emb_table_shard(const EmbTable *t, int32_t i);
 /** EMB_PARTITION_MOD or EMB_PARTITION_DIV of a partitioned table; 0 otherwise. */
 EMB_API unsigned emb_table_partition_mode(const EmbTable *t);
 
-/** Rows of shard @p shard when @p nrows rows are split over @p nshards (0 when invalid). */
+/**
+ * Rows of shard @p shard when @p nrows rows are split over @p nshards: >= 0 (an empty
+ * shard gives 0), or EMB_EINVAL (negative) when nrows < 0, nshards < 1 or shard is not in
+ * [0, nshards).
+ */
 EMB_API int64_t emb_partition_shard_rows(int64_t nrows, int32_t nshards, int32_t shard);
 
 /**

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file static.h
  * Header-only static tables: for a program that embeds one small table of a compile-time
@@ -36,6 +37,9 @@
  * and the subtract kept apart: compile with -ffp-contract=off (the default of -std=c11 /
  * -std=c17 in GCC and Clang; GNU modes may fuse them into an FMA, which rounds once
  * instead of twice and can differ by one unit in the last place).
+ *
+ * Concurrency: the functions read the data they are given and write only their outputs
+ * (NAME_sgd writes the columns it updates): the caller's usual rules for shared memory.
  */
 #ifndef EMBTABLES_STATIC_H
 #define EMBTABLES_STATIC_H
@@ -43,13 +47,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/** Storage class of the header-only helpers (always inlined where the compiler can). */
 #if defined(__GNUC__)
 #define EMB_STATIC_INLINE static inline __attribute__((always_inline, unused))
 #else
 #define EMB_STATIC_INLINE static inline
 #endif
 
-/* Σ over a bag of columns[off .. off + w) of n-float columns, in bag order, into out. */
+/** Σ over a bag of columns[off .. off + w) of n-float columns, in bag order, into out. */
 EMB_STATIC_INLINE void emb_static_sum1(const float *data, int64_t n, const int64_t *ids,
                                        int64_t len, int off, float *out)
 {
@@ -98,7 +103,7 @@ EMB_STATIC_INLINE void emb_static_sum16(const float *data, int64_t n, const int6
 }
 #endif
 
-/* out[0 .. n) = Σ_k column ids[k]: blocks of 16 and 4 floats (GNU C), then single ones. */
+/** out[0 .. n) = Σ_k column ids[k]: blocks of 16 and 4 floats (GNU C), then single ones. */
 EMB_STATIC_INLINE void emb_static_bag_sum(const float *data, int n, const int64_t *ids,
                                           int64_t len, float *out)
 {

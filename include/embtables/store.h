@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file store.h
  * Initializers, a named store of tables (tf.get_variable's get-or-create with reuse) and
@@ -8,12 +9,20 @@
  * (seed, c, i), so a table is initialised identically whatever the thread count or the
  * table type (a partitioned table gives the values of one unpartitioned table). A
  * checkpoint stores tables by name in global column order, so a partitioned table restores
- * into an unpartitioned one of the same shape and back (TF cannot re-shard a checkpoint).
+ * into an unpartitioned one of the same shape and back (TF cannot re-shard a checkpoint),
+ * with the optimizer's state.
+ *
+ * Concurrency: emb_table_initialize() and emb_checkpoint_restore() write tables (nothing
+ * else may use them meanwhile); emb_saver_save() only reads them. emb_store_find / list /
+ * uninitialized may run at once; emb_store_get and emb_store_mark_initialized need the
+ * store to themselves. A saver takes one call at a time; emb_checkpoint_latest() may run
+ * anywhere.
  */
 #ifndef EMBTABLES_STORE_H
 #define EMBTABLES_STORE_H
 
 #include "embtables/table.h"
+#include "embtables/update.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,7 +43,7 @@ typedef enum EmbInitKind {
 
 /** An initializer: kind, its two parameters and a seed. */
 typedef struct EmbInitializer {
-    EmbInitKind kind;
+    EmbInitKind kind; /**< which initializer */
     float a;       /**< constant value / minval / mean / factor */
     float b;       /**< maxval / stddev */
     uint64_t seed; /**< seed of the random kinds */
@@ -43,7 +52,9 @@ typedef struct EmbInitializer {
 /**
  * Fills every column of @p table (any table type, through its column pointers with
  * context UPDATE) from @p init. Values are rounded to the table's dtype.
- * @return 0, EMB_ENULL, EMB_EINVAL (unknown kind, b < a for UNIFORM, stddev < 0)
+ * @return 0, EMB_ENULL, EMB_EINVAL (unknown kind, b < a for UNIFORM, stddev < 0),
+ *         EMB_ENONFINITE (a or b NaN or infinite, when the table has
+ *         EMB_TABLE_CHECK_FINITE)
  */
 EMB_API int emb_table_initialize(EmbTable *table, const EmbInitializer *init);
 
@@ -65,15 +76,17 @@ typedef enum EmbReuse {
 /** What a table in the store looks like. */
 typedef struct EmbVariableSpec {
     const char *name;        /**< unique, non-empty, at most EMB_NAME_MAX bytes */
-    int64_t ncolumns;
-    int32_t featuresize;
-    EmbDtype dtype;
+    int64_t ncolumns;        /**< columns (rows of the TF variable) */
+    int32_t featuresize;     /**< elements per column */
+    EmbDtype dtype;          /**< storage element type */
     EmbInitializer init;     /**< applied at creation (EMB_INIT_NONE: left to the caller) */
     int trainable;           /**< kept for emb_store_list(trainable_only) */
     EmbTableOptions options; /**< placement, static size, alignment (name is ignored) */
     int32_t nshards;         /**< > 1: a partitioned table of nshards owned shards (choose
-                                  it with partition.h's emb_partition_* helpers) */
-    unsigned partition;      /**< with nshards > 1: EMB_PARTITION_MOD or EMB_PARTITION_DIV */
+                                  it with partition.h's emb_partition_* helpers); 0 or 1:
+                                  one table; negative: EMB_EINVAL */
+    unsigned partition;      /**< with nshards > 1: EMB_PARTITION_MOD or EMB_PARTITION_DIV
+                                  (other bits: EMB_EINVAL) */
 } EmbVariableSpec;
 
 /**
@@ -93,7 +106,7 @@ EMB_API int emb_store_find(const EmbStore *s, const char *name, EmbTable **out);
  * Lists the store's tables in creation order: writes up to @p cap of them to @p tables
  * (may be NULL when cap is 0) and their total number to `*n`.
  * @param trainable_only list only trainable tables
- * @return 0, EMB_ENULL
+ * @return 0, EMB_ENULL, EMB_EINVAL (cap < 0)
  */
 EMB_API int emb_store_list(const EmbStore *s, int trainable_only, EmbTable **tables,
                            int64_t cap, int64_t *n);
@@ -110,20 +123,52 @@ EMB_API int emb_store_mark_initialized(EmbStore *s, const EmbTable *table);
 
 /* ---- checkpoints ------------------------------------------------------------------- */
 
+/*
+ * A checkpoint is a safetensors file (`<prefix>-<step>.safetensors`): numpy, PyTorch and
+ * the safetensors package open it without this library. Every table is a tensor of shape
+ * [ncolumns, featuresize] in global column order (so a partitioned table restores into
+ * any shard count, its optimizer state included), dtype F32, F16 or BF16; optimizer
+ * state tensors are named `<table>/<kind>.<slot>` (F32). Our metadata (partitioning,
+ * optimizer kind and hyper-parameters, steps, an xxHash of every tensor and of the
+ * header) is JSON in `__metadata__`. The README describes the format.
+ */
+
+/** The file name extension of checkpoints. */
+#define EMB_CHECKPOINT_EXT ".safetensors"
+
+/** A table under a checkpoint name (TF's var_list as a dict). */
+typedef struct EmbCheckpointVar {
+    const char *name; /**< name in the checkpoint; NULL: the table's own name */
+    EmbTable *table;  /**< the table saved from or restored into */
+} EmbCheckpointVar;
+
 /** Opaque checkpoint writer for one directory (tf.train.Saver). */
 typedef struct EmbSaver EmbSaver;
 
-/** Saver options; zero-initialise for TF's defaults. */
+/** The max_to_keep of a saver created without options (TF's default). */
+#define EMB_SAVER_DEFAULT_MAX_TO_KEEP 5
+
+/** Saver options; NULL options: max_to_keep 5 and nothing else. */
 typedef struct EmbSaverOptions {
-    int32_t max_to_keep;         /**< most recent checkpoints kept; 0: 5; < 0: keep all */
-    double keep_every_n_hours;   /**< also keep one checkpoint per this many hours (0: off) */
+    int32_t max_to_keep;         /**< most recent checkpoints kept; 0 (as in TF) or < 0: all */
+    double keep_every_n_hours;   /**< also keep one checkpoint per this many hours (0: off;
+                                      NaN, negative or > 1e9: EMB_EINVAL) */
+    const EmbCheckpointVar *var_list; /**< the tables to save and their names (NULL: every
+                                           table of the store under its own name); kept by
+                                           pointer, alive while the saver saves */
+    int64_t nvars;               /**< entries of var_list */
+    const EmbOptimizer *optimizer; /**< its state of the saved tables (slots and steps) is
+                                        saved with them (NULL: no state); kept by pointer */
 } EmbSaverOptions;
 
 /**
- * Creates a saver writing `<dir>/<prefix>-<step>.emb` and the index `<dir>/checkpoint`.
- * Checkpoints already listed in the index are managed as if this saver had written them.
- * @return 0, EMB_ENULL, EMB_EINVAL (empty prefix, a '/' in it), EMB_EIO (dir missing),
- *         EMB_ENOMEM
+ * Creates a saver writing `<dir>/<prefix>-<step>.safetensors` and the index
+ * `<dir>/checkpoint`. Checkpoints of this prefix already listed in the index are managed
+ * as if this saver had written them; other entries are ignored (never deleted).
+ * @return 0, EMB_ENULL, EMB_EINVAL (a prefix that is empty, longer than 100 bytes, starts
+ *         with '.' or has a '/', '\\', a space or a control character; a bad var_list or
+ *         keep_every_n_hours),
+ *         EMB_EIO (dir missing or the index unreadable), EMB_ENOMEM
  */
 EMB_API int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
                              const EmbSaverOptions *opts);
@@ -131,30 +176,115 @@ EMB_API int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix
 EMB_API void emb_saver_destroy(EmbSaver **s);
 
 /**
- * Writes every table of @p store to a new checkpoint for @p global_step, atomically (a
- * temporary file renamed into place), updates the index and deletes checkpoints beyond
- * max_to_keep (except those kept by keep_every_n_hours). The checkpoint's path goes to
- * @p path (cap bytes; may be NULL).
- * @return 0, EMB_ENULL, EMB_EIO, EMB_ENOMEM, EMB_EINVAL (path does not fit in cap)
+ * Writes the tables (every table of @p store, or the saver's var_list; @p store may then
+ * be NULL) to a new checkpoint for @p global_step. The file is written under a temporary
+ * name unique to the call, synced and renamed into place; then the index is replaced
+ * atomically the same way, and only then are checkpoints beyond max_to_keep deleted (a
+ * crash at any point leaves an index whose every entry exists). Temporaries left by
+ * crashed saves of this prefix are deleted first. Thread-safe for one saver or several.
+ * The checkpoint's path goes to @p path (cap bytes; may be NULL).
+ * @return 0, EMB_ENULL, EMB_EIO, EMB_ENOMEM, EMB_EINVAL (path does not fit in cap, two
+ *         tensors of one name, an unnamed table); on failure the index is unchanged
  */
 EMB_API int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_step, char *path,
                            size_t cap);
 
 /**
  * Restores the tables of a checkpoint into the store's tables of the same names. The whole
- * file is verified first (magic, sizes, checksum, every table present in the store with the
- * same shape and dtype): on any failure no table is touched. Tables of the store absent
- * from the file are left as they are. The global step goes to `*global_step` (may be NULL).
- * @return 0, EMB_ENULL, EMB_EIO, EMB_ECORRUPT (bad magic, truncated, checksum mismatch),
- *         EMB_ENOTFOUND (a table of the file is not in the store), EMB_ESHAPE, EMB_ENOMEM
+ * file is verified first (header and every tensor's checksum, then every table present in
+ * the store with the same shape and dtype): on any failure no table is touched. Tables of
+ * the store absent from the file are left as they are. The global step goes to
+ * `*global_step` (may be NULL). Optimizer state in the file is ignored.
+ * @return 0, EMB_ENULL, EMB_EIO, EMB_ECORRUPT (not safetensors, truncated, a checksum
+ *         mismatch), EMB_ENOTSUP (the older embtables format), EMB_ENOTFOUND (a table of
+ *         the file is not in the store), EMB_ESHAPE, EMB_ENOMEM
  */
 EMB_API int emb_checkpoint_restore(EmbStore *store, const char *path, int64_t *global_step);
 
+/** emb_checkpoint_restore_ex() options; zero-initialise. */
+typedef struct EmbRestoreOptions {
+    const EmbCheckpointVar *var_list; /**< restore these (each must be in the file) instead
+                                           of the store's tables; other tensors are skipped */
+    int64_t nvars;                    /**< entries of var_list */
+    EmbOptimizer *optimizer; /**< restore its state of the restored tables: the file must
+                                  hold state of the same kind (EMB_EINVAL otherwise); a
+                                  table saved without state gets none (as before its first
+                                  update). Hyper-parameters are not changed. */
+} EmbRestoreOptions;
+
 /**
- * Path of the most recent checkpoint in @p dir's index, into @p path (cap bytes).
- * @return 0, EMB_ENULL, EMB_ENOTFOUND (no index or empty), EMB_EIO, EMB_EINVAL (too long)
+ * emb_checkpoint_restore() with a name map and optimizer state. Train, save, restore into
+ * fresh tables and a fresh optimizer of the same kind, train on: the same bits as training
+ * straight through. @p store may be NULL with a var_list.
+ * @return as emb_checkpoint_restore(); EMB_EINVAL (another optimizer kind),
+ *         EMB_ENOTFOUND (a var_list name or the state the optimizer needs is not in it)
+ */
+EMB_API int emb_checkpoint_restore_ex(EmbStore *store, const char *path,
+                                      const EmbRestoreOptions *opts, int64_t *global_step);
+
+/**
+ * Path of the most recent checkpoint in @p dir's index, into @p path (cap bytes). The
+ * index's entry must be a plain file name (no '/', not "." or ".."): anything else is
+ * EMB_ECORRUPT, never a path outside @p dir.
+ * @return 0, EMB_ENULL, EMB_ENOTFOUND (no index or empty), EMB_EIO, EMB_ECORRUPT,
+ *         EMB_EINVAL (too long)
  */
 EMB_API int emb_checkpoint_latest(const char *dir, char *path, size_t cap);
+
+/** An opened checkpoint: its listing, and with EMB_CHECKPOINT_MMAP its tables. */
+typedef struct EmbCheckpoint EmbCheckpoint;
+
+/** emb_checkpoint_open() flags. */
+enum {
+    EMB_CHECKPOINT_MMAP = 1 << 0, /**< map the file and make a table over every tensor
+                                       (zero copy; every checksum verified at open) */
+};
+
+/** One tensor of a checkpoint (strings owned by the EmbCheckpoint). */
+typedef struct EmbCheckpointEntry {
+    const char *name;    /**< tensor name */
+    const char *table;   /**< the table it belongs to (== name for a table's values) */
+    const char *slot;    /**< NULL for a table's values; else the optimizer slot ("h", "m",
+                              "v", "accum", "linear") */
+    int64_t ncolumns;    /**< columns of the tensor */
+    int32_t featuresize; /**< elements per column */
+    EmbDtype dtype;      /**< element type in the file */
+    int32_t nshards;     /**< shards of the saved table (1: not partitioned) */
+    unsigned partition;  /**< EMB_PARTITION_MOD / _DIV when partitioned, else 0 */
+    int64_t step;        /**< optimizer updates of the table (-1: no state saved) */
+} EmbCheckpointEntry;
+
+/**
+ * Opens a checkpoint for listing (the header is read and its checksum verified; the data
+ * are not read) or, with EMB_CHECKPOINT_MMAP, maps it: emb_checkpoint_table() then gives
+ * tables over the file's memory, for inference. They are copy-on-write: an update changes
+ * this process's pages, never the file. Another process truncating the file while it is
+ * mapped is undefined (SIGBUS).
+ * @return 0, EMB_ENULL, EMB_EINVAL (unknown flags), EMB_EIO, EMB_ECORRUPT, EMB_ENOTSUP,
+ *         EMB_ENOMEM
+ */
+EMB_API int emb_checkpoint_open(EmbCheckpoint **out, const char *path, unsigned flags);
+/** Closes a checkpoint and destroys its tables (NULL is fine); sets `*ck` to NULL. */
+EMB_API void emb_checkpoint_close(EmbCheckpoint **ck);
+/** Number of tensors (tables and state). */
+EMB_API int64_t emb_checkpoint_count(const EmbCheckpoint *ck);
+/**
+ * Tensor @p i (0 .. count-1, in the file's order: a table, then its slots).
+ * @return 0, EMB_ENULL, EMB_ERANGE
+ */
+EMB_API int emb_checkpoint_entry(const EmbCheckpoint *ck, int64_t i, EmbCheckpointEntry *out);
+/** The global step it was saved at. */
+EMB_API int64_t emb_checkpoint_global_step(const EmbCheckpoint *ck);
+/**
+ * The optimizer configuration it was saved with (placement fields zero).
+ * @return 0, EMB_ENULL, EMB_ENOTFOUND (saved without an optimizer)
+ */
+EMB_API int emb_checkpoint_optimizer(const EmbCheckpoint *ck, EmbOptimizerConfig *out);
+/**
+ * The mapped table of tensor @p name (owned by @p ck, valid until it is closed).
+ * @return 0, EMB_ENULL, EMB_ENOTFOUND, EMB_EINVAL (not opened with EMB_CHECKPOINT_MMAP)
+ */
+EMB_API int emb_checkpoint_table(const EmbCheckpoint *ck, const char *name, EmbTable **out);
 
 #ifdef __cplusplus
 }

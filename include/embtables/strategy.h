@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file strategy.h
  * Ensembles: emb_maplookup() over many tables, each with its own batch, under a pluggable
@@ -9,6 +10,9 @@
  *  - parallel: whole tables spread over threads, balanced by work (nnz x D x element size);
  *  - prealloc-concat: every table cut into chunks of bags handed to threads, writing the
  *    concatenated output directly (the layout DLRM's interaction layer wants);
+ *  - auto: per call, whole tables per thread or bag chunks for the forward, and for the
+ *    update whole tables or each table's ids partitioned by row over the threads, from the
+ *    table count, their work and the thread count (emb_strategy_auto());
  *  - custom: user callbacks.
  * Every strategy writes either output layout and gives bit-identical results to
  * sequential. A strategy owns per-thread scratch, allocated on first use and reused: a
@@ -16,6 +20,9 @@
  * at once. Threads come from OpenMP (the caller is thread 0); called from inside an active
  * OpenMP parallel region, or in a build without OpenMP, a strategy runs its work on the
  * calling thread, with the same results.
+ *
+ * Concurrency: emb_maplookup() reads its tables as lookup.h's calls do; two calls at once
+ * need two strategy objects (threads of your own may each drive their own strategy).
  */
 #ifndef EMBTABLES_STRATEGY_H
 #define EMBTABLES_STRATEGY_H
@@ -26,30 +33,24 @@
 extern "C" {
 #endif
 
+/** Opaque execution strategy (sequential, parallel, prealloc-concat or custom). */
 typedef struct EmbStrategy EmbStrategy;
-/* Declared here for the strategy callbacks; defined in update.h. */
+/* Declared here for the strategy callbacks; described in update.h. */
+/** Opaque optimizer: hyper-parameters and per-table state (update.h). */
 typedef struct EmbOptimizer EmbOptimizer;
+/** Opaque gradient holder of one table (update.h). */
 typedef struct EmbGrad EmbGrad;
+/** Opaque reusable deduplicating indexer (update.h). */
 typedef struct EmbIndexer EmbIndexer;
-
-/**
- * Thread pinning orders (need hwloc; otherwise ignored). Thread 0 of a strategy is the
- * calling thread, so a pinning strategy pins the caller too (as OMP_PROC_BIND does); a
- * thread stays pinned after the call.
- */
-typedef enum EmbPinning {
-    EMB_PIN_NONE = 0,    /**< leave threads where the OS puts them */
-    EMB_PIN_COMPACT = 1, /**< thread k on physical core k */
-    EMB_PIN_SCATTER = 2, /**< round-robin over NUMA nodes (one node: over L3 caches) */
-} EmbPinning;
 
 /** Options of the threaded strategies; zero-initialise for the defaults. */
 typedef struct EmbStrategyOptions {
     int32_t nthreads;   /**< 0: the physical cores (hwloc) */
     EmbPinning pinning; /**< pin the strategy's threads */
     int32_t chunks;     /**< prealloc-concat lookup: bag chunks per table (0: auto) */
-    int32_t num_splits; /**< multi-table update: splits per table (0: auto = 4, or 1 when
-                             there are >= 4 tables per thread; parallel: 1) */
+    int32_t num_splits; /**< multi-table update: splits per table (0: auto: 1 with one
+                             thread or >= 4 tables per thread, else max(4, 2 x nthreads /
+                             tables) up to 64; parallel: 1) */
 } EmbStrategyOptions;
 
 /**
@@ -70,9 +71,11 @@ typedef struct EmbOutputs {
 
 /** User strategy callbacks; either may be NULL (then that operation is EMB_ENOTSUP). */
 typedef struct EmbStrategyCallbacks {
+    /** does emb_maplookup() (the arguments validated) */
     int (*maplookup)(void *user, EmbTable *const *tables, int64_t ntables,
                      const EmbBatch *batches, const EmbPooling *poolings,
                      const EmbOutputs *outputs);
+    /** does emb_update_many() (the arguments validated) */
     int (*update_many)(void *user, EmbOptimizer *opt, EmbTable *const *tables,
                        const EmbGrad *const *grads, int64_t ntables,
                        EmbIndexer *const *indexers, unsigned flags);
@@ -100,6 +103,22 @@ EMB_API int emb_strategy_parallel(EmbStrategy **out, const EmbStrategyOptions *o
  */
 EMB_API int emb_strategy_prealloc_concat(EmbStrategy **out, const EmbStrategyOptions *opts);
 /**
+ * Chooses per call from the ensemble's shape (a few comparisons; no state kept):
+ *  - forward (emb_maplookup()): whole tables per thread, as emb_strategy_parallel(), when
+ *    there are at least 4 tables per thread and no table has more work (nnz x featuresize
+ *    x element size) than total / nthreads (list scheduling then balances the threads);
+ *    otherwise bag chunks, as emb_strategy_prealloc_concat() (one large table, few tables,
+ *    or one table dominating). One thread: the tables in order.
+ *  - update (emb_update_many()): whole tables per thread when there is one thread or at
+ *    least 4 tables per thread; otherwise each table's ids partitioned by row (hash) into max(4, 2 x
+ *    nthreads / ntables) parts (at most 64) that are indexed and applied in parallel, as
+ *    prealloc-concat with num_splits 0.
+ * Results are bit-identical to every other strategy's.
+ * @param opts NULL for the defaults (chunks and num_splits as for prealloc-concat)
+ * @return 0, EMB_ENULL, EMB_EINVAL (as emb_strategy_parallel()), EMB_ENOMEM
+ */
+EMB_API int emb_strategy_auto(EmbStrategy **out, const EmbStrategyOptions *opts);
+/**
  * A user strategy; @p cb is copied, @p user owned on success (cb->destroy is called on it
  * by emb_strategy_destroy()). emb_maplookup() validates everything before it calls
  * cb->maplookup and returns what the callback returns.
@@ -110,7 +129,7 @@ EMB_API int emb_strategy_custom(EmbStrategy **out, const EmbStrategyCallbacks *c
 EMB_API void emb_strategy_destroy(EmbStrategy **s);
 /** Threads the strategy runs on (1 for sequential and custom, 0 for NULL). */
 EMB_API int emb_strategy_nthreads(const EmbStrategy *s);
-/** "sequential", "parallel", "prealloc-concat" or "custom" ("?" for NULL). */
+/** "sequential", "parallel", "prealloc-concat", "auto" or "custom" ("?" for NULL). */
 EMB_API const char *emb_strategy_name(const EmbStrategy *s);
 
 /**
@@ -123,6 +142,7 @@ EMB_API const char *emb_strategy_name(const EmbStrategy *s);
  * @return 0; EMB_ENULL (strategy, tables, a tables[i], batches, outputs, or both
  *         per_table and concat, a per_table[i] with rows), EMB_EINVAL (ntables <= 0,
  *         prependrows < 0), EMB_ESHAPE (nbags differ in concat, concat_stride too small),
+ *         EMB_EOVERFLOW (the concat row width overflows),
  *         EMB_ENOTSUP (a custom strategy without maplookup), EMB_ENOMEM (first call), any
  *         code of emb_lookup() naming the table, or what a custom callback returns.
  *         Nothing is written on failure.
@@ -145,8 +165,8 @@ EMB_API int emb_maplookup_ids(EmbStrategy *strategy, EmbTable *const *tables, in
 
 /**
  * As emb_maplookup_ids() with all ids in one 3-D array laid out [table][sample][id in bag]:
- * table i's ids start at `ids + i * nbags * bag_size` (the seed's combined form; Julia's
- * column-major `bag_size x nbags x ntables` array has this memory layout).
+ * table i's ids start at `ids + i * nbags * bag_size` (EmbeddingTables.jl's combined form:
+ * Julia's column-major `bag_size x nbags x ntables` array has this memory layout).
  * @return as emb_maplookup_ids()
  */
 EMB_API int emb_maplookup_ids3(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file table.h
  * Embedding tables behind the column-pointer interface.
@@ -13,6 +14,10 @@
  * identical results. Kernels specialised for a size are used for a dynamic table too when
  * its feature size happens to equal a specialised size (see kernels in the README):
  * "static" is a promise the caller makes, never a change of results.
+ *
+ * Concurrency: the accessors and emb_table_column_pointer() may run at once from any
+ * threads (a custom column_pointer callback must be thread-safe too); create and destroy
+ * a table while no other call uses it.
  */
 #ifndef EMBTABLES_TABLE_H
 #define EMBTABLES_TABLE_H
@@ -33,26 +38,27 @@ typedef enum EmbContext {
     EMB_CTX_UPDATE = 2,  /**< an optimizer will read-modify-write the column */
 } EmbContext;
 
-/** Where an owned table's memory is placed (needs hwloc; otherwise DEFAULT is used). */
-typedef enum EmbPlacement {
-    EMB_PLACE_DEFAULT = 0,    /**< wherever the allocator puts it (first touch) */
-    EMB_PLACE_LOCAL = 1,      /**< the NUMA node of the calling thread */
-    EMB_PLACE_INTERLEAVE = 2, /**< pages interleaved over all NUMA nodes */
-    EMB_PLACE_NODE = 3,       /**< NUMA node EmbTableOptions::numa_node */
-} EmbPlacement;
-
 /** Longest table name kept (longer names are truncated). */
 #define EMB_NAME_MAX 63
+
+/** EmbTableOptions::flags */
+enum {
+    /** every write into the table first checks its inputs (gradients, per-id weights,
+        assigned and scattered values, initializer parameters) for NaN and infinity:
+        EMB_ENONFINITE and nothing written (README: Non-finite values) */
+    EMB_TABLE_CHECK_FINITE = 1 << 0,
+};
 
 /** Options of emb_table_create(); zero-initialise and set what you need. */
 typedef struct EmbTableOptions {
     const char *name;       /**< copied; NULL: unnamed */
     int32_t static_size;    /**< 0: dynamic; else must equal featuresize (EMB_ESHAPE) */
-    EmbPlacement placement; /**< NUMA placement of the memory */
+    EmbPlacement placement; /**< NUMA placement of the memory (another value: EMB_EINVAL) */
     int32_t numa_node;      /**< node for EMB_PLACE_NODE */
     int32_t column_align;   /**< bytes each column is aligned to (power of two, <= 4096);
                                  0: 64, or the next power of two of the column's bytes
                                  when that is smaller (no padding beyond a cache line) */
+    unsigned flags;         /**< EMB_TABLE_CHECK_FINITE (other bits: EMB_EINVAL) */
 } EmbTableOptions;
 
 /**
@@ -104,7 +110,8 @@ EMB_API void emb_table_destroy(EmbTable **t);
 
 /**
  * Pointer to column @p column for context @p ctx, in `*out`.
- * @return 0, EMB_ENULL, EMB_ERANGE (column outside [0, ncolumns))
+ * @return 0, EMB_ENULL, EMB_EINVAL (ctx not an EmbContext), EMB_ERANGE (column outside
+ *         [0, ncolumns))
  */
 EMB_API int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx,
                                      void **out);

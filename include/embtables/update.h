@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file update.h
  * The second half of a training step: gradients of lookups (lazy pullbacks or
@@ -18,6 +19,13 @@
  * the optimizer is applied once per distinct column, so results never depend on the
  * thread count or on how the work is split. Every column is read once and written once.
  * Optimizer state is kept in f32 whatever the table's dtype.
+ *
+ * Concurrency: emb_update(), emb_update_many(), the assign and scatter operations write
+ * their tables: no other call may use those tables (or their shards) meanwhile, lookups
+ * included. An optimizer, an indexer and a gradient holder take one call at a time each
+ * (recording into a gradient holder while an update reads it is a race); updates of
+ * different tables with different optimizers, indexers and holders may run at once.
+ * emb_lookup_backward() and emb_table_read() only read the table.
  */
 #ifndef EMBTABLES_UPDATE_H
 #define EMBTABLES_UPDATE_H
@@ -86,9 +94,15 @@ EMB_API int emb_grad_set_sparse(EmbGrad *grad, const EmbTable *table,
  * matrix where table i's gradient is columns [prependrows + Σ_{j<i} D_j, ... + D_i) of
  * every row; the prependrows columns are ignored). Same lifetime rules as
  * emb_lookup_backward(). @p poolings NULL: SUM for every table.
- * @return 0; EMB_ENULL, EMB_EINVAL (ntables <= 0), EMB_ESHAPE (concat nbags differ or
- *         concat_stride too small), any code of emb_lookup_backward(). No grad is
- *         changed on failure.
+ * The layout is checked as emb_maplookup() checks it, with the same codes. The ids are
+ * not read here (a pass over every id of a step on the calling thread would not scale):
+ * as for emb_grad_set_sparse(), they are checked when the gradient is consumed, by
+ * emb_update_many() on its threads or emb_update(), which return EMB_ERANGE naming the
+ * id before anything is written.
+ * @return 0; EMB_ENULL, EMB_EINVAL (ntables <= 0, prependrows < 0), EMB_ESHAPE (concat
+ *         nbags differ or concat_stride too small), EMB_EOVERFLOW (the concat row width
+ *         overflows), any code of emb_lookup_backward() but EMB_ERANGE for an id (a bad
+ *         default_id is still EMB_ERANGE here). No grad is changed on failure.
  */
 EMB_API int emb_maplookup_backward(EmbTable *const *tables, int64_t ntables,
                                    const EmbBatch *batches, const EmbPooling *poolings,
@@ -136,23 +150,43 @@ typedef enum EmbOptimizerKind {
     EMB_OPT_ADAM = 4,            /**< PyTorch SparseAdam (lazy moments, t per table) */
 } EmbOptimizerKind;
 
+/** How EmbOptimizerConfig::weight_decay acts on an updated column w with gradient g. */
+typedef enum EmbWeightDecay {
+    EMB_DECAY_L2 = 0,        /**< g += wd·w before the optimizer (L2 regularisation;
+                                  PyTorch's weight_decay of SGD, Adagrad, Adam) */
+    EMB_DECAY_DECOUPLED = 1, /**< w *= 1 - lr·wd, then the optimizer (decoupled weight
+                                  decay: PyTorch's AdamW) */
+} EmbWeightDecay;
+
 /** Hyper-parameters; fill with emb_optimizer_defaults() and change what you need. */
 typedef struct EmbOptimizerConfig {
-    EmbOptimizerKind kind;
+    EmbOptimizerKind kind; /**< which optimizer */
     float lr;            /**< learning rate (> 0) */
     float eps;           /**< Adagrad / row-wise Adagrad / Adam epsilon (default 1e-10,
                               Adam 1e-8) */
     float initial_accumulator; /**< Adagrad h0 (0), FTRL accumulator (0.1) */
     float lr_power;      /**< FTRL (-0.5; <= 0) */
-    float l1, l2;        /**< FTRL regularisation (0; >= 0) */
-    float beta1, beta2;  /**< Adam (0.9, 0.999; in [0, 1)) */
+    float l1;            /**< FTRL l1 regularisation (0; >= 0) */
+    float l2;            /**< FTRL l2 regularisation (0; >= 0) */
+    float beta1;         /**< Adam first-moment decay (0.9; in [0, 1)) */
+    float beta2;         /**< Adam second-moment decay (0.999; in [0, 1)) */
     int bias_correction; /**< Adam: 1 (default) divides by 1 - beta^t */
     EmbPlacement placement; /**< NUMA placement of the state (as the tables') */
     int32_t numa_node;   /**< node for EMB_PLACE_NODE */
+    float weight_decay;  /**< wd (0: none; >= 0). Like every sparse optimizer it acts on
+                              the columns a step updates only, with w the column's value
+                              before the step (rounded to the table's dtype when scaled) */
+    EmbWeightDecay weight_decay_mode; /**< EMB_DECAY_L2 (default) or EMB_DECAY_DECOUPLED */
 } EmbOptimizerConfig;
 
 /** The defaults of @p kind with learning rate @p lr. */
 EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr);
+
+/**
+ * Checks @p cfg as emb_optimizer_create() does (the GPU back end checks with it too).
+ * @return 0, EMB_ENULL, EMB_EINVAL (naming the hyper-parameter out of range)
+ */
+EMB_API int emb_optimizer_config_check(const EmbOptimizerConfig *cfg);
 
 /**
  * Creates an optimizer. Its per-column state lives in shadow tables it owns: one set per
@@ -160,12 +194,28 @@ EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float l
  * with the table's number of columns, f32, placed as @c cfg->placement says. The state
  * is keyed by the table's handle: destroy the optimizer (or call emb_optimizer_detach())
  * before destroying a table it updated. An optimizer must not be used by two calls at
- * once (it holds the per-call plans of emb_update_many()).
- * @return 0, EMB_ENULL, EMB_EINVAL (a hyper-parameter out of range), EMB_ENOMEM
+ * once (it holds the per-table state and step counts).
+ * @return 0, EMB_ENULL, EMB_EINVAL (a hyper-parameter out of range, NaN or infinite; an
+ *         unknown kind or placement), EMB_ENOMEM
  */
 EMB_API int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg);
 /** Destroys an optimizer and all its state (NULL is fine); sets `*opt` to NULL. */
 EMB_API void emb_optimizer_destroy(EmbOptimizer **opt);
+
+/** The optimizer's hyper-parameters, into `*out`. @return 0, EMB_ENULL */
+EMB_API int emb_optimizer_get_config(const EmbOptimizer *opt, EmbOptimizerConfig *out);
+
+/**
+ * Changes the hyper-parameters of a live optimizer (learning-rate schedules, warm-up,
+ * decay) without touching its state: the next update uses them. The kind cannot change;
+ * initial_accumulator and the placement apply to state created afterwards only.
+ * @return 0, EMB_ENULL, EMB_EINVAL (another kind, a value out of range); unchanged on
+ *         failure
+ */
+EMB_API int emb_optimizer_set_config(EmbOptimizer *opt, const EmbOptimizerConfig *cfg);
+
+/** emb_optimizer_set_config() with only the learning rate changed. @return as it */
+EMB_API int emb_optimizer_set_lr(EmbOptimizer *opt, float lr);
 
 /**
  * Creates @p table's state now (a no-op when it exists), so that no update allocates.
@@ -180,7 +230,7 @@ EMB_API void emb_optimizer_detach(EmbOptimizer *opt, const EmbTable *table);
  * the kind has no such slot): Adagrad 0 = h (D per column); row-wise Adagrad 0 = h (1 per
  * column); FTRL 0 = [accumulator D | linear D] per column; Adam 0 = [m D | v D].
  * @p step (may be NULL) receives the number of updates applied to the table.
- * @return 0, EMB_ENULL, EMB_ENOTFOUND (the table has no state yet)
+ * @return 0, EMB_ENULL, EMB_EINVAL (slot < 0), EMB_ENOTFOUND (the table has no state yet)
  */
 EMB_API int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot,
                                 EmbTable **out, int64_t *step);
@@ -195,9 +245,11 @@ enum {
  * column's rows in a fixed order and applies the optimizer once per distinct column,
  * reading and writing each column once. An empty gradient is a valid no-op (it still
  * counts as a step for Adam's t). The gradient is not consumed: it may be applied again.
+ * Every buffer of the call belongs to @p ix (the optimizer holds only the table's state).
  * @return 0; EMB_ENULL, EMB_EINVAL (a gradient recorded for another table, or none),
  *         EMB_ERANGE (an id, naming it and its position), EMB_EOFFSETS, EMB_ENOMEM,
- *         EMB_EOVERFLOW. On failure no column (and no state) is written.
+ *         EMB_EOVERFLOW, EMB_ENONFINITE (a NaN / inf gradient or weight, when the table
+ *         has EMB_TABLE_CHECK_FINITE). On failure no column (and no state) is written.
  */
 EMB_API int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad,
                        EmbIndexer *ix, unsigned flags);
@@ -209,6 +261,8 @@ EMB_API int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad,
  * Results are bit-identical for every strategy, nthreads and num_splits. Tables may have
  * different feature sizes and dtypes; every table needs its own indexer, and a table may
  * appear only once. A custom strategy's update_many callback is called instead when set.
+ * The call's plans and per-thread scratch belong to @p strategy, each table's grouping to
+ * its indexer; a steady-state call allocates nothing.
  * @return as emb_update(), plus EMB_EINVAL (n <= 0, a table twice), EMB_ENOTSUP (custom
  *         strategy without update_many). Nothing is written on failure.
  */
@@ -216,13 +270,33 @@ EMB_API int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *
                             const EmbGrad *const *grads, int64_t n,
                             EmbIndexer *const *indexers, unsigned flags);
 
+/**
+ * Where the last successful emb_update_many() on a strategy spent its time, in seconds of
+ * the calling thread's wall clock (for benchmarks: `emb-bench --breakdown`). Phases that
+ * run on the strategy's threads count from their start to the last thread's end.
+ */
+typedef struct EmbUpdateTimes {
+    double serial;   /**< checks, planning and the serial steps between parallel phases */
+    double pullback; /**< expanding the gradients into rows (the pullback), checking their
+                          ids and, split, sorting them by partition */
+    double index;    /**< grouping the rows by distinct id (hash, rows in groups) */
+    double apply;    /**< summing each distinct column's rows and the optimizer rows */
+} EmbUpdateTimes;
+
+/**
+ * The phase times of the last successful emb_update_many() on @p strategy (all zero
+ * before one, or for a custom strategy).
+ * @return 0, EMB_ENULL
+ */
+EMB_API int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTimes *out);
+
 /* ---- variable operations (tf.Variable) --------------------------------------------- */
 
 /**
  * Whole-table operations with a dense f32 value of @p ncolumns x @p featuresize (row c at
  * `values + c * stride`), which must equal the table's shape: assign sets, assign_add
  * adds, assign_sub subtracts (results rounded to the table's dtype).
- * @return 0, EMB_ENULL, EMB_ESHAPE, EMB_ESTRIDE
+ * @return 0, EMB_ENULL, EMB_ESHAPE, EMB_ESTRIDE, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE)
  */
 EMB_API int emb_table_assign(EmbTable *t, const float *values, int64_t ncolumns,
                              int32_t featuresize, int64_t stride);
@@ -247,7 +321,7 @@ EMB_API int emb_table_read(const EmbTable *t, float *out, int64_t out_stride);
  * the last row; each application is rounded to the table's dtype. All ids are checked
  * before anything is written.
  * @return 0, EMB_ENULL, EMB_EINVAL (n < 0), EMB_ERANGE (naming the id and position),
- *         EMB_ESTRIDE
+ *         EMB_ESTRIDE, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE)
  */
 EMB_API int emb_table_scatter_update(EmbTable *t, const int64_t *ids, int64_t n,
                                      const float *updates, int64_t stride);
@@ -268,7 +342,8 @@ EMB_API int emb_table_scatter_div(EmbTable *t, const int64_t *ids, int64_t n,
  * TF sparse_mask: copies the rows of @p in whose id is not in @p mask_ids into the
  * caller's buffers @p out_ids (room for in->n int64) and @p out_values (in->n rows of
  * @p out_stride), in order, and describes them in @p out (ids as EMB_ID_I64).
- * @return 0, EMB_ENULL, EMB_EINVAL (negative counts, bad id_type), EMB_ESTRIDE, EMB_ENOMEM
+ * @return 0, EMB_ENULL, EMB_EINVAL (negative counts, featuresize < 1, bad id_type),
+ *         EMB_ESTRIDE, EMB_ENOMEM
  */
 EMB_API int emb_sparse_mask(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t nmask,
                             EmbSparseGrad *out, int64_t *out_ids, float *out_values,

@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dispatch.c — fills the kernel dispatch table once (C references, then the ISA variants
- * the CPU and the mask allow) and picks the static-size variant for a feature size.
+ * dispatch.c — fills the one kernel dispatch table once (C references, then the ISA
+ * variants the CPU and the mask allow, in ascending order) and picks the static-size
+ * variant for a feature size.
  */
-#include <threads.h>
+#include <pthread.h> /* pthread_once: ThreadSanitizer sees it (not C11 call_once) */
 
 #include "cpu.h"
 #include "internal.h"
@@ -11,7 +13,7 @@
 const int emb__dclass_size[EMB_NDCLASS] = {16, 32, 64, 128, 256};
 
 static EmbKernels table;
-static once_flag once = ONCE_FLAG_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void fill(void)
 {
@@ -25,13 +27,13 @@ static void fill(void)
 
 const EmbKernels *emb__kernels(void)
 {
-    call_once(&once, fill);
+    pthread_once(&once, fill);
     return &table;
 }
 
 void emb_set_cpu_mask(unsigned mask)
 {
-    call_once(&once, fill);
+    pthread_once(&once, fill);
     emb__cpu_set_mask(mask);
     fill();
 }
@@ -65,6 +67,12 @@ emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal)
     return c >= 0 && k->pool_d[c][dt] ? k->pool_d[c][dt] : k->pool[dt];
 }
 
+emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D)
+{
+    const int c = emb__dclass(D);
+    return c >= 0 ? emb__kernels()->bags_d[c][dt] : NULL;
+}
+
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal)
 {
     const EmbKernels *k = emb__kernels();
@@ -72,6 +80,12 @@ emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal)
         return k->sgd_row_nt[dt];
     int c = emb__dclass(D);
     return c >= 0 && k->sgd_row_d[c][dt] ? k->sgd_row_d[c][dt] : k->sgd_row[dt];
+}
+
+emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int nontemporal)
+{
+    const EmbKernels *k = emb__kernels();
+    return (nontemporal ? k->opt_row_nt : k->opt_row)[kind][dt];
 }
 
 void emb__sfence(void)

@@ -1,11 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * kernels.h — the kernel families and their dispatch table.
+ * kernels.h — the kernel family: every CPU kernel (gather, pool, scale, sumsq, SGD and the
+ * optimizer rows) and the one dispatch table that holds them.
  *
- * Each family is a function-pointer type; emb__kernels() returns the table filled once at
- * init: the C references (kernels_c.c) first, then the SIMD variants this CPU (and the mask
- * of emb_set_cpu_mask / EMB_CPU_MASK) allows, in ascending ISA order. Kernels never
+ * emb__kernels() returns the table, filled once at init (dispatch.c): the C references
+ * (kernels_c.c, optim_c.c) first, then the SIMD variants this CPU (and the mask of
+ * emb_set_cpu_mask / EMB_CPU_MASK) allows, in ascending ISA order (x86/). Kernels never
  * allocate, never print, never hold OpenMP pragmas. Column pointers point at table storage
  * of the entry's dtype; everything computed is f32.
+ *
+ * Names: <family>[_d<N>]_<dtype>_<isa>, e.g. pool_d64_f16_avx2 (pool, D = 64, f16 columns,
+ * AVX2); the C reference of pool_d64_f16_avx2 is pool_f16_c (pool_d64_f16_c is the C
+ * copy for D = 64). Every name appears as written in its file, in its registration and in
+ * tests/checkasm.c's list.
  *
  * Static-size variants: `*_d[k]` entries serve featuresize == emb__dclass_size[k]
  * (16, 32, 64, 128, 256); emb__kernel_*() pick them for static tables and for dynamic
@@ -14,9 +21,10 @@
  * and a dynamic table of D = 64 gets the unrolled code too.
  *
  * Variants (tests/checkasm.c runs each against the C reference, bit for bit):
- *   C        kernels_c.c     every entry, `_d` for all sizes (constant-size loops)
- *   AVX2     kernels_avx2.c  every entry (f16 ones only with F16C), `_d` for all sizes
- *   AVX-512  kernels_avx512.c  F+BW+VL+DQ; every entry, `_d` for all sizes
+ *   C        kernels_c.c, optim_c.c  every entry, `_d` for all sizes (constant-size loops)
+ *   AVX2     x86/kernels_avx2.c      every entry but the optimizer rows other than f32
+ *                                    Adagrad and row-wise Adagrad (f16 ones need F16C)
+ *   AVX-512  x86/kernels_avx512.c    F+BW+VL+DQ; every entry but the optimizer rows
  * All of them are exact with the reference: multiply then add (never FMA), bags summed
  * in bag order, sumsq in 16 fixed lanes (element i into lane i % 16, then a tree),
  * conversions rounding to nearest even. AVX512-BF16's vcvtneps2bf16 flushes subnormals,
@@ -25,13 +33,15 @@
 #ifndef EMB_KERNELS_H
 #define EMB_KERNELS_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "config.h"
-#include "embtables/common.h"
+#include "dtype.h"
+#include "embtables/update.h"
 
-#define EMB_NDTYPES 3
 #define EMB_NDCLASS 5
+#define EMB_NOPT (EMB_OPT_ADAM + 1) /* optimizer kinds: EmbOptimizerKind indexes opt_row */
 
 /*
  * Software prefetch distance of the gather and pool kernels, in columns: while column k
@@ -61,6 +71,54 @@ typedef void (*emb_gather_fn)(float *out, int64_t out_stride, const void *const 
 typedef void (*emb_pool_fn)(float *out, const void *const *cols, const float *w, int64_t n,
                             int64_t ahead, int32_t D, int accumulate);
 
+/*
+ * A range of bags of a simple table pooled in one call: the lookup's per-id path with no
+ * array of column pointers and no call per bag. Bag b covers ids [start(b), end(b)):
+ * offsets[b] .. offsets[b + 1], or b * bag_size .. (b + 1) * bag_size when offsets is
+ * NULL. Each id is read at its width (id32: int32, else int64) and must be in range (the
+ * caller validated the batch; nothing is pruned). The bag's sum, in bag order from zero
+ * (each column weighted when weights is non-NULL: acc + w[k] * x), is kept in registers and
+ * written once to out + b * out_stride, after the combiner's factor (emb__combiner_factor):
+ * exactly the pool kernel with accumulate 0 followed by the scale kernel. An empty bag
+ * gives its default column (defcol, weight 1) or zeros. pf_dist > 0: the column of id
+ * k + pf_dist (within the range) is prefetched while id k is pooled; 0: none.
+ */
+typedef struct EmbBagsArgs {
+    float *out;
+    int64_t out_stride;
+    const char *data;       /* column c at data + c * col_stride (bytes) */
+    int64_t col_stride;
+    const void *ids;
+    const int64_t *offsets; /* nbags + 1 bounds, or NULL: fixed bag_size */
+    int64_t bag_size;
+    const float *weights;   /* per id, or NULL */
+    const void *defcol;     /* an empty bag's column, or NULL: zeros */
+    int64_t bag0, bag1;
+    int64_t pf_dist;
+    int32_t D;
+    int id32;
+    int combiner;           /* EmbCombiner: MEAN and SQRTN scale, others do not */
+} EmbBagsArgs;
+typedef void (*emb_bags_fn)(const EmbBagsArgs *a);
+
+/* The factor a finished bag is scaled by: 1 (SUM, NONE), 1/Σw (MEAN), 1/sqrt(Σw²) (SQRTN);
+ * 0 when the denominator is 0 (weights that cancel give zeros, never NaN). */
+static inline float emb__combiner_factor(int combiner, double sum_w, double sum_w2)
+{
+    switch (combiner) {
+    case EMB_COMBINER_MEAN: return sum_w != 0.0 ? (float)(1.0 / sum_w) : 0.0f;
+    case EMB_COMBINER_SQRTN: return sum_w2 > 0.0 ? (float)(1.0 / sqrt(sum_w2)) : 0.0f;
+    default: return 1.0f;
+    }
+}
+
+/*
+ * The largest of @n ids as an unsigned number: int64 ids (id32 == 0) as uint64, int32 ids
+ * as uint32, so that a negative id is larger than every valid one; 0 when n == 0. The
+ * batch check compares it with the table's size (one vector max per 8 or 16 ids).
+ */
+typedef uint64_t (*emb_idmax_fn)(const void *ids, int64_t n, int id32);
+
 /* x[0..D) *= s */
 typedef void (*emb_scale_fn)(float *x, float s, int32_t D);
 
@@ -70,11 +128,34 @@ typedef float (*emb_sumsq_fn)(const void *col, int32_t D);
 /* col[i] -= lr * g[i], written back in the column's dtype (round to nearest even). */
 typedef void (*emb_sgd_row_fn)(void *col, const float *g, float lr, int32_t D);
 
+/* Per-step hyper-parameters of an optimizer row kernel. */
+typedef struct EmbOptimParams {
+    float lr, eps;
+    float lr_power, l1, l2;     /* FTRL */
+    float beta1, beta2;         /* Adam */
+    float step_size;            /* Adam: lr · sqrt(1 - beta2^t) / (1 - beta1^t) */
+} EmbOptimParams;
+
+/*
+ * One optimizer step on one column with its accumulated gradient g (f32) and its f32 state
+ * row: the column is read once and written once in its dtype (round to nearest even).
+ * Formulas (elementwise; see update.h):
+ *   ADAGRAD          state = h[D]:            h += g²; w -= lr·(g / (sqrt(h) + eps))
+ *   ROWWISE_ADAGRAD  state = h[1]:            h += mean(g²); w -= (lr / (sqrt(h) + eps))·g
+ *   FTRL             state = [accum D | linear D]   (TF ApplyFtrl)
+ *   ADAM             state = [m D | v D]            (PyTorch SparseAdam, step_size given)
+ * mean(g²) is summed in 8 interleaved lanes (lane i % 8) combined as
+ * ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)), the order an 8-wide SIMD variant reproduces.
+ */
+typedef void (*emb_opt_row_fn)(void *col, float *state, const float *g,
+                               const EmbOptimParams *p, int32_t D);
+
 typedef struct EmbKernels {
     emb_gather_fn gather[EMB_NDTYPES];
     emb_pool_fn pool[EMB_NDTYPES];
     emb_pool_fn pool_nt[EMB_NDTYPES]; /* output written with non-temporal stores */
     emb_scale_fn scale;
+    emb_idmax_fn idmax;
     emb_sumsq_fn sumsq[EMB_NDTYPES];
     emb_sgd_row_fn sgd_row[EMB_NDTYPES];
     emb_sgd_row_fn sgd_row_nt[EMB_NDTYPES]; /* column written with non-temporal stores;
@@ -83,6 +164,14 @@ typedef struct EmbKernels {
     emb_gather_fn gather_d[EMB_NDCLASS][EMB_NDTYPES];
     emb_pool_fn pool_d[EMB_NDCLASS][EMB_NDTYPES];
     emb_sgd_row_fn sgd_row_d[EMB_NDCLASS][EMB_NDTYPES];
+    /* bags of a simple table (EmbBagsArgs): bags[dt] the C reference for any D, bags_d the
+     * copies for D = 16, 32, 64 (classes 0 .. 2; the lookup uses only these) */
+    emb_bags_fn bags[EMB_NDTYPES];
+    emb_bags_fn bags_d[EMB_NDCLASS][EMB_NDTYPES];
+    /* optimizer rows: [EmbOptimizerKind][dtype]; [EMB_OPT_SGD] stays NULL (SGD has no
+     * state and static sizes: sgd_row) */
+    emb_opt_row_fn opt_row[EMB_NOPT][EMB_NDTYPES];
+    emb_opt_row_fn opt_row_nt[EMB_NOPT][EMB_NDTYPES]; /* column written non-temporally */
 } EmbKernels;
 
 extern const int emb__dclass_size[EMB_NDCLASS];
@@ -116,16 +205,21 @@ static inline float emb__sumsq_lanes(float s[16])
 emb_gather_fn emb__kernel_gather(EmbDtype dt, int32_t D);
 emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
+/* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
+emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
+/* The optimizer row kernel of @kind (not EMB_OPT_SGD) for @dt. */
+emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int nontemporal);
 
 /* A store fence after non-temporal stores (no-op where there are none). */
 void emb__sfence(void);
 
-/* C references (kernels_c.c): fill every entry of @k. */
+/* C references: fill every entry of @k (kernels_c.c calls optim_c.c's part). */
 void emb__kernels_init_c(EmbKernels *k);
+void emb__kernels_init_optim_c(EmbKernels *k);
 #if EMB_HAVE_X86_KERNELS
 /* x86 variants (dispatch.c): override entries for the ISAs in @flags, in ascending order. */
 void emb__kernels_init_x86(EmbKernels *k, unsigned flags);
-/* One ISA each (kernels_avx2.c, kernels_avx512.c), compiled with that ISA's flags. */
+/* One ISA each (x86/kernels_avx2.c, x86/kernels_avx512.c), compiled with its flags. */
 void emb__kernels_init_avx2(EmbKernels *k, unsigned flags);
 void emb__kernels_init_avx512(EmbKernels *k, unsigned flags);
 #endif

@@ -1,117 +1,234 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * kernels_c.c — the C reference of every kernel family: the definition of correct. Plain
- * loops over one element type each, stamped out per dtype by a macro. The library's
- * baseline flags (-std=c11: no FMA contraction) keep `acc + w * x` a separate multiply and
- * add, which the SIMD variants reproduce where they claim bit-exactness.
+ * kernels_c.c — the C reference of every lookup kernel (gather, pool, sumsq, scale, SGD
+ * row): the definition of correct. One forced-inline body per family with the dtype and,
+ * in the `_dN` copies, the size as constant parameters (zstd's habit); each registered
+ * kernel is a one-line wrapper named as it is registered. The library's baseline flags
+ * (-std=c11: no FMA contraction) keep `acc + w * x` a separate multiply and add, which the
+ * SIMD variants reproduce.
  */
 #include <string.h>
 
+#include "dtype.h"
 #include "internal.h"
-#include "kernels/convert.h"
 #include "kernels/kernels.h"
 
-#define DEFINE_C_KERNELS(T)                                                                \
-    static void gather_##T##_c(float *out, int64_t out_stride, const void *const *cols,    \
-                               int64_t n, int32_t D)                                       \
+EMB_INLINE void gather_body(float *out, int64_t stride, const void *const *cols, int64_t n,
+                            const int32_t D, const EmbDtype dt)
+{
+    for (int64_t k = 0; k < n; k++)
+        for (int32_t i = 0; i < D; i++)
+            out[k * stride + i] = emb__load(dt, cols[k], i);
+}
+
+/* out (+)= Σ_k w[k] cols[k], element by element in bag order. */
+EMB_INLINE void pool_body(float *out, const void *const *cols, const float *w, int64_t n,
+                          const int32_t D, int accumulate, const EmbDtype dt)
+{
+    if (!accumulate)
+        memset(out, 0, (size_t)D * sizeof(float));
+    for (int64_t k = 0; k < n; k++) {
+        if (w) {
+            const float wk = w[k];
+            for (int32_t i = 0; i < D; i++)
+                out[i] = out[i] + wk * emb__load(dt, cols[k], i);
+        } else {
+            for (int32_t i = 0; i < D; i++)
+                out[i] = out[i] + emb__load(dt, cols[k], i);
+        }
+    }
+}
+
+/* The pool for a constant N: sums into a local array (no aliasing with the columns), so
+ * that the compiler unrolls and vectorises it for the baseline ISA; the same order. */
+EMB_INLINE void pool_fixed_body(float *out, const void *const *cols, const float *w,
+                                int64_t n, const int32_t N, int accumulate, const EmbDtype dt)
+{
+    float a[256];
+    for (int32_t i = 0; i < N; i++)
+        a[i] = accumulate ? out[i] : 0.0f;
+    for (int64_t k = 0; k < n; k++) {
+        const float wk = w ? w[k] : 1.0f;
+        if (w)
+            for (int32_t i = 0; i < N; i++)
+                a[i] = a[i] + wk * emb__load(dt, cols[k], i);
+        else
+            for (int32_t i = 0; i < N; i++)
+                a[i] = a[i] + emb__load(dt, cols[k], i);
+    }
+    memcpy(out, a, (size_t)N * sizeof(float));
+}
+
+/* Bags a->bag0 .. bag1: each summed in bag order into its output row (pool_body with
+ * accumulate 0), then scaled by the combiner's factor when it is not 1 (scale_c). */
+EMB_INLINE void bags_body(const EmbBagsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    int64_t k = a->offsets ? a->offsets[a->bag0] : a->bag0 * a->bag_size;
+    for (int64_t bag = a->bag0; bag < a->bag1; bag++) {
+        const int64_t end = a->offsets ? a->offsets[bag + 1] : k + a->bag_size;
+        float *o = a->out + bag * a->out_stride;
+        const int64_t start = k;
+        double sw = 0.0, sw2 = 0.0;
+        memset(o, 0, (size_t)D * sizeof(float));
+        if (k == end && a->defcol)
+            for (int32_t i = 0; i < D; i++)
+                o[i] = o[i] + emb__load(dt, a->defcol, i);
+        for (; k < end; k++) {
+            const int64_t id = a->id32 ? ((const int32_t *)a->ids)[k]
+                                       : ((const int64_t *)a->ids)[k];
+            const void *col = a->data + id * a->col_stride;
+            const float w = a->weights ? a->weights[k] : 1.0f;
+            for (int32_t i = 0; i < D; i++)
+                o[i] = a->weights ? o[i] + w * emb__load(dt, col, i)
+                                  : o[i] + emb__load(dt, col, i);
+            sw += w;
+            sw2 += (double)w * w;
+        }
+        const float f = end > start ? emb__combiner_factor(a->combiner, sw, sw2) : 1.0f;
+        if (f != 1.0f)
+            for (int32_t i = 0; i < D; i++)
+                o[i] *= f;
+    }
+}
+
+EMB_INLINE float sumsq_body(const void *col, int32_t D, const EmbDtype dt)
+{
+    float s[16] = {0};
+    for (int32_t i = 0; i < D; i++) {
+        const float x = emb__load(dt, col, i);
+        s[i % 16] = s[i % 16] + x * x;
+    }
+    return emb__sumsq_lanes(s);
+}
+
+EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D,
+                         const EmbDtype dt)
+{
+    for (int32_t i = 0; i < D; i++)
+        emb__store(dt, col, i, emb__load(dt, col, i) - lr * g[i]);
+}
+
+/* One-line wrappers: NAME, then the constant size (0: the run-time D) and dtype. */
+#define GATHER(NAME, N, DT)                                                                \
+    static void NAME(float *out, int64_t stride, const void *const *cols, int64_t n,      \
+                     int32_t D)                                                            \
     {                                                                                      \
-        for (int64_t k = 0; k < n; k++)                                                    \
-            for (int32_t i = 0; i < D; i++)                                                \
-                out[k * out_stride + i] = emb__ld_##T(cols[k], i);                         \
-    }                                                                                      \
-    static void pool_##T##_c(float *out, const void *const *cols, const float *w,          \
-                             int64_t n, int64_t ahead, int32_t D, int accumulate)          \
+        gather_body(out, stride, cols, n, N ? N : D, DT);                                  \
+    }
+#define POOL(NAME, DT)                                                                     \
+    static void NAME(float *out, const void *const *cols, const float *w, int64_t n,      \
+                     int64_t ahead, int32_t D, int acc)                                    \
     {                                                                                      \
         (void)ahead;                                                                       \
-        if (!accumulate)                                                                   \
-            memset(out, 0, (size_t)D * sizeof(float));                                     \
-        for (int64_t k = 0; k < n; k++) {                                                  \
-            if (w) {                                                                       \
-                const float wk = w[k];                                                     \
-                for (int32_t i = 0; i < D; i++)                                            \
-                    out[i] = out[i] + wk * emb__ld_##T(cols[k], i);                        \
-            } else {                                                                       \
-                for (int32_t i = 0; i < D; i++)                                            \
-                    out[i] = out[i] + emb__ld_##T(cols[k], i);                             \
-            }                                                                              \
-        }                                                                                  \
-    }                                                                                      \
-    static float sumsq_##T##_c(const void *col, int32_t D)                                 \
+        pool_body(out, cols, w, n, D, acc, DT);                                            \
+    }
+#define POOL_D(NAME, N, DT)                                                                \
+    static void NAME(float *out, const void *const *cols, const float *w, int64_t n,      \
+                     int64_t ahead, int32_t D, int acc)                                    \
     {                                                                                      \
-        float s[16] = {0};                                                                 \
-        for (int32_t i = 0; i < D; i++) {                                                  \
-            const float x = emb__ld_##T(col, i);                                           \
-            s[i % 16] = s[i % 16] + x * x;                                                 \
-        }                                                                                  \
-        return emb__sumsq_lanes(s);                                                        \
-    }                                                                                      \
-    static void sgd_row_##T##_c(void *col, const float *g, float lr, int32_t D)            \
+        (void)ahead, (void)D;                                                              \
+        pool_fixed_body(out, cols, w, n, N, acc, DT);                                      \
+    }
+#define BAGS(NAME, N, DT)                                                                  \
+    static void NAME(const EmbBagsArgs *a)                                                 \
     {                                                                                      \
-        for (int32_t i = 0; i < D; i++)                                                    \
-            emb__st_##T(col, i, emb__ld_##T(col, i) - lr * g[i]);                          \
+        bags_body(a, N ? N : a->D, DT);                                                    \
+    }
+#define SUMSQ(NAME, DT)                                                                    \
+    static float NAME(const void *col, int32_t D)                                          \
+    {                                                                                      \
+        return sumsq_body(col, D, DT);                                                     \
+    }
+#define SGD(NAME, N, DT)                                                                   \
+    static void NAME(void *col, const float *g, float lr, int32_t D)                       \
+    {                                                                                      \
+        sgd_body(col, g, lr, N ? N : D, DT);                                               \
     }
 
-DEFINE_C_KERNELS(f32)
-DEFINE_C_KERNELS(f16)
-DEFINE_C_KERNELS(bf16)
+GATHER(gather_f32_c, 0, EMB_F32)
+GATHER(gather_f16_c, 0, EMB_F16)
+GATHER(gather_bf16_c, 0, EMB_BF16)
+GATHER(gather_d16_f32_c, 16, EMB_F32)
+GATHER(gather_d16_f16_c, 16, EMB_F16)
+GATHER(gather_d16_bf16_c, 16, EMB_BF16)
+GATHER(gather_d32_f32_c, 32, EMB_F32)
+GATHER(gather_d32_f16_c, 32, EMB_F16)
+GATHER(gather_d32_bf16_c, 32, EMB_BF16)
+GATHER(gather_d64_f32_c, 64, EMB_F32)
+GATHER(gather_d64_f16_c, 64, EMB_F16)
+GATHER(gather_d64_bf16_c, 64, EMB_BF16)
+GATHER(gather_d128_f32_c, 128, EMB_F32)
+GATHER(gather_d128_f16_c, 128, EMB_F16)
+GATHER(gather_d128_bf16_c, 128, EMB_BF16)
+GATHER(gather_d256_f32_c, 256, EMB_F32)
+GATHER(gather_d256_f16_c, 256, EMB_F16)
+GATHER(gather_d256_bf16_c, 256, EMB_BF16)
 
-/*
- * Static-size copies (zstd style): forced-inline bodies with a constant N, so that the
- * compiler unrolls and vectorises them for the baseline ISA; the pool sums into a local
- * array (no aliasing with the columns), element by element in bag order as above.
- */
-#define DEFINE_C_FIXED(T)                                                                  \
-    EMB_INLINE void pool_fixed_##T(float *out, const void *const *cols, const float *w,    \
-                                   int64_t n, const int32_t N, int accumulate)             \
-    {                                                                                      \
-        float a[256];                                                                      \
-        for (int32_t i = 0; i < N; i++)                                                    \
-            a[i] = accumulate ? out[i] : 0.0f;                                             \
-        for (int64_t k = 0; k < n; k++) {                                                  \
-            const float wk = w ? w[k] : 1.0f;                                              \
-            if (w)                                                                         \
-                for (int32_t i = 0; i < N; i++)                                            \
-                    a[i] = a[i] + wk * emb__ld_##T(cols[k], i);                            \
-            else                                                                           \
-                for (int32_t i = 0; i < N; i++)                                            \
-                    a[i] = a[i] + emb__ld_##T(cols[k], i);                                 \
-        }                                                                                  \
-        memcpy(out, a, (size_t)N * sizeof(float));                                         \
+POOL(pool_f32_c, EMB_F32)
+POOL(pool_f16_c, EMB_F16)
+POOL(pool_bf16_c, EMB_BF16)
+POOL_D(pool_d16_f32_c, 16, EMB_F32)
+POOL_D(pool_d16_f16_c, 16, EMB_F16)
+POOL_D(pool_d16_bf16_c, 16, EMB_BF16)
+POOL_D(pool_d32_f32_c, 32, EMB_F32)
+POOL_D(pool_d32_f16_c, 32, EMB_F16)
+POOL_D(pool_d32_bf16_c, 32, EMB_BF16)
+POOL_D(pool_d64_f32_c, 64, EMB_F32)
+POOL_D(pool_d64_f16_c, 64, EMB_F16)
+POOL_D(pool_d64_bf16_c, 64, EMB_BF16)
+POOL_D(pool_d128_f32_c, 128, EMB_F32)
+POOL_D(pool_d128_f16_c, 128, EMB_F16)
+POOL_D(pool_d128_bf16_c, 128, EMB_BF16)
+POOL_D(pool_d256_f32_c, 256, EMB_F32)
+POOL_D(pool_d256_f16_c, 256, EMB_F16)
+POOL_D(pool_d256_bf16_c, 256, EMB_BF16)
+
+BAGS(bags_f32_c, 0, EMB_F32)
+BAGS(bags_f16_c, 0, EMB_F16)
+BAGS(bags_bf16_c, 0, EMB_BF16)
+BAGS(bags_d16_f32_c, 16, EMB_F32)
+BAGS(bags_d16_f16_c, 16, EMB_F16)
+BAGS(bags_d16_bf16_c, 16, EMB_BF16)
+BAGS(bags_d32_f32_c, 32, EMB_F32)
+BAGS(bags_d32_f16_c, 32, EMB_F16)
+BAGS(bags_d32_bf16_c, 32, EMB_BF16)
+BAGS(bags_d64_f32_c, 64, EMB_F32)
+BAGS(bags_d64_f16_c, 64, EMB_F16)
+BAGS(bags_d64_bf16_c, 64, EMB_BF16)
+
+SUMSQ(sumsq_f32_c, EMB_F32)
+SUMSQ(sumsq_f16_c, EMB_F16)
+SUMSQ(sumsq_bf16_c, EMB_BF16)
+
+SGD(sgd_row_f32_c, 0, EMB_F32)
+SGD(sgd_row_f16_c, 0, EMB_F16)
+SGD(sgd_row_bf16_c, 0, EMB_BF16)
+SGD(sgd_row_d16_f32_c, 16, EMB_F32)
+SGD(sgd_row_d16_f16_c, 16, EMB_F16)
+SGD(sgd_row_d16_bf16_c, 16, EMB_BF16)
+SGD(sgd_row_d32_f32_c, 32, EMB_F32)
+SGD(sgd_row_d32_f16_c, 32, EMB_F16)
+SGD(sgd_row_d32_bf16_c, 32, EMB_BF16)
+SGD(sgd_row_d64_f32_c, 64, EMB_F32)
+SGD(sgd_row_d64_f16_c, 64, EMB_F16)
+SGD(sgd_row_d64_bf16_c, 64, EMB_BF16)
+SGD(sgd_row_d128_f32_c, 128, EMB_F32)
+SGD(sgd_row_d128_f16_c, 128, EMB_F16)
+SGD(sgd_row_d128_bf16_c, 128, EMB_BF16)
+SGD(sgd_row_d256_f32_c, 256, EMB_F32)
+SGD(sgd_row_d256_f16_c, 256, EMB_F16)
+SGD(sgd_row_d256_bf16_c, 256, EMB_BF16)
+
+static uint64_t idmax_c(const void *ids, int64_t n, int id32)
+{
+    uint64_t m = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const uint64_t v = id32 ? (uint32_t)((const int32_t *)ids)[k]
+                                : (uint64_t)((const int64_t *)ids)[k];
+        m = v > m ? v : m;
     }
-
-#define STAMP_C_SIZE(T, N)                                                                 \
-    static void gather_d##N##_##T##_c(float *out, int64_t stride, const void *const *cols, \
-                                      int64_t n, int32_t D)                                \
-    {                                                                                      \
-        (void)D;                                                                           \
-        for (int64_t k = 0; k < n; k++)                                                    \
-            for (int32_t i = 0; i < N; i++)                                                \
-                out[k * stride + i] = emb__ld_##T(cols[k], i);                             \
-    }                                                                                      \
-    static void pool_d##N##_##T##_c(float *out, const void *const *cols, const float *w,   \
-                                    int64_t n, int64_t ahead, int32_t D, int acc)          \
-    {                                                                                      \
-        (void)ahead;                                                                       \
-        (void)D;                                                                           \
-        pool_fixed_##T(out, cols, w, n, N, acc);                                           \
-    }                                                                                      \
-    static void sgd_row_d##N##_##T##_c(void *col, const float *g, float lr, int32_t D)     \
-    {                                                                                      \
-        (void)D;                                                                           \
-        for (int32_t i = 0; i < N; i++)                                                    \
-            emb__st_##T(col, i, emb__ld_##T(col, i) - lr * g[i]);                          \
-    }
-
-#define STAMP_C_SIZES(T)                                                                   \
-    DEFINE_C_FIXED(T)                                                                      \
-    STAMP_C_SIZE(T, 16)                                                                    \
-    STAMP_C_SIZE(T, 32)                                                                    \
-    STAMP_C_SIZE(T, 64)                                                                    \
-    STAMP_C_SIZE(T, 128)                                                                   \
-    STAMP_C_SIZE(T, 256)
-
-STAMP_C_SIZES(f32)
-STAMP_C_SIZES(f16)
-STAMP_C_SIZES(bf16)
+    return m;
+}
 
 static void scale_c(float *x, float s, int32_t D)
 {
@@ -119,29 +236,85 @@ static void scale_c(float *x, float s, int32_t D)
         x[i] *= s;
 }
 
-#define FILL_SIZE(T, DT, C, N)                                                             \
-    k->gather_d[C][DT] = gather_d##N##_##T##_c;                                            \
-    k->pool_d[C][DT] = pool_d##N##_##T##_c;                                                \
-    k->sgd_row_d[C][DT] = sgd_row_d##N##_##T##_c;
-
+/* The C level: every entry (the _nt ones are the plain ones: no streaming stores). */
 void emb__kernels_init_c(EmbKernels *k)
 {
     memset(k, 0, sizeof *k);
-#define FILL(T, DT)                                                                        \
-    k->gather[DT] = gather_##T##_c;                                                        \
-    k->pool[DT] = pool_##T##_c;                                                            \
-    k->pool_nt[DT] = pool_##T##_c;                                                         \
-    k->sumsq[DT] = sumsq_##T##_c;                                                          \
-    k->sgd_row[DT] = sgd_row_##T##_c;                                                      \
-    k->sgd_row_nt[DT] = sgd_row_##T##_c;                                                   \
-    FILL_SIZE(T, DT, 0, 16)                                                                \
-    FILL_SIZE(T, DT, 1, 32)                                                                \
-    FILL_SIZE(T, DT, 2, 64)                                                                \
-    FILL_SIZE(T, DT, 3, 128)                                                               \
-    FILL_SIZE(T, DT, 4, 256)
-    FILL(f32, EMB_F32)
-    FILL(f16, EMB_F16)
-    FILL(bf16, EMB_BF16)
-#undef FILL
+    k->gather[EMB_F32] = gather_f32_c;
+    k->gather[EMB_F16] = gather_f16_c;
+    k->gather[EMB_BF16] = gather_bf16_c;
+    k->gather_d[0][EMB_F32] = gather_d16_f32_c;
+    k->gather_d[0][EMB_F16] = gather_d16_f16_c;
+    k->gather_d[0][EMB_BF16] = gather_d16_bf16_c;
+    k->gather_d[1][EMB_F32] = gather_d32_f32_c;
+    k->gather_d[1][EMB_F16] = gather_d32_f16_c;
+    k->gather_d[1][EMB_BF16] = gather_d32_bf16_c;
+    k->gather_d[2][EMB_F32] = gather_d64_f32_c;
+    k->gather_d[2][EMB_F16] = gather_d64_f16_c;
+    k->gather_d[2][EMB_BF16] = gather_d64_bf16_c;
+    k->gather_d[3][EMB_F32] = gather_d128_f32_c;
+    k->gather_d[3][EMB_F16] = gather_d128_f16_c;
+    k->gather_d[3][EMB_BF16] = gather_d128_bf16_c;
+    k->gather_d[4][EMB_F32] = gather_d256_f32_c;
+    k->gather_d[4][EMB_F16] = gather_d256_f16_c;
+    k->gather_d[4][EMB_BF16] = gather_d256_bf16_c;
+
+    k->pool[EMB_F32] = k->pool_nt[EMB_F32] = pool_f32_c;
+    k->pool[EMB_F16] = k->pool_nt[EMB_F16] = pool_f16_c;
+    k->pool[EMB_BF16] = k->pool_nt[EMB_BF16] = pool_bf16_c;
+    k->pool_d[0][EMB_F32] = pool_d16_f32_c;
+    k->pool_d[0][EMB_F16] = pool_d16_f16_c;
+    k->pool_d[0][EMB_BF16] = pool_d16_bf16_c;
+    k->pool_d[1][EMB_F32] = pool_d32_f32_c;
+    k->pool_d[1][EMB_F16] = pool_d32_f16_c;
+    k->pool_d[1][EMB_BF16] = pool_d32_bf16_c;
+    k->pool_d[2][EMB_F32] = pool_d64_f32_c;
+    k->pool_d[2][EMB_F16] = pool_d64_f16_c;
+    k->pool_d[2][EMB_BF16] = pool_d64_bf16_c;
+    k->pool_d[3][EMB_F32] = pool_d128_f32_c;
+    k->pool_d[3][EMB_F16] = pool_d128_f16_c;
+    k->pool_d[3][EMB_BF16] = pool_d128_bf16_c;
+    k->pool_d[4][EMB_F32] = pool_d256_f32_c;
+    k->pool_d[4][EMB_F16] = pool_d256_f16_c;
+    k->pool_d[4][EMB_BF16] = pool_d256_bf16_c;
+
+    k->bags[EMB_F32] = bags_f32_c;
+    k->bags[EMB_F16] = bags_f16_c;
+    k->bags[EMB_BF16] = bags_bf16_c;
+    k->bags_d[0][EMB_F32] = bags_d16_f32_c;
+    k->bags_d[0][EMB_F16] = bags_d16_f16_c;
+    k->bags_d[0][EMB_BF16] = bags_d16_bf16_c;
+    k->bags_d[1][EMB_F32] = bags_d32_f32_c;
+    k->bags_d[1][EMB_F16] = bags_d32_f16_c;
+    k->bags_d[1][EMB_BF16] = bags_d32_bf16_c;
+    k->bags_d[2][EMB_F32] = bags_d64_f32_c;
+    k->bags_d[2][EMB_F16] = bags_d64_f16_c;
+    k->bags_d[2][EMB_BF16] = bags_d64_bf16_c;
+
+    k->sumsq[EMB_F32] = sumsq_f32_c;
+    k->sumsq[EMB_F16] = sumsq_f16_c;
+    k->sumsq[EMB_BF16] = sumsq_bf16_c;
     k->scale = scale_c;
+    k->idmax = idmax_c;
+
+    k->sgd_row[EMB_F32] = k->sgd_row_nt[EMB_F32] = sgd_row_f32_c;
+    k->sgd_row[EMB_F16] = k->sgd_row_nt[EMB_F16] = sgd_row_f16_c;
+    k->sgd_row[EMB_BF16] = k->sgd_row_nt[EMB_BF16] = sgd_row_bf16_c;
+    k->sgd_row_d[0][EMB_F32] = sgd_row_d16_f32_c;
+    k->sgd_row_d[0][EMB_F16] = sgd_row_d16_f16_c;
+    k->sgd_row_d[0][EMB_BF16] = sgd_row_d16_bf16_c;
+    k->sgd_row_d[1][EMB_F32] = sgd_row_d32_f32_c;
+    k->sgd_row_d[1][EMB_F16] = sgd_row_d32_f16_c;
+    k->sgd_row_d[1][EMB_BF16] = sgd_row_d32_bf16_c;
+    k->sgd_row_d[2][EMB_F32] = sgd_row_d64_f32_c;
+    k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_c;
+    k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_c;
+    k->sgd_row_d[3][EMB_F32] = sgd_row_d128_f32_c;
+    k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_c;
+    k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_c;
+    k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_c;
+    k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_c;
+    k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_c;
+
+    emb__kernels_init_optim_c(k);
 }

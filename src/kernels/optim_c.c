@@ -1,15 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * optim_c.c — C references of the optimizer row kernels (see optim.h), stamped out per
- * storage dtype. The baseline flags (-std=c11) keep multiplies and adds separate.
+ * optim_c.c — C references of the optimizer row kernels (kernels.h, opt_row): one
+ * forced-inline body per optimizer with the dtype a constant parameter, and one-line
+ * wrappers named as registered. The baseline flags (-std=c11) keep multiplies and adds
+ * separate.
  */
 #include <math.h>
 #include <string.h>
 
-#include "kernels/convert.h"
-#include "kernels/optim.h"
+#include "dtype.h"
+#include "internal.h"
+#include "kernels/kernels.h"
 
-
-/* Σ g² in the 8-lane order of optim.h. */
+/* Σ g² in the 8-lane order of kernels.h. */
 static inline float sumsq8(const float *g, int32_t D)
 {
     float l[8] = {0};
@@ -28,66 +31,87 @@ static inline float ftrl_pow(float a, float lr_power)
     return lr_power == -0.5f ? sqrtf(a) : powf(a, -lr_power);
 }
 
-#define DEFINE_OPTIM_C(T)                                                                  \
-    static void adagrad_##T##_c(void *col, float *h, const float *g,                       \
-                                const EmbOptimParams *p, int32_t D)                        \
-    {                                                                                      \
-        for (int32_t i = 0; i < D; i++) {                                                  \
-            h[i] = h[i] + g[i] * g[i];                                                     \
-            const float step = g[i] / (sqrtf(h[i]) + p->eps);                              \
-            emb__st_##T(col, i, emb__ld_##T(col, i) - p->lr * step);                       \
-        }                                                                                  \
-    }                                                                                      \
-    static void rowwise_##T##_c(void *col, float *h, const float *g,                       \
-                                const EmbOptimParams *p, int32_t D)                        \
-    {                                                                                      \
-        h[0] = h[0] + sumsq8(g, D) / (float)D;                                             \
-        const float m = p->lr / (sqrtf(h[0]) + p->eps);                                    \
-        for (int32_t i = 0; i < D; i++)                                                    \
-            emb__st_##T(col, i, emb__ld_##T(col, i) - m * g[i]);                           \
-    }                                                                                      \
-    static void ftrl_##T##_c(void *col, float *s, const float *g, const EmbOptimParams *p, \
-                             int32_t D)                                                    \
-    {                                                                                      \
-        float *acc = s, *lin = s + D;                                                      \
-        for (int32_t i = 0; i < D; i++) {                                                  \
-            const float w = emb__ld_##T(col, i), a1 = acc[i] + g[i] * g[i];                \
-            const float pa1 = ftrl_pow(a1, p->lr_power);                                   \
-            lin[i] = lin[i] + (g[i] - (pa1 - ftrl_pow(acc[i], p->lr_power)) / p->lr * w);  \
-            const float quad = pa1 / p->lr + 2.0f * p->l2;                                 \
-            const float l = lin[i];                                                        \
-            const float nw = fabsf(l) > p->l1 ? (copysignf(p->l1, l) - l) / quad : 0.0f;   \
-            emb__st_##T(col, i, nw);                                                       \
-            acc[i] = a1;                                                                   \
-        }                                                                                  \
-    }                                                                                      \
-    static void adam_##T##_c(void *col, float *s, const float *g, const EmbOptimParams *p, \
-                             int32_t D)                                                    \
-    {                                                                                      \
-        float *m = s, *v = s + D;                                                          \
-        for (int32_t i = 0; i < D; i++) {                                                  \
-            m[i] = m[i] + (g[i] - m[i]) * (1.0f - p->beta1);                               \
-            v[i] = v[i] + (g[i] * g[i] - v[i]) * (1.0f - p->beta2);                        \
-            const float step = m[i] / (sqrtf(v[i]) + p->eps);                              \
-            emb__st_##T(col, i, emb__ld_##T(col, i) - p->step_size * step);                \
-        }                                                                                  \
-    }
-
-DEFINE_OPTIM_C(f32)
-DEFINE_OPTIM_C(f16)
-DEFINE_OPTIM_C(bf16)
-
-void emb__optim_init_c(EmbOptimKernels *k)
+EMB_INLINE void adagrad_body(void *col, float *h, const float *g, const EmbOptimParams *p,
+                             int32_t D, const EmbDtype dt)
 {
-    memset(k, 0, sizeof *k);
-#define FILL(T, DT)                                                                        \
-    k->row[EMB_OPTIM_ADAGRAD][DT] = adagrad_##T##_c;                                       \
-    k->row[EMB_OPTIM_ROWWISE][DT] = rowwise_##T##_c;                                       \
-    k->row[EMB_OPTIM_FTRL][DT] = ftrl_##T##_c;                                             \
-    k->row[EMB_OPTIM_ADAM][DT] = adam_##T##_c;
-    FILL(f32, EMB_F32)
-    FILL(f16, EMB_F16)
-    FILL(bf16, EMB_BF16)
-#undef FILL
-    memcpy(k->row_nt, k->row, sizeof k->row);
+    for (int32_t i = 0; i < D; i++) {
+        h[i] = h[i] + g[i] * g[i];
+        const float step = g[i] / (sqrtf(h[i]) + p->eps);
+        emb__store(dt, col, i, emb__load(dt, col, i) - p->lr * step);
+    }
+}
+
+EMB_INLINE void rowwise_body(void *col, float *h, const float *g, const EmbOptimParams *p,
+                             int32_t D, const EmbDtype dt)
+{
+    h[0] = h[0] + sumsq8(g, D) / (float)D;
+    const float m = p->lr / (sqrtf(h[0]) + p->eps);
+    for (int32_t i = 0; i < D; i++)
+        emb__store(dt, col, i, emb__load(dt, col, i) - m * g[i]);
+}
+
+EMB_INLINE void ftrl_body(void *col, float *s, const float *g, const EmbOptimParams *p,
+                          int32_t D, const EmbDtype dt)
+{
+    float *acc = s, *lin = s + D;
+    for (int32_t i = 0; i < D; i++) {
+        const float w = emb__load(dt, col, i), a1 = acc[i] + g[i] * g[i];
+        const float pa1 = ftrl_pow(a1, p->lr_power);
+        lin[i] = lin[i] + (g[i] - (pa1 - ftrl_pow(acc[i], p->lr_power)) / p->lr * w);
+        const float quad = pa1 / p->lr + 2.0f * p->l2;
+        const float l = lin[i];
+        const float nw = fabsf(l) > p->l1 ? (copysignf(p->l1, l) - l) / quad : 0.0f;
+        emb__store(dt, col, i, nw);
+        acc[i] = a1;
+    }
+}
+
+EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimParams *p,
+                          int32_t D, const EmbDtype dt)
+{
+    float *m = s, *v = s + D;
+    for (int32_t i = 0; i < D; i++) {
+        m[i] = m[i] + (g[i] - m[i]) * (1.0f - p->beta1);
+        v[i] = v[i] + (g[i] * g[i] - v[i]) * (1.0f - p->beta2);
+        const float step = m[i] / (sqrtf(v[i]) + p->eps);
+        emb__store(dt, col, i, emb__load(dt, col, i) - p->step_size * step);
+    }
+}
+
+/* One-line wrappers: NAME, the body, the dtype. */
+#define ROW(NAME, BODY, DT)                                                                \
+    static void NAME(void *col, float *s, const float *g, const EmbOptimParams *p,         \
+                     int32_t D)                                                            \
+    {                                                                                      \
+        BODY(col, s, g, p, D, DT);                                                         \
+    }
+ROW(adagrad_f32_c, adagrad_body, EMB_F32)
+ROW(adagrad_f16_c, adagrad_body, EMB_F16)
+ROW(adagrad_bf16_c, adagrad_body, EMB_BF16)
+ROW(rowwise_f32_c, rowwise_body, EMB_F32)
+ROW(rowwise_f16_c, rowwise_body, EMB_F16)
+ROW(rowwise_bf16_c, rowwise_body, EMB_BF16)
+ROW(ftrl_f32_c, ftrl_body, EMB_F32)
+ROW(ftrl_f16_c, ftrl_body, EMB_F16)
+ROW(ftrl_bf16_c, ftrl_body, EMB_BF16)
+ROW(adam_f32_c, adam_body, EMB_F32)
+ROW(adam_f16_c, adam_body, EMB_F16)
+ROW(adam_bf16_c, adam_body, EMB_BF16)
+
+/* The optimizer rows of the C level (no streaming stores: _nt is the plain kernel). */
+void emb__kernels_init_optim_c(EmbKernels *k)
+{
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_c;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_f16_c;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_bf16_c;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_f32_c;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_f16_c;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_bf16_c;
+    k->opt_row[EMB_OPT_FTRL][EMB_F32] = ftrl_f32_c;
+    k->opt_row[EMB_OPT_FTRL][EMB_F16] = ftrl_f16_c;
+    k->opt_row[EMB_OPT_FTRL][EMB_BF16] = ftrl_bf16_c;
+    k->opt_row[EMB_OPT_ADAM][EMB_F32] = adam_f32_c;
+    k->opt_row[EMB_OPT_ADAM][EMB_F16] = adam_f16_c;
+    k->opt_row[EMB_OPT_ADAM][EMB_BF16] = adam_bf16_c;
+    memcpy(k->opt_row_nt, k->opt_row, sizeof k->opt_row);
 }

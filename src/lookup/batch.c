@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* batch.c — validation of batches, poolings and outputs, before anything is written. */
 #include <math.h>
 
+#include "kernels/kernels.h"
 #include "lookup/batch.h"
-#include "tables/table_impl.h"
+#include "tables/dynamic_impl.h"
 
 const EmbPooling emb__pooling_sum = {EMB_COMBINER_SUM, 0.0f, 0, 0};
 
@@ -18,6 +20,9 @@ static int check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
     if (p->combiner < EMB_COMBINER_NONE || p->combiner > EMB_COMBINER_SQRTN)
         return emb__fail(EMB_EINVAL, "combiner %d is not NONE, SUM, MEAN or SQRTN (%s)",
                          (int)p->combiner, tl);
+    if (p->flags & ~(unsigned)(EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS |
+                               EMB_USE_DEFAULT_ID | EMB_OUT_NONTEMPORAL))
+        return emb__fail(EMB_EINVAL, "pooling flags 0x%x have unknown bits (%s)", p->flags, tl);
     if (isnan(p->max_norm) || p->max_norm < 0.0f)
         return emb__fail(EMB_EINVAL, "max_norm %g is not >= 0 (%s)", (double)p->max_norm, tl);
     if (b->nnz > 0)
@@ -58,10 +63,23 @@ static int check_offsets(const EmbTable *t, const EmbBatch *b)
     return 0;
 }
 
-static int check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
+/* Whether ids [k0, k1) are in [0, ncol): the idmax kernel, a vector max per 8 or 16 ids
+ * instead of a load, compare and branch per id. */
+static bool all_in_range(const EmbBatch *b, int64_t ncol, int64_t k0, int64_t k1)
+{
+    const int id32 = b->id_type == EMB_ID_I32;
+    const void *ids = (const char *)b->ids + k0 * (id32 ? 4 : 8);
+    const uint64_t m = emb__kernels()->idmax(ids, k1 - k0, id32);
+    return id32 ? m < (uint64_t)EMB_MIN(ncol, (int64_t)1 << 31) : m < (uint64_t)ncol;
+}
+
+static int check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, int64_t k0,
+                     int64_t k1)
 {
     const int64_t ncol = t->ncolumns;
-    for (int64_t k = 0; k < b->nnz; k++) {
+    if (k0 >= k1 || all_in_range(b, ncol, k0, k1))
+        return 0; /* else find the first id that is neither in range nor pruned */
+    for (int64_t k = k0; k < k1; k++) {
         const int64_t id = emb__batch_id(b, k);
         if (EMB_LIKELY((uint64_t)id < (uint64_t)ncol))
             continue;
@@ -75,6 +93,38 @@ static int check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 
 int emb__batch_check(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
+    const int r = emb__batch_check_shape(t, b, p);
+    return r ? r : check_ids(t, b, p ? p : &emb__pooling_sum, 0, b->nnz);
+}
+
+int emb__batch_check_forward(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
+{
+    int r = emb__batch_check(t, b, p);
+    if (r || !emb__is_dynamic(t) || !emb__dynamic_missing_fails(t))
+        return r;
+    if (!p)
+        p = &emb__pooling_sum;
+    for (int64_t k = 0; k < b->nnz; k++) {
+        const int64_t id = emb__batch_id(b, k);
+        if (!emb__pruned(b, p, k, id) && !emb__dynamic_has(t, id))
+            return emb__fail(EMB_ENOTFOUND, "id %lld at position %lld has no row (%s reads "
+                             "unknown ids as an error)", (long long)id, (long long)k,
+                             emb__table_label(t));
+    }
+    if ((p->flags & EMB_USE_DEFAULT_ID) && !emb__dynamic_has(t, p->default_id))
+        return emb__fail(EMB_ENOTFOUND, "default_id %lld has no row (%s reads unknown ids as "
+                         "an error)", (long long)p->default_id, emb__table_label(t));
+    return 0;
+}
+
+int emb__batch_check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, int64_t k0,
+                         int64_t k1)
+{
+    return check_ids(t, b, p ? p : &emb__pooling_sum, k0, k1);
+}
+
+int emb__batch_check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
+{
     EMB_CHECK_NULL(t);
     EMB_CHECK_NULL(b);
     if (!p)
@@ -86,8 +136,6 @@ int emb__batch_check(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
         (p->default_id < 0 || p->default_id >= t->ncolumns))
         r = emb__fail(EMB_ERANGE, "default_id %lld is not in [0, %lld) (%s)",
                       (long long)p->default_id, (long long)t->ncolumns, emb__table_label(t));
-    if (!r)
-        r = check_ids(t, b, p);
     return r;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lookup.c — single-table lookup: validation, then one fused pass per chunk of bags.
  *
@@ -17,10 +18,11 @@
 #include "kernels/kernels.h"
 #include "lookup/batch.h"
 #include "lookup/lookup_impl.h"
-#include "tables/table_impl.h"
+#include "tables/dynamic_impl.h"
 
 #define CHUNK 256
 #define CLIP_AHEAD 8 /* columns prefetched ahead of the max_norm pass */
+#define SLOT_AHEAD 16 /* ids whose dynamic-table index slot is prefetched ahead */
 
 typedef struct Piece {
     int64_t bag;    /* output row */
@@ -49,6 +51,7 @@ typedef struct Pass {
     emb_sumsq_fn sumsq;
     bool weighted; /* the kernels need the w array */
     bool resident; /* the table fits in cache: no software prefetch */
+    bool dynamic;  /* a dynamic table: its index slots are prefetched */
 } Pass;
 
 /* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
@@ -116,6 +119,8 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
         flush(ps, c);
     open_piece(c, bag, false);
     for (int64_t k = emb__bag_start(b, bag); k < end; k++) {
+        if (ps->dynamic && k + SLOT_AHEAD < b->nnz) /* the index slot, ids ahead */
+            emb__dynamic_prefetch(ps->t, emb__batch_id(b, k + SLOT_AHEAD));
         const int64_t id = emb__batch_id(b, k);
         if (emb__pruned(b, ps->p, k, id))
             continue;
@@ -142,15 +147,6 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
     pc->scale = emb__combiner_scale(ps->p->combiner, sw, sw2);
 }
 
-float emb__combiner_scale(EmbCombiner combiner, double sum_w, double sum_w2)
-{
-    switch (combiner) {
-    case EMB_COMBINER_MEAN: return sum_w != 0.0 ? (float)(1.0 / sum_w) : 0.0f;
-    case EMB_COMBINER_SQRTN: return sum_w2 > 0.0 ? (float)(1.0 / sqrt(sum_w2)) : 0.0f;
-    default: return 1.0f;
-    }
-}
-
 /* Whether the whole table fits in cache (its lookups then skip software prefetch). */
 static bool resident(const EmbTable *t)
 {
@@ -166,15 +162,50 @@ static void plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64
     const emb_gather_fn g = emb__kernel_gather(t->dtype, t->featuresize);
     for (int64_t k0 = 0; k0 < b->nnz; k0 += CHUNK) {
         const int64_t n = EMB_MIN(CHUNK, b->nnz - k0);
-        for (int64_t k = 0; k < n; k++)
+        for (int64_t k = 0; k < n; k++) {
+            if (emb__is_dynamic(t) && k0 + k + SLOT_AHEAD < b->nnz)
+                emb__dynamic_prefetch(t, emb__batch_id(b, k0 + k + SLOT_AHEAD));
             cols[k] = emb__column(t, emb__batch_id(b, k0 + k), EMB_CTX_FORWARD);
+        }
         g(out + k0 * stride, stride, cols, n, t->featuresize);
     }
+}
+
+/*
+ * The bags kernel when it applies: a simple table, D with a copy (16, 32, 64), nothing to
+ * prune or clip, no streaming stores. One call for the whole range: the ids are read, the
+ * columns addressed and pooled in registers, no column array and no call per bag. Returns
+ * whether it ran.
+ */
+static bool bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
+                      int64_t stride, int64_t bag0, int64_t bag1)
+{
+    if (!t->data || p->max_norm != 0.0f ||
+        (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
+        return false;
+    const emb_bags_fn f = emb__kernel_bags(t->dtype, t->featuresize);
+    if (!f)
+        return false;
+    const EmbBagsArgs a = {
+        .out = out, .out_stride = stride,
+        .data = t->data, .col_stride = (int64_t)t->stride,
+        .ids = b->ids, .offsets = b->offsets, .bag_size = b->bag_size,
+        .weights = b->weights,
+        .defcol = p->flags & EMB_USE_DEFAULT_ID ? emb__column(t, p->default_id, EMB_CTX_FORWARD)
+                                                : NULL,
+        .bag0 = bag0, .bag1 = bag1,
+        .pf_dist = resident(t) ? 0 : EMB_PF_DIST,
+        .D = t->featuresize, .id32 = b->id_type == EMB_ID_I32, .combiner = p->combiner,
+    };
+    f(&a);
+    return true;
 }
 
 void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
                        int64_t stride, int64_t bag0, int64_t bag1)
 {
+    if (bag0 >= bag1)
+        return; /* nothing to do (and ids may be NULL: no pointer arithmetic on it) */
     if (!p)
         p = &emb__pooling_sum;
     /* one id per bag, nothing to weigh, clip or prune: every combiner is a copy */
@@ -187,6 +218,8 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         plain_gather(t, &sub, out + bag0 * stride, stride);
         return;
     }
+    if (bags_path(t, b, p, out, stride, bag0, bag1))
+        return;
     const EmbKernels *k = emb__kernels();
     const Pass ps = {
         .t = t, .b = b, .p = p, .out = out, .stride = stride,
@@ -194,6 +227,7 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         .scale = k->scale, .sumsq = k->sumsq[t->dtype],
         .weighted = b->weights != NULL || p->max_norm > 0.0f,
         .resident = resident(t),
+        .dynamic = emb__is_dynamic(t),
     };
     Chunk c;
     c.ncols = c.npieces = 0;
@@ -207,7 +241,7 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
 int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
                float *out, int64_t out_stride)
 {
-    int r = emb__batch_check(table, batch, pooling);
+    int r = emb__batch_check_forward(table, batch, pooling);
     if (!r)
         r = emb__output_check(table, out, batch->nbags, out_stride, "output");
     if (r)

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * lookup_impl.h — the lookup's inner entry points for the strategies: look up a range of
- * bags of an already validated batch, and the combiner factor shared with the backward.
+ * lookup_impl.h — the lookup's inner entry point for the strategies: look up a range of
+ * bags of an already validated batch.
  */
 #ifndef EMB_LOOKUP_IMPL_H
 #define EMB_LOOKUP_IMPL_H
@@ -14,9 +15,5 @@
  */
 void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
                        int64_t stride, int64_t bag0, int64_t bag1);
-
-/* The factor a finished bag is scaled by: 1 (SUM, NONE), 1/Σw (MEAN), 1/sqrt(Σw²) (SQRTN);
- * 0 when the denominator is 0 (weights that cancel give zeros, never NaN). */
-float emb__combiner_scale(EmbCombiner combiner, double sum_w, double sum_w2);
 
 #endif

@@ -1,155 +1,295 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * checkpoint.c — checkpoints of a store (tf.train.Saver).
+ * checkpoint.c — the saver (tf.train.Saver): checkpoint files (format.c) and the index.
  *
- * File format (little-endian, as the host writes it):
- *   "EMBCKPT\1"  u32 version = 1  u32 ntables  i64 global_step
- *   per table:   u16 name length, the name, u8 dtype, i64 ncolumns, i32 featuresize,
- *                then ncolumns x featuresize elements, column by column
- *   trailer:     u32 CRC-32 (zlib) of every byte before it, "EMBEND\0\0"
- * Files are written to a temporary name, flushed, fsync'ed and renamed into place, so a
- * reader sees a whole checkpoint or none. The index `<dir>/checkpoint` (text: a line
- * `latest NAME`, then `kept NAME UNIX_TIME` per managed checkpoint) is replaced the same
- * way. Restoring verifies the structure, the store's tables and the checksum of the whole
- * file before the first table is written.
+ * The index `<dir>/checkpoint` is text: a line `latest NAME`, then `kept NAME UNIX_TIME`
+ * per managed checkpoint, oldest first, and during a save `pending NAME`. A save, in this
+ * order:
+ *   1. deletes the temporaries of crashed saves of this prefix (and of the index): a
+ *      temporary is held under an exclusive flock() by the save writing it, so one whose
+ *      lock can be taken has no writer left; and the checkpoints an index read at the
+ *      saver's creation lists as pending but not kept (a save killed after its rename);
+ *   2. writes the checkpoint under a temporary name unique to the call
+ *      (`<name>.tmp-<pid>-<n>`) and syncs it;
+ *   3. replaces the index (through a temporary, synced, renamed) by the old one plus
+ *      `pending NAME`, then renames the checkpoint into place;
+ *   4. replaces the index by the new list (so it names only files that exist), with the
+ *      checkpoints it retires as pending;
+ *   5. only then deletes those.
+ * A kill at any point leaves an index whose every entry exists, and the next saver of the
+ * directory removes what the killed save left. One saver per directory and prefix at a
+ * time (threads may share it: saves are serialised). Index entries are trusted
+ * only as plain file names of this saver's prefix (`<prefix>-<step>.safetensors`, or .emb
+ * of the older format): anything else in the index is ignored and never deleted.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "store/format.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
+#include "update/update_impl.h"
 
-#define MAGIC "EMBCKPT\1"
-#define END_MAGIC "EMBEND\0\0"
-#define VERSION 1u
 #define PATH_CAP 4096
-#define IO_BUF (1u << 20)
+#define PREFIX_MAX 100
+#define FILE_NAME_MAX 255
+#define INDEX_NAME "checkpoint"
+#define TMP_TAG ".tmp-"
+#define INDEX_LINE_MAX 1024
 
 typedef struct Kept {
-    char name[256];
+    char name[FILE_NAME_MAX + 1];
     double time;
 } Kept;
 
 struct EmbSaver {
     char dir[PATH_CAP];
-    char prefix[128];
-    int32_t max_to_keep; /* < 0: all */
+    char prefix[PREFIX_MAX + 1];
+    int32_t max_to_keep; /* 0: all */
     double keep_hours;
     double last_preserved;
     Kept *kept; /* oldest first */
     int64_t nkept, capkept;
+    Kept *pending; /* pending entries of the index read at creation */
+    int64_t npending, cappending;
+    const EmbCheckpointVar *vars;
+    int64_t nvars;
+    const EmbOptimizer *opt;
+    pthread_mutex_t lock; /* one save at a time per saver (the kept list, the index) */
 };
 
-/* ---- writing ----------------------------------------------------------------------- */
+static atomic_uint_fast64_t tmp_counter;
 
-typedef struct Writer {
-    FILE *f;
-    uLong crc;
-    int err;
-} Writer;
+/* ---- names ------------------------------------------------------------------------- */
 
-static void put(Writer *w, const void *p, size_t n)
+/* A plain file name: no '/', not "." or "..", no control character, not too long. */
+static bool plain_name(const char *s)
 {
-    if (w->err || n == 0)
-        return;
-    w->crc = crc32_z(w->crc, p, n);
-    if (fwrite(p, 1, n, w->f) != n)
-        w->err = errno ? errno : EIO;
+    const size_t n = strlen(s);
+    if (n == 0 || n > FILE_NAME_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p == '/' || *p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
 }
 
-static void put_table(Writer *w, const EmbTable *t)
+/* `<prefix>-<integer>.safetensors` or `.emb`: a checkpoint this saver manages. */
+static bool own_name(const EmbSaver *s, const char *name)
 {
-    const uint16_t len = (uint16_t)strlen(t->name);
-    const uint8_t dt = (uint8_t)t->dtype;
-    put(w, &len, 2);
-    put(w, t->name, len);
-    put(w, &dt, 1);
-    put(w, &t->ncolumns, 8);
-    put(w, &t->featuresize, 4);
-    const size_t row = (size_t)t->featuresize * t->elsize;
-    for (int64_t c = 0; c < t->ncolumns && !w->err; c++)
-        put(w, emb__column(t, c, EMB_CTX_NONE), row);
+    const size_t pl = strlen(s->prefix);
+    if (!plain_name(name) || strncmp(name, s->prefix, pl) != 0 || name[pl] != '-')
+        return false;
+    const char *p = name + pl + 1;
+    p += *p == '-';
+    const size_t nd = strspn(p, "0123456789");
+    return nd > 0 && nd <= 20 && (strcmp(p + nd, EMB_CKPT_EXT) == 0 || strcmp(p + nd, ".emb") == 0);
 }
 
-/* Writes the store to @tmp; returns 0 or an errno. */
-static int write_file(const char *tmp, const EmbStore *s, int64_t step)
+static int check_prefix(const char *prefix)
 {
-    Writer w = {fopen(tmp, "wb"), crc32_z(0, NULL, 0), 0};
-    if (!w.f)
-        return errno;
-    setvbuf(w.f, NULL, _IOFBF, IO_BUF);
-    const uint32_t version = VERSION, n = (uint32_t)s->n;
-    put(&w, MAGIC, 8);
-    put(&w, &version, 4);
-    put(&w, &n, 4);
-    put(&w, &step, 8);
-    for (int64_t i = 0; i < s->n; i++)
-        put_table(&w, s->entries[i].table);
-    const uint32_t crc = (uint32_t)w.crc;
-    put(&w, &crc, 4);
-    put(&w, END_MAGIC, 8);
-    if (!w.err && (fflush(w.f) != 0 || fsync(fileno(w.f)) != 0))
-        w.err = errno;
-    if (fclose(w.f) != 0 && !w.err)
-        w.err = errno;
-    return w.err;
+    const size_t n = strlen(prefix);
+    bool ok = n > 0 && n <= PREFIX_MAX && prefix[0] != '.';
+    for (const unsigned char *p = (const unsigned char *)prefix; ok && *p; p++)
+        ok = *p > 0x20 && *p != 0x7f && *p != '/' && *p != '\\';
+    if (!ok)
+        return emb__fail(EMB_EINVAL, "checkpoint prefix \"%.120s\" must be 1 to %d bytes, not "
+                         "start with '.' and have no '/', '\\', space or control character",
+                         prefix, PREFIX_MAX);
+    return 0;
 }
 
-/* Writes @data to @path through a temporary file renamed into place. */
-static int atomic_write_text(const char *path, const char *data)
+/* ---- temporaries ------------------------------------------------------------------- */
+
+/* Creates and locks a temporary for @final; its name goes to @tmp. Returns an fd or -1. */
+static int tmp_create(const char *final, char *tmp, size_t cap)
 {
-    char tmp[PATH_CAP + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return emb__fail(EMB_EIO, "cannot write %s: %s", tmp, strerror(errno));
-    int ok = fputs(data, f) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    for (int attempt = 0; attempt < 16; attempt++) {
+        const unsigned long long n = (unsigned long long)atomic_fetch_add(&tmp_counter, 1);
+        snprintf(tmp, cap, "%s" TMP_TAG "%ld-%llu", final, (long)getpid(), n);
+        const int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            if (errno == EEXIST)
+                continue;
+            return -1;
+        }
+        struct stat st;
+        if (flock(fd, LOCK_EX) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+            return fd;
+        close(fd); /* a cleaner took it before we locked it: another name */
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* Syncs and closes @fd, renames @tmp to @final and syncs the directory; 0 or an errno. */
+static int tmp_commit(int fd, const char *tmp, const char *final, const char *dir)
+{
+    int e = fsync(fd) == 0 ? 0 : errno;
+    if (!e && rename(tmp, final) != 0)
+        e = errno;
+    close(fd); /* after the rename: the lock protects the temporary until then */
+    if (e) {
         unlink(tmp);
-        return emb__fail(EMB_EIO, "cannot write %s: %s", path, strerror(errno));
+        return e;
+    }
+    const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
     }
     return 0;
 }
 
-/* ---- the saver --------------------------------------------------------------------- */
-
-static int kept_push(EmbSaver *s, const char *name, double time)
+/* A temporary of a save of this prefix or of the index (this or the older naming). */
+static bool is_temporary(const EmbSaver *s, const char *name)
 {
-    for (int64_t i = 0; i < s->nkept; i++)
-        if (strcmp(s->kept[i].name, name) == 0) { /* re-saved: it becomes the newest */
-            memmove(&s->kept[i], &s->kept[i + 1], (size_t)(s->nkept - i - 1) * sizeof(Kept));
-            s->nkept--;
+    const size_t pl = strlen(s->prefix);
+    if (strncmp(name, INDEX_NAME ".tmp", strlen(INDEX_NAME ".tmp")) == 0)
+        return true;
+    return strncmp(name, s->prefix, pl) == 0 && name[pl] == '-' && strstr(name + pl, ".tmp");
+}
+
+/* Deletes the temporaries no save holds (their writer crashed). */
+static void clean_temporaries(const EmbSaver *s)
+{
+    DIR *d = opendir(s->dir);
+    if (!d)
+        return;
+    const int dfd = dirfd(d);
+    for (struct dirent *de; (de = readdir(d));) {
+        if (!is_temporary(s, de->d_name))
+            continue;
+        const int fd = openat(dfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dfd, de->d_name, 0); /* no writer holds it */
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* ---- the index --------------------------------------------------------------------- */
+
+static int kept_push(Kept **kept, int64_t *n, int64_t *cap, const char *name, double time)
+{
+    for (int64_t i = 0; i < *n; i++)
+        if (strcmp((*kept)[i].name, name) == 0) { /* re-saved: it becomes the newest */
+            memmove(&(*kept)[i], &(*kept)[i + 1], (size_t)(*n - i - 1) * sizeof(Kept));
+            (*n)--;
             break;
         }
-    int r = emb__grow(&s->kept, s->nkept, &s->capkept, sizeof *s->kept, "the saver's index");
+    int r = emb__grow(kept, *n, cap, sizeof **kept, "the saver's index");
     if (r)
         return r;
-    Kept *k = &s->kept[s->nkept++];
+    Kept *k = &(*kept)[(*n)++];
     snprintf(k->name, sizeof k->name, "%s", name);
     k->time = time;
     return 0;
 }
 
-static void read_index(EmbSaver *s)
+/* Splits "WORD NAME[ TIME]\n" (nothing more); returns the field count (0: malformed). */
+static int index_line(char *line, const char *word, char **name, double *time)
 {
-    char path[PATH_CAP + 16], line[512], name[256];
-    snprintf(path, sizeof path, "%s/checkpoint", s->dir);
+    const size_t wl = strlen(word);
+    if (strncmp(line, word, wl) != 0 || line[wl] != ' ')
+        return 0;
+    line[strcspn(line, "\n")] = '\0';
+    *name = line + wl + 1;
+    char *sp = strchr(*name, ' ');
+    if (!sp)
+        return 1;
+    *sp = '\0';
+    char *end;
+    errno = 0;
+    *time = strtod(sp + 1, &end);
+    return errno == 0 && end != sp + 1 && *end == '\0' ? 2 : 0;
+}
+
+static int read_index(EmbSaver *s)
+{
+    char path[PATH_CAP + 16], line[INDEX_LINE_MAX];
+    snprintf(path, sizeof path, "%s/" INDEX_NAME, s->dir);
     FILE *f = fopen(path, "r");
     if (!f)
-        return;
-    double t;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "kept %255s %lf", name, &t) == 2)
-            kept_push(s, name, t);
+        return errno == ENOENT ? 0 : emb__fail(EMB_EIO, "cannot read %s: %s", path,
+                                               strerror(errno));
+    int r = 0;
+    bool whole = true;
+    while (!r && fgets(line, sizeof line, f)) {
+        const bool complete = strchr(line, '\n') != NULL || feof(f);
+        char *name;
+        double t;
+        if (whole && complete && index_line(line, "kept", &name, &t) == 2 && own_name(s, name))
+            r = kept_push(&s->kept, &s->nkept, &s->capkept, name, t);
+        else if (whole && complete && index_line(line, "pending", &name, &t) == 1 &&
+                 own_name(s, name))
+            r = kept_push(&s->pending, &s->npending, &s->cappending, name, 0.0);
+        whole = complete; /* the rest of an over-long line is no line */
+    }
     fclose(f);
+    return r;
 }
+
+/* The index text of @kept and `pending` lines for the @npend names of @pend (malloc'ed;
+ * NULL: out of memory, with the message set). */
+static char *index_text(const Kept *kept, int64_t n, const Kept *pend, int64_t npend)
+{
+    const size_t cap = 300 + (size_t)(n + npend + 1) * (FILE_NAME_MAX + 40);
+    char *text = malloc(cap);
+    if (!text) {
+        emb__fail(EMB_ENOMEM, "out of memory for the checkpoint index");
+        return NULL;
+    }
+    size_t len = 0;
+    text[0] = '\0';
+    if (n > 0)
+        len += (size_t)snprintf(text + len, cap - len, "latest %s\n", kept[n - 1].name);
+    for (int64_t i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, cap - len, "kept %s %.3f\n", kept[i].name,
+                                kept[i].time);
+    for (int64_t i = 0; i < npend; i++)
+        len += (size_t)snprintf(text + len, cap - len, "pending %s\n", pend[i].name);
+    return text;
+}
+
+/* Replaces the index by @text (allocates nothing). */
+static int write_index(const EmbSaver *s, const char *text)
+{
+    char path[PATH_CAP + 16], tmp[PATH_CAP + 64];
+    snprintf(path, sizeof path, "%s/" INDEX_NAME, s->dir);
+    const size_t len = strlen(text);
+    const int fd = tmp_create(path, tmp, sizeof tmp);
+    int e = fd < 0 ? errno : 0;
+    for (size_t off = 0; !e && off < len;) {
+        const ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        e = w < 0 ? errno : 0;
+        off += w > 0 ? (size_t)w : 0;
+    }
+    if (fd >= 0 && e) {
+        close(fd);
+        unlink(tmp);
+    } else if (fd >= 0) {
+        e = tmp_commit(fd, tmp, path, s->dir);
+    }
+    return e ? emb__fail(EMB_EIO, "cannot write %s: %s", path, strerror(e)) : 0;
+}
+
+/* ---- the saver --------------------------------------------------------------------- */
 
 int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
                      const EmbSaverOptions *opts)
@@ -158,20 +298,41 @@ int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
     EMB_CHECK_NULL(dir);
     EMB_CHECK_NULL(prefix);
     struct stat st;
-    if (!prefix[0] || strchr(prefix, '/') || strlen(prefix) >= 128)
-        return emb__fail(EMB_EINVAL, "checkpoint prefix \"%.80s\" is empty, too long or has a '/'",
-                         prefix);
-    if (strlen(dir) >= PATH_CAP - 300 || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (opts && !(opts->keep_every_n_hours >= 0.0 && opts->keep_every_n_hours <= 1e9))
+        return emb__fail(EMB_EINVAL, "keep_every_n_hours %g is not a number in [0, 1e9]",
+                         opts->keep_every_n_hours);
+    int r = check_prefix(prefix);
+    if (r)
+        return r;
+    if (strlen(dir) >= PATH_CAP - FILE_NAME_MAX - 64 || stat(dir, &st) != 0 ||
+        !S_ISDIR(st.st_mode))
         return emb__fail(EMB_EIO, "checkpoint directory \"%.200s\" does not exist", dir);
+    if (opts && (opts->nvars < 0 || (opts->nvars > 0 && !opts->var_list)))
+        return emb__fail(EMB_EINVAL, "saver var_list: %lld entries at %p",
+                         (long long)opts->nvars, (const void *)(opts ? opts->var_list : NULL));
+    for (int64_t i = 0; opts && i < opts->nvars; i++)
+        if (!opts->var_list[i].table)
+            return emb__fail(EMB_ENULL, "saver var_list entry %lld has no table", (long long)i);
     EmbSaver *s = calloc(1, sizeof *s);
     if (!s)
         return emb__fail(EMB_ENOMEM, "out of memory for a saver");
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(s->prefix, sizeof s->prefix, "%s", prefix);
-    s->max_to_keep = !opts || opts->max_to_keep == 0 ? 5 : opts->max_to_keep;
+    s->max_to_keep = !opts ? EMB_SAVER_DEFAULT_MAX_TO_KEEP : EMB_MAX(opts->max_to_keep, 0);
     s->keep_hours = opts ? opts->keep_every_n_hours : 0.0;
+    s->vars = opts ? opts->var_list : NULL;
+    s->nvars = opts ? opts->nvars : 0;
+    s->opt = opts ? opts->optimizer : NULL;
     s->last_preserved = (double)time(NULL);
-    read_index(s);
+    r = pthread_mutex_init(&s->lock, NULL) ? emb__fail(EMB_ENOMEM, "cannot make a mutex") : 0;
+    if (!r && (r = read_index(s)) != 0)
+        pthread_mutex_destroy(&s->lock);
+    if (r) {
+        free(s->kept);
+        free(s->pending);
+        free(s);
+        return r;
+    }
     *out = s;
     return 0;
 }
@@ -180,72 +341,174 @@ void emb_saver_destroy(EmbSaver **ps)
 {
     if (!ps || !*ps)
         return;
+    pthread_mutex_destroy(&(*ps)->lock);
     free((*ps)->kept);
+    free((*ps)->pending);
     free(*ps);
     *ps = NULL;
 }
 
-/* Drops the oldest checkpoints beyond max_to_keep, preserving one per keep_hours. */
-static void retire(EmbSaver *s)
+/* The tables to save, with their state, into @c. */
+static int collect(const EmbSaver *s, const EmbStore *store, EmbCkpt *c)
 {
-    while (s->max_to_keep >= 0 && s->nkept > s->max_to_keep) {
-        const Kept old = s->kept[0];
-        memmove(&s->kept[0], &s->kept[1], (size_t)(s->nkept - 1) * sizeof(Kept));
-        s->nkept--;
-        if (s->keep_hours > 0 && old.time - s->last_preserved >= s->keep_hours * 3600.0) {
-            s->last_preserved = old.time;
-            continue;
-        }
-        char path[PATH_CAP + 300];
-        snprintf(path, sizeof path, "%s/%s", s->dir, old.name);
-        if (unlink(path) != 0 && errno != ENOENT)
-            emb__log(EMB_LOG_WARN, "could not delete old checkpoint %s: %s", path,
-                     strerror(errno));
+    int r = 0;
+    if (s->nvars > 0)
+        for (int64_t i = 0; i < s->nvars && !r; i++)
+            r = emb__ckpt_add(c, s->vars[i].name, s->vars[i].table, s->opt);
+    else if (!store)
+        r = emb__fail(EMB_ENULL, "emb_saver_save: no store and no var_list");
+    else
+        for (int64_t i = 0; i < store->n && !r; i++)
+            r = emb__ckpt_add(c, NULL, store->entries[i].table, s->opt);
+    if (!r && s->opt) {
+        c->has_opt = true;
+        c->opt = s->opt->cfg;
     }
-}
-
-static int write_index(const EmbSaver *s)
-{
-    char path[PATH_CAP + 16];
-    size_t cap = 300 + (size_t)s->nkept * 300, len = 0;
-    char *text = malloc(cap);
-    if (!text)
-        return emb__fail(EMB_ENOMEM, "out of memory for the checkpoint index");
-    if (s->nkept > 0)
-        len += (size_t)snprintf(text + len, cap - len, "latest %s\n", s->kept[s->nkept - 1].name);
-    for (int64_t i = 0; i < s->nkept; i++)
-        len += (size_t)snprintf(text + len, cap - len, "kept %s %.3f\n", s->kept[i].name,
-                                s->kept[i].time);
-    text[len] = '\0';
-    snprintf(path, sizeof path, "%s/checkpoint", s->dir);
-    int r = atomic_write_text(path, text);
-    free(text);
     return r;
 }
 
-int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t step, char *path, size_t cap)
+/* Writes the checkpoint for @final to a temporary, synced: its name into @tmp, its open
+ * and locked descriptor into *fd. */
+static int write_temp(const EmbSaver *s, const EmbStore *store, int64_t step, const char *final,
+                      char *tmp, size_t cap, int *fd)
+{
+    EmbCkpt c = {.global_step = step};
+    int r = collect(s, store, &c);
+    *fd = r ? -1 : tmp_create(final, tmp, cap);
+    if (!r && *fd < 0)
+        r = emb__fail(EMB_EIO, "cannot create a temporary for %s: %s", final, strerror(errno));
+    r = r ? r : emb__ckpt_write(&c, *fd, final);
+    if (!r && fsync(*fd) != 0)
+        r = emb__fail(EMB_EIO, "cannot write checkpoint %s: %s", final, strerror(errno));
+    if (r && *fd >= 0) {
+        close(*fd);
+        unlink(tmp);
+        *fd = -1;
+    }
+    emb__ckpt_free(&c);
+    return r;
+}
+
+/* Step 1 of a save: what crashed saves left. */
+static void clean_leftovers(EmbSaver *s)
+{
+    clean_temporaries(s);
+    for (int64_t i = 0; i < s->npending; i++) {
+        bool kept = false;
+        for (int64_t k = 0; k < s->nkept; k++)
+            kept |= strcmp(s->kept[k].name, s->pending[i].name) == 0;
+        char p[PATH_CAP + FILE_NAME_MAX + 2];
+        snprintf(p, sizeof p, "%s/%s", s->dir, s->pending[i].name);
+        if (!kept)
+            unlink(p);
+    }
+    s->npending = 0;
+}
+
+/* The list after adding @name: oldest beyond max_to_keep dropped (into @retired, unless
+ * keep_every_n_hours preserves them). */
+static int plan_kept(EmbSaver *s, const char *name, Kept **kept, int64_t *n, Kept **retired,
+                     int64_t *nretired, double *preserved)
+{
+    int64_t cap = 0, rcap = 0;
+    *kept = NULL;
+    *n = 0;
+    *retired = NULL;
+    *nretired = 0;
+    *preserved = s->last_preserved;
+    int r = 0;
+    for (int64_t i = 0; i < s->nkept && !r; i++)
+        r = kept_push(kept, n, &cap, s->kept[i].name, s->kept[i].time);
+    r = r ? r : kept_push(kept, n, &cap, name, (double)time(NULL));
+    while (!r && s->max_to_keep > 0 && *n > s->max_to_keep) {
+        const Kept old = (*kept)[0];
+        memmove(&(*kept)[0], &(*kept)[1], (size_t)(*n - 1) * sizeof(Kept));
+        (*n)--;
+        if (s->keep_hours > 0 && old.time - *preserved >= s->keep_hours * 3600.0) {
+            *preserved = old.time;
+            continue;
+        }
+        r = emb__grow(retired, *nretired, &rcap, sizeof **retired, "the saver's index");
+        if (!r)
+            (*retired)[(*nretired)++] = old;
+    }
+    return r;
+}
+
+static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *path,
+                       size_t cap)
+{
+    char name[FILE_NAME_MAX + 1], final[PATH_CAP + FILE_NAME_MAX + 2];
+    snprintf(name, sizeof name, "%s-%lld" EMB_CKPT_EXT, s->prefix, (long long)step);
+    snprintf(final, sizeof final, "%s/%s", s->dir, name);
+    if (path && strlen(final) >= cap)
+        return emb__fail(EMB_EINVAL, "checkpoint path %s does not fit in %zu bytes", final, cap);
+    clean_leftovers(s);
+    bool existed = false;
+    for (int64_t i = 0; i < s->nkept; i++)
+        existed |= strcmp(s->kept[i].name, name) == 0;
+    Kept *kept = NULL, *retired = NULL;
+    int64_t n = 0, nretired = 0;
+    double preserved;
+    int r = plan_kept(s, name, &kept, &n, &retired, &nretired, &preserved);
+    /* every index text before the first write: past it, only I/O can fail */
+    Kept self;
+    snprintf(self.name, sizeof self.name, "%s", name);
+    char *old_text = r ? NULL : index_text(s->kept, s->nkept, NULL, 0);
+    char *pend_text = old_text ? index_text(s->kept, s->nkept, &self, 1) : NULL;
+    char *new_text = pend_text ? index_text(kept, n, retired, nretired) : NULL;
+    if (!r && !new_text)
+        r = EMB_ENOMEM;
+    char tmp[PATH_CAP + FILE_NAME_MAX + 64];
+    int fd = -1;
+    r = r ? r : write_temp(s, store, step, final, tmp, sizeof tmp, &fd);
+    r = r ? r : write_index(s, pend_text);
+    if (!r) {
+        const int e = tmp_commit(fd, tmp, final, s->dir);
+        fd = -1;
+        if (e)
+            r = emb__fail(EMB_EIO, "cannot write checkpoint %s: %s", final, strerror(e));
+        else if ((r = write_index(s, new_text)) != 0 && !existed)
+            unlink(final);
+        if (r) /* back to the old index (best effort: its pending line is harmless) */
+            write_index(s, old_text);
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+    }
+    free(old_text);
+    free(pend_text);
+    free(new_text);
+    if (r) {
+        free(kept);
+        free(retired);
+        return r;
+    }
+    free(s->kept);
+    s->kept = kept;
+    s->nkept = s->capkept = n;
+    s->last_preserved = preserved;
+    for (int64_t i = 0; i < nretired; i++) {
+        char old[PATH_CAP + FILE_NAME_MAX + 2];
+        snprintf(old, sizeof old, "%s/%s", s->dir, retired[i].name);
+        if (strcmp(retired[i].name, name) != 0 && unlink(old) != 0 && errno != ENOENT)
+            emb__log(EMB_LOG_WARN, "could not delete old checkpoint %s: %s", old,
+                     strerror(errno));
+    }
+    free(retired);
+    if (path)
+        snprintf(path, cap, "%s", final);
+    return 0;
+}
+
+int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_step, char *path,
+                   size_t cap)
 {
     EMB_CHECK_NULL(s);
-    EMB_CHECK_NULL(store);
-    char name[256], full[PATH_CAP + 300], tmp[PATH_CAP + 340];
-    snprintf(name, sizeof name, "%s-%lld.emb", s->prefix, (long long)step);
-    snprintf(full, sizeof full, "%s/%s", s->dir, name);
-    if (path && strlen(full) >= cap)
-        return emb__fail(EMB_EINVAL, "checkpoint path %s does not fit in %zu bytes", full, cap);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", full, (long)getpid());
-    int e = write_file(tmp, store, step);
-    if (e || rename(tmp, full) != 0) {
-        e = e ? e : errno;
-        unlink(tmp);
-        return emb__fail(EMB_EIO, "cannot write checkpoint %s: %s", full, strerror(e));
-    }
-    int r = kept_push(s, name, (double)time(NULL));
-    if (r)
-        return r;
-    retire(s);
-    r = write_index(s);
-    if (!r && path)
-        snprintf(path, cap, "%s", full);
+    pthread_mutex_lock(&s->lock);
+    const int r = save_locked(s, store, global_step, path, cap);
+    pthread_mutex_unlock(&s->lock);
     return r;
 }
 
@@ -253,20 +516,34 @@ int emb_checkpoint_latest(const char *dir, char *path, size_t cap)
 {
     EMB_CHECK_NULL(dir);
     EMB_CHECK_NULL(path);
-    char index[PATH_CAP + 16], line[512], name[256];
-    snprintf(index, sizeof index, "%s/checkpoint", dir);
-    FILE *f = fopen(index, "r");
+    char ipath[PATH_CAP + 16], line[INDEX_LINE_MAX], found[FILE_NAME_MAX + 1] = "";
+    if (strlen(dir) >= PATH_CAP)
+        return emb__fail(EMB_EINVAL, "directory name is too long");
+    snprintf(ipath, sizeof ipath, "%s/" INDEX_NAME, dir);
+    FILE *f = fopen(ipath, "r");
     if (!f)
-        return emb__fail(EMB_ENOTFOUND, "no checkpoint index in %s", dir);
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f))
-        found = sscanf(line, "latest %255s", name) == 1;
+        return errno == ENOENT ? emb__fail(EMB_ENOTFOUND, "no checkpoint index in %s", dir)
+                               : emb__fail(EMB_EIO, "cannot read %s: %s", ipath, strerror(errno));
+    int r = 0;
+    while (!r && !found[0] && fgets(line, sizeof line, f)) {
+        char *name;
+        double t;
+        if (strncmp(line, "latest ", 7) != 0)
+            continue;
+        if (index_line(line, "latest", &name, &t) != 1 || !plain_name(name))
+            r = emb__fail(EMB_ECORRUPT, "the index %s names \"%.200s\" as the latest "
+                          "checkpoint, which is no plain file name", ipath, line + 7);
+        else
+            snprintf(found, sizeof found, "%s", name);
+    }
     fclose(f);
-    if (!found)
-        return emb__fail(EMB_ENOTFOUND, "the checkpoint index in %s lists none", dir);
-    if (strlen(dir) + 1 + strlen(name) >= cap)
+    if (r)
+        return r;
+    if (!found[0])
+        return emb__fail(EMB_ENOTFOUND, "the checkpoint index of %s lists none", dir);
+    if (strlen(dir) + 1 + strlen(found) >= cap)
         return emb__fail(EMB_EINVAL, "the latest checkpoint's path does not fit in %zu bytes",
                          cap);
-    snprintf(path, cap, "%s/%s", dir, name);
+    snprintf(path, cap, "%s/%s", dir, found);
     return 0;
 }

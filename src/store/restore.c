@@ -1,173 +1,309 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * restore.c — reading a checkpoint back (format in checkpoint.c). Three passes over the
- * file: the structure (every table record parsed, sizes summing to the file's size, every
- * table present in the store with the same shape and dtype), the checksum of the whole
- * file, and only then the data into the tables. A failed restore touches no table.
+ * restore.c — reading checkpoints back (format.c): into a store's tables and an
+ * optimizer's state, or opened for listing and as tables mapped over the file.
+ *
+ * A restore first reads and checks the header (its checksum, then its content), then
+ * verifies every tensor's checksum, then matches the file's tables with the targets
+ * (names, shapes, dtypes, the optimizer's kind) and creates missing optimizer state; only
+ * then is the first table written. Integrity comes before meaning: a damaged file is
+ * EMB_ECORRUPT whatever it damaged, and no failure before the writes touches a table.
  */
 #include <errno.h>
-#include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <zlib.h>
+#include <unistd.h>
 
+#include "store/format.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
+#include "update/update_impl.h"
 
-#define MAGIC "EMBCKPT\1"
-#define END_MAGIC "EMBEND\0\0"
-#define HEADER_BYTES 24
-#define TRAILER_BYTES 12
-
-typedef struct Reader {
-    FILE *f;
-    const char *path;
-    int64_t size; /* whole file */
-} Reader;
-
-static int corrupt(const Reader *r, const char *what)
+/* Opens @path and reads its header into @c; returns the fd or an error (< 0, in *err). */
+static int open_checkpoint(const char *path, EmbCkpt *c, uint64_t *size, int *err)
 {
-    return emb__fail(EMB_ECORRUPT, "checkpoint %s is corrupt or truncated: %s", r->path, what);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        *err = emb__fail(EMB_EIO, "cannot open checkpoint %s: %s", path,
+                         fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *size = (uint64_t)st.st_size;
+    *err = emb__ckpt_read(c, fd, *size, path);
+    if (*err) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
-static int get(Reader *r, void *p, size_t n)
+static int64_t table_find(const EmbCkpt *c, const char *name)
 {
-    return fread(p, 1, n, r->f) == n ? 0 : corrupt(r, "unexpected end of file");
+    for (int64_t i = 0; i < c->ntables; i++)
+        if (strcmp(c->tables[i].name, name) == 0)
+            return i;
+    return -1;
 }
 
-/* Reads one table record's header, finds its table; leaves the file at its data. */
-static int table_header(Reader *r, EmbStore *s, EmbTable **out, int64_t *bytes)
+typedef struct Target {
+    int64_t table; /* in the file */
+    EmbTable *t;
+} Target;
+
+/* The file's tables matched with the caller's (var_list or store), shapes checked. */
+static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Target *tg,
+                 int64_t *n, const char *path)
 {
-    uint16_t len;
-    char name[EMB_NAME_MAX + 1];
-    uint8_t dt;
-    int64_t ncol;
-    int32_t fs;
-    int e = get(r, &len, 2);
-    if (!e && len > EMB_NAME_MAX)
-        e = corrupt(r, "a table name is too long");
-    if (!e)
-        e = get(r, name, len);
-    name[e ? 0 : len] = '\0';
-    if (!e)
-        e = get(r, &dt, 1);
-    if (!e)
-        e = get(r, &ncol, 8);
-    if (!e)
-        e = get(r, &fs, 4);
-    if (e)
-        return e;
-    const EmbStoreEntry *en = emb__store_entry(s, name);
-    if (!en)
-        return emb__fail(EMB_ENOTFOUND, "checkpoint %s has table \"%s\", which the store lacks",
-                         r->path, name);
-    const EmbTable *t = en->table;
-    if (t->ncolumns != ncol || t->featuresize != fs || (uint8_t)t->dtype != dt)
-        return emb__fail(EMB_ESHAPE, "checkpoint %s has \"%s\" as %lld x %d %s; the store's is "
-                         "%lld x %d %s", r->path, name, (long long)ncol, (int)fs,
-                         emb_dtype_name((EmbDtype)dt), (long long)t->ncolumns,
-                         (int)t->featuresize, emb_dtype_name(t->dtype));
-    *out = en->table;
-    *bytes = ncol * fs * (int64_t)t->elsize;
+    const bool vars = o && o->nvars > 0;
+    *n = vars ? o->nvars : c->ntables;
+    for (int64_t i = 0; i < *n; i++) {
+        if (vars) {
+            const EmbCheckpointVar *v = &o->var_list[i];
+            if (!v->table)
+                return emb__fail(EMB_ENULL, "restore var_list entry %lld has no table",
+                                 (long long)i);
+            const char *name = v->name ? v->name : v->table->name;
+            tg[i] = (Target){table_find(c, name), v->table};
+            if (tg[i].table < 0)
+                return emb__fail(EMB_ENOTFOUND, "checkpoint %s has no table \"%s\"", path,
+                                 name);
+        } else {
+            const EmbStoreEntry *en = emb__store_entry(s, c->tables[i].name);
+            if (!en)
+                return emb__fail(EMB_ENOTFOUND, "checkpoint %s has table \"%s\", which the "
+                                 "store lacks", path, c->tables[i].name);
+            tg[i] = (Target){i, en->table};
+        }
+        const EmbCkptTensor *v = &c->tensors[c->tables[tg[i].table].values];
+        const EmbTable *t = tg[i].t;
+        if (t->ncolumns != v->ncolumns || t->featuresize != v->width || t->dtype != v->dtype)
+            return emb__fail(EMB_ESHAPE, "checkpoint %s has \"%s\" as %lld x %d %s; the "
+                             "table's is %lld x %d %s", path, v->name, (long long)v->ncolumns,
+                             (int)v->width, emb_dtype_name(v->dtype), (long long)t->ncolumns,
+                             (int)t->featuresize, emb_dtype_name(t->dtype));
+    }
+    return 0;
+}
+
+/* The optimizer matches the file's and has state for every table saved with some. */
+static int prepare_state(const EmbCkpt *c, EmbOptimizer *opt, const Target *tg, int64_t n,
+                         const char *path)
+{
+    if (!c->has_opt)
+        return emb__fail(EMB_ENOTFOUND, "checkpoint %s was saved without optimizer state",
+                         path);
+    if (c->opt.kind != opt->cfg.kind)
+        return emb__fail(EMB_EINVAL, "checkpoint %s holds %s state; the optimizer is %s", path,
+                         emb__optimizer_kind_name(c->opt.kind),
+                         emb__optimizer_kind_name(opt->cfg.kind));
+    for (int64_t i = 0; i < n; i++) {
+        EmbOptState *st;
+        const int r = c->tables[tg[i].table].step >= 0
+                              ? emb__optimizer_state(opt, tg[i].t, &st) : 0;
+        if (r)
+            return r;
+    }
     return 0;
 }
 
-/* Pass 1: the structure. */
-static int check_structure(Reader *r, EmbStore *s, uint32_t *ntables, int64_t *step)
+static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, const Target *tg,
+                int64_t n, const char *path)
 {
-    char magic[8];
-    uint32_t version;
-    int e = r->size < HEADER_BYTES + TRAILER_BYTES ? corrupt(r, "too short") : get(r, magic, 8);
-    if (!e && memcmp(magic, MAGIC, 8) != 0)
-        e = corrupt(r, "not an embtables checkpoint");
-    if (!e)
-        e = get(r, &version, 4);
-    if (!e && version != 1)
-        e = emb__fail(EMB_ECORRUPT, "checkpoint %s has version %u; this library reads 1",
-                      r->path, version);
-    if (!e)
-        e = get(r, ntables, 4);
-    if (!e)
-        e = get(r, step, 8);
-    for (uint32_t i = 0; i < *ntables && !e; i++) {
-        EmbTable *t;
-        int64_t bytes;
-        e = table_header(r, s, &t, &bytes);
-        if (!e && (bytes > r->size || fseeko(r->f, bytes, SEEK_CUR) != 0))
-            e = corrupt(r, "a table's data runs past the end");
-    }
-    if (!e && ftello(r->f) != r->size - TRAILER_BYTES)
-        e = corrupt(r, "the tables do not end where the trailer starts");
-    return e;
-}
-
-/* Pass 2: the checksum of everything before the trailer, and the end magic. */
-static int check_crc(Reader *r)
-{
-    unsigned char *buf = malloc(1u << 20);
-    if (!buf)
-        return emb__fail(EMB_ENOMEM, "out of memory for reading a checkpoint");
-    rewind(r->f);
-    uLong crc = crc32_z(0, NULL, 0);
-    int64_t left = r->size - TRAILER_BYTES;
-    int e = 0;
-    while (left > 0 && !e) {
-        const size_t n = (size_t)(left < (1 << 20) ? left : (1 << 20));
-        e = get(r, buf, n);
-        crc = crc32_z(crc, buf, n);
-        left -= (int64_t)n;
-    }
-    free(buf);
-    uint32_t want;
-    char end[8];
-    if (!e)
-        e = get(r, &want, 4);
-    if (!e)
-        e = get(r, end, 8);
-    if (!e && (memcmp(end, END_MAGIC, 8) != 0 || want != (uint32_t)crc))
-        e = corrupt(r, "checksum mismatch");
-    return e;
-}
-
-/* Pass 3: the data into the tables (structure and checksum known good). */
-static int load(Reader *r, EmbStore *s, uint32_t ntables)
-{
-    if (fseeko(r->f, HEADER_BYTES, SEEK_SET) != 0)
-        return emb__fail(EMB_EIO, "cannot seek in %s: %s", r->path, strerror(errno));
-    for (uint32_t i = 0; i < ntables; i++) {
-        EmbTable *t;
-        int64_t bytes;
-        int e = table_header(r, s, &t, &bytes);
-        const size_t row = (size_t)t->featuresize * t->elsize;
-        for (int64_t c = 0; !e && c < t->ncolumns; c++)
-            e = get(r, emb__column(t, c, EMB_CTX_UPDATE), row);
-        if (e)
-            return emb__fail(EMB_EIO, "checkpoint %s changed while it was restored", r->path);
-        EmbStoreEntry *en = emb__store_entry(s, t->name);
-        en->initialized = true;
+    for (int64_t i = 0; i < n; i++) {
+        const EmbCkptTable *tb = &c->tables[tg[i].table];
+        int r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, path);
+        if (r)
+            return r;
+        EmbStoreEntry *en = s ? emb__store_entry(s, tg[i].t->name) : NULL;
+        if (en && en->table == tg[i].t)
+            en->initialized = true;
+        if (!opt)
+            continue;
+        if (tb->step < 0) {
+            emb_optimizer_detach(opt, tg[i].t);
+            continue;
+        }
+        EmbOptState *st = emb__optimizer_find(opt, tg[i].t);
+        EmbOptSlot slots[2];
+        const int ns = emb__optimizer_slots(opt->cfg.kind, tg[i].t->featuresize, slots);
+        for (int k = 0; k < ns && !r; k++)
+            r = emb__ckpt_load(c, tb->state[k], fd, st->slot, slots[k].off, path);
+        if (r)
+            return r;
+        st->step = tb->step;
     }
     return 0;
+}
+
+int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOptions *o,
+                              int64_t *global_step)
+{
+    EMB_CHECK_NULL(path);
+    if (o && (o->nvars < 0 || (o->nvars > 0 && !o->var_list)))
+        return emb__fail(EMB_EINVAL, "restore var_list: %lld entries at %p", (long long)o->nvars,
+                         (const void *)o->var_list);
+    if (!s && !(o && o->nvars > 0))
+        return emb__fail(EMB_ENULL, "emb_checkpoint_restore: no store and no var_list");
+    EmbCkpt c = {0};
+    uint64_t size;
+    int r;
+    const int fd = open_checkpoint(path, &c, &size, &r);
+    if (fd < 0)
+        return r;
+    r = emb__ckpt_verify(&c, fd, NULL, path);
+    const int64_t ntg = o && o->nvars > 0 ? o->nvars : c.ntables;
+    Target *tg = r ? NULL : malloc((size_t)EMB_MAX(ntg, 1) * sizeof *tg);
+    if (!r && !tg)
+        r = emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
+    int64_t n = 0;
+    EmbOptimizer *opt = o ? o->optimizer : NULL;
+    r = r ? r : match(&c, s, o, tg, &n, path);
+    r = r || !opt ? r : prepare_state(&c, opt, tg, n, path);
+    r = r ? r : load(&c, fd, s, opt, tg, n, path);
+    if (!r && global_step)
+        *global_step = c.global_step;
+    free(tg);
+    emb__ckpt_free(&c);
+    close(fd);
+    return r;
 }
 
 int emb_checkpoint_restore(EmbStore *s, const char *path, int64_t *global_step)
 {
     EMB_CHECK_NULL(s);
+    return emb_checkpoint_restore_ex(s, path, NULL, global_step);
+}
+
+/* ---- opened checkpoints ------------------------------------------------------------ */
+
+struct EmbCheckpoint {
+    EmbCkpt c;
+    unsigned char *map; /* MAP_FAILED-free: NULL when not mapped */
+    size_t size;
+    EmbTable **tables;  /* per tensor, when mapped */
+};
+
+void emb_checkpoint_close(EmbCheckpoint **pck)
+{
+    if (!pck || !*pck)
+        return;
+    EmbCheckpoint *ck = *pck;
+    for (int64_t i = 0; ck->tables && i < ck->c.ntensors; i++)
+        emb_table_destroy(&ck->tables[i]);
+    free(ck->tables);
+    if (ck->map)
+        munmap(ck->map, ck->size);
+    emb__ckpt_free(&ck->c);
+    free(ck);
+    *pck = NULL;
+}
+
+/* Maps the file and wraps every tensor in a table. */
+static int map_tables(EmbCheckpoint *ck, int fd, const char *path)
+{
+    void *m = mmap(NULL, ck->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED)
+        return emb__fail(EMB_EIO, "cannot map checkpoint %s: %s", path, strerror(errno));
+    ck->map = m;
+    int r = emb__ckpt_verify(&ck->c, fd, ck->map, path);
+    ck->tables = r ? NULL : calloc((size_t)EMB_MAX(ck->c.ntensors, 1), sizeof *ck->tables);
+    if (!r && !ck->tables)
+        r = emb__fail(EMB_ENOMEM, "out of memory for the tables of %s", path);
+    for (int64_t i = 0; i < ck->c.ntensors && !r; i++) {
+        const EmbCkptTensor *t = &ck->c.tensors[i];
+        const uint64_t at = ck->c.data_start + t->begin;
+        if (at % emb_dtype_size(t->dtype) != 0)
+            return emb__fail(EMB_ENOTSUP, "tensor \"%.200s\" of %s is not aligned for its type "
+                             "and cannot be mapped", t->name, path);
+        const EmbTableOptions to = {.name = t->name};
+        r = emb_table_wrap(&ck->tables[i], ck->map + at, t->ncolumns, t->width, t->width,
+                           t->dtype, &to);
+    }
+    return r;
+}
+
+int emb_checkpoint_open(EmbCheckpoint **out, const char *path, unsigned flags)
+{
+    EMB_CHECK_NULL(out);
     EMB_CHECK_NULL(path);
-    struct stat st;
-    Reader r = {fopen(path, "rb"), path, 0};
-    if (!r.f)
-        return emb__fail(EMB_EIO, "cannot open checkpoint %s: %s", path, strerror(errno));
-    setvbuf(r.f, NULL, _IOFBF, 1u << 20);
-    r.size = fstat(fileno(r.f), &st) == 0 ? (int64_t)st.st_size : 0;
-    uint32_t ntables = 0;
-    int64_t step = 0;
-    int e = check_structure(&r, s, &ntables, &step);
-    if (!e)
-        e = check_crc(&r);
-    if (!e)
-        e = load(&r, s, ntables);
-    fclose(r.f);
-    if (!e && global_step)
-        *global_step = step;
-    return e;
+    if (flags & ~(unsigned)EMB_CHECKPOINT_MMAP)
+        return emb__fail(EMB_EINVAL, "emb_checkpoint_open: unknown flags 0x%x", flags);
+    EmbCheckpoint *ck = calloc(1, sizeof *ck);
+    if (!ck)
+        return emb__fail(EMB_ENOMEM, "out of memory opening %s", path);
+    uint64_t size;
+    int r;
+    const int fd = open_checkpoint(path, &ck->c, &size, &r);
+    if (fd >= 0) {
+        ck->size = (size_t)size;
+        r = flags & EMB_CHECKPOINT_MMAP ? map_tables(ck, fd, path) : 0;
+        close(fd);
+    }
+    if (r) {
+        emb_checkpoint_close(&ck);
+        return r;
+    }
+    *out = ck;
+    return 0;
+}
+
+int64_t emb_checkpoint_count(const EmbCheckpoint *ck)
+{
+    return ck ? ck->c.ntensors : 0;
+}
+
+int64_t emb_checkpoint_global_step(const EmbCheckpoint *ck)
+{
+    return ck ? ck->c.global_step : 0;
+}
+
+int emb_checkpoint_entry(const EmbCheckpoint *ck, int64_t i, EmbCheckpointEntry *out)
+{
+    EMB_CHECK_NULL(ck);
+    EMB_CHECK_NULL(out);
+    if (i < 0 || i >= ck->c.ntensors)
+        return emb__fail(EMB_ERANGE, "checkpoint entry %lld is outside [0, %lld)", (long long)i,
+                         (long long)ck->c.ntensors);
+    const EmbCkptTensor *t = &ck->c.tensors[i];
+    const EmbCkptTable *tb = &ck->c.tables[t->table];
+    EmbOptSlot slots[2];
+    if (t->slot >= 0)
+        emb__optimizer_slots(ck->c.opt.kind, ck->c.tensors[tb->values].width, slots);
+    *out = (EmbCheckpointEntry){.name = t->name, .table = tb->name,
+                                .slot = t->slot >= 0 ? slots[t->slot].name : NULL,
+                                .ncolumns = t->ncolumns, .featuresize = t->width,
+                                .dtype = t->dtype, .nshards = tb->nshards,
+                                .partition = tb->partition, .step = tb->step};
+    return 0;
+}
+
+int emb_checkpoint_optimizer(const EmbCheckpoint *ck, EmbOptimizerConfig *out)
+{
+    EMB_CHECK_NULL(ck);
+    EMB_CHECK_NULL(out);
+    if (!ck->c.has_opt)
+        return emb__fail(EMB_ENOTFOUND, "the checkpoint was saved without an optimizer");
+    *out = ck->c.opt;
+    return 0;
+}
+
+int emb_checkpoint_table(const EmbCheckpoint *ck, const char *name, EmbTable **out)
+{
+    EMB_CHECK_NULL(ck);
+    EMB_CHECK_NULL(name);
+    EMB_CHECK_NULL(out);
+    if (!ck->tables)
+        return emb__fail(EMB_EINVAL, "the checkpoint was not opened with EMB_CHECKPOINT_MMAP");
+    for (int64_t i = 0; i < ck->c.ntensors; i++)
+        if (strcmp(ck->c.tensors[i].name, name) == 0) {
+            *out = ck->tables[i];
+            return 0;
+        }
+    return emb__fail(EMB_ENOTFOUND, "the checkpoint has no tensor \"%s\"", name);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store.c — the named store: get-or-create with tf.variable_scope's reuse rules, the
  * trainable flag, and the report of tables never initialised. A store holds tens to a few
@@ -87,6 +88,12 @@ int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse, EmbT
                          spec->name, EMB_NAME_MAX);
     if (reuse < EMB_REUSE_NO || reuse > EMB_REUSE_AUTO)
         return emb__fail(EMB_EINVAL, "reuse %d is not NO, YES or AUTO", (int)reuse);
+    if (spec->nshards < 0)
+        return emb__fail(EMB_EINVAL, "nshards %d of table \"%s\" is negative",
+                         (int)spec->nshards, spec->name);
+    if (spec->partition & ~(unsigned)(EMB_PARTITION_MOD | EMB_PARTITION_DIV))
+        return emb__fail(EMB_EINVAL, "partition 0x%x of table \"%s\" is not MOD or DIV",
+                         spec->partition, spec->name);
     const EmbStoreEntry *e = emb__store_entry(s, spec->name);
     if (e && reuse == EMB_REUSE_NO)
         return emb__fail(EMB_EEXIST, "table \"%s\" exists already (reuse it with "
@@ -121,6 +128,8 @@ static int list(const EmbStore *s, int (*keep)(const EmbStoreEntry *, int), int 
 {
     EMB_CHECK_NULL(s);
     EMB_CHECK_NULL(n);
+    if (cap < 0)
+        return emb__fail(EMB_EINVAL, "cap %lld is negative", (long long)cap);
     if (cap > 0)
         EMB_CHECK_NULL(tables);
     int64_t k = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store_impl.h — the inside of EmbStore, shared by store.c and checkpoint.c. */
 #ifndef EMB_STORE_IMPL_H
 #define EMB_STORE_IMPL_H

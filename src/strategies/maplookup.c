@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * maplookup.c — emb_maplookup(): many tables, each with its own batch, under a strategy.
  *
@@ -22,7 +23,7 @@
 
 #include "lookup/batch.h"
 #include "lookup/lookup_impl.h"
-#include "strategies/strategy_priv.h"
+#include "strategies/strategy_impl.h"
 #include "tables/table_impl.h"
 
 /* Fewest bags an automatic prealloc-concat chunk holds. */
@@ -64,58 +65,19 @@ static int prefixed(int code, int64_t i)
     return emb__fail(code, "emb_maplookup: tables[%lld]: %s", (long long)i, msg);
 }
 
-/* The concat layout: prependrows, equal bag counts, a wide enough row. */
-static int check_concat(const Call *c)
-{
-    const EmbOutputs *o = c->outputs;
-    if (o->prependrows < 0)
-        return emb__fail(EMB_EINVAL, "emb_maplookup: prependrows %lld is negative",
-                         (long long)o->prependrows);
-    const int64_t nbags = c->batches[0].nbags;
-    int64_t width = o->prependrows;
-    for (int64_t i = 0; i < c->ntables; i++) {
-        if (c->batches[i].nbags != nbags)
-            return emb__fail(EMB_ESHAPE,
-                             "emb_maplookup: concat output needs equal bag counts, but "
-                             "batches[%lld].nbags = %lld and batches[0].nbags = %lld",
-                             (long long)i, (long long)c->batches[i].nbags, (long long)nbags);
-        if (__builtin_add_overflow(width, (int64_t)c->tables[i]->featuresize, &width))
-            return emb__fail(EMB_EOVERFLOW, "emb_maplookup: concat row width overflows");
-    }
-    if (o->concat_stride < width)
-        return emb__fail(EMB_ESHAPE,
-                         "emb_maplookup: concat_stride %lld < prependrows + sum of feature "
-                         "sizes = %lld", (long long)o->concat_stride, (long long)width);
-    return 0;
-}
-
 /* What can be checked without reading ids, on the caller; fills the slots. */
 static int check_layout(Call *c)
 {
-    const EmbOutputs *o = c->outputs;
-    for (int64_t i = 0; i < c->ntables; i++)
-        if (!c->tables[i])
-            return emb__fail(EMB_ENULL, "emb_maplookup: tables[%lld] is NULL", (long long)i);
-    if (o->concat) {
-        int r = check_concat(c);
-        if (r)
-            return r;
-    } else if (!o->per_table) {
-        return emb__fail(EMB_ENULL, "emb_maplookup: outputs has neither concat nor per_table");
-    }
-    int64_t off = o->prependrows;
+    const int r = emb__outputs_check("emb_maplookup", c->tables, c->ntables, c->batches,
+                                     c->outputs);
+    if (r)
+        return r;
+    int64_t col = 0;
     for (int64_t i = 0; i < c->ntables; i++) {
         const EmbTable *t = c->tables[i];
         const EmbBatch *b = &c->batches[i];
         Slot *s = &c->slots[i];
-        if (o->concat) {
-            s->out = o->concat + off;
-            s->stride = o->concat_stride;
-            off += t->featuresize;
-        } else {
-            s->out = o->per_table[i];
-            s->stride = o->strides ? o->strides[i] : t->featuresize;
-        }
+        s->out = emb__outputs_next(c->outputs, c->tables, i, &col, &s->stride);
         s->work = ((double)b->nnz * (double)t->elsize + (double)b->nbags * 4.0) * t->featuresize;
     }
     return 0;
@@ -126,7 +88,7 @@ static void check_task(void *ctx, int64_t i, int thread)
     (void)thread;
     const Call *c = ctx;
     Slot *s = &c->slots[i];
-    s->result = emb__batch_check(c->tables[i], &c->batches[i], pooling_of(c, i));
+    s->result = emb__batch_check_forward(c->tables[i], &c->batches[i], pooling_of(c, i));
     if (!s->result)
         s->result = emb__output_check(c->tables[i], s->out, c->batches[i].nbags, s->stride,
                                       c->outputs->concat ? "concat output" : "per_table output");
@@ -233,7 +195,11 @@ static int64_t auto_chunks(const Call *c, int nthreads)
 
 static void run(EmbStrategy *st, Call *c)
 {
-    switch (st->kind) {
+    EmbStrategyKind kind = st->kind;
+    if (kind == EMB_STRATEGY_AUTO)
+        kind = emb__auto_forward_kind(st->nthreads, &c->slots[0].work, c->ntables,
+                                      sizeof(Slot));
+    switch (kind) {
     case EMB_STRATEGY_PARALLEL:
         sort_by_work(c);
         emb__strategy_run(st, c->ntables, table_task, c);
@@ -260,7 +226,8 @@ static int plan(EmbStrategy *st, Call *c)
     if (!p)
         return EMB_ENOMEM;
     c->slots = (Slot *)p;
-    c->order = st->kind == EMB_STRATEGY_PARALLEL || st->kind == EMB_STRATEGY_PREALLOC_CONCAT
+    c->order = st->kind == EMB_STRATEGY_PARALLEL || st->kind == EMB_STRATEGY_PREALLOC_CONCAT ||
+                       st->kind == EMB_STRATEGY_AUTO
                    ? (int64_t *)(p + n * sizeof(Slot)) : NULL;
     return 0;
 }

@@ -1,12 +1,13 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * strategy.c — the strategy objects: constructors, options, per-thread scratch and the
- * entry points of strategy_impl.h that the multi-table update runs on.
+ * strategy.c — the strategy objects: constructors, options, the buffers they own (per-thread
+ * scratch, per-call plans) and the entry points of strategy_impl.h.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "platform.h"
-#include "strategies/strategy_priv.h"
+#include "strategies/strategy_impl.h"
 
 /* Checks the options of a threaded strategy; NULL stands for all defaults. */
 static int check_options(const EmbStrategyOptions *o)
@@ -86,6 +87,27 @@ int emb_strategy_prealloc_concat(EmbStrategy **out, const EmbStrategyOptions *op
     return create_threaded(out, EMB_STRATEGY_PREALLOC_CONCAT, opts, 4);
 }
 
+int emb_strategy_auto(EmbStrategy **out, const EmbStrategyOptions *opts)
+{
+    return create_threaded(out, EMB_STRATEGY_AUTO, opts, 4);
+}
+
+EmbStrategyKind emb__auto_forward_kind(int nthreads, const double *work, int64_t ntables,
+                                       size_t work_stride)
+{
+    if (nthreads <= 1)
+        return EMB_STRATEGY_PARALLEL;
+    if (ntables < 4 * (int64_t)nthreads)
+        return EMB_STRATEGY_PREALLOC_CONCAT;
+    double total = 0.0, most = 0.0;
+    for (int64_t i = 0; i < ntables; i++) {
+        const double w = *(const double *)((const char *)work + (size_t)i * work_stride);
+        total += w;
+        most = EMB_MAX(most, w);
+    }
+    return most * nthreads <= total ? EMB_STRATEGY_PARALLEL : EMB_STRATEGY_PREALLOC_CONCAT;
+}
+
 int emb_strategy_custom(EmbStrategy **out, const EmbStrategyCallbacks *cb, void *user)
 {
     EMB_CHECK_NULL(out);
@@ -110,6 +132,7 @@ void emb_strategy_destroy(EmbStrategy **sp)
     free(s->scratch);
     emb__aligned_free(s->plan.p);
     emb__aligned_free(s->batches.p);
+    emb__aligned_free(s->updates.p);
     free(s);
     *sp = NULL;
 }
@@ -127,12 +150,13 @@ const char *emb_strategy_name(const EmbStrategy *s)
     case EMB_STRATEGY_SEQUENTIAL: return "sequential";
     case EMB_STRATEGY_PARALLEL: return "parallel";
     case EMB_STRATEGY_PREALLOC_CONCAT: return "prealloc-concat";
+    case EMB_STRATEGY_AUTO: return "auto";
     case EMB_STRATEGY_CUSTOM: return "custom";
     }
     return "?";
 }
 
-/* ---- strategy_impl.h ----------------------------------------------------------------- */
+/* ---- for the ensemble operations (strategy_impl.h) ----------------------------------- */
 
 EmbStrategyKind emb__strategy_kind(const EmbStrategy *s)
 {
@@ -141,14 +165,21 @@ EmbStrategyKind emb__strategy_kind(const EmbStrategy *s)
 
 int emb__strategy_num_splits(const EmbStrategy *s)
 {
-    return s->kind == EMB_STRATEGY_PREALLOC_CONCAT ? s->num_splits : 1;
+    return s->kind == EMB_STRATEGY_PREALLOC_CONCAT || s->kind == EMB_STRATEGY_AUTO
+               ? s->num_splits : 1;
 }
 
 int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables)
 {
-    if (s->kind == EMB_STRATEGY_PREALLOC_CONCAT && s->splits_auto && ntables >= 4 * s->nthreads)
-        return 1; /* enough whole tables to balance the threads: splitting only costs */
-    return emb__strategy_num_splits(s);
+    if ((s->kind != EMB_STRATEGY_PREALLOC_CONCAT && s->kind != EMB_STRATEGY_AUTO) ||
+        !s->splits_auto)
+        return emb__strategy_num_splits(s);
+    if (s->nthreads <= 1 || ntables >= 4 * s->nthreads)
+        return 1; /* one thread, or enough whole tables to balance the threads: splitting
+                     only costs (a sorting pass over the ids) */
+    /* about two tasks per thread in every phase, at least the default 4 splits */
+    const int64_t want = (2 * (int64_t)s->nthreads + ntables - 1) / ntables;
+    return (int)EMB_MIN(EMB_MAX(want, s->num_splits), 64);
 }
 
 const EmbStrategyCallbacks *emb__strategy_callbacks(const EmbStrategy *s, void **user)

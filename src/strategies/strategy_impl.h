@@ -1,28 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * strategy_impl.h — what the rest of the library (the multi-table update in update/) may
- * ask of a strategy: its kind and sizes, per-thread scratch, and running tasks on its
- * threads. OpenMP lives only behind emb__strategy_run (threads.c), never in callers.
+ * strategy_impl.h — the inside of EmbStrategy, shared by the files of src/strategies/ (and
+ * by test_strategies.c): the object and its buffers (strategy.c), the thread launcher
+ * (threads.c), and what the ensemble operations (maplookup.c, update_many.c) ask of a
+ * strategy: its kind and sizes, its buffers, and running tasks on its threads. OpenMP
+ * lives only behind emb__strategy_run (threads.c), never in callers. No other layer
+ * includes this header: strategies sit above lookup and update.
  */
 #ifndef EMB_STRATEGY_IMPL_H
 #define EMB_STRATEGY_IMPL_H
 
 #include "embtables/strategy.h"
+#include "internal.h"
 
 typedef enum EmbStrategyKind {
     EMB_STRATEGY_SEQUENTIAL = 0,
     EMB_STRATEGY_PARALLEL = 1,
     EMB_STRATEGY_PREALLOC_CONCAT = 2,
     EMB_STRATEGY_CUSTOM = 3,
+    EMB_STRATEGY_AUTO = 4,
 } EmbStrategyKind;
+
+/*
+ * The auto strategy's forward choice (strategy.h, emb_strategy_auto): whole tables per
+ * thread (EMB_STRATEGY_PARALLEL) when there are at least 4 tables per thread and no table
+ * has more than a thread's share of the work (@work[i]: nnz x featuresize x element
+ * size); bag chunks (EMB_STRATEGY_PREALLOC_CONCAT) otherwise. One thread: PARALLEL (the
+ * tables in order on the caller).
+ */
+EmbStrategyKind emb__auto_forward_kind(int nthreads, const double *work, int64_t ntables,
+                                       size_t work_stride);
 
 EmbStrategyKind emb__strategy_kind(const EmbStrategy *s);
 /* Splits per table for the update (1 for sequential and parallel). */
 int emb__strategy_num_splits(const EmbStrategy *s);
 /*
  * Splits per table for an update of @ntables tables: num_splits, except that a
- * prealloc-concat strategy whose num_splits was left at 0 (auto) splits no table when there
- * are at least 4 tables per thread (whole tables balance the threads; splitting a table
- * costs an extra pass over its ids).
+ * prealloc-concat strategy whose num_splits was left at 0 (auto) splits no table with one
+ * thread or when there are at least 4 tables per thread (whole tables balance the threads; splitting a table
+ * costs an extra pass over its ids), and otherwise about 2 x nthreads / ntables splits, at
+ * least 4 and at most 64 (so that one large table keeps every thread busy).
  */
 int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables);
 /* The user callbacks and user data of a custom strategy (NULL otherwise). */
@@ -46,5 +63,71 @@ typedef void (*emb_task_fn)(void *ctx, int64_t task, int thread);
  * independent of which thread runs a task.
  */
 void emb__strategy_run(EmbStrategy *s, int64_t ntasks, emb_task_fn fn, void *ctx);
+
+/* The most threads a strategy may ask for. */
+#define EMB_MAX_THREADS 4096
+
+/* A buffer owned by the strategy: grown when more is asked, never shrunk. */
+typedef struct EmbGrowBuf {
+    void *p;
+    size_t bytes;
+} EmbGrowBuf;
+
+struct EmbStrategy {
+    EmbStrategyKind kind;
+    int nthreads;
+    EmbPinning pinning;
+    int32_t chunks;      /* prealloc-concat: bag chunks per table (0: auto) */
+    int num_splits;      /* multi-table update: splits per table */
+    bool splits_auto;    /* num_splits was left to the library (option 0) */
+
+    /* every buffer an ensemble call needs beyond the caller's and the indexers' */
+    void **scratch;      /* nthreads per-thread buffers of scratch_bytes each */
+    size_t scratch_bytes;
+    EmbGrowBuf plan;     /* emb_maplookup's per-call plan */
+    EmbGrowBuf batches;  /* the batches built by the id-matrix conveniences */
+    EmbGrowBuf updates;  /* emb_update_many's per-table plans */
+
+    double update_times[4];  /* emb_update_many's last phases (EmbUpdateTimes order) */
+
+    EmbStrategyCallbacks cb; /* custom strategies */
+    void *user;
+};
+
+/*
+ * Makes @b hold at least @bytes (64-byte aligned; contents not kept when it grows).
+ * Returns the buffer, or NULL after recording EMB_ENOMEM (the old buffer is kept).
+ */
+void *emb__growbuf(EmbGrowBuf *b, size_t bytes);
+
+/*
+ * The thread launcher (threads.c): runs tasks [0, ntasks) on up to @nthreads threads
+ * (the caller is thread 0), handing them out dynamically in index order, each thread
+ * pinned by @pinning. Runs on the caller alone when nthreads or ntasks is 1, or when the
+ * library is built without OpenMP.
+ */
+void emb__threads_run(int nthreads, EmbPinning pinning, int64_t ntasks, emb_task_fn fn,
+                      void *ctx);
+
+/* ---- the output layout (outputs.c) ----------------------------------------------------
+ * The one owner of EmbOutputs: per-table buffers, or one concat matrix in which table i
+ * has the columns [prependrows + Σ_{j<i} D_j, prependrows + Σ_{j<=i} D_j) of every row.
+ * emb_maplookup writes it, emb_maplookup_backward reads it; both check it here.
+ */
+
+/*
+ * Checks @o for @n tables and their batches without reading ids: no NULL table, a buffer
+ * set, and for concat: prependrows >= 0 (EMB_EINVAL), equal bag counts (EMB_ESHAPE), a row
+ * width that does not overflow (EMB_EOVERFLOW) and fits concat_stride (EMB_ESHAPE).
+ * @op names the calling function in messages. Returns 0 or the code, message set.
+ */
+int emb__outputs_check(const char *op, EmbTable *const *tables, int64_t n,
+                       const EmbBatch *batches, const EmbOutputs *o);
+/*
+ * Table @i's rows in a checked @o: returns row 0 and sets *stride. Call for i = 0, 1, ...
+ * in order with one @col, set to 0 before the first call (the concat column so far).
+ */
+float *emb__outputs_next(const EmbOutputs *o, EmbTable *const *tables, int64_t i, int64_t *col,
+                         int64_t *stride);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * threads.c — the thread launcher: the one place of the library with OpenMP pragmas.
  *
@@ -9,7 +10,7 @@
  * order.
  */
 #include "platform.h"
-#include "strategies/strategy_priv.h"
+#include "strategies/strategy_impl.h"
 
 #if EMB_HAVE_OPENMP
 #include <omp.h>

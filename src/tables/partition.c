@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * partition.c — partitioned tables (TF's list of params with partition_strategy "mod" or
  * "div") behind the column-pointer interface, and the partitioners that choose the shard
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "embtables/partition.h"
+#include "platform.h"
 #include "tables/table_impl.h"
 
 typedef struct Partition {
@@ -63,7 +65,8 @@ static int check_mode(unsigned flags, unsigned allowed)
 int64_t emb_partition_shard_rows(int64_t nrows, int32_t nshards, int32_t shard)
 {
     if (nrows < 0 || nshards < 1 || shard < 0 || shard >= nshards)
-        return 0;
+        return emb__fail(EMB_EINVAL, "shard %d of %lld rows over %d shards: need nrows >= 0 "
+                         "and 0 <= shard < nshards", (int)shard, (long long)nrows, (int)nshards);
     return nrows / nshards + (shard < nrows % nshards ? 1 : 0);
 }
 
@@ -75,6 +78,10 @@ static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, const cha
         const EmbTable *s = shards[i];
         if (!s)
             return emb__fail(EMB_ENULL, "shard %d is NULL (partitioned table \"%s\")", (int)i,
+                             name);
+        if (s->kind == EMB_KIND_DYNAMIC || s->kind == EMB_KIND_DYNAMIC_STATE)
+            return emb__fail(EMB_ENOTSUP, "shard %d is a dynamic table: partitioned dynamic "
+                             "tables are not supported yet (partitioned table \"%s\")", (int)i,
                              name);
         if (s->featuresize != s0->featuresize)
             return emb__fail(EMB_ESHAPE, "shard %d has featuresize %d, shard 0 has %d "
@@ -179,9 +186,21 @@ int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t features
     int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV | EMB_PARTITION_OWN_SHARDS);
     if (r)
         return r;
-    if (nrows < 0 || nshards < 1)
-        return emb__fail(EMB_EINVAL, "nrows %lld / nshards %d: need nrows >= 0, nshards >= 1",
-                         (long long)nrows, (int)nshards);
+    if (nrows < 0 || nshards < 1 || nshards > EMB_MAX(nrows, 1))
+        return emb__fail(EMB_EINVAL, "nrows %lld / nshards %d: need nrows >= 0 and "
+                         "1 <= nshards <= max(nrows, 1)", (long long)nrows, (int)nshards);
+    if (featuresize < 1)
+        return emb__fail(EMB_EINVAL, "featuresize %d is not >= 1", (int)featuresize);
+    if (emb_dtype_size(dtype) == 0)
+        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
+    /* the shards' data and headers must fit in this machine's memory (checked before
+       anything is allocated: over-committed memory fails only when touched) */
+    const double need = (double)nrows * featuresize * (double)emb_dtype_size(dtype) +
+                        (double)nshards * (double)(sizeof(EmbTable) + 2 * EMB_ALIGN);
+    if (need > (double)emb__platform_memory_bytes())
+        return emb__fail(EMB_ENOMEM, "%lld rows of %d elements over %d shards need %.0f bytes, "
+                         "more than this machine's memory", (long long)nrows, (int)featuresize,
+                         (int)nshards, need);
     EmbTable **shards = calloc((size_t)nshards, sizeof *shards);
     if (!shards)
         return emb__fail(EMB_ENOMEM, "out of memory for %d shards", (int)nshards);

@@ -1,12 +1,14 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * table.c — the table interface and the simple (owned / wrapped) and custom table types.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "platform.h"
-#include "tables/table_impl.h"
+#include "tables/dynamic_impl.h"
 
 static void *simple_column(const EmbTable *t, int64_t column, EmbContext ctx)
 {
@@ -42,6 +44,14 @@ int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     if (emb_dtype_size(dtype) == 0)
         return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16 (table \"%s\")",
                          (int)dtype, name);
+    if (opts) {
+        const int r = emb__placement_check(opts->placement, opts->numa_node, name[0] ? name : "unnamed table");
+        if (r)
+            return r;
+    }
+    if (opts && (opts->flags & ~(unsigned)EMB_TABLE_CHECK_FINITE))
+        return emb__fail(EMB_EINVAL, "table flags 0x%x have unknown bits (table \"%s\")",
+                         opts->flags, name);
     if (opts && opts->static_size != 0 && opts->static_size != featuresize)
         return emb__fail(EMB_ESHAPE, "static_size %d != featuresize %d (table \"%s\")",
                          (int)opts->static_size, (int)featuresize, name);
@@ -52,6 +62,7 @@ int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     t->dtype = dtype;
     t->featuresize = featuresize;
     t->static_size = opts ? opts->static_size : 0;
+    t->check_finite = opts && (opts->flags & EMB_TABLE_CHECK_FINITE);
     t->ncolumns = ncolumns;
     t->elsize = emb_dtype_size(dtype);
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -60,9 +71,8 @@ int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     return 0;
 }
 
-/* Column stride in bytes for an owned table: see EmbTableOptions::column_align. */
-static int column_stride(size_t rowbytes, const EmbTableOptions *opts, size_t *stride,
-                         size_t *align)
+int emb__column_stride(size_t rowbytes, const EmbTableOptions *opts, size_t *stride,
+                       size_t *align)
 {
     size_t a = opts && opts->column_align ? (size_t)opts->column_align : 0;
     if (a == 0) {
@@ -70,10 +80,25 @@ static int column_stride(size_t rowbytes, const EmbTableOptions *opts, size_t *s
         while (a / 2 >= rowbytes && a > 4)
             a /= 2;
     } else if ((a & (a - 1)) != 0 || a > 4096) {
-        return emb__fail(EMB_EINVAL, "column_align %zu is not a power of two <= 4096", a);
+        return emb__fail(EMB_EINVAL, "column_align %d is not a power of two <= 4096",
+                         (int)opts->column_align);
     }
     *stride = (rowbytes + a - 1) / a * a;
     *align = a < EMB_ALIGN ? EMB_ALIGN : a;
+    return 0;
+}
+
+int emb__finite_check(const EmbTable *t, const float *rows, int64_t n, int32_t width,
+                      int64_t stride, const char *what)
+{
+    if (!t->check_finite || !rows)
+        return 0;
+    for (int64_t r = 0; r < n; r++)
+        for (int32_t i = 0; i < width; i++)
+            if (!isfinite(rows[r * stride + i]))
+                return emb__fail(EMB_ENONFINITE, "%s: element %d of row %lld is %g (%s checks "
+                                 "for finite values)", what, (int)i, (long long)r,
+                                 (double)rows[r * stride + i], emb__table_label(t));
     return 0;
 }
 
@@ -87,7 +112,7 @@ int emb_table_create(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
         return r;
     size_t stride = 0, align = EMB_ALIGN;
     int64_t bytes;
-    r = column_stride((size_t)featuresize * t->elsize, opts, &stride, &align);
+    r = emb__column_stride((size_t)featuresize * t->elsize, opts, &stride, &align);
     if (r)
         goto fail;
     if (!emb__mul_ok(ncolumns, (int64_t)stride, &bytes) || (uint64_t)bytes > SIZE_MAX / 2) {
@@ -179,9 +204,14 @@ int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, 
 {
     EMB_CHECK_NULL(t);
     EMB_CHECK_NULL(out);
+    if (ctx < EMB_CTX_NONE || ctx > EMB_CTX_UPDATE)
+        return emb__fail(EMB_EINVAL, "context %d is not NONE, FORWARD or UPDATE (%s)", (int)ctx,
+                         emb__table_label(t));
     if (column < 0 || column >= t->ncolumns)
         return emb__fail(EMB_ERANGE, "column %lld is not in [0, %lld) (%s)", (long long)column,
                          (long long)t->ncolumns, emb__table_label(t));
+    if (emb__is_dynamic(t) && ctx == EMB_CTX_UPDATE) /* may create the row: may fail */
+        return emb__dynamic_get_or_create((EmbTable *)t, column, out);
     *out = emb__column(t, column, ctx);
     return 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * table_impl.h — the inside of EmbTable, shared by the table types, the lookup, the update
  * and the strategies. A table type fills `column_fn`; a simple table also sets `data` so
@@ -15,6 +16,8 @@ typedef enum EmbTableKind {
     EMB_KIND_SIMPLE = 0,
     EMB_KIND_CUSTOM = 1,
     EMB_KIND_PARTITIONED = 2,
+    EMB_KIND_DYNAMIC = 3,       /* dynamic.c: hash-keyed rows */
+    EMB_KIND_DYNAMIC_STATE = 4, /* dynamic.c: a dynamic table's optimizer state, by id */
 } EmbTableKind;
 
 struct EmbTable {
@@ -25,6 +28,7 @@ struct EmbTable {
     int64_t ncolumns;
     size_t elsize;       /* bytes per element */
     char name[EMB_NAME_MAX + 1];
+    bool check_finite;   /* EMB_TABLE_CHECK_FINITE: writes check their inputs first */
 
     /* simple tables: column c at data + c * stride (bytes); NULL for other kinds */
     char *data;
@@ -59,7 +63,18 @@ EMB_INLINE void *emb__column(const EmbTable *t, int64_t column, EmbContext ctx)
 int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbDtype dtype,
                      const EmbTableOptions *opts);
 
+/* Column stride in bytes of an owned table (EmbTableOptions::column_align: 64, or the
+   row's power-of-two size when smaller) and the allocation's alignment; 0 or EMB_EINVAL. */
+int emb__column_stride(size_t rowbytes, const EmbTableOptions *opts, size_t *stride,
+                       size_t *align);
 /* Short name for messages: `table "name"` or `unnamed table`. Thread-local buffer. */
 const char *emb__table_label(const EmbTable *t);
+/*
+ * With EMB_TABLE_CHECK_FINITE on @t: EMB_ENONFINITE (naming @what, the row and the
+ * element) when one of @n rows of @width floats at @rows + r * @stride is NaN or infinite;
+ * else (or without the flag, or rows NULL) 0.
+ */
+int emb__finite_check(const EmbTable *t, const float *rows, int64_t n, int32_t width,
+                      int64_t stride, const char *what);
 
 #endif

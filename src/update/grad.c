@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * grad.c — gradient holders: the lazy pullback of a lookup (and of a maplookup, concat
- * layout included) and materialised sparse gradients. Recording validates and copies the
- * descriptors; no work per id happens until an update consumes the gradient.
+ * grad.c — gradient holders: the lazy pullback of a lookup and materialised sparse
+ * gradients (emb_maplookup_backward, in strategies/, records one pullback per table).
+ * Recording validates and copies the descriptors; no work per id happens until an update
+ * consumes the gradient.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,21 +30,37 @@ void emb_grad_destroy(EmbGrad **g)
     *g = NULL;
 }
 
-int emb_lookup_backward(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
-                        const float *grad_out, int64_t grad_stride, EmbGrad *grad)
+int emb__lookup_backward_check(const EmbTable *table, const EmbBatch *batch,
+                               const EmbPooling *pooling, const float *grad_out,
+                               int64_t grad_stride, bool ids)
 {
-    EMB_CHECK_NULL(grad);
-    int r = emb__batch_check(table, batch, pooling);
+    int r = ids ? emb__batch_check(table, batch, pooling)
+                : emb__batch_check_shape(table, batch, pooling);
     if (!r)
         r = emb__output_check(table, grad_out, batch->nbags, grad_stride, "output gradient");
-    if (r)
-        return r;
+    return r;
+}
+
+void emb__lookup_backward_record(const EmbTable *table, const EmbBatch *batch,
+                                 const EmbPooling *pooling, const float *grad_out,
+                                 int64_t grad_stride, EmbGrad *grad)
+{
     *grad = (EmbGrad){
         .kind = EMB_GRAD_PULLBACK, .table = table, .batch = *batch,
         .pooling = pooling ? *pooling : emb__pooling_sum,
         .dy = grad_out, .dy_stride = grad_stride,
     };
-    return 0;
+}
+
+int emb_lookup_backward(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
+                        const float *grad_out, int64_t grad_stride, EmbGrad *grad)
+{
+    EMB_CHECK_NULL(grad);
+    const int r = emb__lookup_backward_check(table, batch, pooling, grad_out, grad_stride,
+                                             true);
+    if (!r)
+        emb__lookup_backward_record(table, batch, pooling, grad_out, grad_stride, grad);
+    return r;
 }
 
 /* Shape checks of a sparse gradient that do not look at its ids. */
@@ -82,10 +100,10 @@ int emb_grad_set_sparse(EmbGrad *grad, const EmbTable *table, const EmbSparseGra
     return 0;
 }
 
-static int sparse_ids_check(const EmbTable *t, const EmbSparseGrad *s)
+static int sparse_ids_check(const EmbTable *t, const EmbSparseGrad *s, int64_t k0, int64_t k1)
 {
     const EmbBatch b = {.ids = s->ids, .id_type = s->id_type};
-    for (int64_t k = 0; k < s->n; k++) {
+    for (int64_t k = k0; k < k1; k++) {
         const int64_t id = emb__batch_id(&b, k);
         if (id < 0 || id >= t->ncolumns)
             return emb__fail(EMB_ERANGE, "gradient id %lld at position %lld is not in [0, %lld) "
@@ -97,6 +115,18 @@ static int sparse_ids_check(const EmbTable *t, const EmbSparseGrad *s)
 
 int emb__grad_check(const EmbTable *t, const EmbGrad *g)
 {
+    return emb__grad_check_ex(t, g, true);
+}
+
+int emb__grad_check_ids(const EmbTable *t, const EmbGrad *g, int64_t k0, int64_t k1)
+{
+    if (g->kind == EMB_GRAD_SPARSE)
+        return sparse_ids_check(t, &g->sparse, k0, k1);
+    return emb__batch_check_ids(t, &g->batch, &g->pooling, k0, k1);
+}
+
+int emb__grad_check_ex(const EmbTable *t, const EmbGrad *g, bool check_ids)
+{
     if (g->kind == EMB_GRAD_EMPTY)
         return emb__fail(EMB_EINVAL, "the gradient for %s holds nothing (record it first)",
                          emb__table_label(t));
@@ -107,83 +137,20 @@ int emb__grad_check(const EmbTable *t, const EmbGrad *g)
                          emb__table_label(t));
     }
     if (g->kind == EMB_GRAD_SPARSE) {
-        const int r = sparse_shape_check(t, &g->sparse);
-        return r ? r : sparse_ids_check(t, &g->sparse);
+        const EmbSparseGrad *s = &g->sparse;
+        int r = sparse_shape_check(t, s);
+        r = r || !check_ids ? r : sparse_ids_check(t, s, 0, s->n);
+        return r ? r : emb__finite_check(t, s->values, s->n, t->featuresize, s->stride,
+                                         "gradient");
     }
-    return emb__batch_check(t, &g->batch, &g->pooling);
+    int r = check_ids ? emb__batch_check(t, &g->batch, &g->pooling)
+                         : emb__batch_check_shape(t, &g->batch, &g->pooling);
+    r = r ? r : emb__finite_check(t, g->dy, g->batch.nbags, t->featuresize, g->dy_stride,
+                                  "output gradient");
+    return r ? r : emb__finite_check(t, g->batch.weights, g->batch.nnz, 1, 1, "weights");
 }
 
 int64_t emb__grad_max_rows(const EmbGrad *g)
 {
     return g->kind == EMB_GRAD_SPARSE ? g->sparse.n : emb__pullback_max_entries(&g->batch);
-}
-
-/* Output-gradient row 0 and stride of table i in @o (checked by the caller). */
-static const float *slice(const EmbOutputs *o, EmbTable *const *tables, int64_t i,
-                          int64_t *stride)
-{
-    if (!o->concat) {
-        *stride = o->strides ? o->strides[i] : tables[i]->featuresize;
-        return o->per_table[i];
-    }
-    int64_t col = o->prependrows;
-    for (int64_t j = 0; j < i; j++)
-        col += tables[j]->featuresize;
-    *stride = o->concat_stride;
-    return o->concat + col;
-}
-
-static int outputs_check(EmbTable *const *tables, int64_t n, const EmbBatch *batches,
-                         const EmbOutputs *o)
-{
-    if (!o->concat) {
-        EMB_CHECK_NULL(o->per_table);
-        return 0;
-    }
-    int64_t width = o->prependrows;
-    for (int64_t i = 0; i < n; i++) {
-        if (batches[i].nbags != batches[0].nbags)
-            return emb__fail(EMB_ESHAPE, "concat gradient: table %lld has %lld bags, table 0 "
-                             "%lld", (long long)i, (long long)batches[i].nbags,
-                             (long long)batches[0].nbags);
-        width += tables[i]->featuresize;
-    }
-    if (o->prependrows < 0 || o->concat_stride < width)
-        return emb__fail(EMB_ESHAPE, "concat gradient stride %lld < prependrows + sum of "
-                         "featuresizes %lld", (long long)o->concat_stride, (long long)width);
-    return 0;
-}
-
-int emb_maplookup_backward(EmbTable *const *tables, int64_t ntables, const EmbBatch *batches,
-                           const EmbPooling *poolings, const EmbOutputs *grad_outputs,
-                           EmbGrad *const *grads)
-{
-    EMB_CHECK_NULL(tables);
-    EMB_CHECK_NULL(batches);
-    EMB_CHECK_NULL(grad_outputs);
-    EMB_CHECK_NULL(grads);
-    if (ntables <= 0)
-        return emb__fail(EMB_EINVAL, "emb_maplookup_backward: ntables %lld <= 0",
-                         (long long)ntables);
-    for (int64_t i = 0; i < ntables; i++)
-        if (!tables[i] || !grads[i])
-            return emb__fail(EMB_ENULL, "emb_maplookup_backward: table or grad %lld is NULL",
-                             (long long)i);
-    int r = outputs_check(tables, ntables, batches, grad_outputs);
-    for (int64_t i = 0; i < ntables && !r; i++) {
-        int64_t stride;
-        const float *dy = slice(grad_outputs, tables, i, &stride);
-        EmbGrad probe;
-        r = emb_lookup_backward(tables[i], &batches[i], poolings ? &poolings[i] : NULL, dy,
-                                stride, &probe);
-    }
-    if (r)
-        return r;
-    for (int64_t i = 0; i < ntables; i++) {
-        int64_t stride;
-        const float *dy = slice(grad_outputs, tables, i, &stride);
-        emb_lookup_backward(tables[i], &batches[i], poolings ? &poolings[i] : NULL, dy, stride,
-                            grads[i]);
-    }
-    return 0;
 }

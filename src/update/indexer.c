@@ -1,12 +1,17 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * indexer.c — EmbIndexer: groups gradient rows by distinct id in O(rows).
  *
  * An open-addressing hash (linear probing, load <= 1/2) maps an id to its distinct index,
  * assigned in order of first appearance; the counts' prefix sums then place each distinct
  * id's rows, in row order, for the caller's counting-sort scatter. Slots carry a
- * generation stamp, so a step clears nothing: the hash is
- * sized by the rows of the largest gradient seen, never by the table's ncolumns.
+ * generation stamp, so a step clears nothing: the slot array is sized by the largest
+ * gradient seen, never by the table's ncolumns. Every grouping hashes into a region whose
+ * size is a power of two fitted to its own rows (load <= 1/2, so probing always ends):
+ * the whole-table grouping uses slots [0, hash_size(rows)), the partitioned one (pindex.c)
+ * one such region per partition, side by side. The slot array itself may be any size.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,18 +47,27 @@ void emb_indexer_destroy(EmbIndexer **pix)
     free(ix->pid);
     free(ix->prow);
     free(ix->pcoef);
+    free(ix->dynrow);
     emb__aligned_free(ix->scratch);
     free(ix);
     *pix = NULL;
 }
 
-/* realloc to @n elements of @size, keeping *p on failure. */
-static int grow(void *pp, int64_t n, size_t size)
+/*
+ * realloc from @old to @n elements of @size, keeping *p on failure. The new part is
+ * written once here, so that its pages fault in now, on the caller, and not on first touch
+ * inside a parallel phase of the step (where page faults of many threads serialise on the
+ * process's memory map and one slow thread holds up the step).
+ */
+static int grow(void *pp, int64_t old, int64_t n, size_t size)
 {
     void **p = (void **)pp;
-    void *q = realloc(*p, (size_t)(n > 0 ? n : 1) * size);
+    n = n > 0 ? n : 1;
+    void *q = realloc(*p, (size_t)n * size);
     if (!q)
         return EMB_ENOMEM;
+    old = EMB_MIN(EMB_MAX(old, 0), n);
+    memset((char *)q + (size_t)old * size, 0, (size_t)(n - old) * size);
     *p = q;
     return 0;
 }
@@ -62,10 +76,12 @@ int emb__indexer_reserve_slots(EmbIndexer *ix, int64_t nslots)
 {
     if (nslots <= ix->nslots)
         return 0;
-    EmbSlot *s = calloc((size_t)nslots, sizeof *s);
+    EmbSlot *s = (uint64_t)nslots <= SIZE_MAX / sizeof *s ? malloc((size_t)nslots * sizeof *s)
+                                                          : NULL;
     if (!s)
         return emb__fail(EMB_ENOMEM, "out of memory for an indexer hash of %lld slots",
                          (long long)nslots);
+    memset(s, 0, (size_t)nslots * sizeof *s); /* zero and fault in now (see grow) */
     free(ix->slots);
     ix->slots = s;
     ix->nslots = nslots;
@@ -92,24 +108,28 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
     if (r)
         return r;
     if (rows > ix->row_cap) { /* per gradient row */
-        r = grow(&ix->row_dist, rows, sizeof(int32_t));
-        r = r ? r : grow(&ix->grow, rows, sizeof(void *));
-        r = r ? r : grow(&ix->gcoef, rows, sizeof(float));
-        r = r ? r : grow(&ix->idbuf, rows, sizeof(int64_t));
-        r = r ? r : grow(&ix->pid, rows, sizeof(int64_t));
-        r = r ? r : grow(&ix->prow, rows, sizeof(void *));
-        r = r ? r : grow(&ix->pcoef, rows, sizeof(float));
+        const int64_t old = ix->row_cap;
+        r = grow(&ix->row_dist, old, rows, sizeof(int32_t));
+        r = r ? r : grow(&ix->grow, old, rows, sizeof(void *));
+        r = r ? r : grow(&ix->gcoef, old, rows, sizeof(float));
+        r = r ? r : grow(&ix->idbuf, old, rows, sizeof(int64_t));
+        r = r ? r : grow(&ix->pid, old, rows, sizeof(int64_t));
+        r = r ? r : grow(&ix->prow, old, rows, sizeof(void *));
+        r = r ? r : grow(&ix->pcoef, old, rows, sizeof(float));
         if (!r)
             ix->row_cap = rows;
     }
     if (!r && rows > ix->dist_cap) { /* per distinct id (at most one per row) */
-        r = grow(&ix->ids, rows, sizeof(int64_t));
-        r = r ? r : grow(&ix->counts, rows, sizeof(int64_t));
-        r = r ? r : grow(&ix->starts, rows + 1, sizeof(int64_t));
-        r = r ? r : grow(&ix->cursor, rows, sizeof(int64_t));
+        const int64_t old = ix->dist_cap;
+        r = grow(&ix->ids, old, rows, sizeof(int64_t));
+        r = r ? r : grow(&ix->counts, old, rows, sizeof(int64_t));
+        r = r ? r : grow(&ix->starts, old, rows + 1, sizeof(int64_t));
+        r = r ? r : grow(&ix->cursor, old, rows, sizeof(int64_t));
         if (!r)
             ix->dist_cap = rows;
     }
+    ix->res_ids = ix->ids;
+    ix->res_counts = ix->counts;
     return r ? emb__fail(EMB_ENOMEM, "out of memory for an indexer of %lld rows",
                          (long long)rows)
              : 0;
@@ -119,7 +139,7 @@ int emb__indexer_reserve_entries(EmbIndexer *ix, int64_t n)
 {
     if (n <= ix->entry_cap)
         return 0;
-    if (grow(&ix->entries, n, sizeof(EmbPullEntry)))
+    if (grow(&ix->entries, ix->entry_cap, n, sizeof(EmbPullEntry)))
         return emb__fail(EMB_ENOMEM, "out of memory for %lld gradient entries", (long long)n);
     ix->entry_cap = n;
     return 0;
@@ -159,22 +179,29 @@ void emb__indexer_next_generation(EmbIndexer *ix)
     }
 }
 
-int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride, int64_t n,
-                              int64_t slot0, int64_t nslots, int64_t r0)
+int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride,
+                              const EmbSeg *segs, int nseg, int64_t slot0, int64_t nslots,
+                              int64_t r0)
 {
     EmbSlot *slots = ix->slots + slot0;
     const uint64_t mask = (uint64_t)nslots - 1;
     const uint32_t gen = ix->gen;
     int64_t *ids = ix->ids + r0, *counts = ix->counts + r0, nd = 0;
     int32_t *row_dist = ix->row_dist + r0;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t id;
-        if (k + HASH_AHEAD < n) {
-            memcpy(&id, (const char *)base + (size_t)(k + HASH_AHEAD) * stride, sizeof id);
-            __builtin_prefetch(&slots[hash(id, mask)], 0, 3);
+    for (int g = 0; g < nseg; g++) {
+        const int64_t n = segs[g].n;
+        if (n == 0)
+            continue; /* base may be NULL when there are no rows at all */
+        const char *b = (const char *)base + (size_t)segs[g].start * stride;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t id;
+            if (k + HASH_AHEAD < n) {
+                memcpy(&id, b + (size_t)(k + HASH_AHEAD) * stride, sizeof id);
+                __builtin_prefetch(&slots[hash(id, mask)], 0, 3);
+            }
+            memcpy(&id, b + (size_t)k * stride, sizeof id);
+            *row_dist++ = insert(slots, mask, gen, id, ids, counts, &nd);
         }
-        memcpy(&id, (const char *)base + (size_t)k * stride, sizeof id);
-        row_dist[k] = insert(slots, mask, gen, id, ids, counts, &nd);
     }
     int64_t s = r0;
     for (int64_t d = 0; d < nd; d++) {
@@ -186,24 +213,34 @@ int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride, i
 
 void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t n)
 {
+    /* a region of its own size: the slots may be a partitioned call's sum of regions */
+    const int64_t nslots = emb__indexer_hash_size(n);
+    assert(nslots <= ix->nslots);
     emb__indexer_next_generation(ix);
-    ix->ndistinct = emb__indexer_group_at(ix, base, stride, n, 0, ix->nslots, 0);
+    ix->hslots = nslots;
+    const EmbSeg all = {0, n};
+    ix->ndistinct = emb__indexer_group_at(ix, base, stride, &all, 1, 0, nslots, 0);
     ix->nrows = n;
     ix->starts[ix->ndistinct] = n;
+    ix->res_ids = ix->ids;
+    ix->res_counts = ix->counts;
 }
 
 int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id)
 {
-    if (ix->nslots == 0 || ix->ndistinct == 0)
+    assert(ix->hslots > 0 || ix->ndistinct == 0);
+    if (ix->hslots == 0 || ix->ndistinct == 0)
         return -1;
-    const uint64_t mask = (uint64_t)ix->nslots - 1;
-    for (uint64_t h = hash(id, mask);; h = (h + 1) & mask) {
+    const uint64_t mask = (uint64_t)ix->hslots - 1;
+    uint64_t h = hash(id, mask);
+    for (int64_t probe = 0; probe < ix->hslots; probe++, h = (h + 1) & mask) {
         const EmbSlot *s = &ix->slots[h];
         if (s->gen != ix->gen)
             return -1;
         if (s->id == id)
             return s->dist;
     }
+    return -1;
 }
 
 int emb_indexer_index(EmbIndexer *ix, const int64_t *ids, int64_t n)
@@ -223,8 +260,8 @@ int emb_indexer_index(EmbIndexer *ix, const int64_t *ids, int64_t n)
 int64_t emb_indexer_distinct(const EmbIndexer *ix, const int64_t **ids, const int64_t **counts)
 {
     if (ids)
-        *ids = ix ? ix->ids : NULL;
+        *ids = ix ? ix->res_ids : NULL;
     if (counts)
-        *counts = ix ? ix->counts : NULL;
+        *counts = ix ? ix->res_counts : NULL;
     return ix ? ix->ndistinct : 0;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * optimizer.c — EmbOptimizer: hyper-parameters, per-table state in shadow tables, and the
  * per-step parameters (Adam's bias correction) handed to the row kernels.
@@ -5,7 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "tables/table_impl.h"
+#include "platform.h"
+#include "tables/dynamic_impl.h"
 #include "update/update_impl.h"
 
 EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr)
@@ -19,12 +21,20 @@ EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr)
     return c;
 }
 
-static int config_check(const EmbOptimizerConfig *c)
+int emb_optimizer_config_check(const EmbOptimizerConfig *cfg)
 {
+    EMB_CHECK_NULL(cfg);
+    const EmbOptimizerConfig *c = cfg;
     if ((unsigned)c->kind > EMB_OPT_ADAM)
         return emb__fail(EMB_EINVAL, "optimizer kind %d is unknown", (int)c->kind);
     if (!(c->lr > 0.0f) || !isfinite(c->lr))
         return emb__fail(EMB_EINVAL, "optimizer lr %g is not a positive number", (double)c->lr);
+    if (!isfinite(c->eps) || !isfinite(c->initial_accumulator) || !isfinite(c->lr_power) ||
+        !isfinite(c->l1) || !isfinite(c->l2) || !isfinite(c->beta1) || !isfinite(c->beta2))
+        return emb__fail(EMB_EINVAL, "an optimizer hyper-parameter is NaN or infinite");
+    if (c->bias_correction != 0 && c->bias_correction != 1)
+        return emb__fail(EMB_EINVAL, "optimizer bias_correction %d is not 0 or 1",
+                         c->bias_correction);
     if (!(c->eps >= 0.0f) || !(c->initial_accumulator >= 0.0f))
         return emb__fail(EMB_EINVAL, "optimizer eps %g / initial_accumulator %g is negative",
                          (double)c->eps, (double)c->initial_accumulator);
@@ -36,14 +46,19 @@ static int config_check(const EmbOptimizerConfig *c)
                                     !(c->beta2 >= 0.0f && c->beta2 < 1.0f)))
         return emb__fail(EMB_EINVAL, "Adam betas %g, %g are not in [0, 1)", (double)c->beta1,
                          (double)c->beta2);
-    return 0;
+    if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay))
+        return emb__fail(EMB_EINVAL, "optimizer weight_decay %g is not a number >= 0",
+                         (double)c->weight_decay);
+    if ((unsigned)c->weight_decay_mode > EMB_DECAY_DECOUPLED)
+        return emb__fail(EMB_EINVAL, "optimizer weight_decay_mode %d is not L2 or DECOUPLED",
+                         (int)c->weight_decay_mode);
+    return emb__placement_check(c->placement, c->numa_node, "optimizer state");
 }
 
 int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg)
 {
     EMB_CHECK_NULL(out);
-    EMB_CHECK_NULL(cfg);
-    int r = config_check(cfg);
+    int r = emb_optimizer_config_check(cfg);
     if (r)
         return r;
     EmbOptimizer *o = calloc(1, sizeof *o);
@@ -54,6 +69,36 @@ int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg)
     return 0;
 }
 
+int emb_optimizer_get_config(const EmbOptimizer *opt, EmbOptimizerConfig *out)
+{
+    EMB_CHECK_NULL(opt);
+    EMB_CHECK_NULL(out);
+    *out = opt->cfg;
+    return 0;
+}
+
+int emb_optimizer_set_config(EmbOptimizer *opt, const EmbOptimizerConfig *cfg)
+{
+    EMB_CHECK_NULL(opt);
+    EMB_CHECK_NULL(cfg);
+    if (cfg->kind != opt->cfg.kind)
+        return emb__fail(EMB_EINVAL, "optimizer kind %d cannot change to %d on a live "
+                         "optimizer (its state is kind-specific)", (int)opt->cfg.kind,
+                         (int)cfg->kind);
+    const int r = emb_optimizer_config_check(cfg);
+    if (!r)
+        opt->cfg = *cfg;
+    return r;
+}
+
+int emb_optimizer_set_lr(EmbOptimizer *opt, float lr)
+{
+    EMB_CHECK_NULL(opt);
+    EmbOptimizerConfig c = opt->cfg;
+    c.lr = lr;
+    return emb_optimizer_set_config(opt, &c);
+}
+
 void emb_optimizer_destroy(EmbOptimizer **popt)
 {
     if (!popt || !*popt)
@@ -62,7 +107,6 @@ void emb_optimizer_destroy(EmbOptimizer **popt)
     for (int64_t i = 0; i < o->nstates; i++)
         emb_table_destroy(&o->states[i].slot);
     free(o->states);
-    free(o->plans);
     free(o);
     *popt = NULL;
 }
@@ -85,12 +129,22 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
     const EmbTableOptions topts = {.placement = o->cfg.placement, .numa_node = o->cfg.numa_node};
     if (width > INT32_MAX / 2)
         return emb__fail(EMB_EOVERFLOW, "optimizer state of %s is too wide", emb__table_label(t));
+    const float h0 = o->cfg.initial_accumulator;
+    const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2 : width;
+    if (emb__is_dynamic(t)) { /* kept beside its rows, created and evicted with them */
+        float *init = calloc((size_t)width, sizeof *init);
+        if (!init)
+            return emb__fail(EMB_ENOMEM, "out of memory for optimizer state");
+        for (int32_t i = 0; i < nfill && o->cfg.kind != EMB_OPT_ADAM; i++)
+            init[i] = h0;
+        const int r = emb__dynamic_state_attach((EmbTable *)t, width, init, out);
+        free(init);
+        return r;
+    }
     EmbTable *s = NULL;
     int r = emb_table_create(&s, t->ncolumns, width, EMB_F32, &topts);
     if (r)
         return r;
-    const float h0 = o->cfg.initial_accumulator;
-    const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2 : width;
     if (h0 != 0.0f && o->cfg.kind != EMB_OPT_ADAM)
         for (int64_t c = 0; c < s->ncolumns; c++) {
             float *col = (float *)emb__column(s, c, EMB_CTX_NONE);
@@ -101,7 +155,30 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
     return 0;
 }
 
-static EmbOptState *find(const EmbOptimizer *o, const EmbTable *t)
+int emb__optimizer_slots(EmbOptimizerKind kind, int32_t D, EmbOptSlot slots[2])
+{
+    switch (kind) {
+    case EMB_OPT_ADAGRAD: slots[0] = (EmbOptSlot){"h", 0, D}; return 1;
+    case EMB_OPT_ROWWISE_ADAGRAD: slots[0] = (EmbOptSlot){"h", 0, 1}; return 1;
+    case EMB_OPT_FTRL:
+        slots[0] = (EmbOptSlot){"accum", 0, D};
+        slots[1] = (EmbOptSlot){"linear", D, D};
+        return 2;
+    case EMB_OPT_ADAM:
+        slots[0] = (EmbOptSlot){"m", 0, D};
+        slots[1] = (EmbOptSlot){"v", D, D};
+        return 2;
+    default: return 0;
+    }
+}
+
+const char *emb__optimizer_kind_name(EmbOptimizerKind kind)
+{
+    static const char *const names[] = {"sgd", "adagrad", "rowwise_adagrad", "ftrl", "adam"};
+    return (unsigned)kind <= EMB_OPT_ADAM ? names[kind] : NULL;
+}
+
+EmbOptState *emb__optimizer_find(const EmbOptimizer *o, const EmbTable *t)
 {
     for (int64_t i = 0; i < o->nstates; i++)
         if (o->states[i].table == t)
@@ -111,10 +188,11 @@ static EmbOptState *find(const EmbOptimizer *o, const EmbTable *t)
 
 int emb__optimizer_state(EmbOptimizer *o, const EmbTable *t, EmbOptState **out)
 {
-    EmbOptState *st = find(o, t);
+    EmbOptState *st = emb__optimizer_find(o, t);
     if (st) {
         if (st->width != state_width(o->cfg.kind, t->featuresize) ||
-            (st->slot && st->slot->ncolumns != t->ncolumns))
+            (st->slot && st->slot->ncolumns != t->ncolumns) ||
+            (emb__is_dynamic(t) && st->slot != emb__dynamic_state_view(t)))
             return emb__fail(EMB_ESHAPE, "the optimizer's state for %s has another shape (a "
                              "destroyed table's? call emb_optimizer_detach)",
                              emb__table_label(t));
@@ -147,7 +225,7 @@ int emb_optimizer_attach(EmbOptimizer *opt, const EmbTable *table)
 
 void emb_optimizer_detach(EmbOptimizer *opt, const EmbTable *table)
 {
-    EmbOptState *st = opt ? find(opt, table) : NULL;
+    EmbOptState *st = opt ? emb__optimizer_find(opt, table) : NULL;
     if (!st)
         return;
     emb_table_destroy(&st->slot);
@@ -160,7 +238,9 @@ int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot
     EMB_CHECK_NULL(opt);
     EMB_CHECK_NULL(table);
     EMB_CHECK_NULL(out);
-    const EmbOptState *st = find(opt, table);
+    if (slot < 0)
+        return emb__fail(EMB_EINVAL, "optimizer state slot %d is negative", slot);
+    const EmbOptState *st = emb__optimizer_find(opt, table);
     if (!st)
         return emb__fail(EMB_ENOTFOUND, "the optimizer has no state for %s",
                          emb__table_label(table));
@@ -170,18 +250,8 @@ int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot
     return 0;
 }
 
-static int optim_index(EmbOptimizerKind kind)
-{
-    switch (kind) {
-    case EMB_OPT_ADAGRAD: return EMB_OPTIM_ADAGRAD;
-    case EMB_OPT_ROWWISE_ADAGRAD: return EMB_OPTIM_ROWWISE;
-    case EMB_OPT_FTRL: return EMB_OPTIM_FTRL;
-    default: return EMB_OPTIM_ADAM;
-    }
-}
-
 void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *plan,
-                         const EmbOptimKernels *k, unsigned flags)
+                         unsigned flags)
 {
     const EmbOptimizerConfig *c = &o->cfg;
     const EmbTable *t = plan->table;
@@ -196,11 +266,17 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
         const double bc1 = 1.0 - pow(c->beta1, t1), bc2 = 1.0 - pow(c->beta2, t1);
         plan->params.step_size = (float)(c->lr * sqrt(bc2) / bc1);
     }
+    plan->decay_l2 = 0.0f;
+    plan->decay_scale = 1.0f;
+    if (c->weight_decay > 0.0f && c->weight_decay_mode == EMB_DECAY_L2)
+        plan->decay_l2 = c->weight_decay;
+    else if (c->weight_decay > 0.0f)
+        plan->decay_scale = 1.0f - c->lr * c->weight_decay;
     plan->sgd = NULL;
     plan->row = NULL;
     plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(t->dtype, t->featuresize, nt);
     else
-        plan->row = (nt ? k->row_nt : k->row)[optim_index(c->kind)][t->dtype];
+        plan->row = emb__kernel_opt_row(c->kind, t->dtype, nt);
 }

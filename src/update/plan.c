@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * plan.c — the two phases of a table's update step (see update_impl.h): index the
  * gradient, then apply ranges of distinct columns. The apply loop is the hot path: per
@@ -6,10 +7,12 @@
  * that reads and writes the column once. Columns (and their state) a few distinct ids
  * ahead are prefetched for writing.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "lookup/batch.h"
-#include "tables/table_impl.h"
+#include "tables/dynamic_impl.h"
 #include "update/update_impl.h"
 
 #define PREFETCH_AHEAD 16 /* distinct columns prefetched ahead */
@@ -53,8 +56,13 @@ static void group_pullback(EmbIndexer *ix, const EmbTable *t, const EmbGrad *g)
 
 int emb__plan_prepare(EmbPlan *plan)
 {
+    return emb__plan_prepare_ex(plan, true);
+}
+
+int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids)
+{
     const EmbGrad *g = plan->grad;
-    int r = emb__grad_check(plan->table, g);
+    int r = emb__grad_check_ex(plan->table, g, check_ids);
     if (r)
         return r;
     const int64_t rows = emb__grad_max_rows(g);
@@ -141,11 +149,36 @@ static void prefetch(const EmbPlan *plan, int64_t d)
 {
     const EmbTable *t = plan->table;
     const int64_t id = plan->ix->ids[d];
+    if (plan->dynamic) {
+        const int64_t r = plan->ix->dynrow[d];
+        if (r >= 0)
+            prefetch_rows(emb__dynamic_row(t, r), (size_t)t->featuresize * t->elsize);
+        if (r >= 0 && plan->state)
+            prefetch_rows((const char *)emb__dynamic_state_row(t, r),
+                          (size_t)plan->state->featuresize * sizeof(float));
+        return;
+    }
     if (t->data)
         prefetch_rows(t->data + (size_t)id * t->stride, (size_t)t->featuresize * t->elsize);
-    if (plan->state)
+    if (plan->state && plan->state->data)
         prefetch_rows(plan->state->data + (size_t)id * plan->state->stride,
                       (size_t)plan->state->featuresize * sizeof(float));
+}
+
+/* Weight decay of column @col before its step: L2 returns g + wd * w (into @out),
+ * decoupled scales the column (rounded to its dtype) and returns g. */
+static const float *weight_decay(const EmbPlan *plan, void *col, const float *g, float *out)
+{
+    const EmbTable *t = plan->table;
+    const int32_t D = t->featuresize;
+    if (plan->decay_l2 != 0.0f) {
+        for (int32_t i = 0; i < D; i++)
+            out[i] = g[i] + plan->decay_l2 * emb__load(t->dtype, col, i);
+        return out;
+    }
+    for (int32_t i = 0; i < D; i++)
+        emb__store(t->dtype, col, i, emb__load(t->dtype, col, i) * plan->decay_scale);
+    return g;
 }
 
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch)
@@ -159,33 +192,76 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
     for (int64_t d = d0; d < d1; d++) {
         if (d + PREFETCH_AHEAD < d1)
             prefetch(plan, d + PREFETCH_AHEAD);
-        const float *g = column_grad(plan, d, acc, tmp);
         const int64_t id = ix->ids[d];
-        void *col = emb__column(t, id, EMB_CTX_UPDATE);
+        void *col;
+        float *state = NULL;
+        if (plan->dynamic) { /* rows found or created by emb__plan_dynamic_commit */
+            const int64_t r = ix->dynrow[d];
+            if (r < 0)
+                continue; /* not admitted: the gradient is dropped */
+            col = emb__dynamic_row(t, r);
+            if (!plan->sgd)
+                state = emb__dynamic_state_row(t, r);
+        } else {
+            col = emb__column(t, id, EMB_CTX_UPDATE);
+            if (!plan->sgd)
+                state = (float *)emb__column(plan->state, id, EMB_CTX_UPDATE);
+        }
+        const float *g = column_grad(plan, d, acc, tmp);
+        if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
+            g = weight_decay(plan, col, g, g == tmp ? acc : tmp);
         if (plan->sgd)
             plan->sgd(col, g, plan->params.lr, D);
         else
-            plan->row(col, (float *)emb__column(plan->state, id, EMB_CTX_UPDATE), g,
-                      &plan->params, D);
+            plan->row(col, state, g, &plan->params, D);
     }
 }
 
-int64_t emb__plan_split(const EmbPlan *plan, int64_t split, int64_t nsplits)
+/* The distinct indices of part @p: [0, ndistinct) unsplit; else partition p's in place
+   (pindex.c: at part_start[p], compacted only by the apply tasks). */
+static void part_range(const EmbPlan *plan, int p, int64_t *d0, int64_t *n)
 {
     const EmbIndexer *ix = plan->ix;
-    if (split <= 0)
+    *d0 = plan->nparts > 1 ? ix->part_start[p] : 0;
+    *n = plan->nparts > 1 ? ix->pdist[p] : ix->ndistinct;
+}
+
+int emb__plan_dynamic_prepare(EmbPlan *plan)
+{
+    plan->dynamic = false;
+    if (!emb__is_dynamic(plan->table))
         return 0;
-    if (split >= nsplits)
-        return ix->ndistinct;
-    /* first d with starts[d] >= rows * split / nsplits */
-    const int64_t target = (int64_t)((double)ix->nrows * (double)split / (double)nsplits);
-    int64_t lo = 0, hi = ix->ndistinct;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (ix->starts[mid] >= target)
-            hi = mid;
-        else
-            lo = mid + 1;
+    EmbIndexer *ix = plan->ix;
+    const int64_t need = EMB_MAX(ix->nrows, ix->ndistinct); /* indices in place < nrows */
+    if (need > ix->dynrow_cap) {
+        int64_t *p = realloc(ix->dynrow, (size_t)need * sizeof *p);
+        if (!p)
+            return emb__fail(EMB_ENOMEM, "out of memory for %lld dynamic rows",
+                             (long long)need);
+        ix->dynrow = p;
+        ix->dynrow_cap = need;
     }
-    return lo;
+    /* room for every part's new rows at once: reserve counts them all */
+    int64_t extra = 0;
+    for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
+        int64_t d0, n, e = 0;
+        part_range(plan, p, &d0, &n);
+        emb__dynamic_decide(plan->table, ix->ids + d0, n, ix->dynrow + d0, &e);
+        extra += e;
+    }
+    return emb__dynamic_reserve(plan->table, extra);
+}
+
+void emb__plan_dynamic_commit(EmbPlan *plan)
+{
+    if (!emb__is_dynamic(plan->table))
+        return;
+    EmbIndexer *ix = plan->ix;
+    emb__dynamic_step(plan->table);
+    for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
+        int64_t d0, n;
+        part_range(plan, p, &d0, &n);
+        emb__dynamic_commit(plan->table, ix->ids + d0, n, ix->dynrow + d0);
+    }
+    plan->dynamic = true;
 }

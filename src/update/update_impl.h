@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * update_impl.h — the insides of the update layer: gradients, the indexer, the optimizer
- * state and the per-table plan that emb_update / emb_update_many execute.
+ * state and the per-table plan that emb_update executes; the contract the ensemble
+ * operations of strategies/ (emb_update_many) use to run the same phases on many tables.
  *
  * A step for one table has two phases:
  *   index  (emb__plan_index)  validate the gradient, expand a lazy pullback into entries,
@@ -16,8 +18,8 @@
 
 #include "embtables/update.h"
 #include "internal.h"
-#include "kernels/optim.h"
-#include "lookup/pullback.h"
+#include "kernels/kernels.h"
+#include "update/pullback.h"
 
 typedef enum EmbGradKind {
     EMB_GRAD_EMPTY = 0,
@@ -49,7 +51,8 @@ typedef struct EmbSlot {
 struct EmbIndexer {
     /* hash of id -> distinct index */
     EmbSlot *slots;
-    int64_t nslots; /* power of two */
+    int64_t nslots; /* capacity: any size (a partitioned call's regions side by side) */
+    int64_t hslots; /* the region of the last emb__indexer_group (a power of two), or 0 */
     uint32_t gen;
     /* per gradient row */
     int32_t *row_dist;
@@ -64,17 +67,26 @@ struct EmbIndexer {
     /* per distinct id */
     int64_t *ids, *counts, *starts, *cursor; /* starts has ndistinct + 1 entries */
     int64_t dist_cap;
-    /* result */
+    /* result: emb_indexer_distinct's arrays are ids / counts, or after a partitioned
+       grouping idbuf / cursor (free then), where the apply tasks compact the partitions'
+       distinct lists (pindex.c), so that no serial pass over them remains */
     int64_t nrows, ndistinct;
-    /* partitioned indexing (pindex.c): rows regrouped by partition, then per partition
-       its row range, hash region and distinct count; per chunk its entry range and its
-       row counts per partition (then scatter offsets) */
+    const int64_t *res_ids, *res_counts;
+    /* partitioned indexing (pindex.c): each chunk's rows sorted by partition (pid / prow
+       / pcoef, in the chunk's own range); per partition its row range in the grouping,
+       hash region and distinct count; per chunk its entry range and, per partition, the
+       start of its segment (pseg[c * nparts + p], counts until the chunk converts them) */
     int64_t *pid;
     const void **prow;
     float *pcoef;
     int64_t part_start[EMB_MAX_PARTS + 1], slot_start[EMB_MAX_PARTS + 1];
     int64_t pdist[EMB_MAX_PARTS], pent0[EMB_MAX_PARTS], pentn[EMB_MAX_PARTS];
-    int64_t pcnt[EMB_MAX_PARTS * EMB_MAX_PARTS];
+    int64_t pout[EMB_MAX_PARTS]; /* partition p's first index in the compacted result */
+    int64_t pseg[EMB_MAX_PARTS * EMB_MAX_PARTS];
+    int prc[EMB_MAX_PARTS]; /* per chunk: its ids' check (0 or an error code) */
+    /* a dynamic table's row per distinct id (-1: not admitted), from emb__plan_dynamic */
+    int64_t *dynrow;
+    int64_t dynrow_cap;
     /* emb_update's scratch: two rows of the largest feature size */
     float *scratch;
     int32_t scratch_d;
@@ -95,8 +107,6 @@ struct EmbOptimizer {
     EmbOptimizerConfig cfg;
     EmbOptState *states;
     int64_t nstates, cap;
-    EmbPlan *plans;    /* emb_update_many's per-table plans, grown, reused */
-    int64_t plan_cap;
 };
 
 struct EmbPlan {
@@ -105,12 +115,15 @@ struct EmbPlan {
     EmbIndexer *ix;
     EmbOptimizerKind kind;
     EmbOptimParams params;
+    float decay_l2;            /* weight decay: g += decay_l2 * w (0: none) */
+    float decay_scale;         /* decoupled weight decay: w *= decay_scale (1: none) */
     EmbTable *state;           /* shadow table or NULL */
     emb_sgd_row_fn sgd;
-    emb_optim_row_fn row;
+    emb_opt_row_fn row;
     emb_pool_fn pool;          /* sums a column's gradient rows (f32) */
     bool max_norm;             /* rows need emb__pullback_row */
     int nparts;                /* partitions of the parallel indexing (pindex.c) */
+    bool dynamic;              /* a dynamic table: apply takes rows from ix->dynrow */
     int rc;                    /* emb_update_many: phase 1 result */
 };
 
@@ -124,14 +137,20 @@ int64_t emb__indexer_hash_size(int64_t rows);
 int emb__indexer_reserve_slots(EmbIndexer *ix, int64_t nslots);
 /* Starts a new step: every slot becomes free. */
 void emb__indexer_next_generation(EmbIndexer *ix);
+/* A run of rows: elements [start, start + n) of an array. */
+typedef struct EmbSeg {
+    int64_t start, n;
+} EmbSeg;
 /*
- * Groups @n ids (int64 at `base + k * stride` bytes) as rows r0 .. r0+n of the indexer,
- * hashing into slots [slot0, slot0 + nslots) (a power of two): the distinct ids go to
- * ids / counts / starts / cursor from index r0 on, with starts counted from r0, and
- * row_dist[r0 + k] is row k's distinct index relative to r0. Returns the distinct count.
+ * Groups the ids (int64 at `base + k * stride` bytes) of @nseg segments, in order, as rows
+ * r0, r0 + 1, ... of the indexer, hashing into slots [slot0, slot0 + nslots) (a power of
+ * two): the distinct ids go to ids / counts / starts / cursor from index r0 on, with starts
+ * counted from r0, and row_dist[r0 + k] is the k-th row's distinct index relative to r0.
+ * Returns the distinct count.
  */
-int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride, int64_t n,
-                              int64_t slot0, int64_t nslots, int64_t r0);
+int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride,
+                              const EmbSeg *segs, int nseg, int64_t slot0, int64_t nslots,
+                              int64_t r0);
 /* Room for @n pullback entries; 0 or EMB_ENOMEM. */
 int emb__indexer_reserve_entries(EmbIndexer *ix, int64_t n);
 /*
@@ -140,8 +159,13 @@ int emb__indexer_reserve_entries(EmbIndexer *ix, int64_t n);
  * starts[d], ready for the caller's scatter of rows into grow / gcoef.
  */
 void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t n);
-/* The distinct index of @id in the last grouping, or -1. */
+/* The distinct index of @id in the last emb__indexer_group, or -1. */
 int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id);
+
+/* ---- update (update.c) ----------------------------------------------------------------- */
+
+/* Checks emb_update's / emb_update_many's flags (EMB_EINVAL for unknown bits). */
+int emb__update_flags_check(unsigned flags);
 
 /* ---- gradients (grad.c) ---------------------------------------------------------------- */
 
@@ -150,6 +174,21 @@ int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id);
  * Sets the thread's error message. Returns 0 or an error code.
  */
 int emb__grad_check(const EmbTable *t, const EmbGrad *g);
+/* emb__grad_check, but the ids are not checked unless @check_ids (the partitioned
+   indexing checks them in its parallel chunks: emb__grad_check_ids). */
+int emb__grad_check_ex(const EmbTable *t, const EmbGrad *g, bool check_ids);
+/* Ids [k0, k1) of @g (the batch's ids of a pullback, pruned ones skipped, or the sparse
+   rows' ids) in range; 0 or EMB_ERANGE naming the first bad one. */
+int emb__grad_check_ids(const EmbTable *t, const EmbGrad *g, int64_t k0, int64_t k1);
+/* emb_lookup_backward in two parts: every check (the ids too when @ids), then the
+   recording (which checks nothing): emb_maplookup_backward checks every table before it
+   records any, and leaves the ids to the update (its parallel chunks or index tasks). */
+int emb__lookup_backward_check(const EmbTable *table, const EmbBatch *batch,
+                               const EmbPooling *pooling, const float *grad_out,
+                               int64_t grad_stride, bool ids);
+void emb__lookup_backward_record(const EmbTable *table, const EmbBatch *batch,
+                                 const EmbPooling *pooling, const float *grad_out,
+                                 int64_t grad_stride, EmbGrad *grad);
 /* Rows of @g (pullback: at most emb__pullback_max_entries). */
 int64_t emb__grad_max_rows(const EmbGrad *g);
 
@@ -157,37 +196,74 @@ int64_t emb__grad_max_rows(const EmbGrad *g);
 
 /* The state of @t, created when missing (0, EMB_ENOMEM, EMB_EOVERFLOW). */
 int emb__optimizer_state(EmbOptimizer *opt, const EmbTable *t, EmbOptState **out);
+/* The state of @t, or NULL (creates nothing, sets no message). */
+EmbOptState *emb__optimizer_find(const EmbOptimizer *opt, const EmbTable *t);
+
+/* One slot of a kind's per-column state: elements [off, off + width) of a state column. */
+typedef struct EmbOptSlot {
+    const char *name;
+    int32_t off, width;
+} EmbOptSlot;
+
+/* The slots of @kind for feature size @D into @slots; returns their number (0 to 2). */
+int emb__optimizer_slots(EmbOptimizerKind kind, int32_t D, EmbOptSlot slots[2]);
+/* "sgd", "adagrad", "rowwise_adagrad", "ftrl", "adam"; NULL for another value. */
+const char *emb__optimizer_kind_name(EmbOptimizerKind kind);
+
 /* Fills the optimizer part of @plan for @st's next step (increments nothing). */
 void emb__plan_optimizer(const EmbOptimizer *opt, const EmbOptState *st, EmbPlan *plan,
-                         const EmbOptimKernels *k, unsigned flags);
+                         unsigned flags);
 
 /* ---- plan (plan.c) --------------------------------------------------------------------- */
 
 /* Checks plan->grad (message on the calling thread) and makes room in plan->ix. */
 int emb__plan_prepare(EmbPlan *plan);
+/* emb__plan_prepare, leaving the ids to the chunks when @check_ids is false. */
+int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids);
 /*
  * Phase 1: checks and indexes plan->grad into plan->ix. Thread-safe across plans.
  * Returns 0 or an error code (its message only on the calling thread).
  */
 int emb__plan_index(EmbPlan *plan);
+/*
+ * Between the phases, for a dynamic table (tables/dynamic_impl.h), serially: prepare
+ * decides every distinct id's row (existing, to create, not admitted) and makes room
+ * (0 or EMB_ENOMEM, nothing of the table written); commit creates the rows and sets
+ * plan->dynamic. For another table both do nothing. emb_update_many prepares every table
+ * before it commits any.
+ */
+int emb__plan_dynamic_prepare(EmbPlan *plan);
+void emb__plan_dynamic_commit(EmbPlan *plan);
 /* Phase 2: applies distinct columns [d0, d1) using @scratch (2 * featuresize floats). */
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);
-/* The distinct index where rows [0, row) end: splits balanced by gradient rows. */
-int64_t emb__plan_split(const EmbPlan *plan, int64_t split, int64_t nsplits);
 
 /* ---- parallel indexing (pindex.c) -------------------------------------------------------
  * The index phase of one table cut into @nparts chunks of rows and @nparts partitions of
- * ids (by hash): prepare (serial: checks, room), chunk c (entries, counts per partition),
- * offsets (serial), scatter c (rows into partitions, in row order), group p (hash of
- * partition p), finish (serial: distinct ids made contiguous). Each distinct id lives in
- * one partition and its rows keep their order, so every column's sum is the same as with
- * emb__plan_index; only the order of the distinct ids differs (partition-major).
+ * ids (by hash): prepare (serial: checks, room), chunk c (checks its ids, expands its rows
+ * and sorts them by partition within its own range), offsets (serial, nparts^2: where each
+ * partition's rows go), group p (hash of partition p over its segment of every chunk, in
+ * chunk order, i.e. row order), finish (serial, nparts: where each partition's distinct ids
+ * go). Partition p's distinct ids stay at index part_start[p] on (ids / counts / starts),
+ * and its last one's rows end at starts[part_start[p] + pdist[p]], so the apply tasks work
+ * on them in place (emb__pindex_apply_range) and each compacts the ids it applied into the
+ * result (emb__pindex_compact): no serial pass grows with the batch, and the phase has two
+ * parallel steps. Each distinct id lives in one partition and its rows keep their order,
+ * so every column's sum is the same as with emb__plan_index; only the order of the
+ * distinct ids differs (partition-major).
  */
 int emb__pindex_prepare(EmbPlan *plan, int nparts);
 void emb__pindex_chunk(EmbPlan *plan, int c);
+/* After every chunk: 0, or the first failed chunk's code with the whole check re-run on
+   the calling thread for its message (nothing but the indexer has been written). */
+int emb__pindex_checked(EmbPlan *plan);
 int emb__pindex_offsets(EmbPlan *plan);
-void emb__pindex_scatter(EmbPlan *plan, int c);
 void emb__pindex_group(EmbPlan *plan, int p);
 void emb__pindex_finish(EmbPlan *plan);
+/* The distinct indices [*d0, *d1) of apply task @s of @a of partition @p (balanced by
+   rows); with one partition (an unsplit grouping) of the whole table. */
+void emb__pindex_apply_range(const EmbPlan *plan, int p, int64_t s, int64_t a, int64_t *d0,
+                             int64_t *d1);
+/* After applying [d0, d1) of partition @p: their ids and counts into the result. */
+void emb__pindex_compact(const EmbPlan *plan, int p, int64_t d0, int64_t d1);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * variable_ops.c — tf.Variable operations on tables: whole-table assign / assign_add /
  * assign_sub / read, scatter update / add / sub / mul / div, and sparse_mask. They work on
@@ -7,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/convert.h"
-#include "tables/table_impl.h"
+#include "dtype.h"
+#include "tables/dynamic_impl.h"
 #include "update/update_impl.h"
 
 typedef enum Op { OP_SET, OP_ADD, OP_SUB, OP_MUL, OP_DIV } Op;
@@ -47,15 +48,27 @@ static int rows_check(const EmbTable *t, const float *p, int64_t n, int64_t stri
     return 0;
 }
 
+/* Whole-table operations need a row count: not on a dynamic table. */
+static int whole_check(const EmbTable *t)
+{
+    if (emb__is_dynamic(t))
+        return emb__fail(EMB_ENOTSUP, "%s is dynamic: read or assign it by id "
+                         "(emb_table_dynamic_export / _import, scatter ops)", emb__table_label(t));
+    return 0;
+}
+
 static int assign_op(EmbTable *t, const float *values, int64_t ncolumns, int32_t featuresize,
                      int64_t stride, Op op)
 {
     EMB_CHECK_NULL(t);
+    if (whole_check(t))
+        return EMB_ENOTSUP;
     if (ncolumns != t->ncolumns || featuresize != t->featuresize)
         return emb__fail(EMB_ESHAPE, "value of shape %lld x %d assigned to %s of %lld x %d",
                          (long long)ncolumns, (int)featuresize, emb__table_label(t),
                          (long long)t->ncolumns, (int)t->featuresize);
-    const int r = rows_check(t, values, ncolumns, stride, "value");
+    int r = rows_check(t, values, ncolumns, stride, "value");
+    r = r ? r : emb__finite_check(t, values, ncolumns, t->featuresize, stride, "value");
     if (r)
         return r;
     for (int64_t c = 0; c < t->ncolumns; c++)
@@ -84,6 +97,8 @@ int emb_table_assign_sub(EmbTable *t, const float *values, int64_t ncolumns,
 int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
 {
     EMB_CHECK_NULL(t);
+    if (whole_check(t))
+        return EMB_ENOTSUP;
     const int r = rows_check(t, out, t->ncolumns, out_stride, "output");
     if (r)
         return r;
@@ -104,6 +119,7 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
     if (n > 0)
         EMB_CHECK_NULL(ids);
     int r = rows_check(t, updates, n, stride, "updates");
+    r = r ? r : emb__finite_check(t, updates, n, t->featuresize, stride, "updates");
     if (r)
         return r;
     for (int64_t k = 0; k < n; k++)
@@ -111,6 +127,11 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
             return emb__fail(EMB_ERANGE, "scatter id %lld at position %lld is not in [0, %lld) "
                              "(%s)", (long long)ids[k], (long long)k, (long long)t->ncolumns,
                              emb__table_label(t));
+    if (emb__is_dynamic(t)) { /* rows of unknown ids are created: room for them first */
+        r = emb__dynamic_reserve_ids(t, ids, n);
+        if (r)
+            return r;
+    }
     for (int64_t k = 0; k < n; k++)
         combine(t, emb__column(t, ids[k], EMB_CTX_UPDATE), updates + k * stride, op);
     return 0;
@@ -158,7 +179,10 @@ static int mask_check(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t 
     if ((in->n > 0 && (!in->ids || !in->values || !out_ids || !out_values)) ||
         (nmask > 0 && !mask_ids))
         return emb__fail(EMB_ENULL, "sparse_mask: a buffer is NULL");
-    if (in->featuresize < 0 || in->stride < in->featuresize || out_stride < in->featuresize)
+    if (in->featuresize < 1)
+        return emb__fail(EMB_EINVAL, "sparse_mask: featuresize %d is not >= 1",
+                         (int)in->featuresize);
+    if (in->stride < in->featuresize || out_stride < in->featuresize)
         return emb__fail(EMB_ESTRIDE, "sparse_mask: stride %lld / out_stride %lld < "
                          "featuresize %d", (long long)in->stride, (long long)out_stride,
                          (int)in->featuresize);

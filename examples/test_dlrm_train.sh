@@ -1,0 +1,45 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# dlrm_train end to end on a small generated file: the test AUC must beat 0.5 clearly,
+# and a run resumed from its epoch-1 checkpoint must end with the very same test AUC and
+# log loss as an uninterrupted run, with SGD and with Adagrad (checkpoints hold every
+# parameter and the tables' Adagrad accumulators).
+# Usage: test_dlrm_train.sh DLRM_TRAIN CRITEO_GEN_PY [PYTHON]
+set -eu
+train_bin=$1 gen=$2 py=${3:-python3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_dlrm_train.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+"$py" "$gen" --rows 6000 --test-rows 3000 --max-card 300 "$tmp/train.tsv" "$tmp/test.tsv"
+opts="--train $tmp/train.tsv --test $tmp/test.tsv --batch 64 --dim 8 --bot 32 --top 32
+      --max-ind-range 2000 --lr 0.2 --threads 2"
+
+last() { tail -n 1 "$1"; }
+metric() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
+
+# shellcheck disable=SC2086
+"$train_bin" $opts --epochs 2 >"$tmp/full.out"
+cat "$tmp/full.out"
+auc=$(last "$tmp/full.out" | metric auc)
+case $(last "$tmp/full.out") in
+"test auc="*" logloss="*" samples_per_s="*) ;;
+*) echo "FAIL: last line is not 'test auc=.. logloss=.. samples_per_s=..'"; exit 1 ;;
+esac
+awk -v a="$auc" 'BEGIN { exit !(a >= 0.6) }' || { echo "FAIL: test AUC $auc < 0.6"; exit 1; }
+
+for optimizer in sgd adagrad; do
+    rm -rf "$tmp/ck"
+    # shellcheck disable=SC2086
+    [ $optimizer = sgd ] || "$train_bin" $opts --optimizer $optimizer --epochs 2 >"$tmp/full.out"
+    # shellcheck disable=SC2086
+    "$train_bin" $opts --optimizer $optimizer --epochs 1 --checkpoint-dir "$tmp/ck" >"$tmp/part1.out"
+    ls "$tmp/ck" | grep -q . || { echo "FAIL: no checkpoint written"; exit 1; }
+    # shellcheck disable=SC2086
+    "$train_bin" $opts --optimizer $optimizer --epochs 2 --checkpoint-dir "$tmp/ck" --resume \
+        >"$tmp/part2.out"
+    cat "$tmp/part2.out"
+    grep -q "^epoch 1:" "$tmp/part2.out" && { echo "FAIL: the resumed run trained epoch 1 again"; exit 1; }
+    full=$(last "$tmp/full.out" | sed 's/ samples_per_s=.*//')
+    resumed=$(last "$tmp/part2.out" | sed 's/ samples_per_s=.*//')
+    [ "$full" = "$resumed" ] || { echo "FAIL: $optimizer: uninterrupted '$full', resumed '$resumed'"; exit 1; }
+    echo "ok: $optimizer: $full (uninterrupted and resumed)"
+done

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/**
+ * @file dist.h
+ * Scale-out on MPI (library `embtables_mpi`): an ensemble of tables sharded over the ranks
+ * of the caller's communicator, model-parallel lookups, backward and updates with
+ * all-to-all exchanges, results bit-identical to one process running the global batch.
+ *
+ * Data parallel in, model parallel inside: every rank brings its share of the batch (every
+ * table's ids for its own bags, the same bag count for every table); the global batch is
+ * rank 0's bags, then rank 1's, and so on. Tables are placed on ranks either whole
+ * (table-wise: the owner pools, pooled rows travel) or split by rows over all ranks
+ * (row-wise, EMB_PARTITION_MOD / DIV as partition.h: the owners send the raw rows a rank
+ * asked for and the rank pools them itself, in bag order). Row-wise tables do not return
+ * partial sums: adding per-shard partial sums would change the rounding with the rank
+ * count, and every placement here gives the bits of the single-process library.
+ *
+ * A step: emb_dist_maplookup() (ids to their owners with MPI_Alltoallv, counts first;
+ * owners pool with the ensemble's strategy; pooled rows come back into each rank's output,
+ * table group by table group with MPI_Ialltoallv so that one group's exchange overlaps the
+ * next group's pooling), emb_dist_backward() (output gradients to the owners, recorded as
+ * the pullback of the global batch), emb_dist_update() (the owners dedup and apply any
+ * optimizer of update.h). Every call is collective over the communicator.
+ *
+ * Errors: every call returns 0 or a negative EMB_E* code, and the same code on every rank:
+ * each rank checks its own part first (ids against the table sizes, offsets, outputs),
+ * then the ranks agree (one MPI_Allgather); when any rank failed, every rank returns the
+ * first failing rank's code and emb_dist_last_error() gives that rank's message, and no
+ * rank has written anything. Sharded checkpoints (emb_dist_save(), emb_dist_restore())
+ * restore into any rank count. MPI failures (a rank that dies) are MPI's to report: the
+ * library duplicates the communicator and sets MPI_ERRORS_RETURN on the duplicate, every
+ * MPI error becomes EMB_EIO naming the call, and the ensemble is then unusable. The
+ * library never calls MPI_Init or MPI_Finalize; destroy the ensemble before
+ * MPI_Finalize.
+ *
+ * Concurrency: an ensemble takes one call at a time, and every rank makes the same calls
+ * in the same order. MPI is called from the calling thread only (the strategy's threads
+ * never call it), so MPI_THREAD_FUNNELED suffices when that is the main thread; using two
+ * ensembles from two threads at once needs MPI_THREAD_MULTIPLE. The local tables
+ * (emb_dist_local_table()) follow table.h's rules: no lookup or update of them from your
+ * own threads while an ensemble call runs.
+ */
+#ifndef EMBTABLES_DIST_H
+#define EMBTABLES_DIST_H
+
+#include <mpi.h>
+
+#include "embtables/update.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque sharded ensemble of tables over an MPI communicator. */
+typedef struct EmbDist EmbDist;
+
+/** A table of the ensemble, as every rank describes it (the same on every rank). */
+typedef struct EmbDistTableDesc {
+    const char *name;    /**< copied into the local tables' names; may be NULL */
+    int64_t nrows;       /**< columns of the whole table (>= 0) */
+    int32_t featuresize; /**< elements per column (>= 1) */
+    EmbDtype dtype;      /**< storage type */
+    double lookups;      /**< expected ids per step over the global batch, for placement
+                              (0: unknown, counted as 1) */
+} EmbDistTableDesc;
+
+/** How one table is placed. */
+typedef enum EmbDistKind {
+    EMB_DIST_TABLEWISE = 0, /**< the whole table on rank `rank` */
+    EMB_DIST_ROWWISE = 1,   /**< rows over all ranks by `partition` (shard r on rank r) */
+} EmbDistKind;
+
+/** Where one table lives. */
+typedef struct EmbDistPlacement {
+    EmbDistKind kind;   /**< table-wise or row-wise */
+    int32_t rank;       /**< table-wise: the owner, in [0, nranks) */
+    unsigned partition; /**< row-wise: EMB_PARTITION_MOD or EMB_PARTITION_DIV */
+} EmbDistPlacement;
+
+/** Which placements emb_dist_place() may choose. */
+typedef enum EmbDistPlan {
+    EMB_DIST_PLAN_AUTO = 0,      /**< row-wise for tables above rowwise_bytes, else table-wise */
+    EMB_DIST_PLAN_TABLEWISE = 1, /**< every table whole */
+    EMB_DIST_PLAN_ROWWISE = 2,   /**< every table by rows */
+} EmbDistPlan;
+
+/** Options of emb_dist_place(); zero-initialise for the defaults. */
+typedef struct EmbDistPlaceOptions {
+    EmbDistPlan plan;      /**< which placements may be chosen */
+    int64_t rowwise_bytes; /**< AUTO: a table of more bytes is split by rows (0: the mean
+                                bytes per rank, total / nranks) */
+    unsigned partition;    /**< row-wise tables: EMB_PARTITION_MOD (0: MOD) or _DIV */
+} EmbDistPlaceOptions;
+
+/**
+ * The placement function: the same answer on every rank for the same arguments.
+ *
+ * Row-wise tables (all of them under PLAN_ROWWISE; under AUTO those of more than
+ * rowwise_bytes = nrows x featuresize x element size) load every rank with 1/nranks of
+ * their bytes and lookups. The other tables are placed whole by longest-processing-time
+ * list scheduling on the cost `bytes / Σ bytes + lookups / Σ lookups` (both fractions of
+ * the ensemble's totals, so memory and expected lookup traffic weigh the same): tables by
+ * decreasing cost (ties: lower index first) each go to the rank with the least cost so
+ * far (ties: lower rank). With 1 rank every table is table-wise on rank 0.
+ * @param out n placements
+ * @return 0; EMB_ENULL; EMB_EINVAL (n < 1, nranks < 1, bad plan or partition, a table
+ *         with nrows < 0, featuresize < 1 or lookups < 0); EMB_EDTYPE; EMB_EOVERFLOW
+ */
+EMB_API int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
+                           const EmbDistPlaceOptions *opts, EmbDistPlacement *out);
+
+/** Options of emb_dist_create(); zero-initialise for the defaults. */
+typedef struct EmbDistOptions {
+    const EmbDistPlacement *placement; /**< n placements given explicitly, or NULL:
+                                            emb_dist_place() with `place` */
+    EmbDistPlaceOptions place; /**< options of emb_dist_place() when placement is NULL */
+    EmbStrategy *strategy;  /**< borrowed; runs the owners' pooling and updates
+                                 (NULL: a sequential strategy owned by the ensemble) */
+    int32_t groups;         /**< table groups (contiguous ranges of tables, as even as the
+                                 table count allows) whose pooled-row exchanges overlap the
+                                 next group's pooling; 0 or 1: one group */
+    EmbTableOptions table;  /**< options of the local tables and shards (name ignored) */
+} EmbDistOptions;
+
+/**
+ * Creates the sharded ensemble, collectively over @p comm: duplicates @p comm (errors
+ * return on the duplicate), places the tables and creates, on each rank, the tables it
+ * owns (whole) and its shard of every row-wise table (zero-filled; fill them through
+ * emb_dist_local_table()). Every rank must pass the same tables and options (checked:
+ * shapes, dtypes, placements, groups and table flags; names are not).
+ * @return 0; EMB_ENULL; EMB_EINVAL (as emb_dist_place(); groups < 0; a placement with a
+ *         rank outside the communicator; ranks describing different ensembles); EMB_EDTYPE;
+ *         EMB_ENOMEM; EMB_EIO (MPI). The same code on every rank.
+ */
+EMB_API int emb_dist_create(EmbDist **out, MPI_Comm comm, const EmbDistTableDesc *tables,
+                            int64_t n, const EmbDistOptions *opts);
+/** Destroys an ensemble (NULL is fine; collective: it frees the communicator duplicate). */
+EMB_API void emb_dist_destroy(EmbDist **d);
+
+/** This process's rank and the number of ranks (0 for NULL). */
+EMB_API int32_t emb_dist_rank(const EmbDist *d);
+/** The number of ranks of the ensemble's communicator (0 for NULL). */
+EMB_API int32_t emb_dist_nranks(const EmbDist *d);
+/** Number of tables of the ensemble. */
+EMB_API int64_t emb_dist_ntables(const EmbDist *d);
+/** Table @p i's placement. @return 0, EMB_ENULL, EMB_EINVAL (i out of range) */
+EMB_API int emb_dist_placement(const EmbDist *d, int64_t i, EmbDistPlacement *out);
+/**
+ * The part of table @p i this rank holds (owned by the ensemble): the whole table when
+ * this rank owns it table-wise, its shard (column k = the table's id located by
+ * emb_dist_locate()) when row-wise, NULL otherwise.
+ */
+EMB_API EmbTable *emb_dist_local_table(const EmbDist *d, int64_t i);
+/**
+ * Where id @p id of table @p i lives: the rank holding it and its column in that rank's
+ * local table. @return 0, EMB_ENULL, EMB_EINVAL, EMB_ERANGE
+ */
+EMB_API int emb_dist_locate(const EmbDist *d, int64_t i, int64_t id, int32_t *rank,
+                            int64_t *column);
+
+/**
+ * The distributed forward: this rank's @p batches (one per table, every nbags equal) are
+ * looked up in the sharded tables, and @p outputs (per-table buffers or the concat matrix
+ * with prependrows, as emb_maplookup()) receive exactly what the single-process
+ * emb_maplookup() of the global batch writes for this rank's bags. @p poolings (NULL: SUM)
+ * must be the same on every rank (checked). The ensemble keeps what the backward needs
+ * (copies: the caller's batches may change after the call).
+ * @return 0; EMB_ENULL, EMB_EINVAL, EMB_ESHAPE, EMB_ERANGE, EMB_EOFFSETS, ... (any rank's
+ *         code of emb_maplookup() or emb_batch_validate(), on every rank; EMB_EINVAL when
+ *         the ranks' poolings differ), EMB_ENOMEM, EMB_EIO. Nothing written on failure.
+ */
+EMB_API int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
+                               const EmbOutputs *outputs);
+
+/**
+ * Records the backward of the last emb_dist_maplookup(): @p grad_outputs (laid out as that
+ * call's outputs) travel to the owners, which record the pullback of the global batch
+ * (emb_maplookup_backward()). Nothing is applied until emb_dist_update().
+ * @return 0; EMB_ENULL, EMB_EINVAL (no forward before), EMB_ESHAPE, EMB_ESTRIDE,
+ *         EMB_ENOMEM, EMB_EIO; the same on every rank
+ */
+EMB_API int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs);
+
+/**
+ * Applies the recorded gradients with @p opt (emb_update_many() on this rank's tables and
+ * shards under the ensemble's strategy): every table ends bit-identical to one process
+ * that ran the global batch through emb_maplookup_backward() and emb_update_many() with
+ * the same optimizer. @p opt holds the state of this rank's tables only.
+ * With EMB_TABLE_CHECK_FINITE in the options' table flags, a NaN or infinite output
+ * gradient or weight on any rank gives EMB_ENONFINITE on every rank (found by
+ * emb_dist_backward(), reported here, as emb_update_many() reports it) and no rank
+ * applies anything.
+ * @return 0; EMB_ENULL, EMB_EINVAL (no backward recorded), EMB_ENONFINITE, any code of
+ *         emb_update_many(), EMB_EIO; the same on every rank. Every check is agreed on
+ *         before any rank applies; only a failure inside emb_update_many() itself
+ *         (EMB_ENOMEM of its first call) can leave other ranks updated.
+ */
+EMB_API int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags);
+
+/**
+ * Sharded checkpoint, collectively: each rank saves its tables and shards, with @p opt's
+ * state of them when @p opt is not NULL, with the store's checkpoints (store.h: one
+ * safetensors file per rank, `<dir>/rank<r>/ckpt-<step>` + EMB_CHECKPOINT_EXT, atomic,
+ * checksummed); then rank 0 writes the index `<dir>/dist-<step>.index` (rank count, every
+ * table's shape and placement, each rank's file). @p dir must exist and be shared by the
+ * ranks (one machine, or a shared file system). Every checkpoint is kept (prune old steps
+ * yourself).
+ * @return 0; EMB_ENULL, EMB_EINVAL (step < 0, path too long), EMB_EIO, EMB_ENOMEM; the
+ *         same on every rank
+ */
+EMB_API int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer *opt);
+
+/**
+ * Restores the checkpoint of @p step from @p dir into this ensemble, whatever the rank
+ * count and placement it was saved with (an ensemble over MPI_COMM_SELF restores it into
+ * one process): each rank verifies every file holding columns it needs, the ranks agree,
+ * and only then are columns copied. With @p opt (of the kind saved, fresh or behind the
+ * checkpoint) its state of this rank's tables is restored too, update counts included, so
+ * training resumes with the bits it would have had. The tables must be those saved (same
+ * count, names, shapes, dtypes). Memory: a rank reads, from each old rank's file, the
+ * old parts of the tables it now holds part of (whole old parts, freed at return).
+ * @return 0; EMB_ENULL, EMB_EIO (a file missing), EMB_ECORRUPT (index or file damaged),
+ *         EMB_ESHAPE (other tables), EMB_EINVAL (another optimizer kind, an optimizer
+ *         past the checkpoint), EMB_ENOTFOUND, EMB_ENOMEM; the same on every rank, and no
+ *         table is changed on failure
+ */
+EMB_API int emb_dist_restore(EmbDist *d, const char *dir, int64_t step, EmbOptimizer *opt);
+
+/** Timings and traffic of this rank's last forward / backward / update. */
+typedef struct EmbDistStats {
+    double pool_s;        /**< local pooling: owners' emb_maplookup, row gathers, the
+                               row-wise pooling of the requester */
+    double exchange_s;    /**< forward time in MPI calls (all-to-alls, waits, agreements) */
+    double backward_s;    /**< emb_dist_backward(): packing, exchange, recording */
+    double update_s;      /**< emb_dist_update() */
+    double grad_exchange_s; /**< backward and update time in MPI calls */
+    int64_t ids_bytes;    /**< bytes this rank sent in the id all-to-all (self excluded) */
+    int64_t rows_bytes;   /**< bytes sent in the pooled / raw row all-to-alls */
+    int64_t grad_bytes;   /**< bytes sent in the gradient all-to-all */
+} EmbDistStats;
+
+/** This rank's statistics. @return 0, EMB_ENULL */
+EMB_API int emb_dist_stats(const EmbDist *d, EmbDistStats *out);
+
+/**
+ * This thread's message of the last failed emb_dist_* call ("rank R: ..." naming the
+ * failing rank and the culprit there); "" after success.
+ */
+EMB_API const char *emb_dist_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dist_bench.c — the MPI ensemble's training step, run under mpirun (README: "Scale-out
+ * on MPI"). Every rank brings --batch bags (weak scaling: the global batch grows with the
+ * ranks, the tables do not) of a DLRM-shaped ensemble (the 26 Criteo Kaggle
+ * cardinalities capped at --rows, D = --dim, bags of --bag ids, skewed ids), and runs
+ * forward (emb_dist_maplookup into the concat output), backward and an SGD update.
+ * Per step the slowest rank's times are kept; rank 0 prints the median and the p10..p90
+ * spread over the steps, split into local pooling, exchange, backward and update, and
+ * the bytes each all-to-all moved (sent to other ranks, summed over ranks, per step).
+ * `RESULT` lines are for scripts (perf/dist_scaling.sh computes weak-scaling efficiency).
+ * --compare-groups N measures the overlap of the exchanges with the pooling: a second
+ * ensemble of the same tables with N table groups runs the same batches, its steps
+ * interleaved with the first's, and the per-step difference of the forward times is
+ * printed with its spread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <embtables/dist.h>
+#include <embtables/embtables.h>
+
+static const int64_t criteo[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3,
+                                   93145, 5683, 8351593, 3194, 27, 14992, 5461306, 10, 5652,
+                                   2173, 4, 7046547, 18, 15, 286181, 105, 142572};
+
+typedef struct Args {
+    int tables, dim, batch, bag, steps, warmup, groups, threads, compare;
+    int64_t rows;
+    EmbDistPlan plan;
+} Args;
+
+static int parse(int argc, char **argv, Args *a)
+{
+    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 200000, EMB_DIST_PLAN_TABLEWISE};
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--quick")) {
+            a->tables = 6, a->rows = 2000, a->dim = 16, a->batch = 64, a->steps = 2;
+            a->warmup = 1;
+            continue;
+        }
+        if (!v)
+            return -1;
+        i++;
+        if (!strcmp(k, "--tables")) a->tables = atoi(v);
+        else if (!strcmp(k, "--rows")) a->rows = atoll(v);
+        else if (!strcmp(k, "--dim")) a->dim = atoi(v);
+        else if (!strcmp(k, "--batch")) a->batch = atoi(v);
+        else if (!strcmp(k, "--bag")) a->bag = atoi(v);
+        else if (!strcmp(k, "--steps")) a->steps = atoi(v);
+        else if (!strcmp(k, "--warmup")) a->warmup = atoi(v);
+        else if (!strcmp(k, "--groups")) a->groups = atoi(v);
+        else if (!strcmp(k, "--compare-groups")) a->compare = atoi(v);
+        else if (!strcmp(k, "--threads")) a->threads = atoi(v);
+        else if (!strcmp(k, "--plan"))
+            a->plan = !strcmp(v, "row") ? EMB_DIST_PLAN_ROWWISE
+                      : !strcmp(v, "auto") ? EMB_DIST_PLAN_AUTO : EMB_DIST_PLAN_TABLEWISE;
+        else
+            return -1;
+    }
+    return a->tables < 1 || a->tables > 26 || a->dim < 1 || a->batch < 1 || a->bag < 1 ||
+           a->steps < 1 || a->rows < 1 || a->threads < 1 || a->compare < 0 || a->groups < 0
+           ? -1 : 0;
+}
+
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int cmp(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median and p10 / p90 of n values (sorted in place). */
+static void spread(double *v, int n, double out[3])
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    out[0] = v[n / 2], out[1] = v[n / 10], out[2] = v[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
+}
+
+enum { T_TOTAL, T_FWD, T_POOL, T_XCHG, T_BWD, T_UPD, T_GX, NT_ };
+
+/* One ensemble being measured: its per-step times (the slowest rank's) and bytes. */
+typedef struct Run {
+    EmbDist *d;
+    EmbOptimizer *opt;
+    int groups, ntw, steps;
+    double *m;        /* NT_ x steps */
+    int64_t bytes[3]; /* ids, rows, gradients: all ranks, to other ranks, per step */
+} Run;
+
+static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbStrategy *s,
+                      int groups)
+{
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_SGD, 0.01f);
+    *u = (Run){.groups = groups, .steps = a->steps};
+    int r = emb_optimizer_create(&u->opt, &oc);
+    if (!r)
+        r = emb_dist_create(&u->d, MPI_COMM_WORLD, desc, a->tables, &((EmbDistOptions){
+                            .place = {.plan = a->plan}, .groups = groups, .strategy = s}));
+    if (r)
+        return r;
+    for (int t = 0; t < a->tables; t++) {
+        EmbDistPlacement p;
+        emb_dist_placement(u->d, t, &p);
+        u->ntw += p.kind == EMB_DIST_TABLEWISE;
+        EmbTable *lt = emb_dist_local_table(u->d, t);
+        const EmbInitializer init = {.kind = EMB_INIT_UNIFORM, .a = -0.05f, .b = 0.05f,
+                                     .seed = (uint64_t)t};
+        if (lt)
+            emb_table_initialize(lt, &init);
+    }
+    u->m = malloc(sizeof(double) * (size_t)(NT_ * a->steps));
+    return u->m ? 0 : EMB_ENOMEM;
+}
+
+static void run_destroy(Run *u)
+{
+    emb_dist_destroy(&u->d);
+    emb_optimizer_destroy(&u->opt);
+    free(u->m);
+}
+
+/* One training step of @p u; a step < 0 is warmup (not kept). */
+static void run_step(Run *u, int step, int rank, const EmbBatch *b, const EmbOutputs *eo,
+                     const EmbOutputs *go)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    int r = emb_dist_maplookup(u->d, b, NULL, eo);
+    const double t1 = MPI_Wtime();
+    if (!r)
+        r = emb_dist_backward(u->d, go);
+    if (!r)
+        r = emb_dist_update(u->d, u->opt, 0);
+    const double t2 = MPI_Wtime();
+    if (r) {
+        fprintf(stderr, "rank %d: step failed: %s\n", rank, emb_dist_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    EmbDistStats st;
+    emb_dist_stats(u->d, &st);
+    double mine[NT_] = {t2 - t0, t1 - t0, st.pool_s, st.exchange_s, st.backward_s,
+                        st.update_s, st.grad_exchange_s}, worst[NT_];
+    MPI_Reduce(mine, worst, NT_, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    int64_t mb[3] = {st.ids_bytes, st.rows_bytes, st.grad_bytes};
+    MPI_Allreduce(MPI_IN_PLACE, mb, 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (step < 0)
+        return;
+    for (int k = 0; k < NT_; k++)
+        u->m[k * u->steps + step] = worst[k];
+    for (int k = 0; k < 3; k++)
+        u->bytes[k] = mb[k];
+}
+
+static void report(Run *u, const Args *a, int P)
+{
+    double q[NT_][3];
+    for (int k = 0; k < NT_; k++)
+        spread(u->m + k * a->steps, a->steps, q[k]);
+    printf("dist-bench: %d ranks, %d tables (%d table-wise, %d row-wise), D %d, %d bags "
+           "of %d per rank, %d groups, %d threads, %d steps\n", P, a->tables, u->ntw,
+           a->tables - u->ntw, a->dim, a->batch, a->bag, u->groups, a->threads, a->steps);
+    static const char *names[NT_] = {"step", "forward", " pool", " exchange", "backward",
+                                     "update", "bwd+upd MPI"};
+    for (int k = 0; k < NT_; k++)
+        printf("  %-10s %8.3f ms  [p10 %.3f .. p90 %.3f]\n", names[k], 1e3 * q[k][0],
+               1e3 * q[k][1], 1e3 * q[k][2]);
+    printf("  bytes per step, all ranks, to other ranks: ids %lld, rows %lld, gradients "
+           "%lld\n", (long long)u->bytes[0], (long long)u->bytes[1], (long long)u->bytes[2]);
+    printf("RESULT ranks=%d groups=%d step_ms=%.3f step_p10_ms=%.3f forward_ms=%.3f "
+           "forward_p10_ms=%.3f forward_p90_ms=%.3f pool_ms=%.3f exchange_ms=%.3f "
+           "backward_ms=%.3f update_ms=%.3f grad_exchange_ms=%.3f ids_bytes=%lld "
+           "rows_bytes=%lld grad_bytes=%lld\n", P, u->groups, 1e3 * q[T_TOTAL][0],
+           1e3 * q[T_TOTAL][1], 1e3 * q[T_FWD][0], 1e3 * q[T_FWD][1], 1e3 * q[T_FWD][2],
+           1e3 * q[T_POOL][0], 1e3 * q[T_XCHG][0], 1e3 * q[T_BWD][0], 1e3 * q[T_UPD][0],
+           1e3 * q[T_GX][0], (long long)u->bytes[0], (long long)u->bytes[1],
+           (long long)u->bytes[2]);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, P;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    Args a;
+    if (parse(argc, argv, &a)) {
+        if (rank == 0)
+            fprintf(stderr, "usage: mpirun -np N dist-bench [--quick] [--tables 26] [--rows "
+                    "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
+                    "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
+                    "[--plan table|row|auto]\n");
+        MPI_Finalize();
+        return 2;
+    }
+    EmbDistTableDesc desc[26];
+    for (int t = 0; t < a.tables; t++)
+        desc[t] = (EmbDistTableDesc){.name = "t", .nrows = criteo[t] < a.rows ? criteo[t] : a.rows,
+                                     .featuresize = a.dim, .dtype = EMB_F32,
+                                     .lookups = (double)a.batch * a.bag * P};
+    /* --compare-groups N: a second ensemble of the same tables with N groups, its steps
+       interleaved with the first's on the same batches (the overlap, side by side) */
+    const int nruns = a.compare > 0 ? 2 : 1;
+    EmbStrategy *s;
+    const EmbStrategyOptions so = {.nthreads = a.threads};
+    Run runs[2];
+    int r = emb_strategy_prealloc_concat(&s, &so);
+    for (int k = 0; k < nruns && !r; k++)
+        r = run_create(&runs[k], &a, desc, s, k ? a.compare : a.groups);
+    if (r) {
+        fprintf(stderr, "rank %d: setup failed: %s %s\n", rank, emb_dist_last_error(),
+                emb_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const int64_t nnz = (int64_t)a.batch * a.bag, W = (int64_t)a.tables * a.dim;
+    int64_t *ids = malloc(sizeof(int64_t) * (size_t)(nnz * a.tables));
+    float *out = malloc(sizeof(float) * (size_t)(a.batch * W));
+    float *dy = malloc(sizeof(float) * (size_t)(a.batch * W));
+    EmbBatch b[26];
+    for (int64_t i = 0; i < a.batch * W; i++)
+        dy[i] = (float)((i % 7) - 3) * 0.01f;
+    uint64_t seed = 1234 + (uint64_t)rank;
+    for (int step = -a.warmup; step < a.steps; step++) {
+        for (int t = 0; t < a.tables; t++) {
+            for (int64_t k = 0; k < nnz; k++) { /* skewed: u^3 */
+                const double u = (double)(next(&seed) >> 11) / 9007199254740992.0;
+                ids[t * nnz + k] = (int64_t)((double)desc[t].nrows * u * u * u);
+            }
+            b[t] = (EmbBatch){.ids = ids + t * nnz, .nnz = nnz, .nbags = a.batch,
+                              .bag_size = a.bag};
+        }
+        const EmbOutputs eo = {.concat = out, .concat_stride = W};
+        const EmbOutputs go = {.concat = dy, .concat_stride = W};
+        for (int k = 0; k < nruns; k++) /* alternate which runs first */
+            run_step(&runs[(k + (step & 1)) % nruns], step, rank, b, &eo, &go);
+    }
+    if (rank == 0)
+        for (int k = 0; k < nruns; k++)
+            report(&runs[k], &a, P);
+    if (rank == 0 && nruns == 2) {
+        /* the per-step difference of the forward times, both runs on the same batch */
+        double *dif = malloc(sizeof(double) * (size_t)a.steps), q[3];
+        for (int i = 0; i < a.steps; i++)
+            dif[i] = runs[1].m[T_FWD * a.steps + i] - runs[0].m[T_FWD * a.steps + i];
+        spread(dif, a.steps, q);
+        printf("forward with %d groups minus with %d, per step: median %+.3f ms [p10 %+.3f .. "
+               "p90 %+.3f]\nRESULT_COMPARE ranks=%d groups=%d,%d diff_ms=%.3f diff_p10_ms=%.3f "
+               "diff_p90_ms=%.3f\n", a.compare, a.groups, 1e3 * q[0], 1e3 * q[1], 1e3 * q[2],
+               P, a.groups, a.compare, 1e3 * q[0], 1e3 * q[1], 1e3 * q[2]);
+        free(dif);
+    }
+    free(ids), free(out), free(dy);
+    for (int k = 0; k < nruns; k++)
+        run_destroy(&runs[k]);
+    emb_strategy_destroy(&s);
+    MPI_Finalize();
+    return 0;
+}

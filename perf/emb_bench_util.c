@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * emb_bench_util.c — the small utilities of emb-bench (emb_bench.h), shared with gpu_bench
+ * (which builds the same Criteo workload's ids).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emb_bench.h"
+
+double bench_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+uint64_t bench_splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double bench_load1(void)
+{
+    double load = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1)
+            load = -1;
+        fclose(f);
+    }
+    return load;
+}
+
+static int progress_shown;
+
+/* One progress line on stderr, rewritten in place on a terminal. */
+void bench_progress(const char *fmt, ...)
+{
+    static double last;
+    const int tty = isatty(2);
+    double t = bench_now();
+    if (!tty && t - last < 2.0)
+        return;
+    last = t;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(tty ? "\r\033[K" : "", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(tty ? "" : "\n", stderr);
+    va_end(ap);
+    progress_shown = tty;
+}
+
+void bench_progress_end(void)
+{
+    if (progress_shown)
+        fputs("\r\033[K", stderr);
+    progress_shown = 0;
+}

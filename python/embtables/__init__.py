@@ -1,0 +1,405 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""embtables from Python: embedding tables over numpy arrays and torch CPU tensors (no
+copy), pooled lookups in PyTorch's conventions, lookups over many tables under a
+threading strategy, and the library's fused, deduplicating optimizers.
+
+    import numpy as np, embtables
+    w = np.random.rand(1000, 64).astype(np.float32)
+    t = embtables.Table(w)                       # wraps w: no copy, writes show both ways
+    out = t.lookup(np.array([3, 17, 17, 99]), offsets=np.array([0, 1]), mode="mean")
+
+Errors are raised as embtables.Error subclasses (RangeError is an IndexError,
+InvalidError a ValueError, ...) carrying the library's message, which names the culprit;
+a failed call writes nothing. `embtables.torch` has the nn.Module.
+"""
+import sys
+
+import numpy as np
+
+from . import _embtables as _C
+from ._embtables import (Error, FileError, InvalidError, NoMemoryError, NotFoundError,
+                         RangeError)
+
+__all__ = ["Table", "Strategy", "Optimizer", "lookup", "lookup_jagged", "maplookup",
+           "Saver", "restore", "latest_checkpoint", "read_checkpoint",
+           "pooling", "as_array", "Error", "RangeError", "InvalidError", "NoMemoryError",
+           "FileError", "NotFoundError", "physical_cores", "cpu_flags"]
+
+COMBINERS = {"none": 0, "gather": 0, "sum": 1, "mean": 2, "sqrtn": 3}
+PRUNE_INVALID, PRUNE_NONPOSITIVE_WEIGHTS, USE_DEFAULT_ID = 1, 2, 4
+DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
+OPTIMIZERS = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 2, "ftrl": 3, "adam": 4}
+INITIALIZERS = {"none": 0, "zeros": 1, "ones": 2, "constant": 3, "uniform": 4, "normal": 5,
+                "truncated_normal": 6, "uniform_unit_scaling": 7}
+
+physical_cores = _C.physical_cores
+cpu_flags = _C.cpu_flags
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def as_array(x):
+    """A numpy view of x (numpy array, torch CPU tensor, or anything array-like): no copy
+    for arrays and CPU tensors (bfloat16 tensors are viewed as int16)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if _is_torch(x):
+        torch = sys.modules["torch"]
+        if x.device.type != "cpu":
+            raise InvalidError(f"a {x.device.type} tensor: CPU tables and ids need CPU "
+                               "tensors (see embtables.gpu)")
+        x = x.detach()
+        if x.dtype == torch.bfloat16:
+            x = x.view(torch.int16)
+        return x.numpy()
+    return np.asarray(x)
+
+
+def _ids(x):
+    """Ids as a C-contiguous int32 / int64 array (a view when they already are)."""
+    a = x
+    if type(a) is not np.ndarray:
+        try:
+            a = x.numpy()  # the common case, a torch CPU tensor: a view
+        except (AttributeError, TypeError, RuntimeError):
+            a = as_array(x)
+    if a.dtype != np.int64 and a.dtype != np.int32:
+        a = a.astype(np.int64)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def _weights(x):
+    if x is None:
+        return None
+    return np.ascontiguousarray(as_array(x), dtype=np.float32)
+
+
+def pooling(mode="sum", max_norm=None, default_id=None, prune_invalid=False,
+            prune_nonpositive_weights=False):
+    """The pooling descriptor: mode sum / mean / sqrtn / none (gather); max_norm clips every
+    looked-up column to that l2 norm; TF's safe lookup: prune_invalid drops ids < 0,
+    prune_nonpositive_weights drops ids with weight <= 0, and an empty bag yields column
+    default_id (else zeros)."""
+    if isinstance(mode, tuple):
+        return mode
+    if mode not in COMBINERS:
+        raise InvalidError(f"mode '{mode}' is not one of {', '.join(COMBINERS)}")
+    flags = (PRUNE_INVALID if prune_invalid else 0) | \
+        (PRUNE_NONPOSITIVE_WEIGHTS if prune_nonpositive_weights else 0) | \
+        (USE_DEFAULT_ID if default_id is not None else 0)
+    return (COMBINERS[mode], float(max_norm or 0.0), int(default_id or 0), flags)
+
+
+class Table:
+    """An embedding table: num_embeddings rows ("columns" in the C API) of dim elements.
+
+    Table(array) wraps a 2-D array or torch CPU tensor (f32, f16; bf16 tensors, or uint16
+    arrays with dtype="bf16") without copying: the library reads and writes its memory,
+    whose rows may be strided. Table.create() makes an owned table; .numpy() is a view.
+    """
+
+    def __init__(self, array, name=None, dtype=None):
+        self.source = array
+        a = as_array(array)
+        if dtype == "bf16" or (dtype is None and a.dtype == np.int16 and _is_torch(array)):
+            a = a.view(np.uint16)
+        elif dtype is not None and np.dtype({"f32": np.float32, "f16": np.float16}
+                                            .get(dtype, dtype)) != a.dtype:
+            raise InvalidError(f"table: dtype {dtype} but the array holds {a.dtype}")
+        self._array = a
+        self._t = _C.table_wrap(a, name)
+
+    @classmethod
+    def create(cls, num_embeddings, dim, dtype="f32", name=None, init=None, seed=0):
+        """An owned, zeroed table; init = (kind, a, b) with TF's kinds (uniform: [a, b),
+        normal: mean a, stddev b, ...), counter-based so any thread count gives the same."""
+        self = cls.__new__(cls)
+        self._t = _C.table_create(int(num_embeddings), int(dim), DTYPES[dtype], name)
+        self._array = None
+        self.source = None
+        if init is not None:
+            self.initialize(*init, seed=seed)
+        return self
+
+    def initialize(self, kind, a=0.0, b=0.0, seed=0):
+        self._t.initialize(INITIALIZERS[kind], a, b, seed)
+
+    def numpy(self):
+        """The table's memory as a 2-D array (bf16 as uint16): a view, not a copy."""
+        return self._array if self._array is not None else np.asarray(self._t)
+
+    def to_float(self):
+        """A copy of the table as f32."""
+        out = np.empty((self.num_embeddings, self.dim), dtype=np.float32)
+        self._t.read(out)
+        return out
+
+    num_embeddings = property(lambda self: self._t.info()[0])
+    dim = property(lambda self: self._t.info()[1])
+    dtype = property(lambda self: self._t.info()[2])
+    name = property(lambda self: self._t.info()[3])
+
+    def __repr__(self):
+        return (f"embtables.Table({self.num_embeddings}x{self.dim} {self.dtype}"
+                + (f", name={self.name!r})" if self.name else ")"))
+
+    def lookup(self, input, offsets=None, per_sample_weights=None, mode="sum",
+               max_norm=None, include_last_offset=False, prune_invalid=False,
+               prune_nonpositive_weights=False, default_id=None, out=None):
+        """torch.nn.functional.embedding_bag's conventions: 2-D input = fixed bags; 1-D
+        input with offsets (bag starts; include_last_offset: plus the end); 1-D input
+        without offsets = one id per bag. mode 'none' gathers. Returns a float32 array
+        (a tensor when input is a tensor), or writes into out."""
+        p = pooling(mode, max_norm, default_id, prune_invalid, prune_nonpositive_weights)
+        ids = _ids(input)
+        if offsets is not None:
+            offsets = _ids(offsets)
+            nbags = len(offsets) - (1 if include_last_offset else 0)
+        else:
+            nbags = ids.shape[0]
+        out_t, out_a = _output(out, (nbags, self.dim), _is_torch(input))
+        _C.lookup(self._t, ids, offsets, _weights(per_sample_weights), p, out_a,
+                  1 if include_last_offset else 0)
+        return out_t
+
+    def lookup_jagged(self, values, lengths, weights=None, **kw):
+        """TorchRec's jagged form: bag b has lengths[b] ids, in order, in values."""
+        return self.lookup(values, _offsets_of_lengths(lengths), weights,
+                           include_last_offset=True, **kw)
+
+
+def _offsets_of_lengths(lengths):
+    lengths = as_array(lengths)
+    off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    return off
+
+
+def _output(out, shape, as_torch):
+    """(what to return, its numpy view) for an output of shape."""
+    if out is not None:
+        return out, as_array(out)
+    if as_torch:
+        t = sys.modules["torch"].empty(shape, dtype=sys.modules["torch"].float32)
+        return t, t.numpy()
+    a = np.empty(shape, dtype=np.float32)
+    return a, a
+
+
+def lookup(table, *args, **kw):
+    """Table(table).lookup(...) for an array / tensor, or table.lookup(...)."""
+    if not isinstance(table, Table):
+        table = Table(table)
+    return table.lookup(*args, **kw)
+
+
+def lookup_jagged(table, values, lengths, weights=None, **kw):
+    if not isinstance(table, Table):
+        table = Table(table)
+    return table.lookup_jagged(values, lengths, weights, **kw)
+
+
+class Strategy:
+    """How lookups and updates over many tables use threads: 'sequential', 'parallel'
+    (whole tables over threads) or 'prealloc-concat' (bag chunks of every table); threads
+    0 = the physical cores. Every strategy and thread count gives the same bits."""
+
+    def __init__(self, name="prealloc-concat", threads=0, pinning=None, chunks=0,
+                 num_splits=0):
+        pin = {None: 0, "none": 0, "compact": 1, "scatter": 2}[pinning]
+        self._s = _C.Strategy(name, int(threads), pin, int(chunks), int(num_splits))
+
+    name = property(lambda self: self._s.info()[0])
+    threads = property(lambda self: self._s.info()[1])
+
+    def __repr__(self):
+        return f"embtables.Strategy({self.name!r}, threads={self.threads})"
+
+
+def _strategy(s, threads=0):
+    if isinstance(s, Strategy):
+        return s
+    return Strategy(s or "prealloc-concat", threads)
+
+
+class Optimizer:
+    """A fused, deduplicating optimizer: 'sgd', 'adagrad' (PyTorch's), 'rowwise_adagrad'
+    (FBGEMM's), 'adam' (PyTorch's SparseAdam: lazy moments) or 'ftrl' (TF's). Keyword
+    hyper-parameters: eps, initial_accumulator, beta1, beta2, bias_correction, lr_power,
+    l1, l2. lr can be changed between steps; the state is kept."""
+
+    def __init__(self, kind="sgd", lr=0.01, **hyper):
+        if kind not in OPTIMIZERS:
+            raise InvalidError(f"optimizer '{kind}' is not one of {', '.join(OPTIMIZERS)}")
+        if "betas" in hyper:
+            hyper["beta1"], hyper["beta2"] = hyper.pop("betas")
+        if "initial_accumulator_value" in hyper:
+            hyper["initial_accumulator"] = hyper.pop("initial_accumulator_value")
+        self.kind = kind
+        self._o = _C.Optimizer(OPTIMIZERS[kind], float(lr), **hyper)
+
+    @property
+    def lr(self):
+        return self._o.lr
+
+    @lr.setter
+    def lr(self, value):
+        self._o.lr = float(value)
+
+    def state(self, table, slot=0):
+        """(state array or None, steps) of table: adagrad h (N x D), rowwise_adagrad h
+        (N x 1), adam [m | v] (N x 2D), ftrl [accumulator | linear]. A view."""
+        st, step = self._o.state(table._t if isinstance(table, Table) else table, slot)
+        return (np.asarray(st) if st is not None else None), step
+
+    def apply_sparse(self, table, ids, rows):
+        """One step from a sparse gradient (ids, rows): duplicates summed, then the
+        optimizer once per distinct row."""
+        self._o.apply_sparse(table._t, _ids(ids), np.ascontiguousarray(as_array(rows),
+                                                                       dtype=np.float32))
+
+    def __repr__(self):
+        return f"embtables.Optimizer({self.kind!r}, lr={self.lr:g})"
+
+
+def _optimizer(o, lr=0.01, **hyper):
+    if o is None or isinstance(o, Optimizer):
+        return o
+    return Optimizer(o, lr, **hyper)
+
+
+class Collection:
+    """Tables looked up together into the DLRM concat layout (nbags x (prepend + ΣD)),
+    and, with an optimizer, updated together by a fused backward. The numpy core of
+    embtables.torch.EmbeddingBagCollection."""
+
+    def __init__(self, tables, poolings=None, strategy="prealloc-concat", threads=0,
+                 optimizer=None, include_last_offset=False):
+        self.tables = [t if isinstance(t, Table) else Table(t) for t in tables]
+        if poolings is None or isinstance(poolings, (str, tuple)):
+            poolings = [poolings or "sum"] * len(self.tables)
+        self.poolings = [pooling(p) for p in poolings]
+        self.strategy = _strategy(strategy, threads)
+        self.optimizer = _optimizer(optimizer)
+        self.include_last_offset = bool(include_last_offset)
+        self._c = _C.Collection([t._t for t in self.tables], self.poolings, self.strategy._s,
+                                self.optimizer._o if self.optimizer else None)
+        self.width = self._c.width()
+
+    def nbags(self, form, indices, offsets):
+        if form == 0:
+            i0 = indices[0]
+            if i0.ndim == 2 or offsets is None or offsets[0] is None:
+                return i0.shape[0]
+            return len(offsets[0]) - (1 if self.include_last_offset else 0)
+        return (len(offsets) - (form == 1)) // len(self.tables)
+
+    def forward(self, form, indices, offsets, weights, out, prepend=0):
+        """Runs the lookup into out (numpy view); returns the step for backward()."""
+        return self._c.forward(form, indices, offsets, weights, out,
+                               1 if self.include_last_offset else 0, prepend)
+
+    def backward(self, step, grad_output, prepend=0):
+        self._c.backward(step, grad_output, prepend)
+
+
+def _prepare(indices, offsets=None, per_sample_weights=None, lengths=None):
+    """(form, indices, offsets, weights) as numpy: form 0 per-table lists (PyTorch), 1 flat
+    indices with T*B+1 offsets (FBGEMM), 2 values with T*B lengths (TorchRec)."""
+    if isinstance(indices, (list, tuple)):
+        ids = [_ids(i) for i in indices]
+        off = None if offsets is None else [None if o is None else _ids(o) for o in offsets]
+        w = None if per_sample_weights is None else \
+            [None if x is None else _weights(x) for x in per_sample_weights]
+        return 0, ids, off, w
+    if lengths is not None:
+        return 2, _ids(indices), _ids(lengths), _weights(per_sample_weights)
+    if offsets is None:
+        raise InvalidError("flat indices need offsets (T*B+1) or lengths (T*B)")
+    return 1, _ids(indices), _ids(offsets), _weights(per_sample_weights)
+
+
+def maplookup(tables, indices, offsets=None, per_sample_weights=None, lengths=None,
+              mode="sum", strategy="prealloc-concat", threads=0, include_last_offset=False,
+              out=None, prepend=0, split=False):
+    """Looks up one batch per table (per-table lists; or flat indices with FBGEMM's T*B+1
+    offsets; or TorchRec's values with T*B lengths) under a strategy, into the DLRM
+    concat matrix (B x (prepend + ΣD), the first prepend columns untouched). mode: one
+    for all tables or a list (or pooling() tuples). split=True returns the per-table
+    views instead."""
+    poolings = mode if isinstance(mode, list) else [mode] * len(tables)
+    c = Collection(tables, poolings, strategy, threads, None, include_last_offset)
+    form, ids, off, w = _prepare(indices, offsets, per_sample_weights, lengths)
+    nbags = c.nbags(form, ids, off)
+    as_torch = _is_torch(indices[0] if form == 0 else indices)
+    out_t, out_a = _output(out, (nbags, prepend + c.width), as_torch)
+    c.forward(form, ids, off, w, out_a, prepend)
+    if not split:
+        return out_t
+    views, at = [], prepend
+    for t in c.tables:
+        views.append(out_t[:, at:at + t.dim])
+        at += t.dim
+    return views
+
+
+# ---- checkpoints (the C saver's safetensors files) --------------------------------------
+
+def _named(tables):
+    """[(name, Table)] from a dict name -> table / array / tensor, or a list of named
+    Tables."""
+    if isinstance(tables, dict):
+        items = list(tables.items())
+    else:
+        items = [(t.name, t) for t in tables]
+    out = []
+    for name, t in items:
+        t = t if isinstance(t, Table) else Table(t, name=name)
+        if not name:
+            raise InvalidError("a checkpoint needs a name for every table")
+        out.append((name, t))
+    return out
+
+
+class Saver:
+    """tf.train.Saver over tables (a dict name -> Table / array / tensor): save(step)
+    writes `<directory>/<prefix>-<step>.safetensors` atomically with the optimizer's state
+    of those tables, updates the index `<directory>/checkpoint` and keeps the max_to_keep
+    most recent (0 or < 0: all; plus one per keep_every_n_hours). numpy, torch and
+    safetensors read the files; `read_checkpoint` needs numpy alone."""
+
+    def __init__(self, directory, tables, optimizer=None, prefix="ckpt", max_to_keep=5,
+                 keep_every_n_hours=0.0):
+        self.tables = _named(tables)
+        self.optimizer = optimizer
+        self._s = _C.Saver(str(directory), prefix, [(n, t._t) for n, t in self.tables],
+                           optimizer._o if optimizer is not None else None, int(max_to_keep),
+                           float(keep_every_n_hours))
+
+    def save(self, global_step):
+        """Writes a checkpoint; returns its path."""
+        return self._s.save(int(global_step))
+
+
+def restore(path, tables, optimizer=None):
+    """Restores tables (as Saver names them; each must be in the file) and, with an
+    optimizer of the saved kind, its state, from the checkpoint at path. The whole file is
+    verified first: on any error nothing is changed. Returns the global step."""
+    named = _named(tables)
+    return _C.restore(str(path), [(n, t._t) for n, t in named],
+                      optimizer._o if optimizer is not None else None)
+
+
+def latest_checkpoint(directory):
+    """The path of the most recent checkpoint of directory's index, or None."""
+    return _C.latest_checkpoint(str(directory))
+
+
+def read_checkpoint(path, bf16="float32"):
+    """Reads a checkpoint with numpy alone (python/embtables_ckpt.py): .tensors (name ->
+    array, optimizer state as `<table>/<kind>.<slot>`), .tables, .optimizer,
+    .global_step."""
+    import embtables_ckpt
+    return embtables_ckpt.read(str(path), bf16=bf16)

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Reads embtables checkpoints (safetensors files) into numpy arrays, with numpy alone.
+
+    import embtables_ckpt
+    ck = embtables_ckpt.read("ckpt/model-1000.safetensors")
+    ck.global_step, ck.optimizer          # 1000, {"kind": "adam", "lr": ..., ...}
+    ck.tensors["user"]                     # (ncolumns, featuresize) array
+    ck.tensors["user/adam.m"]              # optimizer state (float32)
+    ck.tables["user"]                      # {"nshards": 4, "partition": "mod", "step": 1000}
+
+bf16 tensors come back as float32 (exact) unless bf16="uint16" (the raw bits). The
+checksums (XXH3-64 of the header and of every tensor) are verified with the `xxhash`
+module or, without it, the system's libxxhash through ctypes; `ck.verified` says whether
+they were (neither found: read unverified).
+Run as a script: `embtables_ckpt.py [--inspect] FILE` lists the tensors.
+"""
+import ctypes
+import ctypes.util
+import json
+import struct
+import sys
+
+import numpy as np
+
+__all__ = ["Checkpoint", "read", "load"]
+
+_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}
+_HEADER_MAX = 64 << 20
+
+
+class Checkpoint:
+    """A read checkpoint: tensors (name -> array), tables, optimizer, global_step."""
+
+    def __init__(self, tensors, meta, dtypes):
+        self.tensors = tensors
+        self.dtypes = dtypes  # name -> "F32" / "F16" / "BF16"
+        self.global_step = meta.get("global_step")
+        self.optimizer = meta.get("optimizer")
+        self.tables = {t["name"]: {k: v for k, v in t.items() if k != "name"}
+                       for t in meta.get("tables", [])}
+        self.checksums = meta.get("xxh3", {})
+
+
+def _xxh3_function():
+    """XXH3-64 of bytes as an int, or None when no implementation is found."""
+    try:
+        import xxhash
+        return xxhash.xxh3_64_intdigest
+    except ImportError:
+        pass
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    except OSError:
+        return None
+    f = lib.XXH3_64bits
+    f.restype, f.argtypes = ctypes.c_uint64, [ctypes.c_char_p, ctypes.c_size_t]
+    return lambda b: f(bytes(b), len(b))
+
+
+_XXH3 = _xxh3_function()
+_HH_KEY = b'"header_xxh3":"'
+
+
+def _check(what, got, want):
+    if f"{got:016x}" != want:
+        raise ValueError(f"{what}: checksum {got:016x} != {want} (a damaged file)")
+
+
+def read(path, bf16="float32"):
+    """Reads the checkpoint at `path`; raises ValueError for a file that is not one."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if blob[:8] == b"EMBCKPT\x01":
+        raise ValueError(f"{path}: the older embtables format (EMBCKPT), not safetensors")
+    if len(blob) < 8:
+        raise ValueError(f"{path}: too short for a safetensors file")
+    (n,) = struct.unpack("<Q", blob[:8])
+    if n > min(len(blob) - 8, _HEADER_MAX):
+        raise ValueError(f"{path}: header length {n} in a file of {len(blob)} bytes")
+    raw_header = blob[8:8 + n]
+    header = json.loads(raw_header)
+    md = header.pop("__metadata__", {})
+    meta = json.loads(md.get("embtables", "{}"))
+    verify = _XXH3 is not None and "header_xxh3" in md
+    if verify:  # the header with its own 16 digits as zeros
+        at = raw_header.index(_HH_KEY) + len(_HH_KEY)
+        zeroed = raw_header[:at] + b"0" * 16 + raw_header[at + 16:]
+        _check(f"{path}: header", _XXH3(zeroed), md["header_xxh3"])
+    data = memoryview(blob)[8 + n:]
+    tensors, dtypes = {}, {}
+    for name, t in header.items():
+        begin, end = t["data_offsets"]
+        if not 0 <= begin <= end <= len(data):
+            raise ValueError(f"{path}: tensor {name!r} lies outside the file")
+        raw = data[begin:end]
+        if verify:
+            _check(f"{path}: tensor {name!r}", _XXH3(raw), meta["xxh3"][name])
+        a = np.frombuffer(raw, dtype=_DTYPES[t["dtype"]]).reshape(t["shape"])
+        if t["dtype"] == "BF16" and bf16 == "float32":
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        tensors[name] = a
+        dtypes[name] = t["dtype"]
+    ck = Checkpoint(tensors, meta, dtypes)
+    ck.verified = verify
+    return ck
+
+
+def load(path):
+    """The tensors of the checkpoint at `path` as a dict of numpy arrays."""
+    return read(path).tensors
+
+
+def _inspect(path):
+    ck = read(path, bf16="uint16")
+    print(f"{path}: global step {ck.global_step}, optimizer "
+          f"{ck.optimizer['kind'] if ck.optimizer else 'none'}")
+    for name, a in ck.tensors.items():
+        print(f"  {name:40s} {ck.dtypes[name]:5s} {a.shape[0]} x {a.shape[1]}")
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--inspect"]
+    if len(args) != 1:
+        sys.exit("usage: embtables_ckpt.py [--inspect] FILE")
+    _inspect(args[0])

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Checkpoints from Python through the C saver: read back with numpy alone, resume bit
+for bit with the optimizer's state, max_to_keep, errors that change nothing."""
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import embtables as et
+from embtables.torch import EmbeddingBagCollection
+
+SIZES = [(40, 8), (25, 16)]
+
+
+def steps(ebc, gen, n):
+    for _ in range(n):
+        ids = [torch.randint(0, rows, (12,), generator=gen) for rows, _ in SIZES]
+        offs = [torch.arange(0, 12, 3) for _ in SIZES]
+        out = ebc(ids, offs)
+        out.backward(torch.randn(out.shape, generator=gen))
+
+
+def fresh(optimizer):
+    return EmbeddingBagCollection([torch.randn(n, d, generator=torch.Generator().manual_seed(n))
+                                   for n, d in SIZES], optimizer=optimizer, lr=0.05)
+
+
+@pytest.mark.parametrize("optimizer", ["adagrad", "adam"])
+def test_resume_bit_for_bit_and_numpy_reader(tmp_path, optimizer):
+    straight, resumed = fresh(optimizer), fresh(optimizer)
+    steps(straight, torch.Generator().manual_seed(1), 3)
+    path = straight.saver(tmp_path).save(3)
+    assert os.path.basename(path) == "ckpt-3.safetensors"
+    assert et.latest_checkpoint(tmp_path) == path
+
+    ck = et.read_checkpoint(path)                        # numpy alone
+    assert ck.global_step == 3 and ck.optimizer["kind"] == optimizer
+    for i, w in enumerate(straight.weights):
+        np.testing.assert_array_equal(ck.tensors[f"table_{i}"], w.numpy())
+    state = [k for k in ck.tensors if k.startswith("table_0/")]
+    assert state, "the optimizer's state is in the file"
+
+    assert resumed.restore(path) == 3
+    for a, b in zip(straight.weights, resumed.weights):
+        assert torch.equal(a, b)
+    steps(straight, torch.Generator().manual_seed(2), 3)
+    steps(resumed, torch.Generator().manual_seed(2), 3)
+    for a, b in zip(straight.weights, resumed.weights):
+        assert torch.equal(a, b)                         # the state came back too
+
+
+def test_numpy_tables_max_to_keep_and_errors(tmp_path):
+    w = {"user": np.arange(20, dtype=np.float32).reshape(5, 4),
+         "item": np.ones((3, 2), np.float16)}
+    saver = et.Saver(tmp_path, w, prefix="m", max_to_keep=2)
+    paths = [saver.save(s) for s in (10, 20, 30)]
+    assert not os.path.exists(paths[0]) and all(os.path.exists(p) for p in paths[1:])
+    assert et.latest_checkpoint(tmp_path) == paths[2]
+    back = {"user": np.zeros((5, 4), np.float32), "item": np.zeros((3, 2), np.float16)}
+    assert et.restore(paths[2], back) == 30
+    for k in w:
+        np.testing.assert_array_equal(back[k], w[k])
+
+    wrong = {"user": np.zeros((6, 4), np.float32)}       # another shape: nothing written
+    with pytest.raises(et.Error):
+        et.restore(paths[2], wrong)
+    assert np.all(wrong["user"] == 0)
+    raw = bytearray(open(paths[2], "rb").read())
+    raw[-3] ^= 0xFF                                      # a flipped byte in a tensor
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(bytes(raw))
+    back["user"][:] = 7
+    with pytest.raises(et.FileError):
+        et.restore(bad, back)
+    assert np.all(back["user"] == 7)
+    with pytest.raises(et.NotFoundError):
+        et.restore(paths[2], {"nobody": np.zeros((5, 4), np.float32)})
+    assert et.latest_checkpoint(tmp_path / "nothing-here") is None

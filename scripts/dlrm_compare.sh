@@ -1,0 +1,61 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# dlrm_train (C, embtables) and examples/dlrm_torch.py (PyTorch) on the same files, with
+# the same model, initial weights, batches and threads; prints AUC, log loss and samples/s
+# side by side. Without files, generates them (scripts/criteo_gen.py) and prints the AUC
+# the planted signal allows.
+# Usage: scripts/dlrm_compare.sh [--train F --test F] [--repeat N] [dlrm_train options...]
+#   e.g. scripts/dlrm_compare.sh --epochs 2 --threads 2
+# Runs alternate (ours, torch, ours, torch, ...) --repeat times (default 1); OpenMP waits
+# are passive for both (a shared machine; set OMP_WAIT_POLICY to override).
+set -eu
+cd "$(dirname "$0")/.."
+scripts/deps.sh build blas torch
+[ -x build/examples/dlrm_train ] || { [ -d build ] || meson setup build >/dev/null; }
+ninja -C build examples/dlrm_train >/dev/null
+train="" test="" repeat=1
+while [ $# -gt 0 ]; do
+    case $1 in
+    --train) train=$2; shift 2 ;;
+    --test) test=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    *) break ;;
+    esac
+done
+if [ -z "$train" ]; then
+    dir=build/criteo-gen
+    mkdir -p "$dir"
+    train=$dir/train.tsv test=$dir/test.tsv
+    if [ ! -s "$dir/summary.txt" ]; then
+        python3 scripts/criteo_gen.py --rows 100000 --test-rows 20000 "$train" "$test" >"$dir/summary.txt"
+    fi
+    echo "generated data (bayes_auc: what the planted signal allows):"
+    sed 's/^/  /' "$dir/summary.txt"
+fi
+[ -n "$test" ] || { echo "--train needs --test" >&2; exit 2; }
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+i=1
+while [ "$i" -le "$repeat" ]; do
+    build/examples/dlrm_train --train "$train" --test "$test" "$@" >"$out/ours.$i"
+    /usr/bin/python3 examples/dlrm_torch.py --train "$train" --test "$test" "$@" >"$out/torch.$i"
+    i=$((i + 1))
+done
+field() { tail -n 1 "$1" | sed -n "s/.*$2=\([^ ]*\).*/\1/p"; }
+printf "%-10s %-4s %10s %10s %14s\n" program run auc logloss samples/s
+for who in ours torch; do
+    i=1
+    while [ "$i" -le "$repeat" ]; do
+        f=$out/$who.$i
+        printf "%-10s %-4s %10s %10s %14s\n" "$([ $who = ours ] && echo embtables || echo pytorch)" \
+            "$i" "$(field "$f" auc)" "$(field "$f" logloss)" "$(field "$f" samples_per_s)"
+        i=$((i + 1))
+    done
+done
+median() { # median samples/s of one program's runs
+    for f in "$out/$1".*; do field "$f" samples_per_s; done | sort -g |
+        awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+o=$(median ours) t=$(median torch)
+awk -v o="$o" -v t="$t" 'BEGIN { printf "median samples/s: embtables %.0f, pytorch %.0f: %.2fx\n", o, t, o / t }'

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dist_backward.c — emb_dist_backward() and emb_dist_update().
+ *
+ * Table-wise tables: each rank sends its output-gradient rows to the owner, which
+ * assembles the global batch's gradient (ranks in order) and records the pullback of the
+ * global batch it kept from the forward: the very gradient one process would record, so
+ * emb_update_many() dedups and sums it in the single-process order.
+ *
+ * Row-wise tables: the gradient of one id is the sum, in global batch order, of
+ * coef x dy(bag) over its entries, where coef is the entry's weight times the bag's
+ * combiner scale (1, 1 / Σw or 1 / sqrt(Σw²), Σ over the bag's kept entries, in double,
+ * as the core's pullback; an empty bag with a default id gives (default_id, 1)). Each rank
+ * computes its bags' entries and sends each owner the ones it holds: per bag with such
+ * entries, their columns and coefficients and the bag's dy row. The owner concatenates the
+ * sources in rank order (so every id's entries stay in global order) and records them as
+ * a SUM lookup with the coefficients as weights (coef x 1 = coef) and the same max_norm
+ * (whose Jacobian needs only the column, which the owner has): the same rows, summed in
+ * the same order, as the single-process pullback of the whole table.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_impl.h"
+
+typedef struct Entry {
+    int64_t col;   /* column in the owner's shard */
+    int64_t bag;
+    float coef;
+    int32_t owner;
+} Entry;
+
+/* The core's combiner scale (lookup.h: MEAN = Σw·e / Σw, SQRTN = Σw·e / sqrt(Σw²)). */
+static float combiner_scale(EmbCombiner c, double sw, double sw2)
+{
+    switch (c) {
+    case EMB_COMBINER_MEAN: return sw != 0.0 ? (float)(1.0 / sw) : 0.0f;
+    case EMB_COMBINER_SQRTN: return sw2 > 0.0 ? (float)(1.0 / sqrt(sw2)) : 0.0f;
+    default: return 1.0f;
+    }
+}
+
+/* This rank's pullback entries of row-wise table @p t, in batch order; returns the count. */
+static int64_t entries(const EmbDist *d, const DistTable *t, Entry *e)
+{
+    int64_t n = 0;
+    for (int64_t bag = 0; bag < d->nbags; bag++) {
+        const int64_t first = n;
+        double sw = 0.0, sw2 = 0.0;
+        for (int64_t k = t->offsets[bag]; k < t->offsets[bag + 1]; k++) {
+            const int64_t id = t->ids[k];
+            if (dist_pruned(t, k, id))
+                continue;
+            const float w = t->has_weights ? t->weights[k] : 1.0f;
+            e[n++] = (Entry){id, bag, w, 0};
+            sw += w;
+            sw2 += (double)w * w;
+        }
+        if (n == first) {
+            if (t->pooling.flags & EMB_USE_DEFAULT_ID)
+                e[n++] = (Entry){t->pooling.default_id, bag, 1.0f, 0};
+            continue;
+        }
+        const float s = combiner_scale(t->pooling.combiner, sw, sw2);
+        for (int64_t i = first; i < n; i++)
+            e[i].coef = e[i].coef * s;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dist_locate(d, t, e[i].col, &e[i].owner, &e[i].col);
+    return n;
+}
+
+/* Packs owner @p o's entries @p e (n of them, in batch order) and their bags' dy rows. */
+static int pack_rowwise(EmbDist *d, const EmbOutputs *g, int64_t i, const Entry *e,
+                        int64_t n, int32_t o)
+{
+    const int32_t D = d->t[i].desc.featuresize;
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++)
+        k += j == 0 || e[j].bag != e[j - 1].bag;
+    Words *w = &d->send[o];
+    if (dist_words_reserve(w, 4 + 2 * k + 3 * n + k * D))
+        return EMB_ENOMEM;
+    dist_put_i64(w, k);
+    dist_put_i64(w, n);
+    for (int64_t j = 0, len = 1; j < n; j++, len++) /* bag lengths */
+        if (j + 1 == n || e[j + 1].bag != e[j].bag) {
+            dist_put_i64(w, len);
+            len = 0;
+        }
+    for (int64_t j = 0; j < n; j++)
+        dist_put_i64(w, e[j].col);
+    for (int64_t j = 0; j < n; j++)
+        dist_put_f32(w, e[j].coef);
+    for (int64_t j = 0; j < n; j++)
+        if (j == 0 || e[j].bag != e[j - 1].bag) {
+            int64_t stride;
+            dist_put_f32s(w, dist_out_row(d, g, i, e[j].bag, &stride), D);
+        }
+    return 0;
+}
+
+/*
+ * Row-wise table @p i: this rank's entries, then a stable counting sort by owner (each
+ * owner's entries stay in batch order), then each owner's packed: O(entries + ranks).
+ */
+static int pack_table_rowwise(EmbDist *d, const EmbOutputs *g, int64_t i)
+{
+    const DistTable *t = &d->t[i];
+    const int64_t max = t->offsets[d->nbags] + d->nbags;
+    int r = dist_grow(&d->ent, &d->ent_cap, 2 * (int64_t)sizeof(Entry) * max + 8);
+    if (r)
+        return r;
+    Entry *e = d->ent, *sorted = e + max;
+    const int64_t n = entries(d, t, e);
+    int64_t *start = d->tmp_cols; /* nranks + 1 */
+    for (int32_t o = 0; o <= d->nranks; o++)
+        start[o] = 0;
+    for (int64_t j = 0; j < n; j++)
+        start[e[j].owner + 1]++;
+    for (int32_t o = 0; o < d->nranks; o++)
+        start[o + 1] += start[o];
+    for (int64_t j = 0; j < n; j++)
+        sorted[start[e[j].owner]++] = e[j];
+    int64_t begin = 0;
+    for (int32_t o = 0; o < d->nranks && !r; o++) { /* start[o] is now owner o's end */
+        r = pack_rowwise(d, g, i, sorted + begin, start[o] - begin, o);
+        begin = start[o];
+    }
+    return r;
+}
+
+static int pack_grads(EmbDist *d, const EmbOutputs *g)
+{
+    for (int32_t o = 0; o < d->nranks; o++)
+        d->send[o].n = 0;
+    for (int64_t i = 0; i < d->ntables; i++) {
+        DistTable *t = &d->t[i];
+        const int32_t D = t->desc.featuresize;
+        if (t->place.kind == EMB_DIST_TABLEWISE) {
+            Words *w = &d->send[t->place.rank];
+            if (dist_words_reserve(w, d->nbags * D))
+                return EMB_ENOMEM;
+            for (int64_t b = 0; b < d->nbags; b++) {
+                int64_t stride;
+                dist_put_f32s(w, dist_out_row(d, g, i, b, &stride), D);
+            }
+            continue;
+        }
+        const int r = pack_table_rowwise(d, g, i);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* Owner: walks every source's gradients; @p fill 0 sizes the row-wise batches, 1 fills. */
+static void parse_grads(EmbDist *d, int fill)
+{
+    for (int64_t i = 0; i < d->ntables; i++) {
+        DistTable *t = &d->t[i];
+        t->b_nnz = t->b_nbags = 0;
+        if (fill && t->b_offsets)
+            t->b_offsets[0] = 0;
+    }
+    for (int32_t src = 0; src < d->nranks; src++) {
+        const uint32_t *p = d->recvbuf + d->rdispl[src];
+        const int64_t nb = d->rank_nbags[src];
+        for (int64_t i = 0; i < d->ntables; i++) {
+            DistTable *t = &d->t[i];
+            const int32_t D = t->desc.featuresize;
+            if (t->place.kind == EMB_DIST_TABLEWISE) {
+                if (t->place.rank != d->rank)
+                    continue;
+                if (fill)
+                    memcpy(t->g_dy + d->rank_off[src] * D, p, 4 * (size_t)(nb * D));
+                p += nb * D;
+                continue;
+            }
+            const int64_t k = dist_get_i64(&p), m = dist_get_i64(&p);
+            if (fill) {
+                for (int64_t b = 0; b < k; b++)
+                    t->b_offsets[t->b_nbags + b + 1] = t->b_offsets[t->b_nbags + b] +
+                                                      dist_get_i64(&p);
+                for (int64_t j = 0; j < m; j++)
+                    t->b_ids[t->b_nnz + j] = dist_get_i64(&p);
+                memcpy(t->b_coef + t->b_nnz, p, 4 * (size_t)m);
+                memcpy(t->b_dy + t->b_nbags * D, p + m, 4 * (size_t)(k * D));
+                p += m + k * D;
+            } else {
+                p += 2 * k + 3 * m + k * D;
+            }
+            t->b_nbags += k, t->b_nnz += m;
+        }
+    }
+}
+
+static int record(EmbDist *d)
+{
+    parse_grads(d, 0);
+    const int64_t G = d->global_nbags;
+    for (int64_t i = 0; i < d->ntables; i++) {
+        DistTable *t = &d->t[i];
+        const int64_t D = t->desc.featuresize;
+        int r = 0;
+        if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+            r = dist_grow((void **)&t->g_dy, &t->g_dy_cap, 4 * G * D + 4);
+        } else if (t->place.kind == EMB_DIST_ROWWISE) {
+            r = dist_grow((void **)&t->b_offsets, &t->b_offsets_cap, 8 * t->b_nbags + 8);
+            if (!r)
+                r = dist_grow((void **)&t->b_ids, &t->b_ids_cap, 8 * t->b_nnz + 8);
+            if (!r)
+                r = dist_grow((void **)&t->b_coef, &t->b_coef_cap, 4 * t->b_nnz + 4);
+            if (!r)
+                r = dist_grow((void **)&t->b_dy, &t->b_dy_cap, 4 * t->b_nbags * D + 4);
+        }
+        if (r)
+            return r;
+    }
+    parse_grads(d, 1);
+    for (int64_t i = 0; i < d->ntables; i++) {
+        DistTable *t = &d->t[i];
+        t->recorded = 0;
+        if (!t->local)
+            continue;
+        const int32_t D = t->desc.featuresize;
+        int r;
+        if (t->place.kind == EMB_DIST_TABLEWISE) {
+            const EmbBatch b = dist_batch(t, t->g_ids, t->g_offsets, t->g_has_weights ?
+                                          t->g_weights : NULL, t->g_nnz, G);
+            r = emb_lookup_backward(t->local, &b, &t->pooling, t->g_dy, D, t->grad);
+        } else {
+            const EmbBatch b = {.ids = t->b_ids, .nnz = t->b_nnz, .nbags = t->b_nbags,
+                                .offsets = t->b_offsets, .weights = t->b_coef};
+            const EmbPooling p = {EMB_COMBINER_SUM, t->pooling.max_norm, 0, 0};
+            r = emb_lookup_backward(t->local, &b, &p, t->b_dy, D, t->grad);
+        }
+        if (r)
+            return dist_fail_core(r, "recording a gradient");
+        t->recorded = 1;
+    }
+    return 0;
+}
+
+/*
+ * EMB_TABLE_CHECK_FINITE: whether this rank's part of the global gradient (its output
+ * gradient rows of every table, its weights) is finite. The single-process library checks
+ * the whole global batch in emb_update_many(), so a failure here is kept and reported by
+ * emb_dist_update()'s agreement, before any rank applies anything.
+ */
+static void check_finite(EmbDist *d, const EmbOutputs *g)
+{
+    d->nonfinite = 0;
+    for (int64_t i = 0; i < d->ntables && d->check_finite; i++) {
+        const DistTable *t = &d->t[i];
+        for (int64_t b = 0; b < d->nbags; b++) {
+            int64_t stride;
+            const float *row = dist_out_row(d, g, i, b, &stride);
+            for (int32_t j = 0; j < t->desc.featuresize; j++)
+                if (!isfinite(row[j])) {
+                    d->nonfinite = 1;
+                    snprintf(d->nonfinite_msg, sizeof d->nonfinite_msg, "tables[%lld] '%s': "
+                             "element %d of the output gradient of bag %lld is %g",
+                             (long long)i, t->name, (int)j, (long long)b, (double)row[j]);
+                    return;
+                }
+        }
+        for (int64_t k = 0; t->has_weights && k < t->offsets[d->nbags]; k++)
+            if (!isfinite(t->weights[k])) {
+                d->nonfinite = 1;
+                snprintf(d->nonfinite_msg, sizeof d->nonfinite_msg, "tables[%lld] '%s': "
+                         "weight %lld is %g", (long long)i, t->name, (long long)k,
+                         (double)t->weights[k]);
+                return;
+            }
+    }
+}
+
+int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_backward: d is NULL");
+    const double t0 = dist_now();
+    d->stats.grad_bytes = 0;
+    d->stats.grad_exchange_s = 0;
+    d->xclock = &d->stats.grad_exchange_s;
+    d->backward_done = 0;
+    int r = 0;
+    if (!d->forward_done)
+        r = dist_fail(EMB_EINVAL, "emb_dist_backward: no emb_dist_maplookup() before");
+    if (!r)
+        r = dist_outputs_check(d, grad_outputs, d->nbags, "emb_dist_backward: grad_outputs");
+    if (!r)
+        check_finite(d, grad_outputs);
+    if (!r && pack_grads(d, grad_outputs))
+        r = dist_fail(EMB_ENOMEM, "out of memory for the gradient exchange");
+    if (!(r = dist_exchange_words(d, r, NULL, &d->stats.grad_bytes)))
+        r = dist_agree(d, record(d), NULL, NULL);
+    d->backward_done = !r;
+    d->stats.backward_s = dist_now() - t0;
+    return r;
+}
+
+int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_update: d is NULL");
+    const double t0 = dist_now();
+    d->xclock = &d->stats.grad_exchange_s;
+    int r = 0;
+    if (!d->backward_done)
+        r = dist_fail(EMB_EINVAL, "emb_dist_update: no emb_dist_backward() before");
+    else if (!opt)
+        r = dist_fail(EMB_ENULL, "emb_dist_update: opt is NULL");
+    else if (d->nonfinite)
+        r = dist_fail(EMB_ENONFINITE, "emb_dist_update: %s (the tables check for finite "
+                      "values)", d->nonfinite_msg);
+    int64_t n = 0;
+    for (int64_t i = 0; i < d->ntables && !r; i++) {
+        DistTable *t = &d->t[i];
+        if (!t->local || !t->recorded)
+            continue;
+        if ((r = emb_optimizer_attach(opt, t->local))) /* the state: allocated before */
+            r = dist_fail_core(r, "optimizer state");
+        d->tmp_tables[n] = t->local;
+        d->tmp_grads[n] = t->grad;
+        d->tmp_indexers[n++] = t->indexer;
+    }
+    if ((r = dist_agree(d, r, NULL, NULL)))
+        return r;
+    if (n > 0 && (r = emb_update_many(d->strategy, opt, d->tmp_tables,
+                                      (const EmbGrad *const *)d->tmp_grads, n,
+                                      d->tmp_indexers, flags)))
+        r = dist_fail_core(r, "emb_update_many");
+    r = dist_agree(d, r, NULL, NULL);
+    d->backward_done = 0;
+    d->stats.update_s = dist_now() - t0;
+    return r;
+}

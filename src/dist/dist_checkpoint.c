@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dist_checkpoint.c — sharded checkpoints on the store's public checkpoint API.
+ *
+ * emb_dist_save(): each rank saves the store holding its tables and shards with an
+ * EmbSaver in `<dir>/rank<r>/` (prefix `ckpt`: the store's format, atomic, checksummed),
+ * the ranks agree, and rank 0 writes the index `<dir>/dist-<step>.index` (atomically: a
+ * temporary file renamed), which records the rank count, every table's shape and
+ * placement, and each rank's file as its saver named it. emb_dist_restore(): every rank reads the index (untrusted: every field is
+ * checked), restores each old rank's file that holds part of a table it now holds into a
+ * temporary store of that old rank's tables (emb_checkpoint_restore() verifies the whole
+ * file), the ranks agree, and only then each rank copies the columns it now holds, located
+ * by the old placement and the new one. So any rank count and placement restore any
+ * other, one process included (an ensemble over MPI_COMM_SELF), and a failure anywhere
+ * leaves every table as it was. With an optimizer, its state of the tables is saved with
+ * them (the saver's option) and restored the same way, column by column of slot 0 (every
+ * kind keeps one state column per table column), with the update count (Adam's t).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dist/dist_impl.h"
+
+#define INDEX_MAGIC "embtables-dist 1"
+#define PATH_CAP 4096
+#define FILE_CAP 128 /* a rank's checkpoint file name, in the index */
+
+static int path_of(char *out, const char *dir, const char *fmt, int64_t a, int64_t b)
+{
+    char tail[128];
+    snprintf(tail, sizeof tail, fmt, (long long)a, (long long)b);
+    if (snprintf(out, PATH_CAP, "%s/%s", dir, tail) >= PATH_CAP)
+        return dist_fail(EMB_EINVAL, "checkpoint path under '%s' is too long", dir);
+    return 0;
+}
+
+static int write_index(const EmbDist *d, const char *dir, int64_t step, const char *files)
+{
+    char path[PATH_CAP], tmp[PATH_CAP + 8];
+    int r = path_of(path, dir, "dist-%lld.index", step, 0);
+    if (r)
+        return r;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return dist_fail(EMB_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+    fprintf(f, "%s\nranks %d\nstep %lld\ntables %lld\n", INDEX_MAGIC, (int)d->nranks,
+            (long long)step, (long long)d->ntables);
+    for (int64_t i = 0; i < d->ntables; i++) {
+        const DistTable *t = &d->t[i];
+        fprintf(f, "%lld %lld %d %d %d %d %u\n", (long long)i, (long long)t->desc.nrows,
+                (int)t->desc.featuresize, (int)t->desc.dtype, (int)t->place.kind,
+                (int)t->place.rank, t->place.partition);
+    }
+    for (int32_t q = 0; q < d->nranks; q++)
+        fprintf(f, "file %d rank%d/%.*s\n", (int)q, (int)q, FILE_CAP - 1, files + q * FILE_CAP);
+    const int bad = ferror(f) | fflush(f) | fclose(f);
+    if (bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return dist_fail(EMB_EIO, "cannot write '%s'", path);
+    }
+    return 0;
+}
+
+int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer *opt)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_save: d is NULL");
+    char sub[PATH_CAP];
+    int r = !dir ? dist_fail(EMB_ENULL, "emb_dist_save: dir is NULL")
+            : step < 0 ? dist_fail(EMB_EINVAL, "emb_dist_save: step %lld < 0", (long long)step)
+            : path_of(sub, dir, "rank%lld", d->rank, 0);
+    if (!r && mkdir(sub, 0777) != 0 && errno != EEXIST)
+        r = dist_fail(EMB_EIO, "cannot create '%s': %s", sub, strerror(errno));
+    EmbSaver *s = NULL;
+    const EmbSaverOptions so = {.max_to_keep = -1, /* the caller prunes old steps */
+                                .optimizer = opt};
+    if (!r && (r = emb_saver_create(&s, sub, "ckpt", &so)))
+        r = dist_fail_core(r, "emb_saver_create");
+    char path[PATH_CAP] = "";
+    if (!r && (r = emb_saver_save(s, d->store, step, path, sizeof path)))
+        r = dist_fail_core(r, "emb_saver_save");
+    emb_saver_destroy(&s);
+    /* the index names each rank's file as the saver named it (its format's extension) */
+    char *files = NULL;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (!r && strlen(base) >= FILE_CAP)
+        r = dist_fail(EMB_EINVAL, "checkpoint file name '%s' is too long", base);
+    if (!r && !(files = calloc((size_t)d->nranks, FILE_CAP)))
+        r = dist_fail(EMB_ENOMEM, "out of memory for the index");
+    if ((r = dist_agree(d, r, NULL, NULL))) {
+        free(files);
+        return r;
+    }
+    char mine[FILE_CAP] = "";
+    snprintf(mine, sizeof mine, "%s", base);
+    r = MPI_Gather(mine, FILE_CAP, MPI_CHAR, files, FILE_CAP, MPI_CHAR, 0, d->comm);
+    r = r != MPI_SUCCESS ? dist_mpi_fail(r, "MPI_Gather (checkpoint files)")
+        : d->rank == 0 ? write_index(d, dir, step, files) : 0;
+    free(files);
+    return dist_agree(d, r, NULL, NULL);
+}
+
+/* ---- restore ------------------------------------------------------------------------- */
+
+/* The old ensemble, from the index. */
+typedef struct Old {
+    int32_t nranks;
+    EmbDistPlacement *place; /* ntables */
+    EmbStore **stores;       /* nranks: the old ranks' files this rank needs, else NULL */
+    EmbOptimizer **opts;     /* nranks: their optimizer state (with an optimizer) */
+    char (*files)[FILE_CAP + 16]; /* nranks: each old rank's file, relative to dir */
+} Old;
+
+static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
+{
+    char path[PATH_CAP], magic[32] = "";
+    int r = path_of(path, dir, "dist-%lld.index", step, 0);
+    if (r)
+        return r;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return dist_fail(EMB_EIO, "cannot read '%s': %s", path, strerror(errno));
+    int ranks = 0;
+    long long st = -1, n = -1;
+    if (!fgets(magic, sizeof magic, f) || strncmp(magic, INDEX_MAGIC "\n", sizeof INDEX_MAGIC) ||
+        fscanf(f, "ranks %d step %lld tables %lld", &ranks, &st, &n) != 3 || ranks < 1 ||
+        ranks > (1 << 24) || st != step) {
+        fclose(f);
+        return dist_fail(EMB_ECORRUPT, "'%s' is not a dist index of step %lld", path,
+                         (long long)step);
+    }
+    if (n != d->ntables) {
+        fclose(f);
+        return dist_fail(EMB_ESHAPE, "'%s' has %lld tables, the ensemble %lld", path, n,
+                         (long long)d->ntables);
+    }
+    old->nranks = ranks;
+    old->place = calloc((size_t)n, sizeof *old->place);
+    old->stores = calloc((size_t)ranks, sizeof *old->stores);
+    old->files = calloc((size_t)ranks, sizeof *old->files);
+    old->opts = calloc((size_t)ranks, sizeof *old->opts);
+    if (!old->place || !old->stores || !old->files || !old->opts) {
+        fclose(f);
+        return dist_fail(EMB_ENOMEM, "out of memory for the index");
+    }
+    for (int64_t i = 0; i < n && !r; i++) {
+        long long idx, rows;
+        int D, dtype, kind, rank;
+        unsigned part;
+        const DistTable *t = &d->t[i];
+        if (fscanf(f, "%lld %lld %d %d %d %d %u", &idx, &rows, &D, &dtype, &kind, &rank,
+                   &part) != 7 || idx != i || kind < 0 || kind > 1 ||
+            (kind == EMB_DIST_TABLEWISE && (rank < 0 || rank >= ranks)) ||
+            (kind == EMB_DIST_ROWWISE && part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV))
+            r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
+                          (long long)i);
+        else if (rows != t->desc.nrows || D != t->desc.featuresize || dtype != (int)t->desc.dtype)
+            r = dist_fail(EMB_ESHAPE, "'%s': table %lld is %lld x %d of dtype %d, the "
+                          "ensemble's %lld x %d of dtype %d", path, (long long)i, rows, D,
+                          dtype, (long long)t->desc.nrows, (int)t->desc.featuresize,
+                          (int)t->desc.dtype);
+        else
+            old->place[i] = (EmbDistPlacement){(EmbDistKind)kind, rank, part};
+    }
+    for (int32_t q = 0; q < ranks && !r; q++) {
+        int qq;
+        char name[FILE_CAP + 16];
+        if (fscanf(f, " file %d %143s", &qq, name) != 2 || qq != q ||
+            strncmp(name, "rank", 4) || strstr(name, ".."))
+            r = dist_fail(EMB_ECORRUPT, "'%s': file line %d is malformed", path, (int)q);
+        else
+            memcpy(old->files[q], name, sizeof name);
+    }
+    fclose(f);
+    return r;
+}
+
+/* Columns of table @p i's part on old rank @p q (-1: q held none). */
+static int64_t old_rows(const EmbDist *d, const Old *old, int64_t i, int32_t q)
+{
+    const EmbDistPlacement *p = &old->place[i];
+    if (p->kind == EMB_DIST_TABLEWISE)
+        return p->rank == q ? d->t[i].desc.nrows : -1;
+    return emb_partition_shard_rows(d->t[i].desc.nrows, old->nranks, q);
+}
+
+/* The id of column c of table @p i's part on old rank @p q is `c * step + base`. */
+static void old_ids(const EmbDist *d, const Old *old, int64_t i, int32_t q, int64_t *step,
+                    int64_t *base)
+{
+    const EmbDistPlacement *p = &old->place[i];
+    *step = 1, *base = 0;
+    if (p->kind == EMB_DIST_TABLEWISE)
+        return;
+    if (p->partition == EMB_PARTITION_MOD) {
+        *step = old->nranks, *base = q;
+        return;
+    }
+    for (int32_t s = 0; s < q; s++)
+        *base += emb_partition_shard_rows(d->t[i].desc.nrows, old->nranks, s);
+}
+
+/*
+ * Restores, from old rank @p q's file, the parts of the tables this rank now holds part
+ * of (a var_list: the file's other tables are skipped, so a rank's memory holds only the
+ * old parts it copies from) into a store, if there are any.
+ */
+static int load_old(EmbDist *d, const char *dir, int64_t step, Old *old, int32_t q,
+                    const EmbOptimizer *opt)
+{
+    int64_t need = 0;
+    for (int64_t i = 0; i < d->ntables; i++)
+        need += d->t[i].local && old_rows(d, old, i, q) > 0;
+    if (!need)
+        return 0;
+    EmbCheckpointVar *vars = calloc((size_t)need, sizeof *vars);
+    if (!vars)
+        return dist_fail(EMB_ENOMEM, "out of memory for the restore");
+    int r = emb_store_create(&old->stores[q]);
+    if (r)
+        r = dist_fail_core(r, "store");
+    int64_t n = 0;
+    for (int64_t i = 0; i < d->ntables && !r; i++) {
+        const int64_t rows = old_rows(d, old, i, q);
+        if (!d->t[i].local || rows <= 0)
+            continue;
+        char name[EMB_NAME_MAX + 1];
+        dist_part_name(d, i, old->place[i].kind, q, name);
+        const EmbVariableSpec spec = {.name = name, .ncolumns = rows,
+                                      .featuresize = d->t[i].desc.featuresize,
+                                      .dtype = d->t[i].desc.dtype};
+        if ((r = emb_store_get(old->stores[q], &spec, EMB_REUSE_NO, &vars[n].table)))
+            r = dist_fail_core(r, "restore store");
+        n++;
+    }
+    char path[PATH_CAP];
+    if (!r && snprintf(path, sizeof path, "%s/%s", dir, old->files[q]) >= (int)sizeof path)
+        r = dist_fail(EMB_EINVAL, "checkpoint path under '%s' is too long", dir);
+    EmbOptimizerConfig cfg;
+    if (!r && opt && ((r = emb_optimizer_get_config(opt, &cfg)) ||
+                      (r = emb_optimizer_create(&old->opts[q], &cfg))))
+        r = dist_fail_core(r, "restore optimizer");
+    int64_t got = -1;
+    const EmbRestoreOptions ro = {.var_list = vars, .nvars = n, .optimizer = old->opts[q]};
+    if (!r && (r = emb_checkpoint_restore_ex(NULL, path, &ro, &got)))
+        r = dist_fail(r, "'%s': %s", path, emb_last_error());
+    free(vars);
+    if (!r && got != step)
+        r = dist_fail(EMB_ECORRUPT, "'%s' holds step %lld, not %lld", path, (long long)got,
+                      (long long)step);
+    return r;
+}
+
+/* Copies column @p from of @p src to column @p to of @p dst (same layout). */
+static void copy_column(const EmbTable *src, int64_t from, EmbTable *dst, int64_t to)
+{
+    void *a, *b;
+    emb_table_column_pointer(src, from, EMB_CTX_NONE, &a);
+    emb_table_column_pointer(dst, to, EMB_CTX_UPDATE, &b);
+    memcpy(b, a, emb_dtype_size(emb_table_dtype(dst)) * (size_t)emb_table_featuresize(dst));
+}
+
+/* Copies, from every loaded old part, the columns this rank now holds (and their
+ * optimizer state when @p opt is given). */
+static void copy_columns(EmbDist *d, const Old *old, EmbOptimizer *opt)
+{
+    for (int32_t q = 0; q < old->nranks; q++) {
+        if (!old->stores[q])
+            continue;
+        for (int64_t i = 0; i < d->ntables; i++) {
+            DistTable *t = &d->t[i];
+            const int64_t rows = old_rows(d, old, i, q);
+            if (!t->local || rows <= 0)
+                continue;
+            char name[EMB_NAME_MAX + 1];
+            EmbTable *src;
+            dist_part_name(d, i, old->place[i].kind, q, name);
+            emb_store_find(old->stores[q], name, &src);
+            EmbTable *ss = NULL, *ds = NULL; /* the state, when both have one */
+            if (opt && old->opts[q] &&
+                emb_optimizer_state(old->opts[q], src, 0, &ss, NULL) == 0 && ss)
+                emb_optimizer_state(opt, t->local, 0, &ds, NULL);
+            int64_t step, base;
+            old_ids(d, old, i, q, &step, &base);
+            for (int64_t c = 0; c < rows; c++) {
+                int32_t owner;
+                int64_t col;
+                dist_locate(d, t, c * step + base, &owner, &col);
+                if (owner != d->rank)
+                    continue;
+                copy_column(src, c, t->local, col);
+                if (ss && ds)
+                    copy_column(ss, c, ds, col);
+            }
+        }
+    }
+}
+
+/*
+ * The optimizer's update count of table @p i as saved (the old parts agree: every part is
+ * updated every step), -1 when none was saved; and this rank's state made ready.
+ */
+static int prepare_state(EmbDist *d, const Old *old, int64_t i, EmbOptimizer *opt,
+                         int64_t *saved)
+{
+    *saved = -1;
+    for (int32_t q = 0; q < old->nranks; q++) {
+        char name[EMB_NAME_MAX + 1];
+        EmbTable *src;
+        int64_t st;
+        dist_part_name(d, i, old->place[i].kind, q, name);
+        if (old->opts[q] && emb_store_find(old->stores[q], name, &src) == 0 &&
+            emb_optimizer_state(old->opts[q], src, 0, &(EmbTable *){NULL}, &st) == 0)
+            *saved = st;
+    }
+    int64_t now = 0;
+    int r = emb_optimizer_attach(opt, d->t[i].local);
+    if (!r)
+        r = emb_optimizer_state(opt, d->t[i].local, 0, &(EmbTable *){NULL}, &now);
+    if (r)
+        return dist_fail_core(r, "optimizer state");
+    if (*saved >= 0 && now > *saved)
+        return dist_fail(EMB_EINVAL, "table %lld: the optimizer has applied %lld updates, "
+                         "more than the checkpoint's %lld (restore into a fresh one)",
+                         (long long)i, (long long)now, (long long)*saved);
+    return 0;
+}
+
+/*
+ * Brings the optimizer's update count of this rank's part of table @p i to @p saved
+ * (Adam's bias correction depends on it; there is no setter): empty gradients, each a
+ * valid no-op that counts as a step.
+ */
+static void set_steps(EmbDist *d, int64_t i, EmbOptimizer *opt, int64_t saved)
+{
+    DistTable *t = &d->t[i];
+    int64_t now = 0;
+    emb_optimizer_state(opt, t->local, 0, &(EmbTable *){NULL}, &now);
+    const EmbSparseGrad none = {.featuresize = t->desc.featuresize,
+                                .stride = t->desc.featuresize};
+    if (now < saved && emb_grad_set_sparse(t->grad, t->local, &none) == 0)
+        for (; now < saved; now++)
+            emb_update(opt, t->local, t->grad, t->indexer, 0);
+    t->recorded = 0;
+}
+
+int emb_dist_restore(EmbDist *d, const char *dir, int64_t step, EmbOptimizer *opt)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_restore: d is NULL");
+    Old old = {0};
+    int r = !dir ? dist_fail(EMB_ENULL, "emb_dist_restore: dir is NULL")
+                 : read_index(d, dir, step, &old);
+    for (int32_t q = 0; q < old.nranks && !r; q++)
+        r = load_old(d, dir, step, &old, q, opt);
+    int64_t *saved = !r && opt ? calloc((size_t)d->ntables, sizeof *saved) : NULL;
+    if (!r && opt && !saved)
+        r = dist_fail(EMB_ENOMEM, "out of memory for the restore");
+    for (int64_t i = 0; i < d->ntables && !r && opt; i++)
+        if (d->t[i].local)
+            r = prepare_state(d, &old, i, opt, &saved[i]);
+    if (!(r = dist_agree(d, r, NULL, NULL))) {
+        copy_columns(d, &old, opt);
+        for (int64_t i = 0; i < d->ntables && opt; i++)
+            if (d->t[i].local)
+                set_steps(d, i, opt, saved[i]);
+    }
+    for (int32_t q = 0; old.stores && q < old.nranks; q++) {
+        emb_store_destroy(&old.stores[q]);
+        emb_optimizer_destroy(&old.opts[q]);
+    }
+    free(saved), free(old.place), free(old.stores), free(old.files), free(old.opts);
+    return r;
+}

@@ -1,0 +1,647 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dist_forward.c — emb_dist_maplookup().
+ *
+ * (1) Each rank checks its batches against the tables' shapes (proxy tables), copies them
+ * (the backward needs them) and, for row-wise tables, lists the distinct ids it needs
+ * from each owner (owner-major, first appearance inside: the columns of the compact table
+ * it will pool from). The ranks agree (codes, bag counts, a hash of the poolings).
+ * (2) Requests travel: MPI_Alltoall of the counts, MPI_Alltoallv of the words: for a
+ * table-wise table its owner gets the rank's bag lengths, ids and weights; for a row-wise
+ * table every owner gets the columns asked of it. Owners assemble each table's global
+ * batch, ranks in order, and agree again.
+ * (3) Group by group, owners pool their tables' global batches (emb_maplookup under the
+ * ensemble's strategy, into a concat matrix whose rows are the global bags: the rows for
+ * rank r are one contiguous block) and copy the raw rows asked of them; an
+ * MPI_Ialltoallv per group (pooled rows) and per row-wise table (raw rows) starts at
+ * once, so that the next group's pooling runs while they travel. (4) After the waits and
+ * a last agreement, each rank copies its pooled rows into its outputs and pools its
+ * row-wise tables from the rows it received, wrapped as a table, in bag order: the bits
+ * of the single-process lookup.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_impl.h"
+
+/* ---- (1) local checks and copies ----------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+static uint64_t pooling_hash(const EmbDist *d, const EmbPooling *poolings)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < d->ntables; i++) {
+        const EmbPooling p = poolings ? poolings[i] : EMB_POOLING_SUM;
+        uint32_t mn;
+        memcpy(&mn, &p.max_norm, sizeof mn);
+        h = mix(mix(mix(mix(h, (uint64_t)p.combiner), mn), (uint64_t)p.default_id), p.flags);
+    }
+    return h;
+}
+
+static int check_local(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
+                       const EmbOutputs *outputs)
+{
+    if (!batches)
+        return dist_fail(EMB_ENULL, "emb_dist_maplookup: batches is NULL");
+    const int64_t nb = batches[0].nbags;
+    for (int64_t i = 0; i < d->ntables; i++) {
+        const int r = emb_batch_validate(d->t[i].proxy, &batches[i],
+                                         poolings ? &poolings[i] : NULL);
+        if (r)
+            return dist_fail(r, "emb_dist_maplookup: tables[%lld]: %s", (long long)i,
+                             emb_last_error());
+        if (batches[i].nbags != nb)
+            return dist_fail(EMB_ESHAPE, "emb_dist_maplookup: batches[%lld].nbags = %lld, "
+                             "batches[0].nbags = %lld", (long long)i,
+                             (long long)batches[i].nbags, (long long)nb);
+    }
+    return dist_outputs_check(d, outputs, nb, "emb_dist_maplookup: outputs");
+}
+
+static int64_t id_at(const EmbBatch *b, int64_t k)
+{
+    return b->id_type == EMB_ID_I32 ? ((const int32_t *)b->ids)[k] : ((const int64_t *)b->ids)[k];
+}
+
+/* Copies batch @p b of table @p t as int64 ids, offsets (always) and weights. */
+static int save_batch(DistTable *t, const EmbBatch *b, const EmbPooling *p)
+{
+    int r = dist_grow((void **)&t->ids, &t->ids_cap, 8 * b->nnz + 8);
+    if (!r)
+        r = dist_grow((void **)&t->offsets, &t->offsets_cap, 8 * (b->nbags + 1));
+    if (!r && b->weights)
+        r = dist_grow((void **)&t->weights, &t->weights_cap, 4 * b->nnz + 4);
+    if (r)
+        return r;
+    for (int64_t k = 0; k < b->nnz; k++)
+        t->ids[k] = id_at(b, k);
+    for (int64_t i = 0; i <= b->nbags; i++)
+        t->offsets[i] = b->offsets ? b->offsets[i] : i * b->bag_size;
+    if (b->weights)
+        memcpy(t->weights, b->weights, 4 * (size_t)b->nnz);
+    t->has_weights = b->weights != NULL;
+    t->pooling = p ? *p : EMB_POOLING_SUM;
+    return 0;
+}
+
+EmbBatch dist_batch(const DistTable *t, const int64_t *ids, const int64_t *offsets,
+                    const float *weights, int64_t nnz, int64_t nbags)
+{
+    EmbBatch b = {.ids = ids, .id_type = EMB_ID_I64, .nnz = nnz, .nbags = nbags,
+                  .offsets = offsets, .weights = weights};
+    if (t->pooling.combiner == EMB_COMBINER_NONE)
+        b.offsets = NULL, b.bag_size = 1;
+    return b;
+}
+
+int dist_pruned(const DistTable *t, int64_t k, int64_t id)
+{
+    if (id < 0 && (t->pooling.flags & EMB_PRUNE_INVALID))
+        return 1;
+    return t->has_weights && (t->pooling.flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) &&
+           !(t->weights[k] > 0.0f);
+}
+
+static uint64_t hash64(int64_t v)
+{
+    uint64_t z = (uint64_t)v + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Index of @p id among the distinct ids so far (added when new); slots hold (id, index). */
+static int64_t intern(int64_t *slots, int64_t mask, int64_t id, int64_t *n, int64_t *order)
+{
+    for (uint64_t s = hash64(id) & (uint64_t)mask;; s = (s + 1) & (uint64_t)mask) {
+        if (slots[2 * s + 1] < 0) {
+            slots[2 * s] = id, slots[2 * s + 1] = *n;
+            order[*n] = id;
+            return (*n)++;
+        }
+        if (slots[2 * s] == id)
+            return slots[2 * s + 1];
+    }
+}
+
+/*
+ * Row-wise table @p t: the distinct ids of this rank's batch (and default_id), grouped by
+ * owner (ranks in order, first appearance inside), as owners' columns in t->distinct,
+ * and each position's compact column in t->remap (-1 when pruned).
+ */
+static int plan_rows(EmbDist *d, DistTable *t, int64_t nnz)
+{
+    const int use_default = (t->pooling.flags & EMB_USE_DEFAULT_ID) != 0;
+    const int64_t n = nnz + use_default;
+    int64_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    int r = dist_grow((void **)&d->hash, &d->hash_cap, 16 * cap);
+    if (!r)
+        r = dist_grow((void **)&t->remap, &t->remap_cap, 8 * n + 8);
+    if (!r)
+        r = dist_grow((void **)&t->distinct, &t->distinct_cap, 16 * n + 16);
+    if (!r && !t->nreq && !(t->nreq = calloc((size_t)d->nranks + 1, sizeof *t->nreq)))
+        r = dist_fail(EMB_ENOMEM, "out of memory for a row-wise plan");
+    if (r)
+        return r;
+    int64_t *slots = d->hash, *order = t->distinct + n; /* ids by first appearance */
+    for (int64_t s = 0; s < cap; s++)
+        slots[2 * s + 1] = -1;
+    int64_t m = 0;
+    for (int64_t k = 0; k < nnz; k++)
+        t->remap[k] = dist_pruned(t, k, t->ids[k]) ? -1
+                      : intern(slots, cap - 1, t->ids[k], &m, order);
+    t->default_col = use_default ? intern(slots, cap - 1, t->pooling.default_id, &m, order) : 0;
+    /* owner-major order: counting sort by owner, stable */
+    int64_t *start = t->nreq; /* reused: counts, then starts */
+    for (int32_t o = 0; o <= d->nranks; o++)
+        start[o] = 0;
+    for (int64_t j = 0; j < m; j++) {
+        int32_t o;
+        int64_t col;
+        dist_locate(d, t, order[j], &o, &col);
+        start[o + 1]++;
+    }
+    for (int32_t o = 0; o < d->nranks; o++)
+        start[o + 1] += start[o];
+    int64_t *pos = slots; /* the hash is done: index -> compact column */
+    for (int64_t j = 0; j < m; j++) {
+        int32_t o;
+        int64_t col;
+        dist_locate(d, t, order[j], &o, &col);
+        pos[j] = start[o]++;
+        t->distinct[pos[j]] = col;
+    }
+    for (int64_t k = 0; k < nnz; k++)
+        if (t->remap[k] >= 0)
+            t->remap[k] = pos[t->remap[k]];
+    if (use_default)
+        t->default_col = pos[t->default_col];
+    for (int32_t o = d->nranks; o > 0; o--) /* starts were advanced to ends: counts */
+        start[o] = start[o - 1];
+    start[0] = 0;
+    for (int32_t o = 0; o < d->nranks; o++)
+        start[o] = start[o + 1] - start[o];
+    t->ndistinct = m;
+    return 0;
+}
+
+/* ---- (2) requests -------------------------------------------------------------------- */
+
+static int64_t req_start(const DistTable *t, int32_t o)
+{
+    int64_t s = 0;
+    for (int32_t k = 0; k < o; k++)
+        s += t->nreq[k];
+    return s;
+}
+
+static int pack_requests(EmbDist *d)
+{
+    const int64_t nb = d->nbags;
+    for (int32_t o = 0; o < d->nranks; o++) {
+        Words *w = &d->send[o];
+        w->n = 0;
+        for (int64_t i = 0; i < d->ntables; i++) {
+            const DistTable *t = &d->t[i];
+            const int64_t nnz = t->offsets[nb];
+            if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == o) {
+                if (dist_words_reserve(w, 4 + 2 * nb + 3 * nnz))
+                    return EMB_ENOMEM;
+                dist_put_i64(w, nnz);
+                dist_put_i64(w, t->has_weights);
+                for (int64_t b = 0; b < nb; b++)
+                    dist_put_i64(w, t->offsets[b + 1] - t->offsets[b]);
+                for (int64_t k = 0; k < nnz; k++)
+                    dist_put_i64(w, t->ids[k]);
+                if (t->has_weights)
+                    dist_put_f32s(w, t->weights, nnz);
+            } else if (t->place.kind == EMB_DIST_ROWWISE) {
+                const int64_t m = t->nreq[o], s = req_start(t, o);
+                if (dist_words_reserve(w, 2 + 2 * m))
+                    return EMB_ENOMEM;
+                dist_put_i64(w, m);
+                for (int64_t j = 0; j < m; j++)
+                    dist_put_i64(w, t->distinct[s + j]);
+            }
+        }
+    }
+    return 0;
+}
+
+/*
+ * Owner side: walks every source's request; @p fill 0 sizes the global batches, 1 fills
+ * them (ids, offsets, weights: 1 where a rank sent none), and records where each
+ * source's row-wise requests are.
+ */
+static void parse_requests(EmbDist *d, int fill)
+{
+    for (int64_t i = 0; i < d->ntables; i++) {
+        DistTable *t = &d->t[i];
+        t->g_nnz = 0;
+        if (!fill)
+            t->g_has_weights = 0;
+        if (fill && t->g_offsets)
+            t->g_offsets[0] = 0;
+    }
+    for (int32_t src = 0; src < d->nranks; src++) {
+        const uint32_t *p = d->recvbuf + d->rdispl[src];
+        const int64_t nb = d->rank_nbags[src], b0 = d->rank_off[src];
+        for (int64_t i = 0; i < d->ntables; i++) {
+            DistTable *t = &d->t[i];
+            if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+                const int64_t nnz = dist_get_i64(&p), hw = dist_get_i64(&p), k0 = t->g_nnz;
+                if (!fill) {
+                    t->g_has_weights |= hw != 0;
+                    p += 2 * nb + 2 * nnz + (hw ? nnz : 0);
+                    t->g_nnz += nnz;
+                    continue;
+                }
+                for (int64_t b = 0; b < nb; b++)
+                    t->g_offsets[b0 + b + 1] = t->g_offsets[b0 + b] + dist_get_i64(&p);
+                for (int64_t k = 0; k < nnz; k++)
+                    t->g_ids[k0 + k] = dist_get_i64(&p);
+                for (int64_t k = 0; t->g_has_weights && k < nnz; k++)
+                    t->g_weights[k0 + k] = hw ? dist_get_f32(&p) : 1.0f;
+                t->g_nnz += nnz;
+            } else if (t->place.kind == EMB_DIST_ROWWISE) {
+                const int64_t m = dist_get_i64(&p);
+                if (fill)
+                    t->req_rows[src] = p, t->req_n[src] = m;
+                p += 2 * m;
+            }
+        }
+    }
+}
+
+static int build_global(EmbDist *d)
+{
+    parse_requests(d, 0);
+    const int64_t G = d->global_nbags;
+    for (int64_t i = 0; i < d->ntables; i++) {
+        DistTable *t = &d->t[i];
+        int r = 0;
+        if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+            r = dist_grow((void **)&t->g_ids, &t->g_ids_cap, 8 * t->g_nnz + 8);
+            if (!r)
+                r = dist_grow((void **)&t->g_offsets, &t->g_offsets_cap, 8 * (G + 1));
+            if (!r && t->g_has_weights)
+                r = dist_grow((void **)&t->g_weights, &t->g_weights_cap, 4 * t->g_nnz + 4);
+        } else if (t->place.kind == EMB_DIST_ROWWISE && !t->req_rows) {
+            t->req_rows = calloc((size_t)d->nranks, sizeof *t->req_rows);
+            t->req_n = calloc((size_t)d->nranks, sizeof *t->req_n);
+            if (!t->req_rows || !t->req_n)
+                r = dist_fail(EMB_ENOMEM, "out of memory for row-wise requests");
+        }
+        if (r)
+            return r;
+    }
+    parse_requests(d, 1);
+    return 0;
+}
+
+/* ---- (3) pooling and the row exchanges ----------------------------------------------- */
+
+/* Elements per global bag of the table-wise tables rank @p o owns in group @p g. */
+static int64_t group_width(const EmbDist *d, int32_t g, int32_t o)
+{
+    int64_t w = 0;
+    for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++)
+        if (d->t[i].place.kind == EMB_DIST_TABLEWISE && d->t[i].place.rank == o)
+            w += d->t[i].desc.featuresize;
+    return w;
+}
+
+static int64_t nrowwise(const EmbDist *d)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < d->ntables; i++)
+        n += d->t[i].place.kind == EMB_DIST_ROWWISE;
+    return n;
+}
+
+/*
+ * The rows buffer of row-wise table @p t wrapped whole as a table (ids index its first
+ * ndistinct columns); wrapped again only when it has grown, so a steady-state step
+ * allocates nothing here. Done before the agreement: the pooling after the exchange
+ * cannot fail.
+ */
+static int wrap_rows(DistTable *t)
+{
+    const int64_t cols = t->rows_cap / (int64_t)t->rowbytes;
+    if (t->compact && t->compact_data == t->rows && t->compact_cols == cols)
+        return 0;
+    emb_table_destroy(&t->compact);
+    const int r = emb_table_wrap(&t->compact, t->rows, cols, t->desc.featuresize,
+                                 t->desc.featuresize, t->desc.dtype, NULL);
+    if (r)
+        return dist_fail_core(r, "row-wise compact table");
+    t->compact_data = t->rows, t->compact_cols = cols;
+    return 0;
+}
+
+/* Buffers of the exchange: pooled rows (sent and received), gathered raw rows, counts. */
+static int size_buffers(EmbDist *d)
+{
+    int64_t send_floats = 0, recv_floats = 0, gather_bytes = 0;
+    for (int32_t g = 0; g < d->ngroups; g++) {
+        send_floats += d->global_nbags * group_width(d, g, d->rank);
+        for (int32_t o = 0; o < d->nranks; o++)
+            recv_floats += d->nbags * group_width(d, g, o);
+    }
+    for (int64_t i = 0; i < d->ntables; i++) {
+        DistTable *t = &d->t[i];
+        if (t->place.kind != EMB_DIST_ROWWISE)
+            continue;
+        for (int32_t s = 0; s < d->nranks; s++)
+            gather_bytes += t->req_n[s] * (int64_t)t->rowbytes;
+        if (t->ndistinct * (int64_t)t->rowbytes > INT32_MAX)
+            return dist_fail(EMB_EOVERFLOW, "emb_dist_maplookup: tables[%lld]: %lld rows "
+                             "to receive exceed MPI's int counts", (long long)i,
+                             (long long)t->ndistinct);
+        int r = dist_grow((void **)&t->rows, &t->rows_cap,
+                          t->ndistinct * (int64_t)t->rowbytes + 4);
+        if (!r)
+            r = wrap_rows(t);
+        if (r)
+            return r;
+    }
+    /* MPI counts and displacements are int: checked here, before the agreement, so that
+       no rank leaves the collectives the others have started */
+    if (send_floats > INT32_MAX || recv_floats > INT32_MAX || gather_bytes > INT32_MAX)
+        return dist_fail(EMB_EOVERFLOW, "emb_dist_maplookup: %lld pooled floats to send, "
+                         "%lld to receive or %lld row bytes exceed MPI's int counts",
+                         (long long)send_floats, (long long)recv_floats,
+                         (long long)gather_bytes);
+    const int64_t nx = d->ngroups + nrowwise(d);
+    int r = dist_grow((void **)&d->pooled, &d->pooled_cap, 4 * send_floats + 4);
+    if (!r)
+        r = dist_grow((void **)&d->pooled_recv, &d->pooled_recv_cap, 4 * recv_floats + 4);
+    if (!r)
+        r = dist_grow((void **)&d->gather, &d->gather_cap, gather_bytes + 4);
+    if (!r && nx > d->nreq_cap) {
+        free(d->gcount), free(d->req);
+        d->gcount = malloc(sizeof(int) * 4 * (size_t)(nx * d->nranks));
+        d->req = malloc(sizeof(MPI_Request) * (size_t)nx);
+        d->nreq_cap = d->gcount && d->req ? nx : 0;
+        if (!d->nreq_cap)
+            r = dist_fail(EMB_ENOMEM, "out of memory for the exchange requests");
+    }
+    return r;
+}
+
+/*
+ * Pools group @p g's table-wise tables owned here into d->pooled + @p send_off. With
+ * exchanges in flight (@p inflight requests) the tables are pooled one call each with an
+ * MPI_Testall between them: Open MPI moves a non-blocking collective only inside MPI
+ * calls. The bits do not depend on how the tables are split into calls.
+ */
+static int pool_group(EmbDist *d, int32_t g, int64_t send_off, int64_t inflight)
+{
+    int64_t n = 0;
+    for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
+        DistTable *t = &d->t[i];
+        if (t->place.kind != EMB_DIST_TABLEWISE || t->place.rank != d->rank)
+            continue;
+        d->tmp_tables[n] = t->local;
+        d->tmp_batches[n] = dist_batch(t, t->g_ids, t->g_offsets, t->g_has_weights ?
+                                       t->g_weights : NULL, t->g_nnz, d->global_nbags);
+        d->tmp_poolings[n++] = t->pooling;
+    }
+    if (n == 0 || d->global_nbags == 0)
+        return 0;
+    const int64_t W = group_width(d, g, d->rank), step = inflight ? 1 : n;
+    int64_t col = 0;
+    for (int64_t k = 0; k < n; k += step) {
+        const EmbOutputs o = {.concat = d->pooled + send_off, .concat_stride = W,
+                              .prependrows = col};
+        const int r = emb_maplookup(d->strategy, d->tmp_tables + k, step, d->tmp_batches + k,
+                                    d->tmp_poolings + k, &o);
+        if (r)
+            return dist_fail_core(r, "owner pooling");
+        col += emb_table_featuresize(d->tmp_tables[k]);
+        if (inflight) {
+            int flag;
+            const double t0 = dist_now();
+            MPI_Testall((int)inflight, d->req, &flag, MPI_STATUSES_IGNORE);
+            *d->xclock += dist_now() - t0;
+        }
+    }
+    return 0;
+}
+
+/* Owner: copies the rows each rank asked of row-wise table @p t into d->gather + off. */
+static void gather_rows(const DistTable *t, unsigned char *dst, const EmbDist *d)
+{
+    for (int32_t s = 0; s < d->nranks; s++) {
+        const uint32_t *p = t->req_rows[s];
+        for (int64_t j = 0; j < t->req_n[s]; j++) {
+            void *col;
+            emb_table_column_pointer(t->local, dist_get_i64(&p), EMB_CTX_FORWARD, &col);
+            memcpy(dst, col, t->rowbytes);
+            dst += t->rowbytes;
+        }
+    }
+}
+
+/* Starts group @p g's pooled-row all-to-all (request slot @p x; size_buffers() checked
+   that every count and displacement fits an int). */
+static int start_pooled(EmbDist *d, int32_t g, int64_t x, int64_t send_off, int64_t recv_off,
+                        int64_t *sent)
+{
+    int *sc = d->gcount + 4 * x * d->nranks, *sd = sc + d->nranks, *rc = sd + d->nranks,
+        *rd = rc + d->nranks;
+    const int64_t W = group_width(d, g, d->rank);
+    int64_t ro = 0;
+    for (int32_t k = 0; k < d->nranks; k++) {
+        const int64_t wk = group_width(d, g, k);
+        sc[k] = (int)(d->rank_nbags[k] * W), sd[k] = (int)(send_off + d->rank_off[k] * W);
+        rc[k] = (int)(d->nbags * wk), rd[k] = (int)(recv_off + ro);
+        ro += d->nbags * wk;
+        if (k != d->rank)
+            *sent += 4 * (int64_t)sc[k];
+    }
+    const int r = MPI_Ialltoallv(d->pooled, sc, sd, MPI_FLOAT, d->pooled_recv, rc, rd,
+                                 MPI_FLOAT, d->comm, &d->req[x]);
+    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, "MPI_Ialltoallv (pooled rows)");
+}
+
+/* Starts row-wise table @p t's raw-row all-to-all from d->gather + goff (slot @p x;
+   counts checked by size_buffers()). */
+static int start_rows(EmbDist *d, DistTable *t, int64_t x, int64_t goff, int64_t *sent)
+{
+    int *sc = d->gcount + 4 * x * d->nranks, *sd = sc + d->nranks, *rc = sd + d->nranks,
+        *rd = rc + d->nranks;
+    int64_t so = goff, ro = 0;
+    const int64_t rb = (int64_t)t->rowbytes;
+    for (int32_t k = 0; k < d->nranks; k++) {
+        sc[k] = (int)(t->req_n[k] * rb), sd[k] = (int)so;
+        rc[k] = (int)(t->nreq[k] * rb), rd[k] = (int)ro;
+        so += sc[k], ro += rc[k];
+        if (k != d->rank)
+            *sent += sc[k];
+    }
+    const int r = MPI_Ialltoallv(d->gather, sc, sd, MPI_BYTE, t->rows, rc, rd, MPI_BYTE,
+                                 d->comm, &d->req[x]);
+    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, "MPI_Ialltoallv (rows)");
+}
+
+/*
+ * Every group: pool, gather, start the exchanges; between groups MPI_Testall lets the
+ * started ones progress. A local failure still starts every collective (the others wait
+ * on them) and is agreed on afterwards.
+ */
+static int run_groups(EmbDist *d)
+{
+    int64_t send_off = 0, recv_off = 0, goff = 0, x = 0;
+    int err = 0;
+    for (int32_t g = 0; g < d->ngroups; g++) {
+        double t0 = dist_now();
+        const double x0 = *d->xclock; /* pool_group's MPI_Testall time is exchange time */
+        if (!err)
+            err = pool_group(d, g, send_off, x);
+        int64_t off = goff;
+        for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
+            const DistTable *t = &d->t[i];
+            if (t->place.kind != EMB_DIST_ROWWISE)
+                continue;
+            gather_rows(t, d->gather + off, d);
+            for (int32_t s = 0; s < d->nranks; s++)
+                off += t->req_n[s] * (int64_t)t->rowbytes;
+        }
+        d->stats.pool_s += dist_now() - t0 - (*d->xclock - x0);
+        t0 = dist_now();
+        int r = start_pooled(d, g, x++, send_off, recv_off, &d->stats.rows_bytes);
+        for (int64_t i = d->group_start[g]; i < d->group_start[g + 1] && !r; i++) {
+            DistTable *t = &d->t[i];
+            if (t->place.kind != EMB_DIST_ROWWISE)
+                continue;
+            r = start_rows(d, t, x++, goff, &d->stats.rows_bytes);
+            for (int32_t s = 0; s < d->nranks; s++)
+                goff += t->req_n[s] * (int64_t)t->rowbytes;
+        }
+        if (r) /* an MPI failure or a count overflow */
+            return r;
+        int flag;
+        MPI_Testall((int)x, d->req, &flag, MPI_STATUSES_IGNORE);
+        *d->xclock += dist_now() - t0;
+        send_off += d->global_nbags * group_width(d, g, d->rank);
+        for (int32_t o = 0; o < d->nranks; o++)
+            recv_off += d->nbags * group_width(d, g, o);
+    }
+    const double t0 = dist_now();
+    const int r = MPI_Waitall((int)x, d->req, MPI_STATUSES_IGNORE);
+    *d->xclock += dist_now() - t0;
+    if (r != MPI_SUCCESS)
+        return dist_mpi_fail(r, "MPI_Waitall (rows)");
+    return dist_agree(d, err, NULL, NULL);
+}
+
+/* ---- (4) into the outputs ------------------------------------------------------------ */
+
+/* The pooled rows received: owner o's block of group g holds, per bag, its tables' rows
+   side by side (W = group_width wide); each table's column of rows is copied out. */
+static void scatter_pooled(EmbDist *d, const EmbOutputs *out)
+{
+    int64_t recv_off = 0;
+    for (int32_t g = 0; g < d->ngroups; g++) {
+        int64_t *col = d->tmp_cols; /* per owner: the next table's column in its rows */
+        for (int32_t o = 0; o < d->nranks; o++) {
+            col[2 * o] = recv_off; /* where owner o's block starts, then its width */
+            col[2 * o + 1] = group_width(d, g, o);
+            recv_off += d->nbags * col[2 * o + 1];
+        }
+        for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
+            const DistTable *t = &d->t[i];
+            if (t->place.kind != EMB_DIST_TABLEWISE)
+                continue;
+            const int32_t o = t->place.rank;
+            const float *src = d->pooled_recv + col[2 * o];
+            const int64_t W = col[2 * o + 1];
+            for (int64_t b = 0; b < d->nbags; b++) {
+                int64_t stride;
+                memcpy(dist_out_row(d, out, i, b, &stride), src + b * W,
+                       4 * (size_t)t->desc.featuresize);
+            }
+            col[2 * o] += t->desc.featuresize;
+        }
+    }
+}
+
+/* Pools row-wise table @p i from the rows this rank received. */
+static int pool_rows(EmbDist *d, int64_t i, const EmbOutputs *out)
+{
+    DistTable *t = &d->t[i];
+    const EmbBatch b = dist_batch(t, t->remap, t->offsets, t->has_weights ? t->weights : NULL,
+                                  t->offsets[d->nbags], d->nbags);
+    EmbPooling p = t->pooling;
+    p.default_id = t->default_col;
+    int64_t stride;
+    float *dst = dist_out_row(d, out, i, 0, &stride);
+    const int r = emb_lookup(t->compact, &b, &p, dst, stride);
+    return r ? dist_fail_core(r, "row-wise pooling") : 0;
+}
+
+/* ---- the call ------------------------------------------------------------------------ */
+
+static int prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
+                   const EmbOutputs *outputs)
+{
+    int r = check_local(d, batches, poolings, outputs);
+    d->nbags = r ? 0 : batches[0].nbags;
+    for (int64_t i = 0; i < d->ntables && !r; i++) {
+        DistTable *t = &d->t[i];
+        r = save_batch(t, &batches[i], poolings ? &poolings[i] : NULL);
+        if (!r && t->place.kind == EMB_DIST_ROWWISE)
+            r = plan_rows(d, t, batches[i].nnz);
+    }
+    if (!r && pack_requests(d))
+        r = dist_fail(EMB_ENOMEM, "out of memory for the requests");
+    return r;
+}
+
+int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
+                       const EmbOutputs *outputs)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_maplookup: d is NULL");
+    d->forward_done = d->backward_done = 0;
+    d->stats.pool_s = d->stats.exchange_s = 0;
+    d->xclock = &d->stats.exchange_s;
+    d->stats.ids_bytes = d->stats.rows_bytes = 0;
+    int r = prepare(d, batches, poolings, outputs);
+    const int64_t mine[2] = {d->nbags, (int64_t)pooling_hash(d, poolings)};
+    if ((r = dist_exchange_words(d, r, mine, &d->stats.ids_bytes)))
+        return r;
+    d->rank_off[0] = 0;
+    for (int32_t k = 0; k < d->nranks; k++) {
+        if (d->vals[2 * k + 1] != d->vals[1])
+            return dist_fail(EMB_EINVAL, "emb_dist_maplookup: the poolings of rank %d differ "
+                             "from rank 0's", (int)k);
+        d->rank_nbags[k] = d->vals[2 * k];
+        d->rank_off[k + 1] = d->rank_off[k] + d->rank_nbags[k];
+    }
+    d->global_nbags = d->rank_off[d->nranks];
+    r = build_global(d);
+    if (!r)
+        r = size_buffers(d);
+    if ((r = dist_agree(d, r, NULL, NULL)) || (r = run_groups(d)))
+        return r;
+    const double t0 = dist_now();
+    scatter_pooled(d, outputs);
+    for (int64_t i = 0; i < d->ntables && !r; i++)
+        if (d->t[i].place.kind == EMB_DIST_ROWWISE)
+            r = pool_rows(d, i, outputs);
+    d->stats.pool_s += dist_now() - t0;
+    d->forward_done = !r;
+    return r;
+}

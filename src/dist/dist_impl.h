@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dist_impl.h — the sharded ensemble's private state, the message buffers and the
+ * agreement step shared by dist.c (setup, placement), dist_forward.c and dist_backward.c.
+ *
+ * Messages are arrays of 32-bit words (MPI_UINT32_T): int64 values take two words, f32
+ * one, so that one all-to-all carries ids, bag lengths, weights and gradient rows. Raw
+ * table rows (row-wise gathers) go as bytes, one all-to-all per table, so that the rows a
+ * rank receives from owners 0, 1, ... form one contiguous table it can wrap.
+ */
+#ifndef EMBTABLES_DIST_IMPL_H
+#define EMBTABLES_DIST_IMPL_H
+
+#include <stdint.h>
+
+#include "embtables/dist.h"
+#include "embtables/embtables.h"
+
+/* A growable array of 32-bit words (one per destination rank while packing). */
+typedef struct Words {
+    uint32_t *w;
+    int64_t n, cap;
+} Words;
+
+int dist_words_reserve(Words *b, int64_t add);
+void dist_put_i64(Words *b, int64_t v);
+void dist_put_f32s(Words *b, const float *v, int64_t n);
+void dist_put_f32(Words *b, float v);
+int64_t dist_get_i64(const uint32_t **p);
+float dist_get_f32(const uint32_t **p);
+
+/* A grow-only byte buffer. */
+int dist_grow(void **p, int64_t *cap, int64_t bytes);
+
+/* One table of the ensemble on this rank. */
+typedef struct DistTable {
+    EmbDistTableDesc desc;
+    char name[EMB_NAME_MAX + 1];
+    EmbDistPlacement place;
+    EmbTable *proxy;   /* a custom table of the whole shape: validates ids, reads nothing */
+    EmbTable *local;   /* the whole table (owner) or this rank's shard, else NULL */
+    int32_t group;
+    size_t rowbytes;   /* featuresize x element size */
+    int64_t col;       /* Σ featuresize of the tables before: the concat column */
+
+    /* the last forward, this rank's bags (requester side) */
+    int64_t *ids, *offsets; /* int64 copies, offsets always (nbags + 1) */
+    float *weights;         /* valid when has_weights */
+    int has_weights, g_has_weights;
+    int64_t ids_cap, offsets_cap, weights_cap;
+    EmbPooling pooling;
+
+    /* row-wise, requester: distinct ids by owner, each position's compact column */
+    int64_t *distinct;      /* compact column -> id; owner-major, first appearance inside */
+    int64_t *remap;         /* nnz compact columns (-1: pruned) */
+    int64_t *nreq;          /* nranks: distinct ids asked of each owner */
+    int64_t ndistinct, distinct_cap, remap_cap, default_col;
+    unsigned char *rows;    /* the gathered rows, ndistinct x rowbytes */
+    int64_t rows_cap;
+    EmbTable *compact;      /* rows wrapped as a table (compact_cols columns) */
+    const void *compact_data;
+    int64_t compact_cols;
+
+    /* owner side of the last forward: the global batch (table-wise) */
+    int64_t *g_ids, *g_offsets;
+    float *g_weights;
+    int64_t g_nnz, g_ids_cap, g_offsets_cap, g_weights_cap;
+    /* owner, row-wise: where each source rank's requested rows start in the request */
+    const uint32_t **req_rows; /* nranks pointers into the received request buffer */
+    int64_t *req_n;            /* nranks row counts */
+
+    /* owner side of the backward */
+    float *g_dy;               /* table-wise: global nbags x featuresize */
+    int64_t g_dy_cap;
+    int64_t *b_ids, *b_offsets; /* row-wise: the shard's entries as a SUM batch */
+    float *b_coef, *b_dy;
+    int64_t b_ids_cap, b_offsets_cap, b_coef_cap, b_dy_cap, b_nnz, b_nbags;
+    EmbGrad *grad;
+    EmbIndexer *indexer;
+    int recorded;
+} DistTable;
+
+struct EmbDist {
+    MPI_Comm comm;
+    int32_t rank, nranks;
+    int64_t ntables;
+    DistTable *t;
+    int32_t ngroups;
+    int64_t *group_start;  /* ngroups + 1 */
+    EmbStrategy *strategy;
+    int own_strategy;
+    EmbStore *store;       /* owns the local tables and shards (checkpoints save it) */
+    void *zero;            /* one zero column for the proxies */
+
+    /* the last forward */
+    int forward_done, backward_done;
+    int64_t nbags;         /* this rank's bags */
+    int64_t *rank_nbags;   /* nranks */
+    int64_t *rank_off;     /* nranks + 1: global bag offsets */
+    int64_t global_nbags;
+
+    /* exchange scratch */
+    Words *send;           /* nranks packers */
+    uint32_t *sendbuf, *recvbuf;
+    int64_t sendbuf_cap, recvbuf_cap;
+    int *scount, *sdispl, *rcount, *rdispl; /* nranks each */
+    float *pooled, *pooled_recv;            /* table-wise rows, all groups */
+    int64_t pooled_cap, pooled_recv_cap;
+    unsigned char *gather;                  /* owner: raw rows to send, all tables */
+    int64_t gather_cap;
+    int *gcount, *gdispl, *grcount, *grdispl; /* per group / table: nranks each, stacked */
+    MPI_Request *req;
+    int64_t nreq_cap;
+
+    int64_t *agree;        /* 3 x nranks */
+    int64_t *vals;         /* 2 x nranks */
+    int64_t *hash;         /* row-wise planning: open addressing (id, first index) */
+    int64_t hash_cap;
+    void *ent;             /* backward entries scratch */
+    int64_t ent_cap;
+
+    EmbTable **tmp_tables; /* ntables each: arguments of the core's ensemble calls */
+    EmbBatch *tmp_batches;
+    EmbPooling *tmp_poolings;
+    EmbGrad **tmp_grads;
+    EmbIndexer **tmp_indexers;
+    int64_t *tmp_cols;     /* 2 x nranks + 1: per-owner offsets (forward) or counts
+                              (backward) */
+
+    /* EMB_TABLE_CHECK_FINITE tables: this rank's output gradients or weights were not
+       finite (found by the backward, reported by the update's agreement, as the core
+       reports them from emb_update_many) */
+    unsigned table_flags;  /* the local tables' options' flags */
+    int check_finite, nonfinite;
+    char nonfinite_msg[256];
+
+    EmbDistStats stats;
+    double *xclock;        /* where MPI time goes: stats.exchange_s or grad_exchange_s */
+};
+
+/* Message of the last failure on this thread ("" after success). */
+int dist_fail(int code, const char *fmt, ...);
+/* The core library's last message, prefixed. */
+int dist_fail_core(int code, const char *what);
+/* An MPI error: EMB_EIO naming the call and MPI's string. */
+int dist_mpi_fail(int mpierr, const char *call);
+void dist_clear_error(void);
+
+/*
+ * The agreement step: every rank brings its local result @p code and two 64-bit values
+ * (NULL: zeros); returns 0 when every rank succeeded (and fills @p values, 2 x nranks,
+ * when non-NULL), else the first failing rank's code on every rank, with its message.
+ */
+int dist_agree(EmbDist *d, int code, const int64_t value[2], int64_t *values);
+
+/* The store name of table @p i's part on @p rank ("i:name" or "i:name/part_r"). */
+void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank, char *name);
+
+/* Seconds of a monotonic clock. */
+double dist_now(void);
+
+/* Owner rank and column in its local table of @p id of table @p t (id in range). */
+void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
+                 int64_t *column);
+
+/* Row r of table i in @p o (per-table buffers or the concat matrix). */
+float *dist_out_row(const EmbDist *d, const EmbOutputs *o, int64_t i, int64_t row,
+                    int64_t *stride);
+/* Checks @p o for this rank's nbags rows of every table. */
+int dist_outputs_check(const EmbDist *d, const EmbOutputs *o, int64_t nbags, const char *what);
+
+/*
+ * The all-to-all of the d->send[*] packers: counts first, then an agreement on @p code
+ * (with @p value, gathered into d->vals), then the words, into d->recvbuf (source k's
+ * part at d->rdispl[k]). Returns the agreed code.
+ */
+int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes);
+
+/* Batch of table @p t over arrays: offsets, or bag_size 1 for gather (no offsets). */
+EmbBatch dist_batch(const DistTable *t, const int64_t *ids, const int64_t *offsets,
+                    const float *weights, int64_t nnz, int64_t nbags);
+/* Whether position @p k (id @p id) of this rank's saved batch of @p t is pruned. */
+int dist_pruned(const DistTable *t, int64_t k, int64_t id);
+
+#endif

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dtype.h — the storage element types (core): exact scalar conversions between f32 and the
+ * 16-bit types, and typed element access. The C reference kernels, the initializers, the
+ * variable ops and the pullback use these; SIMD variants agree with them bit for bit.
+ */
+#ifndef EMB_DTYPE_H
+#define EMB_DTYPE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "embtables/common.h"
+
+/* EMB_F32, EMB_F16, EMB_BF16: the dtype index of every per-dtype table. */
+#define EMB_NDTYPES 3
+
+static inline float emb__u32_as_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t emb__f32_as_u32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* bf16 -> f32: exact (a bf16 is the upper half of a binary32). */
+static inline float emb__bf16_to_f32(uint16_t h)
+{
+    return emb__u32_as_f32((uint32_t)h << 16);
+}
+
+/* f32 -> bf16, round to nearest even; NaN stays a (quiet) NaN. */
+static inline uint16_t emb__f32_to_bf16(float f)
+{
+    uint32_t u = emb__f32_as_u32(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+/* f16 -> f32: exact, subnormals included. */
+static inline float emb__f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f)
+        return emb__u32_as_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        /* zero or subnormal: man * 2^-24 is exact in binary32 */
+        float v = (float)man * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return emb__u32_as_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* f32 -> f16, round to nearest even (as F16C's vcvtps2ph with rounding imm 0). */
+static inline uint16_t emb__f32_to_f16(float f)
+{
+    uint32_t u = emb__f32_as_u32(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+    if (a >= 0x477ff000u) /* rounds to >= 65520: infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (a < 0x38800000u) { /* below the smallest normal f16: subnormal or zero */
+        if (a < 0x33000000u)
+            return sign; /* < half the smallest subnormal: rounds to zero */
+        uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e; /* 14 .. 24 */
+        uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1)))
+            r++;
+        return (uint16_t)(sign | r);
+    }
+    a += 0xfffu + ((a >> 13) & 1) - 0x38000000u; /* rebias 127 -> 15, round */
+    return (uint16_t)(sign | (a >> 13));
+}
+
+/* Element i of a column, typed: the C reference kernels stamp one copy per dtype. */
+static inline float emb__ld_f32(const void *p, int32_t i)
+{
+    return ((const float *)p)[i];
+}
+static inline float emb__ld_f16(const void *p, int32_t i)
+{
+    return emb__f16_to_f32(((const uint16_t *)p)[i]);
+}
+static inline float emb__ld_bf16(const void *p, int32_t i)
+{
+    return emb__bf16_to_f32(((const uint16_t *)p)[i]);
+}
+static inline void emb__st_f32(void *p, int32_t i, float v)
+{
+    ((float *)p)[i] = v;
+}
+static inline void emb__st_f16(void *p, int32_t i, float v)
+{
+    ((uint16_t *)p)[i] = emb__f32_to_f16(v);
+}
+static inline void emb__st_bf16(void *p, int32_t i, float v)
+{
+    ((uint16_t *)p)[i] = emb__f32_to_bf16(v);
+}
+
+/* Element i of a column of dtype @dt: run-time (initializers, variable ops, pullback), or a
+ * constant in a kernel body, where the switch folds away. */
+static inline float emb__load(EmbDtype dt, const void *col, int32_t i)
+{
+    switch (dt) {
+    case EMB_F16: return emb__ld_f16(col, i);
+    case EMB_BF16: return emb__ld_bf16(col, i);
+    default: return emb__ld_f32(col, i);
+    }
+}
+
+/* Stores @v, rounded to nearest even in @dt, as element i of a column. */
+static inline void emb__store(EmbDtype dt, void *col, int32_t i, float v)
+{
+    switch (dt) {
+    case EMB_F16: emb__st_f16(col, i, v); break;
+    case EMB_BF16: emb__st_bf16(col, i, v); break;
+    default: emb__st_f32(col, i, v); break;
+    }
+}
+
+#endif

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * kernels_avx2.c — the AVX2 (+F16C) kernels: 8-float vectors, the bodies of simd_body.h
+ * stamped as one-line wrappers, and the f32 Adagrad and row-wise Adagrad optimizer rows.
+ * Compiled in its own static library with the AVX2 flags of kernels/meson.build
+ * (-ffp-contract=off); called only after the dispatch saw AVX2 (and F16C for the f16
+ * entries).
+ *
+ * Tails: f32 uses vmaskmov (no fault past the mask); the 16-bit types go through a small
+ * stack buffer (tails are at most 7 elements per column).
+ */
+#include <immintrin.h>
+#include <math.h>
+
+#include "dtype.h"
+
+#define VL 8
+#define BLK 8
+typedef __m256 vec;
+
+static inline vec vzero(void)
+{
+    return _mm256_setzero_ps();
+}
+static inline vec vset1(float x)
+{
+    return _mm256_set1_ps(x);
+}
+static inline vec vadd(vec a, vec b)
+{
+    return _mm256_add_ps(a, b);
+}
+static inline vec vsub(vec a, vec b)
+{
+    return _mm256_sub_ps(a, b);
+}
+static inline vec vmul(vec a, vec b)
+{
+    return _mm256_mul_ps(a, b);
+}
+
+/* Lanes [0, r) set: a window of 8 into 8 ones then 8 zeros. */
+static inline __m256i tail_mask(int r)
+{
+    static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(m + 8 - r));
+}
+
+/* ---- f32 ----------------------------------------------------------------------------- */
+
+static inline vec ld_f32(const float *p)
+{
+    return _mm256_loadu_ps(p);
+}
+static inline vec ldn_f32(const float *p, int r)
+{
+    return _mm256_maskload_ps(p, tail_mask(r));
+}
+static inline void st_f32(float *p, vec v)
+{
+    _mm256_storeu_ps(p, v);
+}
+static inline void stn_f32(float *p, vec v, int r)
+{
+    _mm256_maskstore_ps(p, tail_mask(r), v);
+}
+static inline void stnt_f32(float *p, vec v)
+{
+    _mm256_stream_ps(p, v);
+}
+
+/* ---- 16-bit storage ------------------------------------------------------------------ */
+
+static inline __m128i ld_u16(const uint16_t *p)
+{
+    return _mm_loadu_si128((const __m128i *)p);
+}
+static inline __m128i ldn_u16(const uint16_t *p, int r)
+{
+    uint16_t t[VL] = {0};
+    memcpy(t, p, (size_t)r * sizeof *p);
+    return ld_u16(t);
+}
+static inline void stn_u16(uint16_t *p, __m128i h, int r)
+{
+    uint16_t t[VL];
+    _mm_storeu_si128((__m128i *)t, h);
+    memcpy(p, t, (size_t)r * sizeof *p);
+}
+static inline void st_u16(uint16_t *p, __m128i h)
+{
+    _mm_storeu_si128((__m128i *)p, h);
+}
+static inline void stnt_u16(uint16_t *p, __m128i h)
+{
+    _mm_stream_si128((__m128i *)p, h);
+}
+
+static inline vec cvt_from_f16(__m128i h)
+{
+    return _mm256_cvtph_ps(h);
+}
+static inline __m128i cvt_to_f16(vec v)
+{
+    return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+}
+static inline vec cvt_from_bf16(__m128i h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+/* As emb__f32_to_bf16: round to nearest even, a NaN stays a quiet NaN. */
+static inline __m128i cvt_to_bf16(vec v)
+{
+    const __m256i u = _mm256_castps_si256(v), hi = _mm256_srli_epi32(u, 16);
+    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+    r = _mm256_srli_epi32(r, 16);
+    const __m256i nan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    const __m256i isnan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, nan, isnan);
+    const __m256i packed = _mm256_packus_epi32(r, r); /* r0..3 r0..3 | r4..7 r4..7 */
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+}
+
+#include "kernels/x86/simd_body.h"
+
+GATHER(gather_f32_avx2, 0, EMB_F32)
+GATHER(gather_d16_f32_avx2, 16, EMB_F32)
+GATHER(gather_d32_f32_avx2, 32, EMB_F32)
+GATHER(gather_d64_f32_avx2, 64, EMB_F32)
+GATHER(gather_d128_f32_avx2, 128, EMB_F32)
+GATHER(gather_d256_f32_avx2, 256, EMB_F32)
+POOL(pool_f32_avx2, 0, 0, EMB_F32)
+POOL(pool_nt_f32_avx2, 0, 1, EMB_F32)
+POOL(pool_d16_f32_avx2, 16, 0, EMB_F32)
+POOL(pool_d32_f32_avx2, 32, 0, EMB_F32)
+POOL(pool_d64_f32_avx2, 64, 0, EMB_F32)
+POOL(pool_d128_f32_avx2, 128, 0, EMB_F32)
+POOL(pool_d256_f32_avx2, 256, 0, EMB_F32)
+BAGS(bags_d16_f32_avx2, 16, EMB_F32)
+BAGS(bags_d32_f32_avx2, 32, EMB_F32)
+BAGS(bags_d64_f32_avx2, 64, EMB_F32)
+SUMSQ(sumsq_f32_avx2, EMB_F32)
+SGD(sgd_row_f32_avx2, 0, 0, EMB_F32)
+SGD(sgd_row_nt_f32_avx2, 0, 1, EMB_F32)
+SGD(sgd_row_d16_f32_avx2, 16, 0, EMB_F32)
+SGD(sgd_row_d32_f32_avx2, 32, 0, EMB_F32)
+SGD(sgd_row_d64_f32_avx2, 64, 0, EMB_F32)
+SGD(sgd_row_d128_f32_avx2, 128, 0, EMB_F32)
+SGD(sgd_row_d256_f32_avx2, 256, 0, EMB_F32)
+
+GATHER(gather_f16_avx2, 0, EMB_F16)
+GATHER(gather_d16_f16_avx2, 16, EMB_F16)
+GATHER(gather_d32_f16_avx2, 32, EMB_F16)
+GATHER(gather_d64_f16_avx2, 64, EMB_F16)
+GATHER(gather_d128_f16_avx2, 128, EMB_F16)
+GATHER(gather_d256_f16_avx2, 256, EMB_F16)
+POOL(pool_f16_avx2, 0, 0, EMB_F16)
+POOL(pool_nt_f16_avx2, 0, 1, EMB_F16)
+POOL(pool_d16_f16_avx2, 16, 0, EMB_F16)
+POOL(pool_d32_f16_avx2, 32, 0, EMB_F16)
+POOL(pool_d64_f16_avx2, 64, 0, EMB_F16)
+POOL(pool_d128_f16_avx2, 128, 0, EMB_F16)
+POOL(pool_d256_f16_avx2, 256, 0, EMB_F16)
+BAGS(bags_d16_f16_avx2, 16, EMB_F16)
+BAGS(bags_d32_f16_avx2, 32, EMB_F16)
+BAGS(bags_d64_f16_avx2, 64, EMB_F16)
+SUMSQ(sumsq_f16_avx2, EMB_F16)
+SGD(sgd_row_f16_avx2, 0, 0, EMB_F16)
+SGD(sgd_row_nt_f16_avx2, 0, 1, EMB_F16)
+SGD(sgd_row_d16_f16_avx2, 16, 0, EMB_F16)
+SGD(sgd_row_d32_f16_avx2, 32, 0, EMB_F16)
+SGD(sgd_row_d64_f16_avx2, 64, 0, EMB_F16)
+SGD(sgd_row_d128_f16_avx2, 128, 0, EMB_F16)
+SGD(sgd_row_d256_f16_avx2, 256, 0, EMB_F16)
+
+GATHER(gather_bf16_avx2, 0, EMB_BF16)
+GATHER(gather_d16_bf16_avx2, 16, EMB_BF16)
+GATHER(gather_d32_bf16_avx2, 32, EMB_BF16)
+GATHER(gather_d64_bf16_avx2, 64, EMB_BF16)
+GATHER(gather_d128_bf16_avx2, 128, EMB_BF16)
+GATHER(gather_d256_bf16_avx2, 256, EMB_BF16)
+POOL(pool_bf16_avx2, 0, 0, EMB_BF16)
+POOL(pool_nt_bf16_avx2, 0, 1, EMB_BF16)
+POOL(pool_d16_bf16_avx2, 16, 0, EMB_BF16)
+POOL(pool_d32_bf16_avx2, 32, 0, EMB_BF16)
+POOL(pool_d64_bf16_avx2, 64, 0, EMB_BF16)
+POOL(pool_d128_bf16_avx2, 128, 0, EMB_BF16)
+POOL(pool_d256_bf16_avx2, 256, 0, EMB_BF16)
+BAGS(bags_d16_bf16_avx2, 16, EMB_BF16)
+BAGS(bags_d32_bf16_avx2, 32, EMB_BF16)
+BAGS(bags_d64_bf16_avx2, 64, EMB_BF16)
+SUMSQ(sumsq_bf16_avx2, EMB_BF16)
+SGD(sgd_row_bf16_avx2, 0, 0, EMB_BF16)
+SGD(sgd_row_nt_bf16_avx2, 0, 1, EMB_BF16)
+SGD(sgd_row_d16_bf16_avx2, 16, 0, EMB_BF16)
+SGD(sgd_row_d32_bf16_avx2, 32, 0, EMB_BF16)
+SGD(sgd_row_d64_bf16_avx2, 64, 0, EMB_BF16)
+SGD(sgd_row_d128_bf16_avx2, 128, 0, EMB_BF16)
+SGD(sgd_row_d256_bf16_avx2, 256, 0, EMB_BF16)
+
+static void scale_avx2(float *x, float s, int32_t D)
+{
+    scale_body(x, s, D);
+}
+
+/* ---- optimizer rows (f32) ------------------------------------------------------------- */
+
+/*
+ * Bit-identical to optim_c.c: the same multiplies and adds (no FMA), correctly rounded
+ * sqrt and divide, and the 8-lane sum of squares of kernels.h.
+ */
+
+/* Σ g² in lanes i % 8, reduced as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+static inline float sumsq8(const float *g, int32_t D)
+{
+    vec acc = vzero();
+    int32_t i = 0;
+    for (; i + 8 <= D; i += 8) {
+        const vec x = ld_f32(g + i);
+        acc = vadd(acc, vmul(x, x));
+    }
+    if (i < D) {
+        const vec x = ldn_f32(g + i, D - i);
+        acc = vadd(acc, vmul(x, x));
+    }
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+EMB_INLINE void rowwise_body(float *w, float *h, const float *g, const EmbOptimParams *p,
+                             int32_t D, int nt)
+{
+    h[0] = h[0] + sumsq8(g, D) / (float)D;
+    const vec m = vset1(p->lr / (sqrtf(h[0]) + p->eps));
+    nt = nt && aligned_to(w, 32);
+    int32_t i = 0;
+    for (; i + 8 <= D; i += 8) {
+        const vec x = vsub(ld_f32(w + i), vmul(m, ld_f32(g + i)));
+        if (nt)
+            stnt_f32(w + i, x);
+        else
+            st_f32(w + i, x);
+    }
+    if (i < D)
+        stn_f32(w + i, vsub(ldn_f32(w + i, D - i), vmul(m, ldn_f32(g + i, D - i))), D - i);
+}
+
+/* One vector of Adagrad: h += g²; w -= lr · (g / (sqrt(h) + eps)); returns the new w. */
+static inline vec adagrad_vec(vec w, vec *h, vec g, vec lr, vec eps)
+{
+    *h = vadd(*h, vmul(g, g));
+    const vec step = _mm256_div_ps(g, vadd(_mm256_sqrt_ps(*h), eps));
+    return vsub(w, vmul(lr, step));
+}
+
+EMB_INLINE void adagrad_body(float *w, float *h, const float *g, const EmbOptimParams *p,
+                             int32_t D, int nt)
+{
+    const vec lr = vset1(p->lr), eps = vset1(p->eps);
+    nt = nt && aligned_to(w, 32);
+    int32_t i = 0;
+    for (; i + 8 <= D; i += 8) {
+        vec vh = ld_f32(h + i);
+        const vec x = adagrad_vec(ld_f32(w + i), &vh, ld_f32(g + i), lr, eps);
+        st_f32(h + i, vh);
+        if (nt)
+            stnt_f32(w + i, x);
+        else
+            st_f32(w + i, x);
+    }
+    if (i < D) {
+        const int r = D - i;
+        vec vh = ldn_f32(h + i, r);
+        const vec x = adagrad_vec(ldn_f32(w + i, r), &vh, ldn_f32(g + i, r), lr, eps);
+        stn_f32(h + i, vh, r);
+        stn_f32(w + i, x, r);
+    }
+}
+
+/* NAME, the body, streaming stores or not. */
+#define ROW(NAME, BODY, NT)                                                                \
+    static void NAME(void *col, float *s, const float *g, const EmbOptimParams *p,         \
+                     int32_t D)                                                            \
+    {                                                                                      \
+        BODY(col, s, g, p, D, NT);                                                         \
+    }
+ROW(adagrad_f32_avx2, adagrad_body, 0)
+ROW(adagrad_nt_f32_avx2, adagrad_body, 1)
+ROW(rowwise_f32_avx2, rowwise_body, 0)
+ROW(rowwise_nt_f32_avx2, rowwise_body, 1)
+
+/* idmax_c with vector maxima: int32 ids by vpmaxud, int64 ids by a signed compare of
+ * sign-flipped values (AVX2 has no unsigned 64-bit max); a scalar tail. */
+static uint64_t idmax_avx2(const void *ids, int64_t n, int id32)
+{
+    uint64_t r = 0;
+    int64_t k = 0;
+    if (id32) {
+        const int32_t *p = ids;
+        __m256i m = _mm256_setzero_si256();
+        for (; k + 8 <= n; k += 8)
+            m = _mm256_max_epu32(m, _mm256_loadu_si256((const __m256i *)(p + k)));
+        uint32_t l[8];
+        _mm256_storeu_si256((__m256i *)l, m);
+        for (int i = 0; i < 8; i++)
+            r = l[i] > r ? l[i] : r;
+        for (; k < n; k++)
+            r = (uint32_t)p[k] > r ? (uint32_t)p[k] : r;
+        return r;
+    }
+    const int64_t *p = ids;
+    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
+    __m256i m = sign; /* 0 flipped */
+    for (; k + 4 <= n; k += 4) {
+        const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + k)), sign);
+        m = _mm256_blendv_epi8(m, x, _mm256_cmpgt_epi64(x, m));
+    }
+    uint64_t l[4];
+    _mm256_storeu_si256((__m256i *)l, _mm256_xor_si256(m, sign));
+    for (int i = 0; i < 4; i++)
+        r = l[i] > r ? l[i] : r;
+    for (; k < n; k++)
+        r = (uint64_t)p[k] > r ? (uint64_t)p[k] : r;
+    return r;
+}
+
+void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
+{
+    k->gather[EMB_F32] = gather_f32_avx2;
+    k->gather_d[0][EMB_F32] = gather_d16_f32_avx2;
+    k->gather_d[1][EMB_F32] = gather_d32_f32_avx2;
+    k->gather_d[2][EMB_F32] = gather_d64_f32_avx2;
+    k->gather_d[3][EMB_F32] = gather_d128_f32_avx2;
+    k->gather_d[4][EMB_F32] = gather_d256_f32_avx2;
+    k->pool[EMB_F32] = pool_f32_avx2;
+    k->pool_nt[EMB_F32] = pool_nt_f32_avx2;
+    k->pool_d[0][EMB_F32] = pool_d16_f32_avx2;
+    k->pool_d[1][EMB_F32] = pool_d32_f32_avx2;
+    k->pool_d[2][EMB_F32] = pool_d64_f32_avx2;
+    k->pool_d[3][EMB_F32] = pool_d128_f32_avx2;
+    k->pool_d[4][EMB_F32] = pool_d256_f32_avx2;
+    k->bags_d[0][EMB_F32] = bags_d16_f32_avx2;
+    k->bags_d[1][EMB_F32] = bags_d32_f32_avx2;
+    k->bags_d[2][EMB_F32] = bags_d64_f32_avx2;
+    k->sumsq[EMB_F32] = sumsq_f32_avx2;
+    k->sgd_row[EMB_F32] = sgd_row_f32_avx2;
+    k->sgd_row_nt[EMB_F32] = sgd_row_nt_f32_avx2;
+    k->sgd_row_d[0][EMB_F32] = sgd_row_d16_f32_avx2;
+    k->sgd_row_d[1][EMB_F32] = sgd_row_d32_f32_avx2;
+    k->sgd_row_d[2][EMB_F32] = sgd_row_d64_f32_avx2;
+    k->sgd_row_d[3][EMB_F32] = sgd_row_d128_f32_avx2;
+    k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_avx2;
+
+    k->gather[EMB_BF16] = gather_bf16_avx2;
+    k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx2;
+    k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx2;
+    k->gather_d[2][EMB_BF16] = gather_d64_bf16_avx2;
+    k->gather_d[3][EMB_BF16] = gather_d128_bf16_avx2;
+    k->gather_d[4][EMB_BF16] = gather_d256_bf16_avx2;
+    k->pool[EMB_BF16] = pool_bf16_avx2;
+    k->pool_nt[EMB_BF16] = pool_nt_bf16_avx2;
+    k->pool_d[0][EMB_BF16] = pool_d16_bf16_avx2;
+    k->pool_d[1][EMB_BF16] = pool_d32_bf16_avx2;
+    k->pool_d[2][EMB_BF16] = pool_d64_bf16_avx2;
+    k->pool_d[3][EMB_BF16] = pool_d128_bf16_avx2;
+    k->pool_d[4][EMB_BF16] = pool_d256_bf16_avx2;
+    k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx2;
+    k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx2;
+    k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx2;
+    k->sumsq[EMB_BF16] = sumsq_bf16_avx2;
+    k->sgd_row[EMB_BF16] = sgd_row_bf16_avx2;
+    k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx2;
+    k->sgd_row_d[0][EMB_BF16] = sgd_row_d16_bf16_avx2;
+    k->sgd_row_d[1][EMB_BF16] = sgd_row_d32_bf16_avx2;
+    k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx2;
+    k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx2;
+    k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx2;
+
+    k->scale = scale_avx2;
+    k->idmax = idmax_avx2;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_avx2;
+    k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_nt_f32_avx2;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_f32_avx2;
+    k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_nt_f32_avx2;
+    if (!(flags & EMB_CPU_F16C))
+        return;
+    k->gather[EMB_F16] = gather_f16_avx2;
+    k->gather_d[0][EMB_F16] = gather_d16_f16_avx2;
+    k->gather_d[1][EMB_F16] = gather_d32_f16_avx2;
+    k->gather_d[2][EMB_F16] = gather_d64_f16_avx2;
+    k->gather_d[3][EMB_F16] = gather_d128_f16_avx2;
+    k->gather_d[4][EMB_F16] = gather_d256_f16_avx2;
+    k->pool[EMB_F16] = pool_f16_avx2;
+    k->pool_nt[EMB_F16] = pool_nt_f16_avx2;
+    k->pool_d[0][EMB_F16] = pool_d16_f16_avx2;
+    k->pool_d[1][EMB_F16] = pool_d32_f16_avx2;
+    k->pool_d[2][EMB_F16] = pool_d64_f16_avx2;
+    k->pool_d[3][EMB_F16] = pool_d128_f16_avx2;
+    k->pool_d[4][EMB_F16] = pool_d256_f16_avx2;
+    k->bags_d[0][EMB_F16] = bags_d16_f16_avx2;
+    k->bags_d[1][EMB_F16] = bags_d32_f16_avx2;
+    k->bags_d[2][EMB_F16] = bags_d64_f16_avx2;
+    k->sumsq[EMB_F16] = sumsq_f16_avx2;
+    k->sgd_row[EMB_F16] = sgd_row_f16_avx2;
+    k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx2;
+    k->sgd_row_d[0][EMB_F16] = sgd_row_d16_f16_avx2;
+    k->sgd_row_d[1][EMB_F16] = sgd_row_d32_f16_avx2;
+    k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx2;
+    k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx2;
+    k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx2;
+}

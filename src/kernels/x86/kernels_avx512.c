@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * kernels_avx512.c — the AVX-512 (F+BW+VL+DQ) kernels: 16-float vectors, the bodies of
+ * simd_body.h stamped as one-line wrappers. Compiled in its own static library with the
+ * AVX-512 flags of kernels/meson.build (-ffp-contract=off); called only after the dispatch
+ * saw AVX-512. Tails use masked loads and stores (no fault past the mask). f16 conversions
+ * are AVX-512F's vcvtph2ps/vcvtps2ph. The optimizer rows stay AVX2's.
+ */
+#include <immintrin.h>
+
+#include "dtype.h"
+
+#define VL 16
+#define BLK 8
+typedef __m512 vec;
+
+static inline vec vzero(void)
+{
+    return _mm512_setzero_ps();
+}
+static inline vec vset1(float x)
+{
+    return _mm512_set1_ps(x);
+}
+static inline vec vadd(vec a, vec b)
+{
+    return _mm512_add_ps(a, b);
+}
+static inline vec vsub(vec a, vec b)
+{
+    return _mm512_sub_ps(a, b);
+}
+static inline vec vmul(vec a, vec b)
+{
+    return _mm512_mul_ps(a, b);
+}
+
+/* Lanes [0, r) set. */
+static inline __mmask16 tail_mask(int r)
+{
+    return (__mmask16)((1u << r) - 1);
+}
+
+/* ---- f32 ----------------------------------------------------------------------------- */
+
+static inline vec ld_f32(const float *p)
+{
+    return _mm512_loadu_ps(p);
+}
+static inline vec ldn_f32(const float *p, int r)
+{
+    return _mm512_maskz_loadu_ps(tail_mask(r), p);
+}
+static inline void st_f32(float *p, vec v)
+{
+    _mm512_storeu_ps(p, v);
+}
+static inline void stn_f32(float *p, vec v, int r)
+{
+    _mm512_mask_storeu_ps(p, tail_mask(r), v);
+}
+static inline void stnt_f32(float *p, vec v)
+{
+    _mm512_stream_ps(p, v);
+}
+
+/* ---- 16-bit storage ------------------------------------------------------------------ */
+
+static inline __m256i ld_u16(const uint16_t *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+static inline __m256i ldn_u16(const uint16_t *p, int r)
+{
+    return _mm256_maskz_loadu_epi16(tail_mask(r), p);
+}
+static inline void stn_u16(uint16_t *p, __m256i h, int r)
+{
+    _mm256_mask_storeu_epi16(p, tail_mask(r), h);
+}
+static inline void st_u16(uint16_t *p, __m256i h)
+{
+    _mm256_storeu_si256((__m256i *)p, h);
+}
+static inline void stnt_u16(uint16_t *p, __m256i h)
+{
+    _mm256_stream_si256((__m256i *)p, h);
+}
+
+static inline vec cvt_from_f16(__m256i h)
+{
+    return _mm512_cvtph_ps(h);
+}
+static inline __m256i cvt_to_f16(vec v)
+{
+    return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+}
+static inline vec cvt_from_bf16(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+/* As emb__f32_to_bf16: round to nearest even, a NaN stays a quiet NaN. */
+static inline __m256i cvt_to_bf16(vec v)
+{
+    const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+    r = _mm512_srli_epi32(r, 16);
+    const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 isnan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, isnan, hi, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+#include "kernels/x86/simd_body.h"
+
+GATHER(gather_f32_avx512, 0, EMB_F32)
+GATHER(gather_d16_f32_avx512, 16, EMB_F32)
+GATHER(gather_d32_f32_avx512, 32, EMB_F32)
+GATHER(gather_d64_f32_avx512, 64, EMB_F32)
+GATHER(gather_d128_f32_avx512, 128, EMB_F32)
+GATHER(gather_d256_f32_avx512, 256, EMB_F32)
+POOL(pool_f32_avx512, 0, 0, EMB_F32)
+POOL(pool_nt_f32_avx512, 0, 1, EMB_F32)
+POOL(pool_d16_f32_avx512, 16, 0, EMB_F32)
+POOL(pool_d32_f32_avx512, 32, 0, EMB_F32)
+POOL(pool_d64_f32_avx512, 64, 0, EMB_F32)
+POOL(pool_d128_f32_avx512, 128, 0, EMB_F32)
+POOL(pool_d256_f32_avx512, 256, 0, EMB_F32)
+BAGS(bags_d16_f32_avx512, 16, EMB_F32)
+BAGS(bags_d32_f32_avx512, 32, EMB_F32)
+BAGS(bags_d64_f32_avx512, 64, EMB_F32)
+SUMSQ(sumsq_f32_avx512, EMB_F32)
+SGD(sgd_row_f32_avx512, 0, 0, EMB_F32)
+SGD(sgd_row_nt_f32_avx512, 0, 1, EMB_F32)
+SGD(sgd_row_d16_f32_avx512, 16, 0, EMB_F32)
+SGD(sgd_row_d32_f32_avx512, 32, 0, EMB_F32)
+SGD(sgd_row_d64_f32_avx512, 64, 0, EMB_F32)
+SGD(sgd_row_d128_f32_avx512, 128, 0, EMB_F32)
+SGD(sgd_row_d256_f32_avx512, 256, 0, EMB_F32)
+
+GATHER(gather_f16_avx512, 0, EMB_F16)
+GATHER(gather_d16_f16_avx512, 16, EMB_F16)
+GATHER(gather_d32_f16_avx512, 32, EMB_F16)
+GATHER(gather_d64_f16_avx512, 64, EMB_F16)
+GATHER(gather_d128_f16_avx512, 128, EMB_F16)
+GATHER(gather_d256_f16_avx512, 256, EMB_F16)
+POOL(pool_f16_avx512, 0, 0, EMB_F16)
+POOL(pool_nt_f16_avx512, 0, 1, EMB_F16)
+POOL(pool_d16_f16_avx512, 16, 0, EMB_F16)
+POOL(pool_d32_f16_avx512, 32, 0, EMB_F16)
+POOL(pool_d64_f16_avx512, 64, 0, EMB_F16)
+POOL(pool_d128_f16_avx512, 128, 0, EMB_F16)
+POOL(pool_d256_f16_avx512, 256, 0, EMB_F16)
+BAGS(bags_d16_f16_avx512, 16, EMB_F16)
+BAGS(bags_d32_f16_avx512, 32, EMB_F16)
+BAGS(bags_d64_f16_avx512, 64, EMB_F16)
+SUMSQ(sumsq_f16_avx512, EMB_F16)
+SGD(sgd_row_f16_avx512, 0, 0, EMB_F16)
+SGD(sgd_row_nt_f16_avx512, 0, 1, EMB_F16)
+SGD(sgd_row_d16_f16_avx512, 16, 0, EMB_F16)
+SGD(sgd_row_d32_f16_avx512, 32, 0, EMB_F16)
+SGD(sgd_row_d64_f16_avx512, 64, 0, EMB_F16)
+SGD(sgd_row_d128_f16_avx512, 128, 0, EMB_F16)
+SGD(sgd_row_d256_f16_avx512, 256, 0, EMB_F16)
+
+GATHER(gather_bf16_avx512, 0, EMB_BF16)
+GATHER(gather_d16_bf16_avx512, 16, EMB_BF16)
+GATHER(gather_d32_bf16_avx512, 32, EMB_BF16)
+GATHER(gather_d64_bf16_avx512, 64, EMB_BF16)
+GATHER(gather_d128_bf16_avx512, 128, EMB_BF16)
+GATHER(gather_d256_bf16_avx512, 256, EMB_BF16)
+POOL(pool_bf16_avx512, 0, 0, EMB_BF16)
+POOL(pool_nt_bf16_avx512, 0, 1, EMB_BF16)
+POOL(pool_d16_bf16_avx512, 16, 0, EMB_BF16)
+POOL(pool_d32_bf16_avx512, 32, 0, EMB_BF16)
+POOL(pool_d64_bf16_avx512, 64, 0, EMB_BF16)
+POOL(pool_d128_bf16_avx512, 128, 0, EMB_BF16)
+POOL(pool_d256_bf16_avx512, 256, 0, EMB_BF16)
+BAGS(bags_d16_bf16_avx512, 16, EMB_BF16)
+BAGS(bags_d32_bf16_avx512, 32, EMB_BF16)
+BAGS(bags_d64_bf16_avx512, 64, EMB_BF16)
+SUMSQ(sumsq_bf16_avx512, EMB_BF16)
+SGD(sgd_row_bf16_avx512, 0, 0, EMB_BF16)
+SGD(sgd_row_nt_bf16_avx512, 0, 1, EMB_BF16)
+SGD(sgd_row_d16_bf16_avx512, 16, 0, EMB_BF16)
+SGD(sgd_row_d32_bf16_avx512, 32, 0, EMB_BF16)
+SGD(sgd_row_d64_bf16_avx512, 64, 0, EMB_BF16)
+SGD(sgd_row_d128_bf16_avx512, 128, 0, EMB_BF16)
+SGD(sgd_row_d256_bf16_avx512, 256, 0, EMB_BF16)
+
+static void scale_avx512(float *x, float s, int32_t D)
+{
+    scale_body(x, s, D);
+}
+/* idmax_c with one unsigned vector max per 16 (int32) or 8 (int64) ids, a masked tail. */
+static uint64_t idmax_avx512(const void *ids, int64_t n, int id32)
+{
+    __m512i m = _mm512_setzero_si512();
+    int64_t k = 0;
+    if (id32) {
+        const int32_t *p = ids;
+        for (; k + 16 <= n; k += 16)
+            m = _mm512_max_epu32(m, _mm512_loadu_si512(p + k));
+        if (k < n)
+            m = _mm512_max_epu32(m, _mm512_maskz_loadu_epi32(tail_mask((int)(n - k)), p + k));
+        return _mm512_reduce_max_epu32(m);
+    }
+    const int64_t *p = ids;
+    for (; k + 8 <= n; k += 8)
+        m = _mm512_max_epu64(m, _mm512_loadu_si512(p + k));
+    if (k < n)
+        m = _mm512_max_epu64(m, _mm512_maskz_loadu_epi64((__mmask8)tail_mask((int)(n - k)), p + k));
+    return _mm512_reduce_max_epu64(m);
+}
+
+void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
+{
+    (void)flags;
+    k->gather[EMB_F32] = gather_f32_avx512;
+    k->gather_d[0][EMB_F32] = gather_d16_f32_avx512;
+    k->gather_d[1][EMB_F32] = gather_d32_f32_avx512;
+    k->gather_d[2][EMB_F32] = gather_d64_f32_avx512;
+    k->gather_d[3][EMB_F32] = gather_d128_f32_avx512;
+    k->gather_d[4][EMB_F32] = gather_d256_f32_avx512;
+    k->pool[EMB_F32] = pool_f32_avx512;
+    k->pool_nt[EMB_F32] = pool_nt_f32_avx512;
+    k->pool_d[0][EMB_F32] = pool_d16_f32_avx512;
+    k->pool_d[1][EMB_F32] = pool_d32_f32_avx512;
+    k->pool_d[2][EMB_F32] = pool_d64_f32_avx512;
+    k->pool_d[3][EMB_F32] = pool_d128_f32_avx512;
+    k->pool_d[4][EMB_F32] = pool_d256_f32_avx512;
+    k->bags_d[0][EMB_F32] = bags_d16_f32_avx512;
+    k->bags_d[1][EMB_F32] = bags_d32_f32_avx512;
+    k->bags_d[2][EMB_F32] = bags_d64_f32_avx512;
+    k->sumsq[EMB_F32] = sumsq_f32_avx512;
+    k->sgd_row[EMB_F32] = sgd_row_f32_avx512;
+    k->sgd_row_nt[EMB_F32] = sgd_row_nt_f32_avx512;
+    k->sgd_row_d[0][EMB_F32] = sgd_row_d16_f32_avx512;
+    k->sgd_row_d[1][EMB_F32] = sgd_row_d32_f32_avx512;
+    k->sgd_row_d[2][EMB_F32] = sgd_row_d64_f32_avx512;
+    k->sgd_row_d[3][EMB_F32] = sgd_row_d128_f32_avx512;
+    k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_avx512;
+
+    k->gather[EMB_F16] = gather_f16_avx512;
+    k->gather_d[0][EMB_F16] = gather_d16_f16_avx512;
+    k->gather_d[1][EMB_F16] = gather_d32_f16_avx512;
+    k->gather_d[2][EMB_F16] = gather_d64_f16_avx512;
+    k->gather_d[3][EMB_F16] = gather_d128_f16_avx512;
+    k->gather_d[4][EMB_F16] = gather_d256_f16_avx512;
+    k->pool[EMB_F16] = pool_f16_avx512;
+    k->pool_nt[EMB_F16] = pool_nt_f16_avx512;
+    k->pool_d[0][EMB_F16] = pool_d16_f16_avx512;
+    k->pool_d[1][EMB_F16] = pool_d32_f16_avx512;
+    k->pool_d[2][EMB_F16] = pool_d64_f16_avx512;
+    k->pool_d[3][EMB_F16] = pool_d128_f16_avx512;
+    k->pool_d[4][EMB_F16] = pool_d256_f16_avx512;
+    k->bags_d[0][EMB_F16] = bags_d16_f16_avx512;
+    k->bags_d[1][EMB_F16] = bags_d32_f16_avx512;
+    k->bags_d[2][EMB_F16] = bags_d64_f16_avx512;
+    k->sumsq[EMB_F16] = sumsq_f16_avx512;
+    k->sgd_row[EMB_F16] = sgd_row_f16_avx512;
+    k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx512;
+    k->sgd_row_d[0][EMB_F16] = sgd_row_d16_f16_avx512;
+    k->sgd_row_d[1][EMB_F16] = sgd_row_d32_f16_avx512;
+    k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx512;
+    k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx512;
+    k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx512;
+
+    k->gather[EMB_BF16] = gather_bf16_avx512;
+    k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx512;
+    k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx512;
+    k->gather_d[2][EMB_BF16] = gather_d64_bf16_avx512;
+    k->gather_d[3][EMB_BF16] = gather_d128_bf16_avx512;
+    k->gather_d[4][EMB_BF16] = gather_d256_bf16_avx512;
+    k->pool[EMB_BF16] = pool_bf16_avx512;
+    k->pool_nt[EMB_BF16] = pool_nt_bf16_avx512;
+    k->pool_d[0][EMB_BF16] = pool_d16_bf16_avx512;
+    k->pool_d[1][EMB_BF16] = pool_d32_bf16_avx512;
+    k->pool_d[2][EMB_BF16] = pool_d64_bf16_avx512;
+    k->pool_d[3][EMB_BF16] = pool_d128_bf16_avx512;
+    k->pool_d[4][EMB_BF16] = pool_d256_bf16_avx512;
+    k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx512;
+    k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx512;
+    k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx512;
+    k->sumsq[EMB_BF16] = sumsq_bf16_avx512;
+    k->sgd_row[EMB_BF16] = sgd_row_bf16_avx512;
+    k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx512;
+    k->sgd_row_d[0][EMB_BF16] = sgd_row_d16_bf16_avx512;
+    k->sgd_row_d[1][EMB_BF16] = sgd_row_d32_bf16_avx512;
+    k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx512;
+    k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx512;
+    k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx512;
+
+    k->scale = scale_avx512;
+    k->idmax = idmax_avx512;
+}

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * simd_body.h — the SIMD kernel bodies, written once and compiled per ISA. Included (once)
+ * by x86/kernels_avx2.c and x86/kernels_avx512.c after they define the vector primitives:
+ *
+ *   VL, BLK            floats per vector; vectors kept in registers per block of columns
+ *   vec                the f32 vector type
+ *   vzero vset1 vadd vsub vmul
+ *   ld_f32(p) ldn_f32(p, r) st_f32 stn_f32 stnt_f32   f32 access (r < VL: lanes [0, r),
+ *                                                      zeros after; no access past them)
+ *   ld_u16 ldn_u16 st_u16 stn_u16 stnt_u16   the same for raw 16-bit lanes (half vectors)
+ *   cvt_from_f16 cvt_to_f16 cvt_from_bf16 cvt_to_bf16   16-bit lanes <-> f32 vector
+ *
+ * Every body is a forced-inline function whose dtype, and in the `_dN` copies whose size,
+ * are constant parameters (zstd's habit): the compiler folds the dtype switches of the
+ * access helpers below and unrolls the fixed sizes completely. The ISA file stamps one-line
+ * wrappers named as registered (pool_d64_f16_avx2, ...). Every body is exact with the C
+ * reference: the same operations in the same order per element (multiply, then add; no
+ * FMA; a bag summed in bag order; sumsq in the reference's 16 lanes), tails handled with
+ * partial loads and stores.
+ */
+#ifndef EMB_SIMD_BODY_H
+#define EMB_SIMD_BODY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernels/kernels.h"
+
+_Static_assert(BLK == 8, "pool_body's last-block switch lists blocks of 1 .. 8 vectors");
+
+/* ---- element access by dtype (constant after inlining) -------------------------------- */
+
+EMB_INLINE int32_t esize(const EmbDtype dt)
+{
+    return dt == EMB_F32 ? 4 : 2;
+}
+
+/* Element @i of column @p. */
+EMB_INLINE const void *at(const EmbDtype dt, const void *p, int32_t i)
+{
+    return (const char *)p + (ptrdiff_t)i * esize(dt);
+}
+
+/* VL elements of column @p from element @i, as f32. */
+static inline vec ld(const EmbDtype dt, const void *p, int32_t i)
+{
+    switch (dt) {
+    case EMB_F16: return cvt_from_f16(ld_u16((const uint16_t *)p + i));
+    case EMB_BF16: return cvt_from_bf16(ld_u16((const uint16_t *)p + i));
+    default: return ld_f32((const float *)p + i);
+    }
+}
+
+/* r < VL elements from element @i (zeros after). */
+static inline vec ldn(const EmbDtype dt, const void *p, int32_t i, int r)
+{
+    switch (dt) {
+    case EMB_F16: return cvt_from_f16(ldn_u16((const uint16_t *)p + i, r));
+    case EMB_BF16: return cvt_from_bf16(ldn_u16((const uint16_t *)p + i, r));
+    default: return ldn_f32((const float *)p + i, r);
+    }
+}
+
+/* VL elements stored from element @i in the dtype (round to nearest even). */
+static inline void st(const EmbDtype dt, void *p, int32_t i, vec v)
+{
+    switch (dt) {
+    case EMB_F16: st_u16((uint16_t *)p + i, cvt_to_f16(v)); break;
+    case EMB_BF16: st_u16((uint16_t *)p + i, cvt_to_bf16(v)); break;
+    default: st_f32((float *)p + i, v); break;
+    }
+}
+
+/* r < VL elements stored from element @i. */
+static inline void stn(const EmbDtype dt, void *p, int32_t i, vec v, int r)
+{
+    switch (dt) {
+    case EMB_F16: stn_u16((uint16_t *)p + i, cvt_to_f16(v), r); break;
+    case EMB_BF16: stn_u16((uint16_t *)p + i, cvt_to_bf16(v), r); break;
+    default: stn_f32((float *)p + i, v, r); break;
+    }
+}
+
+/* Non-temporal store of VL elements from element @i (aligned to VL elements). */
+static inline void stnt(const EmbDtype dt, void *p, int32_t i, vec v)
+{
+    switch (dt) {
+    case EMB_F16: stnt_u16((uint16_t *)p + i, cvt_to_f16(v)); break;
+    case EMB_BF16: stnt_u16((uint16_t *)p + i, cvt_to_bf16(v)); break;
+    default: stnt_f32((float *)p + i, v); break;
+    }
+}
+
+/* Prefetches every cache line of the @bytes bytes at @p (a column: maybe unaligned). */
+EMB_INLINE void prefetch_col(const void *p, int32_t bytes)
+{
+    const char *c = (const char *)p;
+    for (int32_t o = 0; o < bytes; o += 64)
+        _mm_prefetch(c + o, _MM_HINT_T0);
+    if (((uintptr_t)c & 63) != 0) /* a misaligned column touches one more line */
+        _mm_prefetch(c + bytes - 1, _MM_HINT_T0);
+}
+
+/* Whether @p is aligned to @bytes (a power of two), for the non-temporal stores. */
+EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
+{
+    return ((uintptr_t)p & (bytes - 1)) == 0;
+}
+
+/* The loops over a block's vectors unrolled before GCC sees them as memset / arrays, so
+ * that the accumulators live in registers. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define UNROLL_BLK _Pragma("GCC unroll 8")
+#else
+#define UNROLL_BLK
+#endif
+
+/* ---- pool ------------------------------------------------------------------------------ */
+
+/*
+ * Pooling of one block of nv vectors at column offset off: a[j] (+)= Σ_k w[k] cols[k][..];
+ * partial: the last vector holds only @tail elements. pf_bytes != 0: prefetch
+ * cols[k + EMB_PF_DIST] while k + EMB_PF_DIST < npf. nt: non-temporal stores where aligned.
+ */
+EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, int64_t n,
+                         int64_t npf, int32_t off, const int nv, const int partial, int tail,
+                         int32_t pf_bytes, int acc, const int nt, const EmbDtype dt)
+{
+    vec a[BLK];
+    float *o = out + off;
+    UNROLL_BLK for (int j = 0; j < nv; j++) {
+        const bool part = partial && j == nv - 1;
+        a[j] = !acc ? vzero() : part ? ldn_f32(o + j * VL, tail) : ld_f32(o + j * VL);
+    }
+    for (int64_t k = 0; k < n; k++) {
+        if (pf_bytes && k + EMB_PF_DIST < npf)
+            prefetch_col(cols[k + EMB_PF_DIST], pf_bytes);
+        const void *p = at(dt, cols[k], off);
+        if (w) {
+            const vec wk = vset1(w[k]);
+            UNROLL_BLK for (int j = 0; j < nv; j++) {
+                const bool part = partial && j == nv - 1;
+                const vec x = part ? ldn(dt, p, j * VL, tail) : ld(dt, p, j * VL);
+                a[j] = vadd(a[j], vmul(wk, x));
+            }
+        } else {
+            UNROLL_BLK for (int j = 0; j < nv; j++) {
+                const bool part = partial && j == nv - 1;
+                a[j] = vadd(a[j], part ? ldn(dt, p, j * VL, tail) : ld(dt, p, j * VL));
+            }
+        }
+    }
+    const bool stream = nt && aligned_to(o, VL * sizeof(float));
+    UNROLL_BLK for (int j = 0; j < nv; j++) {
+        if (partial && j == nv - 1)
+            stn_f32(o + j * VL, a[j], tail);
+        else if (stream)
+            stnt_f32(o + j * VL, a[j]);
+        else
+            st_f32(o + j * VL, a[j]);
+    }
+}
+
+/* The last block of a pooling: nv = 1 .. BLK vectors, the last one full or partial. */
+EMB_INLINE void pool_last(float *out, const void *const *cols, const float *w, int64_t n,
+                          int64_t npf, int32_t off, const int nv, int tail, int32_t pf,
+                          int acc, const int nt, const EmbDtype dt)
+{
+    if (tail == VL)
+        pool_blk(out, cols, w, n, npf, off, nv, 0, VL, pf, acc, nt, dt);
+    else
+        pool_blk(out, cols, w, n, npf, off, nv, 1, tail, pf, acc, nt, dt);
+}
+
+/* out (+)= Σ_k w[k] cols[k]: full blocks of BLK vectors, then one last block. */
+EMB_INLINE void pool_body(float *out, const void *const *cols, const float *w, int64_t n,
+                          int64_t ahead, const int32_t D, int acc, const int nt,
+                          const EmbDtype dt)
+{
+    const int32_t bytes = D * esize(dt);
+    const int64_t npf = ahead < 0 ? 0 : n + ahead;
+    int32_t off = 0;
+    for (; off + BLK * VL <= D; off += BLK * VL)
+        pool_blk(out, cols, w, n, npf, off, BLK, 0, VL, off ? 0 : bytes, acc, nt, dt);
+    const int32_t rem = D - off, pf = off ? 0 : bytes;
+    const int tail = rem % VL ? rem % VL : VL;
+    switch ((rem + VL - 1) / VL) {
+    case 1: pool_last(out, cols, w, n, npf, off, 1, tail, pf, acc, nt, dt); break;
+    case 2: pool_last(out, cols, w, n, npf, off, 2, tail, pf, acc, nt, dt); break;
+    case 3: pool_last(out, cols, w, n, npf, off, 3, tail, pf, acc, nt, dt); break;
+    case 4: pool_last(out, cols, w, n, npf, off, 4, tail, pf, acc, nt, dt); break;
+    case 5: pool_last(out, cols, w, n, npf, off, 5, tail, pf, acc, nt, dt); break;
+    case 6: pool_last(out, cols, w, n, npf, off, 6, tail, pf, acc, nt, dt); break;
+    case 7: pool_last(out, cols, w, n, npf, off, 7, tail, pf, acc, nt, dt); break;
+    case 8: pool_last(out, cols, w, n, npf, off, 8, tail, pf, acc, nt, dt); break;
+    default: break;
+    }
+}
+
+/* ---- bags: the lookup's per-id path --------------------------------------------------- */
+
+/* Id @k of the batch at its width. */
+EMB_INLINE int64_t bag_id(const void *ids, int64_t k, const int id32)
+{
+    return id32 ? (int64_t)((const int32_t *)ids)[k] : ((const int64_t *)ids)[k];
+}
+
+/*
+ * Bags of N = nv * VL elements (nv <= BLK), the sum of each kept in nv registers from its
+ * first id to its store: per id one id load, one address, nv loads and adds (and the
+ * weight's broadcast and multiply), one prefetch when pf_dist > 0. The per-bag work (bounds,
+ * the combiner's factor, the store) is scalar code between the bags, no call.
+ */
+EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt,
+                         const int id32, const int weighted)
+{
+    const int nv = N / VL;
+    const void *ids = a->ids;
+    const char *data = a->data;
+    const int64_t cs = a->col_stride, pf = a->pf_dist;
+    const int64_t *offs = a->offsets;
+    const int scaled = a->combiner == EMB_COMBINER_MEAN || a->combiner == EMB_COMBINER_SQRTN;
+    int64_t k = offs ? offs[a->bag0] : a->bag0 * a->bag_size;
+    const int64_t kend = offs ? offs[a->bag1] : a->bag1 * a->bag_size;
+    float *o = a->out + a->bag0 * a->out_stride;
+    for (int64_t bag = a->bag0; bag < a->bag1; bag++, o += a->out_stride) {
+        const int64_t start = k, end = offs ? offs[bag + 1] : k + a->bag_size;
+        vec acc[BLK];
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            acc[j] = vzero();
+        double sw = 0.0, sw2 = 0.0;
+        for (; k < end; k++) {
+            if (pf && k + pf < kend)
+                prefetch_col(data + bag_id(ids, k + pf, id32) * cs, N * esize(dt));
+            const void *p = data + bag_id(ids, k, id32) * cs;
+            if (weighted) {
+                const float wk = a->weights[k];
+                const vec w = vset1(wk);
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vadd(acc[j], vmul(w, ld(dt, p, j * VL)));
+                if (scaled) {
+                    sw += wk;
+                    sw2 += (double)wk * wk;
+                }
+            } else {
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vadd(acc[j], ld(dt, p, j * VL));
+            }
+        }
+        float f = 1.0f;
+        if (end == start) {
+            if (a->defcol)
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vadd(acc[j], ld(dt, a->defcol, j * VL));
+        } else if (scaled) {
+            if (!weighted)
+                sw = sw2 = (double)(end - start);
+            f = emb__combiner_factor(a->combiner, sw, sw2);
+        }
+        if (f != 1.0f) {
+            const vec fv = vset1(f);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                acc[j] = vmul(acc[j], fv);
+        }
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            st_f32(o + j * VL, acc[j]);
+    }
+}
+
+/* The id width and the weights chosen once per call, not per id. */
+EMB_INLINE void bags_body(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    if (a->id32)
+        a->weights ? bags_run(a, N, dt, 1, 1) : bags_run(a, N, dt, 1, 0);
+    else
+        a->weights ? bags_run(a, N, dt, 0, 1) : bags_run(a, N, dt, 0, 0);
+}
+
+/* ---- gather, SGD, sumsq, scale --------------------------------------------------------- */
+
+/* out + k*stride = cols[k] as f32, prefetching EMB_PF_DIST columns ahead. */
+EMB_INLINE void gather_body(float *out, int64_t stride, const void *const *cols, int64_t n,
+                            const int32_t D, const EmbDtype dt)
+{
+    for (int64_t k = 0; k < n; k++) {
+        if (k + EMB_PF_DIST < n)
+            prefetch_col(cols[k + EMB_PF_DIST], D * esize(dt));
+        const void *p = cols[k];
+        float *o = out + k * stride;
+        int32_t i = 0;
+        for (; i + VL <= D; i += VL)
+            st_f32(o + i, ld(dt, p, i));
+        if (i < D)
+            stn_f32(o + i, ldn(dt, p, i, D - i), D - i);
+    }
+}
+
+/* col -= lr * g in the column's dtype; nt: non-temporal stores where aligned. */
+EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D, const int nt,
+                         const EmbDtype dt)
+{
+    const vec l = vset1(lr);
+    const bool stream = nt && aligned_to(col, (uintptr_t)(VL * esize(dt)));
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL) {
+        const vec x = vsub(ld(dt, col, i), vmul(l, ld_f32(g + i)));
+        if (stream)
+            stnt(dt, col, i, x);
+        else
+            st(dt, col, i, x);
+    }
+    if (i < D) {
+        const int r = D - i;
+        stn(dt, col, i, vsub(ldn(dt, col, i, r), vmul(l, ldn_f32(g + i, r))), r);
+    }
+}
+
+/* Σ x² in the reference's order: 16 lanes (element i into lane i % 16), then a tree. */
+static inline float sumsq_body(const void *col, int32_t D, const EmbDtype dt)
+{
+    vec a[16 / VL];
+    for (int j = 0; j < 16 / VL; j++)
+        a[j] = vzero();
+    int32_t i = 0;
+    for (; i + 16 <= D; i += 16)
+        for (int j = 0; j < 16 / VL; j++) {
+            const vec x = ld(dt, col, i + j * VL);
+            a[j] = vadd(a[j], vmul(x, x));
+        }
+    for (int j = 0; j < 16 / VL && i + j * VL < D; j++) {
+        const int r = EMB_MIN(VL, D - (i + j * VL));
+        const vec x = r == VL ? ld(dt, col, i + j * VL) : ldn(dt, col, i + j * VL, r);
+        a[j] = vadd(a[j], vmul(x, x));
+    }
+    float s[16];
+    for (int j = 0; j < 16 / VL; j++)
+        st_f32(s + j * VL, a[j]);
+    return emb__sumsq_lanes(s);
+}
+
+/* x *= s (f32 vectors only). */
+static inline void scale_body(float *x, float s, int32_t D)
+{
+    const vec v = vset1(s);
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL)
+        st_f32(x + i, vmul(ld_f32(x + i), v));
+    if (i < D)
+        stn_f32(x + i, vmul(ldn_f32(x + i, D - i), v), D - i);
+}
+
+/* ---- the one-line wrappers of the ISA files ------------------------------------------- */
+
+/* NAME, then the constant size (0: the run-time D) and dtype; the _nt ones stream. */
+#define GATHER(NAME, N, DT)                                                                \
+    static void NAME(float *out, int64_t stride, const void *const *cols, int64_t n,      \
+                     int32_t D)                                                            \
+    {                                                                                      \
+        gather_body(out, stride, cols, n, N ? N : D, DT);                                  \
+    }
+#define POOL(NAME, N, NT, DT)                                                              \
+    static void NAME(float *out, const void *const *cols, const float *w, int64_t n,      \
+                     int64_t ahead, int32_t D, int acc)                                    \
+    {                                                                                      \
+        pool_body(out, cols, w, n, ahead, N ? N : D, acc, NT, DT);                         \
+    }
+#define SGD(NAME, N, NT, DT)                                                               \
+    static void NAME(void *col, const float *g, float lr, int32_t D)                       \
+    {                                                                                      \
+        sgd_body(col, g, lr, N ? N : D, NT, DT);                                           \
+    }
+/* N: a size of whole vectors, at most BLK of them. */
+#define BAGS(NAME, N, DT)                                                                  \
+    static void NAME(const EmbBagsArgs *a)                                                 \
+    {                                                                                      \
+        _Static_assert(N % VL == 0 && N / VL <= BLK, "bags: whole vectors in registers");   \
+        bags_body(a, N, DT);                                                               \
+    }
+#define SUMSQ(NAME, DT)                                                                    \
+    static float NAME(const void *col, int32_t D)                                          \
+    {                                                                                      \
+        return sumsq_body(col, D, DT);                                                     \
+    }
+
+#endif

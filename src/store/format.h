@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * format.h — the checkpoint file: safetensors with our metadata (README: "Checkpoint
+ * format"). format.c writes one and parses one (untrusted: every size is bounded by the
+ * file's). A tensor is elements [off, off + width) of every column of a table: a table's
+ * values (off 0, width featuresize) or one optimizer slot of its state table.
+ */
+#ifndef EMB_STORE_FORMAT_H
+#define EMB_STORE_FORMAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "embtables/store.h"
+#include "internal.h"
+
+#define EMB_CKPT_EXT EMB_CHECKPOINT_EXT
+#define EMB_CKPT_VERSION 2
+#define EMB_CKPT_HEADER_MAX (64 << 20) /* bytes of JSON header read at most */
+#define EMB_CKPT_ALIGN 64              /* the data start at a multiple of this */
+#define EMB_CKPT_CHUNK (1 << 20)       /* bytes per read or write */
+
+typedef struct EmbCkptTensor {
+    char *name;           /* owned */
+    EmbDtype dtype;
+    int64_t ncolumns;
+    int32_t width;
+    uint64_t begin, end;  /* bytes in the data section */
+    uint64_t hash;        /* XXH3-64 of its bytes */
+    int64_t table;        /* index in tables */
+    int slot;             /* -1: the table's values; else its optimizer slot */
+    /* writing: the source */
+    const EmbTable *src;
+    int32_t src_off;
+} EmbCkptTensor;
+
+typedef struct EmbCkptTable {
+    char *name;           /* owned */
+    int32_t nshards;      /* 1: not partitioned */
+    unsigned partition;
+    int64_t step;         /* optimizer updates; -1: no state */
+    int64_t values;       /* tensor index */
+    int64_t state[2];     /* tensor indices of the slots (-1: none) */
+} EmbCkptTable;
+
+typedef struct EmbCkpt {
+    int64_t global_step;
+    bool has_opt;
+    EmbOptimizerConfig opt;
+    EmbCkptTensor *tensors;
+    int64_t ntensors, tcap;
+    EmbCkptTable *tables;
+    int64_t ntables, cap;
+    uint64_t data_start;  /* 8 + header bytes */
+    uint64_t data_size;
+} EmbCkpt;
+
+void emb__ckpt_free(EmbCkpt *c);
+
+/*
+ * Adds table @t under @name (NULL: its name) to @c for writing, with @opt's state of it
+ * when @opt is not NULL. Returns 0, EMB_EINVAL (no name, a name twice), EMB_ENOMEM.
+ */
+int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt);
+
+/* Writes @c (tables added, global_step, has_opt / opt set) to the open file @fd. */
+int emb__ckpt_write(EmbCkpt *c, int fd, const char *path);
+
+/*
+ * Reads and checks the header of the file @fd of @size bytes: 0, EMB_ECORRUPT,
+ * EMB_ENOTSUP (the older format, a foreign safetensors file), EMB_EIO, EMB_ENOMEM.
+ */
+int emb__ckpt_read(EmbCkpt *c, int fd, uint64_t size, const char *path);
+
+/* Checks every tensor's checksum, reading @fd (or @map, when not NULL). */
+int emb__ckpt_verify(const EmbCkpt *c, int fd, const unsigned char *map, const char *path);
+
+/* Reads tensor @k from @fd into elements [off, off + width) of every column of @t. */
+int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off,
+                   const char *path);
+
+#endif

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * update_many.c — the backward half of an ensemble step: emb_maplookup_backward records
+ * one pullback per table from its slice of the outputs' gradient (layout: outputs.c), and
+ * emb_update_many updates many tables under a strategy.
+ *
+ * emb_maplookup_backward checks everything but the ids, which every consumer of a pullback
+ * checks before it writes (emb_update_many on its threads: a serial pass over every id of
+ * the step on the caller would not scale).
+ *
+ * emb_update_many runs the two phases of update/plan.c (see update_impl.h) on the
+ * strategy's threads: it indexes every table in parallel (phase 1: a task per table, or
+ * with several splits per table the partitioned indexing of update/pindex.c), checks every
+ * result, and only then applies splits of every table's distinct columns (phase 2; per
+ * partition when partitioned), balanced by gradient rows. A distinct column is always summed and updated whole by one
+ * task, so the split count and the thread that runs a task never change a result. The
+ * per-table plans and the per-thread scratch belong to the strategy; each indexer holds its
+ * own table's grouping; the optimizer holds only state.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "strategies/strategy_impl.h"
+#include "tables/table_impl.h"
+#include "update/update_impl.h"
+
+int emb_maplookup_backward(EmbTable *const *tables, int64_t ntables, const EmbBatch *batches,
+                           const EmbPooling *poolings, const EmbOutputs *grad_outputs,
+                           EmbGrad *const *grads)
+{
+    EMB_CHECK_NULL(tables);
+    EMB_CHECK_NULL(batches);
+    EMB_CHECK_NULL(grad_outputs);
+    EMB_CHECK_NULL(grads);
+    if (ntables <= 0)
+        return emb__fail(EMB_EINVAL, "emb_maplookup_backward: ntables %lld <= 0",
+                         (long long)ntables);
+    for (int64_t i = 0; i < ntables; i++)
+        if (!grads[i])
+            return emb__fail(EMB_ENULL, "emb_maplookup_backward: grads[%lld] is NULL",
+                             (long long)i);
+    int r = emb__outputs_check("emb_maplookup_backward", tables, ntables, batches,
+                               grad_outputs);
+    int64_t col = 0;
+    for (int64_t i = 0; i < ntables && !r; i++) { /* every table checked, nothing recorded */
+        int64_t stride;
+        const float *dy = emb__outputs_next(grad_outputs, tables, i, &col, &stride);
+        r = emb__lookup_backward_check(tables[i], &batches[i], poolings ? &poolings[i] : NULL,
+                                       dy, stride, false);
+    }
+    if (r)
+        return r;
+    col = 0;
+    for (int64_t i = 0; i < ntables; i++) {
+        int64_t stride;
+        const float *dy = emb__outputs_next(grad_outputs, tables, i, &col, &stride);
+        emb__lookup_backward_record(tables[i], &batches[i], poolings ? &poolings[i] : NULL, dy,
+                                    stride, grads[i]);
+    }
+    return 0;
+}
+
+/* Arguments of emb_update_many that need no strategy. */
+static int many_check(EmbOptimizer *opt, EmbTable *const *tables, const EmbGrad *const *grads,
+                      int64_t n, EmbIndexer *const *indexers, unsigned flags)
+{
+    EMB_CHECK_NULL(opt);
+    EMB_CHECK_NULL(tables);
+    EMB_CHECK_NULL(grads);
+    EMB_CHECK_NULL(indexers);
+    if (n <= 0)
+        return emb__fail(EMB_EINVAL, "emb_update_many: n %lld <= 0", (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        if (!tables[i] || !grads[i] || !indexers[i])
+            return emb__fail(EMB_ENULL, "emb_update_many: table, grad or indexer %lld is NULL",
+                             (long long)i);
+        for (int64_t j = 0; j < i; j++)
+            if (tables[j] == tables[i] || indexers[j] == indexers[i])
+                return emb__fail(EMB_EINVAL, "emb_update_many: entries %lld and %lld share a "
+                                 "table or an indexer", (long long)j, (long long)i);
+    }
+    return emb__update_flags_check(flags);
+}
+
+/* The per-table plans of a call, in the strategy's buffer; NULL after EMB_ENOMEM. */
+static EmbPlan *plans_of(EmbStrategy *s, int64_t n)
+{
+    if ((uint64_t)n > SIZE_MAX / sizeof(EmbPlan)) {
+        emb__fail(EMB_EOVERFLOW, "emb_update_many: %lld tables overflow the plan", (long long)n);
+        return NULL;
+    }
+    return emb__growbuf(&s->updates, (size_t)n * sizeof(EmbPlan));
+}
+
+/* Apply tasks per partition of a partitioned table: finer than the partitions, so that a
+ * thread the system holds up (or one hot column) delays the step by less. Any count gives
+ * the same bits: a distinct column is always applied whole by one task. */
+#define APPLY_PER_PART 4
+
+typedef struct ManyCtx {
+    EmbPlan *plans;
+    EmbStrategy *s;
+    int64_t nsplits, asplits; /* index partitions per table, apply tasks per partition */
+    unsigned flags;
+    double t, times[4]; /* the last lap's end; EmbUpdateTimes in order */
+} ManyCtx;
+
+enum { T_SERIAL = 0, T_PULLBACK = 1, T_INDEX = 2, T_APPLY = 3 };
+
+static double now(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Adds the time since the last lap to phase @k. */
+static void lap(ManyCtx *c, int k)
+{
+    const double t = now();
+    c->times[k] += t - c->t;
+    c->t = t;
+}
+
+static void index_task(void *vctx, int64_t task, int thread)
+{
+    (void)thread;
+    ManyCtx *c = vctx;
+    c->plans[task].rc = emb__plan_index(&c->plans[task]);
+}
+
+/* Task = (table, partition, split): applies the split's distinct columns in place in the
+ * partition's list, then copies their ids to the indexer's compacted result. */
+static void apply_task(void *vctx, int64_t task, int thread)
+{
+    const ManyCtx *c = vctx;
+    const int64_t per_table = c->nsplits * c->asplits;
+    const EmbPlan *p = &c->plans[task / per_table];
+    const int part = (int)(task % per_table / c->asplits);
+    int64_t d0, d1;
+    emb__pindex_apply_range(p, part, task % c->asplits, c->asplits, &d0, &d1);
+    if (d0 < d1) {
+        emb__plan_apply(p, d0, d1, emb__strategy_scratch(c->s, thread));
+        emb__pindex_compact(p, part, d0, d1);
+    }
+    if (c->flags & EMB_UPDATE_NONTEMPORAL)
+        emb__sfence();
+}
+
+static void chunk_task(void *vctx, int64_t task, int thread)
+{
+    (void)thread;
+    ManyCtx *c = vctx;
+    emb__pindex_chunk(&c->plans[task / c->nsplits], (int)(task % c->nsplits));
+}
+
+static void group_task(void *vctx, int64_t task, int thread)
+{
+    (void)thread;
+    ManyCtx *c = vctx;
+    emb__pindex_group(&c->plans[task / c->nsplits], (int)(task % c->nsplits));
+}
+
+/* Phase 1 with every table cut into nsplits partitions (checks first, on this thread). */
+static int index_partitioned(ManyCtx *c, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const int r = emb__pindex_prepare(&c->plans[i], (int)c->nsplits);
+        if (r)
+            return r;
+    }
+    lap(c, T_SERIAL);
+    emb__strategy_run(c->s, n * c->nsplits, chunk_task, c);
+    lap(c, T_PULLBACK);
+    for (int64_t i = 0; i < n; i++) {
+        int r = emb__pindex_checked(&c->plans[i]);
+        r = r ? r : emb__pindex_offsets(&c->plans[i]);
+        if (r)
+            return r;
+    }
+    lap(c, T_SERIAL);
+    emb__strategy_run(c->s, n * c->nsplits, group_task, c);
+    lap(c, T_INDEX);
+    for (int64_t i = 0; i < n; i++)
+        emb__pindex_finish(&c->plans[i]);
+    lap(c, T_SERIAL);
+    return 0;
+}
+
+/* Phase 1 on the strategy's threads; a failure is re-run here for its message. */
+static int index_all(ManyCtx *c, int64_t n)
+{
+    if (c->nsplits > 1)
+        return index_partitioned(c, n);
+    lap(c, T_SERIAL);
+    emb__strategy_run(c->s, n, index_task, c);
+    lap(c, T_INDEX);
+    for (int64_t i = 0; i < n; i++)
+        if (c->plans[i].rc) {
+            const int r = emb__plan_index(&c->plans[i]);
+            return r ? r : c->plans[i].rc;
+        }
+    return 0;
+}
+
+/* Optimizer state of every table (created first, as creating may move the array). */
+static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags)
+{
+    EmbOptState *st;
+    for (int64_t i = 0; i < n; i++) {
+        const int r = emb__optimizer_state(opt, plans[i].table, &st);
+        if (r)
+            return r;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        emb__optimizer_state(opt, plans[i].table, &st);
+        emb__plan_optimizer(opt, st, &plans[i], flags);
+    }
+    return 0;
+}
+
+int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
+                    const EmbGrad *const *grads, int64_t n, EmbIndexer *const *indexers,
+                    unsigned flags)
+{
+    EMB_CHECK_NULL(strategy);
+    void *user = NULL;
+    const EmbStrategyCallbacks *cb = emb__strategy_callbacks(strategy, &user);
+    if (cb) {
+        if (!cb->update_many)
+            return emb__fail(EMB_ENOTSUP, "the custom strategy has no update_many callback");
+        return cb->update_many(user, opt, tables, grads, n, indexers, flags);
+    }
+    const double t0 = now();
+    int r = many_check(opt, tables, grads, n, indexers, flags);
+    if (r)
+        return r;
+    EmbPlan *plans = plans_of(strategy, n);
+    if (!plans)
+        return EMB_ENOMEM;
+    int32_t dmax = 1;
+    for (int64_t i = 0; i < n; i++) {
+        plans[i] = (EmbPlan){.table = tables[i], .grad = grads[i], .ix = indexers[i]};
+        dmax = EMB_MAX(dmax, tables[i]->featuresize);
+    }
+    ManyCtx c = {.plans = plans, .s = strategy, .flags = flags, .t = t0,
+                 .nsplits = EMB_MIN(emb__strategy_update_splits(strategy, n), EMB_MAX_PARTS)};
+    c.asplits = c.nsplits > 1 ? APPLY_PER_PART : 1;
+    r = index_all(&c, n);
+    if (!r && emb__strategy_reserve(strategy, 2 * (size_t)dmax * sizeof(float)))
+        r = emb__fail(EMB_ENOMEM, "out of memory for update scratch");
+    r = r ? r : plan_all(opt, plans, n, flags);
+    for (int64_t i = 0; i < n && !r; i++) /* dynamic tables: every one checked first */
+        r = emb__plan_dynamic_prepare(&plans[i]);
+    if (r)
+        return r;
+    for (int64_t i = 0; i < n; i++)
+        emb__plan_dynamic_commit(&plans[i]);
+    lap(&c, T_SERIAL);
+    emb__strategy_run(strategy, n * c.nsplits * c.asplits, apply_task, &c);
+    lap(&c, T_APPLY);
+    for (int64_t i = 0; i < n; i++) {
+        EmbOptState *st;
+        emb__optimizer_state(opt, tables[i], &st);
+        st->step++;
+    }
+    lap(&c, T_SERIAL);
+    memcpy(strategy->update_times, c.times, sizeof c.times);
+    return 0;
+}
+
+int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTimes *out)
+{
+    EMB_CHECK_NULL(strategy);
+    EMB_CHECK_NULL(out);
+    const double *t = strategy->update_times;
+    *out = (EmbUpdateTimes){.serial = t[T_SERIAL], .pullback = t[T_PULLBACK],
+                            .index = t[T_INDEX], .apply = t[T_APPLY]};
+    return 0;
+}

@@ -1,0 +1,803 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dynamic.c — hash-keyed dynamic tables (dynamic.h): an open-addressing map from id to a
+ * row index (linear probing, backward-shift deletion, load <= 0.7), rows in slabs of a
+ * power-of-two count of rows (row r at slabs[r >> shift] + (r & mask) * stride), a free
+ * list of evicted rows, per-row metadata (id, last update step), a count-min sketch for
+ * admission, and the optimizer state in slabs parallel to the rows.
+ *
+ * The structure changes only in serial steps (an update's prepare / commit, evict, import,
+ * a column pointer with UPDATE of an unknown id); lookups and the update's apply phase only
+ * probe, so they may run on many threads. A created row's values depend on its id alone
+ * (initval.h), never on the order rows were created in or on the row index it got.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "initval.h"
+#include "rng.h"
+#include "tables/dynamic_impl.h"
+
+#define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
+#define MAX_LOAD_DEN 10
+#define SKETCH_DEPTH 4
+#define SLAB_BYTES (256 * 1024)
+
+typedef EmbDynSlot DynSlot;
+
+typedef struct Dyn {
+    EmbDynIndex x;       /* first: dynamic_impl.h's prefetch reads it */
+    int refs;            /* the table and the state view */
+    int32_t D;
+    EmbDtype dtype;
+    size_t stride;       /* bytes from row to row in a slab */
+    size_t align;        /* of a slab (column_align, at least 64) */
+    int shift;           /* rows per slab = 1 << shift */
+    char **slabs;
+    float **sslabs;      /* state slabs (entries NULL without state) */
+    int64_t nslabs, slabs_cap;
+    int64_t *rowid, *last; /* per slab row: its id (-1: free) and last update step */
+    int64_t free_head;   /* the last evicted row (-1: none); a free row r's rowid is
+                            -2 - (the row freed before it), so rows are reused last-in
+                            first-out with no array of their own */
+    int64_t nfree;
+    int64_t used;        /* slab rows ever used: [0, used) are live or free */
+    int64_t nrows;       /* live rows */
+    int64_t max_rows;
+    EmbInitializer init;
+    EmbDynamicMissing missing;
+    void *defrow, *sink; /* FORWARD default; a write target that no reader sees */
+    int32_t admit_after;
+    uint16_t *sketch;    /* SKETCH_DEPTH x sketch_width */
+    int64_t sketch_width;
+    int64_t step;
+    /* optimizer state */
+    int32_t swidth;      /* 0: none */
+    size_t sstride;      /* bytes */
+    float *sinit, *sdefault;
+    EmbTable *view;
+} Dyn;
+
+static inline Dyn *dyn_of(const EmbTable *t)
+{
+    return (Dyn *)t->impl;
+}
+
+static inline uint64_t slot_hash(int64_t id)
+{
+    return emb__dynamic_hash(id);
+}
+
+static inline int64_t find(const Dyn *d, int64_t id)
+{
+    const uint64_t mask = (uint64_t)d->x.nslots - 1;
+    for (uint64_t h = slot_hash(id) & mask;; h = (h + 1) & mask) {
+        const DynSlot *s = &d->x.slots[h];
+        if (s->id == id)
+            return s->row;
+        if (s->id < 0)
+            return -1;
+    }
+}
+
+static inline char *row_ptr(const Dyn *d, int64_t r)
+{
+    return d->slabs[r >> d->shift] + (size_t)(r & (((int64_t)1 << d->shift) - 1)) * d->stride;
+}
+
+static inline float *state_ptr(const Dyn *d, int64_t r)
+{
+    return (float *)((char *)d->sslabs[r >> d->shift] +
+                     (size_t)(r & (((int64_t)1 << d->shift) - 1)) * d->sstride);
+}
+
+void *emb__dynamic_row(const EmbTable *t, int64_t r)
+{
+    return row_ptr(dyn_of(t), r);
+}
+
+float *emb__dynamic_state_row(const EmbTable *t, int64_t r)
+{
+    const Dyn *d = dyn_of(t);
+    return d->swidth ? state_ptr(d, r) : NULL;
+}
+
+bool emb__dynamic_missing_fails(const EmbTable *t)
+{
+    return dyn_of(t)->missing == EMB_DYN_MISSING_ERROR;
+}
+
+bool emb__dynamic_has(const EmbTable *t, int64_t id)
+{
+    return id >= 0 && find(dyn_of(t), id) >= 0;
+}
+
+const EmbTable *emb__dynamic_state_view(const EmbTable *t)
+{
+    return dyn_of(t)->view;
+}
+
+/* ---- growth (nothing visible changes) ---------------------------------------------------- */
+
+/* Inserts (id, row) into @slots of @nslots (id absent, room guaranteed). */
+static void slot_insert(DynSlot *slots, int64_t nslots, int64_t id, int64_t row)
+{
+    const uint64_t mask = (uint64_t)nslots - 1;
+    uint64_t h = slot_hash(id) & mask;
+    while (slots[h].id >= 0)
+        h = (h + 1) & mask;
+    slots[h] = (DynSlot){id, row};
+}
+
+/* An index of at least @want slots holding every row; old index kept on failure. */
+static int index_grow(Dyn *d, int64_t want)
+{
+    if (want <= d->x.nslots)
+        return 0;
+    int64_t n = d->x.nslots;
+    while (n < want)
+        n *= 2;
+    DynSlot *s = (uint64_t)n <= SIZE_MAX / sizeof *s ? malloc((size_t)n * sizeof *s) : NULL;
+    if (!s)
+        return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table index of %lld slots",
+                         (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        s[i] = (DynSlot){-1, 0};
+    for (int64_t i = 0; i < d->x.nslots; i++)
+        if (d->x.slots[i].id >= 0)
+            slot_insert(s, n, d->x.slots[i].id, d->x.slots[i].row);
+    free(d->x.slots);
+    d->x.slots = s;
+    d->x.nslots = n;
+    return 0;
+}
+
+/* Slots needed for @rows rows at a load of at most 7/10. */
+static int64_t slots_for(int64_t rows)
+{
+    int64_t n = 16;
+    while (n / MAX_LOAD_DEN * MAX_LOAD_NUM < rows && n < ((int64_t)1 << 60))
+        n *= 2;
+    return n;
+}
+
+static void *zalloc_aligned(size_t align, size_t bytes)
+{
+    void *p = emb__aligned_alloc(align, bytes ? bytes : align);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+static void *zalloc(size_t bytes)
+{
+    return zalloc_aligned(EMB_ALIGN, bytes);
+}
+
+static int grow_array(void *pp, int64_t n, size_t size)
+{
+    void *q = realloc(*(void **)pp, (size_t)n * size);
+    if (!q)
+        return EMB_ENOMEM;
+    *(void **)pp = q;
+    return 0;
+}
+
+/* One more slab (and state slab); nothing changes on failure. */
+static int slab_add(Dyn *d)
+{
+    const int64_t per = (int64_t)1 << d->shift, rows = (d->nslabs + 1) * per;
+    if (d->nslabs == d->slabs_cap) {
+        const int64_t cap = EMB_MAX(8, 2 * d->slabs_cap);
+        if (grow_array(&d->slabs, cap, sizeof *d->slabs) ||
+            grow_array(&d->sslabs, cap, sizeof *d->sslabs))
+            return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table's slab list");
+        d->slabs_cap = cap;
+    }
+    if (grow_array(&d->rowid, rows, sizeof(int64_t)) ||
+        grow_array(&d->last, rows, sizeof(int64_t)))
+        return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table's row metadata");
+    char *slab = zalloc_aligned(d->align, (size_t)per * d->stride);
+    float *sslab = d->swidth ? zalloc((size_t)per * d->sstride) : NULL;
+    if (!slab || (d->swidth && !sslab)) {
+        emb__aligned_free(slab);
+        emb__aligned_free(sslab);
+        return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table slab of %lld bytes",
+                         (long long)((size_t)per * d->stride));
+    }
+    for (int64_t r = d->nslabs * per; r < rows; r++)
+        d->rowid[r] = -1;
+    d->slabs[d->nslabs] = slab;
+    d->sslabs[d->nslabs] = sslab;
+    d->nslabs++;
+    return 0;
+}
+
+/* Room for @extra new rows (cap, index, slabs); 0 or EMB_ENOMEM, nothing visible changed. */
+static int reserve(Dyn *d, int64_t extra, const EmbTable *t)
+{
+    if (extra <= 0)
+        return 0;
+    if (d->max_rows > 0 && d->nrows + extra > d->max_rows)
+        return emb__fail(EMB_ENOMEM, "%s: %lld rows and %lld new exceed max_rows %lld",
+                         emb__table_label(t), (long long)d->nrows, (long long)extra,
+                         (long long)d->max_rows);
+    int r = index_grow(d, slots_for(d->nrows + extra));
+    while (!r && d->nfree + (d->nslabs << d->shift) - d->used < extra)
+        r = slab_add(d);
+    return r;
+}
+
+/* ---- rows -------------------------------------------------------------------------------- */
+
+/* A new row for @id (after reserve). */
+static int64_t create(Dyn *d, int64_t id)
+{
+    int64_t r = d->used;
+    if (d->free_head >= 0) {
+        r = d->free_head;
+        d->free_head = -2 - d->rowid[r];
+        d->nfree--;
+    } else {
+        d->used++;
+    }
+    char *row = row_ptr(d, r);
+    for (int32_t i = 0; i < d->D; i++)
+        emb__store(d->dtype, row, i, emb__init_value(&d->init, INT64_MAX, id, i));
+    if (d->swidth)
+        memcpy(state_ptr(d, r), d->sinit, (size_t)d->swidth * sizeof(float));
+    d->rowid[r] = id;
+    d->last[r] = d->step;
+    slot_insert(d->x.slots, d->x.nslots, id, r);
+    d->nrows++;
+    return r;
+}
+
+/* Removes @id (present) from the index: backward-shift deletion. */
+static void slot_remove(Dyn *d, int64_t id)
+{
+    const uint64_t mask = (uint64_t)d->x.nslots - 1;
+    uint64_t h = slot_hash(id) & mask;
+    while (d->x.slots[h].id != id)
+        h = (h + 1) & mask;
+    for (uint64_t j = (h + 1) & mask;; j = (j + 1) & mask) {
+        if (d->x.slots[j].id < 0)
+            break;
+        const uint64_t home = slot_hash(d->x.slots[j].id) & mask;
+        /* move j into the hole h when its home is not in (h, j] cyclically */
+        if (((j - home) & mask) >= ((j - h) & mask)) {
+            d->x.slots[h] = d->x.slots[j];
+            h = j;
+        }
+    }
+    d->x.slots[h] = (DynSlot){-1, 0};
+}
+
+static void evict_row(Dyn *d, int64_t r)
+{
+    slot_remove(d, d->rowid[r]);
+    d->rowid[r] = -2 - d->free_head;
+    d->free_head = r;
+    d->nfree++;
+    memset(row_ptr(d, r), 0, d->stride);
+    d->nrows--;
+}
+
+/* ---- the column pointers ----------------------------------------------------------------- */
+
+static void *dynamic_column(const EmbTable *t, int64_t id, EmbContext ctx)
+{
+    Dyn *d = dyn_of(t);
+    int64_t r = find(d, id);
+    if (r >= 0)
+        return row_ptr(d, r);
+    if (ctx != EMB_CTX_UPDATE)
+        return d->defrow;
+    /* a write to an unknown id outside an update (emb_table_column_pointer checks room
+       first; internal writers prepare their rows): serial by the header's contract */
+    if (reserve(d, 1, t))
+        return d->sink;
+    r = create(d, id);
+    return row_ptr(d, r);
+}
+
+static void *state_column(const EmbTable *t, int64_t id, EmbContext ctx)
+{
+    (void)ctx;
+    const Dyn *d = dyn_of(t);
+    if (!d->swidth)
+        return d->sdefault;
+    const int64_t r = find(d, id);
+    return r >= 0 ? (void *)state_ptr(d, r) : (void *)d->sdefault;
+}
+
+int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
+{
+    Dyn *d = dyn_of(t);
+    int64_t r = find(d, id);
+    if (r < 0) {
+        const int e = reserve(d, 1, t);
+        if (e)
+            return e;
+        r = create(d, id);
+    }
+    *col = row_ptr(d, r);
+    return 0;
+}
+
+/* ---- admission --------------------------------------------------------------------------- */
+
+static inline uint16_t *sketch_cell(const Dyn *d, int k, int64_t id)
+{
+    const uint64_t h = emb__rng_u64(0x243f6a8885a308d3ull, (uint64_t)k, (uint64_t)id);
+    return &d->sketch[(int64_t)k * d->sketch_width + (int64_t)(h & (uint64_t)(d->sketch_width - 1))];
+}
+
+/* Whether one more update admits @id: its count so far (the sketch's minimum) + 1. */
+static bool admits(const Dyn *d, int64_t id)
+{
+    if (d->admit_after <= 1)
+        return true;
+    uint32_t m = UINT16_MAX;
+    for (int k = 0; k < SKETCH_DEPTH; k++)
+        m = EMB_MIN(m, *sketch_cell(d, k, id));
+    return m + 1 >= (uint32_t)d->admit_after;
+}
+
+static void count(Dyn *d, int64_t id)
+{
+    for (int k = 0; k < SKETCH_DEPTH; k++) {
+        uint16_t *c = sketch_cell(d, k, id);
+        if (*c < UINT16_MAX)
+            (*c)++;
+    }
+}
+
+/* ---- the update's serial steps ----------------------------------------------------------- */
+
+void emb__dynamic_decide(const EmbTable *t, const int64_t *ids, int64_t n, int64_t *rows,
+                         int64_t *extra)
+{
+    const Dyn *d = dyn_of(t);
+    for (int64_t k = 0; k < n; k++) {
+        rows[k] = find(d, ids[k]);
+        if (rows[k] < 0) {
+            rows[k] = admits(d, ids[k]) ? -2 : -1;
+            *extra += rows[k] == -2;
+        }
+    }
+}
+
+int emb__dynamic_reserve(EmbTable *t, int64_t extra)
+{
+    return reserve(dyn_of(t), extra, t);
+}
+
+void emb__dynamic_step(EmbTable *t)
+{
+    dyn_of(t)->step++;
+}
+
+void emb__dynamic_commit(EmbTable *t, const int64_t *ids, int64_t n, int64_t *rows)
+{
+    Dyn *d = dyn_of(t);
+    for (int64_t k = 0; k < n; k++) {
+        if (rows[k] == -1)
+            count(d, ids[k]);
+        else if (rows[k] == -2)
+            rows[k] = create(d, ids[k]);
+        if (rows[k] >= 0)
+            d->last[rows[k]] = d->step;
+    }
+}
+
+/* ---- the optimizer state ----------------------------------------------------------------- */
+
+static void dyn_unref(Dyn *d)
+{
+    if (--d->refs > 0)
+        return;
+    for (int64_t i = 0; i < d->nslabs; i++) {
+        emb__aligned_free(d->slabs[i]);
+        emb__aligned_free(d->sslabs[i]);
+    }
+    free(d->slabs);
+    free(d->sslabs);
+    free(d->rowid);
+    free(d->last);
+    free(d->x.slots);
+    free(d->sketch);
+    emb__aligned_free(d->defrow);
+    emb__aligned_free(d->sink);
+    emb__aligned_free(d->sinit);
+    emb__aligned_free(d->sdefault);
+    free(d);
+}
+
+static void state_free(Dyn *d)
+{
+    for (int64_t i = 0; i < d->nslabs; i++) {
+        emb__aligned_free(d->sslabs[i]);
+        d->sslabs[i] = NULL;
+    }
+    emb__aligned_free(d->sinit);
+    emb__aligned_free(d->sdefault);
+    d->sinit = d->sdefault = NULL;
+    d->swidth = 0;
+    d->sstride = 0;
+}
+
+static void view_destroy(EmbTable *v)
+{
+    Dyn *d = v->impl;
+    if (d->view == v) {
+        state_free(d);
+        d->view = NULL;
+    }
+    dyn_unref(d);
+    v->impl = NULL;
+}
+
+int emb__dynamic_state_attach(EmbTable *t, int32_t width, const float *init, EmbTable **view)
+{
+    Dyn *d = dyn_of(t);
+    if (d->view)
+        return emb__fail(EMB_ENOTSUP, "%s keeps another optimizer's state already (detach it "
+                         "first)", emb__table_label(t));
+    if (width < 1 || width > (1 << 24))
+        return emb__fail(EMB_EINVAL, "optimizer state width %d for %s", (int)width,
+                         emb__table_label(t));
+    const size_t sstride = ((size_t)width * sizeof(float) + EMB_ALIGN - 1) / EMB_ALIGN * EMB_ALIGN;
+    const EmbTableOptions vo = {0};
+    EmbTable *v = NULL;
+    int r = emb__table_alloc(&v, INT64_MAX, width, EMB_F32, &vo);
+    if (r)
+        return r;
+    float *sinit = zalloc(sstride), *sdef = zalloc(sstride);
+    float **sl = calloc((size_t)EMB_MAX(d->nslabs, 1), sizeof *sl);
+    bool ok = sinit && sdef && sl;
+    for (int64_t i = 0; ok && i < d->nslabs; i++)
+        ok = (sl[i] = zalloc(((size_t)1 << d->shift) * sstride)) != NULL;
+    if (!ok) {
+        for (int64_t i = 0; sl && i < d->nslabs; i++)
+            emb__aligned_free(sl[i]);
+        free(sl);
+        emb__aligned_free(sinit);
+        emb__aligned_free(sdef);
+        emb_table_destroy(&v);
+        return emb__fail(EMB_ENOMEM, "out of memory for the optimizer state of %s",
+                         emb__table_label(t));
+    }
+    memcpy(sinit, init, (size_t)width * sizeof(float));
+    memcpy(sdef, init, (size_t)width * sizeof(float));
+    for (int64_t i = 0; i < d->nslabs; i++)
+        d->sslabs[i] = sl[i];
+    free(sl);
+    d->swidth = width;
+    d->sstride = sstride;
+    d->sinit = sinit;
+    d->sdefault = sdef;
+    for (int64_t row = 0; row < d->used; row++)
+        if (d->rowid[row] >= 0)
+            memcpy(state_ptr(d, row), sinit, (size_t)width * sizeof(float));
+    v->kind = EMB_KIND_DYNAMIC_STATE;
+    v->column_fn = state_column;
+    v->impl = d;
+    v->impl_destroy = view_destroy;
+    d->refs++;
+    d->view = v;
+    *view = v;
+    return 0;
+}
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+static void dyn_destroy(EmbTable *t)
+{
+    Dyn *d = dyn_of(t);
+    if (d)
+        dyn_unref(d);
+    t->impl = NULL;
+}
+
+static int options_check(const EmbDynamicOptions *o, const char *name)
+{
+    if (o->capacity < 0 || o->max_rows < 0 || o->admit_after < 0 || o->sketch_width < 0)
+        return emb__fail(EMB_EINVAL, "dynamic table \"%s\": capacity %lld, max_rows %lld, "
+                         "admit_after %d and sketch_width %d must be >= 0", name,
+                         (long long)o->capacity, (long long)o->max_rows, (int)o->admit_after,
+                         (int)o->sketch_width);
+    if ((unsigned)o->missing > EMB_DYN_MISSING_ERROR)
+        return emb__fail(EMB_EINVAL, "dynamic table \"%s\": missing mode %d is unknown", name,
+                         (int)o->missing);
+    if (o->table.placement != EMB_PLACE_DEFAULT)
+        return emb__fail(EMB_EINVAL, "dynamic table \"%s\": placement %d is not supported "
+                         "(only EMB_PLACE_DEFAULT)", name, (int)o->table.placement);
+    char label[EMB_NAME_MAX + 32];
+    snprintf(label, sizeof label, "dynamic table \"%s\"", name);
+    int r = emb__init_check(&o->init, label);
+    if (!r && o->init.kind == EMB_INIT_UNIFORM_UNIT_SCALING)
+        r = emb__fail(EMB_EINVAL, "%s: UNIFORM_UNIT_SCALING needs a row count a dynamic table "
+                      "does not have", label);
+    return r;
+}
+
+int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype,
+                             const EmbDynamicOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    const EmbDynamicOptions o = opts ? *opts : (EmbDynamicOptions){0};
+    const char *name = o.table.name ? o.table.name : "";
+    int r = options_check(&o, name);
+    EmbTable *t = NULL;
+    r = r ? r : emb__table_alloc(&t, INT64_MAX, featuresize, dtype, &o.table);
+    if (r)
+        return r;
+    size_t stride = 0, align = 0;
+    r = emb__column_stride((size_t)featuresize * t->elsize, &o.table, &stride, &align);
+    if (!r && stride > (size_t)1 << 30)
+        r = emb__fail(EMB_EOVERFLOW, "rows of %zu bytes are too large (%s)", stride,
+                      emb__table_label(t));
+    Dyn *d = r ? NULL : calloc(1, sizeof *d);
+    if (!r && !d)
+        r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    if (r) {
+        emb_table_destroy(&t);
+        return r;
+    }
+    d->refs = 1;
+    d->free_head = -1;
+    d->D = featuresize;
+    d->dtype = dtype;
+    d->stride = stride;
+    d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
+    d->shift = 4;
+    while (d->shift < 12 && ((size_t)2 << d->shift) * stride <= SLAB_BYTES)
+        d->shift++;
+    d->max_rows = o.max_rows;
+    d->init = o.init;
+    d->missing = o.missing;
+    d->admit_after = o.admit_after;
+    d->x.nslots = 16;
+    t->kind = EMB_KIND_DYNAMIC;
+    t->column_fn = dynamic_column;
+    t->impl = d;
+    t->impl_destroy = dyn_destroy;
+    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
+    d->defrow = zalloc(stride);
+    d->sink = zalloc(stride);
+    if (d->admit_after > 1) {
+        int64_t w = 1;
+        while (w < (o.sketch_width ? o.sketch_width : 65536))
+            w *= 2;
+        d->sketch_width = w;
+        d->sketch = calloc((size_t)(SKETCH_DEPTH * w), sizeof *d->sketch);
+    }
+    bool ok = d->x.slots && d->defrow && d->sink && (d->admit_after <= 1 || d->sketch);
+    if (ok) {
+        for (int64_t i = 0; i < d->x.nslots; i++)
+            d->x.slots[i] = (DynSlot){-1, 0};
+        if (o.missing == EMB_DYN_MISSING_CONSTANT)
+            for (int32_t i = 0; i < featuresize; i++)
+                emb__store(dtype, d->defrow, i, o.missing_value);
+        const int64_t cap = o.capacity ? o.capacity : 1024;
+        r = index_grow(d, slots_for(cap));
+        while (!r && (d->nslabs << d->shift) < cap)
+            r = slab_add(d);
+    } else {
+        r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    }
+    if (r) {
+        emb_table_destroy(&t);
+        return r;
+    }
+    *out = t;
+    return 0;
+}
+
+int emb_table_is_dynamic(const EmbTable *t)
+{
+    return t && t->kind == EMB_KIND_DYNAMIC;
+}
+
+static int dyn_check(const EmbTable *t)
+{
+    EMB_CHECK_NULL(t);
+    if (t->kind != EMB_KIND_DYNAMIC)
+        return emb__fail(EMB_EINVAL, "%s is not a dynamic table", emb__table_label(t));
+    return 0;
+}
+
+int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
+{
+    int r = dyn_check(t);
+    if (r)
+        return r;
+    EMB_CHECK_NULL(out);
+    const Dyn *d = dyn_of(t);
+    const int64_t slab_rows = d->nslabs << d->shift;
+    *out = (EmbDynamicStats){
+        .rows = d->nrows, .slab_rows = slab_rows, .index_slots = d->x.nslots, .step = d->step,
+        .bytes = slab_rows * (int64_t)(d->stride + d->sstride + 2 * sizeof(int64_t)) +
+                 d->x.nslots * (int64_t)sizeof(DynSlot) +
+                 SKETCH_DEPTH * d->sketch_width * (int64_t)sizeof(uint16_t)};
+    return 0;
+}
+
+int64_t emb_table_dynamic_step(const EmbTable *t)
+{
+    return emb_table_is_dynamic(t) ? dyn_of(t)->step : 0;
+}
+
+int emb_table_dynamic_contains(const EmbTable *t, int64_t id)
+{
+    const int r = dyn_check(t);
+    return r ? r : emb__dynamic_has(t, id);
+}
+
+/* L2 norm of a row, in double over its elements in order. */
+static double row_norm(const Dyn *d, int64_t r)
+{
+    const char *row = row_ptr(d, r);
+    double s = 0.0;
+    for (int32_t i = 0; i < d->D; i++) {
+        const double x = emb__load(d->dtype, row, i);
+        s += x * x;
+    }
+    return sqrt(s);
+}
+
+int emb_table_dynamic_evict(EmbTable *t, const EmbDynamicEvict *ev, int64_t *evicted)
+{
+    int r = dyn_check(t);
+    if (r)
+        return r;
+    EMB_CHECK_NULL(ev);
+    if (ev->ttl < 0 || !(ev->min_norm >= 0.0f) || (ev->flags & ~(unsigned)EMB_DYN_EVICT_ALL))
+        return emb__fail(EMB_EINVAL, "evict: ttl %lld, min_norm %g, flags 0x%x: need ttl >= 0, "
+                         "min_norm >= 0 and no unknown flag (%s)", (long long)ev->ttl,
+                         (double)ev->min_norm, ev->flags, emb__table_label(t));
+    Dyn *d = dyn_of(t);
+    const bool by_age = ev->ttl > 0, by_norm = ev->min_norm > 0.0f;
+    const bool all = (ev->flags & EMB_DYN_EVICT_ALL) != 0;
+    int64_t n = 0;
+    for (int64_t row = 0; (by_age || by_norm) && row < d->used; row++) {
+        if (d->rowid[row] < 0)
+            continue;
+        const bool old = by_age && d->step - d->last[row] > ev->ttl;
+        const bool small = by_norm && row_norm(d, row) < (double)ev->min_norm;
+        const bool go = all ? (old || !by_age) && (small || !by_norm) : old || small;
+        if (go) {
+            evict_row(d, row);
+            n++;
+        }
+    }
+    if (evicted)
+        *evicted = n;
+    return 0;
+}
+
+/* Rows in increasing id order: (id, row) pairs sorted. */
+typedef struct IdRow {
+    int64_t id, row;
+} IdRow;
+
+static int idrow_cmp(const void *a, const void *b)
+{
+    const int64_t x = ((const IdRow *)a)->id, y = ((const IdRow *)b)->id;
+    return (x > y) - (x < y);
+}
+
+int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *rows, int64_t row_stride,
+                             int64_t cap, int64_t *n)
+{
+    int r = dyn_check(t);
+    if (r)
+        return r;
+    EMB_CHECK_NULL(n);
+    const Dyn *d = dyn_of(t);
+    if (!ids) {
+        *n = d->nrows;
+        return 0;
+    }
+    EMB_CHECK_NULL(rows);
+    if (row_stride < d->D)
+        return emb__fail(EMB_ESTRIDE, "export: row_stride %lld < featuresize %d (%s)",
+                         (long long)row_stride, (int)d->D, emb__table_label(t));
+    if (cap < d->nrows)
+        return emb__fail(EMB_ERANGE, "export: room for %lld rows, %s has %lld", (long long)cap,
+                         emb__table_label(t), (long long)d->nrows);
+    IdRow *v = malloc((size_t)EMB_MAX(d->nrows, 1) * sizeof *v);
+    if (!v)
+        return emb__fail(EMB_ENOMEM, "out of memory to sort %lld ids", (long long)d->nrows);
+    int64_t k = 0;
+    for (int64_t row = 0; row < d->used; row++)
+        if (d->rowid[row] >= 0)
+            v[k++] = (IdRow){d->rowid[row], row};
+    qsort(v, (size_t)k, sizeof *v, idrow_cmp);
+    for (int64_t j = 0; j < k; j++) {
+        ids[j] = v[j].id;
+        const char *src = row_ptr(d, v[j].row);
+        for (int32_t i = 0; i < d->D; i++)
+            rows[j * row_stride + i] = emb__load(d->dtype, src, i);
+    }
+    free(v);
+    *n = k;
+    return 0;
+}
+
+int emb__dynamic_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n)
+{
+    Dyn *d = dyn_of(t);
+    IdRow *v = malloc((size_t)EMB_MAX(n, 1) * sizeof *v);
+    if (!v)
+        return emb__fail(EMB_ENOMEM, "out of memory for %lld ids", (long long)n);
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++)
+        if (find(d, ids[k]) < 0)
+            v[m++] = (IdRow){ids[k], k};
+    qsort(v, (size_t)m, sizeof *v, idrow_cmp);
+    int64_t extra = 0;
+    for (int64_t k = 0; k < m; k++)
+        extra += k == 0 || v[k].id != v[k - 1].id;
+    free(v);
+    return reserve(d, extra, t);
+}
+
+int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
+                             int64_t row_stride, int64_t n)
+{
+    int r = dyn_check(t);
+    if (r)
+        return r;
+    if (n < 0)
+        return emb__fail(EMB_EINVAL, "import: n %lld < 0 (%s)", (long long)n,
+                         emb__table_label(t));
+    if (n == 0)
+        return 0;
+    EMB_CHECK_NULL(ids);
+    EMB_CHECK_NULL(rows);
+    Dyn *d = dyn_of(t);
+    if (row_stride < d->D)
+        return emb__fail(EMB_ESTRIDE, "import: row_stride %lld < featuresize %d (%s)",
+                         (long long)row_stride, (int)d->D, emb__table_label(t));
+    r = emb__finite_check(t, rows, n, d->D, row_stride, "import rows");
+    if (r)
+        return r;
+    IdRow *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return emb__fail(EMB_ENOMEM, "out of memory to sort %lld ids", (long long)n);
+    int64_t extra = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (ids[k] < 0) {
+            free(v);
+            return emb__fail(EMB_ERANGE, "import: id %lld at position %lld is negative (%s)",
+                             (long long)ids[k], (long long)k, emb__table_label(t));
+        }
+        v[k] = (IdRow){ids[k], k};
+        extra += find(d, ids[k]) < 0;
+    }
+    qsort(v, (size_t)n, sizeof *v, idrow_cmp);
+    for (int64_t k = 1; k < n; k++)
+        if (v[k].id == v[k - 1].id) {
+            const int64_t twice = v[k].id;
+            free(v);
+            return emb__fail(EMB_EINVAL, "import: id %lld is given twice (%s)",
+                             (long long)twice, emb__table_label(t));
+        }
+    free(v);
+    r = reserve(d, extra, t);
+    if (r)
+        return r;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t row = find(d, ids[k]);
+        if (row < 0)
+            row = create(d, ids[k]);
+        char *dst = row_ptr(d, row);
+        for (int32_t i = 0; i < d->D; i++)
+            emb__store(d->dtype, dst, i, rows[k * row_stride + i]);
+    }
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pullback.h — the exact pullback (backward) of emb_lookup: what a recorded gradient
+ * expands into when the update layer (plan.c, pindex.c) indexes it.
+ *
+ * A lookup computes, per bag, y = s · Σ_k w_k · clip(x_k) over the kept entries (s the
+ * combiner factor, clip the max_norm clip, an empty bag's default column with w = 1). Its
+ * pullback sends to the column of entry k the gradient  s·w_k · J_clip(x_k)ᵀ · dy  where dy
+ * is the output gradient of the bag; pruned ids and zero-filled empty bags receive nothing.
+ * Entries carry `coef = s·w_k`; the Jacobian (identity unless the column was clipped) is
+ * applied by emb__pullback_row.
+ */
+#ifndef EMB_PULLBACK_H
+#define EMB_PULLBACK_H
+
+#include "embtables/lookup.h"
+
+typedef struct EmbPullEntry {
+    int64_t id;  /* column that receives the gradient */
+    int64_t bag; /* output row whose gradient it receives */
+    float coef;  /* s * w */
+} EmbPullEntry;
+
+/* Upper bound of the entries of a batch: nnz + nbags. */
+int64_t emb__pullback_max_entries(const EmbBatch *b);
+
+/*
+ * Writes the entries of a validated (table, batch, pooling) into @out (room for
+ * emb__pullback_max_entries), in batch order, and returns their number. @p p NULL: SUM.
+ */
+int64_t emb__pullback_entries(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                              EmbPullEntry *out);
+
+/* Whether emb__pullback_row is more than coef * dy (max_norm is on). */
+int emb__pullback_needs_column(const EmbPooling *p);
+
+/*
+ * The gradient of entry @e's column: g = coef·dy, or with max_norm and a clipped column
+ * x of norm n > c:  g = (c/n)·(coef·dy − x·(x·coef·dy)/n²). Reads the column's current
+ * values (so call it before the column is updated). @g has featuresize elements.
+ */
+void emb__pullback_row(const EmbTable *t, const EmbPooling *p, const EmbPullEntry *e,
+                       const float *dy, float *g);
+
+#endif

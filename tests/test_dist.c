@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_dist.c — the MPI ensemble (run under mpirun: tests/run_mpi.sh) against the
+ * single-process library on the same global batch, bit for bit: every placement
+ * (table-wise, row-wise mod / div, the automatic mix, explicit), every combiner, weights,
+ * pruning, default ids, max_norm, int32 / int64 ids, fixed and ragged bags, f32 / f16 /
+ * bf16, every optimizer, one and several table groups, concat and per-table outputs, over
+ * two training steps; then the error agreement (a bad id on one rank, differing
+ * poolings) and the placement function. Every rank checks its own part; the ranks sum
+ * their failures. Exit 0 on success, 1 on a failure.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <embtables/dist.h>
+#include <embtables/embtables.h>
+
+static int rank, nranks, failures;
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            failures++;                                                                    \
+            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__);                 \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fprintf(stderr, " [%s]\n", emb_dist_last_error());                             \
+        }                                                                                  \
+    } while (0)
+
+static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t z = a * 0x9e3779b97f4a7c15ull ^ b * 0xbf58476d1ce4e5b9ull ^ c * 0x94d049bb133111ebull;
+    z = (z ^ (z >> 31)) * 0xd6e8feb86659fd93ull;
+    return z ^ (z >> 29);
+}
+
+static float value(int64_t t, int64_t id, int64_t j)
+{
+    return (float)((int64_t)(hash3(t + 1, id, j) % 4001) - 2000) / 997.0f;
+}
+
+#define NT 4
+
+typedef struct Case {
+    const char *name;
+    EmbDistPlan plan;
+    unsigned partition;
+    int explicit_place;     /* 1: a fixed mix given explicitly */
+    EmbCombiner combiner;
+    int weights;            /* 1: positive, 2: some <= 0 (with pruning) */
+    unsigned flags;         /* pooling flags */
+    float max_norm;
+    int ragged, i32;
+    EmbDtype dtype;
+    EmbOptimizerKind opt;
+    int groups;
+    int per_table;
+    int ckpt;               /* 1: save, restore into other rank counts, compare */
+    int strategy;           /* owners' strategy: 0 sequential (one group) or prealloc-concat,
+                               1 parallel, 2 auto (2 threads) */
+} Case;
+
+/* table 2 has fewer rows than 4 ranks: row-wise, some ranks hold an empty shard */
+static const int64_t nrows_of[NT] = {50, 200, 3, 1000};
+static const int32_t D_of[NT] = {8, 16, 4, 12};
+
+/* The global batch of table t: G bags; rank r brings bags [off[r], off[r+1]). */
+typedef struct Global {
+    int64_t G, nnz, bag_size;
+    int64_t *ids, *offsets; /* offsets: G + 1 */
+    int32_t *ids32;
+    float *weights;
+} Global;
+
+static void make_global(Global *g, const Case *c, int64_t t, int64_t G, uint64_t seed)
+{
+    const int fixed = !c->ragged;
+    g->G = G;
+    g->bag_size = c->combiner == EMB_COMBINER_NONE ? 1 : 3;
+    g->offsets = malloc(sizeof(int64_t) * (G + 1));
+    g->offsets[0] = 0;
+    for (int64_t b = 0; b < G; b++) {
+        const int64_t len = c->combiner == EMB_COMBINER_NONE ? 1
+                            : fixed ? g->bag_size : (int64_t)(hash3(seed, t, b) % 6);
+        g->offsets[b + 1] = g->offsets[b] + len;
+    }
+    g->nnz = g->offsets[G];
+    g->ids = malloc(sizeof(int64_t) * (g->nnz + 1));
+    g->ids32 = malloc(sizeof(int32_t) * (g->nnz + 1));
+    g->weights = c->weights ? malloc(sizeof(float) * (g->nnz + 1)) : NULL;
+    for (int64_t k = 0; k < g->nnz; k++) {
+        const uint64_t h = hash3(seed + 7, t, k);
+        const int64_t hot = nrows_of[t] < 7 ? nrows_of[t] : 7; /* skew: ids below 7 */
+        int64_t id = (int64_t)(h % 3 == 0 ? (h >> 8) % nrows_of[t] : (h >> 8) % hot);
+        if ((c->flags & EMB_PRUNE_INVALID) && h % 11 == 0)
+            id = -1 - (int64_t)(h % 3);
+        g->ids[k] = id;
+        g->ids32[k] = (int32_t)id;
+        if (g->weights)
+            g->weights[k] = c->weights == 2 && h % 7 == 0 ? -0.5f * (float)(h % 2)
+                            : 0.25f + (float)((h >> 20) % 8) / 4.0f;
+    }
+}
+
+static void free_global(Global *g)
+{
+    free(g->ids), free(g->offsets), free(g->ids32), free(g->weights);
+}
+
+static EmbBatch slice(const Global *g, const Case *c, int64_t b0, int64_t nb, int64_t *offs)
+{
+    const int64_t k0 = g->offsets[b0];
+    EmbBatch b = {.nnz = g->offsets[b0 + nb] - k0, .nbags = nb,
+                  .id_type = c->i32 ? EMB_ID_I32 : EMB_ID_I64,
+                  .weights = g->weights ? g->weights + k0 : NULL};
+    b.ids = c->i32 ? (const void *)(g->ids32 + k0) : (const void *)(g->ids + k0);
+    if (c->ragged && c->combiner != EMB_COMBINER_NONE) {
+        for (int64_t i = 0; i <= nb; i++)
+            offs[i] = g->offsets[b0 + i] - k0;
+        b.offsets = offs;
+    } else {
+        b.bag_size = g->bag_size;
+    }
+    return b;
+}
+
+static void fill(EmbTable *t, int64_t ti, const int64_t *ids, int64_t n, int32_t D)
+{
+    float *v = malloc(sizeof(float) * (size_t)(n * D + 1));
+    for (int64_t c = 0; c < n; c++)
+        for (int32_t j = 0; j < D; j++)
+            v[c * D + j] = value(ti, ids[c], j);
+    emb_table_assign(t, v, n, D, D);
+    free(v);
+}
+
+static float dyval(int64_t bag, int64_t col)
+{
+    return (float)((int64_t)(hash3(99, bag, col) % 201) - 100) / 64.0f;
+}
+
+/* Every column @p d holds equals the reference's. */
+static int64_t diff_tables(EmbDist *d, EmbTable *const *ref)
+{
+    int64_t diff = 0;
+    for (int t = 0; t < NT; t++) {
+        EmbTable *lt = emb_dist_local_table(d, t);
+        if (!lt)
+            continue;
+        float *a = malloc(sizeof(float) * (size_t)(nrows_of[t] * D_of[t] + 1));
+        float *e = malloc(sizeof(float) * (size_t)(nrows_of[t] * D_of[t] + 1));
+        emb_table_read(ref[t], e, D_of[t]);
+        emb_table_read(lt, a, D_of[t]);
+        for (int64_t id = 0; id < nrows_of[t]; id++) {
+            int32_t owner;
+            int64_t col;
+            emb_dist_locate(d, t, id, &owner, &col);
+            if (owner == emb_dist_rank(d))
+                diff += memcmp(a + col * D_of[t], e + id * D_of[t], 4 * (size_t)D_of[t]) != 0;
+        }
+        free(a), free(e);
+    }
+    return diff;
+}
+
+/* @p opt's state of every column @p d holds (and its update count) equals @p ropt's. */
+static int64_t diff_state(EmbDist *d, EmbOptimizer *opt, EmbTable *const *ref,
+                          const EmbOptimizer *ropt)
+{
+    int64_t diff = 0;
+    for (int t = 0; t < NT; t++) {
+        EmbTable *lt = emb_dist_local_table(d, t), *ls = NULL, *rs = NULL;
+        int64_t lstep = -1, rstep = -2;
+        if (!lt)
+            continue;
+        emb_optimizer_state(ropt, ref[t], 0, &rs, &rstep);
+        if (emb_optimizer_state(opt, lt, 0, &ls, &lstep) != 0 || lstep != rstep) {
+            diff++;
+            continue;
+        }
+        if (!rs || !ls)
+            continue; /* SGD: no slot */
+        const int32_t SD = emb_table_featuresize(rs);
+        float *a = malloc(sizeof(float) * (size_t)(emb_table_ncolumns(ls) * SD + 1));
+        float *e = malloc(sizeof(float) * (size_t)(nrows_of[t] * SD + 1));
+        emb_table_read(rs, e, SD);
+        emb_table_read(ls, a, SD);
+        for (int64_t id = 0; id < nrows_of[t]; id++) {
+            int32_t owner;
+            int64_t col;
+            emb_dist_locate(d, t, id, &owner, &col);
+            if (owner == emb_dist_rank(d))
+                diff += memcmp(a + col * SD, e + id * SD, 4 * (size_t)SD) != 0;
+        }
+        free(a), free(e);
+    }
+    return diff;
+}
+
+/*
+ * Damaged copies of step 7's index (steps 11..14: no ranks, a table line of an unknown
+ * kind, a file outside the directory, no file lines): every rank of @p e fails with
+ * EMB_ECORRUPT and no table changes.
+ */
+static double local_sum(EmbDist *d);
+
+static void damaged_indexes(const char *name, EmbDist *e, const char *dir)
+{
+    char path[128], text[4096] = "";
+    if (rank == 0) {
+        snprintf(path, sizeof path, "%s/dist-7.index", dir);
+        FILE *f = fopen(path, "r");
+        const size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = '\0';
+        if (f)
+            fclose(f);
+        for (int k = 0; k < 4; k++) {
+            char bad[4096 + 64], *p;
+            snprintf(bad, sizeof bad, "%s", text);
+            if (k == 0 && (p = strstr(bad, "ranks ")))
+                memcpy(p, "ranks 0\n", 8), memmove(p + 8, strchr(p, '\n') + 1,
+                                                 strlen(strchr(p, '\n') + 1) + 1);
+            long long rows;
+            int D, dt, kind, rk;
+            unsigned part;
+            if (k == 1 && (p = strstr(bad, "\n0 ")) &&
+                sscanf(p + 1, "0 %lld %d %d %d %d %u", &rows, &D, &dt, &kind, &rk, &part) == 6) {
+                char line[96]; /* table 0's line with kind 7 */
+                const int len = snprintf(line, sizeof line, "0 %lld %d %d 7 %d %u", rows, D,
+                                         dt, rk, part);
+                char *end = strchr(p + 1, '\n');
+                memmove(p + 1 + len, end, strlen(end) + 1);
+                memcpy(p + 1, line, (size_t)len);
+            }
+            if (k == 2 && (p = strstr(bad, "file 0 rank0/")))
+                memmove(p + 13 + 6, p + 13, strlen(p + 13) + 1), memcpy(p + 13, "../../", 6);
+            if (k == 3 && (p = strstr(bad, "file 0")))
+                *p = '\0';
+            snprintf(path, sizeof path, "%s/dist-%d.index", dir, 11 + k);
+            f = fopen(path, "w");
+            if (f)
+                fputs(bad, f), fclose(f);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double before = local_sum(e);
+    for (int k = 0; k < 4; k++) {
+        const int r = emb_dist_restore(e, dir, 11 + k, NULL);
+        CHECK(r == EMB_ECORRUPT, "%s: damaged index %d gives %d", name, k, r);
+    }
+    CHECK(local_sum(e) == before, "%s: a damaged index changed a table", name);
+}
+
+/*
+ * Saves @p d, restores into one process (MPI_COMM_SELF, table-wise) and into halves of
+ * the world (row-wise div), compares with the reference; then a damaged file and a
+ * missing step fail on every rank without changing a table.
+ */
+static void checkpoint(const char *name, EmbDist *d, const EmbDistTableDesc *desc,
+                       EmbTable *const *ref, EmbOptimizer *dopt, const EmbOptimizer *ropt)
+{
+    EmbOptimizerConfig cfg;
+    emb_optimizer_get_config(ropt, &cfg);
+    char dir[64] = "";
+    if (rank == 0 && !mkdtemp(strcpy(dir, "/tmp/embdist-XXXXXX")))
+        dir[0] = '\0';
+    MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    int r = emb_dist_save(d, dir, 7, dopt);
+    CHECK(r == 0, "%s: emb_dist_save %d", name, r);
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    const EmbDistOptions tw = {.place = {.plan = EMB_DIST_PLAN_TABLEWISE}};
+    const EmbDistOptions rw = {.place = {.plan = EMB_DIST_PLAN_ROWWISE,
+                                         .partition = EMB_PARTITION_DIV}};
+    const struct { MPI_Comm comm; const EmbDistOptions *o; const char *what; } into[2] = {
+        {MPI_COMM_SELF, &tw, "one process"}, {half, &rw, "half the ranks, row-wise"}};
+    /* the one-process copy is saved again (rank 0's, into dir/one), for the way back */
+    char one[80];
+    snprintf(one, sizeof one, "%s/one", dir);
+    if (rank == 0)
+        mkdir(one, 0777);
+    for (int k = 0; k < 2 && !r; k++) {
+        EmbDist *e;
+        r = emb_dist_create(&e, into[k].comm, desc, NT, into[k].o);
+        CHECK(r == 0, "%s: create (%s) %d", name, into[k].what, r);
+        if (r)
+            break;
+        EmbOptimizer *fresh;
+        emb_optimizer_create(&fresh, &cfg);
+        r = emb_dist_restore(e, dir, 7, fresh);
+        CHECK(r == 0, "%s: restore into %s: %d", name, into[k].what, r);
+        CHECK(diff_tables(e, ref) == 0, "%s: restored into %s: columns differ", name,
+              into[k].what);
+        CHECK(diff_state(e, fresh, ref, ropt) == 0, "%s: restored into %s: optimizer state "
+              "differs", name, into[k].what);
+        if (k == 0 && rank == 0)
+            CHECK(emb_dist_save(e, one, 9, fresh) == 0, "%s: saving one process", name);
+        emb_optimizer_destroy(&fresh);
+        emb_dist_destroy(&e);
+    }
+    /* one process -> every rank, row-wise mod */
+    MPI_Barrier(MPI_COMM_WORLD);
+    const EmbDistOptions rwm = {.place = {.plan = EMB_DIST_PLAN_ROWWISE}};
+    EmbDist *all;
+    if (!r && emb_dist_create(&all, MPI_COMM_WORLD, desc, NT, &rwm) == 0) {
+        EmbOptimizer *fresh;
+        emb_optimizer_create(&fresh, &cfg);
+        r = emb_dist_restore(all, one, 9, fresh);
+        CHECK(r == 0, "%s: one process restored into %d ranks: %d", name, nranks, r);
+        CHECK(diff_tables(all, ref) == 0 && diff_state(all, fresh, ref, ropt) == 0,
+              "%s: one process restored into %d ranks: columns or state differ", name, nranks);
+        emb_optimizer_destroy(&fresh);
+        emb_dist_destroy(&all);
+    }
+    /* failures: a missing step, then rank 0's file damaged (one byte flipped) */
+    EmbDist *e;
+    if (emb_dist_create(&e, MPI_COMM_WORLD, desc, NT, &tw) == 0) {
+        r = emb_dist_restore(e, dir, 8, NULL);
+        CHECK(r == EMB_EIO, "%s: a missing step gives %d", name, r);
+        damaged_indexes(name, e, dir);
+        if (cfg.kind != EMB_OPT_SGD) { /* state of another kind */
+            EmbOptimizer *other;
+            const EmbOptimizerConfig oc = emb_optimizer_defaults(
+                cfg.kind == EMB_OPT_ADAM ? EMB_OPT_ADAGRAD : EMB_OPT_ADAM, 0.1f);
+            emb_optimizer_create(&other, &oc);
+            r = emb_dist_restore(e, dir, 7, other);
+            CHECK(r == EMB_EINVAL, "%s: another optimizer kind gives %d", name, r);
+            emb_optimizer_destroy(&other);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            char path[256] = "", line[200], file[160];
+            snprintf(line, sizeof line, "%s/dist-7.index", dir);
+            FILE *f = fopen(line, "r"); /* rank 0's file, as the index names it */
+            while (f && fgets(line, sizeof line, f))
+                if (sscanf(line, "file 0 %159s", file) == 1)
+                    snprintf(path, sizeof path, "%s/%s", dir, file);
+            if (f)
+                fclose(f);
+            f = fopen(path, "r+b");
+            CHECK(f != NULL, "%s: rank 0's checkpoint file '%s' not found", name, path);
+            if (f) {
+                fseek(f, -3, SEEK_END);
+                const int ch = fgetc(f);
+                fseek(f, -3, SEEK_END);
+                fputc(ch ^ 0x5a, f);
+                fclose(f);
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        r = emb_dist_restore(e, dir, 7, NULL);
+        CHECK(r == EMB_ECORRUPT, "%s: a damaged file gives %d", name, r);
+        int64_t nonzero = 0;
+        for (int t = 0; t < NT; t++) {
+            EmbTable *lt = emb_dist_local_table(e, t);
+            const int64_t n = emb_table_ncolumns(lt) * D_of[t];
+            float *a = calloc((size_t)n + 1, sizeof(float));
+            if (lt)
+                emb_table_read(lt, a, D_of[t]);
+            for (int64_t i = 0; i < n; i++)
+                nonzero += a[i] != 0.0f;
+            free(a);
+        }
+        CHECK(nonzero == 0, "%s: a failed restore wrote %lld elements", name,
+              (long long)nonzero);
+        emb_dist_destroy(&e);
+    }
+    MPI_Comm_free(&half);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && dir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0, "cleanup");
+    }
+}
+
+static void run_case(const Case *c)
+{
+    const int steps = 2, pre = 3;
+    EmbDistTableDesc desc[NT];
+    int32_t W = pre;
+    for (int t = 0; t < NT; t++) {
+        desc[t] = (EmbDistTableDesc){.name = "t", .nrows = nrows_of[t], .featuresize = D_of[t],
+                                     .dtype = c->dtype, .lookups = 0};
+        W += D_of[t];
+    }
+    const int32_t stride = W + 1;
+    int64_t *nb = malloc(sizeof(int64_t) * nranks), *off = malloc(sizeof(int64_t) * (nranks + 1));
+    off[0] = 0;
+    for (int r = 0; r < nranks; r++) {
+        nb[r] = c->groups == 4 ? 3 * r : 5 + 3 * r; /* the 4-group case: rank 0 brings no bag */
+        off[r + 1] = off[r] + nb[r];
+    }
+    const int64_t G = off[nranks], mynb = nb[rank];
+
+    /* the reference: whole tables, the global batch, prealloc-concat */
+    EmbTable *ref[NT];
+    EmbStrategy *pc;
+    EmbStrategyOptions so = {.nthreads = 2};
+    emb_strategy_prealloc_concat(&pc, &so);
+    EmbOptimizerConfig ocfg = emb_optimizer_defaults(c->opt, 0.05f);
+    EmbOptimizer *ropt, *dopt;
+    emb_optimizer_create(&ropt, &ocfg);
+    emb_optimizer_create(&dopt, &ocfg);
+    for (int t = 0; t < NT; t++) {
+        emb_table_create(&ref[t], nrows_of[t], D_of[t], c->dtype, NULL);
+        int64_t *all = malloc(sizeof(int64_t) * nrows_of[t]);
+        for (int64_t i = 0; i < nrows_of[t]; i++)
+            all[i] = i;
+        fill(ref[t], t, all, nrows_of[t], D_of[t]);
+        free(all);
+    }
+
+    /* the ensemble */
+    EmbDistPlacement pl[NT] = {
+        {EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV}, {EMB_DIST_TABLEWISE, nranks - 1, 0},
+        {EMB_DIST_TABLEWISE, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
+    EmbDistOptions dopts = {.place = {.plan = c->plan, .partition = c->partition},
+                            .groups = c->groups, .placement = c->explicit_place ? pl : NULL,
+                            .strategy = c->groups > 1 ? pc : NULL}; /* else sequential */
+    EmbStrategy *own = NULL;
+    if (c->strategy == 1)
+        emb_strategy_parallel(&own, &so);
+    else if (c->strategy == 2)
+        emb_strategy_auto(&own, &so);
+    if (own)
+        dopts.strategy = own;
+    EmbDist *d = NULL;
+    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, NT, &dopts);
+    CHECK(r == 0, "%s: emb_dist_create %d", c->name, r);
+    if (r)
+        goto done;
+    for (int t = 0; t < NT; t++) {
+        EmbTable *lt = emb_dist_local_table(d, t);
+        if (!lt)
+            continue;
+        const int64_t n = emb_table_ncolumns(lt);
+        int64_t *ids = malloc(sizeof(int64_t) * (n + 1)), found = 0;
+        for (int64_t id = 0; id < nrows_of[t]; id++) {
+            int32_t owner;
+            int64_t col;
+            emb_dist_locate(d, t, id, &owner, &col);
+            if (owner == rank)
+                ids[col] = id, found++;
+        }
+        CHECK(found == n, "%s: table %d: local table has %lld columns, %lld ids located",
+              c->name, t, (long long)n, (long long)found);
+        fill(lt, t, ids, n, D_of[t]);
+        free(ids);
+    }
+
+    EmbPooling pool[NT];
+    for (int t = 0; t < NT; t++)
+        pool[t] = (EmbPooling){c->combiner, c->max_norm, (1 + t % 3) % nrows_of[t], c->flags};
+    float *rout = calloc((size_t)(G * stride), sizeof(float));
+    float *rdy = calloc((size_t)(G * stride), sizeof(float));
+    float *dout = malloc(sizeof(float) * (size_t)(mynb * stride + 1));
+    float *ddy = calloc((size_t)(mynb * stride + 1), sizeof(float));
+    float *pt[NT], *ptdy[NT];
+    int64_t pstr[NT];
+    for (int t = 0; t < NT; t++) {
+        pstr[t] = D_of[t] + 2;
+        pt[t] = malloc(sizeof(float) * (size_t)(mynb * pstr[t] + 1));
+        ptdy[t] = calloc((size_t)(mynb * pstr[t] + 1), sizeof(float));
+    }
+    for (int step = 0; step < steps && !failures; step++) {
+        Global g[NT];
+        EmbBatch rb[NT], lb[NT];
+        int64_t *roffs[NT], *loffs[NT];
+        EmbGrad *rg[NT];
+        EmbIndexer *rix[NT];
+        for (int t = 0; t < NT; t++) {
+            make_global(&g[t], c, t, G, 1000 * step + 17);
+            roffs[t] = malloc(sizeof(int64_t) * (G + 1));
+            loffs[t] = malloc(sizeof(int64_t) * (mynb + 1));
+            rb[t] = slice(&g[t], c, 0, G, roffs[t]);
+            lb[t] = slice(&g[t], c, off[rank], mynb, loffs[t]);
+            emb_grad_create(&rg[t]);
+            emb_indexer_create(&rix[t]);
+        }
+        const EmbOutputs ro = {.concat = rout, .concat_stride = stride, .prependrows = pre};
+        r = emb_maplookup(pc, ref, NT, rb, pool, &ro);
+        CHECK(r == 0, "%s: reference maplookup %d (%s)", c->name, r, emb_last_error());
+        for (int64_t i = 0; i < mynb * stride; i++)
+            dout[i] = -7.0f;
+        for (int t = 0; t < NT; t++)
+            for (int64_t i = 0; i < mynb * pstr[t]; i++)
+                pt[t][i] = -7.0f;
+        const EmbOutputs lo = c->per_table
+            ? (EmbOutputs){.per_table = pt, .strides = pstr}
+            : (EmbOutputs){.concat = dout, .concat_stride = stride, .prependrows = pre};
+        r = emb_dist_maplookup(d, lb, pool, &lo);
+        CHECK(r == 0, "%s: step %d: emb_dist_maplookup %d", c->name, step, r);
+        /* bit for bit: this rank's rows of the reference, prepend columns untouched */
+        int64_t bad = 0;
+        for (int64_t b = 0; b < mynb; b++) {
+            int64_t col = pre;
+            for (int t = 0; t < NT; t++) {
+                const float *got = c->per_table ? pt[t] + b * pstr[t] : dout + b * stride + col;
+                if (memcmp(got, rout + (off[rank] + b) * stride + col, 4 * (size_t)D_of[t]))
+                    bad++;
+                col += D_of[t];
+            }
+            if (!c->per_table)
+                for (int j = 0; j < pre; j++)
+                    bad += dout[b * stride + j] != -7.0f;
+        }
+        CHECK(bad == 0, "%s: step %d: %lld output rows differ from the reference", c->name,
+              step, (long long)bad);
+        /* backward + update */
+        for (int64_t b = 0; b < G; b++)
+            for (int32_t j = 0; j < stride; j++)
+                rdy[b * stride + j] = dyval(b, j);
+        for (int64_t b = 0; b < mynb; b++) {
+            int64_t col = pre;
+            for (int32_t j = 0; j < stride; j++)
+                ddy[b * stride + j] = dyval(off[rank] + b, j);
+            for (int t = 0; t < NT; t++) {
+                for (int32_t j = 0; j < D_of[t]; j++)
+                    ptdy[t][b * pstr[t] + j] = dyval(off[rank] + b, col + j);
+                col += D_of[t];
+            }
+        }
+        const EmbOutputs rgo = {.concat = rdy, .concat_stride = stride, .prependrows = pre};
+        r = emb_maplookup_backward(ref, NT, rb, pool, &rgo, rg);
+        if (!r)
+            r = emb_update_many(pc, ropt, ref, (const EmbGrad *const *)rg, NT, rix, 0);
+        CHECK(r == 0, "%s: reference update %d (%s)", c->name, r, emb_last_error());
+        const EmbOutputs lgo = c->per_table
+            ? (EmbOutputs){.per_table = ptdy, .strides = pstr}
+            : (EmbOutputs){.concat = ddy, .concat_stride = stride, .prependrows = pre};
+        r = emb_dist_backward(d, &lgo);
+        CHECK(r == 0, "%s: step %d: emb_dist_backward %d", c->name, step, r);
+        r = emb_dist_update(d, dopt, 0);
+        CHECK(r == 0, "%s: step %d: emb_dist_update %d", c->name, step, r);
+        for (int t = 0; t < NT; t++) {
+            free_global(&g[t]);
+            free(roffs[t]), free(loffs[t]);
+            emb_grad_destroy(&rg[t]);
+            emb_indexer_destroy(&rix[t]);
+        }
+        /* the tables: every column this rank holds equals the reference's */
+        const int64_t diff = diff_tables(d, ref);
+        CHECK(diff == 0, "%s: step %d: %lld columns differ after the update", c->name, step,
+              (long long)diff);
+    }
+    if (c->ckpt && !failures)
+        checkpoint(c->name, d, desc, ref, dopt, ropt);
+    free(rout), free(rdy), free(dout), free(ddy);
+    for (int t = 0; t < NT; t++)
+        free(pt[t]), free(ptdy[t]);
+done:
+    emb_dist_destroy(&d);
+    emb_optimizer_destroy(&ropt);
+    emb_optimizer_destroy(&dopt);
+    for (int t = 0; t < NT; t++)
+        emb_table_destroy(&ref[t]);
+    emb_strategy_destroy(&pc);
+    emb_strategy_destroy(&own);
+    free(nb), free(off);
+}
+
+/* A bad id on the last rank: every rank gets EMB_ERANGE naming it; nothing is written. */
+static void bad_id(void)
+{
+    EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
+                                {.name = "b", .nrows = 90, .featuresize = 8}};
+    EmbDistOptions o = {.place = {.plan = EMB_DIST_PLAN_AUTO}};
+    EmbDist *d;
+    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 2, &o);
+    CHECK(r == 0, "bad id: create %d", r);
+    if (r)
+        return;
+    int64_t ids0[6] = {1, 2, 3, 4, 5, 6}, ids1[6] = {7, 8, 9, 10, 11, 12};
+    if (rank == nranks - 1)
+        ids1[4] = 90;
+    const EmbBatch b[2] = {{.ids = ids0, .nnz = 6, .nbags = 3, .bag_size = 2},
+                           {.ids = ids1, .nnz = 6, .nbags = 3, .bag_size = 2}};
+    float out[3 * 12];
+    for (int i = 0; i < 36; i++)
+        out[i] = 5.0f;
+    const EmbOutputs eo = {.concat = out, .concat_stride = 12};
+    r = emb_dist_maplookup(d, b, NULL, &eo);
+    CHECK(r == EMB_ERANGE, "bad id: %d, not EMB_ERANGE", r);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d:", nranks - 1);
+    CHECK(strstr(emb_dist_last_error(), want) && strstr(emb_dist_last_error(), "id 90"),
+          "bad id: message names the rank and the id");
+    int untouched = 1;
+    for (int i = 0; i < 36; i++)
+        untouched &= out[i] == 5.0f;
+    CHECK(untouched, "bad id: the output was written");
+    float dy[36] = {0};
+    const EmbOutputs go = {.concat = dy, .concat_stride = 12};
+    r = emb_dist_backward(d, &go);
+    CHECK(r == EMB_EINVAL, "backward after a failed forward: %d", r);
+    /* poolings that differ between ranks */
+    EmbPooling p[2] = {EMB_POOLING_SUM, EMB_POOLING_SUM};
+    if (rank == 0)
+        p[1] = EMB_POOLING_MEAN;
+    ids1[4] = 11;
+    r = emb_dist_maplookup(d, b, p, &eo);
+    CHECK(nranks == 1 ? r == 0 : r == EMB_EINVAL, "differing poolings: %d", r);
+    /* and a good call still works afterwards */
+    r = emb_dist_maplookup(d, b, NULL, &eo);
+    CHECK(r == 0, "good call after failures: %d", r);
+    emb_dist_destroy(&d);
+}
+
+/* Sums every element this rank holds (a table changed when its sum did, here). */
+static double local_sum(EmbDist *d)
+{
+    double sum = 0;
+    for (int64_t t = 0; t < emb_dist_ntables(d); t++) {
+        EmbTable *lt = emb_dist_local_table(d, t);
+        const int64_t n = emb_table_ncolumns(lt), D = emb_table_featuresize(lt);
+        float *a = malloc(sizeof(float) * (size_t)(n * D + 1));
+        if (lt)
+            emb_table_read(lt, a, (int32_t)D);
+        for (int64_t i = 0; lt && i < n * D; i++)
+            sum += a[i] * (double)(i + 1);
+        free(a);
+    }
+    return sum;
+}
+
+/*
+ * Tables that check for finite values: a NaN output gradient on the last rank makes every
+ * rank's emb_dist_update() fail with EMB_ENONFINITE naming that rank, and no rank's
+ * table changes; a finite gradient then updates.
+ */
+static void nonfinite(void)
+{
+    EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
+                                {.name = "b", .nrows = 90, .featuresize = 8}};
+    const EmbDistPlacement pl[2] = {{EMB_DIST_TABLEWISE, nranks - 1, 0},
+                                    {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
+    EmbDistOptions o = {.placement = pl, .table = {.flags = EMB_TABLE_CHECK_FINITE}};
+    EmbDist *d;
+    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 2, &o);
+    CHECK(r == 0, "nonfinite: create %d", r);
+    if (r)
+        return;
+    const EmbInitializer init = {.kind = EMB_INIT_UNIFORM, .a = -1.0f, .b = 1.0f, .seed = 5};
+    for (int t = 0; t < 2; t++)
+        if (emb_dist_local_table(d, t))
+            emb_table_initialize(emb_dist_local_table(d, t), &init);
+    EmbOptimizer *opt;
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    emb_optimizer_create(&opt, &oc);
+    int64_t ids0[6] = {1, 2, 3, 4, 5, 6}, ids1[6] = {7, 8, 9, 10, 11, 12};
+    const EmbBatch b[2] = {{.ids = ids0, .nnz = 6, .nbags = 3, .bag_size = 2},
+                           {.ids = ids1, .nnz = 6, .nbags = 3, .bag_size = 2}};
+    float out[3 * 12], dy[3 * 12];
+    const EmbOutputs eo = {.concat = out, .concat_stride = 12};
+    const EmbOutputs go = {.concat = dy, .concat_stride = 12};
+    for (int i = 0; i < 36; i++)
+        dy[i] = 0.5f;
+    const double before = local_sum(d);
+    for (int k = 0; k < 2; k++) { /* k = 0: table-wise column 1; k = 1: row-wise column 9 */
+        dy[k ? 2 * 12 + 9 : 12 + 1] = rank == nranks - 1 ? NAN : 0.5f;
+        r = emb_dist_maplookup(d, b, NULL, &eo);
+        CHECK(r == 0, "nonfinite: forward %d", r);
+        r = emb_dist_backward(d, &go);
+        CHECK(r == 0, "nonfinite: backward %d", r);
+        r = emb_dist_update(d, opt, 0);
+        CHECK(r == EMB_ENONFINITE, "nonfinite %d: update gives %d", k, r);
+        char want[64];
+        snprintf(want, sizeof want, "rank %d:", nranks - 1);
+        CHECK(strstr(emb_dist_last_error(), want) != NULL, "nonfinite: the message names the "
+              "rank");
+        CHECK(local_sum(d) == before, "nonfinite %d: a table changed", k);
+        dy[k ? 2 * 12 + 9 : 12 + 1] = 0.5f;
+    }
+    r = emb_dist_maplookup(d, b, NULL, &eo);
+    if (!r)
+        r = emb_dist_backward(d, &go);
+    if (!r)
+        r = emb_dist_update(d, opt, 0);
+    CHECK(r == 0, "nonfinite: a finite step afterwards: %d", r);
+    int changed = local_sum(d) != before, any = 0;
+    MPI_Allreduce(&changed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(any, "nonfinite: the finite step changed no table");
+    emb_optimizer_destroy(&opt);
+    emb_dist_destroy(&d);
+}
+
+/* A rank describing another ensemble: every rank's emb_dist_create fails the same way. */
+static void mismatch(void)
+{
+    EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
+                                {.name = "b", .nrows = 90, .featuresize = 8}};
+    for (int k = 0; k < 2 && nranks > 1; k++) {
+        EmbDistOptions o = {.place = {.plan = EMB_DIST_PLAN_TABLEWISE}};
+        if (rank == nranks - 1 && k == 0)
+            desc[1].nrows = 91;
+        if (rank == nranks - 1 && k == 1)
+            o.groups = 2;
+        EmbDist *d = NULL;
+        const int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 2, &o);
+        char want[64];
+        snprintf(want, sizeof want, "rank %d", nranks - 1);
+        CHECK(r == EMB_EINVAL && !d && strstr(emb_dist_last_error(), want),
+              "mismatch %d: emb_dist_create gives %d", k, r);
+        emb_dist_destroy(&d);
+        desc[1].nrows = 90;
+    }
+}
+
+static void placement(void)
+{
+    /* bytes 4000 / 400 / 400 / 400 and lookups 1 / 10 / 10 / 10 over 2 ranks, table-wise */
+    const EmbDistTableDesc t[4] = {{.nrows = 1000, .featuresize = 1, .lookups = 1},
+                                   {.nrows = 100, .featuresize = 1, .lookups = 10},
+                                   {.nrows = 100, .featuresize = 1, .lookups = 10},
+                                   {.nrows = 100, .featuresize = 1, .lookups = 10}};
+    EmbDistPlacement p[4];
+    EmbDistPlaceOptions o = {.plan = EMB_DIST_PLAN_TABLEWISE};
+    int r = emb_dist_place(t, 4, 2, &o, p);
+    /* costs: 4000/5200 + 1/31 = .8015 (t0), 400/5200 + 10/31 = .3995 (t1..t3): t0 -> 0,
+       t1 -> 1, t2 -> 1 (.799 < .8015), t3 -> 1 */
+    CHECK(r == 0 && p[0].rank == 0 && p[1].rank == 1 && p[2].rank == 1 && p[3].rank == 1,
+          "LPT placement: %d %d %d %d", p[0].rank, p[1].rank, p[2].rank, p[3].rank);
+    o.plan = EMB_DIST_PLAN_AUTO; /* 4000 bytes > 5200 / 2: row-wise */
+    r = emb_dist_place(t, 4, 2, &o, p);
+    CHECK(r == 0 && p[0].kind == EMB_DIST_ROWWISE && p[0].partition == EMB_PARTITION_MOD &&
+          p[1].kind == EMB_DIST_TABLEWISE, "auto placement");
+    o.plan = 7;
+    CHECK(emb_dist_place(t, 4, 2, &o, p) == EMB_EINVAL, "bad plan refused");
+    CHECK(emb_dist_place(NULL, 4, 2, NULL, p) == EMB_ENULL, "NULL refused");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    const Case cases[] = {
+        {"tablewise sum sgd", EMB_DIST_PLAN_TABLEWISE, 0, 0, EMB_COMBINER_SUM, 0, 0, 0, 0, 0,
+         EMB_F32, EMB_OPT_SGD, 1, 0, 0, 0},
+        {"rowwise-mod mean weights adagrad parallel", EMB_DIST_PLAN_ROWWISE,
+         EMB_PARTITION_MOD, 0, EMB_COMBINER_MEAN, 1, 0, 0, 1, 0, EMB_F32, EMB_OPT_ADAGRAD, 1,
+         0, 0, 1},
+        {"tablewise sqrtn weights rowwise-adagrad auto groups", EMB_DIST_PLAN_TABLEWISE, 0, 0,
+         EMB_COMBINER_SQRTN, 1, 0, 0, 1, 0, EMB_F32, EMB_OPT_ROWWISE_ADAGRAD, 2, 0, 0, 2},
+        {"rowwise-div sqrtn max_norm rowwise-adagrad i32", EMB_DIST_PLAN_ROWWISE,
+         EMB_PARTITION_DIV, 0, EMB_COMBINER_SQRTN, 1, 0, 1.5f, 1, 1, EMB_F32,
+         EMB_OPT_ROWWISE_ADAGRAD, 2, 0, 0, 0},
+        {"auto mix pruning default adam groups", EMB_DIST_PLAN_AUTO, 0, 0, EMB_COMBINER_MEAN,
+         2, EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID, 0, 1, 0,
+         EMB_F32, EMB_OPT_ADAM, 2, 0, 1, 0},
+        {"explicit mix gather ftrl f16", 0, 0, 1, EMB_COMBINER_NONE, 1, 0, 0, 0, 0, EMB_F16,
+         EMB_OPT_FTRL, 1, 0, 1, 0},
+        {"explicit mix sum max_norm bf16 per-table groups", 0, 0, 1, EMB_COMBINER_SUM, 0,
+         EMB_USE_DEFAULT_ID, 2.0f, 1, 0, EMB_BF16, EMB_OPT_SGD, 3, 1, 0, 0},
+        {"rowwise sqrtn default adagrad f16", EMB_DIST_PLAN_ROWWISE, EMB_PARTITION_MOD, 0,
+         EMB_COMBINER_SQRTN, 0, EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F16, EMB_OPT_ADAGRAD, 4, 0, 0,
+         0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_case(&cases[i]);
+    bad_id();
+    nonfinite();
+    mismatch();
+    placement();
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_dist: %d ranks, %zu cases: %s (%d failures)\n", nranks,
+               sizeof cases / sizeof *cases, total ? "FAIL" : "ok", total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_dynamic.c — hash-keyed dynamic tables (dynamic.h) against a reference: a plain table
+ * plus an id -> row map kept here. Lookups, every optimizer through emb_update and
+ * emb_update_many (bit-identical over thread and split counts), the missing-id modes,
+ * admission, eviction, the memory cap, export / import.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#define D 16
+#define NREF 128
+
+/* The reference: ids[r] is the id of row r of the plain table. */
+typedef struct Ref {
+    EmbTable *t;
+    int64_t ids[NREF];
+    int64_t n;
+} Ref;
+
+static int64_t ref_row(Ref *ref, int64_t id, bool create)
+{
+    for (int64_t r = 0; r < ref->n; r++)
+        if (ref->ids[r] == id)
+            return r;
+    if (!create)
+        return -1;
+    cr_assert_lt(ref->n, NREF);
+    ref->ids[ref->n] = id;
+    return ref->n++;
+}
+
+static int64_t big_id(uint64_t *s)
+{
+    return (int64_t)(tu_rand(s) >> 1) % (INT64_MAX - 1);
+}
+
+/* A dynamic table and its reference holding the same @n random rows. */
+static void make_pair(EmbTable **dyn, Ref *ref, const EmbDynamicOptions *o, int64_t n,
+                      uint64_t seed)
+{
+    cr_assert_eq(emb_table_dynamic_create(dyn, D, EMB_F32, o), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_create(&ref->t, NREF, D, EMB_F32, NULL), 0);
+    ref->n = 0;
+    int64_t ids[NREF];
+    float rows[NREF * D];
+    for (int64_t k = 0; k < n; k++) {
+        ids[k] = big_id(&seed);
+        const int64_t r = ref_row(ref, ids[k], true);
+        float *col;
+        emb_table_column_pointer(ref->t, r, EMB_CTX_NONE, (void **)&col);
+        for (int i = 0; i < D; i++)
+            rows[k * D + i] = col[i] = tu_randf(&seed);
+    }
+    cr_assert_eq(emb_table_dynamic_import(*dyn, ids, rows, D, n), 0, "%s", emb_last_error());
+}
+
+/* Lookups of known ids give the reference's bits, for several poolings. */
+Test(dynamic, lookups_match_reference)
+{
+    EmbTable *dyn;
+    Ref ref;
+    make_pair(&dyn, &ref, NULL, 40, 1);
+    uint64_t s = 7;
+    int64_t ids[120], rids[120], offs[31];
+    float w[120];
+    for (int k = 0; k < 120; k++) {
+        const int64_t r = (int64_t)(tu_rand(&s) % 40);
+        ids[k] = ref.ids[r];
+        rids[k] = r;
+        w[k] = tu_randf(&s);
+    }
+    for (int b = 0; b <= 30; b++)
+        offs[b] = b * 4;
+    offs[5] = offs[4]; /* an empty bag */
+    const EmbPooling pools[] = {EMB_POOLING_SUM, EMB_POOLING_MEAN, EMB_POOLING_SQRTN,
+                                {EMB_COMBINER_SUM, 0.5f, 0, 0}};
+    for (size_t p = 0; p < sizeof pools / sizeof pools[0]; p++)
+        for (int weighted = 0; weighted < 2; weighted++) {
+            EmbBatch b = {.ids = ids, .nnz = 120, .nbags = 30, .offsets = offs,
+                          .weights = weighted ? w : NULL};
+            EmbBatch rb = b;
+            rb.ids = rids;
+            float out[30 * D], rout[30 * D];
+            cr_assert_eq(emb_lookup(dyn, &b, &pools[p], out, D), 0, "%s", emb_last_error());
+            cr_assert_eq(emb_lookup(ref.t, &rb, &pools[p], rout, D), 0);
+            cr_assert_eq(memcmp(out, rout, sizeof out), 0, "pooling %zu weighted %d", p,
+                         weighted);
+        }
+    /* maplookup under every strategy */
+    EmbStrategy *st[3];
+    const EmbStrategyOptions so = {.nthreads = 2};
+    emb_strategy_sequential(&st[0]);
+    emb_strategy_parallel(&st[1], &so);
+    emb_strategy_prealloc_concat(&st[2], &so);
+    for (int k = 0; k < 3; k++) {
+        EmbBatch b = {.ids = ids, .nnz = 120, .nbags = 30, .bag_size = 4};
+        EmbBatch rb = b;
+        rb.ids = rids;
+        float out[30 * D], rout[30 * D];
+        float *po[1] = {out};
+        float *rpo[1] = {rout};
+        EmbOutputs o = {.per_table = po}, ro = {.per_table = rpo};
+        cr_assert_eq(emb_maplookup(st[k], &dyn, 1, &b, NULL, &o), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_maplookup(st[k], &ref.t, 1, &rb, NULL, &ro), 0);
+        cr_assert_eq(memcmp(out, rout, sizeof out), 0, "strategy %d", k);
+        emb_strategy_destroy(&st[k]);
+    }
+    emb_table_destroy(&dyn);
+    emb_table_destroy(&ref.t);
+}
+
+Test(dynamic, missing_ids)
+{
+    const int64_t unknown[2] = {5, 123456789012345};
+    float out[2 * D];
+    for (int mode = 0; mode < 3; mode++) {
+        EmbDynamicOptions o = {.missing = (EmbDynamicMissing)mode, .missing_value = 0.25f};
+        EmbTable *t;
+        cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F16, &o), 0);
+        tu_poison(out, 2 * D);
+        const int r = emb_lookup_sum(t, unknown, 2, 1, out, D);
+        if (mode == EMB_DYN_MISSING_ERROR) {
+            cr_assert_eq(r, EMB_ENOTFOUND);
+            cr_assert(strstr(emb_last_error(), "123456789012345") || strstr(emb_last_error(), "5"));
+            cr_assert(tu_is_poison(out, 2 * D), "a failed lookup wrote");
+        } else {
+            cr_assert_eq(r, 0);
+            for (int i = 0; i < 2 * D; i++)
+                cr_assert_eq(out[i], mode == 0 ? 0.0f : 0.25f);
+        }
+        cr_assert_eq(emb_table_dynamic_contains(t, 5), 0);
+        int64_t neg = -3;
+        cr_assert_eq(emb_lookup_sum(t, &neg, 1, 1, out, D), EMB_ERANGE);
+        emb_table_destroy(&t);
+    }
+}
+
+/* A created row holds emb_table_initialize's values of column id, whatever the order. */
+Test(dynamic, created_rows_depend_on_id_only)
+{
+    const EmbInitializer in = {EMB_INIT_NORMAL, 0.0f, 0.1f, 42};
+    EmbDynamicOptions o = {.init = in};
+    EmbTable *a, *b, *plain;
+    cr_assert_eq(emb_table_dynamic_create(&a, D, EMB_BF16, &o), 0);
+    cr_assert_eq(emb_table_dynamic_create(&b, D, EMB_BF16, &o), 0);
+    cr_assert_eq(emb_table_create(&plain, 1000, D, EMB_BF16, NULL), 0);
+    cr_assert_eq(emb_table_initialize(plain, &in), 0);
+    cr_assert_eq(emb_table_initialize(a, &in), EMB_ENOTSUP);
+    const int64_t ids[4] = {777, 3, 999, 12};
+    for (int k = 0; k < 4; k++) {
+        void *p;
+        cr_assert_eq(emb_table_column_pointer(a, ids[k], EMB_CTX_UPDATE, &p), 0);
+        cr_assert_eq(emb_table_column_pointer(b, ids[3 - k], EMB_CTX_UPDATE, &p), 0);
+    }
+    for (int k = 0; k < 4; k++) {
+        void *pa, *pb, *pp;
+        emb_table_column_pointer(a, ids[k], EMB_CTX_FORWARD, &pa);
+        emb_table_column_pointer(b, ids[k], EMB_CTX_FORWARD, &pb);
+        emb_table_column_pointer(plain, ids[k], EMB_CTX_FORWARD, &pp);
+        cr_assert_eq(memcmp(pa, pp, D * 2), 0, "id %lld", (long long)ids[k]);
+        cr_assert_eq(memcmp(pb, pp, D * 2), 0);
+    }
+    emb_table_destroy(&a);
+    emb_table_destroy(&b);
+    emb_table_destroy(&plain);
+}
+
+/* Steps of every optimizer: known and new ids (created as zeros) against the reference. */
+Test(dynamic, optimizers_match_reference)
+{
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        EmbTable *dyn;
+        Ref ref;
+        make_pair(&dyn, &ref, NULL, 20, 3);
+        EmbOptimizerConfig cfg = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.05f);
+        cfg.weight_decay = kind == EMB_OPT_ADAM ? 0.01f : 0.0f;
+        EmbOptimizer *o1, *o2;
+        emb_optimizer_create(&o1, &cfg);
+        emb_optimizer_create(&o2, &cfg);
+        EmbIndexer *i1, *i2;
+        emb_indexer_create(&i1);
+        emb_indexer_create(&i2);
+        EmbGrad *g1, *g2;
+        emb_grad_create(&g1);
+        emb_grad_create(&g2);
+        uint64_t s = 11 + (uint64_t)kind;
+        for (int step = 0; step < 4; step++) {
+            int64_t ids[32], rids[32];
+            float dy[8 * D];
+            for (int k = 0; k < 32; k++) {
+                ids[k] = tu_rand(&s) % 4 == 0 ? big_id(&s) % 1000 + (int64_t)step * 1000
+                                              : ref.ids[tu_rand(&s) % 20];
+                rids[k] = ref_row(&ref, ids[k], true);
+            }
+            for (int i = 0; i < 8 * D; i++)
+                dy[i] = tu_randf(&s);
+            const EmbPooling mean = EMB_POOLING_MEAN;
+            EmbBatch b = {.ids = ids, .nnz = 32, .nbags = 8, .bag_size = 4};
+            EmbBatch rb = b;
+            rb.ids = rids;
+            cr_assert_eq(emb_lookup_backward(dyn, &b, &mean, dy, D, g1), 0);
+            cr_assert_eq(emb_lookup_backward(ref.t, &rb, &mean, dy, D, g2), 0);
+            cr_assert_eq(emb_update(o1, dyn, g1, i1, 0), 0, "%s", emb_last_error());
+            cr_assert_eq(emb_update(o2, ref.t, g2, i2, 0), 0);
+        }
+        EmbTable *view, *rstate;
+        cr_assert_eq(emb_optimizer_state(o1, dyn, 0, &view, NULL), 0);
+        cr_assert_eq(emb_optimizer_state(o2, ref.t, 0, &rstate, NULL), 0);
+        for (int64_t r = 0; r < ref.n; r++) {
+            void *pd, *pr;
+            emb_table_column_pointer(dyn, ref.ids[r], EMB_CTX_FORWARD, &pd);
+            emb_table_column_pointer(ref.t, r, EMB_CTX_FORWARD, &pr);
+            cr_assert_eq(memcmp(pd, pr, D * 4), 0, "optimizer %d row %lld", kind, (long long)r);
+            if (rstate) {
+                emb_table_column_pointer(view, ref.ids[r], EMB_CTX_FORWARD, &pd);
+                emb_table_column_pointer(rstate, r, EMB_CTX_FORWARD, &pr);
+                cr_assert_eq(memcmp(pd, pr, (size_t)emb_table_featuresize(rstate) * 4), 0,
+                             "optimizer %d state of row %lld", kind, (long long)r);
+            }
+        }
+        cr_assert_eq(emb_table_dynamic_step(dyn), 4);
+        emb_grad_destroy(&g1);
+        emb_grad_destroy(&g2);
+        emb_indexer_destroy(&i1);
+        emb_indexer_destroy(&i2);
+        emb_optimizer_destroy(&o1);
+        emb_optimizer_destroy(&o2);
+        emb_table_destroy(&dyn);
+        emb_table_destroy(&ref.t);
+    }
+}
+
+/* emb_update_many over 3 dynamic tables: the same bits for 1, 2, 3 threads, splits 1, 4
+   (the partitioned indexing, whose distinct ids are applied in place). */
+static void run_many(int nthreads, int splits, int kind, int64_t out_ids[3][512],
+                     float out_rows[3][512 * D], int64_t nout[3])
+{
+    EmbTable *t[3];
+    EmbDynamicOptions o = {.init = {EMB_INIT_UNIFORM, -0.1f, 0.1f, 9}, .admit_after = 2,
+                           .sketch_width = 1024};
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(emb_table_dynamic_create(&t[i], D, EMB_F32, &o), 0);
+    EmbStrategy *st;
+    const EmbStrategyOptions so = {.nthreads = nthreads, .num_splits = splits};
+    /* auto: with num_splits > 1 each table's ids are partitioned (update/pindex.c) */
+    cr_assert_eq(emb_strategy_auto(&st, &so), 0);
+    EmbOptimizerConfig cfg = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.1f);
+    EmbOptimizer *opt;
+    emb_optimizer_create(&opt, &cfg);
+    EmbIndexer *ix[3];
+    EmbGrad *g[3];
+    for (int i = 0; i < 3; i++) {
+        emb_indexer_create(&ix[i]);
+        emb_grad_create(&g[i]);
+    }
+    uint64_t s = 5;
+    for (int step = 0; step < 5; step++) {
+        int64_t ids[3][256];
+        float dy[64 * D];
+        EmbBatch b[3];
+        for (int i = 0; i < 3; i++) {
+            for (int k = 0; k < 256; k++)
+                ids[i][k] = (int64_t)(tu_rand(&s) % 300) * 7919 + i;
+            b[i] = (EmbBatch){.ids = ids[i], .nnz = 256, .nbags = 64, .bag_size = 4};
+        }
+        for (int k = 0; k < 64 * D; k++)
+            dy[k] = tu_randf(&s);
+        for (int i = 0; i < 3; i++)
+            cr_assert_eq(emb_lookup_backward(t[i], &b[i], NULL, dy, D, g[i]), 0);
+        cr_assert_eq(emb_update_many(st, opt, t, (const EmbGrad *const *)g, 3, ix, 0), 0,
+                     "%s", emb_last_error());
+    }
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(emb_table_dynamic_export(t[i], out_ids[i], out_rows[i], D, 512, &nout[i]),
+                     0, "%s", emb_last_error());
+        emb_indexer_destroy(&ix[i]);
+        emb_grad_destroy(&g[i]);
+    }
+    emb_optimizer_destroy(&opt);
+    for (int i = 0; i < 3; i++)
+        emb_table_destroy(&t[i]);
+    emb_strategy_destroy(&st);
+}
+
+Test(dynamic, update_many_bit_identical)
+{
+    static int64_t ids0[3][512], ids1[3][512];
+    static float rows0[3][512 * D], rows1[3][512 * D];
+    int64_t n0[3], n1[3];
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        run_many(1, 1, kind, ids0, rows0, n0);
+        cr_assert_gt(n0[0], 100);
+        const int conf[3][2] = {{2, 1}, {2, 4}, {3, 4}};
+        for (int c = 0; c < 3; c++) {
+            run_many(conf[c][0], conf[c][1], kind, ids1, rows1, n1);
+            for (int i = 0; i < 3; i++) {
+                cr_assert_eq(n0[i], n1[i]);
+                cr_assert_eq(memcmp(ids0[i], ids1[i], (size_t)n0[i] * 8), 0);
+                cr_assert_eq(memcmp(rows0[i], rows1[i], (size_t)n0[i] * D * 4), 0,
+                             "optimizer %d, %d threads, %d splits", kind, conf[c][0],
+                             conf[c][1]);
+            }
+        }
+    }
+}
+
+/* One sparse SGD step of @n ids with gradient rows of @g. */
+static int sgd_step(EmbOptimizer *o, EmbTable *t, EmbIndexer *ix, const int64_t *ids, int n,
+                    float g)
+{
+    float rows[16 * D];
+    for (int i = 0; i < n * D; i++)
+        rows[i] = g;
+    EmbGrad *gr;
+    emb_grad_create(&gr);
+    const EmbSparseGrad sp = {.ids = ids, .n = n, .featuresize = D, .values = rows, .stride = D};
+    int r = emb_grad_set_sparse(gr, t, &sp);
+    r = r ? r : emb_update(o, t, gr, ix, 0);
+    emb_grad_destroy(&gr);
+    return r;
+}
+
+/* A dynamic table of options @o, an optimizer of @kind and an indexer. */
+static void make_trio(const EmbDynamicOptions *o, EmbOptimizerKind kind, float lr, EmbTable **t,
+                      EmbOptimizer **opt, EmbIndexer **ix)
+{
+    cr_assert_eq(emb_table_dynamic_create(t, D, EMB_F32, o), 0, "%s", emb_last_error());
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(kind, lr);
+    cr_assert_eq(emb_optimizer_create(opt, &cfg), 0);
+    cr_assert_eq(emb_indexer_create(ix), 0);
+}
+
+static void free_trio(EmbTable **t, EmbOptimizer **opt, EmbIndexer **ix)
+{
+    emb_indexer_destroy(ix);
+    emb_optimizer_destroy(opt);
+    emb_table_destroy(t);
+}
+
+Test(dynamic, admission)
+{
+    EmbDynamicOptions o = {.admit_after = 3, .sketch_width = 256};
+    EmbTable *t;
+    EmbOptimizer *opt;
+    EmbIndexer *ix;
+    make_trio(&o, EMB_OPT_SGD, 1.0f, &t, &opt, &ix);
+    const int64_t a[2] = {100, 100}, b = 200;
+    for (int step = 1; step <= 3; step++) {
+        cr_assert_eq(sgd_step(opt, t, ix, a, 2, 1.0f), 0); /* repeats count once a step */
+        cr_assert_eq(emb_table_dynamic_contains(t, 100), step == 3, "step %d", step);
+    }
+    cr_assert_eq(sgd_step(opt, t, ix, &b, 1, 1.0f), 0);
+    cr_assert_eq(emb_table_dynamic_contains(t, 200), 0);
+    float out[D];
+    cr_assert_eq(emb_lookup_sum(t, a, 1, 1, out, D), 0);
+    for (int i = 0; i < D; i++) /* created on the third update, which then applied: -2 */
+        cr_assert_eq(out[i], -2.0f);
+    cr_assert_eq(emb_lookup_sum(t, &b, 1, 1, out, D), 0);
+    cr_assert_eq(out[0], 0.0f);
+    free_trio(&t, &opt, &ix);
+}
+
+Test(dynamic, eviction_and_reuse)
+{
+    EmbDynamicOptions o = {.capacity = 16, .init = {EMB_INIT_CONSTANT, 0.5f, 0, 0}};
+    EmbTable *t;
+    EmbOptimizer *opt;
+    EmbIndexer *ix;
+    make_trio(&o, EMB_OPT_ADAGRAD, 0.1f, &t, &opt, &ix);
+    const int64_t ids[4] = {1, 2, 3, 4};
+    cr_assert_eq(sgd_step(opt, t, ix, ids, 4, 1.0f), 0);       /* step 1: all four */
+    cr_assert_eq(sgd_step(opt, t, ix, ids, 2, 1.0f), 0);       /* step 2: 1, 2 */
+    cr_assert_eq(sgd_step(opt, t, ix, ids, 1, 1.0f), 0);       /* step 3: 1 */
+    EmbDynamicStats st0;
+    emb_table_dynamic_stats(t, &st0);
+    cr_assert_eq(st0.rows, 4);
+    int64_t n;
+    EmbDynamicEvict ev = {.ttl = 1};
+    cr_assert_eq(emb_table_dynamic_evict(t, &ev, &n), 0);
+    cr_assert_eq(n, 2); /* 3 and 4: last updated at step 1, 3 - 1 > 1 */
+    cr_assert_eq(emb_table_dynamic_contains(t, 3), 0);
+    cr_assert_eq(emb_table_dynamic_contains(t, 2), 1);
+    /* by norm, just above row 2's (row 1 goes too when its norm is smaller) */
+    void *p1, *p2;
+    emb_table_column_pointer(t, 1, EMB_CTX_FORWARD, &p1);
+    emb_table_column_pointer(t, 2, EMB_CTX_FORWARD, &p2);
+    const float n2 = 4.0f * fabsf(((float *)p2)[0]); /* sqrt(16) x each equal element */
+    const int64_t also1 = fabsf(((float *)p1)[0]) * 4.0f < n2 * 1.0001f;
+    ev = (EmbDynamicEvict){.min_norm = n2 * 1.0001f};
+    cr_assert_eq(emb_table_dynamic_evict(t, &ev, &n), 0);
+    cr_assert_eq(n, 1 + also1);
+    cr_assert_eq(emb_table_dynamic_contains(t, 2), 0);
+    /* a re-created id starts fresh: its row and its optimizer state */
+    EmbTable *fresh;
+    cr_assert_eq(emb_table_dynamic_create(&fresh, D, EMB_F32, &o), 0);
+    EmbOptimizer *opt2;
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    emb_optimizer_create(&opt2, &cfg);
+    cr_assert_eq(sgd_step(opt, t, ix, &ids[2], 1, 1.0f), 0);
+    cr_assert_eq(sgd_step(opt2, fresh, ix, &ids[2], 1, 1.0f), 0);
+    void *pa, *pb;
+    emb_table_column_pointer(t, 3, EMB_CTX_FORWARD, &pa);
+    emb_table_column_pointer(fresh, 3, EMB_CTX_FORWARD, &pb);
+    cr_assert_eq(memcmp(pa, pb, D * 4), 0);
+    EmbDynamicStats st1;
+    emb_table_dynamic_stats(t, &st1);
+    cr_assert_eq(st1.slab_rows, st0.slab_rows, "freed rows are reused");
+    ev = (EmbDynamicEvict){.ttl = -1};
+    cr_assert_eq(emb_table_dynamic_evict(t, &ev, &n), EMB_EINVAL);
+    emb_optimizer_destroy(&opt2);
+    emb_table_destroy(&fresh);
+    free_trio(&t, &opt, &ix);
+}
+
+Test(dynamic, memory_cap_writes_nothing)
+{
+    EmbDynamicOptions o = {.max_rows = 3};
+    EmbTable *t;
+    EmbOptimizer *opt;
+    EmbIndexer *ix;
+    make_trio(&o, EMB_OPT_ADAM, 0.1f, &t, &opt, &ix);
+    const int64_t ids[4] = {10, 20, 30, 40};
+    cr_assert_eq(sgd_step(opt, t, ix, ids, 2, 1.0f), 0);
+    int64_t e0[4], e1[4], n0, n1;
+    float r0[4 * D], r1[4 * D];
+    emb_table_dynamic_export(t, e0, r0, D, 4, &n0);
+    cr_assert_eq(sgd_step(opt, t, ix, ids, 4, 1.0f), EMB_ENOMEM);
+    cr_assert(strstr(emb_last_error(), "max_rows"));
+    emb_table_dynamic_export(t, e1, r1, D, 4, &n1);
+    cr_assert_eq(n0, 2);
+    cr_assert_eq(n1, 2);
+    cr_assert_eq(memcmp(r0, r1, sizeof(float) * 2 * D), 0, "a failed update wrote");
+    cr_assert_eq(emb_table_dynamic_step(t), 1);
+    cr_assert_eq(sgd_step(opt, t, ix, ids, 3, 1.0f), 0);
+    float one[D] = {0};
+    cr_assert_eq(emb_table_dynamic_import(t, &ids[3], one, D, 1), EMB_ENOMEM);
+    cr_assert_eq(emb_table_scatter_update(t, &ids[3], 1, one, D), EMB_ENOMEM);
+    void *p;
+    cr_assert_eq(emb_table_column_pointer(t, 40, EMB_CTX_UPDATE, &p), EMB_ENOMEM);
+    free_trio(&t, &opt, &ix);
+}
+
+Test(dynamic, export_import)
+{
+    EmbTable *a;
+    Ref ref;
+    make_pair(&a, &ref, NULL, 50, 21);
+    int64_t ids[50];
+    float rows[50 * D];
+    int64_t n;
+    cr_assert_eq(emb_table_dynamic_export(a, NULL, NULL, 0, 0, &n), 0);
+    cr_assert_eq(n, 50);
+    cr_assert_eq(emb_table_dynamic_export(a, ids, rows, D, 49, &n), EMB_ERANGE);
+    cr_assert_eq(emb_table_dynamic_export(a, ids, rows, D, 50, &n), 0);
+    for (int k = 1; k < 50; k++)
+        cr_assert_lt(ids[k - 1], ids[k]);
+    for (int k = 0; k < 50; k++) {
+        float *col;
+        emb_table_column_pointer(ref.t, ref_row(&ref, ids[k], false), EMB_CTX_NONE,
+                                 (void **)&col);
+        cr_assert_eq(memcmp(col, &rows[k * D], D * 4), 0);
+    }
+    int64_t dup[2] = {ids[0], ids[0]};
+    cr_assert_eq(emb_table_dynamic_import(a, dup, rows, D, 2), EMB_EINVAL);
+    /* into a table of another capacity: the same export */
+    EmbDynamicOptions small = {.capacity = 1};
+    EmbTable *b;
+    cr_assert_eq(emb_table_dynamic_create(&b, D, EMB_F32, &small), 0);
+    cr_assert_eq(emb_table_dynamic_import(b, ids, rows, D, 50), 0);
+    int64_t ids2[50];
+    float rows2[50 * D];
+    cr_assert_eq(emb_table_dynamic_export(b, ids2, rows2, D, 50, &n), 0);
+    cr_assert_eq(memcmp(ids, ids2, sizeof ids), 0);
+    cr_assert_eq(memcmp(rows, rows2, sizeof rows), 0);
+    float r[D];
+    cr_assert_eq(emb_table_read(b, r, D), EMB_ENOTSUP);
+    emb_table_destroy(&a);
+    emb_table_destroy(&b);
+    emb_table_destroy(&ref.t);
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_update_scaling.c — a training step's backward (emb_maplookup_backward of a concat
+ * gradient, then emb_update_many) gives the same bits under every strategy, thread count
+ * 1..8 and split count, for every optimizer: on one table and on 26, with Zipf-skewed ids
+ * and one id in half of all bags. And the auto strategy's choices for a few shapes (the
+ * internal rule: links the static library).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "strategies/strategy_impl.h"
+#include "test_update_ref.h"
+
+#define MAXT 26
+#define NBAGS 96
+#define BAG 6
+#define HOT 7 /* the id in half of all bags (modulo a table's rows) */
+
+typedef struct Model {
+    int nt;
+    int64_t width;
+    EmbTable *t[MAXT];
+    EmbGrad *g[MAXT];
+    EmbIndexer *ix[MAXT];
+    EmbOptimizer *opt;
+    int64_t ids[MAXT][NBAGS * BAG];
+    EmbBatch b[MAXT];
+    float dy[NBAGS * MAXT * 16];
+} Model;
+
+static int64_t rows_of(int nt, int i)
+{
+    static const int64_t small[5] = {3, 40, 1000, 200, 7000};
+    return nt == 1 ? 5000 : small[i % 5];
+}
+
+static int32_t dim_of(int nt, int i)
+{
+    static const int32_t dims[4] = {4, 8, 16, 5};
+    return nt == 1 ? 16 : dims[i % 4];
+}
+
+static void model_init(Model *m, int nt, EmbOptimizerConfig c)
+{
+    m->nt = nt;
+    m->width = 0;
+    for (int i = 0; i < nt; i++) {
+        m->t[i] = tu_table(rows_of(nt, i), dim_of(nt, i), EMB_F32, 300 + (uint64_t)i);
+        cr_assert_not_null(m->t[i]);
+        cr_assert_eq(emb_grad_create(&m->g[i]), 0);
+        cr_assert_eq(emb_indexer_create(&m->ix[i]), 0);
+        m->width += dim_of(nt, i);
+    }
+    cr_assert_eq(emb_optimizer_create(&m->opt, &c), 0);
+}
+
+static void model_free(Model *m)
+{
+    for (int i = 0; i < m->nt; i++) {
+        emb_grad_destroy(&m->g[i]);
+        emb_indexer_destroy(&m->ix[i]);
+    }
+    emb_optimizer_destroy(&m->opt);
+    for (int i = 0; i < m->nt; i++)
+        emb_table_destroy(&m->t[i]);
+}
+
+/* Step @step's ids (log-uniform, about Zipf 1; HOT first in every even bag) and gradient. */
+static void make_step(Model *m, int step)
+{
+    uint64_t seed = 900 + (uint64_t)step;
+    for (int i = 0; i < m->nt; i++) {
+        const int64_t rows = rows_of(m->nt, i);
+        for (int k = 0; k < NBAGS * BAG; k++) {
+            const double u = (double)(tu_rand(&seed) >> 11) / 9007199254740992.0;
+            const int64_t id = (int64_t)pow((double)rows, u) - 1;
+            m->ids[i][k] = (k / BAG) % 2 == 0 && k % BAG == 0 ? HOT % rows
+                                                              : EMB_MIN(EMB_MAX(id, 0), rows - 1);
+        }
+        m->b[i] = (EmbBatch){.ids = m->ids[i], .nnz = NBAGS * BAG, .nbags = NBAGS,
+                             .bag_size = BAG};
+    }
+    for (int64_t k = 0; k < NBAGS * m->width; k++)
+        m->dy[k] = tu_randf(&seed);
+}
+
+/* Two steps under @s (NULL: sequential); every table's checksum into @sums. */
+static void two_steps(int nt, EmbOptimizerConfig c, EmbStrategy *s, uint64_t sums[MAXT])
+{
+    static Model m;
+    model_init(&m, nt, c);
+    EmbStrategy *seq = NULL;
+    if (!s) {
+        cr_assert_eq(emb_strategy_sequential(&seq), 0);
+        s = seq;
+    }
+    for (int step = 0; step < 2; step++) {
+        make_step(&m, step);
+        const EmbOutputs go = {.concat = m.dy, .concat_stride = m.width};
+        cr_assert_eq(emb_maplookup_backward(m.t, nt, m.b, NULL, &go, m.g), 0, "%s",
+                     emb_last_error());
+        cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, nt, m.ix,
+                                     step ? EMB_UPDATE_NONTEMPORAL : 0),
+                     0, "%s", emb_last_error());
+    }
+    for (int i = 0; i < nt; i++)
+        sums[i] = tu_checksum(m.t[i]);
+    emb_strategy_destroy(&seq);
+    model_free(&m);
+}
+
+static void check_same(int nt, EmbOptimizerConfig c, EmbStrategy *s, const uint64_t *want,
+                       const char *what, int nth, int sp)
+{
+    uint64_t got[MAXT];
+    two_steps(nt, c, s, got);
+    for (int i = 0; i < nt; i++)
+        cr_assert_eq(got[i], want[i], "%d tables, optimizer %d, %s, %d threads, %d splits: "
+                     "table %d differs", nt, (int)c.kind, what, nth, sp, i);
+}
+
+static void every_strategy(int nt)
+{
+    static const int splits[] = {0, 1, 2, 5, 8, 64};
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        const EmbOptimizerConfig c = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.05f);
+        uint64_t want[MAXT];
+        two_steps(nt, c, NULL, want);
+        for (int nth = 1; nth <= 8; nth++) {
+            EmbStrategy *s = NULL;
+            EmbStrategyOptions o = {.nthreads = nth};
+            cr_assert_eq(emb_strategy_parallel(&s, &o), 0);
+            check_same(nt, c, s, want, "parallel", nth, 1);
+            emb_strategy_destroy(&s);
+            cr_assert_eq(emb_strategy_auto(&s, &o), 0);
+            check_same(nt, c, s, want, "auto", nth, 0);
+            emb_strategy_destroy(&s);
+            for (size_t k = 0; k < sizeof splits / sizeof *splits; k++) {
+                o.num_splits = splits[k];
+                cr_assert_eq(emb_strategy_prealloc_concat(&s, &o), 0);
+                check_same(nt, c, s, want, "prealloc-concat", nth, splits[k]);
+                emb_strategy_destroy(&s);
+            }
+        }
+    }
+}
+
+Test(update_scaling, one_table_zipf_every_thread_and_split_count, .timeout = 240)
+{
+    every_strategy(1);
+}
+
+Test(update_scaling, tables_26_zipf_every_thread_and_split_count, .timeout = 240)
+{
+    every_strategy(26);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The (id, count) pairs of @n distinct ids, sorted by id, into @out (2n). */
+static void sorted_pairs(const int64_t *ids, const int64_t *counts, int64_t n, int64_t *out)
+{
+    for (int64_t k = 0; k < n; k++) {
+        out[2 * k] = ids[k];
+        out[2 * k + 1] = counts[k];
+    }
+    qsort(out, (size_t)n, 2 * sizeof *out, cmp_pair);
+}
+
+/* After emb_update_many under split counts 1..64 (the apply tasks compact the partitions'
+ * distinct lists), the indexer lists each distinct id of the batch once with its count:
+ * the same pairs as emb_indexer_index of the ids. Few ids and many splits leave partitions
+ * empty, and one hot id fills most of one. */
+Test(update_scaling, distinct_ids_after_a_partitioned_update)
+{
+    static const int splits[] = {1, 2, 3, 8, 64};
+    static const int64_t nbags_of[] = {1, 5, NBAGS};
+    static Model m;
+    static int64_t want[2 * NBAGS * BAG], got[2 * NBAGS * BAG];
+    for (size_t b = 0; b < sizeof nbags_of / sizeof *nbags_of; b++)
+        for (size_t k = 0; k < sizeof splits / sizeof *splits; k++) {
+            model_init(&m, 1, emb_optimizer_defaults(EMB_OPT_SGD, 0.05f));
+            make_step(&m, (int)(b * 8 + k));
+            m.b[0].nbags = nbags_of[b];
+            m.b[0].nnz = nbags_of[b] * BAG;
+            EmbIndexer *ref = NULL;
+            cr_assert_eq(emb_indexer_create(&ref), 0);
+            cr_assert_eq(emb_indexer_index(ref, m.ids[0], m.b[0].nnz), 0);
+            const int64_t *rid, *rcnt, *id, *cnt;
+            const int64_t nd = emb_indexer_distinct(ref, &rid, &rcnt);
+            sorted_pairs(rid, rcnt, nd, want);
+            EmbStrategy *s = NULL;
+            const EmbStrategyOptions o = {.nthreads = 3, .num_splits = splits[k]};
+            cr_assert_eq(emb_strategy_prealloc_concat(&s, &o), 0);
+            const EmbOutputs go = {.concat = m.dy, .concat_stride = m.width};
+            cr_assert_eq(emb_maplookup_backward(m.t, 1, m.b, NULL, &go, m.g), 0);
+            cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, 1, m.ix,
+                                         0), 0, "%s", emb_last_error());
+            cr_assert_eq(emb_indexer_distinct(m.ix[0], &id, &cnt), nd, "%d splits, %lld bags",
+                         splits[k], (long long)nbags_of[b]);
+            sorted_pairs(id, cnt, nd, got);
+            cr_assert(!memcmp(want, got, (size_t)(2 * nd) * sizeof *want),
+                      "%d splits, %lld bags: distinct ids or counts differ", splits[k],
+                      (long long)nbags_of[b]);
+            emb_strategy_destroy(&s);
+            emb_indexer_destroy(&ref);
+            model_free(&m);
+        }
+}
+
+static EmbStrategyKind forward_kind(int nthreads, const double *work, int64_t n)
+{
+    return emb__auto_forward_kind(nthreads, work, n, sizeof *work);
+}
+
+Test(strategy_auto, forward_choice)
+{
+    double w[64];
+    for (int i = 0; i < 64; i++)
+        w[i] = 1000.0;
+    /* one thread: the tables in order */
+    cr_assert_eq(forward_kind(1, w, 1), EMB_STRATEGY_PARALLEL);
+    /* one large table: bag chunks */
+    cr_assert_eq(forward_kind(2, w, 1), EMB_STRATEGY_PREALLOC_CONCAT);
+    cr_assert_eq(forward_kind(16, w, 1), EMB_STRATEGY_PREALLOC_CONCAT);
+    /* 26 equal tables: whole tables at 2 threads (13 a thread), chunks at 8 and 16 */
+    cr_assert_eq(forward_kind(2, w, 26), EMB_STRATEGY_PARALLEL);
+    cr_assert_eq(forward_kind(8, w, 26), EMB_STRATEGY_PREALLOC_CONCAT);
+    cr_assert_eq(forward_kind(16, w, 26), EMB_STRATEGY_PREALLOC_CONCAT);
+    /* 64 tables at 4 threads, one with half of all work: chunks */
+    w[5] = 63000.0;
+    cr_assert_eq(forward_kind(4, w, 64), EMB_STRATEGY_PREALLOC_CONCAT);
+    /* ... with a quarter of it: whole tables */
+    w[5] = 21000.0;
+    cr_assert_eq(forward_kind(4, w, 64), EMB_STRATEGY_PARALLEL);
+}
+
+static int update_splits(int nthreads, int num_splits, int64_t ntables)
+{
+    EmbStrategy *s = NULL;
+    const EmbStrategyOptions o = {.nthreads = nthreads, .num_splits = num_splits};
+    cr_assert_eq(emb_strategy_auto(&s, &o), 0);
+    const int n = emb__strategy_update_splits(s, ntables);
+    emb_strategy_destroy(&s);
+    return n;
+}
+
+Test(strategy_auto, update_choice)
+{
+    EmbStrategy *s = NULL;
+    cr_assert_eq(emb_strategy_auto(&s, NULL), 0);
+    cr_assert_str_eq(emb_strategy_name(s), "auto");
+    emb_strategy_destroy(&s);
+    /* one thread: whole tables (splitting would only add a pass) */
+    cr_assert_eq(update_splits(1, 0, 1), 1);
+    cr_assert_eq(update_splits(1, 0, 26), 1);
+    /* one large table: row partitions, two per thread, at least 4 */
+    cr_assert_eq(update_splits(2, 0, 1), 4);
+    cr_assert_eq(update_splits(16, 0, 1), 32);
+    cr_assert_eq(update_splits(64, 0, 1), 64);
+    /* 26 tables: whole tables at 2 threads (13 a thread), 4 partitions each at 16 */
+    cr_assert_eq(update_splits(2, 0, 26), 1);
+    cr_assert_eq(update_splits(16, 0, 26), 4);
+    /* an explicit split count is kept */
+    cr_assert_eq(update_splits(16, 3, 1), 3);
+}
