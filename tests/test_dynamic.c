@@ -482,3 +482,171 @@ Test(dynamic, export_import)
     emb_table_destroy(&b);
     emb_table_destroy(&ref.t);
 }
+
+/* ---- checkpoints ---------------------------------------------------------------------- */
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+static void ck_tmpdir(char *dir)
+{
+    struct stat st;
+    strcpy(dir, stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm/embtables-dyn-XXXXXX"
+                                                                  : "/tmp/embtables-dyn-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void ck_rmdir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static unsigned char *ck_read(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*n);
+    cr_assert_eq(fread(b, 1, *n, f), *n);
+    fclose(f);
+    return b;
+}
+
+static void ck_write(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* Training step @s (the same for any run): 8 ids of a pool of 40 large ids, seeded rows;
+ * every 4th step evicts rows not updated in the last 3 steps. */
+static void ck_step(EmbTable *t, EmbOptimizer *o, EmbIndexer *ix, int s)
+{
+    uint64_t seed = 1000 + (uint64_t)s;
+    int64_t ids[8];
+    float rows[8 * D];
+    for (int k = 0; k < 8; k++)
+        ids[k] = (int64_t)(tu_rand(&seed) % 40) * 1000003 + 7;
+    for (int i = 0; i < 8 * D; i++)
+        rows[i] = tu_randf(&seed);
+    EmbGrad *g;
+    emb_grad_create(&g);
+    const EmbSparseGrad sp = {.ids = ids, .n = 8, .featuresize = D, .values = rows, .stride = D};
+    cr_assert_eq(emb_grad_set_sparse(g, t, &sp), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_update(o, t, g, ix, 0), 0, "%s", emb_last_error());
+    emb_grad_destroy(&g);
+    if (s % 4 == 3) {
+        const EmbDynamicEvict ev = {.ttl = 3};
+        cr_assert_eq(emb_table_dynamic_evict(t, &ev, NULL), 0);
+    }
+}
+
+/* Everything of a dynamic table and its optimizer state: ids, rows, state rows, steps. */
+typedef struct Snap {
+    int64_t n, step, ostep;
+    int64_t ids[64];
+    float rows[64 * D], state[64 * 2 * D];
+} Snap;
+
+static void snap(const EmbTable *t, const EmbOptimizer *o, Snap *s)
+{
+    memset(s, 0, sizeof *s);
+    cr_assert_eq(emb_table_dynamic_export(t, s->ids, s->rows, D, 64, &s->n), 0, "%s",
+                 emb_last_error());
+    s->step = emb_table_dynamic_step(t);
+    EmbTable *v = NULL;
+    s->ostep = -1;
+    if (!o || emb_optimizer_state(o, t, 0, &v, &s->ostep) != 0 || !v)
+        return;
+    const int32_t w = emb_table_featuresize(v);
+    for (int64_t k = 0; k < s->n; k++) {
+        void *p;
+        cr_assert_eq(emb_table_column_pointer(v, s->ids[k], EMB_CTX_FORWARD, &p), 0);
+        memcpy(&s->state[k * 2 * D], p, (size_t)w * sizeof(float));
+    }
+}
+
+static void snap_eq(const Snap *a, const Snap *b, const char *what)
+{
+    cr_assert_eq(a->n, b->n, "%s: %lld rows, %lld", what, (long long)a->n, (long long)b->n);
+    cr_assert_eq(a->step, b->step, "%s: table step", what);
+    cr_assert_eq(a->ostep, b->ostep, "%s: optimizer step", what);
+    cr_assert_eq(memcmp(a->ids, b->ids, sizeof a->ids), 0, "%s: ids", what);
+    cr_assert_eq(memcmp(a->rows, b->rows, sizeof a->rows), 0, "%s: rows", what);
+    cr_assert_eq(memcmp(a->state, b->state, sizeof a->state), 0, "%s: state", what);
+}
+
+static int ck_save(EmbTable *t, const EmbOptimizer *o, const char *dir, int64_t step, char *path)
+{
+    const EmbCheckpointVar v = {"emb", t};
+    const EmbSaverOptions so = {.var_list = &v, .nvars = 1, .optimizer = o};
+    EmbSaver *sv;
+    cr_assert_eq(emb_saver_create(&sv, dir, "dyn", &so), 0, "%s", emb_last_error());
+    const int r = emb_saver_save(sv, NULL, step, path, 512);
+    emb_saver_destroy(&sv);
+    return r;
+}
+
+static int ck_restore(EmbTable *t, EmbOptimizer *o, const char *path)
+{
+    const EmbCheckpointVar v = {"emb", t};
+    const EmbRestoreOptions ro = {.var_list = &v, .nvars = 1, .optimizer = o};
+    return emb_checkpoint_restore_ex(NULL, path, &ro, NULL);
+}
+
+static const EmbDynamicOptions CK_OPTS = {.capacity = 64, .admit_after = 2, .sketch_width = 64,
+                                          .init = {EMB_INIT_UNIFORM, -0.1f, 0.1f, 5}};
+
+/* Train, save half-way, restore into fresh tables of another capacity and a fresh
+ * optimizer, train on: the same bits as training straight through, for every optimizer. */
+Test(dynamic_ckpt, resume_is_bit_identical)
+{
+    char dir[64], path[512];
+    ck_tmpdir(dir);
+    const EmbOptimizerKind kinds[] = {EMB_OPT_SGD, EMB_OPT_ADAGRAD, EMB_OPT_ROWWISE_ADAGRAD,
+                                      EMB_OPT_FTRL, EMB_OPT_ADAM};
+    static Snap a, b, c;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        EmbTable *t1, *t2, *t3;
+        EmbOptimizer *o1, *o2, *o3;
+        EmbIndexer *ix;
+        make_trio(&CK_OPTS, kinds[k], 0.05f, &t1, &o1, &ix);
+        const EmbOptimizerConfig cfg = emb_optimizer_defaults(kinds[k], 0.05f);
+        emb_optimizer_create(&o2, &cfg);
+        emb_optimizer_create(&o3, &cfg);
+        cr_assert_eq(emb_table_dynamic_create(&t2, D, EMB_F32, &CK_OPTS), 0);
+        EmbDynamicOptions small = CK_OPTS;
+        small.capacity = 1;
+        cr_assert_eq(emb_table_dynamic_create(&t3, D, EMB_F32, &small), 0);
+        for (int s = 0; s < 24; s++)
+            ck_step(t1, o1, ix, s);
+        for (int s = 0; s < 14; s++) /* rows last updated at 13 and 14 outlive step 15's
+                                        eviction: the saved steps matter */
+            ck_step(t2, o2, ix, s);
+        cr_assert_eq(ck_save(t2, o2, dir, 14, path), 0, "%s", emb_last_error());
+        snap(t2, o2, &b);
+        cr_assert_gt(b.n, 4);
+        cr_assert_eq(ck_restore(t3, o3, path), 0, "%s", emb_last_error());
+        snap(t3, o3, &c);
+        snap_eq(&b, &c, "restored");
+        for (int s = 14; s < 24; s++)
+            ck_step(t3, o3, ix, s);
+        snap(t1, o1, &a);
+        snap(t3, o3, &c);
+        snap_eq(&a, &c, "resumed");
+        emb_optimizer_destroy(&o2);
+        emb_optimizer_destroy(&o3);
+        emb_table_destroy(&t2);
+        emb_table_destroy(&t3);
+        free_trio(&t1, &o1, &ix);
+    }
+    ck_rmdir(dir);
+}

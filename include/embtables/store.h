@@ -245,13 +245,21 @@ typedef struct EmbCheckpointEntry {
     const char *name;    /**< tensor name */
     const char *table;   /**< the table it belongs to (== name for a table's values) */
     const char *slot;    /**< NULL for a table's values; else the optimizer slot ("h", "m",
-                              "v", "accum", "linear") */
+                              "v", "accum", "linear") or, for a dynamic table, "dynamic.ids",
+                              "dynamic.last" or "dynamic.sketch" */
     int64_t ncolumns;    /**< columns of the tensor */
     int32_t featuresize; /**< elements per column */
     EmbDtype dtype;      /**< element type in the file */
     int32_t nshards;     /**< shards of the saved table (1: not partitioned) */
     unsigned partition;  /**< EMB_PARTITION_MOD / _DIV when partitioned, else 0 */
     int64_t step;        /**< optimizer updates of the table (-1: no state saved) */
+    int dynamic;         /**< 1: a dynamic table's (dynamic.h); ncolumns is then its row
+                              count, rows in increasing id order */
+    int64_t dyn_step;    /**< a dynamic table's update steps (-1: not dynamic) */
+    const char *type;    /**< the tensor's safetensors dtype: "F32", "F16", "BF16", or "I64"
+                              (a dynamic table's ids and last update steps, [rows, 1]) and
+                              "U16" (its admission counts, [4, width]), whose dtype field
+                              reads EMB_F32 */
 } EmbCheckpointEntry;
 
 /**

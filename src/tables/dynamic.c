@@ -801,3 +801,159 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
     }
     return 0;
 }
+
+/* ---- checkpoints (store/format.c, store/restore.c) --------------------------------------- */
+
+int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int64_t *n)
+{
+    const Dyn *d = dyn_of(t);
+    IdRow *v = malloc((size_t)EMB_MAX(d->nrows, 1) * sizeof *v);
+    int64_t *out = malloc((size_t)EMB_MAX(d->nrows, 1) * sizeof *out);
+    if (!v || !out) {
+        free(v);
+        free(out);
+        return emb__fail(EMB_ENOMEM, "out of memory to sort the %lld ids of %s",
+                         (long long)d->nrows, emb__table_label(t));
+    }
+    int64_t k = 0;
+    for (int64_t row = 0; row < d->used; row++)
+        if (d->rowid[row] >= 0)
+            v[k++] = (IdRow){d->rowid[row], row};
+    qsort(v, (size_t)k, sizeof *v, idrow_cmp);
+    for (int64_t j = 0; j < k; j++)
+        out[j] = v[j].row;
+    free(v);
+    *rows = out;
+    *n = k;
+    return 0;
+}
+
+int64_t emb__dynamic_row_id(const EmbTable *t, int64_t r)
+{
+    return dyn_of(t)->rowid[r];
+}
+
+int64_t emb__dynamic_row_last(const EmbTable *t, int64_t r)
+{
+    return dyn_of(t)->last[r];
+}
+
+const uint16_t *emb__dynamic_sketch(const EmbTable *t, int64_t *width)
+{
+    const Dyn *d = dyn_of(t);
+    *width = d->sketch ? d->sketch_width : 0;
+    return d->sketch;
+}
+
+int emb__dynamic_stage(const EmbTable *t, int64_t n, EmbDynStage **out)
+{
+    const Dyn *d = dyn_of(t);
+    if (d->max_rows > 0 && n > d->max_rows)
+        return emb__fail(EMB_ENOMEM, "%s: the checkpoint holds %lld rows, more than its "
+                         "max_rows %lld", emb__table_label(t), (long long)n,
+                         (long long)d->max_rows);
+    Dyn *s = calloc(1, sizeof *s);
+    if (!s)
+        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", emb__table_label(t));
+    s->refs = 1;
+    s->free_head = -1;
+    s->D = d->D;
+    s->dtype = d->dtype;
+    s->stride = d->stride;
+    s->align = d->align;
+    s->shift = d->shift;
+    s->max_rows = d->max_rows;
+    s->sketch_width = d->sketch_width;
+    s->swidth = d->swidth;
+    s->sstride = d->sstride;
+    s->x.nslots = 16;
+    s->x.slots = malloc((size_t)s->x.nslots * sizeof *s->x.slots);
+    if (d->sketch)
+        s->sketch = calloc((size_t)(SKETCH_DEPTH * d->sketch_width), sizeof *s->sketch);
+    int r = s->x.slots && (!d->sketch || s->sketch)
+                    ? 0 : emb__fail(EMB_ENOMEM, "out of memory restoring %s",
+                                    emb__table_label(t));
+    for (int64_t i = 0; !r && i < s->x.nslots; i++)
+        s->x.slots[i] = (DynSlot){-1, 0};
+    r = r ? r : reserve(s, EMB_MAX(n, 1), t);
+    for (int64_t row = 0; !r && s->swidth && row < n; row++)
+        memcpy(state_ptr(s, row), d->sinit, (size_t)s->swidth * sizeof(float));
+    if (r) {
+        dyn_unref(s);
+        return r;
+    }
+    s->used = s->nrows = n;
+    *out = (EmbDynStage *)s;
+    return 0;
+}
+
+void *emb__dynamic_stage_row(EmbDynStage *st, int64_t k)
+{
+    return row_ptr((Dyn *)st, k);
+}
+
+float *emb__dynamic_stage_state(EmbDynStage *st, int64_t k)
+{
+    const Dyn *s = (Dyn *)st;
+    return s->swidth ? state_ptr(s, k) : NULL;
+}
+
+int64_t *emb__dynamic_stage_last(EmbDynStage *st)
+{
+    return ((Dyn *)st)->last;
+}
+
+uint16_t *emb__dynamic_stage_sketch(EmbDynStage *st, int64_t *width)
+{
+    Dyn *s = (Dyn *)st;
+    *width = s->sketch ? s->sketch_width : 0;
+    return s->sketch;
+}
+
+int emb__dynamic_stage_ids(EmbDynStage *st, const int64_t *ids, int64_t step)
+{
+    Dyn *s = (Dyn *)st;
+    if (step < 0)
+        return -1;
+    for (int64_t k = 0; k < s->nrows; k++) {
+        if (ids[k] < 0 || (k > 0 && ids[k] <= ids[k - 1]) || s->last[k] < 0 ||
+            s->last[k] > step)
+            return -1;
+        s->rowid[k] = ids[k];
+        slot_insert(s->x.slots, s->x.nslots, ids[k], k);
+    }
+    s->step = step;
+    return 0;
+}
+
+void emb__dynamic_stage_commit(EmbTable *t, EmbDynStage *st)
+{
+    Dyn *d = dyn_of(t), *s = (Dyn *)st;
+#define SWAP(f)                                                                               \
+    do {                                                                                      \
+        __typeof__(d->f) tmp_ = d->f;                                                         \
+        d->f = s->f;                                                                          \
+        s->f = tmp_;                                                                          \
+    } while (0)
+    SWAP(x);
+    SWAP(slabs);
+    SWAP(sslabs);
+    SWAP(nslabs);
+    SWAP(slabs_cap);
+    SWAP(rowid);
+    SWAP(last);
+    SWAP(free_head);
+    SWAP(nfree);
+    SWAP(used);
+    SWAP(nrows);
+    SWAP(sketch);
+    SWAP(step);
+#undef SWAP
+    dyn_unref(s); /* the table's old storage */
+}
+
+void emb__dynamic_stage_free(EmbDynStage *st)
+{
+    if (st)
+        dyn_unref((Dyn *)st);
+}

@@ -82,4 +82,32 @@ int emb__dynamic_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n);
 /* The row of @id for writing, created when missing (no admission); 0 or EMB_ENOMEM. */
 int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col);
 
+/* ---- checkpoints (store/) ---- */
+/* The row indices of @t's rows in increasing id order (malloc'ed, *n of them); 0 or
+   EMB_ENOMEM. */
+int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int64_t *n);
+/* The id and the last update step of row index @r. */
+int64_t emb__dynamic_row_id(const EmbTable *t, int64_t r);
+int64_t emb__dynamic_row_last(const EmbTable *t, int64_t r);
+/* The admission sketch (SKETCH_DEPTH = 4 rows of *width counters), or NULL (width 0). */
+const uint16_t *emb__dynamic_sketch(const EmbTable *t, int64_t *width);
+/*
+ * A restore builds the new content of a dynamic table aside (a stage), then swaps it in:
+ * emb__dynamic_stage makes an empty body like @t's (its configuration, its optimizer state
+ * width) with rows 0 .. n-1 allocated (optimizer state rows set to their initial value,
+ * the sketch zero); the caller fills the rows, state rows, the `last` array (n entries) and
+ * the sketch, then gives the ids (strictly increasing, >= 0; -1 when they or a `last`
+ * outside [0, step] are not) and the table's step; commit swaps it into @t (cannot fail)
+ * and frees @t's old rows; free discards a stage. 0 or EMB_ENOMEM (max_rows, memory).
+ */
+typedef struct EmbDynStage EmbDynStage;
+int emb__dynamic_stage(const EmbTable *t, int64_t n, EmbDynStage **out);
+void *emb__dynamic_stage_row(EmbDynStage *st, int64_t k);
+float *emb__dynamic_stage_state(EmbDynStage *st, int64_t k);
+int64_t *emb__dynamic_stage_last(EmbDynStage *st);
+uint16_t *emb__dynamic_stage_sketch(EmbDynStage *st, int64_t *width);
+int emb__dynamic_stage_ids(EmbDynStage *st, const int64_t *ids, int64_t step);
+void emb__dynamic_stage_commit(EmbTable *t, EmbDynStage *st);
+void emb__dynamic_stage_free(EmbDynStage *st);
+
 #endif
