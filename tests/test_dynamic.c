@@ -650,3 +650,216 @@ Test(dynamic_ckpt, resume_is_bit_identical)
     }
     ck_rmdir(dir);
 }
+
+/* Save, evict and train on, restore: the table as saved, the evicted rows back (into the
+ * same table and into one of another capacity); what cannot take it is left untouched. */
+Test(dynamic_ckpt, round_trip_with_eviction)
+{
+    char dir[64], path[512];
+    ck_tmpdir(dir);
+    EmbTable *t;
+    EmbOptimizer *o;
+    EmbIndexer *ix;
+    make_trio(&CK_OPTS, EMB_OPT_ADAM, 0.05f, &t, &o, &ix);
+    for (int s = 0; s < 10; s++)
+        ck_step(t, o, ix, s);
+    static Snap saved, now, other;
+    snap(t, o, &saved);
+    cr_assert_eq(ck_save(t, o, dir, 10, path), 0, "%s", emb_last_error());
+    int64_t n;
+    const EmbDynamicEvict ev = {.ttl = 1};
+    cr_assert_eq(emb_table_dynamic_evict(t, &ev, &n), 0);
+    cr_assert_gt(n, 0);
+    for (int s = 10; s < 13; s++)
+        ck_step(t, o, ix, s);
+    snap(t, o, &now);
+    cr_assert_neq(memcmp(&now, &saved, sizeof now), 0);
+    cr_assert_eq(ck_restore(t, o, path), 0, "%s", emb_last_error());
+    snap(t, o, &now);
+    snap_eq(&saved, &now, "restored over an evicted table");
+    /* a table capped below the file's rows: EMB_ENOMEM, nothing written */
+    EmbDynamicOptions capped = CK_OPTS;
+    capped.max_rows = saved.n - 1;
+    EmbTable *c;
+    EmbOptimizer *oc;
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
+    emb_optimizer_create(&oc, &cfg);
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &capped), 0);
+    ck_step(c, oc, ix, 0);
+    snap(c, oc, &other);
+    cr_assert_eq(ck_restore(c, oc, path), EMB_ENOMEM);
+    cr_assert(strstr(emb_last_error(), "max_rows"), "%s", emb_last_error());
+    snap(c, oc, &now);
+    snap_eq(&other, &now, "a failed restore");
+    emb_table_destroy(&c);
+    /* another sketch width: EMB_ESHAPE; no admission: the counts are not needed */
+    EmbDynamicOptions wide = CK_OPTS;
+    wide.sketch_width = 128;
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &wide), 0);
+    cr_assert_eq(ck_restore(c, oc, path), EMB_ESHAPE, "%s", emb_last_error());
+    cr_assert_eq(emb_table_dynamic_stats(c, &(EmbDynamicStats){0}), 0);
+    emb_table_destroy(&c);
+    EmbDynamicOptions plain = {.capacity = 3};
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &plain), 0);
+    cr_assert_eq(ck_restore(c, oc, path), 0, "%s", emb_last_error());
+    snap(c, oc, &now);
+    snap_eq(&saved, &now, "restored into a table without admission");
+    /* restored without the optimizer: the rows, and fresh state for them */
+    emb_table_destroy(&c);
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &plain), 0);
+    const EmbCheckpointVar v = {"emb", c};
+    const EmbRestoreOptions ro = {.var_list = &v, .nvars = 1};
+    cr_assert_eq(emb_checkpoint_restore_ex(NULL, path, &ro, NULL), 0, "%s", emb_last_error());
+    snap(c, NULL, &now);
+    cr_assert_eq(now.n, saved.n);
+    cr_assert_eq(memcmp(now.rows, saved.rows, sizeof now.rows), 0);
+    emb_table_destroy(&c);
+    /* plain <-> dynamic: EMB_ESHAPE */
+    cr_assert_eq(emb_table_create(&c, 64, D, EMB_F32, NULL), 0);
+    cr_assert_eq(ck_restore(c, NULL, path), EMB_ESHAPE);
+    char ppath[512];
+    const EmbCheckpointVar pv = {"emb", c};
+    const EmbSaverOptions so = {.var_list = &pv, .nvars = 1};
+    EmbSaver *sv;
+    cr_assert_eq(emb_saver_create(&sv, dir, "plain", &so), 0);
+    cr_assert_eq(emb_saver_save(sv, NULL, 1, ppath, sizeof ppath), 0, "%s", emb_last_error());
+    emb_saver_destroy(&sv);
+    cr_assert_eq(ck_restore(t, NULL, ppath), EMB_ESHAPE, "%s", emb_last_error());
+    emb_table_destroy(&c);
+    /* the listing and the mapped tables */
+    EmbCheckpoint *ck;
+    cr_assert_eq(emb_checkpoint_open(&ck, path, EMB_CHECKPOINT_MMAP), 0, "%s", emb_last_error());
+    int seen = 0;
+    for (int64_t i = 0; i < emb_checkpoint_count(ck); i++) {
+        EmbCheckpointEntry e;
+        cr_assert_eq(emb_checkpoint_entry(ck, i, &e), 0);
+        cr_assert(e.dynamic);
+        cr_assert_eq(e.dyn_step, 10);
+        cr_assert_eq(e.ncolumns, strcmp(e.name, "emb/dynamic.sketch") ? saved.n : 4);
+        EmbTable *m;
+        if (strcmp(e.name, "emb/dynamic.ids") == 0) {
+            seen |= 1;
+            cr_assert_str_eq(e.type, "I64");
+            cr_assert_str_eq(e.slot, "dynamic.ids");
+            cr_assert_eq(emb_checkpoint_table(ck, e.name, &m), EMB_EINVAL);
+        } else if (strcmp(e.name, "emb") == 0) {
+            seen |= 2;
+            cr_assert_str_eq(e.type, "F32");
+            cr_assert_eq(emb_checkpoint_table(ck, e.name, &m), 0);
+            const int64_t k = saved.n - 1;
+            void *p;
+            emb_table_column_pointer(m, k, EMB_CTX_FORWARD, &p);
+            cr_assert_eq(memcmp(p, &saved.rows[k * D], D * 4), 0, "rows in id order");
+        }
+    }
+    cr_assert_eq(seen, 3);
+    emb_checkpoint_close(&ck);
+    emb_optimizer_destroy(&oc);
+    free_trio(&t, &o, &ix);
+    ck_rmdir(dir);
+}
+
+/* Rewrites tensor @name's element @k (int64) of the checkpoint bytes @b (@n) to @v, with
+ * every checksum made right again: a file that lies with valid checksums. */
+static void ck_forge(unsigned char *b, size_t n, const char *name, int64_t k, int64_t v)
+{
+    uint64_t hn = 0;
+    for (int i = 0; i < 8; i++)
+        hn |= (uint64_t)b[i] << (8 * i);
+    char *h = (char *)b + 8;
+    char key[128];
+    snprintf(key, sizeof key, "\"%s\":{", name);
+    char *e = memmem(h, hn, key, strlen(key));
+    cr_assert_not_null(e);
+    unsigned long long b0, b1;
+    cr_assert_eq(sscanf(strstr(e, "data_offsets"), "data_offsets\":[%llu,%llu]", &b0, &b1), 2);
+    unsigned char *data = b + 8 + hn;
+    cr_assert_leq(8 + hn + b1, n);
+    memcpy(data + b0 + 8 * k, &v, 8);
+    char sum[17], hex[17];
+    snprintf(sum, sizeof sum, "%016llx", (unsigned long long)XXH3_64bits(data + b0, b1 - b0));
+    snprintf(key, sizeof key, "\\\"%s\\\":\\\"", name); /* in the escaped metadata */
+    char *s = memmem(h, hn, key, strlen(key));
+    cr_assert_not_null(s);
+    memcpy(s + strlen(key), sum, 16);
+    char *digits = memmem(h, hn, "\"header_xxh3\":\"", 15);
+    cr_assert_not_null(digits);
+    digits += 15;
+    memset(digits, '0', 16);
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits(h, hn));
+    memcpy(digits, hex, 16);
+}
+
+/* Damaged files: EMB_ECORRUPT and the table untouched; lying files with valid checksums
+ * (a repeated id, ids out of order, a negative id, a step from the future) too. */
+Test(dynamic_ckpt, damaged_files)
+{
+    char dir[64], path[512], bad[600];
+    ck_tmpdir(dir);
+    EmbTable *t;
+    EmbOptimizer *o;
+    EmbIndexer *ix;
+    make_trio(&CK_OPTS, EMB_OPT_ADAGRAD, 0.05f, &t, &o, &ix);
+    for (int s = 0; s < 6; s++)
+        ck_step(t, o, ix, s);
+    cr_assert_eq(ck_save(t, o, dir, 6, path), 0, "%s", emb_last_error());
+    static Snap before, after;
+    ck_step(t, o, ix, 6); /* the table differs from the file */
+    snap(t, o, &before);
+    size_t n;
+    unsigned char *b = ck_read(path, &n);
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
+    for (size_t i = 0; i < n; i += 1 + i / 64) { /* flipped bytes, denser at the start */
+        b[i] ^= 0x20;
+        ck_write(bad, b, n);
+        b[i] ^= 0x20;
+        const int r = ck_restore(t, o, bad);
+        cr_assert(r == EMB_ECORRUPT, "byte %zu: %d %s", i, r,
+                  emb_last_error());
+        snap(t, o, &after);
+        snap_eq(&before, &after, "a damaged file");
+    }
+    for (size_t len = 0; len < n; len += 1 + len / 16) {
+        ck_write(bad, b, len);
+        cr_assert_eq(ck_restore(t, o, bad), EMB_ECORRUPT, "%zu bytes", len);
+    }
+    int64_t ids[64];
+    float rows[64 * D];
+    int64_t rows_n;
+    EmbTable *src; /* the saved ids, from a restored copy */
+    cr_assert_eq(emb_table_dynamic_create(&src, D, EMB_F32, &CK_OPTS), 0);
+    cr_assert_eq(ck_restore(src, NULL, path), 0);
+    cr_assert_eq(emb_table_dynamic_export(src, ids, rows, D, 64, &rows_n), 0);
+    cr_assert_gt(rows_n, 2);
+    emb_table_destroy(&src);
+    const struct {
+        const char *tensor;
+        int64_t k, v;
+    } lies[] = {
+        {"emb/dynamic.ids", 1, ids[0]},      /* a repeated id */
+        {"emb/dynamic.ids", 0, ids[2]},      /* out of order */
+        {"emb/dynamic.ids", 0, -5},          /* negative */
+        {"emb/dynamic.last", 1, 7},          /* a step after the table's 6 */
+        {"emb/dynamic.last", 0, -1},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        unsigned char *f = malloc(n);
+        memcpy(f, b, n);
+        ck_forge(f, n, lies[i].tensor, lies[i].k, lies[i].v);
+        ck_write(bad, f, n);
+        free(f);
+        cr_assert_eq(ck_restore(t, o, bad), EMB_ECORRUPT, "lie %zu: %s", i, emb_last_error());
+        snap(t, o, &after);
+        snap_eq(&before, &after, "a lying file");
+    }
+    /* the forger itself is right: an unchanged value restores */
+    unsigned char *f = malloc(n);
+    memcpy(f, b, n);
+    ck_forge(f, n, "emb/dynamic.ids", 0, ids[0]);
+    ck_write(bad, f, n);
+    free(f);
+    cr_assert_eq(ck_restore(t, o, bad), 0, "%s", emb_last_error());
+    free(b);
+    free_trio(&t, &o, &ix);
+    ck_rmdir(dir);
+}

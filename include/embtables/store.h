@@ -130,7 +130,10 @@ EMB_API int emb_store_mark_initialized(EmbStore *s, const EmbTable *table);
  * any shard count, its optimizer state included), dtype F32, F16 or BF16; optimizer
  * state tensors are named `<table>/<kind>.<slot>` (F32). Our metadata (partitioning,
  * optimizer kind and hyper-parameters, steps, an xxHash of every tensor and of the
- * header) is JSON in `__metadata__`. The README describes the format.
+ * header) is JSON in `__metadata__`. A dynamic table (dynamic.h) is its rows in id order
+ * with `<table>/dynamic.ids` and `/dynamic.last` (I64) and `/dynamic.sketch` (U16); it
+ * restores only into a dynamic table, of any capacity, replacing its rows. The README
+ * describes the format.
  */
 
 /** The file name extension of checkpoints. */
@@ -194,10 +197,14 @@ EMB_API int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_st
  * file is verified first (header and every tensor's checksum, then every table present in
  * the store with the same shape and dtype): on any failure no table is touched. Tables of
  * the store absent from the file are left as they are. The global step goes to
- * `*global_step` (may be NULL). Optimizer state in the file is ignored.
+ * `*global_step` (may be NULL). Optimizer state in the file is ignored (a dynamic table's
+ * restored rows get fresh state from an optimizer that keeps state for it).
  * @return 0, EMB_ENULL, EMB_EIO, EMB_ECORRUPT (not safetensors, truncated, a checksum
- *         mismatch), EMB_ENOTSUP (the older embtables format), EMB_ENOTFOUND (a table of
- *         the file is not in the store), EMB_ESHAPE, EMB_ENOMEM
+ *         mismatch, a dynamic table's ids repeated, negative or out of order),
+ *         EMB_ENOTSUP (the older embtables format), EMB_ENOTFOUND (a table of the file is
+ *         not in the store), EMB_ESHAPE (also: a dynamic table's checkpoint into another
+ *         table or back, an admission sketch of another width), EMB_ENOMEM (also: more
+ *         rows than a dynamic table's max_rows)
  */
 EMB_API int emb_checkpoint_restore(EmbStore *store, const char *path, int64_t *global_step);
 
