@@ -51,8 +51,12 @@ typedef struct EmbInitializer {
 
 /**
  * Fills every column of @p table (any table type, through its column pointers with
- * context UPDATE) from @p init. Values are rounded to the table's dtype.
- * @return 0, EMB_ENULL, EMB_EINVAL (unknown kind, b < a for UNIFORM, stddev < 0),
+ * context UPDATE) from @p init. Values are rounded to the table's dtype. A dynamic table
+ * (dynamic.h): every row it has gets the values a row created under @p init gets (a
+ * function of its id), and @p init becomes the initializer of the rows it creates later;
+ * its optimizer state is not touched. EMB_INIT_NONE changes nothing.
+ * @return 0, EMB_ENULL, EMB_EINVAL (unknown kind, b < a for UNIFORM, stddev < 0,
+ *         UNIFORM_UNIT_SCALING for a dynamic table),
  *         EMB_ENONFINITE (a or b NaN or infinite, when the table has
  *         EMB_TABLE_CHECK_FINITE)
  */
@@ -73,10 +77,12 @@ typedef enum EmbReuse {
     EMB_REUSE_AUTO = 2, /**< return it if it exists (shapes checked), else create */
 } EmbReuse;
 
+struct EmbDynamicOptions; /* dynamic.h */
+
 /** What a table in the store looks like. */
 typedef struct EmbVariableSpec {
     const char *name;        /**< unique, non-empty, at most EMB_NAME_MAX bytes */
-    int64_t ncolumns;        /**< columns (rows of the TF variable) */
+    int64_t ncolumns;        /**< columns (rows of the TF variable); 0 for a dynamic table */
     int32_t featuresize;     /**< elements per column */
     EmbDtype dtype;          /**< storage element type */
     EmbInitializer init;     /**< applied at creation (EMB_INIT_NONE: left to the caller) */
@@ -87,14 +93,22 @@ typedef struct EmbVariableSpec {
                                   one table; negative: EMB_EINVAL */
     unsigned partition;      /**< with nshards > 1: EMB_PARTITION_MOD or EMB_PARTITION_DIV
                                   (other bits: EMB_EINVAL) */
+    const struct EmbDynamicOptions *dynamic; /**< non-NULL: a dynamic table (dynamic.h) of
+                                  these options (capacity, max_rows, missing, admission),
+                                  ncolumns 0; `init` is the initializer of its rows, applied
+                                  to each when it is created, and `options` its table
+                                  options (the fields `init` and `table` of *dynamic are not
+                                  read); nshards > 1: EMB_ENOTSUP */
 } EmbVariableSpec;
 
 /**
  * Gets or creates the table @p spec names. The store owns the tables it creates; `*out`
  * stays valid until the store is destroyed.
- * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name), EMB_EEXIST, EMB_ENOTFOUND,
- *         EMB_ESHAPE (an existing table of another shape or dtype), and the codes of
- *         emb_table_create()
+ * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name; a dynamic spec with ncolumns
+ *         other than 0), EMB_EEXIST, EMB_ENOTFOUND, EMB_ESHAPE (an existing table of another
+ *         shape or dtype, or dynamic where the spec is not or back), EMB_ENOTSUP (a dynamic
+ *         spec with nshards > 1), and the codes of emb_table_create() or
+ *         emb_table_dynamic_create()
  */
 EMB_API int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse,
                           EmbTable **out);

@@ -957,3 +957,22 @@ void emb__dynamic_stage_free(EmbDynStage *st)
     if (st)
         dyn_unref((Dyn *)st);
 }
+
+int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in)
+{
+    Dyn *d = dyn_of(t);
+    if (in->kind == EMB_INIT_UNIFORM_UNIT_SCALING)
+        return emb__fail(EMB_EINVAL, "%s: UNIFORM_UNIT_SCALING needs a row count a dynamic "
+                         "table does not have", emb__table_label(t));
+    if (in->kind == EMB_INIT_NONE)
+        return 0;
+    d->init = *in;
+    for (int64_t r = 0; r < d->used; r++) {
+        if (d->rowid[r] < 0)
+            continue;
+        char *row = row_ptr(d, r);
+        for (int32_t i = 0; i < d->D; i++)
+            emb__store(d->dtype, row, i, emb__init_value(&d->init, INT64_MAX, d->rowid[r], i));
+    }
+    return 0;
+}

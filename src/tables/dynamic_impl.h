@@ -82,6 +82,11 @@ int emb__dynamic_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n);
 /* The row of @id for writing, created when missing (no admission); 0 or EMB_ENOMEM. */
 int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col);
 
+/* emb_table_initialize of a dynamic table: every row set as if created under @in (checked
+   by the caller; UNIFORM_UNIT_SCALING: EMB_EINVAL), which initialises later rows too;
+   EMB_INIT_NONE changes nothing. */
+int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in);
+
 /* ---- checkpoints (store/) ---- */
 /* The row indices of @t's rows in increasing id order (malloc'ed, *n of them); 0 or
    EMB_ENOMEM. */
