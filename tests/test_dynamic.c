@@ -965,3 +965,192 @@ Test(dynamic_store, get_initialize_save_restore)
     emb_store_destroy(&s);
     ck_rmdir(dir);
 }
+
+/* ---- partitioned (mod) over dynamic shards --------------------------------------------- */
+
+#define NSH 3
+#define POOL 300
+
+static int64_t pool_id(int64_t k)
+{
+    return k * 7919 + 3;
+}
+
+static EmbTable *make_part(const EmbDynamicOptions *o)
+{
+    EmbTable *sh[NSH], *p;
+    for (int i = 0; i < NSH; i++)
+        cr_assert_eq(emb_table_dynamic_create(&sh[i], D, EMB_F32, o), 0);
+    cr_assert_eq(emb_table_partitioned(&p, sh, NSH, EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
+                                       NULL), 0, "%s", emb_last_error());
+    return p;
+}
+
+/* One table and the same over 3 shards, trained side by side through lookups, maplookup
+ * under every strategy, backward, emb_update_many (2 threads, split: the partitioned
+ * indexing) and evictions: the same outputs, rows, state and steps, bit for bit. */
+static void part_vs_one(int kind, int nthreads, int splits)
+{
+    const EmbDynamicOptions o = {.init = {EMB_INIT_UNIFORM, -0.1f, 0.1f, 9}, .admit_after = 2,
+                                 .sketch_width = 1 << 14};
+    EmbTable *t[2];
+    cr_assert_eq(emb_table_dynamic_create(&t[0], D, EMB_F32, &o), 0);
+    t[1] = make_part(&o);
+    EmbStrategy *st[3];
+    const EmbStrategyOptions so = {.nthreads = nthreads, .num_splits = splits};
+    emb_strategy_sequential(&st[0]);
+    emb_strategy_parallel(&st[1], &so);
+    emb_strategy_auto(&st[2], &so);
+    EmbOptimizerConfig cfg = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.1f);
+    cfg.weight_decay = kind == EMB_OPT_ADAM ? 0.01f : 0.0f;
+    EmbOptimizer *opt;
+    emb_optimizer_create(&opt, &cfg);
+    EmbIndexer *ix[2];
+    EmbGrad *g[2];
+    for (int i = 0; i < 2; i++) {
+        emb_indexer_create(&ix[i]);
+        emb_grad_create(&g[i]);
+    }
+    uint64_t s = 77 + (uint64_t)kind;
+    static float out[2][64 * D];
+    for (int step = 0; step < 8; step++) {
+        int64_t ids[256];
+        float dy[64 * D], w[256];
+        for (int k = 0; k < 256; k++) {
+            ids[k] = pool_id((int64_t)(tu_rand(&s) % POOL));
+            w[k] = tu_randf(&s);
+        }
+        for (int k = 0; k < 64 * D; k++)
+            dy[k] = tu_randf(&s);
+        const EmbBatch b = {.ids = ids, .nnz = 256, .nbags = 64, .bag_size = 4, .weights = w};
+        const EmbPooling pools[] = {EMB_POOLING_SUM, EMB_POOLING_MEAN, {EMB_COMBINER_SUM, 0.5f,
+                                                                        0, 0}};
+        for (size_t p = 0; p < 3; p++) {
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(emb_lookup(t[i], &b, &pools[p], out[i], D), 0, "%s",
+                             emb_last_error());
+            cr_assert_eq(memcmp(out[0], out[1], sizeof out[0]), 0, "step %d pooling %zu", step,
+                         p);
+        }
+        for (int k = 0; k < 3; k++) {
+            const EmbBatch bb[2] = {b, b};
+            const EmbPooling pp[2] = {pools[1], pools[1]};
+            float *po[2] = {out[0], out[1]};
+            const EmbOutputs eo = {.per_table = po};
+            cr_assert_eq(emb_maplookup(st[k], t, 2, bb, pp, &eo), 0, "%s", emb_last_error());
+            cr_assert_eq(memcmp(out[0], out[1], sizeof out[0]), 0, "strategy %d", k);
+        }
+        for (int i = 0; i < 2; i++)
+            cr_assert_eq(emb_lookup_backward(t[i], &b, &pools[step % 3], dy, D, g[i]), 0);
+        cr_assert_eq(emb_update_many(st[2], opt, t, (const EmbGrad *const *)g, 2, ix, 0), 0,
+                     "%s", emb_last_error());
+        if (step % 3 == 2) {
+            const EmbDynamicEvict ev = {.ttl = 2};
+            int64_t n0, n1;
+            cr_assert_eq(emb_table_dynamic_evict(t[0], &ev, &n0), 0);
+            cr_assert_eq(emb_table_dynamic_evict(t[1], &ev, &n1), 0, "%s", emb_last_error());
+            cr_assert_eq(n0, n1);
+        }
+    }
+    EmbDynamicStats s0, s1;
+    cr_assert_eq(emb_table_dynamic_stats(t[0], &s0), 0);
+    cr_assert_eq(emb_table_dynamic_stats(t[1], &s1), 0);
+    cr_assert_eq(s0.rows, s1.rows);
+    cr_assert_gt(s0.rows, 50);
+    cr_assert_eq(s1.step, 8);
+    cr_assert_eq(emb_table_dynamic_step(t[1]), 8);
+    EmbTable *v[2] = {NULL, NULL};
+    for (int i = 0; i < 2 && kind != EMB_OPT_SGD; i++)
+        cr_assert_eq(emb_optimizer_state(opt, t[i], 0, &v[i], NULL), 0);
+    for (int64_t k = 0; k < POOL; k++) {
+        const int64_t id = pool_id(k);
+        cr_assert_eq(emb_table_dynamic_contains(t[0], id), emb_table_dynamic_contains(t[1], id));
+        void *p0, *p1;
+        emb_table_column_pointer(t[0], id, EMB_CTX_FORWARD, &p0);
+        emb_table_column_pointer(t[1], id, EMB_CTX_FORWARD, &p1);
+        cr_assert_eq(memcmp(p0, p1, D * 4), 0, "kind %d id %lld", kind, (long long)id);
+        if (!v[0])
+            continue;
+        emb_table_column_pointer(v[0], id, EMB_CTX_FORWARD, &p0);
+        emb_table_column_pointer(v[1], id, EMB_CTX_FORWARD, &p1);
+        cr_assert_eq(memcmp(p0, p1, (size_t)emb_table_featuresize(v[0]) * 4), 0);
+    }
+    /* each shard holds only its ids, under the ids themselves */
+    for (int i = 0; i < NSH; i++) {
+        int64_t ids[POOL], n;
+        static float rows[POOL * D];
+        EmbTable *sh = emb_table_shard(t[1], i);
+        cr_assert_eq(emb_table_dynamic_export(sh, ids, rows, D, POOL, &n), 0);
+        for (int64_t k = 0; k < n; k++)
+            cr_assert_eq(ids[k] % NSH, i);
+    }
+    for (int i = 0; i < 2; i++) {
+        emb_indexer_destroy(&ix[i]);
+        emb_grad_destroy(&g[i]);
+    }
+    emb_optimizer_destroy(&opt);
+    for (int k = 0; k < 3; k++)
+        emb_strategy_destroy(&st[k]);
+    emb_table_destroy(&t[0]);
+    emb_table_destroy(&t[1]);
+}
+
+Test(dynamic_part, matches_one_table)
+{
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        part_vs_one(kind, 1, 1);
+        part_vs_one(kind, 2, 4);
+    }
+}
+
+/* Creating rows by column pointer and scatter, unknown ids as errors, initialisation, what
+ * is refused. */
+Test(dynamic_part, other_paths)
+{
+    EmbDynamicOptions o = {.missing = EMB_DYN_MISSING_ERROR, .max_rows = 4};
+    EmbTable *t = make_part(&o);
+    cr_assert_eq(emb_table_ncolumns(t), INT64_MAX);
+    void *p;
+    cr_assert_eq(emb_table_column_pointer(t, 10, EMB_CTX_UPDATE, &p), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_dynamic_contains(emb_table_shard(t, 1), 10), 1);
+    cr_assert_eq(emb_table_dynamic_contains(t, 10), 1);
+    const int64_t ids[2] = {10, 11};
+    float rows[2 * D], out[D];
+    for (int i = 0; i < 2 * D; i++)
+        rows[i] = (float)i;
+    cr_assert_eq(emb_lookup_sum(t, ids, 2, 1, out, D), EMB_ENOTFOUND);
+    cr_assert(strstr(emb_last_error(), "11"), "%s", emb_last_error());
+    cr_assert_eq(emb_table_scatter_update(t, ids, 2, rows, D), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_lookup_sum(t, &ids[1], 1, 1, out, D), 0, "%s", emb_last_error());
+    cr_assert_eq(out[3], (float)(D + 3));
+    const EmbInitializer c = {EMB_INIT_CONSTANT, 2.0f, 0, 0};
+    cr_assert_eq(emb_table_initialize(t, &c), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_lookup_sum(t, ids, 1, 1, out, D), 0);
+    cr_assert_eq(out[0], 2.0f);
+    /* whole-table reads and checkpoints of the partitioned table: refused */
+    float all[D];
+    cr_assert_eq(emb_table_read(t, all, D), EMB_ENOTSUP);
+    char dir[64];
+    ck_tmpdir(dir);
+    const EmbCheckpointVar v = {"p", t};
+    const EmbSaverOptions so = {.var_list = &v, .nvars = 1};
+    EmbSaver *sv;
+    cr_assert_eq(emb_saver_create(&sv, dir, "p", &so), 0);
+    cr_assert_eq(emb_saver_save(sv, NULL, 1, NULL, 0), EMB_ENOTSUP);
+    emb_saver_destroy(&sv);
+    ck_rmdir(dir);
+    emb_table_destroy(&t);
+    /* dynamic and fixed shards do not mix; div needs row counts */
+    EmbTable *sh[2];
+    cr_assert_eq(emb_table_dynamic_create(&sh[0], D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_create(&sh[1], 10, D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_MOD, NULL), EMB_EINVAL);
+    emb_table_destroy(&sh[1]);
+    cr_assert_eq(emb_table_dynamic_create(&sh[1], D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_DIV, NULL), EMB_EINVAL);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_MOD, NULL), 0);
+    emb_table_destroy(&t); /* borrowed shards stay */
+    cr_assert_eq(emb_table_dynamic_contains(sh[0], 1), 0);
+    emb_table_destroy(&sh[0]);
+    emb_table_destroy(&sh[1]);
+}

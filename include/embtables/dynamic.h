@@ -7,7 +7,7 @@
  *
  * A dynamic table is an EmbTable: every lookup form, emb_maplookup under every strategy,
  * emb_lookup_backward, emb_update / emb_update_many with every optimizer and the
- * partitioned tables (mod, over dynamic shards) take it unchanged. Its ids are any int64
+ * partitioned tables (mod, over dynamic shards: partition.h) take it unchanged. Its ids are any int64
  * in [0, INT64_MAX) (emb_table_ncolumns() is INT64_MAX); negative ids are out of range
  * (EMB_ERANGE) unless the pooling prunes them.
  *

@@ -193,6 +193,9 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
         return emb__fail(EMB_EINVAL, "%s is the optimizer state of a dynamic table: save the "
                          "table with the optimizer (EmbSaverOptions.optimizer)",
                          emb__table_label(t));
+    if (emb__is_dynamic_part(t))
+        return emb__fail(EMB_ENOTSUP, "%s is partitioned over dynamic shards: save its shards "
+                         "(emb_table_shard) as tables of their own", emb__table_label(t));
     if (!name[0] || strlen(name) > NAME_BYTES_MAX - 64)
         return emb__fail(EMB_EINVAL, "a table saved in a checkpoint needs a name (1 to %d "
                          "bytes): %s has none", NAME_BYTES_MAX - 64, emb__table_label(t));

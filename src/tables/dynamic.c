@@ -18,6 +18,7 @@
 #include "dtype.h"
 #include "initval.h"
 #include "rng.h"
+#include "embtables/partition.h"
 #include "tables/dynamic_impl.h"
 
 #define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
@@ -610,8 +611,28 @@ static int dyn_check(const EmbTable *t)
     return 0;
 }
 
+/* Partitioned over dynamic shards: the shard count, else 0. */
+static int32_t dyn_parts(const EmbTable *t)
+{
+    return t && emb__is_dynamic_part(t) ? emb_table_nshards(t) : 0;
+}
+
 int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
 {
+    if (dyn_parts(t)) { /* the shards' sums; their common step */
+        EMB_CHECK_NULL(out);
+        EmbDynamicStats sum = {0}, s;
+        for (int32_t i = 0; i < dyn_parts(t); i++) {
+            emb_table_dynamic_stats(emb_table_shard(t, i), &s);
+            sum.rows += s.rows;
+            sum.slab_rows += s.slab_rows;
+            sum.index_slots += s.index_slots;
+            sum.bytes += s.bytes;
+            sum.step = i == 0 ? s.step : sum.step;
+        }
+        *out = sum;
+        return 0;
+    }
     int r = dyn_check(t);
     if (r)
         return r;
@@ -628,11 +649,15 @@ int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
 
 int64_t emb_table_dynamic_step(const EmbTable *t)
 {
+    if (dyn_parts(t))
+        return emb_table_dynamic_step(emb_table_shard(t, 0));
     return emb_table_is_dynamic(t) ? dyn_of(t)->step : 0;
 }
 
 int emb_table_dynamic_contains(const EmbTable *t, int64_t id)
 {
+    if (dyn_parts(t))
+        return id >= 0 && emb__dynamic_has(emb__dynamic_part_shard(t, id), id);
     const int r = dyn_check(t);
     return r ? r : emb__dynamic_has(t, id);
 }
@@ -651,6 +676,15 @@ static double row_norm(const Dyn *d, int64_t r)
 
 int emb_table_dynamic_evict(EmbTable *t, const EmbDynamicEvict *ev, int64_t *evicted)
 {
+    if (dyn_parts(t)) { /* every shard (the first call checks the criteria) */
+        int64_t sum = 0, n = 0;
+        int r = 0;
+        for (int32_t i = 0; i < dyn_parts(t) && !r; i++, sum += n)
+            r = emb_table_dynamic_evict(emb_table_shard(t, i), ev, &n);
+        if (!r && evicted)
+            *evicted = sum;
+        return r;
+    }
     int r = dyn_check(t);
     if (r)
         return r;
@@ -730,6 +764,22 @@ int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *rows, int64
 
 int emb__dynamic_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n)
 {
+    if (!emb__is_dynamic(t)) { /* partitioned: each shard its ids */
+        int64_t *sub = malloc((size_t)EMB_MAX(n, 1) * sizeof *sub);
+        if (!sub)
+            return emb__fail(EMB_ENOMEM, "out of memory for %lld ids", (long long)n);
+        int r = 0;
+        for (int32_t i = 0; i < emb_table_nshards(t) && !r; i++) {
+            EmbTable *s = emb_table_shard(t, i);
+            int64_t m = 0;
+            for (int64_t k = 0; k < n; k++)
+                if (emb__dynamic_part_shard(t, ids[k]) == s)
+                    sub[m++] = ids[k];
+            r = emb__dynamic_reserve_ids(s, sub, m);
+        }
+        free(sub);
+        return r;
+    }
     Dyn *d = dyn_of(t);
     IdRow *v = malloc((size_t)EMB_MAX(n, 1) * sizeof *v);
     if (!v)

@@ -43,6 +43,23 @@ EMB_INLINE bool emb__is_dynamic(const EmbTable *t)
     return t->kind == EMB_KIND_DYNAMIC;
 }
 
+/* A partitioned table over dynamic shards (partition.c: mod, each shard keeping its ids
+   as they are), and the shard of @id. */
+bool emb__is_dynamic_part(const EmbTable *t);
+EmbTable *emb__dynamic_part_shard(const EmbTable *t, int64_t id);
+
+/* Dynamic, or partitioned over dynamic shards: rows are created by updates. */
+EMB_INLINE bool emb__is_dynamic_any(const EmbTable *t)
+{
+    return t->kind == EMB_KIND_DYNAMIC || emb__is_dynamic_part(t);
+}
+
+/* The dynamic table that holds @id: @t itself or its shard. */
+EMB_INLINE EmbTable *emb__dynamic_home(const EmbTable *t, int64_t id)
+{
+    return t->kind == EMB_KIND_DYNAMIC ? (EmbTable *)t : emb__dynamic_part_shard(t, id);
+}
+
 /*
  * An update's first serial step, over its distinct ids (in parts): rows[k] = the row of
  * ids[k], or -2 (to be created by the commit), or -1 (not admitted yet: the update skips
