@@ -250,10 +250,12 @@ static int run_all(Plan *p, BenchResults *res)
     return 0;
 }
 
-static int report(BenchResults *res, const BenchConfig *c)
+static int report(BenchResults *res, const BenchConfig *c, int verdicts)
 {
     int rc = 0;
     bench_report_table(res, c, stdout);
+    if (!verdicts)
+        return 0;
     if (c->breakdown)
         bench_report_breakdown(res, c, stdout);
     if (c->csv && bench_report_csv(res, c, c->csv) != 0)
@@ -261,6 +263,37 @@ static int report(BenchResults *res, const BenchConfig *c)
     if (c->plot && bench_report_plot(res, c, c->plot) != 0)
         rc = -1;
     bench_report_verdicts(res, c, stdout);
+    return rc;
+}
+
+int bench_run(const BenchConfig *cfg, BenchResults *res, int verdicts)
+{
+    Plan *plan = calloc(1, sizeof *plan);
+    BenchWorkload *w = calloc(1, sizeof *w);
+    int rc = plan && w ? 0 : -1;
+    if (rc == 0) {
+        plan->cfg = cfg;
+        plan->w = w;
+        rc = measure_roofs(plan, cfg);
+    }
+    if (rc == 0)
+        rc = bench_workload_create(w, cfg, cfg->peer != NULL);
+    if (rc == 0) {
+        measure_workload_roofs(plan, cfg);
+        rc = run_all(plan, res);
+    }
+    if (rc == 0) {
+        bench_results_relate(res);
+        if (cfg->peer && bench_peer_run(res, cfg, w) != 0)
+            fprintf(stderr, "emb-bench: the peer did not run; see above\n");
+        rc = report(res, cfg, verdicts);
+    }
+    if (w) {
+        bench_optimizers_destroy(w);
+        bench_workload_destroy(w);
+    }
+    free(w);
+    free(plan);
     return rc;
 }
 
@@ -273,30 +306,14 @@ int main(int argc, char **argv)
     int rc = bench_config_parse(&cfg, argc, argv);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
+    if (cfg.sweep)
+        return bench_sweep(&cfg) == 0 ? 0 : 1;
     bench_config_print(&cfg, stdout);
     bench_machine_print(stdout);
     if (cfg.nphases == 0 || !cfg.strategies)
         return fprintf(stderr, "emb-bench: nothing to run\n"), 2;
-    static Plan plan;
-    static BenchWorkload w;
     BenchResults res = {0};
-    plan.cfg = &cfg;
-    plan.w = &w;
-    rc = measure_roofs(&plan, &cfg);
-    if (rc == 0)
-        rc = bench_workload_create(&w, &cfg, cfg.peer != NULL);
-    if (rc == 0) {
-        measure_workload_roofs(&plan, &cfg);
-        rc = run_all(&plan, &res);
-    }
-    if (rc == 0) {
-        bench_results_relate(&res);
-        if (cfg.peer && bench_peer_run(&res, &cfg, &w) != 0)
-            fprintf(stderr, "emb-bench: the peer did not run; see above\n");
-        rc = report(&res, &cfg);
-    }
-    bench_optimizers_destroy(&w);
-    bench_workload_destroy(&w);
+    rc = bench_run(&cfg, &res, 1);
     bench_results_free(&res);
     return rc == 0 ? 0 : 1;
 }

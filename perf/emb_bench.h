@@ -87,6 +87,14 @@ typedef struct BenchConfig {
     int64_t roof_mib;
     int quick;
     const char *csv, *plot, *peer, *peer_script;
+    /* --sweep dims: one table per cell, hot (Zipf) and cold (uniform) ids, every D and
+       dtype listed (emb_bench_sweep.c); the other options apply to every cell */
+    int sweep;
+    int ndims, ndtypes;
+    int dims[8];
+    EmbDtype dtypes[3];
+    int64_t hot_rows, cold_mib;
+    int bags_given, strategies_given, threads_given; /* set by the user, not defaulted */
 } BenchConfig;
 
 /* Fills @c with the DLRM-shaped default. */
@@ -96,6 +104,15 @@ int bench_config_parse(BenchConfig *c, int argc, char **argv);
 /* Prints the configuration in one or two lines (to @f). */
 void bench_config_print(const BenchConfig *c, FILE *f);
 const char *bench_strategy_name(int s);
+
+/* ---- the run (emb_bench.c) and the sweep (emb_bench_sweep.c) ----------------------- */
+
+typedef struct BenchResults BenchResults;
+/* Roofs, workload, every row timed, the peer; prints the table (and with @verdicts the
+   breakdown, CSV, plot and verdict lines). 0 or -1. */
+int bench_run(const BenchConfig *c, BenchResults *res, int verdicts);
+/* --sweep dims: bench_run per cell, then one summary table (markdown). 0 or -1. */
+int bench_sweep(const BenchConfig *c);
 
 /* ---- workload (emb_bench_workload.c) ---------------------------------------------- */
 
@@ -194,10 +211,10 @@ typedef struct BenchRow {
     double load1;      /* the 1-minute load average when its rows were timed (-1: unknown) */
 } BenchRow;
 
-typedef struct BenchResults {
+struct BenchResults {
     int nrows, cap;
     BenchRow *rows;
-} BenchResults;
+};
 
 int bench_results_add(BenchResults *r, const BenchRow *row);
 void bench_results_free(BenchResults *r);

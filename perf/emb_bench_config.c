@@ -51,6 +51,14 @@ static const char usage[] =
     "  --peer-script F   the peer script                [installed peer_torch.py]\n"
     "  --config FILE     read key = value lines (same keys, # comments)\n"
     "  --quick           a tiny one-iteration run (the meson test)\n"
+    "  --sweep dims      the forward sweep: one table per cell, hot (Zipf, --ids if zipf)\n"
+    "                    and cold (uniform) ids, every D of --dims and dtype of --dtypes;\n"
+    "                    bags 20, sequential + prealloc-concat unless given; ends with a\n"
+    "                    markdown table of every cell (README: \"The forward sweep\")\n"
+    "  --dims LIST       sweep feature sizes                      [16,32,64,128,256]\n"
+    "  --dtypes LIST     sweep dtypes: f32,f16,bf16                       [f32,f16,bf16]\n"
+    "  --hot-rows N      sweep: rows of the hot (Zipf) table                  [2000000]\n"
+    "  --cold-mib N      sweep: MiB of the cold (uniform) table                  [1024]\n"
     "emb-bench --mpi [OPTIONS] under mpirun: the MPI ensemble's step (dist-bench; its\n"
     "options: dist-bench --help)\n";
 
@@ -178,6 +186,21 @@ static int set_strategies(BenchConfig *c, const char *v)
     return c->strategies ? 0 : bad("strategies", v);
 }
 
+/* A comma list of at most @cap integers >= 1 into @out: their count, or -1. */
+static int positive_ints(const char *v, int *out, int cap)
+{
+    char buf[512];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        const int x = atoi(g);
+        if (x < 1 || n == cap)
+            return -1;
+        out[n++] = x;
+    }
+    return n > 0 ? n : -1;
+}
+
 static int set_threads(BenchConfig *c, const char *v)
 {
     c->nthreads = 0;
@@ -189,15 +212,8 @@ static int set_threads(BenchConfig *c, const char *v)
             c->threads[c->nthreads++] = n;
         return 0;
     }
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", v);
-    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
-        int t = atoi(g);
-        if (t < 1 || c->nthreads == BENCH_MAX_THREADS)
-            return bad("threads", v);
-        c->threads[c->nthreads++] = t;
-    }
-    return c->nthreads ? 0 : bad("threads", v);
+    return (c->nthreads = positive_ints(v, c->threads, BENCH_MAX_THREADS)) > 0
+               ? 0 : bad("threads", v);
 }
 
 static int set_phases(BenchConfig *c, const char *v)
@@ -223,6 +239,26 @@ static int set_phases(BenchConfig *c, const char *v)
         c->phases[c->nphases++] = p;
     }
     return c->nphases ? 0 : bad("phases", v);
+}
+
+static int set_dims(BenchConfig *c, const char *v)
+{
+    const int cap = (int)(sizeof c->dims / sizeof *c->dims);
+    return (c->ndims = positive_ints(v, c->dims, cap)) > 0 ? 0 : bad("dims", v);
+}
+
+static int set_dtypes(BenchConfig *c, const char *v)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    c->ndtypes = 0;
+    for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        EmbDtype d;
+        if (parse_dtype(g, &d) != 0 || c->ndtypes == 3)
+            return bad("dtypes", v);
+        c->dtypes[c->ndtypes++] = d;
+    }
+    return c->ndtypes ? 0 : bad("dtypes", v);
 }
 
 static int set_ids(BenchConfig *c, const char *v)
@@ -258,6 +294,8 @@ static void set_quick(BenchConfig *c)
     c->warmup = 1;
     c->min_time = 0;
     c->roof_mib = 16;
+    c->hot_rows = 1000; /* --sweep dims --quick: tiny cells */
+    c->cold_mib = 4;
     c->quick = 1;
 }
 
@@ -279,13 +317,17 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
         if (!isspace((unsigned char)*q))
             list[n++] = *q;
     list[n] = '\0';
-    if (strchr("tbsp", k[0]) && strcmp(k, "seed") != 0)
+    if (strchr("tbspd", k[0]) && strcmp(k, "seed") != 0)
         v = list;
     if (strcmp(k, "tables") == 0) return set_tables(c, v);
-    if (strcmp(k, "bags") == 0) return set_bags(c, v);
+    if (strcmp(k, "bags") == 0) return (c->bags_given = 1), set_bags(c, v);
     if (strcmp(k, "ids") == 0) return set_ids(c, v);
-    if (strcmp(k, "strategies") == 0) return set_strategies(c, v);
-    if (strcmp(k, "threads") == 0) return set_threads(c, v);
+    if (strcmp(k, "strategies") == 0) return (c->strategies_given = 1), set_strategies(c, v);
+    if (strcmp(k, "threads") == 0) return (c->threads_given = 1), set_threads(c, v);
+    if (strcmp(k, "dims") == 0) return set_dims(c, v);
+    if (strcmp(k, "dtypes") == 0) return set_dtypes(c, v);
+    if (strcmp(k, "sweep") == 0)
+        return strcmp(v, "dims") == 0 ? ((c->sweep = 1), 0) : bad(k, v);
     if (strcmp(k, "phases") == 0) return set_phases(c, v);
     if (strcmp(k, "config") == 0) return read_config(c, v);
     if (strcmp(k, "csv") == 0) return (c->csv = strdup(v)) ? 0 : -1;
@@ -302,6 +344,8 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "warmup") == 0) return (c->warmup = (int)x), 0;
     if (strcmp(k, "seed") == 0) return (c->seed = (uint64_t)x), 0;
     if (strcmp(k, "roof-mib") == 0 && x >= 1) return (c->roof_mib = (int64_t)x), 0;
+    if (strcmp(k, "hot-rows") == 0 && x >= 1) return (c->hot_rows = (int64_t)x), 0;
+    if (strcmp(k, "cold-mib") == 0 && x >= 1) return (c->cold_mib = (int64_t)x), 0;
     fprintf(stderr, "emb-bench: unknown option or bad value: %s %s\n", k, v);
     return -1;
 }
@@ -360,6 +404,10 @@ void bench_config_default(BenchConfig *c)
     c->lr = 0.01;
     c->seed = 42;
     c->roof_mib = 512;
+    set_dims(c, "16,32,64,128,256");
+    set_dtypes(c, "f32,f16,bf16");
+    c->hot_rows = 2000000;
+    c->cold_mib = 1024;
 }
 
 int bench_config_parse(BenchConfig *c, int argc, char **argv)

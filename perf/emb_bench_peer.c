@@ -5,7 +5,9 @@
  * every id set, then runs `$PYTHON peer_torch.py MANIFEST` (default python3 on PATH)
  * and reads its lines
  *     peer BAGS PHASE THREADS MEDIAN_S P90_S
- * into the rows of the same bags, phase and thread count.
+ * into the rows of the same bags, phase and thread count. Each table's manifest entry is
+ * [rows, D, offset in 4-byte units, dtype]; 16-bit tables are read by torch as its float16
+ * and bfloat16 (a torch without that dtype's embedding_bag prints a note and no lines).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +57,9 @@ static void write_tables(FILE *f, const BenchWorkload *w, const BenchConfig *c)
     for (int t = 0; t < c->ntables; t++) {
         int64_t stride;
         const char *data = emb_table_data(w->tables[t], &stride);
-        fprintf(f, "%s[%lld, %d, %lld]", t ? ", " : "", (long long)c->tables[t].rows,
-                c->tables[t].dim, (long long)((data - (const char *)w->shm) / 4));
+        fprintf(f, "%s[%lld, %d, %lld, \"%s\"]", t ? ", " : "", (long long)c->tables[t].rows,
+                c->tables[t].dim, (long long)((data - (const char *)w->shm) / 4),
+                emb_dtype_name(c->tables[t].dtype));
     }
     fprintf(f, "],\n");
 }
@@ -140,18 +143,10 @@ static void apply_line(BenchResults *r, const BenchConfig *c, const char *line)
     }
 }
 
-static int tables_are_f32(const BenchConfig *c)
-{
-    for (int t = 0; t < c->ntables; t++)
-        if (c->tables[t].dtype != EMB_F32)
-            return 0;
-    return 1;
-}
-
 int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w)
 {
-    if (!tables_are_f32(c) || !w->shm) {
-        fprintf(stderr, "emb-bench: the torch peer needs f32 tables in shared memory\n");
+    if (!w->shm) {
+        fprintf(stderr, "emb-bench: the torch peer needs the tables in shared memory\n");
         return -1;
     }
     if (bench_workload_export(w, c) != 0) {

@@ -29,9 +29,17 @@ def load(manifest):
     with open(manifest) as f:
         m = json.load(f)
     path = os.path.join(base, m["tables_file"])
-    flat = torch.from_file(path, shared=True, size=os.path.getsize(path) // 4,
-                           dtype=torch.float32)
-    tables = [flat[off:off + rows * dim].view(rows, dim) for rows, dim, off in m["tables"]]
+    size = os.path.getsize(path)
+    flat32 = torch.from_file(path, shared=True, size=size // 4, dtype=torch.float32)
+    flat16 = torch.from_file(path, shared=True, size=size // 2, dtype=torch.int16)
+    tables = []
+    for rows, dim, off, *dt in m["tables"]:
+        dt = dt[0] if dt else "f32"
+        if dt == "f32":
+            tables.append(flat32[off:off + rows * dim].view(rows, dim))
+        else:  # off counts 4-byte units; the 16-bit bits seen as torch's half / bfloat16
+            t16 = flat16[2 * off:2 * off + rows * dim].view(rows, dim)
+            tables.append(t16.view(torch.float16 if dt == "f16" else torch.bfloat16))
     batch = m["batch"]
     variants = []
     for v in m["variants"]:
@@ -113,10 +121,25 @@ def time_row(step, sets, iters, warmup):
     return median, times[math.ceil(0.9 * n) - 1]
 
 
+def supported(tables):
+    """Whether this torch's CPU embedding_bag takes every table's dtype (1.13: no bfloat16)."""
+    for t in tables:
+        try:
+            F.embedding_bag(torch.zeros(1, dtype=torch.int64), t[:1],
+                            torch.tensor([0, 1]), mode="sum", include_last_offset=True)
+        except RuntimeError as e:
+            print(f"peer_torch: torch {torch.__version__} has no CPU embedding_bag for "
+                  f"{t.dtype}: {str(e).splitlines()[0]}", file=sys.stderr)
+            return False
+    return True
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: peer_torch.py MANIFEST")
     m, tables, variants = load(sys.argv[1])
+    if not supported(tables):
+        return
     params = [torch.nn.Parameter(t) for t in tables]
     width = sum(t.shape[1] for t in tables)
     grad = output_grad(m["batch"], width)

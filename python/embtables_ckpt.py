@@ -25,7 +25,10 @@ import numpy as np
 
 __all__ = ["Checkpoint", "read", "load"]
 
-_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}
+# I64 / U16: a dynamic table's ids and last update steps ([rows, 1], rows in id order) and
+# its admission counts ([4, width]), as "<table>/dynamic.ids", ".last", ".sketch"
+_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
+           "I64": np.dtype("<i8"), "U16": np.dtype("<u2")}
 _HEADER_MAX = 64 << 20
 
 

@@ -4,7 +4,9 @@
  *
  *   --bench     every dispatch level against the C reference on cache-resident bags
  *               (NBAGS bags of LEN columns drawn from NCOLS_B columns), and each level's
- *               static-size `_dN` copies against its generic kernel at the same D;
+ *               static-size `_dN` copies against its generic kernel at the same D; the
+ *               lookup's bags kernels (bags_dN: ids in, pooled rows out) against the
+ *               generic pool kernel on resolved columns, with and without prefetch;
  *   --cold MiB  pooled gather (SUM, bags of 20, batches of 2048) of a cold MiB-sized f32
  *               table at D = 64 through emb_lookup, on 1 and 2 threads, as GB/s of rows
  *               read: the same measure as ../shared/tools/gather_roof.c's "gather 64".
@@ -38,6 +40,9 @@ static double now(void)
 
 typedef struct Bench {
     int32_t D;
+    const void *store;
+    size_t esize;
+    int64_t ids[NBAGS * LEN]; /* the columns of cols[] as ids into store */
     const void *cols[NBAGS * LEN];
     float w[NBAGS * LEN];
     float *out;
@@ -49,6 +54,7 @@ typedef struct Kernel {
     emb_pool_fn pool;
     emb_gather_fn gather;
     emb_sgd_row_fn sgd;
+    emb_bags_fn bags;
     int weighted;
     int resident; /* pool: ahead -1 (no prefetch), as emb_lookup does for small tables */
 } Kernel;
@@ -56,6 +62,17 @@ typedef struct Kernel {
 /* One pass over the bench's bags with @k (sgd_row: lr 0, the table keeps its values). */
 static void run_once(const Bench *b, const Kernel *k)
 {
+    if (k->bags) { /* all the bags in one call, as the lookup does */
+        const EmbBagsArgs a = {
+            .out = b->out, .out_stride = b->D, .data = b->store,
+            .col_stride = b->D * (int64_t)b->esize, .ids = b->ids, .bag_size = LEN,
+            .weights = k->weighted ? b->w : NULL, .bag0 = 0, .bag1 = NBAGS,
+            .pf_dist = k->resident ? 0 : EMB_PF_DIST, .D = b->D,
+            .combiner = EMB_COMBINER_SUM,
+        };
+        k->bags(&a);
+        return;
+    }
     for (int j = 0; j < NBAGS; j++) {
         const int64_t c = (int64_t)j * LEN;
         if (k->pool)
@@ -81,16 +98,19 @@ static double time_kernel(const Bench *b, const Kernel *k)
         const double dt = now() - t0;
         best = dt < best ? dt : best;
     }
-    return best / reps / NBAGS / (k->pool ? 1 : LEN) * 1e9;
+    return best / reps / NBAGS / (k->pool || k->bags ? 1 : LEN) * 1e9;
 }
 
 static void bench_setup(Bench *b, void *store, int dt, int32_t D, uint64_t *s)
 {
     const size_t esize = emb_dtype_size((EmbDtype)dt);
     b->D = D;
+    b->store = store;
+    b->esize = esize;
     ca_fill(store, (EmbDtype)dt, (int64_t)NCOLS_B * D, s);
     for (int k = 0; k < NBAGS * LEN; k++) {
-        b->cols[k] = (const char *)store + (tu_rand(s) % NCOLS_B) * (size_t)D * esize;
+        b->ids[k] = (int64_t)(tu_rand(s) % NCOLS_B);
+        b->cols[k] = (const char *)store + b->ids[k] * (size_t)D * esize;
         b->w[k] = tu_randf(s);
     }
 }
@@ -112,6 +132,11 @@ static void bench_line(const Level *lv, const Bench *b, const char *family, int 
         } else if (!strcmp(family, "sgd_row")) {
             g.sgd = k->sgd_row[dt];
             d.sgd = dc >= 0 ? k->sgd_row_d[dc][dt] : NULL;
+        } else if (!strncmp(family, "bags", 4)) { /* bags_dN against the generic pool */
+            g.pool = k->pool[dt];
+            d.bags = dc >= 0 ? k->bags_d[dc][dt] : NULL;
+            g.weighted = d.weighted = !strcmp(family, "bags_w");
+            g.resident = d.resident = !strcmp(family, "bags_res");
         } else {
             g.pool = k->pool[dt];
             d.pool = dc >= 0 ? k->pool_d[dc][dt] : NULL;
@@ -119,7 +144,7 @@ static void bench_line(const Level *lv, const Bench *b, const char *family, int 
             g.resident = d.resident = !strcmp(family, "pool_res");
         }
         const double t = time_kernel(b, &g);
-        const double td = d.pool || d.gather || d.sgd ? time_kernel(b, &d) : 0.0;
+        const double td = d.pool || d.gather || d.sgd || d.bags ? time_kernel(b, &d) : 0.0;
         if (l == LEVEL_C) {
             c = t;
             printf(" | c %7.1f ns", t);
@@ -211,6 +236,17 @@ int ca_bench(const Level levels[NLEVELS], uint64_t seed)
         bench_line(levels, b, "gather", dt);
         bench_line(levels, b, "sgd_row", dt);
     }
+    printf("bags: bags_dN (ids in, %d columns ahead prefetched) against the generic pool "
+           "kernel (prefetching); bags_res: neither prefetches; bags_w: weighted\n",
+           EMB_PF_DIST);
+    for (int dt = 0; dt < EMB_NDTYPES; dt++)
+        for (int32_t D = 16; D <= 64; D *= 2) {
+            bench_setup(b, store, dt, D, &s);
+            bench_line(levels, b, "bags", dt);
+            bench_line(levels, b, "bags_res", dt);
+            if (D == 64)
+                bench_line(levels, b, "bags_w", dt);
+        }
     const int r = bench_header(store, b->out, &s);
     free(b->out);
     free(b);

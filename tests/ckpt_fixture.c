@@ -2,7 +2,9 @@
 /*
  * ckpt_fixture.c — writes a checkpoint for the Python reader's test: three tables (f32
  * partitioned, f16, bf16) trained two Adam steps, saved as `DIR/fixture-2.safetensors`,
- * and every tensor's values as raw little-endian f32 in `DIR/<name, '/' as '_'>.f32`.
+ * and every tensor's values as raw little-endian f32 in `DIR/<name, '/' as '_'>.f32`; and a
+ * dynamic table (admission after 2 updates) trained three Adagrad steps as
+ * `DIR/dynfixture-3.safetensors`, its export as `DIR/dyn.ids` (int64) and `DIR/dyn.f32`.
  * Usage: ckpt_fixture DIR
  */
 #include <stdio.h>
@@ -32,6 +34,55 @@ static void dump(const char *dir, const char *name, const EmbTable *t)
     if (!f || fwrite(v, sizeof *v, (size_t)n, f) != (size_t)n || fclose(f) != 0)
         exit(2);
     free(v);
+}
+
+static void write_raw(const char *dir, const char *name, const void *p, size_t n)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0)
+        exit(2);
+}
+
+static void dynamic_fixture(const char *dir)
+{
+    const EmbDynamicOptions o = {.admit_after = 2, .sketch_width = 16,
+                                 .init = {EMB_INIT_UNIFORM, -1, 1, 3}};
+    EmbTable *t = NULL;
+    EmbOptimizer *opt = NULL;
+    EmbIndexer *ix = NULL;
+    EmbGrad *g = NULL;
+    CHECK(emb_table_dynamic_create(&t, 4, EMB_F32, &o));
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    CHECK(emb_optimizer_create(&opt, &c));
+    CHECK(emb_indexer_create(&ix));
+    CHECK(emb_grad_create(&g));
+    const int64_t ids[] = {5, 1000000000000LL, 77, 5};
+    float rows[4 * 4];
+    for (int k = 0; k < 16; k++)
+        rows[k] = (float)(k % 5) * 0.5f - 1.0f;
+    for (int step = 0; step < 3; step++) {
+        const EmbSparseGrad sg = {.ids = ids + step % 2, .n = 3, .featuresize = 4,
+                                  .values = rows, .stride = 4};
+        CHECK(emb_grad_set_sparse(g, t, &sg));
+        CHECK(emb_update(opt, t, g, ix, 0));
+    }
+    const EmbCheckpointVar v = {"dyn", t};
+    const EmbSaverOptions so = {.var_list = &v, .nvars = 1, .optimizer = opt};
+    EmbSaver *sv = NULL;
+    CHECK(emb_saver_create(&sv, dir, "dynfixture", &so));
+    CHECK(emb_saver_save(sv, NULL, 3, NULL, 0));
+    int64_t n, eids[8];
+    float ev[8 * 4];
+    CHECK(emb_table_dynamic_export(t, eids, ev, 4, 8, &n));
+    write_raw(dir, "dyn.ids", eids, (size_t)n * sizeof *eids);
+    write_raw(dir, "dyn.f32", ev, (size_t)n * 4 * sizeof *ev);
+    emb_saver_destroy(&sv);
+    emb_grad_destroy(&g);
+    emb_indexer_destroy(&ix);
+    emb_optimizer_destroy(&opt);
+    emb_table_destroy(&t);
 }
 
 int main(int argc, char **argv)
@@ -85,5 +136,6 @@ int main(int argc, char **argv)
     emb_indexer_destroy(&ix);
     emb_optimizer_destroy(&o);
     emb_store_destroy(&s);
+    dynamic_fixture(argv[1]);
     return 0;
 }

@@ -149,7 +149,7 @@ Test(dynamic, created_rows_depend_on_id_only)
     cr_assert_eq(emb_table_dynamic_create(&b, D, EMB_BF16, &o), 0);
     cr_assert_eq(emb_table_create(&plain, 1000, D, EMB_BF16, NULL), 0);
     cr_assert_eq(emb_table_initialize(plain, &in), 0);
-    cr_assert_eq(emb_table_initialize(a, &in), EMB_ENOTSUP);
+    cr_assert_eq(emb_table_initialize(a, &in), 0); /* empty: sets the initializer it has */
     const int64_t ids[4] = {777, 3, 999, 12};
     for (int k = 0; k < 4; k++) {
         void *p;
@@ -481,4 +481,676 @@ Test(dynamic, export_import)
     emb_table_destroy(&a);
     emb_table_destroy(&b);
     emb_table_destroy(&ref.t);
+}
+
+/* ---- checkpoints ---------------------------------------------------------------------- */
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+static void ck_tmpdir(char *dir)
+{
+    struct stat st;
+    strcpy(dir, stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm/embtables-dyn-XXXXXX"
+                                                                  : "/tmp/embtables-dyn-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void ck_rmdir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static unsigned char *ck_read(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*n);
+    cr_assert_eq(fread(b, 1, *n, f), *n);
+    fclose(f);
+    return b;
+}
+
+static void ck_write(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* Training step @s (the same for any run): 8 ids of a pool of 40 large ids, seeded rows;
+ * every 4th step evicts rows not updated in the last 3 steps. */
+static void ck_step(EmbTable *t, EmbOptimizer *o, EmbIndexer *ix, int s)
+{
+    uint64_t seed = 1000 + (uint64_t)s;
+    int64_t ids[8];
+    float rows[8 * D];
+    for (int k = 0; k < 8; k++)
+        ids[k] = (int64_t)(tu_rand(&seed) % 40) * 1000003 + 7;
+    for (int i = 0; i < 8 * D; i++)
+        rows[i] = tu_randf(&seed);
+    EmbGrad *g;
+    emb_grad_create(&g);
+    const EmbSparseGrad sp = {.ids = ids, .n = 8, .featuresize = D, .values = rows, .stride = D};
+    cr_assert_eq(emb_grad_set_sparse(g, t, &sp), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_update(o, t, g, ix, 0), 0, "%s", emb_last_error());
+    emb_grad_destroy(&g);
+    if (s % 4 == 3) {
+        const EmbDynamicEvict ev = {.ttl = 3};
+        cr_assert_eq(emb_table_dynamic_evict(t, &ev, NULL), 0);
+    }
+}
+
+/* Everything of a dynamic table and its optimizer state: ids, rows, state rows, steps. */
+typedef struct Snap {
+    int64_t n, step, ostep;
+    int64_t ids[64];
+    float rows[64 * D], state[64 * 2 * D];
+} Snap;
+
+static void snap(const EmbTable *t, const EmbOptimizer *o, Snap *s)
+{
+    memset(s, 0, sizeof *s);
+    cr_assert_eq(emb_table_dynamic_export(t, s->ids, s->rows, D, 64, &s->n), 0, "%s",
+                 emb_last_error());
+    s->step = emb_table_dynamic_step(t);
+    EmbTable *v = NULL;
+    s->ostep = -1;
+    if (!o || emb_optimizer_state(o, t, 0, &v, &s->ostep) != 0 || !v)
+        return;
+    const int32_t w = emb_table_featuresize(v);
+    for (int64_t k = 0; k < s->n; k++) {
+        void *p;
+        cr_assert_eq(emb_table_column_pointer(v, s->ids[k], EMB_CTX_FORWARD, &p), 0);
+        memcpy(&s->state[k * 2 * D], p, (size_t)w * sizeof(float));
+    }
+}
+
+static void snap_eq(const Snap *a, const Snap *b, const char *what)
+{
+    cr_assert_eq(a->n, b->n, "%s: %lld rows, %lld", what, (long long)a->n, (long long)b->n);
+    cr_assert_eq(a->step, b->step, "%s: table step", what);
+    cr_assert_eq(a->ostep, b->ostep, "%s: optimizer step", what);
+    cr_assert_eq(memcmp(a->ids, b->ids, sizeof a->ids), 0, "%s: ids", what);
+    cr_assert_eq(memcmp(a->rows, b->rows, sizeof a->rows), 0, "%s: rows", what);
+    cr_assert_eq(memcmp(a->state, b->state, sizeof a->state), 0, "%s: state", what);
+}
+
+static int ck_save(EmbTable *t, const EmbOptimizer *o, const char *dir, int64_t step, char *path)
+{
+    const EmbCheckpointVar v = {"emb", t};
+    const EmbSaverOptions so = {.var_list = &v, .nvars = 1, .optimizer = o};
+    EmbSaver *sv;
+    cr_assert_eq(emb_saver_create(&sv, dir, "dyn", &so), 0, "%s", emb_last_error());
+    const int r = emb_saver_save(sv, NULL, step, path, 512);
+    emb_saver_destroy(&sv);
+    return r;
+}
+
+static int ck_restore(EmbTable *t, EmbOptimizer *o, const char *path)
+{
+    const EmbCheckpointVar v = {"emb", t};
+    const EmbRestoreOptions ro = {.var_list = &v, .nvars = 1, .optimizer = o};
+    return emb_checkpoint_restore_ex(NULL, path, &ro, NULL);
+}
+
+static const EmbDynamicOptions CK_OPTS = {.capacity = 64, .admit_after = 2, .sketch_width = 64,
+                                          .init = {EMB_INIT_UNIFORM, -0.1f, 0.1f, 5}};
+
+/* Train, save half-way, restore into fresh tables of another capacity and a fresh
+ * optimizer, train on: the same bits as training straight through, for every optimizer. */
+Test(dynamic_ckpt, resume_is_bit_identical)
+{
+    char dir[64], path[512];
+    ck_tmpdir(dir);
+    const EmbOptimizerKind kinds[] = {EMB_OPT_SGD, EMB_OPT_ADAGRAD, EMB_OPT_ROWWISE_ADAGRAD,
+                                      EMB_OPT_FTRL, EMB_OPT_ADAM};
+    static Snap a, b, c;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        EmbTable *t1, *t2, *t3;
+        EmbOptimizer *o1, *o2, *o3;
+        EmbIndexer *ix;
+        make_trio(&CK_OPTS, kinds[k], 0.05f, &t1, &o1, &ix);
+        const EmbOptimizerConfig cfg = emb_optimizer_defaults(kinds[k], 0.05f);
+        emb_optimizer_create(&o2, &cfg);
+        emb_optimizer_create(&o3, &cfg);
+        cr_assert_eq(emb_table_dynamic_create(&t2, D, EMB_F32, &CK_OPTS), 0);
+        EmbDynamicOptions small = CK_OPTS;
+        small.capacity = 1;
+        cr_assert_eq(emb_table_dynamic_create(&t3, D, EMB_F32, &small), 0);
+        for (int s = 0; s < 24; s++)
+            ck_step(t1, o1, ix, s);
+        for (int s = 0; s < 14; s++) /* rows last updated at 13 and 14 outlive step 15's
+                                        eviction: the saved steps matter */
+            ck_step(t2, o2, ix, s);
+        cr_assert_eq(ck_save(t2, o2, dir, 14, path), 0, "%s", emb_last_error());
+        snap(t2, o2, &b);
+        cr_assert_gt(b.n, 4);
+        cr_assert_eq(ck_restore(t3, o3, path), 0, "%s", emb_last_error());
+        snap(t3, o3, &c);
+        snap_eq(&b, &c, "restored");
+        for (int s = 14; s < 24; s++)
+            ck_step(t3, o3, ix, s);
+        snap(t1, o1, &a);
+        snap(t3, o3, &c);
+        snap_eq(&a, &c, "resumed");
+        emb_optimizer_destroy(&o2);
+        emb_optimizer_destroy(&o3);
+        emb_table_destroy(&t2);
+        emb_table_destroy(&t3);
+        free_trio(&t1, &o1, &ix);
+    }
+    ck_rmdir(dir);
+}
+
+/* Save, evict and train on, restore: the table as saved, the evicted rows back (into the
+ * same table and into one of another capacity); what cannot take it is left untouched. */
+Test(dynamic_ckpt, round_trip_with_eviction)
+{
+    char dir[64], path[512];
+    ck_tmpdir(dir);
+    EmbTable *t;
+    EmbOptimizer *o;
+    EmbIndexer *ix;
+    make_trio(&CK_OPTS, EMB_OPT_ADAM, 0.05f, &t, &o, &ix);
+    for (int s = 0; s < 10; s++)
+        ck_step(t, o, ix, s);
+    static Snap saved, now, other;
+    snap(t, o, &saved);
+    cr_assert_eq(ck_save(t, o, dir, 10, path), 0, "%s", emb_last_error());
+    int64_t n;
+    const EmbDynamicEvict ev = {.ttl = 1};
+    cr_assert_eq(emb_table_dynamic_evict(t, &ev, &n), 0);
+    cr_assert_gt(n, 0);
+    for (int s = 10; s < 13; s++)
+        ck_step(t, o, ix, s);
+    snap(t, o, &now);
+    cr_assert_neq(memcmp(&now, &saved, sizeof now), 0);
+    cr_assert_eq(ck_restore(t, o, path), 0, "%s", emb_last_error());
+    snap(t, o, &now);
+    snap_eq(&saved, &now, "restored over an evicted table");
+    /* a table capped below the file's rows: EMB_ENOMEM, nothing written */
+    EmbDynamicOptions capped = CK_OPTS;
+    capped.max_rows = saved.n - 1;
+    EmbTable *c;
+    EmbOptimizer *oc;
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
+    emb_optimizer_create(&oc, &cfg);
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &capped), 0);
+    ck_step(c, oc, ix, 0);
+    snap(c, oc, &other);
+    cr_assert_eq(ck_restore(c, oc, path), EMB_ENOMEM);
+    cr_assert(strstr(emb_last_error(), "max_rows"), "%s", emb_last_error());
+    snap(c, oc, &now);
+    snap_eq(&other, &now, "a failed restore");
+    emb_optimizer_detach(oc, c); /* its address may come back */
+    emb_table_destroy(&c);
+    /* another sketch width: EMB_ESHAPE; no admission: the counts are not needed */
+    EmbDynamicOptions wide = CK_OPTS;
+    wide.sketch_width = 128;
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &wide), 0);
+    cr_assert_eq(ck_restore(c, oc, path), EMB_ESHAPE, "%s", emb_last_error());
+    cr_assert_eq(emb_table_dynamic_stats(c, &(EmbDynamicStats){0}), 0);
+    emb_optimizer_detach(oc, c); /* its address may come back */
+    emb_table_destroy(&c);
+    EmbDynamicOptions plain = {.capacity = 3};
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &plain), 0);
+    cr_assert_eq(ck_restore(c, oc, path), 0, "%s", emb_last_error());
+    snap(c, oc, &now);
+    snap_eq(&saved, &now, "restored into a table without admission");
+    /* restored without the optimizer: the rows, and fresh state for them */
+    emb_optimizer_detach(oc, c); /* its address may come back */
+    emb_table_destroy(&c);
+    cr_assert_eq(emb_table_dynamic_create(&c, D, EMB_F32, &plain), 0);
+    const EmbCheckpointVar v = {"emb", c};
+    const EmbRestoreOptions ro = {.var_list = &v, .nvars = 1};
+    cr_assert_eq(emb_checkpoint_restore_ex(NULL, path, &ro, NULL), 0, "%s", emb_last_error());
+    snap(c, NULL, &now);
+    cr_assert_eq(now.n, saved.n);
+    cr_assert_eq(memcmp(now.rows, saved.rows, sizeof now.rows), 0);
+    emb_optimizer_detach(oc, c); /* its address may come back */
+    emb_table_destroy(&c);
+    /* plain <-> dynamic: EMB_ESHAPE */
+    cr_assert_eq(emb_table_create(&c, 64, D, EMB_F32, NULL), 0);
+    cr_assert_eq(ck_restore(c, NULL, path), EMB_ESHAPE);
+    char ppath[512];
+    const EmbCheckpointVar pv = {"emb", c};
+    const EmbSaverOptions so = {.var_list = &pv, .nvars = 1};
+    EmbSaver *sv;
+    cr_assert_eq(emb_saver_create(&sv, dir, "plain", &so), 0);
+    cr_assert_eq(emb_saver_save(sv, NULL, 1, ppath, sizeof ppath), 0, "%s", emb_last_error());
+    emb_saver_destroy(&sv);
+    cr_assert_eq(ck_restore(t, NULL, ppath), EMB_ESHAPE, "%s", emb_last_error());
+    emb_optimizer_detach(oc, c); /* its address may come back */
+    emb_table_destroy(&c);
+    /* the listing and the mapped tables */
+    EmbCheckpoint *ck;
+    cr_assert_eq(emb_checkpoint_open(&ck, path, EMB_CHECKPOINT_MMAP), 0, "%s", emb_last_error());
+    int seen = 0;
+    for (int64_t i = 0; i < emb_checkpoint_count(ck); i++) {
+        EmbCheckpointEntry e;
+        cr_assert_eq(emb_checkpoint_entry(ck, i, &e), 0);
+        cr_assert(e.dynamic);
+        cr_assert_eq(e.dyn_step, 10);
+        cr_assert_eq(e.ncolumns, strcmp(e.name, "emb/dynamic.sketch") ? saved.n : 4);
+        EmbTable *m;
+        if (strcmp(e.name, "emb/dynamic.ids") == 0) {
+            seen |= 1;
+            cr_assert_str_eq(e.type, "I64");
+            cr_assert_str_eq(e.slot, "dynamic.ids");
+            cr_assert_eq(emb_checkpoint_table(ck, e.name, &m), EMB_EINVAL);
+        } else if (strcmp(e.name, "emb") == 0) {
+            seen |= 2;
+            cr_assert_str_eq(e.type, "F32");
+            cr_assert_eq(emb_checkpoint_table(ck, e.name, &m), 0);
+            const int64_t k = saved.n - 1;
+            void *p;
+            emb_table_column_pointer(m, k, EMB_CTX_FORWARD, &p);
+            cr_assert_eq(memcmp(p, &saved.rows[k * D], D * 4), 0, "rows in id order");
+        }
+    }
+    cr_assert_eq(seen, 3);
+    emb_checkpoint_close(&ck);
+    emb_optimizer_destroy(&oc);
+    free_trio(&t, &o, &ix);
+    ck_rmdir(dir);
+}
+
+/* Rewrites tensor @name's element @k (int64) of the checkpoint bytes @b (@n) to @v, with
+ * every checksum made right again: a file that lies with valid checksums. */
+static void ck_forge(unsigned char *b, size_t n, const char *name, int64_t k, int64_t v)
+{
+    uint64_t hn = 0;
+    for (int i = 0; i < 8; i++)
+        hn |= (uint64_t)b[i] << (8 * i);
+    char *h = (char *)b + 8;
+    char key[128];
+    snprintf(key, sizeof key, "\"%s\":{", name);
+    char *e = memmem(h, hn, key, strlen(key));
+    cr_assert_not_null(e);
+    unsigned long long b0, b1;
+    cr_assert_eq(sscanf(strstr(e, "data_offsets"), "data_offsets\":[%llu,%llu]", &b0, &b1), 2);
+    unsigned char *data = b + 8 + hn;
+    cr_assert_leq(8 + hn + b1, n);
+    memcpy(data + b0 + 8 * k, &v, 8);
+    char sum[17], hex[17];
+    snprintf(sum, sizeof sum, "%016llx", (unsigned long long)XXH3_64bits(data + b0, b1 - b0));
+    snprintf(key, sizeof key, "\\\"%s\\\":\\\"", name); /* in the escaped metadata */
+    char *s = memmem(h, hn, key, strlen(key));
+    cr_assert_not_null(s);
+    memcpy(s + strlen(key), sum, 16);
+    char *digits = memmem(h, hn, "\"header_xxh3\":\"", 15);
+    cr_assert_not_null(digits);
+    digits += 15;
+    memset(digits, '0', 16);
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH3_64bits(h, hn));
+    memcpy(digits, hex, 16);
+}
+
+/* Damaged files: EMB_ECORRUPT and the table untouched; lying files with valid checksums
+ * (a repeated id, ids out of order, a negative id, a step from the future) too. */
+Test(dynamic_ckpt, damaged_files)
+{
+    char dir[64], path[512], bad[600];
+    ck_tmpdir(dir);
+    EmbTable *t;
+    EmbOptimizer *o;
+    EmbIndexer *ix;
+    make_trio(&CK_OPTS, EMB_OPT_ADAGRAD, 0.05f, &t, &o, &ix);
+    for (int s = 0; s < 6; s++)
+        ck_step(t, o, ix, s);
+    cr_assert_eq(ck_save(t, o, dir, 6, path), 0, "%s", emb_last_error());
+    static Snap before, after;
+    ck_step(t, o, ix, 6); /* the table differs from the file */
+    snap(t, o, &before);
+    size_t n;
+    unsigned char *b = ck_read(path, &n);
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
+    for (size_t i = 0; i < n; i += 1 + i / 64) { /* flipped bytes, denser at the start */
+        b[i] ^= 0x20;
+        ck_write(bad, b, n);
+        b[i] ^= 0x20;
+        const int r = ck_restore(t, o, bad);
+        cr_assert(r == EMB_ECORRUPT, "byte %zu: %d %s", i, r,
+                  emb_last_error());
+        snap(t, o, &after);
+        snap_eq(&before, &after, "a damaged file");
+    }
+    for (size_t len = 0; len < n; len += 1 + len / 16) {
+        ck_write(bad, b, len);
+        cr_assert_eq(ck_restore(t, o, bad), EMB_ECORRUPT, "%zu bytes", len);
+    }
+    int64_t ids[64];
+    float rows[64 * D];
+    int64_t rows_n;
+    EmbTable *src; /* the saved ids, from a restored copy */
+    cr_assert_eq(emb_table_dynamic_create(&src, D, EMB_F32, &CK_OPTS), 0);
+    cr_assert_eq(ck_restore(src, NULL, path), 0);
+    cr_assert_eq(emb_table_dynamic_export(src, ids, rows, D, 64, &rows_n), 0);
+    cr_assert_gt(rows_n, 2);
+    emb_table_destroy(&src);
+    const struct {
+        const char *tensor;
+        int64_t k, v;
+    } lies[] = {
+        {"emb/dynamic.ids", 1, ids[0]},      /* a repeated id */
+        {"emb/dynamic.ids", 0, ids[2]},      /* out of order */
+        {"emb/dynamic.ids", 0, -5},          /* negative */
+        {"emb/dynamic.last", 1, 7},          /* a step after the table's 6 */
+        {"emb/dynamic.last", 0, -1},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        unsigned char *f = malloc(n);
+        memcpy(f, b, n);
+        ck_forge(f, n, lies[i].tensor, lies[i].k, lies[i].v);
+        ck_write(bad, f, n);
+        free(f);
+        cr_assert_eq(ck_restore(t, o, bad), EMB_ECORRUPT, "lie %zu: %s", i, emb_last_error());
+        snap(t, o, &after);
+        snap_eq(&before, &after, "a lying file");
+    }
+    /* the forger itself is right: an unchanged value restores */
+    unsigned char *f = malloc(n);
+    memcpy(f, b, n);
+    ck_forge(f, n, "emb/dynamic.ids", 0, ids[0]);
+    ck_write(bad, f, n);
+    free(f);
+    cr_assert_eq(ck_restore(t, o, bad), 0, "%s", emb_last_error());
+    free(b);
+    free_trio(&t, &o, &ix);
+    ck_rmdir(dir);
+}
+
+/* ---- the store ------------------------------------------------------------------------ */
+
+Test(dynamic_store, get_initialize_save_restore)
+{
+    EmbStore *s;
+    cr_assert_eq(emb_store_create(&s), 0);
+    const EmbDynamicOptions dopt = {.capacity = 8, .admit_after = 1};
+    const EmbInitializer init = {EMB_INIT_NORMAL, 0.0f, 0.5f, 42};
+    EmbVariableSpec v = {.name = "items", .featuresize = D, .dtype = EMB_F32, .init = init,
+                         .trainable = 1, .dynamic = &dopt};
+    EmbTable *t, *again;
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &t), 0, "%s", emb_last_error());
+    cr_assert(emb_table_is_dynamic(t));
+    cr_assert_str_eq(emb_table_name(t), "items");
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_AUTO, &again), 0, "%s", emb_last_error());
+    cr_assert_eq(again, t);
+    EmbVariableSpec bad = v;
+    bad.dynamic = NULL;
+    bad.ncolumns = 10;
+    cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_AUTO, &again), EMB_ESHAPE);
+    bad = v;
+    bad.featuresize = D + 1;
+    cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_AUTO, &again), EMB_ESHAPE);
+    bad = v;
+    bad.name = "other";
+    bad.ncolumns = 100;
+    cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_NO, &again), EMB_EINVAL);
+    bad.ncolumns = 0;
+    bad.nshards = 2;
+    cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_NO, &again), EMB_ENOTSUP);
+    bad.nshards = 0;
+    bad.init = (EmbInitializer){EMB_INIT_UNIFORM_UNIT_SCALING, 1.0f, 0, 0};
+    cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_NO, &again), EMB_EINVAL);
+    int64_t n;
+    cr_assert_eq(emb_store_list(s, 0, NULL, 0, &n), 0);
+    cr_assert_eq(n, 1, "failed gets add nothing");
+    /* rows are created with the spec's initializer, as by a table made directly */
+    EmbDynamicOptions direct = dopt;
+    direct.init = init;
+    EmbTable *ref;
+    cr_assert_eq(emb_table_dynamic_create(&ref, D, EMB_F32, &direct), 0);
+    EmbOptimizer *o;
+    EmbIndexer *ix;
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    emb_optimizer_create(&o, &cfg);
+    emb_indexer_create(&ix);
+    for (int st = 0; st < 5; st++) {
+        ck_step(t, o, ix, st);
+        ck_step(ref, o, ix, st);
+    }
+    static Snap a, b;
+    snap(t, o, &a);
+    snap(ref, o, &b);
+    snap_eq(&a, &b, "store-made table");
+    /* save the store, train on, restore the store */
+    char dir[64], path[512];
+    ck_tmpdir(dir);
+    const EmbSaverOptions so = {.max_to_keep = 1, .optimizer = o};
+    EmbSaver *sv;
+    cr_assert_eq(emb_saver_create(&sv, dir, "store", &so), 0);
+    cr_assert_eq(emb_saver_save(sv, s, 5, path, sizeof path), 0, "%s", emb_last_error());
+    for (int st = 5; st < 9; st++)
+        ck_step(t, o, ix, st);
+    int64_t step = 0;
+    const EmbRestoreOptions ro = {.optimizer = o};
+    cr_assert_eq(emb_checkpoint_restore_ex(s, path, &ro, &step), 0, "%s", emb_last_error());
+    cr_assert_eq(step, 5);
+    snap(t, o, &b);
+    snap_eq(&a, &b, "restored store");
+    /* emb_table_initialize: every row as created under the new initializer, and later ones */
+    const EmbInitializer one = {EMB_INIT_CONSTANT, 0.25f, 0, 0};
+    cr_assert_eq(emb_table_initialize(t, &one), 0, "%s", emb_last_error());
+    float out[D];
+    cr_assert_eq(emb_lookup_sum(t, &a.ids[0], 1, 1, out, D), 0);
+    cr_assert_eq(out[3], 0.25f);
+    const int64_t fresh = 123456789;
+    cr_assert_eq(emb_table_dynamic_contains(t, fresh), 0);
+    void *p;
+    cr_assert_eq(emb_table_column_pointer(t, fresh, EMB_CTX_UPDATE, &p), 0);
+    cr_assert_eq(((float *)p)[D - 1], 0.25f);
+    cr_assert_eq(emb_table_initialize(t, &(EmbInitializer){EMB_INIT_UNIFORM_UNIT_SCALING, 1, 0,
+                                                            0}), EMB_EINVAL);
+    /* created with EMB_INIT_NONE: reported uninitialized until restored or marked */
+    EmbVariableSpec none = v;
+    none.name = "zeros";
+    none.init = (EmbInitializer){0};
+    cr_assert_eq(emb_store_get(s, &none, EMB_REUSE_NO, &again), 0);
+    cr_assert_eq(emb_store_uninitialized(s, NULL, 0, &n), 0);
+    cr_assert_eq(n, 1);
+    emb_saver_destroy(&sv);
+    emb_indexer_destroy(&ix);
+    emb_optimizer_destroy(&o);
+    emb_table_destroy(&ref);
+    emb_store_destroy(&s);
+    ck_rmdir(dir);
+}
+
+/* ---- partitioned (mod) over dynamic shards --------------------------------------------- */
+
+#define NSH 3
+#define POOL 300
+
+static int64_t pool_id(int64_t k)
+{
+    return k * 7919 + 3;
+}
+
+static EmbTable *make_part(const EmbDynamicOptions *o)
+{
+    EmbTable *sh[NSH], *p;
+    for (int i = 0; i < NSH; i++)
+        cr_assert_eq(emb_table_dynamic_create(&sh[i], D, EMB_F32, o), 0);
+    cr_assert_eq(emb_table_partitioned(&p, sh, NSH, EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
+                                       NULL), 0, "%s", emb_last_error());
+    return p;
+}
+
+/* One table and the same over 3 shards, trained side by side through lookups, maplookup
+ * under every strategy, backward, emb_update_many (2 threads, split: the partitioned
+ * indexing) and evictions: the same outputs, rows, state and steps, bit for bit. */
+static void part_vs_one(int kind, int nthreads, int splits)
+{
+    const EmbDynamicOptions o = {.init = {EMB_INIT_UNIFORM, -0.1f, 0.1f, 9}, .admit_after = 2,
+                                 .sketch_width = 1 << 14};
+    EmbTable *t[2];
+    cr_assert_eq(emb_table_dynamic_create(&t[0], D, EMB_F32, &o), 0);
+    t[1] = make_part(&o);
+    EmbStrategy *st[3];
+    const EmbStrategyOptions so = {.nthreads = nthreads, .num_splits = splits};
+    emb_strategy_sequential(&st[0]);
+    emb_strategy_parallel(&st[1], &so);
+    emb_strategy_auto(&st[2], &so);
+    EmbOptimizerConfig cfg = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.1f);
+    cfg.weight_decay = kind == EMB_OPT_ADAM ? 0.01f : 0.0f;
+    EmbOptimizer *opt;
+    emb_optimizer_create(&opt, &cfg);
+    EmbIndexer *ix[2];
+    EmbGrad *g[2];
+    for (int i = 0; i < 2; i++) {
+        emb_indexer_create(&ix[i]);
+        emb_grad_create(&g[i]);
+    }
+    uint64_t s = 77 + (uint64_t)kind;
+    static float out[2][64 * D];
+    for (int step = 0; step < 8; step++) {
+        int64_t ids[256];
+        float dy[64 * D], w[256];
+        for (int k = 0; k < 256; k++) {
+            ids[k] = pool_id((int64_t)(tu_rand(&s) % POOL));
+            w[k] = tu_randf(&s);
+        }
+        for (int k = 0; k < 64 * D; k++)
+            dy[k] = tu_randf(&s);
+        const EmbBatch b = {.ids = ids, .nnz = 256, .nbags = 64, .bag_size = 4, .weights = w};
+        const EmbPooling pools[] = {EMB_POOLING_SUM, EMB_POOLING_MEAN, {EMB_COMBINER_SUM, 0.5f,
+                                                                        0, 0}};
+        for (size_t p = 0; p < 3; p++) {
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(emb_lookup(t[i], &b, &pools[p], out[i], D), 0, "%s",
+                             emb_last_error());
+            cr_assert_eq(memcmp(out[0], out[1], sizeof out[0]), 0, "step %d pooling %zu", step,
+                         p);
+        }
+        for (int k = 0; k < 3; k++) {
+            const EmbBatch bb[2] = {b, b};
+            const EmbPooling pp[2] = {pools[1], pools[1]};
+            float *po[2] = {out[0], out[1]};
+            const EmbOutputs eo = {.per_table = po};
+            cr_assert_eq(emb_maplookup(st[k], t, 2, bb, pp, &eo), 0, "%s", emb_last_error());
+            cr_assert_eq(memcmp(out[0], out[1], sizeof out[0]), 0, "strategy %d", k);
+        }
+        for (int i = 0; i < 2; i++)
+            cr_assert_eq(emb_lookup_backward(t[i], &b, &pools[step % 3], dy, D, g[i]), 0);
+        cr_assert_eq(emb_update_many(st[2], opt, t, (const EmbGrad *const *)g, 2, ix, 0), 0,
+                     "%s", emb_last_error());
+        if (step % 3 == 2) {
+            const EmbDynamicEvict ev = {.ttl = 2};
+            int64_t n0, n1;
+            cr_assert_eq(emb_table_dynamic_evict(t[0], &ev, &n0), 0);
+            cr_assert_eq(emb_table_dynamic_evict(t[1], &ev, &n1), 0, "%s", emb_last_error());
+            cr_assert_eq(n0, n1);
+        }
+    }
+    EmbDynamicStats s0, s1;
+    cr_assert_eq(emb_table_dynamic_stats(t[0], &s0), 0);
+    cr_assert_eq(emb_table_dynamic_stats(t[1], &s1), 0);
+    cr_assert_eq(s0.rows, s1.rows);
+    cr_assert_gt(s0.rows, 50);
+    cr_assert_eq(s1.step, 8);
+    cr_assert_eq(emb_table_dynamic_step(t[1]), 8);
+    EmbTable *v[2] = {NULL, NULL};
+    for (int i = 0; i < 2 && kind != EMB_OPT_SGD; i++)
+        cr_assert_eq(emb_optimizer_state(opt, t[i], 0, &v[i], NULL), 0);
+    for (int64_t k = 0; k < POOL; k++) {
+        const int64_t id = pool_id(k);
+        cr_assert_eq(emb_table_dynamic_contains(t[0], id), emb_table_dynamic_contains(t[1], id));
+        void *p0, *p1;
+        emb_table_column_pointer(t[0], id, EMB_CTX_FORWARD, &p0);
+        emb_table_column_pointer(t[1], id, EMB_CTX_FORWARD, &p1);
+        cr_assert_eq(memcmp(p0, p1, D * 4), 0, "kind %d id %lld", kind, (long long)id);
+        if (!v[0])
+            continue;
+        emb_table_column_pointer(v[0], id, EMB_CTX_FORWARD, &p0);
+        emb_table_column_pointer(v[1], id, EMB_CTX_FORWARD, &p1);
+        cr_assert_eq(memcmp(p0, p1, (size_t)emb_table_featuresize(v[0]) * 4), 0);
+    }
+    /* each shard holds only its ids, under the ids themselves */
+    for (int i = 0; i < NSH; i++) {
+        int64_t ids[POOL], n;
+        static float rows[POOL * D];
+        EmbTable *sh = emb_table_shard(t[1], i);
+        cr_assert_eq(emb_table_dynamic_export(sh, ids, rows, D, POOL, &n), 0);
+        for (int64_t k = 0; k < n; k++)
+            cr_assert_eq(ids[k] % NSH, i);
+    }
+    for (int i = 0; i < 2; i++) {
+        emb_indexer_destroy(&ix[i]);
+        emb_grad_destroy(&g[i]);
+    }
+    emb_optimizer_destroy(&opt);
+    for (int k = 0; k < 3; k++)
+        emb_strategy_destroy(&st[k]);
+    emb_table_destroy(&t[0]);
+    emb_table_destroy(&t[1]);
+}
+
+Test(dynamic_part, matches_one_table)
+{
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        part_vs_one(kind, 1, 1);
+        part_vs_one(kind, 2, 4);
+    }
+}
+
+/* Creating rows by column pointer and scatter, unknown ids as errors, initialisation, what
+ * is refused. */
+Test(dynamic_part, other_paths)
+{
+    EmbDynamicOptions o = {.missing = EMB_DYN_MISSING_ERROR, .max_rows = 4};
+    EmbTable *t = make_part(&o);
+    cr_assert_eq(emb_table_ncolumns(t), INT64_MAX);
+    void *p;
+    cr_assert_eq(emb_table_column_pointer(t, 10, EMB_CTX_UPDATE, &p), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_dynamic_contains(emb_table_shard(t, 1), 10), 1);
+    cr_assert_eq(emb_table_dynamic_contains(t, 10), 1);
+    const int64_t ids[2] = {10, 11};
+    float rows[2 * D], out[D];
+    for (int i = 0; i < 2 * D; i++)
+        rows[i] = (float)i;
+    cr_assert_eq(emb_lookup_sum(t, ids, 2, 1, out, D), EMB_ENOTFOUND);
+    cr_assert(strstr(emb_last_error(), "11"), "%s", emb_last_error());
+    cr_assert_eq(emb_table_scatter_update(t, ids, 2, rows, D), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_lookup_sum(t, &ids[1], 1, 1, out, D), 0, "%s", emb_last_error());
+    cr_assert_eq(out[3], (float)(D + 3));
+    const EmbInitializer c = {EMB_INIT_CONSTANT, 2.0f, 0, 0};
+    cr_assert_eq(emb_table_initialize(t, &c), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_lookup_sum(t, ids, 1, 1, out, D), 0);
+    cr_assert_eq(out[0], 2.0f);
+    /* whole-table reads and checkpoints of the partitioned table: refused */
+    float all[D];
+    cr_assert_eq(emb_table_read(t, all, D), EMB_ENOTSUP);
+    char dir[64];
+    ck_tmpdir(dir);
+    const EmbCheckpointVar v = {"p", t};
+    const EmbSaverOptions so = {.var_list = &v, .nvars = 1};
+    EmbSaver *sv;
+    cr_assert_eq(emb_saver_create(&sv, dir, "p", &so), 0);
+    cr_assert_eq(emb_saver_save(sv, NULL, 1, NULL, 0), EMB_ENOTSUP);
+    emb_saver_destroy(&sv);
+    ck_rmdir(dir);
+    emb_table_destroy(&t);
+    /* dynamic and fixed shards do not mix; div needs row counts */
+    EmbTable *sh[2];
+    cr_assert_eq(emb_table_dynamic_create(&sh[0], D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_create(&sh[1], 10, D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_MOD, NULL), EMB_EINVAL);
+    emb_table_destroy(&sh[1]);
+    cr_assert_eq(emb_table_dynamic_create(&sh[1], D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_DIV, NULL), EMB_EINVAL);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_MOD, NULL), 0);
+    emb_table_destroy(&t); /* borrowed shards stay */
+    cr_assert_eq(emb_table_dynamic_contains(sh[0], 1), 0);
+    emb_table_destroy(&sh[0]);
+    emb_table_destroy(&sh[1]);
 }

@@ -7,7 +7,7 @@
  *
  * A dynamic table is an EmbTable: every lookup form, emb_maplookup under every strategy,
  * emb_lookup_backward, emb_update / emb_update_many with every optimizer and the
- * partitioned tables (mod, over dynamic shards) take it unchanged. Its ids are any int64
+ * partitioned tables (mod, over dynamic shards: partition.h) take it unchanged. Its ids are any int64
  * in [0, INT64_MAX) (emb_table_ncolumns() is INT64_MAX); negative ids are out of range
  * (EMB_ERANGE) unless the pooling prunes them.
  *
@@ -29,6 +29,10 @@
  *   step of its last update.
  * - **Memory cap** `max_rows`: an update (or import) that would need more rows fails with
  *   EMB_ENOMEM before anything is written, as does any failed allocation.
+ * - **Checkpoints** (store.h): the saver writes the rows in increasing id order with their
+ *   ids, last update steps, optimizer state, the admission counts and the table's step;
+ *   a restore replaces every row of a dynamic table (of any capacity) by the file's, and
+ *   training resumes bit for bit. README "Checkpoints" has the tensors.
  * - **Optimizer state**: the optimizer's state of a dynamic table is kept beside its rows
  *   (emb_optimizer_state() returns a view keyed by id), created with the row and freed
  *   with it. One optimizer at a time may keep state for a dynamic table (a second one:

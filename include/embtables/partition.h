@@ -50,12 +50,23 @@ enum {
  * The table has R = Σ shard rows columns, the shards' feature size and dtype, the name of
  * `opts->name` and is static when `opts->static_size` is set (other options are ignored).
  *
+ * Dynamic shards (dynamic.h; all or none, EMB_PARTITION_MOD only): id goes to shard
+ * id mod nshards, which keeps it under the id itself (so a row's initial values, and every
+ * lookup and update, are those of one dynamic table: bit for bit when the shards have the
+ * options of that table and their admission sketches do not collide where its would not).
+ * The table has INT64_MAX columns; every update counts a step in every shard;
+ * emb_table_dynamic_evict / _contains / _stats / _step take the partitioned table, and
+ * export / import, checkpoints and emb_table_read & co. work on the shards
+ * (emb_table_shard), not on it (EMB_EINVAL / EMB_ENOTSUP). The optimizer keeps each
+ * shard's state beside its rows.
+ *
  * @param out     receives the table; untouched on failure
  * @param shards  @p nshards distinct, non-NULL tables of one feature size and dtype, whose
  *                row counts follow the size rule above
  * @param flags   EMB_PARTITION_MOD or EMB_PARTITION_DIV, | EMB_PARTITION_OWN_SHARDS
  * @return 0; EMB_ENULL (out, shards, a NULL shard: the message names it); EMB_EINVAL
- *         (nshards < 1, bad flags, a shard given twice); EMB_ESHAPE (a shard's feature
+ *         (nshards < 1, bad flags, a shard given twice, dynamic and other shards mixed,
+ *         dynamic shards under EMB_PARTITION_DIV); EMB_ESHAPE (a shard's feature
  *         size or row count does not fit; static_size); EMB_EDTYPE (a shard's dtype
  *         differs); EMB_EOVERFLOW; EMB_ENOMEM
  */

@@ -51,8 +51,12 @@ typedef struct EmbInitializer {
 
 /**
  * Fills every column of @p table (any table type, through its column pointers with
- * context UPDATE) from @p init. Values are rounded to the table's dtype.
- * @return 0, EMB_ENULL, EMB_EINVAL (unknown kind, b < a for UNIFORM, stddev < 0),
+ * context UPDATE) from @p init. Values are rounded to the table's dtype. A dynamic table
+ * (dynamic.h): every row it has gets the values a row created under @p init gets (a
+ * function of its id), and @p init becomes the initializer of the rows it creates later;
+ * its optimizer state is not touched. EMB_INIT_NONE changes nothing.
+ * @return 0, EMB_ENULL, EMB_EINVAL (unknown kind, b < a for UNIFORM, stddev < 0,
+ *         UNIFORM_UNIT_SCALING for a dynamic table),
  *         EMB_ENONFINITE (a or b NaN or infinite, when the table has
  *         EMB_TABLE_CHECK_FINITE)
  */
@@ -73,10 +77,12 @@ typedef enum EmbReuse {
     EMB_REUSE_AUTO = 2, /**< return it if it exists (shapes checked), else create */
 } EmbReuse;
 
+struct EmbDynamicOptions; /* dynamic.h */
+
 /** What a table in the store looks like. */
 typedef struct EmbVariableSpec {
     const char *name;        /**< unique, non-empty, at most EMB_NAME_MAX bytes */
-    int64_t ncolumns;        /**< columns (rows of the TF variable) */
+    int64_t ncolumns;        /**< columns (rows of the TF variable); 0 for a dynamic table */
     int32_t featuresize;     /**< elements per column */
     EmbDtype dtype;          /**< storage element type */
     EmbInitializer init;     /**< applied at creation (EMB_INIT_NONE: left to the caller) */
@@ -87,14 +93,22 @@ typedef struct EmbVariableSpec {
                                   one table; negative: EMB_EINVAL */
     unsigned partition;      /**< with nshards > 1: EMB_PARTITION_MOD or EMB_PARTITION_DIV
                                   (other bits: EMB_EINVAL) */
+    const struct EmbDynamicOptions *dynamic; /**< non-NULL: a dynamic table (dynamic.h) of
+                                  these options (capacity, max_rows, missing, admission),
+                                  ncolumns 0; `init` is the initializer of its rows, applied
+                                  to each when it is created, and `options` its table
+                                  options (the fields `init` and `table` of *dynamic are not
+                                  read); nshards > 1: EMB_ENOTSUP */
 } EmbVariableSpec;
 
 /**
  * Gets or creates the table @p spec names. The store owns the tables it creates; `*out`
  * stays valid until the store is destroyed.
- * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name), EMB_EEXIST, EMB_ENOTFOUND,
- *         EMB_ESHAPE (an existing table of another shape or dtype), and the codes of
- *         emb_table_create()
+ * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name; a dynamic spec with ncolumns
+ *         other than 0), EMB_EEXIST, EMB_ENOTFOUND, EMB_ESHAPE (an existing table of another
+ *         shape or dtype, or dynamic where the spec is not or back), EMB_ENOTSUP (a dynamic
+ *         spec with nshards > 1), and the codes of emb_table_create() or
+ *         emb_table_dynamic_create()
  */
 EMB_API int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse,
                           EmbTable **out);
@@ -130,7 +144,10 @@ EMB_API int emb_store_mark_initialized(EmbStore *s, const EmbTable *table);
  * any shard count, its optimizer state included), dtype F32, F16 or BF16; optimizer
  * state tensors are named `<table>/<kind>.<slot>` (F32). Our metadata (partitioning,
  * optimizer kind and hyper-parameters, steps, an xxHash of every tensor and of the
- * header) is JSON in `__metadata__`. The README describes the format.
+ * header) is JSON in `__metadata__`. A dynamic table (dynamic.h) is its rows in id order
+ * with `<table>/dynamic.ids` and `/dynamic.last` (I64) and `/dynamic.sketch` (U16); it
+ * restores only into a dynamic table, of any capacity, replacing its rows. The README
+ * describes the format.
  */
 
 /** The file name extension of checkpoints. */
@@ -194,10 +211,14 @@ EMB_API int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_st
  * file is verified first (header and every tensor's checksum, then every table present in
  * the store with the same shape and dtype): on any failure no table is touched. Tables of
  * the store absent from the file are left as they are. The global step goes to
- * `*global_step` (may be NULL). Optimizer state in the file is ignored.
+ * `*global_step` (may be NULL). Optimizer state in the file is ignored (a dynamic table's
+ * restored rows get fresh state from an optimizer that keeps state for it).
  * @return 0, EMB_ENULL, EMB_EIO, EMB_ECORRUPT (not safetensors, truncated, a checksum
- *         mismatch), EMB_ENOTSUP (the older embtables format), EMB_ENOTFOUND (a table of
- *         the file is not in the store), EMB_ESHAPE, EMB_ENOMEM
+ *         mismatch, a dynamic table's ids repeated, negative or out of order),
+ *         EMB_ENOTSUP (the older embtables format), EMB_ENOTFOUND (a table of the file is
+ *         not in the store), EMB_ESHAPE (also: a dynamic table's checkpoint into another
+ *         table or back, an admission sketch of another width), EMB_ENOMEM (also: more
+ *         rows than a dynamic table's max_rows)
  */
 EMB_API int emb_checkpoint_restore(EmbStore *store, const char *path, int64_t *global_step);
 
@@ -245,13 +266,21 @@ typedef struct EmbCheckpointEntry {
     const char *name;    /**< tensor name */
     const char *table;   /**< the table it belongs to (== name for a table's values) */
     const char *slot;    /**< NULL for a table's values; else the optimizer slot ("h", "m",
-                              "v", "accum", "linear") */
+                              "v", "accum", "linear") or, for a dynamic table, "dynamic.ids",
+                              "dynamic.last" or "dynamic.sketch" */
     int64_t ncolumns;    /**< columns of the tensor */
     int32_t featuresize; /**< elements per column */
     EmbDtype dtype;      /**< element type in the file */
     int32_t nshards;     /**< shards of the saved table (1: not partitioned) */
     unsigned partition;  /**< EMB_PARTITION_MOD / _DIV when partitioned, else 0 */
     int64_t step;        /**< optimizer updates of the table (-1: no state saved) */
+    int dynamic;         /**< 1: a dynamic table's (dynamic.h); ncolumns is then its row
+                              count, rows in increasing id order */
+    int64_t dyn_step;    /**< a dynamic table's update steps (-1: not dynamic) */
+    const char *type;    /**< the tensor's safetensors dtype: "F32", "F16", "BF16", or "I64"
+                              (a dynamic table's ids and last update steps, [rows, 1]) and
+                              "U16" (its admission counts, [4, width]), whose dtype field
+                              reads EMB_F32 */
 } EmbCheckpointEntry;
 
 /**

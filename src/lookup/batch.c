@@ -100,18 +100,24 @@ int emb__batch_check(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 int emb__batch_check_forward(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
     int r = emb__batch_check(t, b, p);
-    if (r || !emb__is_dynamic(t) || !emb__dynamic_missing_fails(t))
+    if (r || !emb__is_dynamic_any(t))
         return r;
+    if (emb__is_dynamic(t) && !emb__dynamic_missing_fails(t))
+        return 0;
     if (!p)
         p = &emb__pooling_sum;
     for (int64_t k = 0; k < b->nnz; k++) {
         const int64_t id = emb__batch_id(b, k);
-        if (!emb__pruned(b, p, k, id) && !emb__dynamic_has(t, id))
+        const EmbTable *h = id >= 0 ? emb__dynamic_home(t, id) : t;
+        if (!emb__pruned(b, p, k, id) && emb__dynamic_missing_fails(h) &&
+            !emb__dynamic_has(h, id))
             return emb__fail(EMB_ENOTFOUND, "id %lld at position %lld has no row (%s reads "
                              "unknown ids as an error)", (long long)id, (long long)k,
                              emb__table_label(t));
     }
-    if ((p->flags & EMB_USE_DEFAULT_ID) && !emb__dynamic_has(t, p->default_id))
+    const EmbTable *h = p->default_id >= 0 ? emb__dynamic_home(t, p->default_id) : t;
+    if ((p->flags & EMB_USE_DEFAULT_ID) && emb__dynamic_missing_fails(h) &&
+        !emb__dynamic_has(h, p->default_id))
         return emb__fail(EMB_ENOTFOUND, "default_id %lld has no row (%s reads unknown ids as "
                          "an error)", (long long)p->default_id, emb__table_label(t));
     return 0;

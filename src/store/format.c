@@ -49,6 +49,7 @@
 
 #include "embtables/partition.h"
 #include "store/format.h"
+#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
 
@@ -60,16 +61,29 @@ void emb__ckpt_free(EmbCkpt *c)
 {
     for (int64_t i = 0; i < c->ntensors; i++)
         free(c->tensors[i].name);
-    for (int64_t i = 0; i < c->ntables; i++)
+    for (int64_t i = 0; i < c->ntables; i++) {
         free(c->tables[i].name);
+        free(c->tables[i].order);
+    }
     free(c->tensors);
     free(c->tables);
     *c = (EmbCkpt){0};
 }
 
-static const char *dtype_code(EmbDtype dt)
+const char *emb__ckpt_dtype_code(EmbDtype dt)
 {
-    return dt == EMB_F16 ? "F16" : dt == EMB_BF16 ? "BF16" : "F32";
+    return dt == EMB_F16 ? "F16" : dt == EMB_BF16 ? "BF16" : dt == EMB_CKPT_I64 ? "I64"
+         : dt == EMB_CKPT_U16 ? "U16" : "F32";
+}
+
+size_t emb__ckpt_el_size(EmbDtype dt)
+{
+    return dt == EMB_CKPT_I64 ? 8 : dt == EMB_CKPT_U16 ? 2 : emb_dtype_size(dt);
+}
+
+bool emb__ckpt_is_float(EmbDtype dt)
+{
+    return dt == EMB_F32 || dt == EMB_F16 || dt == EMB_BF16;
 }
 
 static int dtype_parse(const char *s, EmbDtype *dt)
@@ -77,7 +91,8 @@ static int dtype_parse(const char *s, EmbDtype *dt)
     static const struct {
         const char *name;
         EmbDtype dt;
-    } map[] = {{"F32", EMB_F32}, {"F16", EMB_F16}, {"BF16", EMB_BF16}};
+    } map[] = {{"F32", EMB_F32}, {"F16", EMB_F16}, {"BF16", EMB_BF16}, {"I64", EMB_CKPT_I64},
+               {"U16", EMB_CKPT_U16}};
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (strcmp(s, map[i].name) == 0) {
             *dt = map[i].dt;
@@ -135,51 +150,109 @@ static void tensor_name(char *out, size_t cap, const char *name, const EmbOptimi
         snprintf(out, cap, "%s", name);
 }
 
+/* The tensors of a table saved as @name: protos[k] and their names (names[k], NAME_BYTES_MAX
+   each); returns their number (at most 6). */
+static int table_tensors(const EmbTable *t, const char *name, const EmbOptimizer *opt,
+                         const EmbOptState *st, EmbCkptTensor *protos,
+                         char (*names)[NAME_BYTES_MAX])
+{
+    const bool dyn = t->kind == EMB_KIND_DYNAMIC;
+    EmbOptSlot slots[2];
+    const int nslots = st ? emb__optimizer_slots(opt->cfg.kind, t->featuresize, slots) : 0;
+    int n = 0;
+    for (int k = -1; k < nslots; k++, n++) {
+        tensor_name(names[n], NAME_BYTES_MAX, name, opt, k < 0 ? NULL : slots[k].name);
+        protos[n] = (EmbCkptTensor){
+                .dtype = k < 0 ? t->dtype : EMB_F32, .ncolumns = t->ncolumns,
+                .width = k < 0 ? t->featuresize : slots[k].width, .slot = k,
+                .src = k < 0 || dyn ? t : st->slot, .src_off = k < 0 ? 0 : slots[k].off,
+                .src_kind = !dyn ? EMB_CKPT_SRC_TABLE
+                          : k < 0 ? EMB_CKPT_SRC_DYN_ROWS : EMB_CKPT_SRC_DYN_STATE};
+    }
+    if (!dyn)
+        return n;
+    int64_t width;
+    const bool sketch = emb__dynamic_sketch(t, &width) != NULL;
+    static const char *const what[] = {"ids", "last", "sketch"};
+    for (int k = 0; k < 2 + sketch; k++, n++) {
+        snprintf(names[n], NAME_BYTES_MAX, "%s/dynamic.%s", name, what[k]);
+        protos[n] = (EmbCkptTensor){
+                .dtype = k < 2 ? EMB_CKPT_I64 : EMB_CKPT_U16, .ncolumns = k < 2 ? 0 : 4,
+                .width = k < 2 ? 1 : (int32_t)width, .slot = -1, .src = t,
+                .src_kind = k == 0 ? EMB_CKPT_SRC_DYN_IDS : k == 1 ? EMB_CKPT_SRC_DYN_LAST
+                                                                  : EMB_CKPT_SRC_DYN_SKETCH};
+    }
+    return n;
+}
+
 int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt)
 {
     if (!name)
         name = t->name;
-    if (t->kind == EMB_KIND_DYNAMIC || t->kind == EMB_KIND_DYNAMIC_STATE)
-        return emb__fail(EMB_ENOTSUP, "%s is dynamic: checkpoints do not save dynamic tables "
-                         "yet (emb_table_dynamic_export)", emb__table_label(t));
+    if (t->kind == EMB_KIND_DYNAMIC_STATE)
+        return emb__fail(EMB_EINVAL, "%s is the optimizer state of a dynamic table: save the "
+                         "table with the optimizer (EmbSaverOptions.optimizer)",
+                         emb__table_label(t));
+    if (emb__is_dynamic_part(t))
+        return emb__fail(EMB_ENOTSUP, "%s is partitioned over dynamic shards: save its shards "
+                         "(emb_table_shard) as tables of their own", emb__table_label(t));
     if (!name[0] || strlen(name) > NAME_BYTES_MAX - 64)
         return emb__fail(EMB_EINVAL, "a table saved in a checkpoint needs a name (1 to %d "
                          "bytes): %s has none", NAME_BYTES_MAX - 64, emb__table_label(t));
     const EmbOptState *st = opt ? emb__optimizer_find(opt, t) : NULL;
-    EmbOptSlot slots[2];
-    const int nslots = st ? emb__optimizer_slots(opt->cfg.kind, t->featuresize, slots) : 0;
-    char tname[NAME_BYTES_MAX];
+    EmbCkptTensor protos[6];
+    char (*names)[NAME_BYTES_MAX] = malloc(6 * sizeof *names);
+    if (!names)
+        return emb__fail(EMB_ENOMEM, "out of memory for tensor names");
+    const int nt = table_tensors(t, name, opt, st, protos, names);
+    int r = 0;
     /* every name first: nothing is added when one exists */
-    for (int k = -1; k < nslots; k++) {
-        tensor_name(tname, sizeof tname, name, opt, k < 0 ? NULL : slots[k].name);
-        if (tensor_find(c, tname) >= 0 || strcmp(tname, "__metadata__") == 0)
-            return emb__fail(EMB_EINVAL, "checkpoint tensor name \"%.200s\" is used twice",
-                             tname);
-    }
-    int r = emb__grow(&c->tables, c->ntables, &c->cap, sizeof *c->tables, "checkpoint tables");
+    for (int k = 0; k < nt && !r; k++)
+        for (int j = 0; j <= k && !r; j++)
+            if ((j < k && strcmp(names[j], names[k]) == 0) || tensor_find(c, names[k]) >= 0 ||
+                strcmp(names[k], "__metadata__") == 0)
+                r = emb__fail(EMB_EINVAL, "checkpoint tensor name \"%.200s\" is used twice",
+                              names[k]);
+    const bool dyn = t->kind == EMB_KIND_DYNAMIC;
+    int64_t *order = NULL, nrows = t->ncolumns;
+    r = r || !dyn ? r : emb__dynamic_sorted_rows(t, &order, &nrows);
+    r = r ? r : emb__grow(&c->tables, c->ntables, &c->cap, sizeof *c->tables, "checkpoint tables");
     char *tabname = r ? NULL : dup_str(name);
     if (!r && !tabname)
         r = emb__fail(EMB_ENOMEM, "out of memory for a table name");
-    if (r)
+    if (r) {
+        free(order);
+        free(names);
         return r;
+    }
     EmbCkptTable *tb = &c->tables[c->ntables];
     *tb = (EmbCkptTable){tabname, EMB_MAX(emb_table_nshards(t), 1), emb_table_partition_mode(t),
-                         st ? st->step : -1, c->ntensors, {-1, -1}};
+                         st ? st->step : -1, c->ntensors, {-1, -1}, .dynamic = dyn,
+                         .dyn_step = emb_table_dynamic_step(t), .ids = -1, .last = -1,
+                         .sketch = -1, .order = order};
     const int64_t first = c->ntensors;
-    for (int k = -1; k < nslots && !r; k++) {
-        tensor_name(tname, sizeof tname, name, opt, k < 0 ? NULL : slots[k].name);
-        const EmbCkptTensor proto = {
-                .dtype = k < 0 ? t->dtype : EMB_F32, .ncolumns = t->ncolumns,
-                .width = k < 0 ? t->featuresize : slots[k].width, .table = c->ntables,
-                .slot = k, .src = k < 0 ? t : st->slot, .src_off = k < 0 ? 0 : slots[k].off};
-        if (k >= 0)
-            tb->state[k] = c->ntensors;
-        r = tensor_push(c, dup_str(tname), &proto);
+    for (int k = 0; k < nt && !r; k++) {
+        EmbCkptTensor proto = protos[k];
+        proto.table = c->ntables;
+        proto.order = order;
+        if (proto.src_kind != EMB_CKPT_SRC_DYN_SKETCH && dyn)
+            proto.ncolumns = nrows;
+        if (proto.slot >= 0)
+            tb->state[proto.slot] = c->ntensors;
+        else if (proto.src_kind == EMB_CKPT_SRC_DYN_IDS)
+            tb->ids = c->ntensors;
+        else if (proto.src_kind == EMB_CKPT_SRC_DYN_LAST)
+            tb->last = c->ntensors;
+        else if (proto.src_kind == EMB_CKPT_SRC_DYN_SKETCH)
+            tb->sketch = c->ntensors;
+        r = tensor_push(c, dup_str(names[k]), &proto);
     }
+    free(names);
     if (r) { /* roll back */
         while (c->ntensors > first)
             free(c->tensors[--c->ntensors].name);
         free(tabname);
+        free(order);
         return r;
     }
     c->ntables++;
@@ -230,6 +303,11 @@ static char *meta_text(const EmbCkpt *c, int *err)
         set(jt, "nshards", json_integer(t->nshards), err);
         set(jt, "partition", json_string(partition_name(t->partition)), err);
         set(jt, "step", json_integer(t->step), err);
+        if (t->dynamic) {
+            json_t *jd = json_object();
+            set(jd, "step", json_integer(t->dyn_step), err);
+            set(jt, "dynamic", jd, err);
+        }
         if (!tables || json_array_append_new(tables, jt) != 0)
             *err = 1;
     }
@@ -263,7 +341,7 @@ static char *header_text(const EmbCkpt *c, size_t *len)
     for (int64_t i = 0; i < c->ntensors; i++) {
         const EmbCkptTensor *t = &c->tensors[i];
         json_t *jt = json_object();
-        set(jt, "dtype", json_string(dtype_code(t->dtype)), &err);
+        set(jt, "dtype", json_string(emb__ckpt_dtype_code(t->dtype)), &err);
         set(jt, "shape", json_pack("[II]", (json_int_t)t->ncolumns, (json_int_t)t->width), &err);
         set(jt, "data_offsets", json_pack("[II]", (json_int_t)t->begin, (json_int_t)t->end),
             &err);
@@ -347,18 +425,41 @@ static int read_all(int fd, void *p, size_t n, uint64_t off)
     return 0;
 }
 
+/* The bytes of column @col of tensor @t (@tmp: room for an int64). */
+static const char *src_column(const EmbCkptTensor *t, int64_t col, size_t el, int64_t *tmp)
+{
+    switch (t->src_kind) {
+    case EMB_CKPT_SRC_DYN_ROWS: return emb__dynamic_row(t->src, t->order[col]);
+    case EMB_CKPT_SRC_DYN_STATE:
+        return (const char *)emb__dynamic_state_row(t->src, t->order[col]) +
+               (size_t)t->src_off * el;
+    case EMB_CKPT_SRC_DYN_IDS:
+        *tmp = emb__dynamic_row_id(t->src, t->order[col]);
+        return (const char *)tmp;
+    case EMB_CKPT_SRC_DYN_LAST:
+        *tmp = emb__dynamic_row_last(t->src, t->order[col]);
+        return (const char *)tmp;
+    case EMB_CKPT_SRC_DYN_SKETCH: {
+        int64_t w;
+        return (const char *)(emb__dynamic_sketch(t->src, &w) + col * w);
+    }
+    default:
+        return (const char *)emb__column(t->src, col, EMB_CTX_NONE) + (size_t)t->src_off * el;
+    }
+}
+
 /* Writes tensor @t's bytes at file offset @off through @buf, hashing them. */
 static int write_tensor(EmbCkptTensor *t, int fd, uint64_t off, unsigned char *buf)
 {
-    const size_t el = emb_dtype_size(t->dtype);
+    const size_t el = emb__ckpt_el_size(t->dtype);
     const size_t cb = (size_t)t->width * el;
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     size_t fill = 0;
     int e = 0;
     for (int64_t col = 0; col < t->ncolumns && !e; col++) {
-        const char *src = (const char *)emb__column(t->src, col, EMB_CTX_NONE) +
-                          (size_t)t->src_off * el;
+        int64_t tmp;
+        const char *src = src_column(t, col, el, &tmp);
         if (fill + cb > EMB_CKPT_CHUNK && fill > 0) {
             XXH3_64bits_update(&st, buf, fill);
             e = write_all(fd, buf, fill, off);
@@ -384,12 +485,13 @@ static int write_tensor(EmbCkptTensor *t, int fd, uint64_t off, unsigned char *b
 
 int emb__ckpt_write(EmbCkpt *c, int fd, const char *path)
 {
-    /* the 4-byte tensors first, then the 2-byte ones: each aligned for its type */
+    /* the 8-byte tensors first, then the 4-byte and the 2-byte ones: each aligned for its
+       type */
     uint64_t pos = 0;
-    for (size_t el = 4; el >= 2; el -= 2)
+    for (size_t el = 8; el >= 2; el /= 2)
         for (int64_t i = 0; i < c->ntensors; i++) {
             EmbCkptTensor *t = &c->tensors[i];
-            if (emb_dtype_size(t->dtype) != el)
+            if (emb__ckpt_el_size(t->dtype) != el)
                 continue;
             t->begin = pos;
             t->end = pos += (uint64_t)t->ncolumns * (uint64_t)t->width * el;
@@ -485,7 +587,8 @@ static int parse_tensor(EmbCkpt *c, const char *name, json_t *v, json_t *sums, u
     const char *dt = get_str(v, "dtype");
     EmbCkptTensor t = {.table = -1, .slot = -1};
     if (!json_is_object(v) || json_object_size(v) != 3 || !dt || dtype_parse(dt, &t.dtype))
-        return corrupt(path, "tensor \"%.200s\" is not an F32, F16 or BF16 tensor", name);
+        return corrupt(path, "tensor \"%.200s\" is not an F32, F16, BF16, I64 or U16 tensor",
+                       name);
     json_t *s0 = json_array_get(shape, 0), *s1 = json_array_get(shape, 1);
     json_t *o0 = json_array_get(offs, 0), *o1 = json_array_get(offs, 1);
     if (json_array_size(shape) != 2 || json_array_size(offs) != 2 || !json_is_integer(s0) ||
@@ -494,7 +597,7 @@ static int parse_tensor(EmbCkpt *c, const char *name, json_t *v, json_t *sums, u
                        name);
     const json_int_t rows = json_integer_value(s0), cols = json_integer_value(s1);
     const json_int_t b = json_integer_value(o0), e = json_integer_value(o1);
-    const uint64_t el = emb_dtype_size(t.dtype);
+    const uint64_t el = emb__ckpt_el_size(t.dtype);
     if (rows < 0 || cols < 1 || cols > INT32_MAX || b < 0 || e < b || (uint64_t)e > size ||
         (uint64_t)rows > size / (uint64_t)cols / el + 1 ||
         (uint64_t)rows * (uint64_t)cols * el != (uint64_t)(e - b))
@@ -573,13 +676,49 @@ static int parse_optimizer(EmbCkpt *c, json_t *o, const char *path)
     return 0;
 }
 
+/* The dynamic table's part of a "tables" entry (@jd: its "dynamic" object, or NULL for
+   another table): its step and its ids, steps and counts tensors. */
+static int parse_dynamic(EmbCkpt *c, EmbCkptTable *tb, json_t *jd, const char *path)
+{
+    if (!jd)
+        return 0;
+    int64_t step;
+    if (!json_is_object(jd) || get_int(jd, "step", 0, INT64_MAX, &step) || tb->nshards != 1)
+        return corrupt(path, "table \"%.200s\": a bad dynamic table entry", tb->name);
+    tb->dynamic = true;
+    tb->dyn_step = step;
+    const EmbCkptTensor *val = &c->tensors[tb->values];
+    static const char *const what[] = {"ids", "last", "sketch"};
+    int64_t *const dst[] = {&tb->ids, &tb->last, &tb->sketch};
+    for (int k = 0; k < 3; k++) {
+        char tname[NAME_BYTES_MAX + 64];
+        snprintf(tname, sizeof tname, "%s/dynamic.%s", tb->name, what[k]);
+        const int64_t s = tensor_find(c, tname);
+        if (s < 0 && k == 2)
+            break; /* no admission counts */
+        const EmbCkptTensor *ts = s >= 0 ? &c->tensors[s] : NULL;
+        const bool ok = ts && ts->table < 0 &&
+                        (k < 2 ? ts->dtype == EMB_CKPT_I64 && ts->width == 1 &&
+                                         ts->ncolumns == val->ncolumns
+                               : ts->dtype == EMB_CKPT_U16 && ts->ncolumns == 4 &&
+                                         (ts->width & (ts->width - 1)) == 0);
+        if (!ok)
+            return corrupt(path, "dynamic table tensor \"%.200s\" is missing or misshapen",
+                           tname);
+        c->tensors[s].table = tb - c->tables;
+        *dst[k] = s;
+    }
+    return 0;
+}
+
 /* One entry of "tables": its values tensor and, with a step, its slot tensors. */
 static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
 {
     const char *name = get_str(jt, "name"), *part = get_str(jt, "partition");
     int64_t nshards, step;
     const int64_t v = name ? tensor_find(c, name) : -1;
-    if (v < 0 || c->tensors[v].table >= 0 || get_int(jt, "nshards", 1, INT32_MAX, &nshards) ||
+    if (v < 0 || c->tensors[v].table >= 0 || !emb__ckpt_is_float(c->tensors[v].dtype) ||
+        get_int(jt, "nshards", 1, INT32_MAX, &nshards) ||
         get_int(jt, "step", -1, INT64_MAX, &step) || !part)
         return corrupt(path, "a table entry has no tensor, a bad shard count or step");
     unsigned p = 0;
@@ -596,10 +735,12 @@ static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
     if (r)
         return r;
     EmbCkptTable *tb = &c->tables[c->ntables];
-    *tb = (EmbCkptTable){dup, (int32_t)nshards, p, step, v, {-1, -1}};
+    *tb = (EmbCkptTable){dup, (int32_t)nshards, p, step, v, {-1, -1}, .ids = -1, .last = -1,
+                         .sketch = -1};
     c->tensors[v].table = c->ntables++;
-    if (step < 0)
-        return 0;
+    r = parse_dynamic(c, tb, json_object_get(jt, "dynamic"), path);
+    if (r || step < 0)
+        return r;
     if (!c->has_opt)
         return corrupt(path, "table \"%.200s\" has optimizer state but no optimizer", name);
     EmbOptSlot slots[2];
@@ -741,11 +882,11 @@ int emb__ckpt_verify(const EmbCkpt *c, int fd, const unsigned char *map, const c
     return e;
 }
 
-int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off,
-                   const char *path)
+int emb__ckpt_load_fn(const EmbCkpt *c, int64_t k, int fd, void *(*dst)(void *ctx, int64_t j),
+                      void *ctx, const char *path)
 {
     const EmbCkptTensor *ts = &c->tensors[k];
-    const size_t el = emb_dtype_size(ts->dtype), cb = (size_t)ts->width * el;
+    const size_t el = emb__ckpt_el_size(ts->dtype), cb = (size_t)ts->width * el;
     const int64_t per = (int64_t)EMB_MAX(EMB_CKPT_CHUNK / cb, 1);
     unsigned char *buf = cb <= EMB_CKPT_CHUNK ? malloc(EMB_CKPT_CHUNK) : NULL;
     if (cb <= EMB_CKPT_CHUNK && !buf)
@@ -755,15 +896,72 @@ int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off
         const int64_t n = EMB_MIN(per, ts->ncolumns - c0);
         const uint64_t pos = c->data_start + ts->begin + (uint64_t)c0 * cb;
         if (!buf) { /* a column larger than a chunk: straight into it */
-            e = read_all(fd, (char *)emb__column(t, c0, EMB_CTX_UPDATE) + (size_t)off * el, cb,
-                         pos);
+            e = read_all(fd, dst(ctx, c0), cb, pos);
             continue;
         }
         e = read_all(fd, buf, (size_t)n * cb, pos);
         for (int64_t j = 0; j < n && !e; j++)
-            memcpy((char *)emb__column(t, c0 + j, EMB_CTX_UPDATE) + (size_t)off * el,
-                   buf + (size_t)j * cb, cb);
+            memcpy(dst(ctx, c0 + j), buf + (size_t)j * cb, cb);
     }
     free(buf);
     return e ? emb__fail(EMB_EIO, "checkpoint %s changed while it was restored", path) : 0;
+}
+
+typedef struct TableDst {
+    EmbTable *t;
+    size_t off; /* bytes */
+} TableDst;
+
+static void *table_dst(void *ctx, int64_t j)
+{
+    const TableDst *d = ctx;
+    return (char *)emb__column(d->t, j, EMB_CTX_UPDATE) + d->off;
+}
+
+int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off,
+                   const char *path)
+{
+    TableDst d = {t, (size_t)off * emb__ckpt_el_size(c->tensors[k].dtype)};
+    return emb__ckpt_load_fn(c, k, fd, table_dst, &d, path);
+}
+
+static void *array_dst(void *ctx, int64_t j)
+{
+    return (int64_t *)ctx + j;
+}
+
+int emb__ckpt_check_dynamic(const EmbCkpt *c, int fd, const char *path)
+{
+    int64_t cap = 0, *ids = NULL, *last = NULL;
+    int r = 0;
+    for (int64_t i = 0; i < c->ntables && !r; i++) {
+        const EmbCkptTable *tb = &c->tables[i];
+        if (!tb->dynamic)
+            continue;
+        const int64_t n = c->tensors[tb->ids].ncolumns;
+        if (n > cap) {
+            free(ids);
+            free(last);
+            ids = malloc((size_t)n * sizeof *ids);
+            last = malloc((size_t)n * sizeof *last);
+            cap = ids && last ? n : 0;
+            if (!cap)
+                r = emb__fail(EMB_ENOMEM, "out of memory reading checkpoint %s", path);
+        }
+        r = r ? r : emb__ckpt_load_fn(c, tb->ids, fd, array_dst, ids, path);
+        r = r ? r : emb__ckpt_load_fn(c, tb->last, fd, array_dst, last, path);
+        for (int64_t k = 0; k < n && !r; k++) {
+            if (ids[k] < 0 || (k > 0 && ids[k] <= ids[k - 1]))
+                r = corrupt(path, "dynamic table \"%.200s\": id %lld at row %lld is negative, "
+                            "repeated or out of order", tb->name, (long long)ids[k],
+                            (long long)k);
+            else if (last[k] < 0 || last[k] > tb->dyn_step)
+                r = corrupt(path, "dynamic table \"%.200s\": row %lld was last updated at step "
+                            "%lld, outside [0, %lld]", tb->name, (long long)k,
+                            (long long)last[k], (long long)tb->dyn_step);
+        }
+    }
+    free(ids);
+    free(last);
+    return r;
 }

@@ -20,6 +20,26 @@
 #define EMB_CKPT_ALIGN 64              /* the data start at a multiple of this */
 #define EMB_CKPT_CHUNK (1 << 20)       /* bytes per read or write */
 
+/* The element types of a dynamic table's ids and last update steps (safetensors "I64") and
+   of its admission counts ("U16"), beside the tables' EmbDtype values in tensors' dtype. */
+#define EMB_CKPT_I64 ((EmbDtype)16)
+#define EMB_CKPT_U16 ((EmbDtype)17)
+/* Bytes per element of a tensor's dtype (0: unknown), and whether it is a table's type. */
+size_t emb__ckpt_el_size(EmbDtype dt);
+bool emb__ckpt_is_float(EmbDtype dt);
+/* The safetensors name of a tensor's dtype ("F32", "F16", "BF16", "I64", "U16"). */
+const char *emb__ckpt_dtype_code(EmbDtype dt);
+
+/* Where a tensor's columns come from when it is written. */
+typedef enum EmbCkptSource {
+    EMB_CKPT_SRC_TABLE = 0, /* column k of src, from element src_off */
+    EMB_CKPT_SRC_DYN_ROWS,  /* row order[k] of the dynamic table src */
+    EMB_CKPT_SRC_DYN_STATE, /* its optimizer state row, from element src_off */
+    EMB_CKPT_SRC_DYN_IDS,   /* its id (width 1) */
+    EMB_CKPT_SRC_DYN_LAST,  /* its last update step (width 1) */
+    EMB_CKPT_SRC_DYN_SKETCH /* row k of its admission sketch */
+} EmbCkptSource;
+
 typedef struct EmbCkptTensor {
     char *name;           /* owned */
     EmbDtype dtype;
@@ -28,10 +48,13 @@ typedef struct EmbCkptTensor {
     uint64_t begin, end;  /* bytes in the data section */
     uint64_t hash;        /* XXH3-64 of its bytes */
     int64_t table;        /* index in tables */
-    int slot;             /* -1: the table's values; else its optimizer slot */
+    int slot;             /* -1: the table's values or a dynamic table's ids, steps or
+                             counts; else its optimizer slot */
     /* writing: the source */
     const EmbTable *src;
     int32_t src_off;
+    EmbCkptSource src_kind;
+    const int64_t *order; /* a dynamic table's rows in id order (its EmbCkptTable's) */
 } EmbCkptTensor;
 
 typedef struct EmbCkptTable {
@@ -41,6 +64,13 @@ typedef struct EmbCkptTable {
     int64_t step;         /* optimizer updates; -1: no state */
     int64_t values;       /* tensor index */
     int64_t state[2];     /* tensor indices of the slots (-1: none) */
+    /* a dynamic table (dynamic.h): its update step count and the tensor indices of its
+       ids and last update steps (I64, [rows, 1], rows in increasing id order) and of its
+       admission counts (U16, [4, width]; -1: none) */
+    bool dynamic;
+    int64_t dyn_step;
+    int64_t ids, last, sketch;
+    int64_t *order;       /* writing: its rows in id order (owned) */
 } EmbCkptTable;
 
 typedef struct EmbCkpt {
@@ -78,5 +108,11 @@ int emb__ckpt_verify(const EmbCkpt *c, int fd, const unsigned char *map, const c
 /* Reads tensor @k from @fd into elements [off, off + width) of every column of @t. */
 int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off,
                    const char *path);
+/* Reads tensor @k from @fd, column j (width elements) to dst(ctx, j). */
+int emb__ckpt_load_fn(const EmbCkpt *c, int64_t k, int fd, void *(*dst)(void *ctx, int64_t j),
+                      void *ctx, const char *path);
+/* Reads every dynamic table's ids and last update steps: ids strictly increasing and
+   >= 0, steps in [0, the table's step]; 0, EMB_ECORRUPT, EMB_EIO, EMB_ENOMEM. */
+int emb__ckpt_check_dynamic(const EmbCkpt *c, int fd, const char *path);
 
 #endif

@@ -6,8 +6,9 @@
  */
 #include "dtype.h"
 #include "initval.h"
+#include "embtables/partition.h"
+#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
-#include "embtables/dynamic.h"
 #include "embtables/store.h"
 
 int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
@@ -17,15 +18,19 @@ int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
     int r = emb__init_check(in, emb__table_label(t));
     if (r)
         return r;
-    if (emb_table_is_dynamic(t))
-        return emb__fail(EMB_ENOTSUP, "%s is dynamic: its rows are initialised when created "
-                         "(EmbDynamicOptions.init)", emb__table_label(t));
     if (in->kind == EMB_INIT_NONE)
         return 0;
     const float ab[2] = {in->a, in->b};
     r = emb__finite_check(t, ab, 1, 2, 2, "initializer parameters a, b");
     if (r)
         return r;
+    if (emb__is_dynamic(t)) /* its rows now, and the rows it creates later */
+        return emb__dynamic_initialize(t, in);
+    if (emb__is_dynamic_part(t)) {
+        for (int32_t i = 0; i < emb_table_nshards(t) && !r; i++)
+            r = emb__dynamic_initialize(emb_table_shard(t, i), in);
+        return r;
+    }
     for (int64_t c = 0; c < t->ncolumns; c++) {
         void *col = emb__column(t, c, EMB_CTX_UPDATE);
         for (int32_t i = 0; i < t->featuresize; i++)

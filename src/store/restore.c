@@ -19,6 +19,7 @@
 
 #include "store/format.h"
 #include "store/store_impl.h"
+#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
 
@@ -54,6 +55,7 @@ static int64_t table_find(const EmbCkpt *c, const char *name)
 typedef struct Target {
     int64_t table; /* in the file */
     EmbTable *t;
+    EmbDynStage *stage; /* a dynamic table's new content, swapped in by load() */
 } Target;
 
 /* The file's tables matched with the caller's (var_list or store), shapes checked. */
@@ -69,7 +71,7 @@ static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Targ
                 return emb__fail(EMB_ENULL, "restore var_list entry %lld has no table",
                                  (long long)i);
             const char *name = v->name ? v->name : v->table->name;
-            tg[i] = (Target){table_find(c, name), v->table};
+            tg[i] = (Target){table_find(c, name), v->table, NULL};
             if (tg[i].table < 0)
                 return emb__fail(EMB_ENOTFOUND, "checkpoint %s has no table \"%s\"", path,
                                  name);
@@ -78,11 +80,17 @@ static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Targ
             if (!en)
                 return emb__fail(EMB_ENOTFOUND, "checkpoint %s has table \"%s\", which the "
                                  "store lacks", path, c->tables[i].name);
-            tg[i] = (Target){i, en->table};
+            tg[i] = (Target){i, en->table, NULL};
         }
         const EmbCkptTensor *v = &c->tensors[c->tables[tg[i].table].values];
         const EmbTable *t = tg[i].t;
-        if (t->ncolumns != v->ncolumns || t->featuresize != v->width || t->dtype != v->dtype)
+        const bool dyn = emb__is_dynamic(t);
+        if (dyn != c->tables[tg[i].table].dynamic)
+            return emb__fail(EMB_ESHAPE, "checkpoint %s has \"%s\" as a %s table; %s is %s",
+                             path, v->name, dyn ? "plain" : "dynamic", emb__table_label(t),
+                             dyn ? "dynamic (it restores only a dynamic table's checkpoint)"
+                                 : "not dynamic");
+        if ((!dyn && t->ncolumns != v->ncolumns) || t->featuresize != v->width || t->dtype != v->dtype)
             return emb__fail(EMB_ESHAPE, "checkpoint %s has \"%s\" as %lld x %d %s; the "
                              "table's is %lld x %d %s", path, v->name, (long long)v->ncolumns,
                              (int)v->width, emb_dtype_name(v->dtype), (long long)t->ncolumns,
@@ -112,12 +120,90 @@ static int prepare_state(const EmbCkpt *c, EmbOptimizer *opt, const Target *tg, 
     return 0;
 }
 
-static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, const Target *tg,
+typedef struct StageDst {
+    EmbDynStage *st;
+    size_t off; /* bytes into a state row */
+} StageDst;
+
+static void *stage_row_dst(void *ctx, int64_t j)
+{
+    return emb__dynamic_stage_row(((StageDst *)ctx)->st, j);
+}
+
+static void *stage_state_dst(void *ctx, int64_t j)
+{
+    const StageDst *d = ctx;
+    return (char *)emb__dynamic_stage_state(d->st, j) + d->off;
+}
+
+static void *stage_last_dst(void *ctx, int64_t j)
+{
+    return emb__dynamic_stage_last(((StageDst *)ctx)->st) + j;
+}
+
+static void *stage_sketch_dst(void *ctx, int64_t j)
+{
+    int64_t w;
+    uint16_t *sk = emb__dynamic_stage_sketch(((StageDst *)ctx)->st, &w);
+    return sk + j * w;
+}
+
+static void *ids_dst(void *ctx, int64_t j)
+{
+    return (int64_t *)ctx + j;
+}
+
+/* The new content of dynamic target @g, read from the file into a stage (nothing of the
+   table is written). */
+static int stage_dynamic(const EmbCkpt *c, int fd, const EmbOptimizer *opt, Target *g,
+                         const char *path)
+{
+    const EmbCkptTable *tb = &c->tables[g->table];
+    const int64_t n = c->tensors[tb->values].ncolumns;
+    int64_t width, fwidth = tb->sketch >= 0 ? c->tensors[tb->sketch].width : 0;
+    int r = emb__dynamic_stage(g->t, n, &g->stage);
+    if (r)
+        return r;
+    StageDst d = {g->stage, 0};
+    const bool sketch = emb__dynamic_stage_sketch(g->stage, &width) != NULL;
+    if (sketch && fwidth && fwidth != width)
+        return emb__fail(EMB_ESHAPE, "checkpoint %s counts admissions of \"%s\" in a sketch "
+                         "%lld wide; %s's is %lld wide", path, tb->name, (long long)fwidth,
+                         emb__table_label(g->t), (long long)width);
+    int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
+    if (!ids)
+        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
+    r = emb__ckpt_load_fn(c, tb->ids, fd, ids_dst, ids, path);
+    r = r ? r : emb__ckpt_load_fn(c, tb->last, fd, stage_last_dst, &d, path);
+    r = r ? r : emb__ckpt_load_fn(c, tb->values, fd, stage_row_dst, &d, path);
+    if (!r && sketch && fwidth)
+        r = emb__ckpt_load_fn(c, tb->sketch, fd, stage_sketch_dst, &d, path);
+    if (!r && emb__dynamic_stage_ids(g->stage, ids, tb->dyn_step) != 0)
+        r = emb__fail(EMB_EIO, "checkpoint %s changed while it was restored", path);
+    free(ids);
+    if (r || !opt || tb->step < 0)
+        return r;
+    EmbOptSlot slots[2];
+    const int ns = emb__optimizer_slots(opt->cfg.kind, g->t->featuresize, slots);
+    for (int k = 0; k < ns && !r; k++) {
+        d.off = (size_t)slots[k].off * sizeof(float);
+        r = emb__ckpt_load_fn(c, tb->state[k], fd, stage_state_dst, &d, path);
+    }
+    return r;
+}
+
+static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target *tg,
                 int64_t n, const char *path)
 {
     for (int64_t i = 0; i < n; i++) {
         const EmbCkptTable *tb = &c->tables[tg[i].table];
-        int r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, path);
+        int r = 0;
+        if (tg[i].stage) { /* swapped in whole: state and all */
+            emb__dynamic_stage_commit(tg[i].t, tg[i].stage);
+            tg[i].stage = NULL;
+        } else {
+            r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, path);
+        }
         if (r)
             return r;
         EmbStoreEntry *en = s ? emb__store_entry(s, tg[i].t->name) : NULL;
@@ -131,7 +217,9 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, const 
         }
         EmbOptState *st = emb__optimizer_find(opt, tg[i].t);
         EmbOptSlot slots[2];
-        const int ns = emb__optimizer_slots(opt->cfg.kind, tg[i].t->featuresize, slots);
+        const int ns = emb__is_dynamic(tg[i].t)
+                               ? 0 : emb__optimizer_slots(opt->cfg.kind, tg[i].t->featuresize,
+                                                          slots);
         for (int k = 0; k < ns && !r; k++)
             r = emb__ckpt_load(c, tb->state[k], fd, st->slot, slots[k].off, path);
         if (r)
@@ -157,17 +245,23 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     if (fd < 0)
         return r;
     r = emb__ckpt_verify(&c, fd, NULL, path);
+    r = r ? r : emb__ckpt_check_dynamic(&c, fd, path);
     const int64_t ntg = o && o->nvars > 0 ? o->nvars : c.ntables;
-    Target *tg = r ? NULL : malloc((size_t)EMB_MAX(ntg, 1) * sizeof *tg);
+    Target *tg = r ? NULL : calloc((size_t)EMB_MAX(ntg, 1), sizeof *tg);
     if (!r && !tg)
         r = emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
     int64_t n = 0;
     EmbOptimizer *opt = o ? o->optimizer : NULL;
     r = r ? r : match(&c, s, o, tg, &n, path);
     r = r || !opt ? r : prepare_state(&c, opt, tg, n, path);
+    for (int64_t i = 0; i < n && !r; i++)
+        if (emb__is_dynamic(tg[i].t))
+            r = stage_dynamic(&c, fd, opt, &tg[i], path);
     r = r ? r : load(&c, fd, s, opt, tg, n, path);
     if (!r && global_step)
         *global_step = c.global_step;
+    for (int64_t i = 0; tg && i < n; i++)
+        emb__dynamic_stage_free(tg[i].stage);
     free(tg);
     emb__ckpt_free(&c);
     close(fd);
@@ -218,6 +312,8 @@ static int map_tables(EmbCheckpoint *ck, int fd, const char *path)
     for (int64_t i = 0; i < ck->c.ntensors && !r; i++) {
         const EmbCkptTensor *t = &ck->c.tensors[i];
         const uint64_t at = ck->c.data_start + t->begin;
+        if (!emb__ckpt_is_float(t->dtype))
+            continue; /* a dynamic table's ids, steps or counts: no table */
         if (at % emb_dtype_size(t->dtype) != 0)
             return emb__fail(EMB_ENOTSUP, "tensor \"%.200s\" of %s is not aligned for its type "
                              "and cannot be mapped", t->name, path);
@@ -275,11 +371,17 @@ int emb_checkpoint_entry(const EmbCheckpoint *ck, int64_t i, EmbCheckpointEntry 
     EmbOptSlot slots[2];
     if (t->slot >= 0)
         emb__optimizer_slots(ck->c.opt.kind, ck->c.tensors[tb->values].width, slots);
-    *out = (EmbCheckpointEntry){.name = t->name, .table = tb->name,
-                                .slot = t->slot >= 0 ? slots[t->slot].name : NULL,
+    const int64_t k = t - ck->c.tensors;
+    const char *slot = t->slot >= 0 ? slots[t->slot].name : k == tb->ids ? "dynamic.ids"
+                     : k == tb->last ? "dynamic.last" : k == tb->sketch ? "dynamic.sketch"
+                                                                          : NULL;
+    *out = (EmbCheckpointEntry){.name = t->name, .table = tb->name, .slot = slot,
                                 .ncolumns = t->ncolumns, .featuresize = t->width,
-                                .dtype = t->dtype, .nshards = tb->nshards,
-                                .partition = tb->partition, .step = tb->step};
+                                .dtype = emb__ckpt_is_float(t->dtype) ? t->dtype : EMB_F32,
+                                .nshards = tb->nshards, .partition = tb->partition,
+                                .step = tb->step, .dynamic = tb->dynamic,
+                                .dyn_step = tb->dynamic ? tb->dyn_step : -1,
+                                .type = emb__ckpt_dtype_code(t->dtype)};
     return 0;
 }
 
@@ -302,6 +404,10 @@ int emb_checkpoint_table(const EmbCheckpoint *ck, const char *name, EmbTable **o
         return emb__fail(EMB_EINVAL, "the checkpoint was not opened with EMB_CHECKPOINT_MMAP");
     for (int64_t i = 0; i < ck->c.ntensors; i++)
         if (strcmp(ck->c.tensors[i].name, name) == 0) {
+            if (!ck->tables[i])
+                return emb__fail(EMB_EINVAL, "tensor \"%s\" holds a dynamic table's ids, "
+                                 "steps or counts (%s), not a table", name,
+                                 emb__ckpt_dtype_code(ck->c.tensors[i].dtype));
             *out = ck->tables[i];
             return 0;
         }

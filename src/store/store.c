@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "embtables/dynamic.h"
 #include "embtables/partition.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
@@ -44,7 +45,11 @@ EmbStoreEntry *emb__store_entry(const EmbStore *s, const char *name)
 static int check_existing(const EmbStoreEntry *e, const EmbVariableSpec *spec)
 {
     const EmbTable *t = e->table;
-    if (t->ncolumns != spec->ncolumns || t->featuresize != spec->featuresize ||
+    const bool dyn = emb_table_is_dynamic(t);
+    if (dyn != (spec->dynamic != NULL))
+        return emb__fail(EMB_ESHAPE, "table \"%s\" exists as a %s table, asked for a %s one",
+                         spec->name, dyn ? "dynamic" : "fixed", dyn ? "fixed" : "dynamic");
+    if ((!dyn && t->ncolumns != spec->ncolumns) || t->featuresize != spec->featuresize ||
         t->dtype != spec->dtype)
         return emb__fail(EMB_ESHAPE,
                          "table \"%s\" exists as %lld x %d %s, asked for %lld x %d %s",
@@ -62,10 +67,16 @@ static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out
     EmbTableOptions o = spec->options;
     o.name = spec->name;
     EmbTable *t = NULL;
-    r = spec->nshards > 1
-                ? emb_table_partitioned_create(&t, spec->ncolumns, spec->featuresize, spec->dtype,
-                                               spec->nshards, spec->partition, &o)
-                : emb_table_create(&t, spec->ncolumns, spec->featuresize, spec->dtype, &o);
+    EmbDynamicOptions dyn = spec->dynamic ? *spec->dynamic : (EmbDynamicOptions){0};
+    dyn.table = o;
+    dyn.init = spec->init;
+    if (spec->dynamic) /* its rows are initialised when created, by spec->init */
+        r = emb_table_dynamic_create(&t, spec->featuresize, spec->dtype, &dyn);
+    else if (spec->nshards > 1)
+        r = emb_table_partitioned_create(&t, spec->ncolumns, spec->featuresize, spec->dtype,
+                                         spec->nshards, spec->partition, &o);
+    else
+        r = emb_table_create(&t, spec->ncolumns, spec->featuresize, spec->dtype, &o);
     if (!r)
         r = emb_table_initialize(t, &spec->init);
     if (r) {
@@ -94,6 +105,13 @@ int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse, EmbT
     if (spec->partition & ~(unsigned)(EMB_PARTITION_MOD | EMB_PARTITION_DIV))
         return emb__fail(EMB_EINVAL, "partition 0x%x of table \"%s\" is not MOD or DIV",
                          spec->partition, spec->name);
+    if (spec->dynamic && spec->ncolumns != 0)
+        return emb__fail(EMB_EINVAL, "dynamic table \"%s\" has no row count: ncolumns %lld "
+                         "must be 0 (EmbDynamicOptions.capacity sizes it)", spec->name,
+                         (long long)spec->ncolumns);
+    if (spec->dynamic && spec->nshards > 1)
+        return emb__fail(EMB_ENOTSUP, "dynamic table \"%s\": nshards %d (partitioned dynamic "
+                         "tables are not made by the store)", spec->name, (int)spec->nshards);
     const EmbStoreEntry *e = emb__store_entry(s, spec->name);
     if (e && reuse == EMB_REUSE_NO)
         return emb__fail(EMB_EEXIST, "table \"%s\" exists already (reuse it with "

@@ -18,6 +18,7 @@
 #include "dtype.h"
 #include "initval.h"
 #include "rng.h"
+#include "embtables/partition.h"
 #include "tables/dynamic_impl.h"
 
 #define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
@@ -610,8 +611,28 @@ static int dyn_check(const EmbTable *t)
     return 0;
 }
 
+/* Partitioned over dynamic shards: the shard count, else 0. */
+static int32_t dyn_parts(const EmbTable *t)
+{
+    return t && emb__is_dynamic_part(t) ? emb_table_nshards(t) : 0;
+}
+
 int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
 {
+    if (dyn_parts(t)) { /* the shards' sums; their common step */
+        EMB_CHECK_NULL(out);
+        EmbDynamicStats sum = {0}, s;
+        for (int32_t i = 0; i < dyn_parts(t); i++) {
+            emb_table_dynamic_stats(emb_table_shard(t, i), &s);
+            sum.rows += s.rows;
+            sum.slab_rows += s.slab_rows;
+            sum.index_slots += s.index_slots;
+            sum.bytes += s.bytes;
+            sum.step = i == 0 ? s.step : sum.step;
+        }
+        *out = sum;
+        return 0;
+    }
     int r = dyn_check(t);
     if (r)
         return r;
@@ -628,11 +649,15 @@ int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
 
 int64_t emb_table_dynamic_step(const EmbTable *t)
 {
+    if (dyn_parts(t))
+        return emb_table_dynamic_step(emb_table_shard(t, 0));
     return emb_table_is_dynamic(t) ? dyn_of(t)->step : 0;
 }
 
 int emb_table_dynamic_contains(const EmbTable *t, int64_t id)
 {
+    if (dyn_parts(t))
+        return id >= 0 && emb__dynamic_has(emb__dynamic_part_shard(t, id), id);
     const int r = dyn_check(t);
     return r ? r : emb__dynamic_has(t, id);
 }
@@ -651,6 +676,15 @@ static double row_norm(const Dyn *d, int64_t r)
 
 int emb_table_dynamic_evict(EmbTable *t, const EmbDynamicEvict *ev, int64_t *evicted)
 {
+    if (dyn_parts(t)) { /* every shard (the first call checks the criteria) */
+        int64_t sum = 0, n = 0;
+        int r = 0;
+        for (int32_t i = 0; i < dyn_parts(t) && !r; i++, sum += n)
+            r = emb_table_dynamic_evict(emb_table_shard(t, i), ev, &n);
+        if (!r && evicted)
+            *evicted = sum;
+        return r;
+    }
     int r = dyn_check(t);
     if (r)
         return r;
@@ -730,6 +764,22 @@ int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *rows, int64
 
 int emb__dynamic_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n)
 {
+    if (!emb__is_dynamic(t)) { /* partitioned: each shard its ids */
+        int64_t *sub = malloc((size_t)EMB_MAX(n, 1) * sizeof *sub);
+        if (!sub)
+            return emb__fail(EMB_ENOMEM, "out of memory for %lld ids", (long long)n);
+        int r = 0;
+        for (int32_t i = 0; i < emb_table_nshards(t) && !r; i++) {
+            EmbTable *s = emb_table_shard(t, i);
+            int64_t m = 0;
+            for (int64_t k = 0; k < n; k++)
+                if (emb__dynamic_part_shard(t, ids[k]) == s)
+                    sub[m++] = ids[k];
+            r = emb__dynamic_reserve_ids(s, sub, m);
+        }
+        free(sub);
+        return r;
+    }
     Dyn *d = dyn_of(t);
     IdRow *v = malloc((size_t)EMB_MAX(n, 1) * sizeof *v);
     if (!v)
@@ -798,6 +848,181 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
         char *dst = row_ptr(d, row);
         for (int32_t i = 0; i < d->D; i++)
             emb__store(d->dtype, dst, i, rows[k * row_stride + i]);
+    }
+    return 0;
+}
+
+/* ---- checkpoints (store/format.c, store/restore.c) --------------------------------------- */
+
+int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int64_t *n)
+{
+    const Dyn *d = dyn_of(t);
+    IdRow *v = malloc((size_t)EMB_MAX(d->nrows, 1) * sizeof *v);
+    int64_t *out = malloc((size_t)EMB_MAX(d->nrows, 1) * sizeof *out);
+    if (!v || !out) {
+        free(v);
+        free(out);
+        return emb__fail(EMB_ENOMEM, "out of memory to sort the %lld ids of %s",
+                         (long long)d->nrows, emb__table_label(t));
+    }
+    int64_t k = 0;
+    for (int64_t row = 0; row < d->used; row++)
+        if (d->rowid[row] >= 0)
+            v[k++] = (IdRow){d->rowid[row], row};
+    qsort(v, (size_t)k, sizeof *v, idrow_cmp);
+    for (int64_t j = 0; j < k; j++)
+        out[j] = v[j].row;
+    free(v);
+    *rows = out;
+    *n = k;
+    return 0;
+}
+
+int64_t emb__dynamic_row_id(const EmbTable *t, int64_t r)
+{
+    return dyn_of(t)->rowid[r];
+}
+
+int64_t emb__dynamic_row_last(const EmbTable *t, int64_t r)
+{
+    return dyn_of(t)->last[r];
+}
+
+const uint16_t *emb__dynamic_sketch(const EmbTable *t, int64_t *width)
+{
+    const Dyn *d = dyn_of(t);
+    *width = d->sketch ? d->sketch_width : 0;
+    return d->sketch;
+}
+
+int emb__dynamic_stage(const EmbTable *t, int64_t n, EmbDynStage **out)
+{
+    const Dyn *d = dyn_of(t);
+    if (d->max_rows > 0 && n > d->max_rows)
+        return emb__fail(EMB_ENOMEM, "%s: the checkpoint holds %lld rows, more than its "
+                         "max_rows %lld", emb__table_label(t), (long long)n,
+                         (long long)d->max_rows);
+    Dyn *s = calloc(1, sizeof *s);
+    if (!s)
+        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", emb__table_label(t));
+    s->refs = 1;
+    s->free_head = -1;
+    s->D = d->D;
+    s->dtype = d->dtype;
+    s->stride = d->stride;
+    s->align = d->align;
+    s->shift = d->shift;
+    s->max_rows = d->max_rows;
+    s->sketch_width = d->sketch_width;
+    s->swidth = d->swidth;
+    s->sstride = d->sstride;
+    s->x.nslots = 16;
+    s->x.slots = malloc((size_t)s->x.nslots * sizeof *s->x.slots);
+    if (d->sketch)
+        s->sketch = calloc((size_t)(SKETCH_DEPTH * d->sketch_width), sizeof *s->sketch);
+    int r = s->x.slots && (!d->sketch || s->sketch)
+                    ? 0 : emb__fail(EMB_ENOMEM, "out of memory restoring %s",
+                                    emb__table_label(t));
+    for (int64_t i = 0; !r && i < s->x.nslots; i++)
+        s->x.slots[i] = (DynSlot){-1, 0};
+    r = r ? r : reserve(s, EMB_MAX(n, 1), t);
+    for (int64_t row = 0; !r && s->swidth && row < n; row++)
+        memcpy(state_ptr(s, row), d->sinit, (size_t)s->swidth * sizeof(float));
+    if (r) {
+        dyn_unref(s);
+        return r;
+    }
+    s->used = s->nrows = n;
+    *out = (EmbDynStage *)s;
+    return 0;
+}
+
+void *emb__dynamic_stage_row(EmbDynStage *st, int64_t k)
+{
+    return row_ptr((Dyn *)st, k);
+}
+
+float *emb__dynamic_stage_state(EmbDynStage *st, int64_t k)
+{
+    const Dyn *s = (Dyn *)st;
+    return s->swidth ? state_ptr(s, k) : NULL;
+}
+
+int64_t *emb__dynamic_stage_last(EmbDynStage *st)
+{
+    return ((Dyn *)st)->last;
+}
+
+uint16_t *emb__dynamic_stage_sketch(EmbDynStage *st, int64_t *width)
+{
+    Dyn *s = (Dyn *)st;
+    *width = s->sketch ? s->sketch_width : 0;
+    return s->sketch;
+}
+
+int emb__dynamic_stage_ids(EmbDynStage *st, const int64_t *ids, int64_t step)
+{
+    Dyn *s = (Dyn *)st;
+    if (step < 0)
+        return -1;
+    for (int64_t k = 0; k < s->nrows; k++) {
+        if (ids[k] < 0 || (k > 0 && ids[k] <= ids[k - 1]) || s->last[k] < 0 ||
+            s->last[k] > step)
+            return -1;
+        s->rowid[k] = ids[k];
+        slot_insert(s->x.slots, s->x.nslots, ids[k], k);
+    }
+    s->step = step;
+    return 0;
+}
+
+void emb__dynamic_stage_commit(EmbTable *t, EmbDynStage *st)
+{
+    Dyn *d = dyn_of(t), *s = (Dyn *)st;
+#define SWAP(f)                                                                               \
+    do {                                                                                      \
+        __typeof__(d->f) tmp_ = d->f;                                                         \
+        d->f = s->f;                                                                          \
+        s->f = tmp_;                                                                          \
+    } while (0)
+    SWAP(x);
+    SWAP(slabs);
+    SWAP(sslabs);
+    SWAP(nslabs);
+    SWAP(slabs_cap);
+    SWAP(rowid);
+    SWAP(last);
+    SWAP(free_head);
+    SWAP(nfree);
+    SWAP(used);
+    SWAP(nrows);
+    SWAP(sketch);
+    SWAP(step);
+#undef SWAP
+    dyn_unref(s); /* the table's old storage */
+}
+
+void emb__dynamic_stage_free(EmbDynStage *st)
+{
+    if (st)
+        dyn_unref((Dyn *)st);
+}
+
+int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in)
+{
+    Dyn *d = dyn_of(t);
+    if (in->kind == EMB_INIT_UNIFORM_UNIT_SCALING)
+        return emb__fail(EMB_EINVAL, "%s: UNIFORM_UNIT_SCALING needs a row count a dynamic "
+                         "table does not have", emb__table_label(t));
+    if (in->kind == EMB_INIT_NONE)
+        return 0;
+    d->init = *in;
+    for (int64_t r = 0; r < d->used; r++) {
+        if (d->rowid[r] < 0)
+            continue;
+        char *row = row_ptr(d, r);
+        for (int32_t i = 0; i < d->D; i++)
+            emb__store(d->dtype, row, i, emb__init_value(&d->init, INT64_MAX, d->rowid[r], i));
     }
     return 0;
 }

@@ -43,6 +43,23 @@ EMB_INLINE bool emb__is_dynamic(const EmbTable *t)
     return t->kind == EMB_KIND_DYNAMIC;
 }
 
+/* A partitioned table over dynamic shards (partition.c: mod, each shard keeping its ids
+   as they are), and the shard of @id. */
+bool emb__is_dynamic_part(const EmbTable *t);
+EmbTable *emb__dynamic_part_shard(const EmbTable *t, int64_t id);
+
+/* Dynamic, or partitioned over dynamic shards: rows are created by updates. */
+EMB_INLINE bool emb__is_dynamic_any(const EmbTable *t)
+{
+    return t->kind == EMB_KIND_DYNAMIC || emb__is_dynamic_part(t);
+}
+
+/* The dynamic table that holds @id: @t itself or its shard. */
+EMB_INLINE EmbTable *emb__dynamic_home(const EmbTable *t, int64_t id)
+{
+    return t->kind == EMB_KIND_DYNAMIC ? (EmbTable *)t : emb__dynamic_part_shard(t, id);
+}
+
 /*
  * An update's first serial step, over its distinct ids (in parts): rows[k] = the row of
  * ids[k], or -2 (to be created by the commit), or -1 (not admitted yet: the update skips
@@ -81,5 +98,38 @@ bool emb__dynamic_has(const EmbTable *t, int64_t id);
 int emb__dynamic_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n);
 /* The row of @id for writing, created when missing (no admission); 0 or EMB_ENOMEM. */
 int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col);
+
+/* emb_table_initialize of a dynamic table: every row set as if created under @in (checked
+   by the caller; UNIFORM_UNIT_SCALING: EMB_EINVAL), which initialises later rows too;
+   EMB_INIT_NONE changes nothing. */
+int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in);
+
+/* ---- checkpoints (store/) ---- */
+/* The row indices of @t's rows in increasing id order (malloc'ed, *n of them); 0 or
+   EMB_ENOMEM. */
+int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int64_t *n);
+/* The id and the last update step of row index @r. */
+int64_t emb__dynamic_row_id(const EmbTable *t, int64_t r);
+int64_t emb__dynamic_row_last(const EmbTable *t, int64_t r);
+/* The admission sketch (SKETCH_DEPTH = 4 rows of *width counters), or NULL (width 0). */
+const uint16_t *emb__dynamic_sketch(const EmbTable *t, int64_t *width);
+/*
+ * A restore builds the new content of a dynamic table aside (a stage), then swaps it in:
+ * emb__dynamic_stage makes an empty body like @t's (its configuration, its optimizer state
+ * width) with rows 0 .. n-1 allocated (optimizer state rows set to their initial value,
+ * the sketch zero); the caller fills the rows, state rows, the `last` array (n entries) and
+ * the sketch, then gives the ids (strictly increasing, >= 0; -1 when they or a `last`
+ * outside [0, step] are not) and the table's step; commit swaps it into @t (cannot fail)
+ * and frees @t's old rows; free discards a stage. 0 or EMB_ENOMEM (max_rows, memory).
+ */
+typedef struct EmbDynStage EmbDynStage;
+int emb__dynamic_stage(const EmbTable *t, int64_t n, EmbDynStage **out);
+void *emb__dynamic_stage_row(EmbDynStage *st, int64_t k);
+float *emb__dynamic_stage_state(EmbDynStage *st, int64_t k);
+int64_t *emb__dynamic_stage_last(EmbDynStage *st);
+uint16_t *emb__dynamic_stage_sketch(EmbDynStage *st, int64_t *width);
+int emb__dynamic_stage_ids(EmbDynStage *st, const int64_t *ids, int64_t step);
+void emb__dynamic_stage_commit(EmbTable *t, EmbDynStage *st);
+void emb__dynamic_stage_free(EmbDynStage *st);
 
 #endif

@@ -17,11 +17,13 @@
 
 #include "embtables/partition.h"
 #include "platform.h"
+#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
 
 typedef struct Partition {
     unsigned mode;    /* EMB_PARTITION_MOD or EMB_PARTITION_DIV */
     bool own;         /* destroy the shards with the table */
+    bool dynamic;     /* dynamic shards (or their state views): mod, each keyed by the id */
     int32_t nshards;
     int64_t q, r;     /* rows per shard, shards with one more */
     int64_t split;    /* r * (q + 1): the first id of the shards holding q rows */
@@ -41,6 +43,25 @@ static void *div_column(const EmbTable *t, int64_t id, EmbContext ctx)
         return emb__column(p->shards[id / (p->q + 1)], id % (p->q + 1), ctx);
     const int64_t k = id - p->split; /* q >= 1 here: ids past split exist only then */
     return emb__column(p->shards[p->r + k / p->q], k % p->q, ctx);
+}
+
+/* Dynamic shards hold their ids as they are (a created row's values are those of one
+   dynamic table's: the initializer is evaluated at the id). */
+static void *dyn_mod_column(const EmbTable *t, int64_t id, EmbContext ctx)
+{
+    const Partition *p = t->impl;
+    return emb__column(p->shards[id % p->nshards], id, ctx);
+}
+
+bool emb__is_dynamic_part(const EmbTable *t)
+{
+    return t->kind == EMB_KIND_PARTITIONED && ((const Partition *)t->impl)->dynamic;
+}
+
+EmbTable *emb__dynamic_part_shard(const EmbTable *t, int64_t id)
+{
+    const Partition *p = t->impl;
+    return p->shards[id % p->nshards];
 }
 
 static void partition_destroy(EmbTable *t)
@@ -70,8 +91,10 @@ int64_t emb_partition_shard_rows(int64_t nrows, int32_t nshards, int32_t shard)
     return nrows / nshards + (shard < nrows % nshards ? 1 : 0);
 }
 
-/* Each shard non-NULL, distinct, of the first shard's feature size and dtype. */
-static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, const char *name)
+/* Each shard non-NULL, distinct, of the first shard's feature size, dtype and kind (dynamic
+   or not: dynamic shards only under EMB_PARTITION_MOD). */
+static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, unsigned mode,
+                             const char *name)
 {
     const EmbTable *s0 = shards[0];
     for (int32_t i = 0; i < nshards; i++) {
@@ -79,10 +102,14 @@ static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, const cha
         if (!s)
             return emb__fail(EMB_ENULL, "shard %d is NULL (partitioned table \"%s\")", (int)i,
                              name);
-        if (s->kind == EMB_KIND_DYNAMIC || s->kind == EMB_KIND_DYNAMIC_STATE)
-            return emb__fail(EMB_ENOTSUP, "shard %d is a dynamic table: partitioned dynamic "
-                             "tables are not supported yet (partitioned table \"%s\")", (int)i,
-                             name);
+        if (s->kind != s0->kind && (s->kind >= EMB_KIND_DYNAMIC || s0->kind >= EMB_KIND_DYNAMIC))
+            return emb__fail(EMB_EINVAL, "shard %d is %sa dynamic table, shard 0 is %s "
+                             "(partitioned table \"%s\")", (int)i,
+                             s->kind >= EMB_KIND_DYNAMIC ? "" : "not ",
+                             s0->kind >= EMB_KIND_DYNAMIC ? "one" : "not", name);
+        if (s->kind >= EMB_KIND_DYNAMIC && mode != EMB_PARTITION_MOD)
+            return emb__fail(EMB_EINVAL, "dynamic shards are partitioned by EMB_PARTITION_MOD "
+                             "only (partitioned table \"%s\")", name);
         if (s->featuresize != s0->featuresize)
             return emb__fail(EMB_ESHAPE, "shard %d has featuresize %d, shard 0 has %d "
                              "(partitioned table \"%s\")", (int)i, (int)s->featuresize,
@@ -120,14 +147,18 @@ static int check_shard_sizes(EmbTable *const *shards, int32_t nshards, const cha
     return 0;
 }
 
-static int check_shards(EmbTable *const *shards, int32_t nshards, const EmbTableOptions *opts,
-                        int64_t *nrows)
+static int check_shards(EmbTable *const *shards, int32_t nshards, unsigned mode,
+                        const EmbTableOptions *opts, int64_t *nrows)
 {
     const char *name = opts && opts->name ? opts->name : "";
     if (nshards < 1)
         return emb__fail(EMB_EINVAL, "nshards %d is not >= 1 (partitioned table \"%s\")",
                          (int)nshards, name);
-    int r = check_shard_kinds(shards, nshards, name);
+    int r = check_shard_kinds(shards, nshards, mode, name);
+    if (!r && shards[0]->kind >= EMB_KIND_DYNAMIC) { /* any id: each shard keys its own */
+        *nrows = INT64_MAX;
+        return 0;
+    }
     return r ? r : check_shard_sizes(shards, nshards, name, nrows);
 }
 
@@ -139,7 +170,8 @@ int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32_t nshar
     int64_t nrows = 0;
     int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV | EMB_PARTITION_OWN_SHARDS);
     if (!r)
-        r = check_shards(shards, nshards, opts, &nrows);
+        r = check_shards(shards, nshards, flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV), opts,
+                         &nrows);
     if (r)
         return r;
     EmbTable *t = NULL;
@@ -153,13 +185,15 @@ int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32_t nshar
     }
     p->mode = flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV);
     p->own = (flags & EMB_PARTITION_OWN_SHARDS) != 0;
+    p->dynamic = shards[0]->kind >= EMB_KIND_DYNAMIC;
     p->nshards = nshards;
     p->q = nrows / nshards;
     p->r = nrows % nshards;
     p->split = p->r * (p->q + 1);
     memcpy(p->shards, shards, (size_t)nshards * sizeof p->shards[0]);
     t->kind = EMB_KIND_PARTITIONED;
-    t->column_fn = p->mode == EMB_PARTITION_MOD ? mod_column : div_column;
+    t->column_fn = p->dynamic ? dyn_mod_column
+                 : p->mode == EMB_PARTITION_MOD ? mod_column : div_column;
     t->impl = p;
     t->impl_destroy = partition_destroy;
     *out = t;

@@ -210,8 +210,8 @@ int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, 
     if (column < 0 || column >= t->ncolumns)
         return emb__fail(EMB_ERANGE, "column %lld is not in [0, %lld) (%s)", (long long)column,
                          (long long)t->ncolumns, emb__table_label(t));
-    if (emb__is_dynamic(t) && ctx == EMB_CTX_UPDATE) /* may create the row: may fail */
-        return emb__dynamic_get_or_create((EmbTable *)t, column, out);
+    if (emb__is_dynamic_any(t) && ctx == EMB_CTX_UPDATE) /* may create the row: may fail */
+        return emb__dynamic_get_or_create(emb__dynamic_home(t, column), column, out);
     *out = emb__column(t, column, ctx);
     return 0;
 }

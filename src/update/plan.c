@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "embtables/partition.h"
 #include "lookup/batch.h"
 #include "tables/dynamic_impl.h"
 #include "update/update_impl.h"
@@ -151,10 +152,11 @@ static void prefetch(const EmbPlan *plan, int64_t d)
     const int64_t id = plan->ix->ids[d];
     if (plan->dynamic) {
         const int64_t r = plan->ix->dynrow[d];
+        const EmbTable *h = emb__dynamic_home(t, id);
         if (r >= 0)
-            prefetch_rows(emb__dynamic_row(t, r), (size_t)t->featuresize * t->elsize);
+            prefetch_rows(emb__dynamic_row(h, r), (size_t)t->featuresize * t->elsize);
         if (r >= 0 && plan->state)
-            prefetch_rows((const char *)emb__dynamic_state_row(t, r),
+            prefetch_rows((const char *)emb__dynamic_state_row(h, r),
                           (size_t)plan->state->featuresize * sizeof(float));
         return;
     }
@@ -199,9 +201,10 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
             const int64_t r = ix->dynrow[d];
             if (r < 0)
                 continue; /* not admitted: the gradient is dropped */
-            col = emb__dynamic_row(t, r);
+            const EmbTable *h = emb__dynamic_home(t, id); /* t, or its shard of id */
+            col = emb__dynamic_row(h, r);
             if (!plan->sgd)
-                state = emb__dynamic_state_row(t, r);
+                state = emb__dynamic_state_row(h, r);
         } else {
             col = emb__column(t, id, EMB_CTX_UPDATE);
             if (!plan->sgd)
@@ -229,7 +232,7 @@ static void part_range(const EmbPlan *plan, int p, int64_t *d0, int64_t *n)
 int emb__plan_dynamic_prepare(EmbPlan *plan)
 {
     plan->dynamic = false;
-    if (!emb__is_dynamic(plan->table))
+    if (!emb__is_dynamic_any(plan->table))
         return 0;
     EmbIndexer *ix = plan->ix;
     const int64_t need = EMB_MAX(ix->nrows, ix->ndistinct); /* indices in place < nrows */
@@ -242,26 +245,58 @@ int emb__plan_dynamic_prepare(EmbPlan *plan)
         ix->dynrow_cap = need;
     }
     /* room for every part's new rows at once: reserve counts them all */
+    EmbTable *t = plan->table;
+    const bool whole = emb__is_dynamic(t);
     int64_t extra = 0;
     for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
         int64_t d0, n, e = 0;
         part_range(plan, p, &d0, &n);
-        emb__dynamic_decide(plan->table, ix->ids + d0, n, ix->dynrow + d0, &e);
+        if (whole)
+            emb__dynamic_decide(t, ix->ids + d0, n, ix->dynrow + d0, &e);
+        else /* partitioned: each id by its shard */
+            for (int64_t d = d0; d < d0 + n; d++)
+                emb__dynamic_decide(emb__dynamic_part_shard(t, ix->ids[d]), ix->ids + d, 1,
+                                    ix->dynrow + d, &e);
         extra += e;
     }
-    return emb__dynamic_reserve(plan->table, extra);
+    if (whole)
+        return emb__dynamic_reserve(t, extra);
+    int r = 0;
+    for (int32_t i = 0; i < emb_table_nshards(t) && !r; i++) { /* each shard its new rows */
+        EmbTable *s = emb_table_shard(t, i);
+        int64_t e = 0;
+        for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
+            int64_t d0, n;
+            part_range(plan, p, &d0, &n);
+            for (int64_t d = d0; d < d0 + n; d++)
+                e += ix->dynrow[d] == -2 && emb__dynamic_part_shard(t, ix->ids[d]) == s;
+        }
+        r = emb__dynamic_reserve(s, e);
+    }
+    return r;
 }
 
 void emb__plan_dynamic_commit(EmbPlan *plan)
 {
-    if (!emb__is_dynamic(plan->table))
+    EmbTable *t = plan->table;
+    if (!emb__is_dynamic_any(t))
         return;
     EmbIndexer *ix = plan->ix;
-    emb__dynamic_step(plan->table);
+    const bool whole = emb__is_dynamic(t);
+    if (whole)
+        emb__dynamic_step(t);
+    else /* every shard counts the step, as one table would */
+        for (int32_t i = 0; i < emb_table_nshards(t); i++)
+            emb__dynamic_step(emb_table_shard(t, i));
     for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
         int64_t d0, n;
         part_range(plan, p, &d0, &n);
-        emb__dynamic_commit(plan->table, ix->ids + d0, n, ix->dynrow + d0);
+        if (whole)
+            emb__dynamic_commit(t, ix->ids + d0, n, ix->dynrow + d0);
+        else
+            for (int64_t d = d0; d < d0 + n; d++)
+                emb__dynamic_commit(emb__dynamic_part_shard(t, ix->ids[d]), ix->ids + d, 1,
+                                    ix->dynrow + d);
     }
     plan->dynamic = true;
 }

@@ -109,3 +109,19 @@ def test_readme_numpy_snippet(written):
     assert meta["global_step"] == 2 and sorted(arrays) == sorted(ck.tensors)
     for name, a in arrays.items():
         np.testing.assert_array_equal(a, ck.tensors[name])
+
+
+def test_numpy_reads_a_dynamic_table(written):
+    """A dynamic table's rows in id order, its ids and last update steps (int64) and its
+    admission counts (uint16), as the library exports them."""
+    ck = embtables_ckpt.read(written / "dynfixture-3.safetensors")
+    ids = np.fromfile(written / "dyn.ids", dtype="<i8")
+    assert ck.tables["dyn"]["dynamic"] == {"step": 3}
+    assert ck.dtypes["dyn/dynamic.ids"] == "I64" and ck.dtypes["dyn/dynamic.sketch"] == "U16"
+    np.testing.assert_array_equal(ck.tensors["dyn/dynamic.ids"].ravel(), ids)
+    np.testing.assert_array_equal(
+        ck.tensors["dyn"], np.fromfile(written / "dyn.f32", dtype="<f4").reshape(len(ids), 4))
+    assert ck.tensors["dyn/adagrad.h"].shape == (len(ids), 4)
+    last = ck.tensors["dyn/dynamic.last"].ravel()
+    assert len(ids) >= 2 and ((last >= 0) & (last <= 3)).all()
+    assert ck.tensors["dyn/dynamic.sketch"].shape == (4, 16)
