@@ -92,17 +92,20 @@ float ca_value(uint64_t *s)
     return x;
 }
 
+void ca_set(void *p, EmbDtype dt, int64_t i, float x)
+{
+    if (dt == EMB_F32)
+        ((float *)p)[i] = x;
+    else if (dt == EMB_F16)
+        ((uint16_t *)p)[i] = emb__f32_to_f16(x);
+    else
+        ((uint16_t *)p)[i] = emb__f32_to_bf16(x);
+}
+
 void ca_fill(void *p, EmbDtype dt, int64_t n, uint64_t *s)
 {
-    for (int64_t i = 0; i < n; i++) {
-        const float x = ca_value(s);
-        if (dt == EMB_F32)
-            ((float *)p)[i] = x;
-        else if (dt == EMB_F16)
-            ((uint16_t *)p)[i] = emb__f32_to_f16(x);
-        else
-            ((uint16_t *)p)[i] = emb__f32_to_bf16(x);
-    }
+    for (int64_t i = 0; i < n; i++)
+        ca_set(p, dt, i, ca_value(s));
 }
 
 static void poison_bytes(void *p, size_t bytes)

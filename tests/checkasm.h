@@ -30,6 +30,8 @@ float ca_value(uint64_t *s);
 
 /* n elements of dtype dt at p: seeded values, stored in the dtype (round to nearest). */
 void ca_fill(void *p, EmbDtype dt, int64_t n, uint64_t *s);
+/* Element @i of @p (dtype @dt) = @x, rounded to nearest even. */
+void ca_set(void *p, EmbDtype dt, int64_t i, float x);
 
 static inline const char *ca_dtype_name(int dt)
 {

@@ -123,6 +123,22 @@ static inline __m128i cvt_to_bf16(vec v)
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
 }
 
+/* 16 bf16 as the f32 values of elements 0, 2, .. 14 (lane << 16) and 1, 3, .. 15 (the
+ * lane's high half). */
+static inline void ld_bf16_pairs(const uint16_t *p, vec *even, vec *odd)
+{
+    const __m256i x = _mm256_loadu_si256((const __m256i *)p);
+    *even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+    *odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32((int)0xffff0000u)));
+}
+/* e0 o0 e1 o1 .. e3 o3 and e4 o4 .. e7 o7. */
+static inline void zip_even_odd(vec even, vec odd, vec *lo, vec *hi)
+{
+    const vec a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);
+    *lo = _mm256_permute2f128_ps(a, b, 0x20);
+    *hi = _mm256_permute2f128_ps(a, b, 0x31);
+}
+
 #include "kernels/x86/simd_body.h"
 
 GATHER(gather_f32_avx2, 0, EMB_F32)

@@ -112,6 +112,23 @@ static inline __m256i cvt_to_bf16(vec v)
     return _mm512_cvtepi32_epi16(r);
 }
 
+/* 32 bf16 as the f32 values of elements 0, 2, .. 30 (lane << 16) and 1, 3, .. 31 (the
+ * lane's high half). */
+static inline void ld_bf16_pairs(const uint16_t *p, vec *even, vec *odd)
+{
+    const __m512i x = _mm512_loadu_si512(p);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32((int)0xffff0000u)));
+}
+/* e0 o0 e1 o1 .. e7 o7 and e8 o8 .. e15 o15. */
+static inline void zip_even_odd(vec even, vec odd, vec *lo, vec *hi)
+{
+    const __m512i i0 = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(8));
+    *lo = _mm512_permutex2var_ps(even, i0, odd);
+    *hi = _mm512_permutex2var_ps(even, i1, odd);
+}
+
 #include "kernels/x86/simd_body.h"
 
 GATHER(gather_f32_avx512, 0, EMB_F32)

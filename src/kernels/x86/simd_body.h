@@ -10,6 +10,9 @@
  *                                                      zeros after; no access past them)
  *   ld_u16 ldn_u16 st_u16 stn_u16 stnt_u16   the same for raw 16-bit lanes (half vectors)
  *   cvt_from_f16 cvt_to_f16 cvt_from_bf16 cvt_to_bf16   16-bit lanes <-> f32 vector
+ *   ld_bf16_pairs(p, &even, &odd)   2 VL bf16 from p as the f32 vectors of the even and
+ *                                   the odd elements; zip_even_odd(even, odd, &lo, &hi)
+ *                                   interleaves them back (elements 0 .. VL, VL .. 2 VL)
  *
  * Every body is a forced-inline function whose dtype, and in the `_dN` copies whose size,
  * are constant parameters (zstd's habit): the compiler folds the dtype switches of the
@@ -216,6 +219,48 @@ EMB_INLINE int64_t bag_id(const void *ids, int64_t k, const int id32)
 }
 
 /*
+ * Adds column @p (times @w when weighted) to the bag's nv accumulators. Paired (bf16 with
+ * an even nv): each full vector of 2 VL bf16 is read once as VL 32-bit lanes, lane l
+ * holding elements 2l (low half) and 2l + 1 (high half): a shift gives the even elements'
+ * f32 values, a mask the odd ones' (2 integer ops per 2 VL elements instead of 2 widening
+ * shuffles and 2 shifts), kept in acc[2m] (even) and acc[2m + 1] (odd) until bag_store
+ * interleaves them. Every element is still summed alone and in bag order: bit-identical.
+ */
+EMB_INLINE void bag_add(vec *acc, const void *p, const int nv, const bool paired,
+                        const int weighted, vec w, const EmbDtype dt)
+{
+    if (paired) {
+        UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
+            vec e, o;
+            ld_bf16_pairs((const uint16_t *)p + m * 2 * VL, &e, &o);
+            acc[2 * m] = vadd(acc[2 * m], weighted ? vmul(w, e) : e);
+            acc[2 * m + 1] = vadd(acc[2 * m + 1], weighted ? vmul(w, o) : o);
+        }
+        return;
+    }
+    UNROLL_BLK for (int j = 0; j < nv; j++) {
+        const vec x = ld(dt, p, j * VL);
+        acc[j] = vadd(acc[j], weighted ? vmul(w, x) : x);
+    }
+}
+
+/* Stores the bag's accumulators at @o in element order (paired: interleaved back). */
+EMB_INLINE void bag_store(float *o, const vec *acc, const int nv, const bool paired)
+{
+    if (paired) {
+        UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
+            vec lo, hi;
+            zip_even_odd(acc[2 * m], acc[2 * m + 1], &lo, &hi);
+            st_f32(o + 2 * m * VL, lo);
+            st_f32(o + (2 * m + 1) * VL, hi);
+        }
+        return;
+    }
+    UNROLL_BLK for (int j = 0; j < nv; j++)
+        st_f32(o + j * VL, acc[j]);
+}
+
+/*
  * Bags of N = nv * VL elements (nv <= BLK), the sum of each kept in nv registers from its
  * first id to its store: per id one id load, one address, nv loads and adds (and the
  * weight's broadcast and multiply), one prefetch when pf_dist > 0. The per-bag work (bounds,
@@ -225,6 +270,7 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
                          const int id32, const int weighted)
 {
     const int nv = N / VL;
+    const bool paired = dt == EMB_BF16 && nv % 2 == 0;
     const void *ids = a->ids;
     const char *data = a->data;
     const int64_t cs = a->col_stride, pf = a->pf_dist;
@@ -245,23 +291,19 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
             const void *p = data + bag_id(ids, k, id32) * cs;
             if (weighted) {
                 const float wk = a->weights[k];
-                const vec w = vset1(wk);
-                UNROLL_BLK for (int j = 0; j < nv; j++)
-                    acc[j] = vadd(acc[j], vmul(w, ld(dt, p, j * VL)));
+                bag_add(acc, p, nv, paired, 1, vset1(wk), dt);
                 if (scaled) {
                     sw += wk;
                     sw2 += (double)wk * wk;
                 }
             } else {
-                UNROLL_BLK for (int j = 0; j < nv; j++)
-                    acc[j] = vadd(acc[j], ld(dt, p, j * VL));
+                bag_add(acc, p, nv, paired, 0, vzero(), dt);
             }
         }
         float f = 1.0f;
         if (end == start) {
             if (a->defcol)
-                UNROLL_BLK for (int j = 0; j < nv; j++)
-                    acc[j] = vadd(acc[j], ld(dt, a->defcol, j * VL));
+                bag_add(acc, a->defcol, nv, paired, 0, vzero(), dt);
         } else if (scaled) {
             if (!weighted)
                 sw = sw2 = (double)(end - start);
@@ -272,8 +314,7 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 acc[j] = vmul(acc[j], fv);
         }
-        UNROLL_BLK for (int j = 0; j < nv; j++)
-            st_f32(o + j * VL, acc[j]);
+        bag_store(o, acc, nv, paired);
     }
 }
 
