@@ -29,6 +29,7 @@ typedef struct BenchTableSpec {
     int64_t rows;
     int32_t dim;
     EmbDtype dtype;
+    int dynamic; /* a dynamic table (dyn:): row r under the sparse id bench_dyn_id(r) */
 } BenchTableSpec;
 
 typedef enum BenchBagKind { BAG_FIXED = 0, BAG_RAGGED_UNIFORM = 1 } BenchBagKind;
@@ -249,6 +250,8 @@ double bench_now(void);
 /* The 1-minute load average (/proc/loadavg), or -1 where there is none. */
 double bench_load1(void);
 uint64_t bench_splitmix(uint64_t *state);
+/* The id of row r of a dynamic table (dyn:): a 62-bit hash of r, distinct for distinct r. */
+int64_t bench_dyn_id(int64_t r);
 void bench_progress(const char *fmt, ...);
 void bench_progress_end(void);
 

@@ -26,6 +26,9 @@ static const char usage[] =
     "Times lookups and updates of an ensemble under every strategy and thread count.\n"
     "  --tables SPEC     criteo[:MiB[:D[:dtype]]] (26 Criteo-Kaggle tables, the largest\n"
     "                    capped so all fit in MiB) or NxROWSxD[:dtype][,...]  [criteo:4096:64]\n"
+    "                    a group dyn:NxROWSxD[:dtype]: N dynamic tables (dynamic.h) each\n"
+    "                    holding ROWS rows under sparse 62-bit ids, looked up and updated\n"
+    "                    by them (no --peer)\n"
     "  --batch N         bags per table per iteration                            [2048]\n"
     "  --bags LIST       bag variants: N (fixed) or ragged:LO:HI (uniform lengths) [1,20]\n"
     "  --ids DIST        uniform | zipf:S (exponent S > 0)                    [zipf:1.05]\n"
@@ -112,7 +115,7 @@ static int set_criteo(BenchConfig *c, const char *v)
     c->ntables = 26;
     for (int i = 0; i < 26; i++)
         c->tables[i] = (BenchTableSpec){criteo_rows[i] < cap ? criteo_rows[i] : cap,
-                                        (int32_t)dim, d};
+                                        (int32_t)dim, d, 0};
     snprintf(c->tables_desc, sizeof c->tables_desc, "26 Criteo-Kaggle tables capped at %lld rows, D=%ld %s",
              (long long)cap, dim, emb_dtype_name(d));
     return 0;
@@ -124,8 +127,11 @@ static int set_tables(BenchConfig *c, const char *v)
         return set_criteo(c, v);
     char buf[512];
     snprintf(buf, sizeof buf, "%s", v);
+    int ndyn = 0;
     c->ntables = 0;
     for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
+        const int dynamic = strncmp(g, "dyn:", 4) == 0;
+        g += dynamic ? 4 : 0;
         long n, dim;
         long long rows;
         char dt[16] = "f32";
@@ -134,9 +140,14 @@ static int set_tables(BenchConfig *c, const char *v)
             dim < 1 || parse_dtype(dt, &d) != 0 || c->ntables + n > BENCH_MAX_TABLES)
             return bad("tables", v);
         for (long i = 0; i < n; i++)
-            c->tables[c->ntables++] = (BenchTableSpec){rows, (int32_t)dim, d};
+            c->tables[c->ntables++] = (BenchTableSpec){rows, (int32_t)dim, d, dynamic};
+        ndyn += dynamic ? (int)n : 0;
     }
-    snprintf(c->tables_desc, sizeof c->tables_desc, "%d tables %.96s", c->ntables, v);
+    if (ndyn)
+        snprintf(c->tables_desc, sizeof c->tables_desc, "%d tables (%d dynamic) %.96s",
+                 c->ntables, ndyn, v);
+    else
+        snprintf(c->tables_desc, sizeof c->tables_desc, "%d tables %.96s", c->ntables, v);
     return c->ntables > 0 ? 0 : bad("tables", v);
 }
 

@@ -176,8 +176,8 @@ int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int6
 
 double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads)
 {
-    for (int t = 0; t < w->ntables; t++)
-        if (c->tables[t].dtype != EMB_F32 || c->tables[t].dim > 1024)
+    for (int t = 0; t < w->ntables; t++) /* dynamic tables: no array to gather from */
+        if (c->tables[t].dtype != EMB_F32 || c->tables[t].dim > 1024 || c->tables[t].dynamic)
             return 0;
     double best = 1e30;
     for (int r = 0; r < REPS; r++) {

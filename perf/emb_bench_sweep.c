@@ -65,7 +65,7 @@ int bench_sweep(const BenchConfig *base)
         const int64_t row_bytes = (int64_t)D * (int64_t)emb_dtype_size(dt);
         c->ntables = 1;
         c->tables[0] = (BenchTableSpec){cold ? (base->cold_mib << 20) / row_bytes
-                                             : base->hot_rows, D, dt};
+                                             : base->hot_rows, D, dt, 0};
         if (c->tables[0].rows < 1)
             c->tables[0].rows = 1;
         snprintf(c->tables_desc, sizeof c->tables_desc, "%s: 1 table %lldx%d %s",

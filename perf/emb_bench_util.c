@@ -19,6 +19,17 @@ double bench_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+int64_t bench_dyn_id(int64_t r)
+{
+    /* splitmix's finaliser is a bijection of 64 bits; the top 62 are distinct for the
+       row counts a benchmark has (< 2^40) with overwhelming probability, and the lookups
+       probe the index whatever they are */
+    uint64_t z = (uint64_t)r * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (int64_t)((z ^ (z >> 31)) >> 2);
+}
+
 uint64_t bench_splitmix(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

@@ -128,6 +128,8 @@ static int64_t fill_table_ids(const BenchConfig *c, int v, int set, int t, int64
             uint64_t r = c->ids == IDS_ZIPF ? (uint64_t)zipf_draw(&z, &st) * p + shift
                                             : bench_splitmix(&st);
             ids[off[b] + i] = (int64_t)(r % (uint64_t)rows);
+            if (c->tables[t].dynamic)
+                ids[off[b] + i] = bench_dyn_id(ids[off[b] + i]);
         }
         off[b + 1] = off[b] + len;
     }
@@ -212,11 +214,42 @@ static int map_shared(BenchWorkload *w, const BenchConfig *c)
     return 0;
 }
 
+/* A dynamic table holding row r under bench_dyn_id(r), with fill_table's f32 values
+   (rounded to the dtype), imported in chunks. */
+static int make_dynamic(BenchWorkload *w, const BenchConfig *c, int t, const char *name)
+{
+    const BenchTableSpec *s = &c->tables[t];
+    const EmbDynamicOptions o = {.table = {.name = name}, .capacity = s->rows};
+    int rc = emb_table_dynamic_create(&w->tables[t], s->dim, s->dtype, &o);
+    enum { CHUNK = 4096 };
+    int64_t *ids = malloc(CHUNK * sizeof *ids);
+    float *rows = malloc((size_t)CHUNK * (size_t)s->dim * sizeof *rows);
+    if (!rc && (!ids || !rows))
+        rc = EMB_ENOMEM;
+    const BenchTableSpec f32 = {CHUNK, s->dim, EMB_F32, 0};
+    const uint64_t seed = c->seed * 1000003u + (uint64_t)t;
+    for (int64_t r0 = 0; !rc && r0 < s->rows; r0 += CHUNK) {
+        const int64_t n = s->rows - r0 < CHUNK ? s->rows - r0 : CHUNK;
+        fill_table(rows, s->dim, &f32, seed + (uint64_t)r0);
+        for (int64_t k = 0; k < n; k++)
+            ids[k] = bench_dyn_id(r0 + k);
+        rc = emb_table_dynamic_import(w->tables[t], ids, rows, s->dim, n);
+    }
+    free(ids);
+    free(rows);
+    if (rc != 0)
+        fprintf(stderr, "emb-bench: dynamic table %d: %s\n", t, emb_last_error());
+    w->table_bytes += s->rows * s->dim * (int64_t)emb_dtype_size(s->dtype);
+    return rc;
+}
+
 static int make_table(BenchWorkload *w, const BenchConfig *c, int t, size_t *shm_at)
 {
     const BenchTableSpec *s = &c->tables[t];
     char name[32];
     snprintf(name, sizeof name, "t%02d", t);
+    if (s->dynamic)
+        return make_dynamic(w, c, t, name);
     EmbTableOptions o = {.name = name};
     int rc;
     if (w->shm) {
@@ -240,6 +273,12 @@ static int make_table(BenchWorkload *w, const BenchConfig *c, int t, size_t *shm
 int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared)
 {
     memset(w, 0, sizeof *w);
+    for (int t = 0; shared && t < c->ntables; t++)
+        if (c->tables[t].dynamic) {
+            fprintf(stderr, "emb-bench: dynamic tables (dyn:) have no memory to share with a "
+                    "peer\n");
+            return -1;
+        }
     w->ntables = c->ntables;
     w->tables = calloc((size_t)c->ntables, sizeof *w->tables);
     if (!w->tables || (shared && map_shared(w, c) != 0)) {
