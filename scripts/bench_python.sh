@@ -13,6 +13,9 @@ dir=${1:-build}
 [ -d "$dir" ] || meson setup "$dir" >/dev/null
 ninja -C "$dir" >/dev/null
 # the peer runs with the interpreter the package is built for (meson's default)
+# idle OpenMP teams sleep (spinning ones take the core of the next row or of torch on a
+# loaded machine: emb-bench warns); set OMP_WAIT_POLICY=active to time spinning teams
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 export PYTHON="${PYTHON:-/usr/bin/python3}" EMB_BUILD="$dir" PYTHONPATH="$dir/python${PYTHONPATH:+:$PYTHONPATH}"
 exec "$dir/perf/emb-bench" --strategies prealloc-concat --phases train:sgd,train:adagrad \
     --peer torch --peer-script perf/peer_embtables.py "$@"

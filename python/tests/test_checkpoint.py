@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Checkpoints from Python through the C saver: read back with numpy alone, resume bit
 for bit with the optimizer's state, max_to_keep, errors that change nothing."""
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -77,3 +80,28 @@ def test_numpy_tables_max_to_keep_and_errors(tmp_path):
     with pytest.raises(et.NotFoundError):
         et.restore(paths[2], {"nobody": np.zeros((5, 4), np.float32)})
     assert et.latest_checkpoint(tmp_path / "nothing-here") is None
+
+
+NUMPY_ONLY = """
+import json, sys
+sys.modules["torch"] = None          # import torch fails, and so does the extension
+sys.modules["embtables"] = None
+import embtables_ckpt
+ck = embtables_ckpt.read(sys.argv[1])
+print(json.dumps([ck.global_step, ck.optimizer["kind"], sorted(ck.tensors),
+                  float(ck.tensors["table_1"].astype("float64").sum()), "torch" in sys.modules
+                  and sys.modules["torch"] is not None]))
+"""
+
+
+def test_numpy_only_reader_in_a_process_without_torch(tmp_path):
+    """embtables_ckpt reads a checkpoint written from Python with numpy alone."""
+    ebc = fresh("rowwise_adagrad")
+    steps(ebc, torch.Generator().manual_seed(4), 2)
+    path = ebc.saver(tmp_path).save(2)
+    r = subprocess.run([sys.executable, "-c", NUMPY_ONLY, path], capture_output=True,
+                       text=True, check=True)
+    step, kind, names, total, had_torch = json.loads(r.stdout)
+    assert step == 2 and kind == "rowwise_adagrad" and not had_torch
+    assert {"table_0", "table_1"} <= set(names) and any(n.startswith("table_0/") for n in names)
+    assert total == pytest.approx(float(ebc.weights[1].double().sum()), abs=1e-3)
