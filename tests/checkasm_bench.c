@@ -252,7 +252,7 @@ int ca_bench(const Level levels[NLEVELS], uint64_t seed)
            "kernel (prefetching); bags_res: neither prefetches; bags_w: weighted\n",
            EMB_PF_DIST);
     for (int dt = 0; dt < EMB_NDTYPES; dt++)
-        for (int32_t D = 16; D <= 64; D *= 2) {
+        for (int32_t D = 16; D <= 256; D *= 2) {
             bench_setup(b, store, dt, D, &s);
             bench_line(levels, b, "bags", dt);
             bench_line(levels, b, "bags_res", dt);

@@ -871,6 +871,44 @@ Test(dynamic_ckpt, damaged_files)
 
 /* ---- the store ------------------------------------------------------------------------ */
 
+/* What a table (dynamic or partitioned over dynamic shards) holds of ck_step's 40 ids. */
+typedef struct PoolSnap {
+    int has[40];
+    float rows[40 * D], state[40 * 2 * D];
+    int64_t step, ostep;
+} PoolSnap;
+
+static void pool_snap(const EmbTable *t, const EmbOptimizer *o, PoolSnap *s)
+{
+    memset(s, 0, sizeof *s);
+    EmbTable *v = NULL;
+    s->ostep = -1;
+    if (o)
+        emb_optimizer_state(o, t, 0, &v, &s->ostep);
+    s->step = emb_table_dynamic_step(t);
+    for (int k = 0; k < 40; k++) {
+        const int64_t id = (int64_t)k * 1000003 + 7;
+        s->has[k] = emb_table_dynamic_contains(t, id);
+        void *p;
+        cr_assert_eq(emb_table_column_pointer(t, id, EMB_CTX_FORWARD, &p), 0);
+        memcpy(&s->rows[k * D], p, D * 4);
+        if (v) {
+            cr_assert_eq(emb_table_column_pointer(v, id, EMB_CTX_FORWARD, &p), 0);
+            memcpy(&s->state[k * 2 * D], p, (size_t)emb_table_featuresize(v) * 4);
+        }
+    }
+}
+
+static void pool_eq(const PoolSnap *a, const PoolSnap *b, const char *what, int q)
+{
+    cr_assert_eq(a->step, b->step, "%s %d: step", what, q);
+    cr_assert_eq(a->ostep, b->ostep, "%s %d: optimizer step", what, q);
+    cr_assert_eq(memcmp(a->has, b->has, sizeof a->has), 0, "%s %d: rows held", what, q);
+    cr_assert_eq(memcmp(a->rows, b->rows, sizeof a->rows), 0, "%s %d: rows", what, q);
+    cr_assert_eq(memcmp(a->state, b->state, sizeof a->state), 0, "%s %d: state", what, q);
+}
+
+
 Test(dynamic_store, get_initialize_save_restore)
 {
     EmbStore *s;
@@ -898,13 +936,25 @@ Test(dynamic_store, get_initialize_save_restore)
     cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_NO, &again), EMB_EINVAL);
     bad.ncolumns = 0;
     bad.nshards = 2;
-    cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_NO, &again), EMB_ENOTSUP);
+    bad.partition = EMB_PARTITION_DIV;
+    cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_NO, &again), EMB_EINVAL);
     bad.nshards = 0;
     bad.init = (EmbInitializer){EMB_INIT_UNIFORM_UNIT_SCALING, 1.0f, 0, 0};
     cr_assert_eq(emb_store_get(s, &bad, EMB_REUSE_NO, &again), EMB_EINVAL);
     int64_t n;
     cr_assert_eq(emb_store_list(s, 0, NULL, 0, &n), 0);
     cr_assert_eq(n, 1, "failed gets add nothing");
+    /* over 3 shards: the same rows as one table (checked after the training below) */
+    EmbVariableSpec sharded = v;
+    sharded.name = "items3";
+    sharded.nshards = 3;
+    sharded.partition = EMB_PARTITION_MOD;
+    EmbTable *t3;
+    cr_assert_eq(emb_store_get(s, &sharded, EMB_REUSE_NO, &t3), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_nshards(t3), 3);
+    cr_assert_str_eq(emb_table_name(emb_table_shard(t3, 2)), "items3/part_2");
+    cr_assert_eq(emb_store_get(s, &sharded, EMB_REUSE_AUTO, &again), 0, "%s", emb_last_error());
+    cr_assert_eq(again, t3);
     /* rows are created with the spec's initializer, as by a table made directly */
     EmbDynamicOptions direct = dopt;
     direct.init = init;
@@ -918,11 +968,16 @@ Test(dynamic_store, get_initialize_save_restore)
     for (int st = 0; st < 5; st++) {
         ck_step(t, o, ix, st);
         ck_step(ref, o, ix, st);
+        ck_step(t3, o, ix, st);
     }
     static Snap a, b;
     snap(t, o, &a);
     snap(ref, o, &b);
     snap_eq(&a, &b, "store-made table");
+    static PoolSnap pa, pb;
+    pool_snap(t, o, &pa);
+    pool_snap(t3, o, &pb);
+    pool_eq(&pa, &pb, "store-made partitioned table", 3);
     /* save the store, train on, restore the store */
     char dir[64], path[512];
     ck_tmpdir(dir);
@@ -938,6 +993,8 @@ Test(dynamic_store, get_initialize_save_restore)
     cr_assert_eq(step, 5);
     snap(t, o, &b);
     snap_eq(&a, &b, "restored store");
+    pool_snap(t3, o, &pb);
+    pool_eq(&pa, &pb, "restored partitioned table", 3);
     /* emb_table_initialize: every row as created under the new initializer, and later ones */
     const EmbInitializer one = {EMB_INIT_CONSTANT, 0.25f, 0, 0};
     cr_assert_eq(emb_table_initialize(t, &one), 0, "%s", emb_last_error());
@@ -1127,18 +1184,9 @@ Test(dynamic_part, other_paths)
     cr_assert_eq(emb_table_initialize(t, &c), 0, "%s", emb_last_error());
     cr_assert_eq(emb_lookup_sum(t, ids, 1, 1, out, D), 0);
     cr_assert_eq(out[0], 2.0f);
-    /* whole-table reads and checkpoints of the partitioned table: refused */
+    /* whole-table reads of the partitioned table: refused */
     float all[D];
     cr_assert_eq(emb_table_read(t, all, D), EMB_ENOTSUP);
-    char dir[64];
-    ck_tmpdir(dir);
-    const EmbCheckpointVar v = {"p", t};
-    const EmbSaverOptions so = {.var_list = &v, .nvars = 1};
-    EmbSaver *sv;
-    cr_assert_eq(emb_saver_create(&sv, dir, "p", &so), 0);
-    cr_assert_eq(emb_saver_save(sv, NULL, 1, NULL, 0), EMB_ENOTSUP);
-    emb_saver_destroy(&sv);
-    ck_rmdir(dir);
     emb_table_destroy(&t);
     /* dynamic and fixed shards do not mix; div needs row counts */
     EmbTable *sh[2];
@@ -1153,4 +1201,85 @@ Test(dynamic_part, other_paths)
     cr_assert_eq(emb_table_dynamic_contains(sh[0], 1), 0);
     emb_table_destroy(&sh[0]);
     emb_table_destroy(&sh[1]);
+}
+
+static EmbTable *make_part_n(const EmbDynamicOptions *o, int n)
+{
+    EmbTable *sh[4], *p;
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(emb_table_dynamic_create(&sh[i], D, EMB_F32, o), 0);
+    cr_assert_eq(emb_table_partitioned(&p, sh, n, EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
+                                       NULL), 0, "%s", emb_last_error());
+    return p;
+}
+
+/* A table partitioned over 3 dynamic shards saved as one dynamic table (rows in id order,
+ * each shard's admission counts), restored into 1, 2, 3 and 4 shards and trained on: the
+ * bits of one table trained straight through (the sketch is wide enough not to collide). */
+Test(dynamic_part, checkpoints_into_any_shard_count)
+{
+    char dir[64], path[512];
+    ck_tmpdir(dir);
+    EmbDynamicOptions o = CK_OPTS;
+    o.sketch_width = 1 << 14;
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
+    EmbTable *one, *part;
+    EmbOptimizer *o1, *o3;
+    EmbIndexer *ix;
+    cr_assert_eq(emb_table_dynamic_create(&one, D, EMB_F32, &o), 0);
+    part = make_part_n(&o, 3);
+    emb_optimizer_create(&o1, &cfg);
+    emb_optimizer_create(&o3, &cfg);
+    emb_indexer_create(&ix);
+    for (int s = 0; s < 10; s++) {
+        ck_step(one, o1, ix, s);
+        ck_step(part, o3, ix, s);
+    }
+    static PoolSnap want, got;
+    pool_snap(one, o1, &want);
+    pool_snap(part, o3, &got);
+    pool_eq(&want, &got, "partitioned", 3);
+    cr_assert_eq(ck_save(part, o3, dir, 10, path), 0, "%s", emb_last_error());
+    EmbCheckpoint *ck;
+    cr_assert_eq(emb_checkpoint_open(&ck, path, 0), 0, "%s", emb_last_error());
+    EmbCheckpointEntry e;
+    cr_assert_eq(emb_checkpoint_entry(ck, 0, &e), 0);
+    cr_assert_eq(e.nshards, 3);
+    cr_assert(e.dynamic);
+    emb_checkpoint_close(&ck);
+    for (int s = 10; s < 18; s++)
+        ck_step(one, o1, ix, s);
+    pool_snap(one, o1, &want);
+    for (int q = 1; q <= 4; q++) {
+        EmbTable *t = NULL;
+        if (q == 1)
+            cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F32, &o), 0);
+        else
+            t = make_part_n(&o, q);
+        EmbOptimizer *oq;
+        emb_optimizer_create(&oq, &cfg);
+        cr_assert_eq(ck_restore(t, oq, path), 0, "%d shards: %s", q, emb_last_error());
+        for (int s = 10; s < 18; s++)
+            ck_step(t, oq, ix, s);
+        pool_snap(t, oq, &got);
+        pool_eq(&want, &got, "resumed in shards", q);
+        emb_optimizer_destroy(&oq);
+        emb_table_destroy(&t);
+    }
+    /* a single table's checkpoint into shards, too */
+    cr_assert_eq(ck_save(one, o1, dir, 18, path), 0, "%s", emb_last_error());
+    EmbTable *t = make_part_n(&o, 2);
+    EmbOptimizer *oq;
+    emb_optimizer_create(&oq, &cfg);
+    cr_assert_eq(ck_restore(t, oq, path), 0, "%s", emb_last_error());
+    pool_snap(t, oq, &got);
+    pool_eq(&want, &got, "a single table restored in shards", 2);
+    emb_optimizer_destroy(&oq);
+    emb_table_destroy(&t);
+    emb_indexer_destroy(&ix);
+    emb_optimizer_destroy(&o1);
+    emb_optimizer_destroy(&o3);
+    emb_table_destroy(&one);
+    emb_table_destroy(&part);
+    ck_rmdir(dir);
 }

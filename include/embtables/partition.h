@@ -56,9 +56,10 @@ enum {
  * options of that table and their admission sketches do not collide where its would not).
  * The table has INT64_MAX columns; every update counts a step in every shard;
  * emb_table_dynamic_evict / _contains / _stats / _step take the partitioned table, and
- * export / import, checkpoints and emb_table_read & co. work on the shards
- * (emb_table_shard), not on it (EMB_EINVAL / EMB_ENOTSUP). The optimizer keeps each
- * shard's state beside its rows.
+ * export / import and emb_table_read & co. work on the shards (emb_table_shard), not on
+ * it (EMB_EINVAL / EMB_ENOTSUP). The optimizer keeps each shard's state beside its rows.
+ * A checkpoint saves it as one dynamic table (with each shard's admission counts) that
+ * restores into any shard count or one dynamic table (store.h).
  *
  * @param out     receives the table; untouched on failure
  * @param shards  @p nshards distinct, non-NULL tables of one feature size and dtype, whose

@@ -98,7 +98,9 @@ typedef struct EmbVariableSpec {
                                   ncolumns 0; `init` is the initializer of its rows, applied
                                   to each when it is created, and `options` its table
                                   options (the fields `init` and `table` of *dynamic are not
-                                  read); nshards > 1: EMB_ENOTSUP */
+                                  read); nshards > 1: a table partitioned (partition must be
+                                  EMB_PARTITION_MOD) over dynamic shards "<name>/part_<i>",
+                                  capacity and max_rows split evenly (rounded up) */
 } EmbVariableSpec;
 
 /**
@@ -106,9 +108,9 @@ typedef struct EmbVariableSpec {
  * stays valid until the store is destroyed.
  * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name; a dynamic spec with ncolumns
  *         other than 0), EMB_EEXIST, EMB_ENOTFOUND, EMB_ESHAPE (an existing table of another
- *         shape or dtype, or dynamic where the spec is not or back), EMB_ENOTSUP (a dynamic
- *         spec with nshards > 1), and the codes of emb_table_create() or
- *         emb_table_dynamic_create()
+ *         shape or dtype, or dynamic where the spec is not or back), EMB_EINVAL (a dynamic
+ *         spec with nshards > 1 not EMB_PARTITION_MOD), and the codes of emb_table_create()
+ *         or emb_table_dynamic_create()
  */
 EMB_API int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse,
                           EmbTable **out);

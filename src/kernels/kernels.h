@@ -165,7 +165,7 @@ typedef struct EmbKernels {
     emb_pool_fn pool_d[EMB_NDCLASS][EMB_NDTYPES];
     emb_sgd_row_fn sgd_row_d[EMB_NDCLASS][EMB_NDTYPES];
     /* bags of a simple table (EmbBagsArgs): bags[dt] the C reference for any D, bags_d the
-     * copies for D = 16, 32, 64 (classes 0 .. 2; the lookup uses only these) */
+     * copies for the five static sizes (the lookup uses only these) */
     emb_bags_fn bags[EMB_NDTYPES];
     emb_bags_fn bags_d[EMB_NDCLASS][EMB_NDTYPES];
     /* optimizer rows: [EmbOptimizerKind][dtype]; [EMB_OPT_SGD] stays NULL (SGD has no

@@ -193,8 +193,14 @@ BAGS(bags_d32_f32_c, 32, EMB_F32)
 BAGS(bags_d32_f16_c, 32, EMB_F16)
 BAGS(bags_d32_bf16_c, 32, EMB_BF16)
 BAGS(bags_d64_f32_c, 64, EMB_F32)
+BAGS(bags_d128_f32_c, 128, EMB_F32)
+BAGS(bags_d256_f32_c, 256, EMB_F32)
 BAGS(bags_d64_f16_c, 64, EMB_F16)
+BAGS(bags_d128_f16_c, 128, EMB_F16)
+BAGS(bags_d256_f16_c, 256, EMB_F16)
 BAGS(bags_d64_bf16_c, 64, EMB_BF16)
+BAGS(bags_d128_bf16_c, 128, EMB_BF16)
+BAGS(bags_d256_bf16_c, 256, EMB_BF16)
 
 SUMSQ(sumsq_f32_c, EMB_F32)
 SUMSQ(sumsq_f16_c, EMB_F16)
@@ -288,8 +294,14 @@ void emb__kernels_init_c(EmbKernels *k)
     k->bags_d[1][EMB_F16] = bags_d32_f16_c;
     k->bags_d[1][EMB_BF16] = bags_d32_bf16_c;
     k->bags_d[2][EMB_F32] = bags_d64_f32_c;
+    k->bags_d[3][EMB_F32] = bags_d128_f32_c;
+    k->bags_d[4][EMB_F32] = bags_d256_f32_c;
     k->bags_d[2][EMB_F16] = bags_d64_f16_c;
+    k->bags_d[3][EMB_F16] = bags_d128_f16_c;
+    k->bags_d[4][EMB_F16] = bags_d256_f16_c;
     k->bags_d[2][EMB_BF16] = bags_d64_bf16_c;
+    k->bags_d[3][EMB_BF16] = bags_d128_bf16_c;
+    k->bags_d[4][EMB_BF16] = bags_d256_bf16_c;
 
     k->sumsq[EMB_F32] = sumsq_f32_c;
     k->sumsq[EMB_F16] = sumsq_f16_c;

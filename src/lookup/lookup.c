@@ -172,7 +172,7 @@ static void plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64
 }
 
 /*
- * The bags kernel when it applies: a simple table, D with a copy (16, 32, 64), nothing to
+ * The bags kernel when it applies: a simple table, D with a copy (16 .. 256), nothing to
  * prune or clip, no streaming stores. One call for the whole range: the ids are read, the
  * columns addressed and pooled in registers, no column array and no call per bag. Returns
  * whether it ran.

@@ -64,6 +64,7 @@ void emb__ckpt_free(EmbCkpt *c)
     for (int64_t i = 0; i < c->ntables; i++) {
         free(c->tables[i].name);
         free(c->tables[i].order);
+        free(c->tables[i].oshard);
     }
     free(c->tensors);
     free(c->tables);
@@ -156,7 +157,7 @@ static int table_tensors(const EmbTable *t, const char *name, const EmbOptimizer
                          const EmbOptState *st, EmbCkptTensor *protos,
                          char (*names)[NAME_BYTES_MAX])
 {
-    const bool dyn = t->kind == EMB_KIND_DYNAMIC;
+    const bool dyn = emb__is_dynamic_any(t);
     EmbOptSlot slots[2];
     const int nslots = st ? emb__optimizer_slots(opt->cfg.kind, t->featuresize, slots) : 0;
     int n = 0;
@@ -172,12 +173,13 @@ static int table_tensors(const EmbTable *t, const char *name, const EmbOptimizer
     if (!dyn)
         return n;
     int64_t width;
-    const bool sketch = emb__dynamic_sketch(t, &width) != NULL;
+    const int32_t ns = emb__is_dynamic(t) ? 1 : emb_table_nshards(t);
+    const bool sketch = emb__dynamic_sketch(emb__dynamic_home(t, 0), &width) != NULL;
     static const char *const what[] = {"ids", "last", "sketch"};
     for (int k = 0; k < 2 + sketch; k++, n++) {
         snprintf(names[n], NAME_BYTES_MAX, "%s/dynamic.%s", name, what[k]);
         protos[n] = (EmbCkptTensor){
-                .dtype = k < 2 ? EMB_CKPT_I64 : EMB_CKPT_U16, .ncolumns = k < 2 ? 0 : 4,
+                .dtype = k < 2 ? EMB_CKPT_I64 : EMB_CKPT_U16, .ncolumns = k < 2 ? 0 : 4 * ns,
                 .width = k < 2 ? 1 : (int32_t)width, .slot = -1, .src = t,
                 .src_kind = k == 0 ? EMB_CKPT_SRC_DYN_IDS : k == 1 ? EMB_CKPT_SRC_DYN_LAST
                                                                   : EMB_CKPT_SRC_DYN_SKETCH};
@@ -193,9 +195,15 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
         return emb__fail(EMB_EINVAL, "%s is the optimizer state of a dynamic table: save the "
                          "table with the optimizer (EmbSaverOptions.optimizer)",
                          emb__table_label(t));
-    if (emb__is_dynamic_part(t))
-        return emb__fail(EMB_ENOTSUP, "%s is partitioned over dynamic shards: save its shards "
-                         "(emb_table_shard) as tables of their own", emb__table_label(t));
+    if (emb__is_dynamic_part(t)) { /* the shards' sketches alike, to be saved as one */
+        int64_t w0, w;
+        const bool s0 = emb__dynamic_sketch(emb_table_shard(t, 0), &w0) != NULL;
+        for (int32_t i = 1; i < emb_table_nshards(t); i++)
+            if ((emb__dynamic_sketch(emb_table_shard(t, i), &w) != NULL) != s0 || w != w0)
+                return emb__fail(EMB_ENOTSUP, "%s: its dynamic shards count admissions in "
+                                 "sketches of different widths, which a checkpoint cannot "
+                                 "hold", emb__table_label(t));
+    }
     if (!name[0] || strlen(name) > NAME_BYTES_MAX - 64)
         return emb__fail(EMB_EINVAL, "a table saved in a checkpoint needs a name (1 to %d "
                          "bytes): %s has none", NAME_BYTES_MAX - 64, emb__table_label(t));
@@ -213,15 +221,17 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
                 strcmp(names[k], "__metadata__") == 0)
                 r = emb__fail(EMB_EINVAL, "checkpoint tensor name \"%.200s\" is used twice",
                               names[k]);
-    const bool dyn = t->kind == EMB_KIND_DYNAMIC;
+    const bool dyn = emb__is_dynamic_any(t);
     int64_t *order = NULL, nrows = t->ncolumns;
-    r = r || !dyn ? r : emb__dynamic_sorted_rows(t, &order, &nrows);
+    int32_t *oshard = NULL;
+    r = r || !dyn ? r : emb__dynamic_sorted_rows(t, &order, &oshard, &nrows);
     r = r ? r : emb__grow(&c->tables, c->ntables, &c->cap, sizeof *c->tables, "checkpoint tables");
     char *tabname = r ? NULL : dup_str(name);
     if (!r && !tabname)
         r = emb__fail(EMB_ENOMEM, "out of memory for a table name");
     if (r) {
         free(order);
+        free(oshard);
         free(names);
         return r;
     }
@@ -229,12 +239,13 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
     *tb = (EmbCkptTable){tabname, EMB_MAX(emb_table_nshards(t), 1), emb_table_partition_mode(t),
                          st ? st->step : -1, c->ntensors, {-1, -1}, .dynamic = dyn,
                          .dyn_step = emb_table_dynamic_step(t), .ids = -1, .last = -1,
-                         .sketch = -1, .order = order};
+                         .sketch = -1, .order = order, .oshard = oshard};
     const int64_t first = c->ntensors;
     for (int k = 0; k < nt && !r; k++) {
         EmbCkptTensor proto = protos[k];
         proto.table = c->ntables;
         proto.order = order;
+        proto.oshard = oshard;
         if (proto.src_kind != EMB_CKPT_SRC_DYN_SKETCH && dyn)
             proto.ncolumns = nrows;
         if (proto.slot >= 0)
@@ -253,6 +264,7 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
             free(c->tensors[--c->ntensors].name);
         free(tabname);
         free(order);
+        free(oshard);
         return r;
     }
     c->ntables++;
@@ -428,20 +440,23 @@ static int read_all(int fd, void *p, size_t n, uint64_t off)
 /* The bytes of column @col of tensor @t (@tmp: room for an int64). */
 static const char *src_column(const EmbCkptTensor *t, int64_t col, size_t el, int64_t *tmp)
 {
+    /* the dynamic table of row col: the table, or its shard when partitioned */
+    const EmbTable *h = t->oshard && t->src_kind != EMB_CKPT_SRC_DYN_SKETCH
+                                ? emb_table_shard(t->src, t->oshard[col]) : t->src;
     switch (t->src_kind) {
-    case EMB_CKPT_SRC_DYN_ROWS: return emb__dynamic_row(t->src, t->order[col]);
+    case EMB_CKPT_SRC_DYN_ROWS: return emb__dynamic_row(h, t->order[col]);
     case EMB_CKPT_SRC_DYN_STATE:
-        return (const char *)emb__dynamic_state_row(t->src, t->order[col]) +
-               (size_t)t->src_off * el;
+        return (const char *)emb__dynamic_state_row(h, t->order[col]) + (size_t)t->src_off * el;
     case EMB_CKPT_SRC_DYN_IDS:
-        *tmp = emb__dynamic_row_id(t->src, t->order[col]);
+        *tmp = emb__dynamic_row_id(h, t->order[col]);
         return (const char *)tmp;
     case EMB_CKPT_SRC_DYN_LAST:
-        *tmp = emb__dynamic_row_last(t->src, t->order[col]);
+        *tmp = emb__dynamic_row_last(h, t->order[col]);
         return (const char *)tmp;
-    case EMB_CKPT_SRC_DYN_SKETCH: {
+    case EMB_CKPT_SRC_DYN_SKETCH: { /* shard col / 4's row col % 4 */
         int64_t w;
-        return (const char *)(emb__dynamic_sketch(t->src, &w) + col * w);
+        const EmbTable *s = emb__is_dynamic(t->src) ? t->src : emb_table_shard(t->src, (int32_t)(col / 4));
+        return (const char *)(emb__dynamic_sketch(s, &w) + (col % 4) * w);
     }
     default:
         return (const char *)emb__column(t->src, col, EMB_CTX_NONE) + (size_t)t->src_off * el;
@@ -683,7 +698,8 @@ static int parse_dynamic(EmbCkpt *c, EmbCkptTable *tb, json_t *jd, const char *p
     if (!jd)
         return 0;
     int64_t step;
-    if (!json_is_object(jd) || get_int(jd, "step", 0, INT64_MAX, &step) || tb->nshards != 1)
+    if (!json_is_object(jd) || get_int(jd, "step", 0, INT64_MAX, &step) ||
+        (tb->nshards != 1 && tb->partition != EMB_PARTITION_MOD))
         return corrupt(path, "table \"%.200s\": a bad dynamic table entry", tb->name);
     tb->dynamic = true;
     tb->dyn_step = step;
@@ -700,7 +716,8 @@ static int parse_dynamic(EmbCkpt *c, EmbCkptTable *tb, json_t *jd, const char *p
         const bool ok = ts && ts->table < 0 &&
                         (k < 2 ? ts->dtype == EMB_CKPT_I64 && ts->width == 1 &&
                                          ts->ncolumns == val->ncolumns
-                               : ts->dtype == EMB_CKPT_U16 && ts->ncolumns == 4 &&
+                               : ts->dtype == EMB_CKPT_U16 &&
+                                         ts->ncolumns == 4 * (int64_t)tb->nshards &&
                                          (ts->width & (ts->width - 1)) == 0);
         if (!ok)
             return corrupt(path, "dynamic table tensor \"%.200s\" is missing or misshapen",

@@ -55,6 +55,7 @@ typedef struct EmbCkptTensor {
     int32_t src_off;
     EmbCkptSource src_kind;
     const int64_t *order; /* a dynamic table's rows in id order (its EmbCkptTable's) */
+    const int32_t *oshard; /* partitioned over dynamic shards: each row's shard, else NULL */
 } EmbCkptTensor;
 
 typedef struct EmbCkptTable {
@@ -66,11 +67,13 @@ typedef struct EmbCkptTable {
     int64_t state[2];     /* tensor indices of the slots (-1: none) */
     /* a dynamic table (dynamic.h): its update step count and the tensor indices of its
        ids and last update steps (I64, [rows, 1], rows in increasing id order) and of its
-       admission counts (U16, [4, width]; -1: none) */
+       admission counts (U16, [4 * nshards, width]: each shard's sketch when partitioned
+       over dynamic shards, mod; -1: none) */
     bool dynamic;
     int64_t dyn_step;
     int64_t ids, last, sketch;
     int64_t *order;       /* writing: its rows in id order (owned) */
+    int32_t *oshard;      /* writing: their shards when partitioned (owned), else NULL */
 } EmbCkptTable;
 
 typedef struct EmbCkpt {

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "embtables/partition.h"
 #include "store/format.h"
 #include "store/store_impl.h"
 #include "tables/dynamic_impl.h"
@@ -55,7 +56,9 @@ static int64_t table_find(const EmbCkpt *c, const char *name)
 typedef struct Target {
     int64_t table; /* in the file */
     EmbTable *t;
-    EmbDynStage *stage; /* a dynamic table's new content, swapped in by load() */
+    EmbDynStage **stages; /* a dynamic table's new content (one per shard when partitioned
+                             over dynamic shards), swapped in by load() */
+    int32_t nstages;
 } Target;
 
 /* The file's tables matched with the caller's (var_list or store), shapes checked. */
@@ -71,7 +74,7 @@ static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Targ
                 return emb__fail(EMB_ENULL, "restore var_list entry %lld has no table",
                                  (long long)i);
             const char *name = v->name ? v->name : v->table->name;
-            tg[i] = (Target){table_find(c, name), v->table, NULL};
+            tg[i] = (Target){table_find(c, name), v->table, NULL, 0};
             if (tg[i].table < 0)
                 return emb__fail(EMB_ENOTFOUND, "checkpoint %s has no table \"%s\"", path,
                                  name);
@@ -80,11 +83,11 @@ static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Targ
             if (!en)
                 return emb__fail(EMB_ENOTFOUND, "checkpoint %s has table \"%s\", which the "
                                  "store lacks", path, c->tables[i].name);
-            tg[i] = (Target){i, en->table, NULL};
+            tg[i] = (Target){i, en->table, NULL, 0};
         }
         const EmbCkptTensor *v = &c->tensors[c->tables[tg[i].table].values];
         const EmbTable *t = tg[i].t;
-        const bool dyn = emb__is_dynamic(t);
+        const bool dyn = emb__is_dynamic_any(t);
         if (dyn != c->tables[tg[i].table].dynamic)
             return emb__fail(EMB_ESHAPE, "checkpoint %s has \"%s\" as a %s table; %s is %s",
                              path, v->name, dyn ? "plain" : "dynamic", emb__table_label(t),
@@ -120,32 +123,31 @@ static int prepare_state(const EmbCkpt *c, EmbOptimizer *opt, const Target *tg, 
     return 0;
 }
 
+/* Where row j of a dynamic table's tensors goes: stage q[j], row pos[j] (a target
+   partitioned over Q dynamic shards takes id j into shard id mod Q). */
 typedef struct StageDst {
-    EmbDynStage *st;
+    EmbDynStage **st;
+    const int32_t *q;
+    const int64_t *pos;
     size_t off; /* bytes into a state row */
 } StageDst;
 
 static void *stage_row_dst(void *ctx, int64_t j)
 {
-    return emb__dynamic_stage_row(((StageDst *)ctx)->st, j);
+    const StageDst *d = ctx;
+    return emb__dynamic_stage_row(d->st[d->q[j]], d->pos[j]);
 }
 
 static void *stage_state_dst(void *ctx, int64_t j)
 {
     const StageDst *d = ctx;
-    return (char *)emb__dynamic_stage_state(d->st, j) + d->off;
+    return (char *)emb__dynamic_stage_state(d->st[d->q[j]], d->pos[j]) + d->off;
 }
 
 static void *stage_last_dst(void *ctx, int64_t j)
 {
-    return emb__dynamic_stage_last(((StageDst *)ctx)->st) + j;
-}
-
-static void *stage_sketch_dst(void *ctx, int64_t j)
-{
-    int64_t w;
-    uint16_t *sk = emb__dynamic_stage_sketch(((StageDst *)ctx)->st, &w);
-    return sk + j * w;
+    const StageDst *d = ctx;
+    return emb__dynamic_stage_last(d->st[d->q[j]]) + d->pos[j];
 }
 
 static void *ids_dst(void *ctx, int64_t j)
@@ -153,42 +155,100 @@ static void *ids_dst(void *ctx, int64_t j)
     return (int64_t *)ctx + j;
 }
 
-/* The new content of dynamic target @g, read from the file into a stage (nothing of the
-   table is written). */
+typedef struct RawDst {
+    uint16_t *p;
+    int64_t width;
+} RawDst;
+
+static void *u16_dst(void *ctx, int64_t j)
+{
+    const RawDst *d = ctx;
+    return d->p + j * d->width;
+}
+
+/* The file's admission counts (P sketches of 4 rows of @w) into the Q stages: shard by
+   shard when P == Q, else every stage the sum (saturated) of the P, which is exactly one
+   table's counts when Q == 1 (an id counts in one shard, at the cells one table uses). */
+static void spread_sketch(EmbDynStage **st, int32_t Q, const uint16_t *file, int32_t P,
+                          int64_t w)
+{
+    for (int32_t q = 0; q < Q; q++) {
+        int64_t width;
+        uint16_t *dst = emb__dynamic_stage_sketch(st[q], &width);
+        for (int64_t i = 0; i < 4 * w; i++) {
+            uint32_t v = 0;
+            for (int32_t p = 0; p < P; p++)
+                v += P == Q && p != q ? 0 : file[(int64_t)p * 4 * w + i];
+            dst[i] = (uint16_t)EMB_MIN(v, UINT16_MAX);
+        }
+    }
+}
+
+/* The new content of dynamic target @g (a dynamic table or one partitioned over dynamic
+   shards), read from the file into a stage per table (nothing of the tables is written). */
 static int stage_dynamic(const EmbCkpt *c, int fd, const EmbOptimizer *opt, Target *g,
                          const char *path)
 {
     const EmbCkptTable *tb = &c->tables[g->table];
     const int64_t n = c->tensors[tb->values].ncolumns;
-    int64_t width, fwidth = tb->sketch >= 0 ? c->tensors[tb->sketch].width : 0;
-    int r = emb__dynamic_stage(g->t, n, &g->stage);
-    if (r)
-        return r;
-    StageDst d = {g->stage, 0};
-    const bool sketch = emb__dynamic_stage_sketch(g->stage, &width) != NULL;
-    if (sketch && fwidth && fwidth != width)
-        return emb__fail(EMB_ESHAPE, "checkpoint %s counts admissions of \"%s\" in a sketch "
-                         "%lld wide; %s's is %lld wide", path, tb->name, (long long)fwidth,
-                         emb__table_label(g->t), (long long)width);
+    const int32_t Q = emb__is_dynamic(g->t) ? 1 : emb_table_nshards(g->t), P = tb->nshards;
+    const int64_t fwidth = tb->sketch >= 0 ? c->tensors[tb->sketch].width : 0;
+    g->stages = calloc((size_t)Q, sizeof *g->stages);
+    g->nstages = g->stages ? Q : 0;
     int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
-    if (!ids)
-        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
-    r = emb__ckpt_load_fn(c, tb->ids, fd, ids_dst, ids, path);
+    int64_t *pos = malloc((size_t)EMB_MAX(n, 1) * sizeof *pos);
+    int64_t *sub = malloc((size_t)EMB_MAX(n, 1) * sizeof *sub);
+    int32_t *q = malloc((size_t)EMB_MAX(n, 1) * sizeof *q);
+    int64_t *count = calloc((size_t)Q, sizeof *count);
+    uint16_t *sk = NULL;
+    int r = g->stages && ids && pos && sub && q && count
+                    ? emb__ckpt_load_fn(c, tb->ids, fd, ids_dst, ids, path)
+                    : emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
+    for (int64_t j = 0; j < n && !r; j++) {
+        q[j] = (int32_t)(ids[j] >= 0 ? ids[j] % Q : 0);
+        pos[j] = count[q[j]]++;
+    }
+    for (int32_t k = 0; k < Q && !r; k++)
+        r = emb__dynamic_stage(emb__dynamic_home(g->t, k), count[k], &g->stages[k]);
+    int64_t width = 0;
+    const bool sketch = !r && emb__dynamic_stage_sketch(g->stages[0], &width) != NULL;
+    if (!r && sketch && fwidth && fwidth != width)
+        r = emb__fail(EMB_ESHAPE, "checkpoint %s counts admissions of \"%s\" in a sketch "
+                      "%lld wide; %s's is %lld wide", path, tb->name, (long long)fwidth,
+                      emb__table_label(g->t), (long long)width);
+    StageDst d = {g->stages, q, pos, 0};
     r = r ? r : emb__ckpt_load_fn(c, tb->last, fd, stage_last_dst, &d, path);
     r = r ? r : emb__ckpt_load_fn(c, tb->values, fd, stage_row_dst, &d, path);
-    if (!r && sketch && fwidth)
-        r = emb__ckpt_load_fn(c, tb->sketch, fd, stage_sketch_dst, &d, path);
-    if (!r && emb__dynamic_stage_ids(g->stage, ids, tb->dyn_step) != 0)
-        r = emb__fail(EMB_EIO, "checkpoint %s changed while it was restored", path);
-    free(ids);
-    if (r || !opt || tb->step < 0)
-        return r;
-    EmbOptSlot slots[2];
-    const int ns = emb__optimizer_slots(opt->cfg.kind, g->t->featuresize, slots);
-    for (int k = 0; k < ns && !r; k++) {
-        d.off = (size_t)slots[k].off * sizeof(float);
-        r = emb__ckpt_load_fn(c, tb->state[k], fd, stage_state_dst, &d, path);
+    if (!r && sketch && fwidth) {
+        sk = malloc((size_t)(4 * P * fwidth) * sizeof *sk);
+        RawDst raw = {sk, fwidth};
+        r = sk ? emb__ckpt_load_fn(c, tb->sketch, fd, u16_dst, &raw, path)
+               : emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
+        if (!r)
+            spread_sketch(g->stages, Q, sk, P, fwidth);
     }
+    for (int32_t k = 0; k < Q && !r; k++) { /* each stage its ids, in order */
+        int64_t m = 0;
+        for (int64_t j = 0; j < n; j++)
+            if (q[j] == k)
+                sub[m++] = ids[j];
+        if (emb__dynamic_stage_ids(g->stages[k], sub, tb->dyn_step) != 0)
+            r = emb__fail(EMB_EIO, "checkpoint %s changed while it was restored", path);
+    }
+    if (!r && opt && tb->step >= 0) {
+        EmbOptSlot slots[2];
+        const int ns = emb__optimizer_slots(opt->cfg.kind, g->t->featuresize, slots);
+        for (int k = 0; k < ns && !r; k++) {
+            d.off = (size_t)slots[k].off * sizeof(float);
+            r = emb__ckpt_load_fn(c, tb->state[k], fd, stage_state_dst, &d, path);
+        }
+    }
+    free(ids);
+    free(pos);
+    free(sub);
+    free(q);
+    free(count);
+    free(sk);
     return r;
 }
 
@@ -198,9 +258,11 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
     for (int64_t i = 0; i < n; i++) {
         const EmbCkptTable *tb = &c->tables[tg[i].table];
         int r = 0;
-        if (tg[i].stage) { /* swapped in whole: state and all */
-            emb__dynamic_stage_commit(tg[i].t, tg[i].stage);
-            tg[i].stage = NULL;
+        if (tg[i].stages) { /* swapped in whole: state and all */
+            for (int32_t k = 0; k < tg[i].nstages; k++) {
+                emb__dynamic_stage_commit(emb__dynamic_home(tg[i].t, k), tg[i].stages[k]);
+                tg[i].stages[k] = NULL;
+            }
         } else {
             r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, path);
         }
@@ -217,7 +279,7 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
         }
         EmbOptState *st = emb__optimizer_find(opt, tg[i].t);
         EmbOptSlot slots[2];
-        const int ns = emb__is_dynamic(tg[i].t)
+        const int ns = emb__is_dynamic_any(tg[i].t)
                                ? 0 : emb__optimizer_slots(opt->cfg.kind, tg[i].t->featuresize,
                                                           slots);
         for (int k = 0; k < ns && !r; k++)
@@ -255,13 +317,16 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     r = r ? r : match(&c, s, o, tg, &n, path);
     r = r || !opt ? r : prepare_state(&c, opt, tg, n, path);
     for (int64_t i = 0; i < n && !r; i++)
-        if (emb__is_dynamic(tg[i].t))
+        if (emb__is_dynamic_any(tg[i].t))
             r = stage_dynamic(&c, fd, opt, &tg[i], path);
     r = r ? r : load(&c, fd, s, opt, tg, n, path);
     if (!r && global_step)
         *global_step = c.global_step;
-    for (int64_t i = 0; tg && i < n; i++)
-        emb__dynamic_stage_free(tg[i].stage);
+    for (int64_t i = 0; tg && i < n; i++) {
+        for (int32_t k = 0; k < tg[i].nstages; k++)
+            emb__dynamic_stage_free(tg[i].stages[k]);
+        free(tg[i].stages);
+    }
     free(tg);
     emb__ckpt_free(&c);
     close(fd);

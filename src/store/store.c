@@ -4,12 +4,14 @@
  * trainable flag, and the report of tables never initialised. A store holds tens to a few
  * hundred tables, so names are found by a linear scan.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "embtables/dynamic.h"
 #include "embtables/partition.h"
 #include "store/store_impl.h"
+#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
 
 int emb_store_create(EmbStore **out)
@@ -45,7 +47,7 @@ EmbStoreEntry *emb__store_entry(const EmbStore *s, const char *name)
 static int check_existing(const EmbStoreEntry *e, const EmbVariableSpec *spec)
 {
     const EmbTable *t = e->table;
-    const bool dyn = emb_table_is_dynamic(t);
+    const bool dyn = emb__is_dynamic_any(t);
     if (dyn != (spec->dynamic != NULL))
         return emb__fail(EMB_ESHAPE, "table \"%s\" exists as a %s table, asked for a %s one",
                          spec->name, dyn ? "dynamic" : "fixed", dyn ? "fixed" : "dynamic");
@@ -59,6 +61,33 @@ static int check_existing(const EmbStoreEntry *e, const EmbVariableSpec *spec)
     return 0;
 }
 
+/* A table partitioned (mod) over @nshards dynamic shards "<name>/part_<i>" of options @o,
+   capacity and max_rows split evenly (rounded up). */
+static int create_dynamic_part(EmbTable **out, const EmbVariableSpec *spec, EmbDynamicOptions o)
+{
+    const int32_t n = spec->nshards;
+    EmbTable **shards = calloc((size_t)n, sizeof *shards);
+    if (!shards)
+        return emb__fail(EMB_ENOMEM, "out of memory for %d shards", (int)n);
+    const EmbTableOptions whole = o.table;
+    o.capacity = (o.capacity + n - 1) / n;
+    o.max_rows = (o.max_rows + n - 1) / n;
+    int r = 0;
+    for (int32_t i = 0; i < n && !r; i++) {
+        char name[EMB_NAME_MAX + 1];
+        snprintf(name, sizeof name, "%s/part_%d", spec->name, (int)i);
+        o.table.name = name;
+        r = emb_table_dynamic_create(&shards[i], spec->featuresize, spec->dtype, &o);
+    }
+    r = r ? r : emb_table_partitioned(out, shards, n, EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
+                                      &whole);
+    if (r)
+        for (int32_t i = 0; i < n; i++)
+            emb_table_destroy(&shards[i]);
+    free(shards);
+    return r;
+}
+
 static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out)
 {
     int r = emb__grow(&s->entries, s->n, &s->cap, sizeof *s->entries, "the store's index");
@@ -70,7 +99,9 @@ static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out
     EmbDynamicOptions dyn = spec->dynamic ? *spec->dynamic : (EmbDynamicOptions){0};
     dyn.table = o;
     dyn.init = spec->init;
-    if (spec->dynamic) /* its rows are initialised when created, by spec->init */
+    if (spec->dynamic && spec->nshards > 1) /* rows initialised when created, by spec->init */
+        r = create_dynamic_part(&t, spec, dyn);
+    else if (spec->dynamic)
         r = emb_table_dynamic_create(&t, spec->featuresize, spec->dtype, &dyn);
     else if (spec->nshards > 1)
         r = emb_table_partitioned_create(&t, spec->ncolumns, spec->featuresize, spec->dtype,
@@ -109,9 +140,9 @@ int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse, EmbT
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\" has no row count: ncolumns %lld "
                          "must be 0 (EmbDynamicOptions.capacity sizes it)", spec->name,
                          (long long)spec->ncolumns);
-    if (spec->dynamic && spec->nshards > 1)
-        return emb__fail(EMB_ENOTSUP, "dynamic table \"%s\": nshards %d (partitioned dynamic "
-                         "tables are not made by the store)", spec->name, (int)spec->nshards);
+    if (spec->dynamic && spec->nshards > 1 && spec->partition != EMB_PARTITION_MOD)
+        return emb__fail(EMB_EINVAL, "dynamic table \"%s\": %d shards need EMB_PARTITION_MOD",
+                         spec->name, (int)spec->nshards);
     const EmbStoreEntry *e = emb__store_entry(s, spec->name);
     if (e && reuse == EMB_REUSE_NO)
         return emb__fail(EMB_EEXIST, "table \"%s\" exists already (reuse it with "

@@ -854,26 +854,50 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
 
 /* ---- checkpoints (store/format.c, store/restore.c) --------------------------------------- */
 
-int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int64_t *n)
+typedef struct IdRowShard {
+    int64_t id, row;
+    int32_t shard;
+} IdRowShard;
+
+static int idrowshard_cmp(const void *a, const void *b)
 {
-    const Dyn *d = dyn_of(t);
-    IdRow *v = malloc((size_t)EMB_MAX(d->nrows, 1) * sizeof *v);
-    int64_t *out = malloc((size_t)EMB_MAX(d->nrows, 1) * sizeof *out);
-    if (!v || !out) {
+    const int64_t x = ((const IdRowShard *)a)->id, y = ((const IdRowShard *)b)->id;
+    return (x > y) - (x < y);
+}
+
+int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int32_t **shards, int64_t *n)
+{
+    const bool part = !emb__is_dynamic(t);
+    const int32_t ns = part ? emb_table_nshards(t) : 1;
+    int64_t total = 0;
+    for (int32_t i = 0; i < ns; i++)
+        total += dyn_of(part ? emb_table_shard(t, i) : t)->nrows;
+    IdRowShard *v = malloc((size_t)EMB_MAX(total, 1) * sizeof *v);
+    int64_t *out = malloc((size_t)EMB_MAX(total, 1) * sizeof *out);
+    int32_t *sh = part ? malloc((size_t)EMB_MAX(total, 1) * sizeof *sh) : NULL;
+    if (!v || !out || (part && !sh)) {
         free(v);
         free(out);
+        free(sh);
         return emb__fail(EMB_ENOMEM, "out of memory to sort the %lld ids of %s",
-                         (long long)d->nrows, emb__table_label(t));
+                         (long long)total, emb__table_label(t));
     }
     int64_t k = 0;
-    for (int64_t row = 0; row < d->used; row++)
-        if (d->rowid[row] >= 0)
-            v[k++] = (IdRow){d->rowid[row], row};
-    qsort(v, (size_t)k, sizeof *v, idrow_cmp);
-    for (int64_t j = 0; j < k; j++)
+    for (int32_t i = 0; i < ns; i++) {
+        const Dyn *d = dyn_of(part ? emb_table_shard(t, i) : t);
+        for (int64_t row = 0; row < d->used; row++)
+            if (d->rowid[row] >= 0)
+                v[k++] = (IdRowShard){d->rowid[row], row, i};
+    }
+    qsort(v, (size_t)k, sizeof *v, idrowshard_cmp);
+    for (int64_t j = 0; j < k; j++) {
         out[j] = v[j].row;
+        if (sh)
+            sh[j] = v[j].shard;
+    }
     free(v);
     *rows = out;
+    *shards = sh;
     *n = k;
     return 0;
 }

@@ -105,9 +105,10 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col);
 int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in);
 
 /* ---- checkpoints (store/) ---- */
-/* The row indices of @t's rows in increasing id order (malloc'ed, *n of them); 0 or
-   EMB_ENOMEM. */
-int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int64_t *n);
+/* The row indices of @t's rows in increasing id order (malloc'ed, *n of them) and, for a
+   table partitioned over dynamic shards, each one's shard (*shards malloc'ed; else NULL);
+   0 or EMB_ENOMEM. */
+int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int32_t **shards, int64_t *n);
 /* The id and the last update step of row index @r. */
 int64_t emb__dynamic_row_id(const EmbTable *t, int64_t r);
 int64_t emb__dynamic_row_last(const EmbTable *t, int64_t r);

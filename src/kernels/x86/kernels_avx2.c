@@ -157,6 +157,8 @@ POOL(pool_d256_f32_avx2, 256, 0, EMB_F32)
 BAGS(bags_d16_f32_avx2, 16, EMB_F32)
 BAGS(bags_d32_f32_avx2, 32, EMB_F32)
 BAGS(bags_d64_f32_avx2, 64, EMB_F32)
+BAGS(bags_d128_f32_avx2, 128, EMB_F32)
+BAGS(bags_d256_f32_avx2, 256, EMB_F32)
 SUMSQ(sumsq_f32_avx2, EMB_F32)
 SGD(sgd_row_f32_avx2, 0, 0, EMB_F32)
 SGD(sgd_row_nt_f32_avx2, 0, 1, EMB_F32)
@@ -182,6 +184,8 @@ POOL(pool_d256_f16_avx2, 256, 0, EMB_F16)
 BAGS(bags_d16_f16_avx2, 16, EMB_F16)
 BAGS(bags_d32_f16_avx2, 32, EMB_F16)
 BAGS(bags_d64_f16_avx2, 64, EMB_F16)
+BAGS(bags_d128_f16_avx2, 128, EMB_F16)
+BAGS(bags_d256_f16_avx2, 256, EMB_F16)
 SUMSQ(sumsq_f16_avx2, EMB_F16)
 SGD(sgd_row_f16_avx2, 0, 0, EMB_F16)
 SGD(sgd_row_nt_f16_avx2, 0, 1, EMB_F16)
@@ -207,6 +211,8 @@ POOL(pool_d256_bf16_avx2, 256, 0, EMB_BF16)
 BAGS(bags_d16_bf16_avx2, 16, EMB_BF16)
 BAGS(bags_d32_bf16_avx2, 32, EMB_BF16)
 BAGS(bags_d64_bf16_avx2, 64, EMB_BF16)
+BAGS(bags_d128_bf16_avx2, 128, EMB_BF16)
+BAGS(bags_d256_bf16_avx2, 256, EMB_BF16)
 SUMSQ(sumsq_bf16_avx2, EMB_BF16)
 SGD(sgd_row_bf16_avx2, 0, 0, EMB_BF16)
 SGD(sgd_row_nt_bf16_avx2, 0, 1, EMB_BF16)
@@ -361,6 +367,8 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->bags_d[0][EMB_F32] = bags_d16_f32_avx2;
     k->bags_d[1][EMB_F32] = bags_d32_f32_avx2;
     k->bags_d[2][EMB_F32] = bags_d64_f32_avx2;
+    k->bags_d[3][EMB_F32] = bags_d128_f32_avx2;
+    k->bags_d[4][EMB_F32] = bags_d256_f32_avx2;
     k->sumsq[EMB_F32] = sumsq_f32_avx2;
     k->sgd_row[EMB_F32] = sgd_row_f32_avx2;
     k->sgd_row_nt[EMB_F32] = sgd_row_nt_f32_avx2;
@@ -386,6 +394,8 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx2;
     k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx2;
     k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx2;
+    k->bags_d[3][EMB_BF16] = bags_d128_bf16_avx2;
+    k->bags_d[4][EMB_BF16] = bags_d256_bf16_avx2;
     k->sumsq[EMB_BF16] = sumsq_bf16_avx2;
     k->sgd_row[EMB_BF16] = sgd_row_bf16_avx2;
     k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx2;
@@ -419,6 +429,8 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->bags_d[0][EMB_F16] = bags_d16_f16_avx2;
     k->bags_d[1][EMB_F16] = bags_d32_f16_avx2;
     k->bags_d[2][EMB_F16] = bags_d64_f16_avx2;
+    k->bags_d[3][EMB_F16] = bags_d128_f16_avx2;
+    k->bags_d[4][EMB_F16] = bags_d256_f16_avx2;
     k->sumsq[EMB_F16] = sumsq_f16_avx2;
     k->sgd_row[EMB_F16] = sgd_row_f16_avx2;
     k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx2;

@@ -147,6 +147,8 @@ POOL(pool_d256_f32_avx512, 256, 0, EMB_F32)
 BAGS(bags_d16_f32_avx512, 16, EMB_F32)
 BAGS(bags_d32_f32_avx512, 32, EMB_F32)
 BAGS(bags_d64_f32_avx512, 64, EMB_F32)
+BAGS(bags_d128_f32_avx512, 128, EMB_F32)
+BAGS(bags_d256_f32_avx512, 256, EMB_F32)
 SUMSQ(sumsq_f32_avx512, EMB_F32)
 SGD(sgd_row_f32_avx512, 0, 0, EMB_F32)
 SGD(sgd_row_nt_f32_avx512, 0, 1, EMB_F32)
@@ -172,6 +174,8 @@ POOL(pool_d256_f16_avx512, 256, 0, EMB_F16)
 BAGS(bags_d16_f16_avx512, 16, EMB_F16)
 BAGS(bags_d32_f16_avx512, 32, EMB_F16)
 BAGS(bags_d64_f16_avx512, 64, EMB_F16)
+BAGS(bags_d128_f16_avx512, 128, EMB_F16)
+BAGS(bags_d256_f16_avx512, 256, EMB_F16)
 SUMSQ(sumsq_f16_avx512, EMB_F16)
 SGD(sgd_row_f16_avx512, 0, 0, EMB_F16)
 SGD(sgd_row_nt_f16_avx512, 0, 1, EMB_F16)
@@ -197,6 +201,8 @@ POOL(pool_d256_bf16_avx512, 256, 0, EMB_BF16)
 BAGS(bags_d16_bf16_avx512, 16, EMB_BF16)
 BAGS(bags_d32_bf16_avx512, 32, EMB_BF16)
 BAGS(bags_d64_bf16_avx512, 64, EMB_BF16)
+BAGS(bags_d128_bf16_avx512, 128, EMB_BF16)
+BAGS(bags_d256_bf16_avx512, 256, EMB_BF16)
 SUMSQ(sumsq_bf16_avx512, EMB_BF16)
 SGD(sgd_row_bf16_avx512, 0, 0, EMB_BF16)
 SGD(sgd_row_nt_bf16_avx512, 0, 1, EMB_BF16)
@@ -250,6 +256,8 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->bags_d[0][EMB_F32] = bags_d16_f32_avx512;
     k->bags_d[1][EMB_F32] = bags_d32_f32_avx512;
     k->bags_d[2][EMB_F32] = bags_d64_f32_avx512;
+    k->bags_d[3][EMB_F32] = bags_d128_f32_avx512;
+    k->bags_d[4][EMB_F32] = bags_d256_f32_avx512;
     k->sumsq[EMB_F32] = sumsq_f32_avx512;
     k->sgd_row[EMB_F32] = sgd_row_f32_avx512;
     k->sgd_row_nt[EMB_F32] = sgd_row_nt_f32_avx512;
@@ -275,6 +283,8 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->bags_d[0][EMB_F16] = bags_d16_f16_avx512;
     k->bags_d[1][EMB_F16] = bags_d32_f16_avx512;
     k->bags_d[2][EMB_F16] = bags_d64_f16_avx512;
+    k->bags_d[3][EMB_F16] = bags_d128_f16_avx512;
+    k->bags_d[4][EMB_F16] = bags_d256_f16_avx512;
     k->sumsq[EMB_F16] = sumsq_f16_avx512;
     k->sgd_row[EMB_F16] = sgd_row_f16_avx512;
     k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx512;
@@ -300,6 +310,8 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx512;
     k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx512;
     k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx512;
+    k->bags_d[3][EMB_BF16] = bags_d128_bf16_avx512;
+    k->bags_d[4][EMB_BF16] = bags_d256_bf16_avx512;
     k->sumsq[EMB_BF16] = sumsq_bf16_avx512;
     k->sgd_row[EMB_BF16] = sgd_row_bf16_avx512;
     k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx512;

@@ -261,60 +261,68 @@ EMB_INLINE void bag_store(float *o, const vec *acc, const int nv, const bool pai
 }
 
 /*
- * Bags of N = nv * VL elements (nv <= BLK), the sum of each kept in nv registers from its
- * first id to its store: per id one id load, one address, nv loads and adds (and the
- * weight's broadcast and multiply), one prefetch when pf_dist > 0. The per-bag work (bounds,
- * the combiner's factor, the store) is scalar code between the bags, no call.
+ * Bags of N elements, N a whole number of vectors: at most BLK of them (D = 16 .. 64, and
+ * 128 with 16-float vectors), or a multiple of BLK (128 with 8-float vectors, 256), done as
+ * N / (BLK VL) blocks of columns one after the other over the bag's ids (the pool kernel's
+ * blocks; the ids of a bag are read once a block, from L1). Each block's sum is kept in
+ * nv registers from the bag's first id to its store: per id one id load, one address, nv
+ * loads and adds (and the weight's broadcast and multiply), in the first block one
+ * prefetch of the column pf_dist ids ahead when pf_dist > 0. The per-bag work (bounds, the
+ * combiner's factor, the store) is scalar code between the bags, no call.
  */
 EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt,
                          const int id32, const int weighted)
 {
-    const int nv = N / VL;
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
     const bool paired = dt == EMB_BF16 && nv % 2 == 0;
     const void *ids = a->ids;
     const char *data = a->data;
     const int64_t cs = a->col_stride, pf = a->pf_dist;
     const int64_t *offs = a->offsets;
     const int scaled = a->combiner == EMB_COMBINER_MEAN || a->combiner == EMB_COMBINER_SQRTN;
-    int64_t k = offs ? offs[a->bag0] : a->bag0 * a->bag_size;
+    int64_t start = offs ? offs[a->bag0] : a->bag0 * a->bag_size;
     const int64_t kend = offs ? offs[a->bag1] : a->bag1 * a->bag_size;
     float *o = a->out + a->bag0 * a->out_stride;
     for (int64_t bag = a->bag0; bag < a->bag1; bag++, o += a->out_stride) {
-        const int64_t start = k, end = offs ? offs[bag + 1] : k + a->bag_size;
-        vec acc[BLK];
-        UNROLL_BLK for (int j = 0; j < nv; j++)
-            acc[j] = vzero();
-        double sw = 0.0, sw2 = 0.0;
-        for (; k < end; k++) {
-            if (pf && k + pf < kend)
-                prefetch_col(data + bag_id(ids, k + pf, id32) * cs, N * esize(dt));
-            const void *p = data + bag_id(ids, k, id32) * cs;
-            if (weighted) {
-                const float wk = a->weights[k];
-                bag_add(acc, p, nv, paired, 1, vset1(wk), dt);
-                if (scaled) {
-                    sw += wk;
-                    sw2 += (double)wk * wk;
-                }
-            } else {
-                bag_add(acc, p, nv, paired, 0, vzero(), dt);
-            }
-        }
+        const int64_t end = offs ? offs[bag + 1] : start + a->bag_size;
         float f = 1.0f;
-        if (end == start) {
-            if (a->defcol)
-                bag_add(acc, a->defcol, nv, paired, 0, vzero(), dt);
-        } else if (scaled) {
-            if (!weighted)
-                sw = sw2 = (double)(end - start);
-            f = emb__combiner_factor(a->combiner, sw, sw2);
-        }
-        if (f != 1.0f) {
-            const vec fv = vset1(f);
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            vec acc[BLK];
             UNROLL_BLK for (int j = 0; j < nv; j++)
-                acc[j] = vmul(acc[j], fv);
+                acc[j] = vzero();
+            double sw = 0.0, sw2 = 0.0;
+            for (int64_t k = start; k < end; k++) {
+                if (pf && blk == 0 && k + pf < kend)
+                    prefetch_col(data + bag_id(ids, k + pf, id32) * cs, N * esize(dt));
+                const void *p = at(dt, data + bag_id(ids, k, id32) * cs, off);
+                if (weighted) {
+                    const float wk = a->weights[k];
+                    bag_add(acc, p, nv, paired, 1, vset1(wk), dt);
+                    if (scaled && blk == 0) {
+                        sw += wk;
+                        sw2 += (double)wk * wk;
+                    }
+                } else {
+                    bag_add(acc, p, nv, paired, 0, vzero(), dt);
+                }
+            }
+            if (end == start) {
+                if (a->defcol)
+                    bag_add(acc, at(dt, a->defcol, off), nv, paired, 0, vzero(), dt);
+            } else if (scaled && blk == 0) {
+                if (!weighted)
+                    sw = sw2 = (double)(end - start);
+                f = emb__combiner_factor(a->combiner, sw, sw2);
+            }
+            if (f != 1.0f) {
+                const vec fv = vset1(f);
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vmul(acc[j], fv);
+            }
+            bag_store(o + off, acc, nv, paired);
         }
-        bag_store(o, acc, nv, paired);
+        start = end;
     }
 }
 
@@ -420,11 +428,12 @@ static inline void scale_body(float *x, float s, int32_t D)
     {                                                                                      \
         sgd_body(col, g, lr, N ? N : D, NT, DT);                                           \
     }
-/* N: a size of whole vectors, at most BLK of them. */
+/* N: a size of whole vectors, at most BLK of them or whole blocks of BLK. */
 #define BAGS(NAME, N, DT)                                                                  \
     static void NAME(const EmbBagsArgs *a)                                                 \
     {                                                                                      \
-        _Static_assert(N % VL == 0 && N / VL <= BLK, "bags: whole vectors in registers");   \
+        _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
+                       "bags: whole vectors in registers");                                \
         bags_body(a, N, DT);                                                               \
     }
 #define SUMSQ(NAME, DT)                                                                    \
