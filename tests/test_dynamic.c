@@ -113,6 +113,104 @@ Test(dynamic, lookups_match_reference)
     emb_table_destroy(&ref.t);
 }
 
+/*
+ * The lookup's span path (dynamic.c: ids resolved a span at a time, then the bags kernel;
+ * a bag longer than a span pooled in pieces): known and unknown ids mixed, skewed (Zipf-
+ * like) bags from empty to 400 ids, weights, every combiner, a default id for empty bags,
+ * 32-bit ids, dtypes f32 / bf16 / f16 at D = 16, 64, 256, all against the reference (the
+ * unknown ids' rows there hold the missing value). A plain table of 65 rows: 0 .. 63 the
+ * known ids, 64 the missing value.
+ */
+Test(dynamic, span_lookups_match_reference)
+{
+    enum { NK = 64, NB = 40 };
+    const EmbDtype dts[3] = {EMB_F32, EMB_BF16, EMB_F16};
+    const int32_t dims[3] = {16, 64, 256};
+    for (int c = 0; c < 9; c++) {
+        const EmbDtype dt = dts[c % 3];
+        const int32_t dim = dims[c / 3];
+        uint64_t s = 11 + (uint64_t)c;
+        EmbDynamicOptions o = {.missing = EMB_DYN_MISSING_CONSTANT, .missing_value = 0.375f};
+        EmbTable *dyn, *ref;
+        cr_assert_eq(emb_table_dynamic_create(&dyn, dim, dt, &o), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_table_create(&ref, NK + 1, dim, EMB_F32, NULL), 0);
+        int64_t known[NK];
+        float *rows = malloc((size_t)(NK + 1) * (size_t)dim * sizeof *rows);
+        for (int r = 0; r <= NK; r++) {
+            if (r < NK)
+                known[r] = (int64_t)(tu_rand(&s) % 2000000000);
+            for (int i = 0; i < dim; i++) /* values exact in every dtype */
+                rows[r * dim + i] = r < NK ? (float)((int)(tu_rand(&s) % 512) - 256) / 64.0f
+                                           : 0.375f;
+        }
+        cr_assert_eq(emb_table_dynamic_import(dyn, known, rows, dim, NK), 0, "%s",
+                     emb_last_error());
+        int64_t rstride;
+        float *rd = emb_table_data(ref, &rstride);
+        for (int r = 0; r <= NK; r++)
+            memcpy(rd + r * rstride, rows + r * dim, (size_t)dim * sizeof(float));
+        int64_t offs[NB + 1];
+        offs[0] = 0;
+        for (int b = 0; b < NB; b++) {
+            const int len = b % 7 == 3 ? 0 : b % 9 == 1 ? 130 + (int)(tu_rand(&s) % 270)
+                                                        : (int)(tu_rand(&s) % 40);
+            offs[b + 1] = offs[b] + len;
+        }
+        const int64_t nnz = offs[NB];
+        int64_t *ids = malloc((size_t)nnz * sizeof *ids), *rids = malloc((size_t)nnz * 8);
+        int32_t *ids32 = malloc((size_t)nnz * sizeof *ids32);
+        float *w = malloc((size_t)nnz * sizeof *w);
+        for (int64_t k = 0; k < nnz; k++) {
+            const double u = (double)(tu_rand(&s) >> 11) * (1.0 / 9007199254740992.0);
+            const bool miss = tu_rand(&s) % 5 == 0;
+            const int r = (int)(NK * u * u * u); /* skewed toward row 0 */
+            ids[k] = miss ? 2000000000 + (int64_t)(tu_rand(&s) % 100000000) : known[r];
+            rids[k] = miss ? NK : r;
+            ids32[k] = (int32_t)ids[k];
+            w[k] = (float)((int)(tu_rand(&s) % 16) - 4) / 8.0f;
+        }
+        EmbPooling pools[4] = {EMB_POOLING_SUM, EMB_POOLING_MEAN, EMB_POOLING_SQRTN,
+                               EMB_POOLING_SUM};
+        pools[3].flags = EMB_USE_DEFAULT_ID;
+        pools[3].default_id = known[5];
+        float *out = malloc((size_t)NB * (size_t)dim * sizeof *out);
+        float *rout = malloc((size_t)NB * (size_t)dim * sizeof *rout);
+        for (int p = 0; p < 4; p++)
+            for (int v = 0; v < 3; v++) { /* unweighted, weighted, 32-bit ids */
+                EmbBatch b = {.ids = v == 2 ? (const void *)ids32 : (const void *)ids,
+                              .id_type = v == 2 ? EMB_ID_I32 : EMB_ID_I64, .nnz = nnz,
+                              .nbags = NB, .offsets = offs, .weights = v == 1 ? w : NULL};
+                EmbBatch rb = {.ids = rids, .nnz = nnz, .nbags = NB, .offsets = offs,
+                               .weights = b.weights};
+                EmbPooling rp = pools[p];
+                rp.default_id = 5;
+                tu_poison(out, (size_t)NB * (size_t)dim);
+                cr_assert_eq(emb_lookup(dyn, &b, &pools[p], out, dim), 0, "%s",
+                             emb_last_error());
+                cr_assert_eq(emb_lookup(ref, &rb, &rp, rout, dim), 0);
+                cr_assert_eq(memcmp(out, rout, (size_t)NB * (size_t)dim * sizeof *out), 0,
+                             "dtype %d D %d pooling %d variant %d", (int)dt, (int)dim, p, v);
+            }
+        /* fixed-size bags longer than a span, and under a strategy on two threads */
+        EmbStrategy *st;
+        const EmbStrategyOptions so = {.nthreads = 2};
+        cr_assert_eq(emb_strategy_parallel(&st, &so), 0);
+        const int64_t bs = nnz / 3;
+        EmbBatch b = {.ids = ids, .nnz = 3 * bs, .nbags = 3, .bag_size = bs};
+        EmbBatch rb = {.ids = rids, .nnz = 3 * bs, .nbags = 3, .bag_size = bs};
+        float *po[1] = {out}, *rpo[1] = {rout};
+        EmbOutputs eo = {.per_table = po}, reo = {.per_table = rpo};
+        cr_assert_eq(emb_maplookup(st, &dyn, 1, &b, &pools[1], &eo), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_maplookup(st, &ref, 1, &rb, &pools[1], &reo), 0);
+        cr_assert_eq(memcmp(out, rout, 3 * (size_t)dim * sizeof *out), 0, "fixed bags of %lld",
+                     (long long)bs);
+        emb_strategy_destroy(&st);
+        free(ids), free(rids), free(ids32), free(w), free(out), free(rout), free(rows);
+        emb_table_destroy(&dyn);
+        emb_table_destroy(&ref);
+    }
+}
+
 Test(dynamic, missing_ids)
 {
     const int64_t unknown[2] = {5, 123456789012345};

@@ -218,7 +218,8 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         plain_gather(t, &sub, out + bag0 * stride, stride);
         return;
     }
-    if (bags_path(t, b, p, out, stride, bag0, bag1))
+    if (bags_path(t, b, p, out, stride, bag0, bag1) ||
+        (emb__is_dynamic(t) && emb__dynamic_lookup_bags(t, b, p, out, stride, bag0, bag1)))
         return;
     const EmbKernels *k = emb__kernels();
     const Pass ps = {

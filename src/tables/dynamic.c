@@ -19,6 +19,8 @@
 #include "initval.h"
 #include "rng.h"
 #include "embtables/partition.h"
+#include "kernels/kernels.h"
+#include "lookup/batch.h"
 #include "tables/dynamic_impl.h"
 
 #define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
@@ -71,16 +73,22 @@ static inline uint64_t slot_hash(int64_t id)
     return emb__dynamic_hash(id);
 }
 
-static inline int64_t find(const Dyn *d, int64_t id)
+/* The row of @id whose home slot is @h (of an index with @mask), or -1. */
+static inline int64_t find_at(const DynSlot *slots, uint64_t mask, uint64_t h, int64_t id)
 {
-    const uint64_t mask = (uint64_t)d->x.nslots - 1;
-    for (uint64_t h = slot_hash(id) & mask;; h = (h + 1) & mask) {
-        const DynSlot *s = &d->x.slots[h];
+    for (;; h = (h + 1) & mask) {
+        const DynSlot *s = &slots[h];
         if (s->id == id)
             return s->row;
         if (s->id < 0)
             return -1;
     }
+}
+
+static inline int64_t find(const Dyn *d, int64_t id)
+{
+    const uint64_t mask = (uint64_t)d->x.nslots - 1;
+    return find_at(d->x.slots, mask, slot_hash(id) & mask, id);
 }
 
 static inline char *row_ptr(const Dyn *d, int64_t r)
@@ -326,6 +334,121 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
     }
     *col = row_ptr(d, r);
     return 0;
+}
+
+/* ---- the lookup's per-id path ----------------------------------------------------------- */
+
+#define SPAN 128      /* ids resolved per call of the bags kernel (their rows: 32 KiB at
+                         D = 64 f32, within L1) */
+#define SLOT_AHEAD 16 /* ids whose index slot is prefetched ahead of its probe */
+
+EMB_INLINE int64_t span_id(const void *ids, int id32, int64_t k)
+{
+    return id32 ? (int64_t)((const int32_t *)ids)[k] : ((const int64_t *)ids)[k];
+}
+
+/*
+ * cols[k] = the row of id k0 + k of @ids (the FORWARD default row for an unknown id), for
+ * k < n <= SPAN: the ids' home slots hashed first, each slot prefetched SLOT_AHEAD ids
+ * before its probe, each row's lines prefetched once found (@pf) so that the kernel that
+ * reads the span finds them arriving. Reads the index only.
+ */
+static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t n,
+                    size_t rowbytes, bool pf, const char **cols)
+{
+    uint64_t h[SPAN];
+    const DynSlot *slots = d->x.slots;
+    const uint64_t mask = (uint64_t)d->x.nslots - 1;
+    for (int64_t k = 0; k < n; k++)
+        h[k] = slot_hash(span_id(ids, id32, k0 + k)) & mask;
+    for (int64_t k = 0; k < EMB_MIN(n, SLOT_AHEAD); k++)
+        __builtin_prefetch(&slots[h[k]]);
+    for (int64_t k = 0; k < n; k++) {
+        if (k + SLOT_AHEAD < n)
+            __builtin_prefetch(&slots[h[k + SLOT_AHEAD]]);
+        const int64_t r = find_at(slots, mask, h[k], span_id(ids, id32, k0 + k));
+        const char *row = r >= 0 ? row_ptr(d, r) : (const char *)d->defrow;
+        if (pf)
+            for (size_t off = 0; off < rowbytes; off += 64)
+                __builtin_prefetch(row + off);
+        cols[k] = row;
+    }
+}
+
+/* A bag of more than SPAN ids: the pool kernel over spans of it (accumulating after the
+   first), then the combiner's factor: the generic path's order and arithmetic. */
+static void long_bag(const Dyn *d, const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                     float *o, int64_t start, int64_t end, size_t rowbytes, bool pf)
+{
+    const char *cols[SPAN];
+    const emb_pool_fn pool = emb__kernel_pool(t->dtype, t->featuresize, 0);
+    double sw = 0.0, sw2 = 0.0;
+    for (int64_t k0 = start; k0 < end; k0 += SPAN) {
+        const int64_t n = EMB_MIN(SPAN, end - k0);
+        resolve(d, b->ids, b->id_type == EMB_ID_I32, k0, n, rowbytes, pf, cols);
+        pool(o, (const void *const *)cols, b->weights ? b->weights + k0 : NULL, n, pf ? 0 : -1,
+             t->featuresize, k0 > start);
+        for (int64_t k = k0; k < k0 + n; k++) {
+            const float w = b->weights ? b->weights[k] : 1.0f;
+            sw += w;
+            sw2 += (double)w * w;
+        }
+    }
+    const float f = emb__combiner_scale(p->combiner, sw, sw2);
+    if (f != 1.0f)
+        emb__kernels()->scale(o, f, t->featuresize);
+}
+
+bool emb__dynamic_lookup_bags(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                              float *out, int64_t stride, int64_t bag0, int64_t bag1)
+{
+    if (t->kind != EMB_KIND_DYNAMIC || p->max_norm != 0.0f ||
+        (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
+        return false;
+    const emb_bags_fn f = emb__kernel_bags(t->dtype, t->featuresize);
+    if (!f)
+        return false;
+    const Dyn *d = dyn_of(t);
+    const size_t rowbytes = (size_t)t->featuresize * t->elsize;
+    const bool pf = d->nrows * (int64_t)d->stride > EMB_RESIDENT_BYTES;
+    const int id32 = b->id_type == EMB_ID_I32;
+    /* The kernel addresses column c at data + c * col_stride: with data the default row and
+       a stride of 1 byte, the "ids" it is given are the rows' byte offsets from it. */
+    const char *base = d->defrow;
+    const char *cols[SPAN];
+    int64_t off[SPAN], loff[SPAN + 1];
+    EmbBagsArgs a = {
+        .out_stride = stride, .data = base, .col_stride = 1, .ids = off,
+        .offsets = b->offsets ? loff : NULL, .bag_size = b->bag_size,
+        .defcol = p->flags & EMB_USE_DEFAULT_ID ? dynamic_column(t, p->default_id,
+                                                                 EMB_CTX_FORWARD) : NULL,
+        .pf_dist = 0, .D = t->featuresize, .id32 = 0, .combiner = p->combiner,
+    };
+    for (int64_t bag = bag0; bag < bag1;) {
+        const int64_t k0 = emb__bag_start(b, bag);
+        int64_t e = bag; /* bags [bag, e) fit in a span */
+        while (e < bag1 && e - bag < SPAN && emb__bag_end(b, e) - k0 <= SPAN)
+            e++;
+        if (e == bag) {
+            long_bag(d, t, b, p, out + bag * stride, k0, emb__bag_end(b, bag), rowbytes, pf);
+            bag++;
+            continue;
+        }
+        const int64_t n = emb__bag_end(b, e - 1) - k0;
+        resolve(d, b->ids, id32, k0, n, rowbytes, pf, cols);
+        for (int64_t k = 0; k < n; k++)
+            off[k] = (int64_t)((intptr_t)cols[k] - (intptr_t)base);
+        if (b->offsets)
+            for (int64_t i = 0; i <= e - bag; i++)
+                loff[i] = b->offsets[bag + i] - k0;
+        a.out = out + bag * stride;
+        a.weights = b->weights ? b->weights + k0 : NULL;
+        a.bag0 = 0;
+        a.bag1 = e - bag;
+        f(&a);
+        bag = e;
+    }
+    return true;
 }
 
 /* ---- admission --------------------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #define EMB_DYNAMIC_IMPL_H
 
 #include "embtables/dynamic.h"
+#include "embtables/lookup.h"
 #include "rng.h"
 #include "tables/table_impl.h"
 
@@ -42,6 +43,17 @@ EMB_INLINE bool emb__is_dynamic(const EmbTable *t)
 {
     return t->kind == EMB_KIND_DYNAMIC;
 }
+
+/*
+ * The lookup of bags [bag0, bag1) of a validated batch of dynamic table @t into out + bag *
+ * stride, as emb__lookup_range would pool them, when the pooling neither prunes, clips nor
+ * streams and the bags kernel has a copy for (dtype, D): in spans of ids, each id hashed
+ * and its index slot prefetched a few ids ahead, probed, its row prefetched, then the bags
+ * kernel over the span. Bit-identical to the generic path. Returns whether it ran (false:
+ * nothing written). Thread-safe like a lookup.
+ */
+bool emb__dynamic_lookup_bags(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                              float *out, int64_t stride, int64_t bag0, int64_t bag1);
 
 /* A partitioned table over dynamic shards (partition.c: mod, each shard keeping its ids
    as they are), and the shard of @id. */
