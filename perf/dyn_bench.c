@@ -210,9 +210,17 @@ int main(int argc, char **argv)
                    1e3 * a.hi, 1e3 * d.med, 1e3 * d.lo, 1e3 * d.hi, d.med / a.med);
             EmbDynamicStats ds;
             emb_table_dynamic_stats(dyn, &ds);
+            /* where the bytes beyond row + state go: the index (16-byte slots at its load),
+               the per-row metadata (id, last step: 16 bytes a slab row) and the slab rows
+               held beyond the live ones (the capacity hint, 1.5x the rows here) */
+            const double rs = (double)(stride * 4 + dim * 4), nr = (double)ds.rows;
+            const double index = 16.0 * (double)ds.index_slots;
             printf("         dynamic: %lld rows, %.1f bytes per row held (plain: %lld + %lld "
-                   "state)\n", (long long)ds.rows, (double)ds.bytes / (double)ds.rows,
-                   (long long)(stride * 4), (long long)(dim * 4));
+                   "state): index %.1f (load %.2f), metadata %.1f, unused slab rows %.1f\n",
+                   (long long)ds.rows, (double)ds.bytes / nr, (long long)(stride * 4),
+                   (long long)(dim * 4), index / nr, nr / (double)ds.index_slots,
+                   16.0 * (double)ds.slab_rows / nr,
+                   ((double)ds.bytes - index - 16.0 * (double)ds.slab_rows) / nr - rs);
             emb_grad_destroy(&gp);
             emb_grad_destroy(&gd);
             emb_indexer_destroy(&ip);

@@ -131,6 +131,8 @@ Test(dynamic, span_lookups_match_reference)
         const int32_t dim = dims[c / 3];
         uint64_t s = 11 + (uint64_t)c;
         EmbDynamicOptions o = {.missing = EMB_DYN_MISSING_CONSTANT, .missing_value = 0.375f};
+        if (c == 3) /* f32 D = 64: a capacity of 18 MB, slabs and index of 2 MiB pages */
+            o.capacity = 70000;
         EmbTable *dyn, *ref;
         cr_assert_eq(emb_table_dynamic_create(&dyn, dim, dt, &o), 0, "%s", emb_last_error());
         cr_assert_eq(emb_table_create(&ref, NK + 1, dim, EMB_F32, NULL), 0);
@@ -191,6 +193,21 @@ Test(dynamic, span_lookups_match_reference)
                 cr_assert_eq(memcmp(out, rout, (size_t)NB * (size_t)dim * sizeof *out), 0,
                              "dtype %d D %d pooling %d variant %d", (int)dt, (int)dim, p, v);
             }
+        /* a gather of every id (spans of the gather's chunks), 64- and 32-bit ids */
+        float *g = malloc((size_t)nnz * (size_t)dim * sizeof *g);
+        float *rg = malloc((size_t)nnz * (size_t)dim * sizeof *rg);
+        const EmbPooling gp = EMB_POOLING_GATHER;
+        for (int v = 0; v < 2; v++) {
+            EmbBatch b = {.ids = v ? (const void *)ids32 : (const void *)ids,
+                          .id_type = v ? EMB_ID_I32 : EMB_ID_I64, .nnz = nnz, .nbags = nnz,
+                          .bag_size = 1};
+            EmbBatch rb = {.ids = rids, .nnz = nnz, .nbags = nnz, .bag_size = 1};
+            cr_assert_eq(emb_lookup(dyn, &b, &gp, g, dim), 0, "%s", emb_last_error());
+            cr_assert_eq(emb_lookup(ref, &rb, &gp, rg, dim), 0);
+            cr_assert_eq(memcmp(g, rg, (size_t)nnz * (size_t)dim * sizeof *g), 0,
+                         "gather of %lld ids, variant %d", (long long)nnz, v);
+        }
+        free(g), free(rg);
         /* fixed-size bags longer than a span, and under a strategy on two threads */
         EmbStrategy *st;
         const EmbStrategyOptions so = {.nthreads = 2};

@@ -162,11 +162,11 @@ static void plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64
     const emb_gather_fn g = emb__kernel_gather(t->dtype, t->featuresize);
     for (int64_t k0 = 0; k0 < b->nnz; k0 += CHUNK) {
         const int64_t n = EMB_MIN(CHUNK, b->nnz - k0);
-        for (int64_t k = 0; k < n; k++) {
-            if (emb__is_dynamic(t) && k0 + k + SLOT_AHEAD < b->nnz)
-                emb__dynamic_prefetch(t, emb__batch_id(b, k0 + k + SLOT_AHEAD));
-            cols[k] = emb__column(t, emb__batch_id(b, k0 + k), EMB_CTX_FORWARD);
-        }
+        if (emb__is_dynamic(t))
+            emb__dynamic_columns(t, b->ids, b->id_type == EMB_ID_I32, k0, n, cols);
+        else
+            for (int64_t k = 0; k < n; k++)
+                cols[k] = emb__column(t, emb__batch_id(b, k0 + k), EMB_CTX_FORWARD);
         g(out + k0 * stride, stride, cols, n, t->featuresize);
     }
 }

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "dtype.h"
 #include "initval.h"
@@ -140,6 +143,25 @@ static void slot_insert(DynSlot *slots, int64_t nslots, int64_t id, int64_t row)
     slots[h] = (DynSlot){id, row};
 }
 
+#define HUGE_BYTES ((size_t)2 << 20)
+
+/*
+ * @bytes for the index or a slab, zeroed when @zero: from 2 MiB up, 2 MiB aligned and (on
+ * Linux) advised as transparent huge pages, so that the random reads of a lookup (an index
+ * slot, a row) miss the TLB less (without it 16 MiB of index are 4096 pages).
+ */
+static void *big_alloc(size_t align, size_t bytes)
+{
+    if (bytes < HUGE_BYTES)
+        return emb__aligned_alloc(align, bytes);
+    void *p = emb__aligned_alloc(EMB_MAX(align, HUGE_BYTES), bytes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p)
+        madvise(p, bytes / HUGE_BYTES * HUGE_BYTES, MADV_HUGEPAGE); /* advice only */
+#endif
+    return p;
+}
+
 /* An index of at least @want slots holding every row; old index kept on failure. */
 static int index_grow(Dyn *d, int64_t want)
 {
@@ -148,7 +170,8 @@ static int index_grow(Dyn *d, int64_t want)
     int64_t n = d->x.nslots;
     while (n < want)
         n *= 2;
-    DynSlot *s = (uint64_t)n <= SIZE_MAX / sizeof *s ? malloc((size_t)n * sizeof *s) : NULL;
+    DynSlot *s = (uint64_t)n <= SIZE_MAX / sizeof *s
+                     ? big_alloc(EMB_ALIGN, (size_t)n * sizeof *s) : NULL;
     if (!s)
         return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table index of %lld slots",
                          (long long)n);
@@ -175,6 +198,14 @@ static int64_t slots_for(int64_t rows)
 static void *zalloc_aligned(size_t align, size_t bytes)
 {
     void *p = emb__aligned_alloc(align, bytes ? bytes : align);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+static void *zalloc_big(size_t align, size_t bytes)
+{
+    void *p = big_alloc(align, bytes ? bytes : align);
     if (p)
         memset(p, 0, bytes);
     return p;
@@ -208,8 +239,8 @@ static int slab_add(Dyn *d)
     if (grow_array(&d->rowid, rows, sizeof(int64_t)) ||
         grow_array(&d->last, rows, sizeof(int64_t)))
         return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table's row metadata");
-    char *slab = zalloc_aligned(d->align, (size_t)per * d->stride);
-    float *sslab = d->swidth ? zalloc((size_t)per * d->sstride) : NULL;
+    char *slab = zalloc_big(d->align, (size_t)per * d->stride);
+    float *sslab = d->swidth ? zalloc_big(EMB_ALIGN, (size_t)per * d->sstride) : NULL;
     if (!slab || (d->swidth && !sslab)) {
         emb__aligned_free(slab);
         emb__aligned_free(sslab);
@@ -340,7 +371,6 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
 
 #define SPAN 128      /* ids resolved per call of the bags kernel (their rows: 32 KiB at
                          D = 64 f32, within L1) */
-#define SLOT_AHEAD 16 /* ids whose index slot is prefetched ahead of its probe */
 
 EMB_INLINE int64_t span_id(const void *ids, int id32, int64_t k)
 {
@@ -349,9 +379,10 @@ EMB_INLINE int64_t span_id(const void *ids, int id32, int64_t k)
 
 /*
  * cols[k] = the row of id k0 + k of @ids (the FORWARD default row for an unknown id), for
- * k < n <= SPAN: the ids' home slots hashed first, each slot prefetched SLOT_AHEAD ids
- * before its probe, each row's lines prefetched once found (@pf) so that the kernel that
- * reads the span finds them arriving. Reads the index only.
+ * k < n <= SPAN: every id of the span hashed and its home slot prefetched first (the
+ * misses overlap, and a slot has arrived by its probe), then each probed and its row's
+ * lines prefetched (@pf) so that the kernel that reads the span finds them arriving.
+ * Reads the index only.
  */
 static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t n,
                     size_t rowbytes, bool pf, const char **cols)
@@ -359,13 +390,11 @@ static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t
     uint64_t h[SPAN];
     const DynSlot *slots = d->x.slots;
     const uint64_t mask = (uint64_t)d->x.nslots - 1;
-    for (int64_t k = 0; k < n; k++)
-        h[k] = slot_hash(span_id(ids, id32, k0 + k)) & mask;
-    for (int64_t k = 0; k < EMB_MIN(n, SLOT_AHEAD); k++)
-        __builtin_prefetch(&slots[h[k]]);
     for (int64_t k = 0; k < n; k++) {
-        if (k + SLOT_AHEAD < n)
-            __builtin_prefetch(&slots[h[k + SLOT_AHEAD]]);
+        h[k] = slot_hash(span_id(ids, id32, k0 + k)) & mask;
+        __builtin_prefetch(&slots[h[k]]);
+    }
+    for (int64_t k = 0; k < n; k++) {
         const int64_t r = find_at(slots, mask, h[k], span_id(ids, id32, k0 + k));
         const char *row = r >= 0 ? row_ptr(d, r) : (const char *)d->defrow;
         if (pf)
@@ -373,6 +402,17 @@ static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t
                 __builtin_prefetch(row + off);
         cols[k] = row;
     }
+}
+
+void emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
+                          const void **cols)
+{
+    const Dyn *d = dyn_of(t);
+    const size_t rowbytes = (size_t)t->featuresize * t->elsize;
+    const bool pf = d->nrows * (int64_t)d->stride > EMB_RESIDENT_BYTES;
+    for (int64_t k = 0; k < n; k += SPAN)
+        resolve(d, ids, id32, k0 + k, EMB_MIN(SPAN, n - k), rowbytes, pf,
+                (const char **)(cols + k));
 }
 
 /* A bag of more than SPAN ids: the pool kernel over spans of it (accumulating after the
@@ -583,7 +623,7 @@ int emb__dynamic_state_attach(EmbTable *t, int32_t width, const float *init, Emb
     float **sl = calloc((size_t)EMB_MAX(d->nslabs, 1), sizeof *sl);
     bool ok = sinit && sdef && sl;
     for (int64_t i = 0; ok && i < d->nslabs; i++)
-        ok = (sl[i] = zalloc(((size_t)1 << d->shift) * sstride)) != NULL;
+        ok = (sl[i] = zalloc_big(EMB_ALIGN, ((size_t)1 << d->shift) * sstride)) != NULL;
     if (!ok) {
         for (int64_t i = 0; sl && i < d->nslabs; i++)
             emb__aligned_free(sl[i]);
@@ -677,8 +717,11 @@ int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype
     d->dtype = dtype;
     d->stride = stride;
     d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
+    /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
+    const size_t slab_bytes = (double)o.capacity * (double)stride >= 16.0 * 1048576.0
+                                  ? HUGE_BYTES : SLAB_BYTES;
     d->shift = 4;
-    while (d->shift < 12 && ((size_t)2 << d->shift) * stride <= SLAB_BYTES)
+    while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
         d->shift++;
     d->max_rows = o.max_rows;
     d->init = o.init;

@@ -55,6 +55,11 @@ EMB_INLINE bool emb__is_dynamic(const EmbTable *t)
 bool emb__dynamic_lookup_bags(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
                               float *out, int64_t stride, int64_t bag0, int64_t bag1);
 
+/* cols[k] = the FORWARD column of id k0 + k of @ids (int32 when @id32), k < n, resolved as
+   the span path does (slots and rows prefetched). */
+void emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
+                          const void **cols);
+
 /* A partitioned table over dynamic shards (partition.c: mod, each shard keeping its ids
    as they are), and the shard of @id. */
 bool emb__is_dynamic_part(const EmbTable *t);
