@@ -44,6 +44,8 @@ typedef struct BwdArgs {
     float *partials;
     int32_t kind;      /* EmbOptimizerKind */
     float lr, eps, b1, b2;
+    float decay_l2;    /* L2 weight decay: A += wd * w before the step (0: none) */
+    float decay_scale; /* decoupled weight decay: w = round(w * (1 - lr * wd)) (1: none) */
     int32_t bias_correction;
     int32_t sr;        /* stochastic rounding of a bf16 table */
     uint64_t sr_key;   /* this call's key: the table's seed and call count, hashed */
@@ -257,13 +259,24 @@ __device__ __forceinline__ float4 adam4(float4 g, float *m, float *v, const BwdA
     return make_float4(r[0], r[1], r[2], r[3]);
 }
 
-/* Applies the optimizer to row @id (at @row, its values in x) with gradient A; writes it. */
+/* Applies the optimizer to row @id (at @row, its values in x) with gradient A; writes it.
+   As the CPU's plan (update/plan.c): the clip's Jacobian, then weight decay, then the step. */
 template <int DT, int NV>
-__device__ void apply_row(const BwdArgs &a, uint32_t id, char *row, const float4 (&x)[NV],
+__device__ void apply_row(const BwdArgs &a, uint32_t id, char *row, float4 (&x)[NV],
                           float4 (&A)[NV], int lane, int G, unsigned mask)
 {
     if (a.d.max_norm > 0.0f)
         clip_grad<NV>(a, x, A, G, mask);
+    if (a.decay_l2 != 0.0f) {
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+            A[v] = make_float4(A[v].x + a.decay_l2 * x[v].x, A[v].y + a.decay_l2 * x[v].y,
+                               A[v].z + a.decay_l2 * x[v].z, A[v].w + a.decay_l2 * x[v].w);
+    } else if (a.decay_scale != 1.0f) { /* the decayed row is rounded to its dtype first */
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+            x[v] = gpu_round4<DT>(gpu_scale4(a.decay_scale, x[v]));
+    }
     float scale = -a.lr; /* SGD */
     float step_size = 0.0f;
     if (a.kind == EMB_OPT_ROWWISE_ADAGRAD) {
@@ -418,9 +431,6 @@ static int check_opt(const EmbGpuTable *t, const EmbOptimizerConfig *o)
     if (o->kind != EMB_OPT_SGD && o->kind != EMB_OPT_ROWWISE_ADAGRAD && o->kind != EMB_OPT_ADAM)
         return emb__gpu_fail(EMB_ENOTSUP, "optimizer kind %d: the GPU backward takes SGD, "
                              "ROWWISE_ADAGRAD and ADAM", (int)o->kind);
-    if (o->weight_decay != 0.0f) /* until the GPU backward applies it as update.h says */
-        return emb__gpu_fail(EMB_ENOTSUP, "weight_decay %g: the GPU backward has no weight "
-                             "decay yet", (double)o->weight_decay);
     if (t->opt_kind >= 0 && t->opt_kind != (int)o->kind)
         return emb__gpu_fail(EMB_EINVAL, "table \"%s\" holds state of optimizer kind %d, not %d",
                              t->name, t->opt_kind, (int)o->kind);
@@ -560,6 +570,9 @@ int emb_gpu_backward_update(EmbGpuTable *table, const EmbBatch *batch, const Emb
     a.b1 = opt->beta1;
     a.b2 = opt->beta2;
     a.bias_correction = opt->bias_correction;
+    a.decay_l2 = opt->weight_decay_mode == EMB_DECAY_L2 ? opt->weight_decay : 0.0f;
+    a.decay_scale = opt->weight_decay_mode == EMB_DECAY_DECOUPLED
+                        ? 1.0f - opt->lr * opt->weight_decay : 1.0f;
     a.sr = (flags & EMB_GPU_STOCHASTIC_ROUNDING) != 0;
     a.sr_key = gpu_mix64(table->seed + 0x9e3779b97f4a7c15ull * ++table->calls);
     int bits = 1;

@@ -287,6 +287,16 @@ template <> __device__ __forceinline__ void gpu_store4<EMB_BF16>(void *p, float4
     *(uint2 *)p = u;
 }
 
+/* v rounded to the table's dtype (nearest even) and read back, as a store and a load. */
+template <int DT> __device__ __forceinline__ float4 gpu_round4(float4 v)
+{
+    if (DT == EMB_F32)
+        return v;
+    uint4 u; /* 16 bytes: room for any dtype's 4 elements */
+    gpu_store4<DT>(&u, v);
+    return gpu_load4_rw<DT>(&u);
+}
+
 /* splitmix64's finaliser: the counter-based hash of stochastic rounding. */
 __host__ __device__ __forceinline__ uint64_t gpu_mix64(uint64_t z)
 {

@@ -358,11 +358,16 @@ static float *gpu_values(const EmbGpuTable *g)
     return v;
 }
 
-static void check_backward(const Case *c, EmbOptimizerKind kind, EmbGpuWorkspace *ws)
+/* @decay: 0 none, 1 L2, 2 decoupled (AdamW's), each at weight_decay 0.3. */
+static void check_backward(const Case *c, EmbOptimizerKind kind, int decay, EmbGpuWorkspace *ws)
 {
     EmbTable *h = host_table(NCOL, c->D, c->dt);
     EmbGpuTable *g = gpu_copy(h), *g2 = gpu_copy(h);
     EmbOptimizerConfig opt = emb_optimizer_defaults(kind, kind == EMB_OPT_SGD ? 0.5f : 0.05f);
+    if (decay) {
+        opt.weight_decay = 0.3f;
+        opt.weight_decay_mode = decay == 1 ? EMB_DECAY_L2 : EMB_DECAY_DECOUPLED;
+    }
     if (kind == EMB_OPT_ROWWISE_ADAGRAD && c->D % 2)
         opt.initial_accumulator = 0.25f; /* the state's start value travels too */
     EmbOptimizer *cpu = NULL;
@@ -410,8 +415,9 @@ static void check_backward(const Case *c, EmbOptimizerKind kind, EmbGpuWorkspace
        nearly cancels, the order of the sum (GPU vs CPU) decides the step. A few such
        elements (at most 1 in 10^4) may differ; everything else is held to the tolerance. */
     const int64_t allowed = kind == EMB_OPT_ADAM ? (int64_t)NCOL * c->D / 10000 : 0;
-    CHECK(bad <= allowed, "backward %s D=%d opt=%d comb=%d max_norm=%g: %lld elements differ",
-          emb_dtype_name(c->dt), c->D, (int)kind, c->comb, (double)c->max_norm, (long long)bad);
+    CHECK(bad <= allowed, "backward %s D=%d opt=%d decay=%d comb=%d max_norm=%g: %lld elements "
+          "differ", emb_dtype_name(c->dt), c->D, (int)kind, decay, c->comb, (double)c->max_norm,
+          (long long)bad);
     CHECK(memcmp(got, got2, (size_t)NCOL * c->D * 4) == 0, "backward not deterministic");
     free(ref);
     free(got);
@@ -436,11 +442,14 @@ static void backward_cases(EmbGpuWorkspace *ws)
             for (int k = 0; k < nd; k++) {
                 Case c = {dts[di], dims[k], (EmbCombiner)(1 + (k % 3)), k & 1, (k >> 1) & 1,
                           k == 4, 0.0f, 0};
-                check_backward(&c, kinds[ki], ws);
+                check_backward(&c, kinds[ki], 0, ws);
+                /* weight decay, L2 and decoupled, with and without max_norm's clip */
+                check_backward(&c, kinds[ki], 1 + (k & 1), ws);
                 c = (Case){dts[di], dims[k], EMB_COMBINER_MEAN, 1, 1, 0, 0.8f,
                            EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID};
-                check_backward(&c, kinds[ki], ws);
-                count += 2;
+                check_backward(&c, kinds[ki], 0, ws);
+                check_backward(&c, kinds[ki], 2 - (k & 1), ws);
+                count += 4;
             }
     printf("backward: %d cases (3 steps each)\n", count);
 }
