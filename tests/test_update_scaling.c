@@ -293,7 +293,7 @@ Test(strategy_auto, update_choice)
     int threads;
     cr_assert_eq(update_splits_of(2, 0, 1, 2048.0 * 64 * 4, &threads), 1);
     cr_assert_eq(threads, 1);
-    cr_assert_eq(update_splits_of(16, 0, 4, 4 * 2048.0 * 64 * 4, &threads), 1);
+    cr_assert_eq(update_splits_of(16, 0, 3, 3 * 2048.0 * 64 * 4, &threads), 1);
     cr_assert_eq(threads, 1);
     cr_assert_eq(update_splits_of(16, 3, 1, 2048.0 * 64 * 4, &threads), 3);
     cr_assert_eq(threads, 16);

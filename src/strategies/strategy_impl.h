@@ -26,11 +26,12 @@ typedef enum EmbStrategyKind {
  * outputs, the update's gradient rows x featuresize x 4) the auto strategy runs a call on
  * the caller alone: waking a thread team costs more than a second thread saves (measured
  * on the 2-core machine: a parallel region about 45-50 us under OMP_WAIT_POLICY=passive,
- * 1-5 us spinning; a one-hot step of one 4M x 64 table, 1 MiB of forward work and 0.5 MiB
+ * 1-5 us spinning; a one-hot step of one 4M x 64 table, 1 MiB of forward work and 1 MiB
  * of gradient rows, took 0.07 ms on one thread and 0.24 ms on two, forward + 3 update
- * phases each waking the team).
+ * phases each waking the team). 2 MiB, about the break-even there (0.1-0.2 ms of work on
+ * one core): with threads that spin, or many cores, a larger call still gains from them.
  */
-#define EMB_AUTO_SERIAL_WORK (4.0 * 1024.0 * 1024.0)
+#define EMB_AUTO_SERIAL_WORK (2.0 * 1024.0 * 1024.0)
 
 /*
  * The auto strategy's forward choice (strategy.h, emb_strategy_auto): the tables in order
