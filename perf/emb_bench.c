@@ -143,10 +143,24 @@ static int iterate(const Plan *p, Timed *x, int timed)
     return 0;
 }
 
+/* A Fisher-Yates shuffle of @order (n entries) from @seed. */
+static void shuffle(int *order, int n, uint64_t *seed)
+{
+    for (int i = n - 1; i > 0; i--) {
+        const int j = (int)(bench_splitmix(seed) % (uint64_t)(i + 1));
+        const int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 /*
  * Times every row of one variant and phase together: rounds in which each row runs one
- * iteration (the starting row rotating), so that the machine's noise hits every strategy
- * and thread count alike. At least iters rounds and min_time per row; then on until every
+ * iteration, in a new pseudo-random order every round, so that the machine's noise hits
+ * every strategy and thread count alike, and no row always runs after the same row (a
+ * fixed rotation put, say, auto at 1 thread after prealloc-concat at 2 threads in nearly
+ * every round: it found its core's caches half filled by the other core, and the first
+ * row of each round met the round's new id set with cold caches). At least iters rounds and min_time per row; then on until every
  * row's median is known within SPREAD_TARGET, or 10x min_time per row has passed.
  */
 static int time_rows(const Plan *p, Timed *rows, int nrows)
@@ -164,9 +178,14 @@ static int time_rows(const Plan *p, Timed *rows, int nrows)
         for (int i = 0; i < nrows && !rc; i++)
             rc = iterate(p, &rows[i], 0);
     const double start = bench_now(), min_total = c->min_time * nrows;
+    int order[STRAT_COUNT * BENCH_MAX_THREADS];
+    for (int k = 0; k < nrows; k++)
+        order[k] = k;
+    uint64_t seed = (uint64_t)c->seed ^ 0x6f72646572ull; /* "order": the same every run */
     for (int round = 0; !rc && round < cap; round++) {
+        shuffle(order, nrows, &seed);
         for (int k = 0; k < nrows && !rc; k++)
-            rc = iterate(p, &rows[(k + round) % nrows], 1);
+            rc = iterate(p, &rows[order[k]], 1);
         const double el = bench_now() - start;
         if (round + 1 < c->iters || el < min_total)
             continue;

@@ -75,8 +75,12 @@ static void print_conditions(FILE *f)
         fclose(l);
     }
     const char *wait = getenv("OMP_WAIT_POLICY"), *bind = getenv("OMP_PROC_BIND");
-    fprintf(f, "# load average %.2f %.2f %.2f; OMP_WAIT_POLICY=%s OMP_PROC_BIND=%s\n", load[0],
+    const char *spin = getenv("GOMP_SPINCOUNT"); /* libgomp: how long idle threads spin */
+    fprintf(f, "# load average %.2f %.2f %.2f; OMP_WAIT_POLICY=%s OMP_PROC_BIND=%s", load[0],
             load[1], load[2], wait ? wait : "(unset)", bind ? bind : "(unset)");
+    if (spin)
+        fprintf(f, " GOMP_SPINCOUNT=%s", spin);
+    fputc('\n', f);
     /* measured on a 2-core machine at load 12: every row, 1-thread ones too, 2-3x slower
        than with passive, as the idle team of the row before spins beside it */
     if (load[0] > emb_num_physical_cores() && !(wait && strcasecmp(wait, "passive") == 0))

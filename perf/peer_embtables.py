@@ -21,8 +21,9 @@ It prints the python medians as emb-bench's "peer" lines (so emb-bench's last co
 reads Python's median over C's: 1 + the Python overhead) and, on stderr, one line per row:
   py-vs-torch BAGS PHASE THREADS  python MED [P10-P90] ms  c-call MED [...] ms
               torch MED [...] ms  overhead% [P10..P90 ms]  SPEEDUP-over-torch
-(overhead: the median of each iteration's python minus c-call time, over c-call's median;
-in brackets those differences' 10th and 90th percentiles)
+(overhead: each iteration's python minus c-call time, the median of those where python
+ran first and of those where c-call did, averaged, over c-call's median; in brackets the
+differences' 10th and 90th percentiles)
 and, at 1 thread, the same from this thread's CPU time (time.thread_time: all the work
 runs on the calling thread, and CPU time does not count the waits of a loaded machine):
   py-vs-torch-cpu BAGS PHASE 1  python MED ms  c-call MED ms  torch MED ms  overhead  SPEEDUP
@@ -82,6 +83,17 @@ class PyStep:
             c.backward(step, grad_np)
 
 
+def paired(a, b, warmup):
+    """Mean over the two orders of the median of a[i] - b[i] (a ran first in timed
+    iteration i when warmup + i is even)."""
+    meds = []
+    for first in (0, 1):
+        d = [x - y for i, (x, y) in enumerate(zip(a, b)) if (warmup + i) % 2 == first]
+        if d:
+            meds.append(percentile(d, 0.5))
+    return sum(meds) / len(meds)
+
+
 def fmt(name, ts):
     return (f"{name} {percentile(ts, 0.5)*1e3:8.3f} [{percentile(ts, 0.1)*1e3:.3f}-"
             f"{percentile(ts, 0.9)*1e3:.3f}] ms")
@@ -139,10 +151,12 @@ def main():
                         ttorch.append(time.perf_counter() - t0)
                         ctorch.append(clock() - c0)
                 med_py, med_c, med_t = (percentile(x, 0.5) for x in (tpy, tc, ttorch))
-                # the overhead from the pairs (python, c-call) of one iteration: a change of
-                # the machine's load between rounds hits both halves of a pair alike
+                # the overhead from the pairs (python, c-call) of one iteration (a change of
+                # the machine's load between rounds hits both halves of a pair alike): the
+                # mean of the median differences with python first and with c-call first,
+                # so that what the second of a pair gains from the first cancels out
                 pairs = [a - b for a, b in zip(tpy, tc)]
-                ovh = percentile(pairs, 0.5) / med_c
+                ovh = paired(tpy, tc, warmup) / med_c
                 print(f"peer {name} {phase} {threads} {med_py:.9f} {percentile(tpy, 0.9):.9f}",
                       flush=True)
                 print(f"py-vs-torch {name} {phase} {threads}  {fmt('python', tpy)}  "
@@ -152,7 +166,7 @@ def main():
                       file=sys.stderr, flush=True)
                 if threads == 1:  # all work on this thread: CPU times resist the load
                     mc = [percentile(x, 0.5) for x in (cpy, cc, ctorch)]
-                    cpairs = percentile([a - b for a, b in zip(cpy, cc)], 0.5)
+                    cpairs = paired(cpy, cc, warmup)
                     print(f"py-vs-torch-cpu {name} {phase} 1  python {mc[0]*1e3:.3f} ms  "
                           f"c-call {mc[1]*1e3:.3f} ms  torch {mc[2]*1e3:.3f} ms  "
                           f"overhead {100 * cpairs / mc[1]:+.1f}%  {mc[2] / mc[0]:.2f}x",

@@ -227,6 +227,11 @@ Test(strategy_auto, forward_choice)
     double w[64];
     for (int i = 0; i < 64; i++)
         w[i] = 1000.0;
+    /* little work (below EMB_AUTO_SERIAL_WORK): the tables in order on the caller */
+    cr_assert_eq(forward_kind(2, w, 1), EMB_STRATEGY_SEQUENTIAL);
+    cr_assert_eq(forward_kind(16, w, 64), EMB_STRATEGY_SEQUENTIAL);
+    for (int i = 0; i < 64; i++)
+        w[i] = 1e7; /* 10 MB a table */
     /* one thread: the tables in order */
     cr_assert_eq(forward_kind(1, w, 1), EMB_STRATEGY_PARALLEL);
     /* one large table: bag chunks */
@@ -237,20 +242,31 @@ Test(strategy_auto, forward_choice)
     cr_assert_eq(forward_kind(8, w, 26), EMB_STRATEGY_PREALLOC_CONCAT);
     cr_assert_eq(forward_kind(16, w, 26), EMB_STRATEGY_PREALLOC_CONCAT);
     /* 64 tables at 4 threads, one with half of all work: chunks */
-    w[5] = 63000.0;
+    w[5] = 6.3e8;
     cr_assert_eq(forward_kind(4, w, 64), EMB_STRATEGY_PREALLOC_CONCAT);
     /* ... with a quarter of it: whole tables */
-    w[5] = 21000.0;
+    w[5] = 2.1e8;
     cr_assert_eq(forward_kind(4, w, 64), EMB_STRATEGY_PARALLEL);
 }
 
-static int update_splits(int nthreads, int num_splits, int64_t ntables)
+static int update_splits_of(int nthreads, int num_splits, int64_t ntables, double work,
+                            int *threads)
 {
     EmbStrategy *s = NULL;
     const EmbStrategyOptions o = {.nthreads = nthreads, .num_splits = num_splits};
     cr_assert_eq(emb_strategy_auto(&s, &o), 0);
-    const int n = emb__strategy_update_splits(s, ntables);
+    const int n = emb__strategy_update_splits(s, ntables, work);
+    *threads = emb__strategy_update_threads(s, work);
     emb_strategy_destroy(&s);
+    return n;
+}
+
+/* Splits of an update of 1 GB of gradient rows (far above EMB_AUTO_SERIAL_WORK). */
+static int update_splits(int nthreads, int num_splits, int64_t ntables)
+{
+    int threads;
+    const int n = update_splits_of(nthreads, num_splits, ntables, 1e9, &threads);
+    cr_assert_eq(threads, nthreads);
     return n;
 }
 
@@ -272,4 +288,81 @@ Test(strategy_auto, update_choice)
     cr_assert_eq(update_splits(16, 0, 26), 4);
     /* an explicit split count is kept */
     cr_assert_eq(update_splits(16, 3, 1), 3);
+    /* little work (a one-hot batch of 2048 rows of D = 64: 0.5 MiB): on the caller alone,
+       unless the split count is explicit */
+    int threads;
+    cr_assert_eq(update_splits_of(2, 0, 1, 2048.0 * 64 * 4, &threads), 1);
+    cr_assert_eq(threads, 1);
+    cr_assert_eq(update_splits_of(16, 0, 3, 3 * 2048.0 * 64 * 4, &threads), 1);
+    cr_assert_eq(threads, 1);
+    cr_assert_eq(update_splits_of(16, 3, 1, 2048.0 * 64 * 4, &threads), 3);
+    cr_assert_eq(threads, 16);
+}
+
+/* Forward + backward + SGD update of one table under @s (NULL: sequential), with a batch
+ * large enough (2048 bags of 10 ids, D = 64: above EMB_AUTO_SERIAL_WORK) that auto runs it
+ * on its threads; the outputs and the table's checksum after two steps. */
+static uint64_t big_steps(EmbStrategy *s, float *out)
+{
+    enum { NB = 2048, L = 10, D = 64, ROWS = 20000 };
+    EmbTable *t = tu_table(ROWS, D, EMB_F32, 77);
+    cr_assert_not_null(t);
+    EmbStrategy *seq = NULL;
+    if (!s) {
+        cr_assert_eq(emb_strategy_sequential(&seq), 0);
+        s = seq;
+    }
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 0.05f);
+    EmbOptimizer *opt = NULL;
+    EmbGrad *g = NULL;
+    EmbIndexer *ix = NULL;
+    cr_assert_eq(emb_optimizer_create(&opt, &c), 0);
+    cr_assert_eq(emb_grad_create(&g), 0);
+    cr_assert_eq(emb_indexer_create(&ix), 0);
+    int64_t *ids = malloc(NB * L * sizeof *ids);
+    float *dy = malloc(NB * D * sizeof *dy);
+    cr_assert(ids && dy);
+    uint64_t seed = 4242;
+    for (int step = 0; step < 2; step++) {
+        for (int k = 0; k < NB * L; k++) /* half the ids on 64 hot rows */
+            ids[k] = (int64_t)(tu_rand(&seed) % (k % 2 ? ROWS : 64));
+        for (int k = 0; k < NB * D; k++)
+            dy[k] = tu_randf(&seed);
+        const EmbBatch b = {.ids = ids, .nnz = NB * L, .nbags = NB, .bag_size = L};
+        const EmbOutputs o = {.concat = out + (size_t)step * NB * D, .concat_stride = D};
+        const EmbOutputs go = {.concat = dy, .concat_stride = D};
+        cr_assert_eq(emb_maplookup(s, &t, 1, &b, NULL, &o), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_maplookup_backward(&t, 1, &b, NULL, &go, &g), 0, "%s",
+                     emb_last_error());
+        cr_assert_eq(emb_update_many(s, opt, &t, (const EmbGrad *const *)&g, 1, &ix, 0), 0,
+                     "%s", emb_last_error());
+    }
+    const uint64_t sum = tu_checksum(t);
+    free(ids);
+    free(dy);
+    emb_indexer_destroy(&ix);
+    emb_grad_destroy(&g);
+    emb_optimizer_destroy(&opt);
+    emb_strategy_destroy(&seq);
+    emb_table_destroy(&t);
+    return sum;
+}
+
+Test(strategy_auto, above_serial_work_identical, .timeout = 120)
+{
+    const size_t n = 2 * 2048 * 64;
+    float *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    cr_assert(want && got);
+    const uint64_t sum = big_steps(NULL, want);
+    for (int nth = 2; nth <= 4; nth++) {
+        EmbStrategy *s = NULL;
+        const EmbStrategyOptions o = {.nthreads = nth};
+        cr_assert_eq(emb_strategy_auto(&s, &o), 0);
+        cr_assert_eq(emb__strategy_update_threads(s, 2048.0 * 10 * 64 * 4), nth);
+        cr_assert_eq(big_steps(s, got), sum, "auto, %d threads: the table differs", nth);
+        cr_assert(!memcmp(got, want, n * sizeof *got), "auto, %d threads: outputs differ", nth);
+        emb_strategy_destroy(&s);
+    }
+    free(want);
+    free(got);
 }

@@ -94,10 +94,11 @@ static void check_task(void *ctx, int64_t i, int thread)
                                       c->outputs->concat ? "concat output" : "per_table output");
 }
 
-/* Validates every batch on the strategy's threads; reports the first failure in order. */
-static int check_batches(EmbStrategy *st, Call *c)
+/* Validates every batch on @nthreads of the strategy's threads; reports the first
+   failure in order. */
+static int check_batches(EmbStrategy *st, int nthreads, Call *c)
 {
-    emb__strategy_run(st, c->ntables, check_task, c);
+    emb__strategy_run_on(st, nthreads, c->ntables, check_task, c);
     for (int64_t i = 0; i < c->ntables; i++)
         if (c->slots[i].result) {
             check_task(c, i, 0); /* again on this thread, for the message */
@@ -193,12 +194,16 @@ static int64_t auto_chunks(const Call *c, int nthreads)
     return want < (double)cap ? EMB_MAX((int64_t)want, 1) : cap;
 }
 
-static void run(EmbStrategy *st, Call *c)
+/* The strategy's way for this call (auto: emb__auto_forward_kind, from the slots' work). */
+static EmbStrategyKind kind_of(const EmbStrategy *st, const Call *c)
 {
-    EmbStrategyKind kind = st->kind;
-    if (kind == EMB_STRATEGY_AUTO)
-        kind = emb__auto_forward_kind(st->nthreads, &c->slots[0].work, c->ntables,
-                                      sizeof(Slot));
+    if (st->kind != EMB_STRATEGY_AUTO)
+        return st->kind;
+    return emb__auto_forward_kind(st->nthreads, &c->slots[0].work, c->ntables, sizeof(Slot));
+}
+
+static void run(EmbStrategy *st, Call *c, EmbStrategyKind kind)
+{
     switch (kind) {
     case EMB_STRATEGY_PARALLEL:
         sort_by_work(c);
@@ -209,7 +214,8 @@ static void run(EmbStrategy *st, Call *c)
         c->chunks = st->chunks > 0 ? st->chunks : auto_chunks(c, st->nthreads);
         emb__strategy_run(st, c->chunks * c->ntables, chunk_task, c);
         return;
-    default:
+    default: /* sequential, or auto with little work: the tables in order */
+        c->order = NULL;
         for (int64_t i = 0; i < c->ntables; i++)
             table_task(c, i, 0);
         return;
@@ -249,14 +255,16 @@ int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntable
     int r = plan(strategy, &c);
     if (!r)
         r = check_layout(&c);
-    if (!r)
-        r = check_batches(strategy, &c);
+    const EmbStrategyKind kind = r ? EMB_STRATEGY_SEQUENTIAL : kind_of(strategy, &c);
+    if (!r) /* a call auto keeps on the caller checks there too: no team to wake */
+        r = check_batches(strategy, kind == EMB_STRATEGY_SEQUENTIAL ? 1 : strategy->nthreads,
+                          &c);
     if (r)
         return r;
     if (strategy->kind == EMB_STRATEGY_CUSTOM)
         return strategy->cb.maplookup(strategy->user, tables, ntables, batches, poolings,
                                       outputs);
-    run(strategy, &c);
+    run(strategy, &c, kind);
     return 0;
 }
 

@@ -97,14 +97,16 @@ EmbStrategyKind emb__auto_forward_kind(int nthreads, const double *work, int64_t
 {
     if (nthreads <= 1)
         return EMB_STRATEGY_PARALLEL;
-    if (ntables < 4 * (int64_t)nthreads)
-        return EMB_STRATEGY_PREALLOC_CONCAT;
     double total = 0.0, most = 0.0;
     for (int64_t i = 0; i < ntables; i++) {
         const double w = *(const double *)((const char *)work + (size_t)i * work_stride);
         total += w;
         most = EMB_MAX(most, w);
     }
+    if (total < EMB_AUTO_SERIAL_WORK)
+        return EMB_STRATEGY_SEQUENTIAL;
+    if (ntables < 4 * (int64_t)nthreads)
+        return EMB_STRATEGY_PREALLOC_CONCAT;
     return most * nthreads <= total ? EMB_STRATEGY_PARALLEL : EMB_STRATEGY_PREALLOC_CONCAT;
 }
 
@@ -169,14 +171,21 @@ int emb__strategy_num_splits(const EmbStrategy *s)
                ? s->num_splits : 1;
 }
 
-int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables)
+int emb__strategy_update_threads(const EmbStrategy *s, double work)
+{
+    return s->kind == EMB_STRATEGY_AUTO && s->splits_auto && work < EMB_AUTO_SERIAL_WORK
+               ? 1 : s->nthreads;
+}
+
+int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables, double work)
 {
     if ((s->kind != EMB_STRATEGY_PREALLOC_CONCAT && s->kind != EMB_STRATEGY_AUTO) ||
         !s->splits_auto)
         return emb__strategy_num_splits(s);
-    if (s->nthreads <= 1 || ntables >= 4 * s->nthreads)
+    if (s->nthreads <= 1 || ntables >= 4 * s->nthreads ||
+        emb__strategy_update_threads(s, work) <= 1)
         return 1; /* one thread, or enough whole tables to balance the threads: splitting
-                     only costs (a sorting pass over the ids) */
+                     only costs (a sorting pass over the ids); or little work for auto */
     /* about two tasks per thread in every phase, at least the default 4 splits */
     const int64_t want = (2 * (int64_t)s->nthreads + ntables - 1) / ntables;
     return (int)EMB_MIN(EMB_MAX(want, s->num_splits), 64);
@@ -242,6 +251,12 @@ void *emb__strategy_scratch(const EmbStrategy *s, int thread)
 void emb__strategy_run(EmbStrategy *s, int64_t ntasks, emb_task_fn fn, void *ctx)
 {
     emb__threads_run(s->nthreads, s->pinning, ntasks, fn, ctx);
+}
+
+void emb__strategy_run_on(EmbStrategy *s, int nthreads, int64_t ntasks, emb_task_fn fn,
+                          void *ctx)
+{
+    emb__threads_run(EMB_MAX(1, EMB_MIN(nthreads, s->nthreads)), s->pinning, ntasks, fn, ctx);
 }
 
 void *emb__growbuf(EmbGrowBuf *b, size_t bytes)

@@ -22,11 +22,25 @@ typedef enum EmbStrategyKind {
 } EmbStrategyKind;
 
 /*
- * The auto strategy's forward choice (strategy.h, emb_strategy_auto): whole tables per
- * thread (EMB_STRATEGY_PARALLEL) when there are at least 4 tables per thread and no table
- * has more than a thread's share of the work (@work[i]: nnz x featuresize x element
- * size); bag chunks (EMB_STRATEGY_PREALLOC_CONCAT) otherwise. One thread: PARALLEL (the
- * tables in order on the caller).
+ * Below this much work (bytes: the forward's nnz x featuresize x element size plus its
+ * outputs, the update's gradient rows x featuresize x 4) the auto strategy runs a call on
+ * the caller alone: waking a thread team costs more than a second thread saves (measured
+ * on the 2-core machine: a parallel region about 45-50 us under OMP_WAIT_POLICY=passive,
+ * 1-5 us spinning; a one-hot step of one 4M x 64 table, 1 MiB of forward work and 1 MiB
+ * of gradient rows, took 0.07 ms on one thread and 0.24 ms on two, forward + 3 update
+ * phases each waking the team). 2 MiB, about the break-even there (0.1-0.2 ms of work on
+ * one core): with threads that spin, or many cores, a larger call still gains from them.
+ */
+#define EMB_AUTO_SERIAL_WORK (2.0 * 1024.0 * 1024.0)
+
+/*
+ * The auto strategy's forward choice (strategy.h, emb_strategy_auto): the tables in order
+ * on the caller (EMB_STRATEGY_SEQUENTIAL) when the call's work is below
+ * EMB_AUTO_SERIAL_WORK; whole tables per thread (EMB_STRATEGY_PARALLEL) when there are at
+ * least 4 tables per thread and no table has more than a thread's share of the work
+ * (@work[i]: nnz x featuresize x element size, plus the outputs); bag chunks
+ * (EMB_STRATEGY_PREALLOC_CONCAT) otherwise. One thread: PARALLEL (the tables in order on
+ * the caller).
  */
 EmbStrategyKind emb__auto_forward_kind(int nthreads, const double *work, int64_t ntables,
                                        size_t work_stride);
@@ -35,13 +49,18 @@ EmbStrategyKind emb__strategy_kind(const EmbStrategy *s);
 /* Splits per table for the update (1 for sequential and parallel). */
 int emb__strategy_num_splits(const EmbStrategy *s);
 /*
- * Splits per table for an update of @ntables tables: num_splits, except that a
- * prealloc-concat strategy whose num_splits was left at 0 (auto) splits no table with one
- * thread or when there are at least 4 tables per thread (whole tables balance the threads; splitting a table
- * costs an extra pass over its ids), and otherwise about 2 x nthreads / ntables splits, at
- * least 4 and at most 64 (so that one large table keeps every thread busy).
+ * Splits per table for an update of @ntables tables of @work bytes (gradient rows x
+ * featuresize x 4): num_splits, except that a prealloc-concat or auto strategy whose
+ * num_splits was left at 0 (auto) splits no table with one thread or when there are at
+ * least 4 tables per thread (whole tables balance the threads; splitting a table costs an
+ * extra pass over its ids), nor (auto) below EMB_AUTO_SERIAL_WORK, and otherwise about
+ * 2 x nthreads / ntables splits, at least 4 and at most 64 (so that one large table keeps
+ * every thread busy).
  */
-int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables);
+int emb__strategy_update_splits(const EmbStrategy *s, int64_t ntables, double work);
+/* The threads an update of @work bytes runs on: 1 where emb__strategy_update_splits
+   keeps an auto strategy's call on the caller (below EMB_AUTO_SERIAL_WORK), else all. */
+int emb__strategy_update_threads(const EmbStrategy *s, double work);
 /* The user callbacks and user data of a custom strategy (NULL otherwise). */
 const EmbStrategyCallbacks *emb__strategy_callbacks(const EmbStrategy *s, void **user);
 
@@ -63,6 +82,9 @@ typedef void (*emb_task_fn)(void *ctx, int64_t task, int thread);
  * independent of which thread runs a task.
  */
 void emb__strategy_run(EmbStrategy *s, int64_t ntasks, emb_task_fn fn, void *ctx);
+/* emb__strategy_run on at most @nthreads of the strategy's threads (1: on the caller). */
+void emb__strategy_run_on(EmbStrategy *s, int nthreads, int64_t ntasks, emb_task_fn fn,
+                          void *ctx);
 
 /* The most threads a strategy may ask for. */
 #define EMB_MAX_THREADS 4096

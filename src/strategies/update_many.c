@@ -101,6 +101,7 @@ typedef struct ManyCtx {
     EmbPlan *plans;
     EmbStrategy *s;
     int64_t nsplits, asplits; /* index partitions per table, apply tasks per partition */
+    int nthreads;             /* threads of this call (auto: 1 for little work) */
     unsigned flags;
     double t, times[4]; /* the last lap's end; EmbUpdateTimes in order */
 } ManyCtx;
@@ -170,7 +171,7 @@ static int index_partitioned(ManyCtx *c, int64_t n)
             return r;
     }
     lap(c, T_SERIAL);
-    emb__strategy_run(c->s, n * c->nsplits, chunk_task, c);
+    emb__strategy_run_on(c->s, c->nthreads, n * c->nsplits, chunk_task, c);
     lap(c, T_PULLBACK);
     for (int64_t i = 0; i < n; i++) {
         int r = emb__pindex_checked(&c->plans[i]);
@@ -179,7 +180,7 @@ static int index_partitioned(ManyCtx *c, int64_t n)
             return r;
     }
     lap(c, T_SERIAL);
-    emb__strategy_run(c->s, n * c->nsplits, group_task, c);
+    emb__strategy_run_on(c->s, c->nthreads, n * c->nsplits, group_task, c);
     lap(c, T_INDEX);
     for (int64_t i = 0; i < n; i++)
         emb__pindex_finish(&c->plans[i]);
@@ -193,7 +194,7 @@ static int index_all(ManyCtx *c, int64_t n)
     if (c->nsplits > 1)
         return index_partitioned(c, n);
     lap(c, T_SERIAL);
-    emb__strategy_run(c->s, n, index_task, c);
+    emb__strategy_run_on(c->s, c->nthreads, n, index_task, c);
     lap(c, T_INDEX);
     for (int64_t i = 0; i < n; i++)
         if (c->plans[i].rc) {
@@ -239,12 +240,16 @@ int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *t
     if (!plans)
         return EMB_ENOMEM;
     int32_t dmax = 1;
+    double work = 0.0; /* gradient rows x featuresize x 4 bytes: the auto strategy's size */
     for (int64_t i = 0; i < n; i++) {
         plans[i] = (EmbPlan){.table = tables[i], .grad = grads[i], .ix = indexers[i]};
         dmax = EMB_MAX(dmax, tables[i]->featuresize);
+        work += (double)emb__grad_max_rows(grads[i]) * tables[i]->featuresize * 4.0;
     }
     ManyCtx c = {.plans = plans, .s = strategy, .flags = flags, .t = t0,
-                 .nsplits = EMB_MIN(emb__strategy_update_splits(strategy, n), EMB_MAX_PARTS)};
+                 .nthreads = emb__strategy_update_threads(strategy, work),
+                 .nsplits = EMB_MIN(emb__strategy_update_splits(strategy, n, work),
+                                    EMB_MAX_PARTS)};
     c.asplits = c.nsplits > 1 ? APPLY_PER_PART : 1;
     r = index_all(&c, n);
     if (!r && emb__strategy_reserve(strategy, 2 * (size_t)dmax * sizeof(float)))
@@ -257,7 +262,7 @@ int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *t
     for (int64_t i = 0; i < n; i++)
         emb__plan_dynamic_commit(&plans[i]);
     lap(&c, T_SERIAL);
-    emb__strategy_run(strategy, n * c.nsplits * c.asplits, apply_task, &c);
+    emb__strategy_run_on(strategy, c.nthreads, n * c.nsplits * c.asplits, apply_task, &c);
     lap(&c, T_APPLY);
     for (int64_t i = 0; i < n; i++) {
         EmbOptState *st;
