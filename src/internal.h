@@ -59,6 +59,9 @@ static inline bool emb__mul_ok(int64_t a, int64_t b, int64_t *r)
 
 #define EMB_ALIGN 64
 
+/* Tables up to this size are looked up without software prefetch (about one L2 cache). */
+#define EMB_RESIDENT_BYTES ((int64_t)1 << 20)
+
 /* Aligned allocation (alignment a power of two >= sizeof(void *)); NULL on failure. */
 void *emb__aligned_alloc(size_t alignment, size_t bytes);
 void emb__aligned_free(void *p);

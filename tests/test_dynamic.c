@@ -114,7 +114,7 @@ Test(dynamic, lookups_match_reference)
 }
 
 /*
- * The lookup's span path (dynamic.c: ids resolved a span at a time, then the bags kernel;
+ * The lookup's span path (lookup.c: ids resolved a span at a time, then the bags kernel;
  * a bag longer than a span pooled in pieces): known and unknown ids mixed, skewed (Zipf-
  * like) bags from empty to 400 ids, weights, every combiner, a default id for empty bags,
  * 32-bit ids, dtypes f32 / bf16 / f16 at D = 16, 64, 256, all against the reference (the

@@ -38,6 +38,7 @@
 
 #include "config.h"
 #include "dtype.h"
+#include "internal.h" /* EMB_RESIDENT_BYTES */
 #include "embtables/update.h"
 
 #define EMB_NDCLASS 5
@@ -50,8 +51,6 @@
  * (Zen 4): distances 8, 16, 24 and 32 all reach 7.1 .. 7.6 GB/s on one thread (the roof's
  * 7.5), within the noise of a shared machine; 16 is the roof tool's distance.
  */
-/* Tables up to this size are looked up without software prefetch (about one L2 cache). */
-#define EMB_RESIDENT_BYTES ((int64_t)1 << 20)
 
 #ifndef EMB_PF_DIST
 #define EMB_PF_DIST 16

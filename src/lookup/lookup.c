@@ -23,6 +23,8 @@
 #define CHUNK 256
 #define CLIP_AHEAD 8 /* columns prefetched ahead of the max_norm pass */
 #define SLOT_AHEAD 16 /* ids whose dynamic-table index slot is prefetched ahead */
+#define DYN_SPAN 128  /* ids per bags-kernel call over a dynamic table (their rows: 32 KiB at
+                          D = 64 f32, within L1) */
 
 typedef struct Piece {
     int64_t bag;    /* output row */
@@ -201,6 +203,89 @@ static bool bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
     return true;
 }
 
+/* A bag of a dynamic table with more than DYN_SPAN ids: the pool kernel over spans of it
+   (accumulating after the first), then the combiner's factor: the generic path's order and
+   arithmetic. */
+static void dynamic_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                             float *o, int64_t start, int64_t end)
+{
+    const void *cols[DYN_SPAN];
+    const emb_pool_fn pool = emb__kernel_pool(t->dtype, t->featuresize, 0);
+    double sw = 0.0, sw2 = 0.0;
+    for (int64_t k0 = start; k0 < end; k0 += DYN_SPAN) {
+        const int64_t n = EMB_MIN(DYN_SPAN, end - k0);
+        const bool pf = emb__dynamic_columns(t, b->ids, b->id_type == EMB_ID_I32, k0, n, cols);
+        pool(o, cols, b->weights ? b->weights + k0 : NULL, n, pf ? 0 : -1, t->featuresize,
+             k0 > start);
+        for (int64_t k = k0; k < k0 + n; k++) {
+            const float w = b->weights ? b->weights[k] : 1.0f;
+            sw += w;
+            sw2 += (double)w * w;
+        }
+    }
+    const float f = emb__combiner_scale(p->combiner, sw, sw2);
+    if (f != 1.0f)
+        emb__kernels()->scale(o, f, t->featuresize);
+}
+
+/*
+ * The bags kernel over a dynamic table, when bags_path's conditions hold: runs of whole
+ * bags of at most DYN_SPAN ids, their rows resolved by the table (ids hashed, index slots
+ * and rows prefetched: emb__dynamic_columns), then pooled by the kernel. The kernel
+ * addresses column c at data + c * col_stride: with data the span's first row and a stride
+ * of 1 byte, the "ids" it is given are the rows' byte offsets from that row. Bit-identical
+ * to the generic path. Returns whether it ran.
+ */
+static bool dynamic_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                              float *out, int64_t stride, int64_t bag0, int64_t bag1)
+{
+    if (!emb__is_dynamic(t) || p->max_norm != 0.0f ||
+        (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
+        return false;
+    const emb_bags_fn f = emb__kernel_bags(t->dtype, t->featuresize);
+    if (!f)
+        return false;
+    const void *cols[DYN_SPAN];
+    int64_t off[DYN_SPAN], loff[DYN_SPAN + 1];
+    EmbBagsArgs a = {
+        .out_stride = stride, .col_stride = 1, .ids = off,
+        .offsets = b->offsets ? loff : NULL, .bag_size = b->bag_size,
+        .defcol = p->flags & EMB_USE_DEFAULT_ID ? emb__column(t, p->default_id, EMB_CTX_FORWARD)
+                                                : NULL,
+        .pf_dist = 0, .D = t->featuresize, .id32 = 0, .combiner = p->combiner,
+    };
+    for (int64_t bag = bag0; bag < bag1;) {
+        const int64_t k0 = emb__bag_start(b, bag);
+        int64_t e = bag; /* bags [bag, e) fit in a span */
+        while (e < bag1 && e - bag < DYN_SPAN && emb__bag_end(b, e) - k0 <= DYN_SPAN)
+            e++;
+        if (e == bag) {
+            dynamic_long_bag(t, b, p, out + bag * stride, k0, emb__bag_end(b, bag));
+            bag++;
+            continue;
+        }
+        const int64_t n = emb__bag_end(b, e - 1) - k0;
+        if (n == 0) { /* empty bags only: no row to address */
+            a.data = NULL;
+        } else {
+            emb__dynamic_columns(t, b->ids, b->id_type == EMB_ID_I32, k0, n, cols);
+            a.data = cols[0];
+            for (int64_t k = 0; k < n; k++)
+                off[k] = (int64_t)((intptr_t)cols[k] - (intptr_t)cols[0]);
+        }
+        if (b->offsets)
+            for (int64_t i = 0; i <= e - bag; i++)
+                loff[i] = b->offsets[bag + i] - k0;
+        a.out = out + bag * stride;
+        a.weights = b->weights ? b->weights + k0 : NULL;
+        a.bag0 = 0;
+        a.bag1 = e - bag;
+        f(&a);
+        bag = e;
+    }
+    return true;
+}
+
 void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
                        int64_t stride, int64_t bag0, int64_t bag1)
 {
@@ -219,7 +304,7 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         return;
     }
     if (bags_path(t, b, p, out, stride, bag0, bag1) ||
-        (emb__is_dynamic(t) && emb__dynamic_lookup_bags(t, b, p, out, stride, bag0, bag1)))
+        dynamic_bags_path(t, b, p, out, stride, bag0, bag1))
         return;
     const EmbKernels *k = emb__kernels();
     const Pass ps = {

@@ -22,8 +22,6 @@
 #include "initval.h"
 #include "rng.h"
 #include "embtables/partition.h"
-#include "kernels/kernels.h"
-#include "lookup/batch.h"
 #include "tables/dynamic_impl.h"
 
 #define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
@@ -369,8 +367,7 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
 
 /* ---- the lookup's per-id path ----------------------------------------------------------- */
 
-#define SPAN 128      /* ids resolved per call of the bags kernel (their rows: 32 KiB at
-                         D = 64 f32, within L1) */
+#define SPAN 128 /* ids hashed and probed together */
 
 EMB_INLINE int64_t span_id(const void *ids, int id32, int64_t k)
 {
@@ -404,7 +401,7 @@ static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t
     }
 }
 
-void emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
+bool emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
                           const void **cols)
 {
     const Dyn *d = dyn_of(t);
@@ -413,82 +410,7 @@ void emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t 
     for (int64_t k = 0; k < n; k += SPAN)
         resolve(d, ids, id32, k0 + k, EMB_MIN(SPAN, n - k), rowbytes, pf,
                 (const char **)(cols + k));
-}
-
-/* A bag of more than SPAN ids: the pool kernel over spans of it (accumulating after the
-   first), then the combiner's factor: the generic path's order and arithmetic. */
-static void long_bag(const Dyn *d, const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
-                     float *o, int64_t start, int64_t end, size_t rowbytes, bool pf)
-{
-    const char *cols[SPAN];
-    const emb_pool_fn pool = emb__kernel_pool(t->dtype, t->featuresize, 0);
-    double sw = 0.0, sw2 = 0.0;
-    for (int64_t k0 = start; k0 < end; k0 += SPAN) {
-        const int64_t n = EMB_MIN(SPAN, end - k0);
-        resolve(d, b->ids, b->id_type == EMB_ID_I32, k0, n, rowbytes, pf, cols);
-        pool(o, (const void *const *)cols, b->weights ? b->weights + k0 : NULL, n, pf ? 0 : -1,
-             t->featuresize, k0 > start);
-        for (int64_t k = k0; k < k0 + n; k++) {
-            const float w = b->weights ? b->weights[k] : 1.0f;
-            sw += w;
-            sw2 += (double)w * w;
-        }
-    }
-    const float f = emb__combiner_scale(p->combiner, sw, sw2);
-    if (f != 1.0f)
-        emb__kernels()->scale(o, f, t->featuresize);
-}
-
-bool emb__dynamic_lookup_bags(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
-                              float *out, int64_t stride, int64_t bag0, int64_t bag1)
-{
-    if (t->kind != EMB_KIND_DYNAMIC || p->max_norm != 0.0f ||
-        (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
-        return false;
-    const emb_bags_fn f = emb__kernel_bags(t->dtype, t->featuresize);
-    if (!f)
-        return false;
-    const Dyn *d = dyn_of(t);
-    const size_t rowbytes = (size_t)t->featuresize * t->elsize;
-    const bool pf = d->nrows * (int64_t)d->stride > EMB_RESIDENT_BYTES;
-    const int id32 = b->id_type == EMB_ID_I32;
-    /* The kernel addresses column c at data + c * col_stride: with data the default row and
-       a stride of 1 byte, the "ids" it is given are the rows' byte offsets from it. */
-    const char *base = d->defrow;
-    const char *cols[SPAN];
-    int64_t off[SPAN], loff[SPAN + 1];
-    EmbBagsArgs a = {
-        .out_stride = stride, .data = base, .col_stride = 1, .ids = off,
-        .offsets = b->offsets ? loff : NULL, .bag_size = b->bag_size,
-        .defcol = p->flags & EMB_USE_DEFAULT_ID ? dynamic_column(t, p->default_id,
-                                                                 EMB_CTX_FORWARD) : NULL,
-        .pf_dist = 0, .D = t->featuresize, .id32 = 0, .combiner = p->combiner,
-    };
-    for (int64_t bag = bag0; bag < bag1;) {
-        const int64_t k0 = emb__bag_start(b, bag);
-        int64_t e = bag; /* bags [bag, e) fit in a span */
-        while (e < bag1 && e - bag < SPAN && emb__bag_end(b, e) - k0 <= SPAN)
-            e++;
-        if (e == bag) {
-            long_bag(d, t, b, p, out + bag * stride, k0, emb__bag_end(b, bag), rowbytes, pf);
-            bag++;
-            continue;
-        }
-        const int64_t n = emb__bag_end(b, e - 1) - k0;
-        resolve(d, b->ids, id32, k0, n, rowbytes, pf, cols);
-        for (int64_t k = 0; k < n; k++)
-            off[k] = (int64_t)((intptr_t)cols[k] - (intptr_t)base);
-        if (b->offsets)
-            for (int64_t i = 0; i <= e - bag; i++)
-                loff[i] = b->offsets[bag + i] - k0;
-        a.out = out + bag * stride;
-        a.weights = b->weights ? b->weights + k0 : NULL;
-        a.bag0 = 0;
-        a.bag1 = e - bag;
-        f(&a);
-        bag = e;
-    }
-    return true;
+    return pf;
 }
 
 /* ---- admission --------------------------------------------------------------------------- */

@@ -9,7 +9,6 @@
 #define EMB_DYNAMIC_IMPL_H
 
 #include "embtables/dynamic.h"
-#include "embtables/lookup.h"
 #include "rng.h"
 #include "tables/table_impl.h"
 
@@ -44,20 +43,11 @@ EMB_INLINE bool emb__is_dynamic(const EmbTable *t)
     return t->kind == EMB_KIND_DYNAMIC;
 }
 
-/*
- * The lookup of bags [bag0, bag1) of a validated batch of dynamic table @t into out + bag *
- * stride, as emb__lookup_range would pool them, when the pooling neither prunes, clips nor
- * streams and the bags kernel has a copy for (dtype, D): in spans of ids, each id hashed
- * and its index slot prefetched a few ids ahead, probed, its row prefetched, then the bags
- * kernel over the span. Bit-identical to the generic path. Returns whether it ran (false:
- * nothing written). Thread-safe like a lookup.
- */
-bool emb__dynamic_lookup_bags(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
-                              float *out, int64_t stride, int64_t bag0, int64_t bag1);
-
-/* cols[k] = the FORWARD column of id k0 + k of @ids (int32 when @id32), k < n, resolved as
-   the span path does (slots and rows prefetched). */
-void emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
+/* cols[k] = the FORWARD column of id k0 + k of @ids (int32 when @id32; the default row for
+   an unknown id), k < n: the ids hashed and their index slots prefetched first, then probed,
+   and each row's lines prefetched when the rows outgrow the cache. Reads the index only.
+   Returns whether it prefetched the rows (the table is larger than EMB_RESIDENT_BYTES). */
+bool emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
                           const void **cols);
 
 /* A partitioned table over dynamic shards (partition.c: mod, each shard keeping its ids
