@@ -16,38 +16,7 @@
 
 #include "embtables/embtables.h"
 
-static long fail_in = -1; /* allocations until the failing one; -1: none */
-static int fired;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t s);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t s);
-void *__wrap_realloc(void *p, size_t n);
-
-static int fail_now(void)
-{
-    if (fail_in < 0)
-        return 0;
-    if (fail_in-- > 0)
-        return 0;
-    fired = 1;
-    return 1;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return fail_now() ? NULL : __real_malloc(n);
-}
-void *__wrap_calloc(size_t n, size_t s)
-{
-    return fail_now() ? NULL : __real_calloc(n, s);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    return fail_now() ? NULL : __real_realloc(p, n);
-}
+#include "alloc_fail.h"
 
 static char *slurp(const char *path)
 {

@@ -628,29 +628,44 @@ static double local_sum(EmbDist *d)
 }
 
 /*
+ * Two tables, "a" (40 x @p scale rows, D 4, table-wise on the last rank) and "b" (90 x
+ * @p scale rows, D 8, row-wise mod), uniformly initialised, with table @p flags, and an
+ * Adagrad optimizer; NULL *d after a failure.
+ */
+static void small_ensemble(const char *what, int64_t scale, unsigned flags, EmbDist **d,
+                           EmbOptimizer **opt)
+{
+    EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40 * scale, .featuresize = 4},
+                                {.name = "b", .nrows = 90 * scale, .featuresize = 8}};
+    const EmbDistPlacement pl[2] = {{EMB_DIST_TABLEWISE, nranks - 1, 0},
+                                    {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
+    EmbDistOptions o = {.placement = pl, .table = {.flags = flags}};
+    *d = NULL;
+    const int r = emb_dist_create(d, MPI_COMM_WORLD, desc, 2, &o);
+    CHECK(r == 0, "%s: create %d", what, r);
+    if (r)
+        return;
+    const EmbInitializer init = {.kind = EMB_INIT_UNIFORM, .a = -1.0f, .b = 1.0f, .seed = 5};
+    for (int t = 0; t < 2; t++)
+        if (emb_dist_local_table(*d, t))
+            emb_table_initialize(emb_dist_local_table(*d, t), &init);
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    emb_optimizer_create(opt, &oc);
+}
+
+/*
  * Tables that check for finite values: a NaN output gradient on the last rank makes every
  * rank's emb_dist_update() fail with EMB_ENONFINITE naming that rank, and no rank's
  * table changes; a finite gradient then updates.
  */
 static void nonfinite(void)
 {
-    EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
-                                {.name = "b", .nrows = 90, .featuresize = 8}};
-    const EmbDistPlacement pl[2] = {{EMB_DIST_TABLEWISE, nranks - 1, 0},
-                                    {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
-    EmbDistOptions o = {.placement = pl, .table = {.flags = EMB_TABLE_CHECK_FINITE}};
     EmbDist *d;
-    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 2, &o);
-    CHECK(r == 0, "nonfinite: create %d", r);
-    if (r)
-        return;
-    const EmbInitializer init = {.kind = EMB_INIT_UNIFORM, .a = -1.0f, .b = 1.0f, .seed = 5};
-    for (int t = 0; t < 2; t++)
-        if (emb_dist_local_table(d, t))
-            emb_table_initialize(emb_dist_local_table(d, t), &init);
     EmbOptimizer *opt;
-    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
-    emb_optimizer_create(&opt, &oc);
+    small_ensemble("nonfinite", 1, EMB_TABLE_CHECK_FINITE, &d, &opt);
+    if (!d)
+        return;
+    int r;
     int64_t ids0[6] = {1, 2, 3, 4, 5, 6}, ids1[6] = {7, 8, 9, 10, 11, 12};
     const EmbBatch b[2] = {{.ids = ids0, .nnz = 6, .nbags = 3, .bag_size = 2},
                            {.ids = ids1, .nnz = 6, .nbags = 3, .bag_size = 2}};
@@ -733,11 +748,138 @@ static void placement(void)
     CHECK(emb_dist_place(NULL, 4, 2, NULL, p) == EMB_ENULL, "NULL refused");
 }
 
+#ifdef EMB_DIST_ALLOC
+/*
+ * The allocation-failure hook of test_ckpt_alloc.c (alloc_fail.h): this build
+ * (test_dist_alloc) links the library's and the ensemble's static objects with --wrap for
+ * the allocator, so that the k-th allocation of a call can fail.
+ */
+#define ALLOC_FAIL_MEMALIGN
+#include "alloc_fail.h"
+
+/* Every value this rank holds: its tables, their optimizer slot 0 and step count. */
+static float *snapshot(EmbDist *d, EmbOptimizer *opt, int64_t *len)
+{
+    int64_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        float *v = pass ? malloc(sizeof(float) * (size_t)(n + 1)) : NULL;
+        n = 0;
+        for (int64_t t = 0; t < emb_dist_ntables(d); t++) {
+            EmbTable *lt = emb_dist_local_table(d, t), *st = NULL;
+            int64_t step = -1;
+            if (!lt)
+                continue;
+            const int64_t c = emb_table_ncolumns(lt);
+            const int32_t D = emb_table_featuresize(lt);
+            if (v)
+                emb_table_read(lt, v + n, D);
+            n += c * D;
+            emb_optimizer_state(opt, lt, 0, &st, &step);
+            if (v)
+                v[n] = (float)step;
+            n++;
+            if (st) {
+                if (v)
+                    emb_table_read(st, v + n, emb_table_featuresize(st));
+                n += emb_table_ncolumns(st) * emb_table_featuresize(st);
+            }
+        }
+        if (v) {
+            *len = n;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * An allocation failing on the last rank during emb_dist_update() (the k-th of the call,
+ * for every k until the update succeeds, in the indexing of a batch larger than the last
+ * one): every rank gets EMB_ENOMEM and no rank's table or optimizer state changes; the
+ * update then succeeds.
+ */
+static void alloc_failure(void)
+{
+    EmbDist *d;
+    EmbOptimizer *opt;
+    small_ensemble("alloc", 10, 0, &d, &opt);
+    if (!d)
+        return;
+    int r = 0;
+    enum { NB = 64, BS = 4 };
+    int64_t ids0[NB * BS], ids1[NB * BS];
+    float out[NB * 12], dy[NB * 12];
+    for (int i = 0; i < NB * 12; i++)
+        dy[i] = (float)(i % 7 - 3) / 8.0f;
+    const EmbOutputs eo = {.concat = out, .concat_stride = 12};
+    const EmbOutputs go = {.concat = dy, .concat_stride = 12};
+    int64_t nb = 2; /* the first step: 2 bags; the second: 64, more ids than any before */
+    for (int step = 0; step < 2 && !r; step++, nb = NB) {
+        for (int i = 0; i < NB * BS; i++) {
+            ids0[i] = (i * 37 + rank * 11 + step) % 400;
+            ids1[i] = (i * 53 + rank * 13 + step) % 900;
+        }
+        const EmbBatch b[2] = {{.ids = ids0, .nnz = nb * BS, .nbags = nb, .bag_size = BS},
+                               {.ids = ids1, .nnz = nb * BS, .nbags = nb, .bag_size = BS}};
+        r = emb_dist_maplookup(d, b, NULL, &eo);
+        CHECK(r == 0, "alloc: forward %d", r);
+        r = r ? r : emb_dist_backward(d, &go);
+        CHECK(r == 0, "alloc: backward %d", r);
+        if (r || step == 0) {
+            r = r ? r : emb_dist_update(d, opt, 0);
+            CHECK(r == 0, "alloc: first update %d", r);
+            continue;
+        }
+        int64_t n0, n1;
+        float *before = snapshot(d, opt, &n0);
+        int nfail = 0;
+        for (long k = 0; k < 1000; k++) {
+            fail_in = rank == nranks - 1 ? k : -1;
+            r = emb_dist_update(d, opt, 0);
+            fail_in = -1;
+            int lo, hi;
+            MPI_Allreduce(&r, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(&r, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            CHECK(lo == hi, "alloc %ld: the ranks got %d and %d", k, lo, hi);
+            if (r == 0)
+                break;
+            nfail++;
+            CHECK(r == EMB_ENOMEM, "alloc %ld: update gives %d", k, r);
+            float *now = snapshot(d, opt, &n1);
+            CHECK(n0 == n1 && !memcmp(before, now, sizeof(float) * (size_t)n0),
+                  "alloc %ld: a table or an optimizer state changed", k);
+            free(now);
+            if (r != EMB_ENOMEM || lo != hi)
+                break;
+        }
+        CHECK(r == 0, "alloc: the update never succeeded: %d", r);
+        CHECK(nfail > 0, "alloc: no allocation failed");
+        float *after = snapshot(d, opt, &n1);
+        int changed = n0 != n1 || memcmp(before, after, sizeof(float) * (size_t)n0), all = 0;
+        MPI_Allreduce(&changed, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        CHECK(all, "alloc: the successful update changed nothing on a rank");
+        free(before), free(after);
+    }
+    emb_optimizer_destroy(&opt);
+    emb_dist_destroy(&d);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+#ifdef EMB_DIST_ALLOC
+    alloc_failure();
+    int ftotal = 0;
+    MPI_Allreduce(&failures, &ftotal, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_dist_alloc: %d ranks: %s (%d failures)\n", nranks, ftotal ? "FAIL" : "ok",
+               ftotal);
+    MPI_Finalize();
+    return ftotal ? 1 : 0;
+#else
     const Case cases[] = {
         {"tablewise sum sgd", EMB_DIST_PLAN_TABLEWISE, 0, 0, EMB_COMBINER_SUM, 0, 0, 0, 0, 0,
          EMB_F32, EMB_OPT_SGD, 1, 0, 0, 0},
@@ -773,4 +915,5 @@ int main(int argc, char **argv)
                sizeof cases / sizeof *cases, total ? "FAIL" : "ok", total);
     MPI_Finalize();
     return total ? 1 : 0;
+#endif
 }

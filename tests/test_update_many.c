@@ -102,6 +102,31 @@ static void sgd_model(Model *m, Data *d, uint64_t seed)
     record(m, d);
 }
 
+/* two_steps through emb_update_many_prepare / _cancel / _commit instead */
+static bool two_phase;
+
+/* emb_update_many under @s in two steps: a prepare writes nothing (cancelled, then
+ * again), the commit applies. */
+static int update_two_phase(EmbStrategy *s, Model *m, unsigned flags)
+{
+    uint64_t sums[NT];
+    for (int i = 0; i < NT; i++)
+        sums[i] = tu_checksum(m->t[i]);
+    for (int k = 0; k < 2; k++) {
+        const int r = emb_update_many_prepare(s, m->opt, m->t, (const EmbGrad *const *)m->g,
+                                              NT, m->ix, flags);
+        if (r)
+            return r;
+        for (int i = 0; i < NT; i++)
+            cr_assert_eq(tu_checksum(m->t[i]), sums[i], "prepare wrote table %d", i);
+        if (k == 0) {
+            emb_update_many_cancel(s);
+            cr_assert_eq(emb_update_many_commit(s), EMB_EINVAL, "commit after a cancel");
+        }
+    }
+    return emb_update_many_commit(s);
+}
+
 /* Two training steps (emb_update per table when @s is NULL, else emb_update_many under
  * @s, non-temporal in the second step); each table's checksum into @sums. */
 static void two_steps(EmbOptimizerConfig c, EmbStrategy *s, uint64_t sums[NT])
@@ -115,7 +140,9 @@ static void two_steps(EmbOptimizerConfig c, EmbStrategy *s, uint64_t sums[NT])
         const unsigned flags = step ? EMB_UPDATE_NONTEMPORAL : 0;
         for (int i = 0; i < NT && !s; i++)
             cr_assert_eq(emb_update(m.opt, m.t[i], m.g[i], m.ix[i], 0), 0);
-        if (s)
+        if (s && two_phase)
+            cr_assert_eq(update_two_phase(s, &m, flags), 0, "%s", emb_last_error());
+        else if (s)
             cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix,
                                          flags), 0, "%s", emb_last_error());
     }
@@ -158,6 +185,39 @@ Test(update_many, identical_for_every_strategy_thread_and_split_count)
             }
         }
     }
+}
+
+/* emb_update_many_prepare + _commit: the bits of emb_update_many; a cancelled prepare
+ * writes nothing. */
+Test(update_many, prepare_then_commit_is_update_many)
+{
+    two_phase = true;
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        const EmbOptimizerConfig c = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.05f);
+        uint64_t want[NT];
+        two_steps(c, NULL, want);
+        EmbStrategy *s = NULL;
+        cr_assert_eq(emb_strategy_sequential(&s), 0);
+        run_many(c, s, want, "two-phase sequential");
+        emb_strategy_destroy(&s);
+        EmbStrategyOptions o = {.nthreads = 2, .num_splits = 3};
+        cr_assert_eq(emb_strategy_prealloc_concat(&s, &o), 0);
+        run_many(c, s, want, "two-phase concat");
+        emb_strategy_destroy(&s);
+    }
+    Model m;
+    Data d;
+    sgd_model(&m, &d, 1);
+    EmbStrategy *s = NULL;
+    cr_assert_eq(emb_strategy_sequential(&s), 0);
+    d.ids[2][17] = ncols[2]; /* a failed prepare: nothing prepared */
+    cr_assert_eq(emb_update_many_prepare(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix,
+                                         0), EMB_ERANGE);
+    cr_assert_eq(emb_update_many_commit(s), EMB_EINVAL);
+    cr_assert_eq(emb_update_many_commit(NULL), EMB_ENULL);
+    emb_update_many_cancel(NULL);
+    emb_strategy_destroy(&s);
+    model_free(&m);
 }
 
 Test(update_many, bad_table_writes_nothing_anywhere)

@@ -190,9 +190,10 @@ EMB_API int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs);
  * emb_dist_backward(), reported here, as emb_update_many() reports it) and no rank
  * applies anything.
  * @return 0; EMB_ENULL, EMB_EINVAL (no backward recorded), EMB_ENONFINITE, any code of
- *         emb_update_many(), EMB_EIO; the same on every rank. Every check is agreed on
- *         before any rank applies; only a failure inside emb_update_many() itself
- *         (EMB_ENOMEM of its first call) can leave other ranks updated.
+ *         emb_update_many(), EMB_EIO; the same on every rank. Every check and every
+ *         allocation (emb_update_many_prepare()) is agreed on before any rank applies, so
+ *         on failure no rank's table or optimizer state changes (after a failure in the
+ *         update itself, EMB_ENOMEM, the update may be called again without a backward).
  */
 EMB_API int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags);
 

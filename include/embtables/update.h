@@ -271,6 +271,28 @@ EMB_API int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *
                             EmbIndexer *const *indexers, unsigned flags);
 
 /**
+ * emb_update_many() in two steps, for a caller that must agree with others before any
+ * of them writes (the MPI ensemble, emb_dist_update()). emb_update_many_prepare() does
+ * every check and every allocation of the call (the indexing into the indexers, the
+ * scratch, the optimizer states, created when missing, and a dynamic table's room) and
+ * writes no column and no state's values; emb_update_many_commit() then applies it and
+ * cannot fail (0), with the same bits as emb_update_many(); emb_update_many_cancel()
+ * drops it (nothing written). Between them the arguments must stay as they were and
+ * @p strategy must run nothing else; another prepare or emb_update_many() on it drops
+ * a prepared call. A custom strategy's prepare checks only for its update_many callback,
+ * which its commit calls (returning its result).
+ * @return prepare: as emb_update_many() (nothing prepared on failure); commit: 0,
+ *         EMB_ENULL, EMB_EINVAL (nothing prepared), a custom callback's code
+ */
+EMB_API int emb_update_many_prepare(EmbStrategy *strategy, EmbOptimizer *opt,
+                                    EmbTable *const *tables, const EmbGrad *const *grads,
+                                    int64_t n, EmbIndexer *const *indexers, unsigned flags);
+/** Applies the update prepared on @p strategy (see emb_update_many_prepare()). */
+EMB_API int emb_update_many_commit(EmbStrategy *strategy);
+/** Drops the update prepared on @p strategy, if any (see emb_update_many_prepare()). */
+EMB_API void emb_update_many_cancel(EmbStrategy *strategy);
+
+/**
  * Where the last successful emb_update_many() on a strategy spent its time, in seconds of
  * the calling thread's wall clock (for benchmarks: `emb-bench --breakdown`). Phases that
  * run on the strategy's threads count from their start to the last thread's end.

@@ -330,14 +330,23 @@ int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
         d->tmp_grads[n] = t->grad;
         d->tmp_indexers[n++] = t->indexer;
     }
-    if ((r = dist_agree(d, r, NULL, NULL)))
-        return r;
-    if (n > 0 && (r = emb_update_many(d->strategy, opt, d->tmp_tables,
-                                      (const EmbGrad *const *)d->tmp_grads, n,
-                                      d->tmp_indexers, flags)))
+    if ((r = dist_agree(d, r, NULL, NULL))) /* the checks above: the first rank's error */
+        goto out;
+    /* every allocation and check of the update, then the agreement, then the apply,
+       which cannot fail: a rank that fails leaves every rank's tables as they were */
+    if (n > 0 && (r = emb_update_many_prepare(d->strategy, opt, d->tmp_tables,
+                                                     (const EmbGrad *const *)d->tmp_grads, n,
+                                                     d->tmp_indexers, flags)))
+        r = dist_fail_core(r, "emb_update_many");
+    if ((r = dist_agree(d, r, NULL, NULL))) {
+        emb_update_many_cancel(d->strategy);
+        goto out;
+    }
+    if (n > 0 && (r = emb_update_many_commit(d->strategy))) /* a custom strategy's */
         r = dist_fail_core(r, "emb_update_many");
     r = dist_agree(d, r, NULL, NULL);
     d->backward_done = 0;
+out:
     d->stats.update_s = dist_now() - t0;
     return r;
 }

@@ -95,6 +95,26 @@ typedef struct EmbGrowBuf {
     size_t bytes;
 } EmbGrowBuf;
 
+/*
+ * One emb_update_many call (update_many.c): its plans (in the strategy's updates buffer),
+ * sizes and phase clock; kept by emb_update_many_prepare until the commit or the cancel
+ * (pending), with the arguments for a custom strategy's callback.
+ */
+typedef struct EmbManyCall {
+    struct EmbPlan *plans;
+    struct EmbStrategy *s;
+    EmbOptimizer *opt;
+    int64_t n;
+    int64_t nsplits, asplits; /* index partitions per table, apply tasks per partition */
+    int nthreads;             /* threads of this call (auto: 1 for little work) */
+    unsigned flags;
+    double t, times[4]; /* the last lap's end; EmbUpdateTimes in order */
+    EmbTable *const *tables;  /* custom strategy: the arguments for its callback */
+    const EmbGrad *const *grads;
+    EmbIndexer *const *indexers;
+    bool pending;
+} EmbManyCall;
+
 struct EmbStrategy {
     EmbStrategyKind kind;
     int nthreads;
@@ -111,6 +131,7 @@ struct EmbStrategy {
     EmbGrowBuf updates;  /* emb_update_many's per-table plans */
 
     double update_times[4];  /* emb_update_many's last phases (EmbUpdateTimes order) */
+    EmbManyCall many;        /* emb_update_many_prepare's prepared call (pending) */
 
     EmbStrategyCallbacks cb; /* custom strategies */
     void *user;

@@ -97,14 +97,7 @@ static EmbPlan *plans_of(EmbStrategy *s, int64_t n)
  * the same bits: a distinct column is always applied whole by one task. */
 #define APPLY_PER_PART 4
 
-typedef struct ManyCtx {
-    EmbPlan *plans;
-    EmbStrategy *s;
-    int64_t nsplits, asplits; /* index partitions per table, apply tasks per partition */
-    int nthreads;             /* threads of this call (auto: 1 for little work) */
-    unsigned flags;
-    double t, times[4]; /* the last lap's end; EmbUpdateTimes in order */
-} ManyCtx;
+typedef EmbManyCall ManyCtx;
 
 enum { T_SERIAL = 0, T_PULLBACK = 1, T_INDEX = 2, T_APPLY = 3 };
 
@@ -220,18 +213,15 @@ static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags
     return 0;
 }
 
-int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
-                    const EmbGrad *const *grads, int64_t n, EmbIndexer *const *indexers,
-                    unsigned flags)
+/*
+ * Everything of emb_update_many that can fail, into @c: the checks, the indexing of every
+ * table into its indexer, the scratch, the optimizer states (created when missing) and the
+ * dynamic tables' prepare. Writes no table and no state's values.
+ */
+static int many_prepare(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
+                        const EmbGrad *const *grads, int64_t n, EmbIndexer *const *indexers,
+                        unsigned flags, ManyCtx *c)
 {
-    EMB_CHECK_NULL(strategy);
-    void *user = NULL;
-    const EmbStrategyCallbacks *cb = emb__strategy_callbacks(strategy, &user);
-    if (cb) {
-        if (!cb->update_many)
-            return emb__fail(EMB_ENOTSUP, "the custom strategy has no update_many callback");
-        return cb->update_many(user, opt, tables, grads, n, indexers, flags);
-    }
     const double t0 = now();
     int r = many_check(opt, tables, grads, n, indexers, flags);
     if (r)
@@ -246,32 +236,107 @@ int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *t
         dmax = EMB_MAX(dmax, tables[i]->featuresize);
         work += (double)emb__grad_max_rows(grads[i]) * tables[i]->featuresize * 4.0;
     }
-    ManyCtx c = {.plans = plans, .s = strategy, .flags = flags, .t = t0,
-                 .nthreads = emb__strategy_update_threads(strategy, work),
-                 .nsplits = EMB_MIN(emb__strategy_update_splits(strategy, n, work),
-                                    EMB_MAX_PARTS)};
-    c.asplits = c.nsplits > 1 ? APPLY_PER_PART : 1;
-    r = index_all(&c, n);
+    *c = (ManyCtx){.plans = plans, .s = strategy, .opt = opt, .n = n, .flags = flags, .t = t0,
+                   .nthreads = emb__strategy_update_threads(strategy, work),
+                   .nsplits = EMB_MIN(emb__strategy_update_splits(strategy, n, work),
+                                      EMB_MAX_PARTS)};
+    c->asplits = c->nsplits > 1 ? APPLY_PER_PART : 1;
+    r = index_all(c, n);
     if (!r && emb__strategy_reserve(strategy, 2 * (size_t)dmax * sizeof(float)))
         r = emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     r = r ? r : plan_all(opt, plans, n, flags);
     for (int64_t i = 0; i < n && !r; i++) /* dynamic tables: every one checked first */
         r = emb__plan_dynamic_prepare(&plans[i]);
-    if (r)
-        return r;
+    return r;
+}
+
+/* The prepared call @c: creates the dynamic tables' rows, applies, counts the steps.
+ * Allocates nothing and cannot fail. */
+static void many_apply(ManyCtx *c)
+{
+    EmbStrategy *strategy = c->s;
+    const int64_t n = c->n;
     for (int64_t i = 0; i < n; i++)
-        emb__plan_dynamic_commit(&plans[i]);
-    lap(&c, T_SERIAL);
-    emb__strategy_run_on(strategy, c.nthreads, n * c.nsplits * c.asplits, apply_task, &c);
-    lap(&c, T_APPLY);
+        emb__plan_dynamic_commit(&c->plans[i]);
+    lap(c, T_SERIAL);
+    emb__strategy_run_on(strategy, c->nthreads, n * c->nsplits * c->asplits, apply_task, c);
+    lap(c, T_APPLY);
     for (int64_t i = 0; i < n; i++) {
         EmbOptState *st;
-        emb__optimizer_state(opt, tables[i], &st);
+        emb__optimizer_state(c->opt, c->plans[i].table, &st);
         st->step++;
     }
-    lap(&c, T_SERIAL);
-    memcpy(strategy->update_times, c.times, sizeof c.times);
+    lap(c, T_SERIAL);
+    memcpy(strategy->update_times, c->times, sizeof c->times);
+}
+
+int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
+                    const EmbGrad *const *grads, int64_t n, EmbIndexer *const *indexers,
+                    unsigned flags)
+{
+    EMB_CHECK_NULL(strategy);
+    void *user = NULL;
+    const EmbStrategyCallbacks *cb = emb__strategy_callbacks(strategy, &user);
+    if (cb) {
+        if (!cb->update_many)
+            return emb__fail(EMB_ENOTSUP, "the custom strategy has no update_many callback");
+        return cb->update_many(user, opt, tables, grads, n, indexers, flags);
+    }
+    strategy->many.pending = false; /* the buffers a prepared call holds are reused */
+    ManyCtx c;
+    const int r = many_prepare(strategy, opt, tables, grads, n, indexers, flags, &c);
+    if (r)
+        return r;
+    many_apply(&c);
     return 0;
+}
+
+int emb_update_many_prepare(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
+                            const EmbGrad *const *grads, int64_t n,
+                            EmbIndexer *const *indexers, unsigned flags)
+{
+    EMB_CHECK_NULL(strategy);
+    strategy->many.pending = false;
+    void *user = NULL;
+    const EmbStrategyCallbacks *cb = emb__strategy_callbacks(strategy, &user);
+    if (cb) { /* the callback runs at the commit */
+        if (!cb->update_many)
+            return emb__fail(EMB_ENOTSUP, "the custom strategy has no update_many callback");
+        strategy->many = (ManyCtx){.s = strategy, .opt = opt, .n = n, .flags = flags,
+                                   .tables = tables, .grads = grads, .indexers = indexers,
+                                   .pending = true};
+        return 0;
+    }
+    ManyCtx c;
+    const int r = many_prepare(strategy, opt, tables, grads, n, indexers, flags, &c);
+    if (r)
+        return r;
+    c.pending = true;
+    strategy->many = c;
+    return 0;
+}
+
+int emb_update_many_commit(EmbStrategy *strategy)
+{
+    EMB_CHECK_NULL(strategy);
+    if (!strategy->many.pending)
+        return emb__fail(EMB_EINVAL, "emb_update_many_commit: no prepared update on the "
+                         "strategy");
+    ManyCtx c = strategy->many;
+    strategy->many.pending = false;
+    void *user = NULL;
+    const EmbStrategyCallbacks *cb = emb__strategy_callbacks(strategy, &user);
+    if (cb)
+        return cb->update_many(user, c.opt, c.tables, c.grads, c.n, c.indexers, c.flags);
+    c.t = now(); /* the time between prepare and commit is the caller's */
+    many_apply(&c);
+    return 0;
+}
+
+void emb_update_many_cancel(EmbStrategy *strategy)
+{
+    if (strategy)
+        strategy->many.pending = false;
 }
 
 int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTimes *out)
