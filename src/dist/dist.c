@@ -60,7 +60,8 @@ double dist_now(void)
  * One MPI_Allgather of (code, value, value2) triples. On failure the first failing rank
  * broadcasts its message, so every rank reports the same code and text.
  */
-int dist_agree(EmbDist *d, int code, const int64_t value[2], int64_t *values)
+/* dist_agree; with @p ranked, the failing ranks of the highest value[0] come first. */
+static int agree(EmbDist *d, int code, const int64_t value[2], int64_t *values, int ranked)
 {
     const double t0 = dist_now();
     const int64_t mine[3] = {code, value ? value[0] : 0, value ? value[1] : 0};
@@ -69,8 +70,8 @@ int dist_agree(EmbDist *d, int code, const int64_t value[2], int64_t *values)
     if (r != MPI_SUCCESS)
         return dist_mpi_fail(r, "MPI_Allgather (agreement)");
     int first = -1;
-    for (int32_t i = 0; i < d->nranks && first < 0; i++)
-        if (all[3 * i] != 0)
+    for (int32_t i = 0; i < d->nranks; i++)
+        if (all[3 * i] != 0 && (first < 0 || (ranked && all[3 * i + 1] > all[3 * first + 1])))
             first = i;
     if (first < 0 && values)
         for (int32_t i = 0; i < d->nranks; i++)
@@ -88,6 +89,17 @@ int dist_agree(EmbDist *d, int code, const int64_t value[2], int64_t *values)
     }
     *d->xclock += dist_now() - t0;
     return 0;
+}
+
+int dist_agree(EmbDist *d, int code, const int64_t value[2], int64_t *values)
+{
+    return agree(d, code, value, values, 0);
+}
+
+int dist_agree_ranked(EmbDist *d, int code, int64_t priority)
+{
+    const int64_t value[2] = {priority, 0};
+    return agree(d, code, value, NULL, 1);
 }
 
 /* ---- buffers ------------------------------------------------------------------------- */

@@ -330,15 +330,15 @@ int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
         d->tmp_grads[n] = t->grad;
         d->tmp_indexers[n++] = t->indexer;
     }
-    if ((r = dist_agree(d, r, NULL, NULL))) /* the checks above: the first rank's error */
-        goto out;
-    /* every allocation and check of the update, then the agreement, then the apply,
-       which cannot fail: a rank that fails leaves every rank's tables as they were */
-    if (n > 0 && (r = emb_update_many_prepare(d->strategy, opt, d->tmp_tables,
-                                                     (const EmbGrad *const *)d->tmp_grads, n,
-                                                     d->tmp_indexers, flags)))
+    /* the checks above (which outrank), then every allocation and check of the update, in
+       one agreement; then the apply, which cannot fail: a rank that fails leaves every
+       rank's tables as they were */
+    const int checked = r;
+    if (!r && n > 0 && (r = emb_update_many_prepare(d->strategy, opt, d->tmp_tables,
+                                                    (const EmbGrad *const *)d->tmp_grads, n,
+                                                    d->tmp_indexers, flags)))
         r = dist_fail_core(r, "emb_update_many");
-    if ((r = dist_agree(d, r, NULL, NULL))) {
+    if ((r = dist_agree_ranked(d, r, checked ? 1 : 0))) {
         emb_update_many_cancel(d->strategy);
         goto out;
     }

@@ -152,6 +152,9 @@ void dist_clear_error(void);
  * when non-NULL), else the first failing rank's code on every rank, with its message.
  */
 int dist_agree(EmbDist *d, int code, const int64_t value[2], int64_t *values);
+/* dist_agree, but the error is the first failing rank's among those of the highest
+   @p priority (a check before the update's preparation outranks the preparation). */
+int dist_agree_ranked(EmbDist *d, int code, int64_t priority);
 
 /* The store name of table @p i's part on @p rank ("i:name" or "i:name/part_r"). */
 void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank, char *name);
