@@ -20,23 +20,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "test_files.h"
 #include "test_util.h"
-
-static void tmpdir(char *dir)
-{
-    /* tmpfs where there is one: syncs cost nothing there, kills act the same */
-    struct stat st;
-    strcpy(dir, stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm/embtables-ckpt-XXXXXX"
-                                                                  : "/tmp/embtables-ckpt-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void rmdir_all(const char *dir)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
 
 static bool exists(const char *dir, const char *name)
 {

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "test_files.h"
 #include "test_util.h"
 
 #define D 16
@@ -605,21 +606,6 @@ Test(dynamic, export_import)
 #include <unistd.h>
 #include <xxhash.h>
 
-static void ck_tmpdir(char *dir)
-{
-    struct stat st;
-    strcpy(dir, stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm/embtables-dyn-XXXXXX"
-                                                                  : "/tmp/embtables-dyn-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void ck_rmdir(const char *dir)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
 static unsigned char *ck_read(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -725,7 +711,7 @@ static const EmbDynamicOptions CK_OPTS = {.capacity = 64, .admit_after = 2, .ske
 Test(dynamic_ckpt, resume_is_bit_identical)
 {
     char dir[64], path[512];
-    ck_tmpdir(dir);
+    tmpdir(dir);
     const EmbOptimizerKind kinds[] = {EMB_OPT_SGD, EMB_OPT_ADAGRAD, EMB_OPT_ROWWISE_ADAGRAD,
                                       EMB_OPT_FTRL, EMB_OPT_ADAM};
     static Snap a, b, c;
@@ -763,7 +749,7 @@ Test(dynamic_ckpt, resume_is_bit_identical)
         emb_table_destroy(&t3);
         free_trio(&t1, &o1, &ix);
     }
-    ck_rmdir(dir);
+    rmdir_all(dir);
 }
 
 /* Save, evict and train on, restore: the table as saved, the evicted rows back (into the
@@ -771,7 +757,7 @@ Test(dynamic_ckpt, resume_is_bit_identical)
 Test(dynamic_ckpt, round_trip_with_eviction)
 {
     char dir[64], path[512];
-    ck_tmpdir(dir);
+    tmpdir(dir);
     EmbTable *t;
     EmbOptimizer *o;
     EmbIndexer *ix;
@@ -876,7 +862,7 @@ Test(dynamic_ckpt, round_trip_with_eviction)
     emb_checkpoint_close(&ck);
     emb_optimizer_destroy(&oc);
     free_trio(&t, &o, &ix);
-    ck_rmdir(dir);
+    rmdir_all(dir);
 }
 
 /* Rewrites tensor @name's element @k (int64) of the checkpoint bytes @b (@n) to @v, with
@@ -915,7 +901,7 @@ static void ck_forge(unsigned char *b, size_t n, const char *name, int64_t k, in
 Test(dynamic_ckpt, damaged_files)
 {
     char dir[64], path[512], bad[600];
-    ck_tmpdir(dir);
+    tmpdir(dir);
     EmbTable *t;
     EmbOptimizer *o;
     EmbIndexer *ix;
@@ -981,7 +967,7 @@ Test(dynamic_ckpt, damaged_files)
     cr_assert_eq(ck_restore(t, o, bad), 0, "%s", emb_last_error());
     free(b);
     free_trio(&t, &o, &ix);
-    ck_rmdir(dir);
+    rmdir_all(dir);
 }
 
 /* ---- the store ------------------------------------------------------------------------ */
@@ -1022,7 +1008,6 @@ static void pool_eq(const PoolSnap *a, const PoolSnap *b, const char *what, int 
     cr_assert_eq(memcmp(a->rows, b->rows, sizeof a->rows), 0, "%s %d: rows", what, q);
     cr_assert_eq(memcmp(a->state, b->state, sizeof a->state), 0, "%s %d: state", what, q);
 }
-
 
 Test(dynamic_store, get_initialize_save_restore)
 {
@@ -1095,7 +1080,7 @@ Test(dynamic_store, get_initialize_save_restore)
     pool_eq(&pa, &pb, "store-made partitioned table", 3);
     /* save the store, train on, restore the store */
     char dir[64], path[512];
-    ck_tmpdir(dir);
+    tmpdir(dir);
     const EmbSaverOptions so = {.max_to_keep = 1, .optimizer = o};
     EmbSaver *sv;
     cr_assert_eq(emb_saver_create(&sv, dir, "store", &so), 0);
@@ -1135,7 +1120,7 @@ Test(dynamic_store, get_initialize_save_restore)
     emb_optimizer_destroy(&o);
     emb_table_destroy(&ref);
     emb_store_destroy(&s);
-    ck_rmdir(dir);
+    rmdir_all(dir);
 }
 
 /* ---- partitioned (mod) over dynamic shards --------------------------------------------- */
@@ -1334,7 +1319,7 @@ static EmbTable *make_part_n(const EmbDynamicOptions *o, int n)
 Test(dynamic_part, checkpoints_into_any_shard_count)
 {
     char dir[64], path[512];
-    ck_tmpdir(dir);
+    tmpdir(dir);
     EmbDynamicOptions o = CK_OPTS;
     o.sketch_width = 1 << 14;
     const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
@@ -1396,5 +1381,5 @@ Test(dynamic_part, checkpoints_into_any_shard_count)
     emb_optimizer_destroy(&o3);
     emb_table_destroy(&one);
     emb_table_destroy(&part);
-    ck_rmdir(dir);
+    rmdir_all(dir);
 }

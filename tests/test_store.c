@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test_files.h"
 #include "test_util.h"
 
 static EmbTable *table(int64_t n, int32_t d)
@@ -136,19 +137,6 @@ static uint64_t store_sum(EmbStore *s)
     emb_store_find(s, "a", &a);
     emb_store_find(s, "b", &b);
     return tu_checksum(a) * 31 + tu_checksum(b);
-}
-
-static void tmpdir(char *dir)
-{
-    strcpy(dir, "/tmp/embtables-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void rmdir_all(const char *dir)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
 }
 
 Test(checkpoint, save_restore_roundtrip_and_latest)
