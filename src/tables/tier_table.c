@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tier_table.c — a tiered table's data movement (tier_impl.h): the file and its header,
+ * resolving rows into the cache (batched reads, dirty victims written back first), the
+ * scratch pad, release, prefetch and flush. Every entry runs under the table's lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtype.h"
+#include "internal.h"
+#include "tables/tier_impl.h"
+
+#define SP_BLOCK 64
+#define TIER_SP_PINNED 0x80
+
+typedef struct TierHeader {
+    char magic[8];
+    uint32_t version;
+    int32_t dtype, D, state_room;
+    int64_t nrows, recbytes;
+} TierHeader;
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* EMB_EIO naming the file, the rows of the failed requests among @n and the first errno. */
+static int io_fail(const Tier *x, const EmbTierReq *r, int64_t n, const char *what)
+{
+    int64_t lo = INT64_MAX, hi = -1, bad = 0;
+    int err = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (r[i].res) {
+            lo = EMB_MIN(lo, r[i].tag), hi = EMB_MAX(hi, r[i].tag), bad++;
+            err = err ? err : -r[i].res;
+        }
+    const char *why = err == ENODATA ? "the file is shorter than the table" : strerror(err);
+    return emb__fail(EMB_EIO, "%s: %s rows %lld..%lld (%lld failed) of %s: %s", x->label, what,
+                     (long long)lo, (long long)hi, (long long)bad, x->path, why);
+}
+
+static int64_t count_failed(const EmbTierReq *r, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += r[i].res != 0;
+    return bad;
+}
+
+static bool any_failed(const EmbTierReq *r, int64_t n)
+{
+    return count_failed(r, n) != 0;
+}
+
+/* ---- the file -------------------------------------------------------------------------- */
+
+static int64_t rec_offset(const Tier *x, int64_t row)
+{
+    return EMB_TIER_HEADER + row * (int64_t)x->recbytes;
+}
+
+static int write_header(Tier *x)
+{
+    char page[EMB_TIER_HEADER] = {0};
+    TierHeader h = {.version = 1, .dtype = x->dtype, .D = x->D, .state_room = x->state_room,
+                    .nrows = x->nrows, .recbytes = (int64_t)x->recbytes};
+    memcpy(h.magic, EMB_TIER_MAGIC, 8);
+    memcpy(page, &h, sizeof h);
+    if (pwrite(x->fd, page, sizeof page, 0) != (ssize_t)sizeof page ||
+        ftruncate(x->fd, rec_offset(x, x->nrows)) != 0)
+        return emb__fail(EMB_EIO, "%s: cannot size %s for %lld rows: %s", x->label, x->path,
+                         (long long)x->nrows, strerror(errno));
+    return 0;
+}
+
+/* Reads and checks the header and the file's size. */
+static int read_header(Tier *x)
+{
+    TierHeader h;
+    struct stat st;
+    if (pread(x->fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, EMB_TIER_MAGIC, 8))
+        return emb__fail(EMB_ECORRUPT, "%s is not a tiered table's file (no header)", x->path);
+    size_t el = 0;
+    if (h.version != 1 || h.D < 1 || h.nrows < 0 || h.state_room < 0 ||
+        (el = emb_dtype_size((EmbDtype)h.dtype)) == 0)
+        return emb__fail(EMB_ECORRUPT, "%s: the header of a tiered table is corrupt", x->path);
+    x->nrows = h.nrows, x->D = h.D, x->dtype = h.dtype, x->state_room = h.state_room;
+    x->rowbytes = (size_t)h.D * el;
+    if ((int64_t)((x->rowbytes + 15) / 16 * 16 + 4 * (size_t)h.state_room) != h.recbytes)
+        return emb__fail(EMB_ECORRUPT, "%s: the header's record size is inconsistent", x->path);
+    if (fstat(x->fd, &st) != 0)
+        return emb__fail(EMB_EIO, "%s: %s", x->path, strerror(errno));
+    x->recbytes = (size_t)h.recbytes;
+    const int64_t have = st.st_size < EMB_TIER_HEADER ? 0
+                         : (st.st_size - EMB_TIER_HEADER) / h.recbytes;
+    if (have < h.nrows)
+        return emb__fail(EMB_ECORRUPT, "%s is short: rows %lld..%lld of %lld are missing",
+                         x->path, (long long)have, (long long)h.nrows - 1, (long long)h.nrows);
+    return 0;
+}
+
+static int open_file(Tier *x, bool create)
+{
+    x->fd = open(x->path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
+    if (x->fd < 0)
+        return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "%s: cannot open %s: %s",
+                         x->label, x->path, strerror(errno));
+    if (create) {
+        x->state_off = (x->rowbytes + 15) / 16 * 16;
+        x->recbytes = x->state_off + 4 * (size_t)x->state_room;
+        return write_header(x);
+    }
+    const int r = read_header(x);
+    x->state_off = (x->rowbytes + 15) / 16 * 16;
+    return r;
+}
+
+int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
+                   EmbTierIoKind kind)
+{
+    x->fd = -1;
+    pthread_mutex_init(&x->mu, NULL);
+    x->path = strdup(path);
+    if (!x->path)
+        return emb__fail(EMB_ENOMEM, "out of memory for a tiered table");
+    int r = open_file(x, create);
+    if (!r && cache_bytes < (int64_t)x->recbytes)
+        r = emb__fail(EMB_EINVAL, "%s: a cache of %lld bytes holds no record of %zu bytes",
+                      x->label, (long long)cache_bytes, x->recbytes);
+    r = r ? r : emb__tier_io_create(&x->io, x->fd, kind);
+    r = r ? r : emb__tier_cache_init(&x->cache, cache_bytes / (int64_t)x->recbytes,
+                                     x->recbytes, lfu);
+    if (!r)
+        posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);
+    return r;
+}
+
+static void sp_free(TierScratch *sp)
+{
+    for (int64_t b = 0; b < sp->nblocks; b++)
+        free(sp->blocks[b]);
+    free(sp->blocks), free(sp->ids), free(sp->flags), free(sp->map);
+    memset(sp, 0, sizeof *sp);
+}
+
+void emb__tier_fini(Tier *x)
+{
+    emb__tier_io_destroy(&x->io);
+    emb__tier_cache_free(&x->cache);
+    sp_free(&x->sp);
+    if (x->fd >= 0)
+        close(x->fd);
+    free(x->path), free(x->pinned), free(x->rq), free(x->pf);
+    pthread_mutex_destroy(&x->mu);
+}
+
+int emb__tier_file_rw(Tier *x, int64_t r0, int64_t n, void *buf, bool write)
+{
+    int64_t done = 0;
+    while (done < n) { /* requests of at most 1 MiB */
+        const int64_t k = EMB_MIN(n - done, EMB_MAX(1, (1 << 20) / (int64_t)x->recbytes));
+        EmbTierReq q = {.buf = (char *)buf + done * (int64_t)x->recbytes,
+                        .offset = rec_offset(x, r0 + done), .write = write,
+                        .len = (uint32_t)(k * (int64_t)x->recbytes), .tag = r0 + done};
+        emb__tier_io_run(x->io, &q, 1);
+        if (q.res)
+            return io_fail(x, &q, 1, write ? "writing" : "reading");
+        done += k;
+    }
+    return 0;
+}
+
+/* ---- requests -------------------------------------------------------------------------- */
+
+/* Room for @n requests in x->rq: 0 or EMB_ENOMEM. */
+static int rq_room(Tier *x, int64_t n)
+{
+    if (n <= x->rq_cap)
+        return 0;
+    EmbTierReq *q = realloc(x->rq, (size_t)n * sizeof *q);
+    if (!q)
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld I/O requests", x->label,
+                         (long long)n);
+    x->rq = q, x->rq_cap = n;
+    return 0;
+}
+
+static EmbTierReq req(const Tier *x, int64_t row, void *buf, bool write)
+{
+    return (EmbTierReq){.buf = buf, .offset = rec_offset(x, row), .len = (uint32_t)x->recbytes,
+                        .write = write, .tag = row};
+}
+
+/* ---- the scratch pad ------------------------------------------------------------------- */
+
+static uint64_t mix(int64_t id)
+{
+    uint64_t z = (uint64_t)id * 0x9e3779b97f4a7c15ull;
+    return z ^ (z >> 29);
+}
+
+static char *sp_row(const Tier *x, int64_t k)
+{
+    return x->sp.blocks[k / SP_BLOCK] + (size_t)(k % SP_BLOCK) * x->recbytes;
+}
+
+static int64_t sp_find(const TierScratch *sp, int64_t id)
+{
+    if (!sp->n)
+        return -1;
+    for (uint64_t h = mix(id) & (uint64_t)(sp->mapcap - 1);; h = (h + 1) & (uint64_t)(sp->mapcap - 1)) {
+        const int64_t v = sp->map[h];
+        if (!v)
+            return -1;
+        if (sp->ids[v - 1] == id)
+            return v - 1;
+    }
+}
+
+static void sp_map_put(TierScratch *sp, int64_t k)
+{
+    uint64_t h = mix(sp->ids[k]) & (uint64_t)(sp->mapcap - 1);
+    while (sp->map[h])
+        h = (h + 1) & (uint64_t)(sp->mapcap - 1);
+    sp->map[h] = k + 1;
+}
+
+/* Rebuilds the map for the n rows (at a load <= 1/2); it never shrinks, so a rebuild for
+   fewer rows cannot fail. */
+static int sp_rehash(TierScratch *sp, int64_t need)
+{
+    int64_t cap = EMB_MAX(16, sp->mapcap);
+    while (cap < 2 * need)
+        cap *= 2;
+    if (cap != sp->mapcap) {
+        int64_t *m = calloc((size_t)cap, sizeof *m);
+        if (!m)
+            return EMB_ENOMEM;
+        free(sp->map);
+        sp->map = m, sp->mapcap = cap;
+    } else {
+        memset(sp->map, 0, (size_t)cap * sizeof *sp->map);
+    }
+    for (int64_t k = 0; k < sp->n; k++)
+        sp_map_put(sp, k);
+    return 0;
+}
+
+/* Room for one more scratch row: 0 or EMB_ENOMEM (nothing changed). */
+static int sp_room(Tier *x)
+{
+    TierScratch *sp = &x->sp;
+    if (sp->n == sp->cap) {
+        const int64_t cap = sp->cap ? 2 * sp->cap : SP_BLOCK;
+        int64_t *ids = realloc(sp->ids, (size_t)cap * sizeof *ids);
+        sp->ids = ids ? ids : sp->ids;
+        uint8_t *fl = ids ? realloc(sp->flags, (size_t)cap) : NULL;
+        sp->flags = fl ? fl : sp->flags;
+        char **bl = fl ? realloc(sp->blocks, (size_t)(cap / SP_BLOCK) * sizeof *bl) : NULL;
+        sp->blocks = bl ? bl : sp->blocks;
+        if (!bl)
+            return EMB_ENOMEM;
+        sp->cap = cap;
+    }
+    if (sp->n == sp->nblocks * SP_BLOCK) {
+        char *b = malloc((size_t)SP_BLOCK * x->recbytes);
+        if (!b)
+            return EMB_ENOMEM;
+        sp->blocks[sp->nblocks++] = b;
+    }
+    return 2 * (sp->n + 1) > sp->mapcap ? sp_rehash(sp, sp->n + 1) : 0;
+}
+
+/* ---- pins ------------------------------------------------------------------------------ */
+
+static int pin_room(Tier *x, int64_t n)
+{
+    if (x->npinned + n <= x->pinned_cap)
+        return 0;
+    const int64_t cap = EMB_MAX(2 * x->pinned_cap, x->npinned + n + 64);
+    int64_t *p = realloc(x->pinned, (size_t)cap * sizeof *p);
+    if (!p)
+        return EMB_ENOMEM;
+    x->pinned = p, x->pinned_cap = cap;
+    return 0;
+}
+
+/* Pins cache slot @s (once per operation); the room was made by pin_room. */
+static void pin_slot(Tier *x, int64_t s)
+{
+    if (!x->cache.slots[s].pins) {
+        x->cache.slots[s].pins = 1;
+        x->pinned[x->npinned++] = s;
+    }
+}
+
+static void pin_sp(Tier *x, int64_t k)
+{
+    if (!(x->sp.flags[k] & TIER_SP_PINNED)) {
+        x->sp.flags[k] |= TIER_SP_PINNED;
+        x->pinned[x->npinned++] = -1 - k;
+    }
+}
+
+/* Unpins the pins from index @from on. */
+static void unpin_from(Tier *x, int64_t from)
+{
+    for (int64_t i = from; i < x->npinned; i++) {
+        const int64_t p = x->pinned[i];
+        if (p >= 0)
+            x->cache.slots[p].pins = 0;
+        else
+            x->sp.flags[-1 - p] &= (uint8_t)~TIER_SP_PINNED;
+    }
+    x->npinned = from;
+}
+
+/* ---- prefetch bookkeeping -------------------------------------------------------------- */
+
+static int64_t slot_of(const Tier *x, const void *buf)
+{
+    return (int64_t)(((const char *)buf - x->cache.data) / (ptrdiff_t)x->cache.stride);
+}
+
+/* Settles the prefetch's reads once they are all done (with @wait, waits for them): each
+   slot becomes valid, or free when its read failed (a resolve reads it again and reports). */
+static void pf_settle(Tier *x, bool wait)
+{
+    if (!x->npf || (!wait && emb__tier_io_pending(x->io)))
+        return;
+    emb__tier_io_wait(x->io);
+    for (int64_t i = 0; i < x->npf; i++) {
+        EmbTierSlot *e = &x->cache.slots[slot_of(x, x->pf[i].buf)];
+        if (!(e->flags & EMB_TIER_LOADING) || e->id != x->pf[i].tag)
+            continue;
+        e->flags = x->pf[i].res ? 0 : EMB_TIER_VALID;
+        x->st.rows_read += !x->pf[i].res;
+    }
+    x->npf = 0;
+}
+
+/* ---- resolve --------------------------------------------------------------------------- */
+
+/* Undoes a failed resolve: slots whose dirty row could not be written back hold it again,
+   the rows this call started loading are dropped, its scratch rows and pins too. */
+static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTierReq *rd,
+                         int64_t nr, int64_t mark, int64_t sp0)
+{
+    unpin_from(x, mark);
+    for (int64_t i = 0; i < nr; i++)
+        if (rd[i].buf >= (void *)x->cache.data &&
+            (const char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
+            x->cache.slots[slot_of(x, rd[i].buf)].flags = 0;
+    for (int64_t i = 0; i < nw; i++)
+        if (w[i].res) {
+            EmbTierSlot *e = &x->cache.slots[slot_of(x, w[i].buf)];
+            e->id = w[i].tag;
+            e->flags = EMB_TIER_VALID | EMB_TIER_DIRTY;
+        }
+    if (x->sp.n != sp0) {
+        x->sp.n = sp0;
+        sp_rehash(&x->sp, sp0); /* cannot fail: the map only shrinks or stays */
+    }
+}
+
+/* Row of a hit (cache or scratch, pinned), or NULL for a miss. */
+static char *hit(Tier *x, int64_t id)
+{
+    int64_t s = emb__tier_cache_find(&x->cache, id);
+    if (s >= 0 && (x->cache.slots[s].flags & EMB_TIER_LOADING) && !x->cache.slots[s].pins) {
+        pf_settle(x, true); /* a prefetched row still in flight */
+        s = emb__tier_cache_find(&x->cache, id);
+    }
+    if (s >= 0) {
+        emb__tier_cache_touch(&x->cache, s);
+        pin_slot(x, s);
+        return emb__tier_cache_row(&x->cache, s);
+    }
+    const int64_t k = sp_find(&x->sp, id);
+    if (k < 0)
+        return NULL;
+    pin_sp(x, k);
+    return sp_row(x, k);
+}
+
+/* A slot (or a scratch row) for the missing row @id, pinned, its read queued in rd and a
+   dirty victim's write-back in w. NULL: out of memory for the scratch pad. */
+static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *rd,
+                   int64_t *nr)
+{
+    char *row;
+    const int64_t v = emb__tier_cache_victim(&x->cache, id);
+    if (v >= 0) {
+        EmbTierSlot *e = &x->cache.slots[v];
+        row = emb__tier_cache_row(&x->cache, v);
+        if (e->flags & EMB_TIER_DIRTY)
+            w[(*nw)++] = req(x, e->id, row, true);
+        x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
+        emb__tier_cache_install(&x->cache, v, id, EMB_TIER_LOADING);
+        pin_slot(x, v);
+    } else {
+        if (sp_room(x))
+            return NULL;
+        const int64_t k = x->sp.n++;
+        x->sp.ids[k] = id;
+        x->sp.flags[k] = EMB_TIER_VALID;
+        sp_map_put(&x->sp, k);
+        pin_sp(x, k);
+        row = sp_row(x, k);
+        x->st.scratch_rows++;
+    }
+    rd[(*nr)++] = req(x, id, row, false);
+    return row;
+}
+
+static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
+{
+    if (pin_room(x, n) || rq_room(x, 2 * n))
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld rows", x->label, (long long)n);
+    const int64_t mark = x->npinned, sp0 = x->sp.n;
+    EmbTierReq *w = x->rq, *rd = x->rq + n;
+    int64_t nw = 0, nr = 0;
+    for (int64_t k = 0; k < n; k++) {
+        rows[k] = hit(x, ids[k]);
+        x->st.hits += rows[k] != NULL;
+        if (!rows[k] && !(rows[k] = place(x, ids[k], w, &nw, rd, &nr))) {
+            resolve_undo(x, w, nw, rd, nr, mark, sp0);
+            return emb__fail(EMB_ENOMEM, "%s: out of memory for the scratch pad", x->label);
+        }
+    }
+    x->st.misses += nr;
+    emb__tier_io_run(x->io, w, nw);
+    int r = any_failed(w, nw) ? io_fail(x, w, nw, "writing back") : 0;
+    if (!r) {
+        emb__tier_io_run(x->io, rd, nr);
+        r = any_failed(rd, nr) ? io_fail(x, rd, nr, "reading") : 0;
+    }
+    pf_settle(x, false);
+    x->st.rows_written += nw - count_failed(w, nw);
+    if (r) {
+        resolve_undo(x, w, nw, rd, nr, mark, sp0);
+        return r;
+    }
+    for (int64_t i = 0; i < nr; i++)
+        if ((char *)rd[i].buf >= x->cache.data &&
+            (char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
+            x->cache.slots[slot_of(x, rd[i].buf)].flags = EMB_TIER_VALID;
+    x->st.rows_read += nr;
+    return 0;
+}
+
+int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty)
+{
+    pthread_mutex_lock(&x->mu);
+    int r = resolve_locked(x, ids, n, rows);
+    pthread_mutex_unlock(&x->mu);
+    if (!r && dirty)
+        emb__tier_mark_dirty(x, ids, n);
+    return r;
+}
+
+void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t s = emb__tier_cache_find(&x->cache, ids[k]);
+        if (s >= 0) {
+            x->cache.slots[s].flags |= EMB_TIER_DIRTY;
+            continue;
+        }
+        const int64_t j = sp_find(&x->sp, ids[k]);
+        if (j >= 0)
+            x->sp.flags[j] |= EMB_TIER_DIRTY;
+    }
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- release, flush, prefetch ---------------------------------------------------------- */
+
+/* Writes back the scratch pad's unpinned dirty rows and drops its clean unpinned ones;
+   rows whose write fails stay (dirty), to be retried by the next release or flush. */
+static void sp_settle(Tier *x)
+{
+    TierScratch *sp = &x->sp;
+    int64_t nw = 0;
+    if (!sp->n || rq_room(x, sp->n))
+        return;
+    for (int64_t k = 0; k < sp->n; k++)
+        if ((sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)) == EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, sp->ids[k], sp_row(x, k), true);
+    emb__tier_io_run(x->io, x->rq, nw);
+    for (int64_t i = 0, k = 0; i < nw; i++) {
+        while (sp_row(x, k) != x->rq[i].buf)
+            k++;
+        if (!x->rq[i].res)
+            sp->flags[k] &= (uint8_t)~EMB_TIER_DIRTY, x->st.rows_written++;
+    }
+    int64_t m = 0;
+    for (int64_t k = 0; k < sp->n; k++) {
+        if (!(sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)))
+            continue;
+        if (m != k) {
+            memcpy(sp_row(x, m), sp_row(x, k), x->recbytes);
+            sp->ids[m] = sp->ids[k], sp->flags[m] = sp->flags[k];
+        }
+        m++;
+    }
+    sp->n = m;
+    sp_rehash(sp, m);
+}
+
+void emb__tier_release(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, false);
+    unpin_from(x, 0);
+    sp_settle(x);
+    pthread_mutex_unlock(&x->mu);
+}
+
+static int flush_locked(Tier *x)
+{
+    pf_settle(x, true);
+    if (rq_room(x, x->cache.nslots + x->sp.n))
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for a flush", x->label);
+    int64_t nw = 0;
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        if (x->cache.slots[s].flags & EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, x->cache.slots[s].id, emb__tier_cache_row(&x->cache, s), true);
+    const int64_t ncache = nw;
+    for (int64_t k = 0; k < x->sp.n; k++)
+        if (x->sp.flags[k] & EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, x->sp.ids[k], sp_row(x, k), true);
+    emb__tier_io_run(x->io, x->rq, nw);
+    for (int64_t i = 0; i < nw; i++) {
+        if (x->rq[i].res)
+            continue;
+        x->st.rows_written++;
+        if (i < ncache)
+            x->cache.slots[slot_of(x, x->rq[i].buf)].flags &= (uint8_t)~EMB_TIER_DIRTY;
+        else
+            x->sp.flags[sp_find(&x->sp, x->rq[i].tag)] &= (uint8_t)~EMB_TIER_DIRTY;
+    }
+    if (any_failed(x->rq, nw))
+        return io_fail(x, x->rq, nw, "writing back");
+    return fdatasync(x->fd) ? emb__fail(EMB_EIO, "%s: syncing %s: %s", x->label, x->path,
+                                        strerror(errno))
+                            : 0;
+}
+
+int emb__tier_flush(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    const int r = flush_locked(x);
+    if (!r && !x->npinned)
+        sp_settle(x);
+    pthread_mutex_unlock(&x->mu);
+    return r;
+}
+
+void emb__tier_drop(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, true);
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        if (!(x->cache.slots[s].flags & EMB_TIER_DIRTY) && !x->cache.slots[s].pins)
+            x->cache.slots[s].flags = 0;
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* Room for @n more prefetch requests (the array is not in flight): false when none. */
+static bool pf_room(Tier *x, int64_t n)
+{
+    if (x->npf + n <= x->pf_cap)
+        return true;
+    const int64_t cap = EMB_MAX(2 * x->pf_cap, x->npf + n);
+    EmbTierReq *p = realloc(x->pf, (size_t)cap * sizeof *p);
+    if (!p)
+        return false;
+    x->pf = p, x->pf_cap = cap;
+    return true;
+}
+
+/* Queues reads of the missing rows of @ids into free or clean evictable slots (a dirty
+   victim is written back first; where that fails the victim stays and the id is skipped). */
+static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
+{
+    pf_settle(x, true);
+    if (!pf_room(x, n) || rq_room(x, n))
+        return;
+    int64_t nw = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (emb__tier_cache_find(&x->cache, ids[k]) >= 0 || sp_find(&x->sp, ids[k]) >= 0)
+            continue;
+        const int64_t v = emb__tier_cache_victim(&x->cache, ids[k]);
+        if (v < 0)
+            continue;
+        EmbTierSlot *e = &x->cache.slots[v];
+        char *row = emb__tier_cache_row(&x->cache, v);
+        if (e->flags & EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, e->id, row, true);
+        x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
+        emb__tier_cache_install(&x->cache, v, ids[k], EMB_TIER_LOADING);
+        x->pf[x->npf++] = req(x, ids[k], row, false);
+    }
+    emb__tier_io_run(x->io, x->rq, nw);
+    for (int64_t i = 0; i < nw; i++) { /* keep the victims that could not be written */
+        const int64_t s = slot_of(x, x->rq[i].buf);
+        if (!x->rq[i].res) {
+            x->st.rows_written++;
+            continue;
+        }
+        for (int64_t j = 0; j < x->npf; j++)
+            if (x->pf[j].buf == x->rq[i].buf)
+                x->pf[j] = x->pf[--x->npf];
+        x->cache.slots[s] = (EmbTierSlot){.id = x->rq[i].tag, .flags = EMB_TIER_VALID | EMB_TIER_DIRTY};
+    }
+    x->st.prefetched += x->npf;
+    emb__tier_io_submit(x->io, x->pf, x->npf);
+}
+
+void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    prefetch_locked(x, ids, n);
+    pthread_mutex_unlock(&x->mu);
+}
