@@ -64,7 +64,31 @@ typedef struct Tier {
     int64_t npf, pf_cap;
     EmbTieredStats st;
     char label[96];      /* the table's label for messages */
+    /* tiered.c's */
+    int refs;            /* the table and its state view */
+    struct EmbTable *view; /* the optimizer's state view (NULL: no state attached) */
+    char *sink;          /* a zero record: column() of a row that could not be read */
+    int64_t *ids;        /* emb_table_prefetch's ids */
+    int64_t ids_cap;
 } Tier;
+
+/* A tiered table file's shape (its header). */
+typedef struct EmbTierShape {
+    int64_t nrows;
+    int32_t D, dtype, state_room;
+} EmbTierShape;
+
+/* The shape in the header of the file @path: 0, EMB_ENOTFOUND, EMB_EIO, EMB_ECORRUPT. */
+int emb__tier_read_shape(const char *path, EmbTierShape *sh);
+/* Writes @x's header into the file @fd and sizes it for x->nrows records: 0 or EMB_EIO. */
+int emb__tier_format(const Tier *x, int fd, const char *path);
+/* Switches @x to the file @fd (a restored copy, named @path; @x takes both): every cached
+   and scratch row is dropped, dirty or not. */
+void emb__tier_swap_file(Tier *x, int fd, char *path);
+/* The counters (the dirty rows counted now). */
+void emb__tier_stats(Tier *x, EmbTieredStats *out);
+/* emb__tier_prefetch of the in-range ids of a batch (int32 when @id32). */
+void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n);
 
 /* Opens (or, with @create, creates and sizes) the file and the engine, sets up the cache.
    With @create, nrows, D, dtype, rowbytes and state_room are the caller's; else read from

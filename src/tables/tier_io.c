@@ -85,12 +85,13 @@ static void *pool_main(void *arg)
         if (!io->count)
             break;
         EmbTierReq *r = io->queue[io->head];
+        const int fd = io->fd;
         io->head = (io->head + 1) % POOL_RING;
         io->count--;
         pthread_cond_signal(&io->room);
         pthread_mutex_unlock(&io->mu);
         const int f = injected(r);
-        const int32_t res = f ? f : rw_all(io->fd, r);
+        const int32_t res = f ? f : rw_all(fd, r);
         pthread_mutex_lock(&io->mu);
         r->res = res;
         if (--io->inflight == 0)
@@ -274,6 +275,14 @@ void emb__tier_io_destroy(EmbTierIo **pio)
     pthread_cond_destroy(&io->idle);
     free(io);
     *pio = NULL;
+}
+
+void emb__tier_io_set_fd(EmbTierIo *io, int fd)
+{
+    emb__tier_io_wait(io);
+    pthread_mutex_lock(&io->mu);
+    io->fd = fd;
+    pthread_mutex_unlock(&io->mu);
 }
 
 const char *emb__tier_io_name(const EmbTierIo *io)

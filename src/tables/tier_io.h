@@ -46,6 +46,8 @@ void emb__tier_io_set_fault(emb_tier_fault_fn fn);
 int emb__tier_io_create(EmbTierIo **out, int fd, EmbTierIoKind kind);
 /* Waits for every request in flight, then frees the engine. NULL is fine. */
 void emb__tier_io_destroy(EmbTierIo **io);
+/* Switches to the file @fd (no request in flight: the caller waited). */
+void emb__tier_io_set_fd(EmbTierIo *io, int fd);
 /* "io_uring" or "pread" */
 const char *emb__tier_io_name(const EmbTierIo *io);
 /* Starts @n requests (their memory stays the caller's until emb__tier_io_wait returns). */

@@ -63,44 +63,55 @@ static int64_t rec_offset(const Tier *x, int64_t row)
     return EMB_TIER_HEADER + row * (int64_t)x->recbytes;
 }
 
-static int write_header(Tier *x)
+int emb__tier_format(const Tier *x, int fd, const char *path)
 {
     char page[EMB_TIER_HEADER] = {0};
     TierHeader h = {.version = 1, .dtype = x->dtype, .D = x->D, .state_room = x->state_room,
                     .nrows = x->nrows, .recbytes = (int64_t)x->recbytes};
     memcpy(h.magic, EMB_TIER_MAGIC, 8);
     memcpy(page, &h, sizeof h);
-    if (pwrite(x->fd, page, sizeof page, 0) != (ssize_t)sizeof page ||
-        ftruncate(x->fd, rec_offset(x, x->nrows)) != 0)
-        return emb__fail(EMB_EIO, "%s: cannot size %s for %lld rows: %s", x->label, x->path,
+    if (pwrite(fd, page, sizeof page, 0) != (ssize_t)sizeof page ||
+        ftruncate(fd, rec_offset(x, x->nrows)) != 0)
+        return emb__fail(EMB_EIO, "%s: cannot size %s for %lld rows: %s", x->label, path,
                          (long long)x->nrows, strerror(errno));
     return 0;
 }
 
-/* Reads and checks the header and the file's size. */
-static int read_header(Tier *x)
+/* Reads and checks the header of @fd (@path for messages) into @sh; @size: the file's. */
+static int read_header(int fd, const char *path, EmbTierShape *sh, int64_t *recbytes)
 {
     TierHeader h;
     struct stat st;
-    if (pread(x->fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, EMB_TIER_MAGIC, 8))
-        return emb__fail(EMB_ECORRUPT, "%s is not a tiered table's file (no header)", x->path);
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, EMB_TIER_MAGIC, 8))
+        return emb__fail(EMB_ECORRUPT, "%s is not a tiered table's file (no header)", path);
     size_t el = 0;
     if (h.version != 1 || h.D < 1 || h.nrows < 0 || h.state_room < 0 ||
-        (el = emb_dtype_size((EmbDtype)h.dtype)) == 0)
-        return emb__fail(EMB_ECORRUPT, "%s: the header of a tiered table is corrupt", x->path);
-    x->nrows = h.nrows, x->D = h.D, x->dtype = h.dtype, x->state_room = h.state_room;
-    x->rowbytes = (size_t)h.D * el;
-    if ((int64_t)((x->rowbytes + 15) / 16 * 16 + 4 * (size_t)h.state_room) != h.recbytes)
-        return emb__fail(EMB_ECORRUPT, "%s: the header's record size is inconsistent", x->path);
-    if (fstat(x->fd, &st) != 0)
-        return emb__fail(EMB_EIO, "%s: %s", x->path, strerror(errno));
-    x->recbytes = (size_t)h.recbytes;
+        (el = emb_dtype_size((EmbDtype)h.dtype)) == 0 ||
+        (int64_t)(((size_t)h.D * el + 15) / 16 * 16 + 4 * (size_t)h.state_room) != h.recbytes)
+        return emb__fail(EMB_ECORRUPT, "%s: the header of a tiered table is corrupt", path);
+    if (fstat(fd, &st) != 0)
+        return emb__fail(EMB_EIO, "%s: %s", path, strerror(errno));
     const int64_t have = st.st_size < EMB_TIER_HEADER ? 0
                          : (st.st_size - EMB_TIER_HEADER) / h.recbytes;
     if (have < h.nrows)
         return emb__fail(EMB_ECORRUPT, "%s is short: rows %lld..%lld of %lld are missing",
-                         x->path, (long long)have, (long long)h.nrows - 1, (long long)h.nrows);
+                         path, (long long)have, (long long)h.nrows - 1, (long long)h.nrows);
+    *sh = (EmbTierShape){.nrows = h.nrows, .D = h.D, .dtype = h.dtype,
+                         .state_room = h.state_room};
+    *recbytes = h.recbytes;
     return 0;
+}
+
+int emb__tier_read_shape(const char *path, EmbTierShape *sh)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "cannot open %s: %s",
+                         path, strerror(errno));
+    int64_t rec;
+    const int r = read_header(fd, path, sh, &rec);
+    close(fd);
+    return r;
 }
 
 static int open_file(Tier *x, bool create)
@@ -109,14 +120,18 @@ static int open_file(Tier *x, bool create)
     if (x->fd < 0)
         return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "%s: cannot open %s: %s",
                          x->label, x->path, strerror(errno));
-    if (create) {
-        x->state_off = (x->rowbytes + 15) / 16 * 16;
-        x->recbytes = x->state_off + 4 * (size_t)x->state_room;
-        return write_header(x);
+    if (!create) {
+        EmbTierShape sh;
+        int64_t rec;
+        const int r = read_header(x->fd, x->path, &sh, &rec);
+        if (r)
+            return r;
+        x->nrows = sh.nrows, x->D = sh.D, x->dtype = sh.dtype, x->state_room = sh.state_room;
+        x->rowbytes = (size_t)sh.D * emb_dtype_size((EmbDtype)sh.dtype);
     }
-    const int r = read_header(x);
     x->state_off = (x->rowbytes + 15) / 16 * 16;
-    return r;
+    x->recbytes = x->state_off + 4 * (size_t)x->state_room;
+    return create ? emb__tier_format(x, x->fd, x->path) : 0;
 }
 
 int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
@@ -627,5 +642,59 @@ void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n)
 {
     pthread_mutex_lock(&x->mu);
     prefetch_locked(x, ids, n);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- the rest -------------------------------------------------------------------------- */
+
+void emb__tier_swap_file(Tier *x, int fd, char *path)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, true);
+    emb__tier_io_set_fd(x->io, fd);
+    close(x->fd);
+    free(x->path);
+    x->fd = fd, x->path = path;
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        x->cache.slots[s].flags = 0, x->cache.slots[s].pins = 0;
+    x->npinned = 0;
+    x->sp.n = 0;
+    sp_rehash(&x->sp, 0);
+    pthread_mutex_unlock(&x->mu);
+}
+
+void emb__tier_stats(Tier *x, EmbTieredStats *out)
+{
+    pthread_mutex_lock(&x->mu);
+    *out = x->st;
+    out->dirty_rows = 0;
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        out->dirty_rows += (x->cache.slots[s].flags & EMB_TIER_DIRTY) != 0;
+    for (int64_t k = 0; k < x->sp.n; k++)
+        out->dirty_rows += (x->sp.flags[k] & EMB_TIER_DIRTY) != 0;
+    out->cache_rows = x->cache.nslots;
+    out->record_bytes = (int64_t)x->recbytes;
+    out->engine = emb__tier_io_name(x->io);
+    pthread_mutex_unlock(&x->mu);
+}
+
+void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    if (n > x->ids_cap) {
+        int64_t *p = realloc(x->ids, (size_t)n * sizeof *p);
+        if (!p) {
+            pthread_mutex_unlock(&x->mu);
+            return; /* a hint */
+        }
+        x->ids = p, x->ids_cap = n;
+    }
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t id = id32 ? ((const int32_t *)ids)[k] : ((const int64_t *)ids)[k];
+        if (id >= 0 && id < x->nrows)
+            x->ids[m++] = id;
+    }
+    prefetch_locked(x, x->ids, m);
     pthread_mutex_unlock(&x->mu);
 }
