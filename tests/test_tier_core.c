@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,8 +32,6 @@ static void teardown(void)
     rmdir_all(dir);
 }
 
-TestSuite(tier_core, .init = setup, .fini = teardown);
-
 static const EmbTierIoKind kinds[] = {EMB_TIER_IO_URING, EMB_TIER_IO_PREAD};
 
 static bool kind_ok(EmbTierIoKind k)
@@ -47,7 +46,7 @@ static bool kind_ok(EmbTierIoKind k)
 
 /* ---- the engine ------------------------------------------------------------------------ */
 
-Test(tier_core, engines_read_write_short_and_faults)
+Test(tier_core, engines_read_write_short_and_faults, .init = setup, .fini = teardown)
 {
     for (int ki = 0; ki < 2; ki++) {
         if (!kind_ok(kinds[ki]))
@@ -97,7 +96,7 @@ Test(tier_core, engines_read_write_short_and_faults)
 
 /* ---- the cache ------------------------------------------------------------------------- */
 
-Test(tier_core, cache_sets_lru_lfu_and_pins)
+Test(tier_core, cache_sets_lru_lfu_and_pins, .init = setup, .fini = teardown)
 {
     EmbTierCache c;
     cr_assert_eq(sizeof(EmbTierSlot), 16);
@@ -200,7 +199,7 @@ static void sweep(EmbTierIoKind k, int lfu, int64_t cache_rows)
     emb__tier_fini(&x);
 }
 
-Test(tier_core, bit_exact_for_every_cache_size_engine_and_policy)
+Test(tier_core, bit_exact_for_every_cache_size_engine_and_policy, .init = setup, .fini = teardown)
 {
     const int64_t sizes[] = {1, 2, 3, 8, 17, 64, 200};
     for (int ki = 0; ki < 2; ki++)
@@ -212,7 +211,7 @@ Test(tier_core, bit_exact_for_every_cache_size_engine_and_policy)
 
 /* ---- files and faults ------------------------------------------------------------------ */
 
-Test(tier_core, missing_short_and_unopenable_files)
+Test(tier_core, missing_short_and_unopenable_files, .init = setup, .fini = teardown)
 {
     Tier x;
     memset(&x, 0, sizeof x);
@@ -258,7 +257,7 @@ static float get(Tier *x, int64_t id, int *err)
     return v;
 }
 
-Test(tier_core, write_back_faults_lose_nothing_and_retry)
+Test(tier_core, write_back_faults_lose_nothing_and_retry, .init = setup, .fini = teardown)
 {
     for (int ki = 0; ki < 2; ki++) {
         if (!kind_ok(kinds[ki]))
@@ -299,7 +298,7 @@ Test(tier_core, write_back_faults_lose_nothing_and_retry)
     }
 }
 
-Test(tier_core, scratch_rows_survive_a_failed_write_back)
+Test(tier_core, scratch_rows_survive_a_failed_write_back, .init = setup, .fini = teardown)
 {
     Tier x;
     make(&x, "sp", 2, EMB_TIER_IO_AUTO, 0, true);
@@ -320,4 +319,59 @@ Test(tier_core, scratch_rows_survive_a_failed_write_back)
     for (int k = 0; k < 6; k++)
         cr_assert_eq(get(&x, ids[k], &err), (float)(k + 1));
     emb__tier_fini(&x);
+}
+
+/* Resolves from several threads at once within one operation (the lookup's spans), with a
+   prefetch in flight: every row read is the reference's. */
+typedef struct Worker {
+    Tier *x;
+    float (*ref)[12];
+    int seed, bad;
+} Worker;
+
+static void *worker(void *arg)
+{
+    Worker *w = arg;
+    for (int it = 0; it < 20; it++) {
+        int64_t ids[16];
+        char *rows[16];
+        for (int k = 0; k < 16; k++)
+            ids[k] = (int64_t)(ROWS * emb__rng_unit((uint64_t)w->seed, (uint64_t)it, (uint64_t)k));
+        if (emb__tier_resolve(w->x, ids, 16, rows, false))
+            w->bad++;
+        for (int k = 0; k < 16; k++)
+            w->bad += memcmp(rows[k], w->ref[ids[k]], 48) != 0;
+    }
+    return NULL;
+}
+
+Test(tier_core, threads_resolve_at_once, .init = setup, .fini = teardown)
+{
+    for (int ki = 0; ki < 2; ki++) {
+        if (!kind_ok(kinds[ki]))
+            continue;
+        Tier x;
+        make(&x, "th", 8, kinds[ki], 0, true);
+        static float ref[ROWS][12];
+        for (int64_t r = 0; r < ROWS; r++)
+            for (int i = 0; i < 12; i++)
+                ref[r][i] = (float)(r * 12 + i);
+        cr_assert_eq(emb__tier_file_rw(&x, 0, ROWS, ref, true), 0);
+        int64_t pre[ROWS];
+        for (int64_t r = 0; r < ROWS; r++)
+            pre[r] = ROWS - 1 - r;
+        emb__tier_prefetch(&x, pre, ROWS);
+        pthread_t th[4];
+        Worker w[4];
+        for (int i = 0; i < 4; i++) {
+            w[i] = (Worker){&x, ref, i, 0};
+            cr_assert_eq(pthread_create(&th[i], NULL, worker, &w[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            cr_assert_eq(w[i].bad, 0);
+        }
+        emb__tier_release(&x);
+        emb__tier_fini(&x);
+    }
 }
