@@ -51,8 +51,8 @@ struct EmbInitializer;
 
 /* ---- spans ----------------------------------------------------------------------------- */
 
-/* The most ids one resolve call is given (the lookup's and the update's spans). */
-#define EMB_SPAN_MAX 64
+/* The most ids one resolve call is given (the lookup's spans). */
+#define EMB_SPAN_MAX 128
 
 /* Ids k0 .. k0 + n - 1 of a batch's id array (int32 when id32, else int64); n <= EMB_SPAN_MAX.
    Ids are validated by the caller (in range for dense kinds, >= 0 for keyed kinds). */
@@ -116,6 +116,7 @@ typedef struct EmbExtraTensor {
     int elem;          /* EmbElem or EmbDtype */
     int64_t ncolumns;
     int32_t width;
+    bool optional;     /* restore: the file may lack it */
 } EmbExtraTensor;
 
 #define EMB_EXTRA_MAX 4
@@ -142,18 +143,27 @@ typedef struct EmbRowList {
 } EmbRowList;
 
 /*
- * A restore into a kind that lists its rows: the kind stages the new content aside
- * (restore_stage: allocates EVERYTHING it will need, the only step that may fail for lack
- * of memory), the store fills it through stage_dst, the kind checks it (stage_check:
- * EMB_ECORRUPT for ids or steps that cannot be), and then either every staged table
- * commits (stage_commit: swaps in, cannot fail) or every stage is freed (stage_free): a
- * failed restore changes no table.
+ * A restore into a kind that lists its rows: the store reads the file's extra tensors for
+ * the table (restore_extras names them) into memory and hands them to `stage`, which
+ * checks them (EMB_ECORRUPT: ids or steps that cannot be; EMB_ESHAPE: a sketch of another
+ * width) and allocates EVERYTHING the new content needs (EMB_ENOMEM): the only step that
+ * may fail. The store then fills the rows and state rows through stage_dst (file order),
+ * and either every staged table commits (stage_commit: swaps in, cannot fail) or every
+ * stage is freed (stage_free): a failed restore changes no table.
  */
 typedef struct EmbRowStage EmbRowStage;
 
-/* What stage_dst addresses: the values of row k, its optimizer state row, or column k of
-   extra tensor `e` (EMB_STAGE_EXTRA + e). */
-enum { EMB_STAGE_VALUES = 0, EMB_STAGE_STATE = 1, EMB_STAGE_EXTRA = 2 };
+typedef struct EmbStageIn {
+    int64_t nrows;                     /* rows in the file */
+    int64_t step;                      /* the kind's update count saved (EmbRowList.step) */
+    const void *extra[EMB_EXTRA_MAX];  /* restore_extras' tensors as read (NULL: not in
+                                          the file, for an optional one) */
+    EmbExtraTensor shape[EMB_EXTRA_MAX]; /* their shapes in the file */
+    const char *path, *name;           /* the file and the table's name in it: messages */
+} EmbStageIn;
+
+/* What stage_dst addresses: the values of row k, or its optimizer state row. */
+enum { EMB_STAGE_VALUES = 0, EMB_STAGE_STATE = 1 };
 
 /* ---- the operations table -------------------------------------------------------------- */
 
@@ -183,10 +193,13 @@ typedef struct EmbTableOps {
        fetching its index slot / its row (tiered: an asynchronous read). NULL: none. */
     void (*prefetch)(const EmbTable *t, int64_t id);
 
-    /* [serial] Whether FORWARD may read @id: 0, or EMB_ENOTFOUND with the message (dynamic
-       with EMB_DYN_MISSING_ERROR and no row). Checked for every id before a lookup writes
-       any output. NULL: every validated id may be read. */
-    int (*check_read)(const EmbTable *t, int64_t id);
+    /* [serial] Whether FORWARD of an id may be refused (dynamic with EMB_DYN_MISSING_ERROR:
+       an unknown id is EMB_ENOTFOUND), and whether @id may be read. The lookup checks every
+       id it will read with `readable` before it writes any output (and names the id and
+       its position in EMB_ENOTFOUND's message) when `missing_fails` says so. NULL: every
+       validated id may be read. */
+    bool (*missing_fails)(const EmbTable *t);
+    bool (*readable)(const EmbTable *t, int64_t id);
 
     /* [serial] The end of an operation: unpin what it resolved (tiered: dirty rows stay
        cached and are written back when evicted or saved). NULL: nothing to do. */
@@ -233,26 +246,28 @@ typedef struct EmbTableOps {
        EMB_ENOTSUP (state kept already). NULL: the optimizer keeps a dense state table of
        ncolumns x width beside the table. */
     int (*state_attach)(EmbTable *t, int32_t width, const float *init, EmbTable **view);
+    /* The view state_attach made that is still attached (NULL: none): the optimizer checks
+       that its state of the table is still the table's. NULL entry: not checked. */
+    const EmbTable *(*state_view)(const EmbTable *t);
 
     /* ---- checkpoints ----------------------------------------------------------------------- */
 
     /* [serial] Checks that the table can be saved (0 or EMB_ENOTSUP / EMB_EINVAL with the
        reason: dynamic shards with different sketch widths; a state view). NULL: it can. */
     int (*save_check)(const EmbTable *t);
-    /* [serial] Lists the rows for a save (EmbRowList above). 0, EMB_ENOMEM, EMB_EIO.
-       NULL: a dense table: rows 0 .. ncolumns - 1 by column(), state in the optimizer's
-       dense state table, no extra tensor. */
-    int (*save_list)(const EmbTable *t, bool with_state, EmbRowList *out);
-    /* [serial] The extra tensors a restore must find for this table (same as save_list's,
-       ncolumns < 0 meaning "rows"); *n of them. NULL: none. */
+    /* [serial] Lists the rows for a save (EmbRowList above; with the optimizer state rows
+       when @state and the kind keeps state). 0, EMB_ENOMEM, EMB_EIO. NULL: a dense table:
+       rows 0 .. ncolumns - 1 by column(), state in the optimizer's dense state table, no
+       extra tensor. */
+    int (*save_list)(const EmbTable *t, bool state, EmbRowList *out);
+    /* [serial] The extra tensors a restore reads for this table (suffix, element type;
+       ncolumns < 0: one per row; `optional` ones may be absent), *n of them. */
     void (*restore_extras)(const EmbTable *t, EmbExtraTensor *extra, int *n);
-    /* [serial] Stage @nrows rows of new content (with optimizer state when the table keeps
-       it). 0, EMB_ENOMEM. NULL (with save_list NULL): the store stages a dense copy. */
-    int (*stage)(const EmbTable *t, int64_t nrows, EmbRowStage **out);
+    /* [serial] Stage the new content (EmbStageIn above): 0, EMB_ECORRUPT, EMB_ESHAPE,
+       EMB_ENOMEM. Then stage_dst (cannot fail; STATE: NULL when the table keeps no state),
+       and stage_commit (cannot fail) or stage_free. */
+    int (*stage)(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out);
     void *(*stage_dst)(EmbRowStage *s, int what, int64_t k);
-    /* Checks the staged ids / steps (@step: the file's update count for the kind):
-       0 or EMB_ECORRUPT (the caller adds the file's name). */
-    int (*stage_check)(EmbRowStage *s, int64_t step);
     void (*stage_commit)(EmbTable *t, EmbRowStage *s);
     void (*stage_free)(EmbRowStage *s);
 
