@@ -13,18 +13,7 @@
 #include "internal.h"
 #include "tables/table_ops.h"
 
-typedef void *(*emb_table_column_fn)(const EmbTable *t, int64_t column, EmbContext ctx);
-
-typedef enum EmbTableKind {
-    EMB_KIND_SIMPLE = 0,
-    EMB_KIND_CUSTOM = 1,
-    EMB_KIND_PARTITIONED = 2,
-    EMB_KIND_DYNAMIC = 3,       /* dynamic.c: hash-keyed rows */
-    EMB_KIND_DYNAMIC_STATE = 4, /* dynamic.c: a dynamic table's optimizer state, by id */
-} EmbTableKind;
-
 struct EmbTable {
-    EmbTableKind kind;
     EmbDtype dtype;
     int32_t featuresize;
     int32_t static_size; /* 0: dynamic */
@@ -46,10 +35,12 @@ struct EmbTable {
     void *user;
     emb_destroy_fn user_destroy;
 
-    /* other kinds' private state, freed by impl_destroy */
+    /* other kinds' private state, freed by ops->destroy */
     void *impl;
-    void (*impl_destroy)(EmbTable *t);
 };
+
+/* The simple kind's operations (emb__table_alloc's default). */
+extern const EmbTableOps emb__simple_ops;
 
 /* The column pointer of an in-range column (the caller validated it). */
 EMB_INLINE void *emb__column(const EmbTable *t, int64_t column, EmbContext ctx)
@@ -79,9 +70,15 @@ EMB_INLINE void emb__table_prefetch(const EmbTable *t, int64_t id)
         t->ops->prefetch(t, id);
 }
 
-EMB_INLINE int emb__table_check_read(const EmbTable *t, int64_t id)
+/* Whether a FORWARD read of some id may be refused (then each id: emb__table_readable). */
+EMB_INLINE bool emb__table_missing_fails(const EmbTable *t)
 {
-    return t->ops->check_read ? t->ops->check_read(t, id) : 0;
+    return t->ops->missing_fails && t->ops->missing_fails(t);
+}
+
+EMB_INLINE bool emb__table_readable(const EmbTable *t, int64_t id)
+{
+    return !t->ops->readable || t->ops->readable(t, id);
 }
 
 EMB_INLINE void emb__table_release(const EmbTable *t)

@@ -88,7 +88,6 @@ typedef struct EmbRowPlan {
     const int64_t *part_start; /* part p: ids[part_start[p] .. + part_len[p]); NULL: one part */
     const int64_t *part_len;
     int64_t *handle;           /* ndistinct entries, kind-owned meaning */
-    int32_t state_width;       /* f32 of optimizer state per row (0: none, e.g. SGD) */
 } EmbRowPlan;
 
 EMB_INLINE void emb__rowplan_part(const EmbRowPlan *rp, int p, int64_t *d0, int64_t *n)
