@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/format.h"
+#include "store/model.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
@@ -377,7 +377,7 @@ static int write_temp(const EmbSaver *s, const EmbStore *store, int64_t step, co
     *fd = r ? -1 : tmp_create(final, tmp, cap);
     if (!r && *fd < 0)
         r = emb__fail(EMB_EIO, "cannot create a temporary for %s: %s", final, strerror(errno));
-    r = r ? r : emb__ckpt_write(&c, *fd, final);
+    r = r ? r : emb__ckpt_save(&c, *fd, final);
     if (!r && fsync(*fd) != 0)
         r = emb__fail(EMB_EIO, "cannot write checkpoint %s: %s", final, strerror(errno));
     if (r && *fd >= 0) {

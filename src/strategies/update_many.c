@@ -197,7 +197,8 @@ static int index_all(ManyCtx *c, int64_t n)
     return 0;
 }
 
-/* Optimizer state of every table (created first, as creating may move the array). */
+/* Optimizer state of every table, looked up (or created) once per table: by index while
+   creating may move the array, then the plans point at it (plans[i].ost). */
 static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags)
 {
     EmbOptState *st;
@@ -205,11 +206,10 @@ static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags
         const int r = emb__optimizer_state(opt, plans[i].table, &st);
         if (r)
             return r;
+        plans[i].ost_index = st - opt->states;
     }
-    for (int64_t i = 0; i < n; i++) {
-        emb__optimizer_state(opt, plans[i].table, &st);
-        emb__plan_optimizer(opt, st, &plans[i], flags);
-    }
+    for (int64_t i = 0; i < n; i++)
+        emb__plan_optimizer(opt, &opt->states[plans[i].ost_index], &plans[i], flags);
     return 0;
 }
 
@@ -245,8 +245,11 @@ static int many_prepare(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *cons
     if (!r && emb__strategy_reserve(strategy, 2 * (size_t)dmax * sizeof(float)))
         r = emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     r = r ? r : plan_all(opt, plans, n, flags);
-    for (int64_t i = 0; i < n && !r; i++) /* dynamic tables: every one checked first */
-        r = emb__plan_dynamic_prepare(&plans[i]);
+    int64_t prepared = 0;
+    for (; prepared < n && !r; prepared++) /* planned tables: every one prepared first */
+        r = emb__plan_rows_prepare(&plans[prepared]);
+    for (int64_t i = 0; r && i < prepared - 1; i++) /* the ones before the failure */
+        emb__plan_rows_cancel(&plans[i]);
     return r;
 }
 
@@ -257,15 +260,12 @@ static void many_apply(ManyCtx *c)
     EmbStrategy *strategy = c->s;
     const int64_t n = c->n;
     for (int64_t i = 0; i < n; i++)
-        emb__plan_dynamic_commit(&c->plans[i]);
+        emb__plan_rows_commit(&c->plans[i]);
     lap(c, T_SERIAL);
     emb__strategy_run_on(strategy, c->nthreads, n * c->nsplits * c->asplits, apply_task, c);
     lap(c, T_APPLY);
-    for (int64_t i = 0; i < n; i++) {
-        EmbOptState *st;
-        emb__optimizer_state(c->opt, c->plans[i].table, &st);
-        st->step++;
-    }
+    for (int64_t i = 0; i < n; i++)
+        c->opt->states[c->plans[i].ost_index].step++;
     lap(c, T_SERIAL);
     memcpy(strategy->update_times, c->times, sizeof c->times);
 }
@@ -335,8 +335,14 @@ int emb_update_many_commit(EmbStrategy *strategy)
 
 void emb_update_many_cancel(EmbStrategy *strategy)
 {
-    if (strategy)
-        strategy->many.pending = false;
+    if (!strategy || !strategy->many.pending)
+        return;
+    strategy->many.pending = false;
+    void *user = NULL;
+    if (emb__strategy_callbacks(strategy, &user))
+        return; /* nothing was prepared: the callback runs at the commit */
+    for (int64_t i = 0; i < strategy->many.n; i++) /* what the tables reserved, dropped */
+        emb__plan_rows_cancel(&strategy->many.plans[i]);
 }
 
 int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTimes *out)
