@@ -57,6 +57,8 @@ typedef struct Tier {
     /* the current operation's pins: cache slots s >= 0, scratch rows as -1 - k */
     int64_t *pinned;
     int64_t npinned, pinned_cap;
+    bool release_pending; /* emb__tier_release_later: unpin before the next operation */
+    int64_t release_mark; /* the pins [0, release_mark) are the update's */
     /* requests of one resolve / flush (grown), and the prefetch's in flight */
     EmbTierReq *rq;
     int64_t rq_cap;
@@ -101,10 +103,16 @@ void emb__tier_fini(Tier *x);
    record. 0, or EMB_EIO / EMB_ENOMEM naming the file and rows: what this call pinned is
    unpinned, nothing is lost (dirty rows stay). With @dirty the rows are marked dirty. */
 int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty);
+/* emb__tier_resolve of one id for column(): never ends a pending release (it runs inside an
+   update's apply phase, or early in the next operation). */
+int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty);
 /* Marks the records of @n ids resolved in this operation dirty. */
 void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n);
 /* Ends the operation: unpins its rows; writes back the scratch pad's dirty rows. */
 void emb__tier_release(Tier *x);
+/* Ends the operation when the next one starts (an update's commit: its apply phase still
+   uses the rows; the update path calls no release). */
+void emb__tier_release_later(Tier *x);
 /* Starts asynchronous reads of the missing rows of @n ids (a hint: never fails). */
 void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n);
 /* Writes every dirty row back: 0 or EMB_EIO naming the file and rows (those stay dirty). */

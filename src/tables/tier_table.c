@@ -321,17 +321,16 @@ static void pin_sp(Tier *x, int64_t k)
     }
 }
 
-/* Unpins the pins from index @from on. */
-static void unpin_from(Tier *x, int64_t from)
+/* Unpins the pins of indices [from, to) (the list itself is the caller's). */
+static void unpin_from(Tier *x, int64_t from, int64_t to)
 {
-    for (int64_t i = from; i < x->npinned; i++) {
+    for (int64_t i = from; i < to; i++) {
         const int64_t p = x->pinned[i];
         if (p >= 0)
             x->cache.slots[p].pins = 0;
         else
             x->sp.flags[-1 - p] &= (uint8_t)~TIER_SP_PINNED;
     }
-    x->npinned = from;
 }
 
 /* ---- prefetch bookkeeping -------------------------------------------------------------- */
@@ -365,7 +364,8 @@ static void pf_settle(Tier *x, bool wait)
 static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTierReq *rd,
                          int64_t nr, int64_t mark, int64_t sp0)
 {
-    unpin_from(x, mark);
+    unpin_from(x, mark, x->npinned);
+    x->npinned = mark;
     for (int64_t i = 0; i < nr; i++)
         if (rd[i].buf >= (void *)x->cache.data &&
             (const char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
@@ -432,6 +432,8 @@ static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *
     return row;
 }
 
+static void release_locked(Tier *x);
+
 static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
 {
     if (pin_room(x, n) || rq_room(x, 2 * n))
@@ -471,6 +473,8 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
 int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty)
 {
     pthread_mutex_lock(&x->mu);
+    if (x->release_pending)
+        release_locked(x);
     int r = resolve_locked(x, ids, n, rows);
     pthread_mutex_unlock(&x->mu);
     if (!r && dirty)
@@ -494,6 +498,16 @@ void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n)
     pthread_mutex_unlock(&x->mu);
 }
 
+int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty)
+{
+    pthread_mutex_lock(&x->mu);
+    int r = resolve_locked(x, &id, 1, row);
+    pthread_mutex_unlock(&x->mu);
+    if (!r && dirty)
+        emb__tier_mark_dirty(x, &id, 1);
+    return r;
+}
+
 /* ---- release, flush, prefetch ---------------------------------------------------------- */
 
 /* Writes back the scratch pad's unpinned dirty rows and drops its clean unpinned ones;
@@ -514,6 +528,9 @@ static void sp_settle(Tier *x)
         if (!x->rq[i].res)
             sp->flags[k] &= (uint8_t)~EMB_TIER_DIRTY, x->st.rows_written++;
     }
+    for (int64_t k = 0; k < sp->n; k++)
+        if (sp->flags[k] & TIER_SP_PINNED)
+            return; /* rows handed out stay where they are */
     int64_t m = 0;
     for (int64_t k = 0; k < sp->n; k++) {
         if (!(sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)))
@@ -528,12 +545,32 @@ static void sp_settle(Tier *x)
     sp_rehash(sp, m);
 }
 
+/* Ends the operation: unpins its rows (with release_pending, only those pinned before the
+   update's commit: column() calls since then may belong to the next operation). */
+static void release_locked(Tier *x)
+{
+    const int64_t upto = x->release_pending ? x->release_mark : x->npinned;
+    x->release_pending = false;
+    pf_settle(x, false);
+    const int64_t rest = x->npinned - upto;
+    unpin_from(x, 0, upto);
+    memmove(x->pinned, x->pinned + upto, (size_t)rest * sizeof *x->pinned);
+    x->npinned = rest;
+    sp_settle(x);
+}
+
 void emb__tier_release(Tier *x)
 {
     pthread_mutex_lock(&x->mu);
-    pf_settle(x, false);
-    unpin_from(x, 0);
-    sp_settle(x);
+    release_locked(x);
+    pthread_mutex_unlock(&x->mu);
+}
+
+void emb__tier_release_later(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    x->release_pending = true;
+    x->release_mark = x->npinned;
     pthread_mutex_unlock(&x->mu);
 }
 
@@ -570,6 +607,8 @@ static int flush_locked(Tier *x)
 int emb__tier_flush(Tier *x)
 {
     pthread_mutex_lock(&x->mu);
+    if (x->release_pending)
+        release_locked(x);
     const int r = flush_locked(x);
     if (!r && !x->npinned)
         sp_settle(x);
@@ -604,6 +643,8 @@ static bool pf_room(Tier *x, int64_t n)
    victim is written back first; where that fails the victim stays and the id is skipped). */
 static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
 {
+    if (x->release_pending)
+        release_locked(x);
     pf_settle(x, true);
     if (!pf_room(x, n) || rq_room(x, n))
         return;

@@ -9,6 +9,7 @@
  * step's distinct rows (the only step that reads the disk, and the only one that may fail);
  * its handles are the records' addresses; the commit marks them dirty.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ static void *tiered_column(const EmbTable *t, int64_t id, EmbContext ctx)
 {
     Tier *x = tier(t);
     char *row;
-    if (emb__tier_resolve(x, &id, 1, &row, ctx == EMB_CTX_UPDATE))
+    if (emb__tier_column(x, id, &row, ctx == EMB_CTX_UPDATE))
         return x->sink;
     return row;
 }
@@ -51,17 +52,34 @@ static void tiered_release(const EmbTable *t)
     emb__tier_release(tier(t));
 }
 
+/* Resolves (pins, reads) the step's distinct rows part by part; a handle is its record's
+   address. Marked dirty by the commit; unpinned when the next operation starts (the update
+   calls no release: tier_table.c's release_pending). */
 static int tiered_update_prepare(EmbTable *t, EmbRowPlan *rp)
 {
     Tier *x = tier(t);
-    char **rows = (char **)rp->handle; /* a handle is its record's address */
     _Static_assert(sizeof(char *) == sizeof(int64_t), "handles hold addresses");
-    return emb__tier_resolve(x, rp->ids, rp->ndistinct, rows, false);
+    for (int p = 0; p < rp->nparts; p++) {
+        int64_t d0, n;
+        emb__rowplan_part(rp, p, &d0, &n);
+        const int r = emb__tier_resolve(x, rp->ids + d0, n, (char **)(rp->handle + d0), false);
+        if (r) {
+            emb__tier_release(x);
+            return r;
+        }
+    }
+    return 0;
 }
 
 static void tiered_update_commit(EmbTable *t, EmbRowPlan *rp)
 {
-    emb__tier_mark_dirty(tier(t), rp->ids, rp->ndistinct);
+    Tier *x = tier(t);
+    for (int p = 0; p < rp->nparts; p++) {
+        int64_t d0, n;
+        emb__rowplan_part(rp, p, &d0, &n);
+        emb__tier_mark_dirty(x, rp->ids + d0, n);
+    }
+    emb__tier_release_later(x);
 }
 
 static void tiered_update_cancel(EmbTable *t, EmbRowPlan *rp)

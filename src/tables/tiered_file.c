@@ -78,7 +78,7 @@ static void *view_column(const EmbTable *v, int64_t id, EmbContext ctx)
 {
     Tier *x = v->impl;
     char *rec;
-    if (emb__tier_resolve(x, &id, 1, &rec, ctx == EMB_CTX_UPDATE))
+    if (emb__tier_column(x, id, &rec, ctx == EMB_CTX_UPDATE))
         return x->sink + x->state_off;
     return rec + x->state_off;
 }

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tiered.c — tiered tables (tiered.h) against the same tables in memory: every
+ * forward output and the final rows bit for bit, for cache sizes down to one row, both I/O
+ * engines, LRU and LFU, every optimizer, emb_update and emb_update_many under every
+ * strategy, prefetch depths 0..2; reopening a flushed file; faults injected into the I/O
+ * (tier_fault.h): errors name the file and rows, nothing is lost, a retry gives the same
+ * bits. Internal (the static library) for the fault hook only.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "embtables/tiered.h"
+#include "test_files.h"
+#include "test_update_ref.h"
+#include "tier_fault.h"
+
+#define NT 4
+#define NB 24
+#define NNZ (NB * 7)
+static const int32_t dims[NT] = {16, 8, 5, 64};
+static const EmbDtype dtypes[NT] = {EMB_F32, EMB_F16, EMB_BF16, EMB_F32};
+static const int64_t ncols[NT] = {200, 50, 1000, 300};
+
+static char dir[64];
+
+static void setup(void)
+{
+    tmpdir(dir);
+}
+
+static void teardown(void)
+{
+    fault_set(0, 1, 1, 0);
+    rmdir_all(dir);
+}
+
+/* Skewed batches (hot ids repeat): ragged bags with weights, pruning and a default id in
+   table 0, int32 ids in table 1, max_norm in table 2. */
+typedef struct Data {
+    int64_t ids[NT][NNZ];
+    int32_t ids32[NNZ];
+    int64_t offsets[NB + 1];
+    float w[NNZ];
+    float dy[NT][NB * 64];
+    EmbBatch b[NT];
+    EmbPooling p[NT];
+} Data;
+
+static void make_data(Data *d, uint64_t seed)
+{
+    for (int i = 0; i < NT; i++) {
+        for (int k = 0; k < NNZ; k++) {
+            const uint64_t r = tu_rand(&seed);
+            d->ids[i][k] = (int64_t)((r & 1) ? r % 7 : (r >> 8) % (uint64_t)ncols[i]);
+        }
+        for (int k = 0; k < NB * 64; k++)
+            d->dy[i][k] = tu_randf(&seed);
+        d->b[i] = (EmbBatch){.ids = d->ids[i], .nnz = NNZ, .nbags = NB, .bag_size = 7};
+        d->p[i] = (EmbPooling){.combiner = (EmbCombiner)(1 + i % 3)};
+    }
+    d->offsets[0] = 0;
+    for (int b = 0; b < NB; b++) {
+        const int64_t next = d->offsets[b] + (int64_t)(tu_rand(&seed) % 12);
+        d->offsets[b + 1] = next < NNZ ? next : NNZ;
+    }
+    d->offsets[NB] = NNZ;
+    for (int k = 0; k < NNZ; k++)
+        d->w[k] = tu_randf(&seed) + 0.3f;
+    d->b[0].offsets = d->offsets;
+    d->b[0].weights = d->w;
+    d->p[0].default_id = 3;
+    d->p[0].flags = EMB_USE_DEFAULT_ID | EMB_PRUNE_NONPOSITIVE_WEIGHTS;
+    d->p[2].max_norm = 0.5f;
+    for (int k = 0; k < NNZ; k++)
+        d->ids32[k] = (int32_t)d->ids[1][k];
+    d->b[1].ids = d->ids32;
+    d->b[1].id_type = EMB_ID_I32;
+}
+
+/* How the tiered model is set up (cache_rows 0: the tables in memory). */
+typedef struct Cfg {
+    int64_t cache_rows;
+    EmbTierEngine engine;
+    EmbTierPolicy policy;
+    int prefetch;  /* batches handed ahead */
+} Cfg;
+
+typedef struct Model {
+    EmbTable *t[NT];
+    EmbGrad *g[NT];
+    EmbIndexer *ix[NT];
+    EmbOptimizer *opt;
+} Model;
+
+static int64_t record_bytes(int i)
+{
+    return ((int64_t)dims[i] * (int64_t)emb_dtype_size(dtypes[i]) + 15) / 16 * 16 + 8 * dims[i];
+}
+
+static EmbTable *tiered(int i, const Cfg *cfg)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/t%d", dir, i);
+    const EmbTieredOptions o = {.cache_bytes = cfg->cache_rows * record_bytes(i),
+                                .engine = cfg->engine, .policy = cfg->policy,
+                                .state_width = 2 * dims[i]};
+    EmbTable *t = NULL;
+    cr_assert_eq(emb_table_tiered_create(&t, path, ncols[i], dims[i], dtypes[i], &o), 0, "%s",
+                 emb_last_error());
+    return t;
+}
+
+static void model_init(Model *m, EmbOptimizerConfig c, const Cfg *cfg)
+{
+    for (int i = 0; i < NT; i++) {
+        if (cfg->cache_rows)
+            m->t[i] = tiered(i, cfg);
+        else
+            cr_assert_eq(emb_table_create(&m->t[i], ncols[i], dims[i], dtypes[i], NULL), 0);
+        const EmbInitializer in = {EMB_INIT_UNIFORM, -1.0f, 1.0f, 100 + (uint64_t)i};
+        cr_assert_eq(emb_table_initialize(m->t[i], &in), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_grad_create(&m->g[i]), 0);
+        cr_assert_eq(emb_indexer_create(&m->ix[i]), 0);
+    }
+    cr_assert_eq(emb_optimizer_create(&m->opt, &c), 0);
+}
+
+static void model_free(Model *m)
+{
+    for (int i = 0; i < NT; i++) {
+        emb_grad_destroy(&m->g[i]);
+        emb_indexer_destroy(&m->ix[i]);
+    }
+    emb_optimizer_destroy(&m->opt);
+    for (int i = 0; i < NT; i++)
+        emb_table_destroy(&m->t[i]);
+}
+
+/* Every row of every table as f32 (through lookups: a gather of all ids). */
+static float *content(Model *m)
+{
+    int64_t n = 0;
+    for (int i = 0; i < NT; i++)
+        n += ncols[i] * dims[i];
+    float *out = malloc((size_t)n * sizeof *out), *o = out;
+    for (int i = 0; i < NT; i++) {
+        int64_t *ids = malloc((size_t)ncols[i] * sizeof *ids);
+        for (int64_t c = 0; c < ncols[i]; c++)
+            ids[c] = c;
+        cr_assert_eq(emb_gather(m->t[i], ids, ncols[i], o, dims[i]), 0, "%s", emb_last_error());
+        o += ncols[i] * dims[i];
+        free(ids);
+    }
+    return out;
+}
+
+#define STEPS 3
+
+/* STEPS training steps: a forward (maplookup under @s, or emb_lookup per table), its
+   outputs appended to @fwd; the backward; the update (emb_update_many under @s, or
+   emb_update per table). Prefetches cfg->prefetch batches ahead. Returns the rows. */
+static float *train(EmbOptimizerConfig c, const Cfg *cfg, EmbStrategy *s, float *fwd)
+{
+    Model m;
+    model_init(&m, c, cfg);
+    static Data d[STEPS + 2];
+    for (int k = 0; k < STEPS + 2; k++)
+        make_data(&d[k], 500 + (uint64_t)k);
+    for (int k = 0; k < cfg->prefetch; k++)
+        for (int i = 0; i < NT; i++)
+            cr_assert_eq(emb_table_prefetch(m.t[i], &d[k].b[i]), 0);
+    for (int step = 0; step < STEPS; step++) {
+        Data *dd = &d[step];
+        for (int i = 0; cfg->prefetch && i < NT; i++)
+            emb_table_prefetch(m.t[i], &d[step + cfg->prefetch].b[i]);
+        float *outs[NT];
+        for (int i = 0; i < NT; i++)
+            outs[i] = fwd + ((int64_t)step * NT + i) * NB * 64;
+        const EmbOutputs eo = {.per_table = outs};
+        if (s)
+            cr_assert_eq(emb_maplookup(s, m.t, NT, dd->b, dd->p, &eo), 0, "%s", emb_last_error());
+        for (int i = 0; i < NT && !s; i++)
+            cr_assert_eq(emb_lookup(m.t[i], &dd->b[i], &dd->p[i], outs[i], dims[i]), 0, "%s",
+                         emb_last_error());
+        float *dys[NT] = {dd->dy[0], dd->dy[1], dd->dy[2], dd->dy[3]};
+        const int64_t strides[NT] = {64, 64, 64, 64};
+        const EmbOutputs go = {.per_table = dys, .strides = strides};
+        cr_assert_eq(emb_maplookup_backward(m.t, NT, dd->b, dd->p, &go, m.g), 0, "%s",
+                     emb_last_error());
+        if (s)
+            cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix, 0),
+                         0, "%s", emb_last_error());
+        for (int i = 0; i < NT && !s; i++)
+            cr_assert_eq(emb_update(m.opt, m.t[i], m.g[i], m.ix[i], 0), 0, "%s", emb_last_error());
+    }
+    float *rows = content(&m);
+    model_free(&m);
+    return rows;
+}
+
+static int64_t total_rows(void)
+{
+    int64_t n = 0;
+    for (int i = 0; i < NT; i++)
+        n += ncols[i] * dims[i];
+    return n;
+}
+
+static void compare(EmbOptimizerConfig c, const Cfg *cfg, EmbStrategy *s, const float *want_rows,
+                    const float *want_fwd, const char *what)
+{
+    static float fwd[STEPS * NT * NB * 64];
+    memset(fwd, 0, sizeof fwd);
+    float *rows = train(c, cfg, s, fwd);
+    for (size_t j = 0; j < sizeof fwd / sizeof *fwd; j++)
+        if (memcmp(&fwd[j], &want_fwd[j], 4)) {
+            fprintf(stderr, "first forward difference at step %d table %d element %d: %g %g\n",
+                    (int)(j / (NT * NB * 64)), (int)(j / (NB * 64) % NT), (int)(j % (NB * 64)),
+                    (double)fwd[j], (double)want_fwd[j]);
+            break;
+        }
+    cr_assert_eq(memcmp(fwd, want_fwd, sizeof fwd), 0, "%s: forward differs (optimizer %d, "
+                 "cache %lld rows)", what, (int)c.kind, (long long)cfg->cache_rows);
+    cr_assert_eq(memcmp(rows, want_rows, (size_t)total_rows() * sizeof(float)), 0,
+                 "%s: rows differ (optimizer %d, cache %lld rows)", what, (int)c.kind,
+                 (long long)cfg->cache_rows);
+    free(rows);
+}
+
+Test(tiered, bit_identical_to_memory_for_every_cache_size_strategy_and_optimizer,
+     .init = setup, .fini = teardown, .timeout = 600)
+{
+    static const Cfg cfgs[] = {
+        {2000, EMB_TIER_ENGINE_URING, EMB_TIER_LRU, 0}, {1, EMB_TIER_ENGINE_URING, EMB_TIER_LRU, 0},  {3, EMB_TIER_ENGINE_PREAD, EMB_TIER_LFU, 1},
+        {16, EMB_TIER_ENGINE_AUTO, EMB_TIER_LFU, 2},  {2000, EMB_TIER_ENGINE_PREAD, EMB_TIER_LRU, 1},
+    };
+    const Cfg mem = {0};
+    static float want_fwd[STEPS * NT * NB * 64];
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        const EmbOptimizerConfig c = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.05f);
+        memset(want_fwd, 0, sizeof want_fwd);
+        float *want = train(c, &mem, NULL, want_fwd);
+        EmbStrategy *ss[4] = {NULL};
+        const EmbStrategyOptions o2 = {.nthreads = 2}, o3 = {.nthreads = 2, .num_splits = 3};
+        cr_assert_eq(emb_strategy_sequential(&ss[0]), 0);
+        cr_assert_eq(emb_strategy_parallel(&ss[1], &o2), 0);
+        cr_assert_eq(emb_strategy_prealloc_concat(&ss[2], &o3), 0);
+        cr_assert_eq(emb_strategy_auto(&ss[3], &o2), 0);
+        for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++) {
+            if (cfgs[k].engine == EMB_TIER_ENGINE_URING) { /* skipped where io_uring is not */
+                EmbTable *t = NULL;
+                char path[128];
+                snprintf(path, sizeof path, "%s/probe", dir);
+                const EmbTieredOptions po = {.engine = EMB_TIER_ENGINE_URING};
+                if (emb_table_tiered_create(&t, path, 1, 1, EMB_F32, &po))
+                    continue;
+                emb_table_destroy(&t);
+            }
+            compare(c, &cfgs[k], NULL, want, want_fwd, "emb_update");
+            for (int si = 0; si < 4; si++)
+                compare(c, &cfgs[k], ss[si], want, want_fwd, "emb_update_many");
+        }
+        for (int si = 0; si < 4; si++)
+            emb_strategy_destroy(&ss[si]);
+        free(want);
+    }
+}
