@@ -337,3 +337,140 @@ Test(tiered, checkpoints_into_memory_and_back, .init = setup, .fini = teardown)
         free(want);
     }
 }
+
+/* ---- faults, reopening, bad input ------------------------------------------------------ */
+
+static float *reference_rows(EmbOptimizerConfig c, int nsteps)
+{
+    const Cfg mem = {0};
+    Model m;
+    model_init(&m, c, &mem);
+    cr_assert_eq(steps(&m, 0, nsteps, NULL, NULL, 0), 0);
+    float *rows = content(&m);
+    model_free(&m);
+    return rows;
+}
+
+/* A write-back that fails (ENOSPC, EIO) or a read that fails stops the step with an error
+   naming the file and rows; nothing is lost: the retried steps give the bits of a run
+   without faults, and a failed flush succeeds when retried. */
+Test(tiered, faults_lose_nothing_and_retry, .init = setup, .fini = teardown)
+{
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.05f);
+    make_all();
+    float *want = reference_rows(c, 4);
+    for (int e = 0; e < 2; e++) {
+        const Cfg cfg = {3, e ? EMB_TIER_ENGINE_PREAD : EMB_TIER_ENGINE_AUTO, EMB_TIER_LRU, 0};
+        Model m;
+        model_init(&m, c, &cfg);
+        cr_assert_eq(steps(&m, 0, 1, NULL, NULL, 0), 0, "%s", emb_last_error());
+        fault_set(-ENOSPC, 1, 0, 0);
+        cr_assert_eq(steps(&m, 1, 2, NULL, NULL, 0), EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "writing back rows") &&
+                  strstr(emb_last_error(), dir) && strstr(emb_last_error(), "No space left"),
+                  "%s", emb_last_error());
+        fault_set(-EIO, 0, 1, 0);
+        cr_assert_eq(steps(&m, 1, 2, NULL, NULL, 0), EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "reading rows"), "%s", emb_last_error());
+        fault_set(0, 1, 1, 0);
+        cr_assert_eq(steps(&m, 1, 4, NULL, NULL, 0), 0, "%s", emb_last_error());
+        fault_set(-EIO, 1, 0, 0);
+        EmbTieredStats st;
+        cr_assert_eq(emb_table_tiered_stats(m.t[3], &st), 0);
+        cr_assert(st.dirty_rows > 0);
+        cr_assert_eq(emb_table_tiered_flush(m.t[3]), EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "/t3"), "%s", emb_last_error());
+        fault_set(0, 1, 1, 0);
+        cr_assert_eq(emb_table_tiered_flush(m.t[3]), 0);
+        cr_assert_eq(emb_table_tiered_stats(m.t[3], &st), 0);
+        cr_assert_eq(st.dirty_rows, 0);
+        float *got = content(&m);
+        cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0);
+        free(got);
+        model_free(&m);
+    }
+    free(want);
+}
+
+/* A flushed file reopens with the same rows (SGD: no optimizer state to carry). */
+Test(tiered, reopen_a_flushed_file, .init = setup, .fini = teardown)
+{
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 0.05f);
+    make_all();
+    float *want = reference_rows(c, 2);
+    const Cfg cfg = {2, EMB_TIER_ENGINE_AUTO, EMB_TIER_LFU, 1};
+    Model m;
+    model_init(&m, c, &cfg);
+    cr_assert_eq(steps(&m, 0, 2, NULL, NULL, 1), 0, "%s", emb_last_error());
+    for (int i = 0; i < NT; i++) { /* destroy flushes */
+        emb_table_destroy(&m.t[i]);
+        char path[128];
+        snprintf(path, sizeof path, "%s/t%d", dir, i);
+        const EmbTieredOptions o = {.cache_bytes = 5 * record_bytes(i)};
+        cr_assert_eq(emb_table_tiered_open(&m.t[i], path, &o), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_table_ncolumns(m.t[i]), ncols[i]);
+    }
+    float *got = content(&m);
+    cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0);
+    free(got);
+    free(want);
+    model_free(&m);
+}
+
+Test(tiered, bad_input_and_files, .init = setup, .fini = teardown)
+{
+    EmbTable *t = NULL, *mem = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/x", dir);
+    EmbTieredOptions o = {.cache_bytes = -1};
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 4, EMB_F32, &o), EMB_EINVAL);
+    o = (EmbTieredOptions){.cache_bytes = 8};
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 4, EMB_F32, &o), EMB_EINVAL);
+    cr_assert(strstr(emb_last_error(), "holds no record"), "%s", emb_last_error());
+    cr_assert_eq(emb_table_tiered_create(&t, NULL, 10, 4, EMB_F32, NULL), EMB_ENULL);
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 0, EMB_F32, NULL), EMB_EINVAL);
+    cr_assert_eq(emb_table_tiered_create(&t, dir, 10, 4, EMB_F32, NULL), EMB_EIO);
+    cr_assert(strstr(emb_last_error(), dir), "%s", emb_last_error());
+    cr_assert_null(t);
+    snprintf(path, sizeof path, "%s/none", dir);
+    cr_assert_eq(emb_table_tiered_open(&t, path, NULL), EMB_ENOTFOUND);
+    cr_assert(strstr(emb_last_error(), path));
+    snprintf(path, sizeof path, "%s/short", dir);
+    cr_assert_eq(emb_table_tiered_create(&t, path, 100, 4, EMB_F32, NULL), 0);
+    emb_table_destroy(&t);
+    cr_assert_eq(truncate(path, 4096 + 50 * 16), 0);
+    cr_assert_eq(emb_table_tiered_open(&t, path, NULL), EMB_ECORRUPT);
+    cr_assert(strstr(emb_last_error(), "rows 50..99"), "%s", emb_last_error());
+    cr_assert_eq(truncate(path, 100), 0);
+    cr_assert_eq(emb_table_tiered_open(&t, path, NULL), EMB_ECORRUPT);
+    cr_assert_null(t);
+    /* calls on other tables */
+    cr_assert_eq(emb_table_create(&mem, 10, 4, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_tiered_flush(mem), EMB_EINVAL);
+    cr_assert_eq(emb_table_tiered_flush(NULL), EMB_ENULL);
+    cr_assert_eq(emb_table_is_tiered(mem), 0);
+    const int64_t ids[2] = {1, 2};
+    const EmbBatch b = {.ids = ids, .nnz = 2, .nbags = 2, .bag_size = 1};
+    cr_assert_eq(emb_table_prefetch(mem, &b), 0);
+    cr_assert_eq(emb_table_prefetch(mem, NULL), EMB_ENULL);
+    emb_table_destroy(&mem);
+    /* no room for the optimizer's state */
+    snprintf(path, sizeof path, "%s/nostate", dir);
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 4, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_is_tiered(t), 1);
+    EmbOptimizer *opt = NULL;
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    cr_assert_eq(emb_optimizer_create(&opt, &c), 0);
+    EmbGrad *g = NULL;
+    EmbIndexer *ix = NULL;
+    cr_assert_eq(emb_grad_create(&g), 0);
+    cr_assert_eq(emb_indexer_create(&ix), 0);
+    float dy[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    cr_assert_eq(emb_lookup_backward(t, &b, NULL, dy, 4, g), 0);
+    cr_assert_eq(emb_update(opt, t, g, ix, 0), EMB_ENOTSUP);
+    cr_assert(strstr(emb_last_error(), "state_width"), "%s", emb_last_error());
+    emb_optimizer_destroy(&opt);
+    emb_grad_destroy(&g);
+    emb_indexer_destroy(&ix);
+    emb_table_destroy(&t);
+}

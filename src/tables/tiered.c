@@ -134,7 +134,8 @@ void emb__tiered_unref(Tier *x)
 {
     if (!x || --x->refs > 0)
         return;
-    emb__tier_flush(x); /* best effort: emb_table_tiered_flush() reports errors */
+    if (x->io && x->cache.slots) /* best effort: emb_table_tiered_flush() reports errors */
+        emb__tier_flush(x);
     emb__tier_fini(x);
     free(x->sink);
     free(x->ids);
