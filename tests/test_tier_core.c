@@ -104,17 +104,17 @@ Test(tier_core, cache_sets_lru_lfu_and_pins, .init = setup, .fini = teardown)
     cr_assert_eq(c.ways, 3);
     cr_assert_eq(c.nsets, 1);
     for (int64_t id = 0; id < 3; id++) {
-        const int64_t v = emb__tier_cache_victim(&c, id);
+        const int64_t v = emb__tier_cache_victim(&c, id, 0);
         cr_assert(v >= 0);
         emb__tier_cache_install(&c, v, id, EMB_TIER_VALID);
     }
     emb__tier_cache_touch(&c, emb__tier_cache_find(&c, 0)); /* 1 is now the oldest */
-    cr_assert_eq(emb__tier_cache_victim(&c, 7), emb__tier_cache_find(&c, 1));
+    cr_assert_eq(emb__tier_cache_victim(&c, 7, 0), emb__tier_cache_find(&c, 1));
     c.slots[emb__tier_cache_find(&c, 1)].pins = 1;            /* pinned: 2 next */
-    cr_assert_eq(emb__tier_cache_victim(&c, 7), emb__tier_cache_find(&c, 2));
+    cr_assert_eq(emb__tier_cache_victim(&c, 7, 0), emb__tier_cache_find(&c, 2));
     for (int64_t s = 0; s < 3; s++)
         c.slots[s].pins = 1;
-    cr_assert_eq(emb__tier_cache_victim(&c, 7), -1);
+    cr_assert_eq(emb__tier_cache_victim(&c, 7, 0), -1);
     cr_assert_eq(emb__tier_cache_find(&c, 9), -1);
     emb__tier_cache_free(&c);
 
@@ -126,7 +126,17 @@ Test(tier_core, cache_sets_lru_lfu_and_pins, .init = setup, .fini = teardown)
         for (int64_t k = 0; k < 8 - s; k++)
             emb__tier_cache_touch(&c, s);
     }
-    cr_assert_eq(emb__tier_cache_victim(&c, 100), 7); /* set 0's least used */
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 0), 7); /* set 0's least used */
+    c.slots[7].flags |= EMB_TIER_AHEAD; /* read ahead: last, never for another prefetch */
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 0), 6);
+    c.slots[6].stamp = 1000;
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 0), 5);
+    for (int64_t s = 0; s < 7; s++)
+        c.slots[s].pins = 1;
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 0), 7);
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 1), -1);
+    for (int64_t s = 0; s < 7; s++)
+        c.slots[s].pins = 0;
     c.slots[3].stamp = UINT32_MAX;                      /* saturates: the set is halved */
     emb__tier_cache_touch(&c, 3);
     cr_assert_eq(c.slots[3].stamp, UINT32_MAX / 2 + 1);

@@ -58,18 +58,19 @@ static uint32_t worth(const EmbTierCache *c, const EmbTierSlot *e)
     return c->lfu ? UINT32_MAX - e->stamp : c->tick - e->stamp;
 }
 
-int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id)
+int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id, int ahead)
 {
     const int64_t s0 = set_of(c, id);
     int64_t best = -1;
-    uint32_t bw = 0;
+    uint64_t bw = 0;
     for (int64_t s = s0; s < s0 + c->ways; s++) {
         const EmbTierSlot *e = &c->slots[s];
         if (!(e->flags & (EMB_TIER_VALID | EMB_TIER_LOADING)))
             return s;
-        if (e->pins || (e->flags & EMB_TIER_LOADING))
+        if (e->pins || (e->flags & EMB_TIER_LOADING) || (ahead && (e->flags & EMB_TIER_AHEAD)))
             continue;
-        const uint32_t w = worth(c, e);
+        /* rows read ahead rank below every other row */
+        const uint64_t w = worth(c, e) + ((e->flags & EMB_TIER_AHEAD) ? 0 : (uint64_t)1 << 32);
         if (best < 0 || w > bw)
             best = s, bw = w;
     }

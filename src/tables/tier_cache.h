@@ -20,6 +20,8 @@ enum {
     EMB_TIER_VALID = 1,   /* the slot holds row `id` */
     EMB_TIER_DIRTY = 2,   /* its record differs from the file's */
     EMB_TIER_LOADING = 4, /* a read into it is in flight */
+    EMB_TIER_AHEAD = 8,   /* read by a prefetch and not used since: evicted only when its
+                             set has nothing else, and never by another prefetch */
 };
 
 /* One slot's index entry: 16 bytes. */
@@ -49,8 +51,9 @@ void emb__tier_cache_free(EmbTierCache *c);
 /* The slot holding @id (valid or loading), or -1. */
 int64_t emb__tier_cache_find(const EmbTierCache *c, int64_t id);
 /* The slot @id should go to: a free one of its set, else the least used unpinned and not
-   loading one; -1 when every slot of the set is pinned. */
-int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id);
+   loading one, rows read ahead last (never with @ahead: a prefetch's victim); -1 when
+   there is none. */
+int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id, int ahead);
 /* Records a use of slot @s. */
 void emb__tier_cache_touch(EmbTierCache *c, int64_t s);
 /* Slot @s now holds @id with @flags (a first use counted; pins 0). */

@@ -351,7 +351,7 @@ static void pf_settle(Tier *x, bool wait)
         EmbTierSlot *e = &x->cache.slots[slot_of(x, x->pf[i].buf)];
         if (!(e->flags & EMB_TIER_LOADING) || e->id != x->pf[i].tag)
             continue;
-        e->flags = x->pf[i].res ? 0 : EMB_TIER_VALID;
+        e->flags = x->pf[i].res ? 0 : EMB_TIER_VALID | EMB_TIER_AHEAD;
         x->st.rows_read += !x->pf[i].res;
     }
     x->npf = 0;
@@ -392,6 +392,7 @@ static char *hit(Tier *x, int64_t id)
     }
     if (s >= 0) {
         emb__tier_cache_touch(&x->cache, s);
+        x->cache.slots[s].flags &= (uint8_t)~EMB_TIER_AHEAD;
         pin_slot(x, s);
         return emb__tier_cache_row(&x->cache, s);
     }
@@ -408,7 +409,7 @@ static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *
                    int64_t *nr)
 {
     char *row;
-    const int64_t v = emb__tier_cache_victim(&x->cache, id);
+    const int64_t v = emb__tier_cache_victim(&x->cache, id, 0);
     if (v >= 0) {
         EmbTierSlot *e = &x->cache.slots[v];
         row = emb__tier_cache_row(&x->cache, v);
@@ -652,7 +653,7 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
     for (int64_t k = 0; k < n; k++) {
         if (emb__tier_cache_find(&x->cache, ids[k]) >= 0 || sp_find(&x->sp, ids[k]) >= 0)
             continue;
-        const int64_t v = emb__tier_cache_victim(&x->cache, ids[k]);
+        const int64_t v = emb__tier_cache_victim(&x->cache, ids[k], 1);
         if (v < 0)
             continue;
         EmbTierSlot *e = &x->cache.slots[v];
