@@ -117,6 +117,10 @@ void emb__tier_release_later(Tier *x);
 void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n);
 /* Writes every dirty row back: 0 or EMB_EIO naming the file and rows (those stay dirty). */
 int emb__tier_flush(Tier *x);
+/* Calls @fn on every resident record (cache and scratch pad; prefetches waited for) with
+   its row: whole-file passes change these as they change the file. */
+typedef void (*emb_tier_rec_fn)(const Tier *x, char *rec, int64_t row, const void *arg);
+void emb__tier_each_resident(Tier *x, emb_tier_rec_fn fn, const void *arg);
 /* Drops every cached row (after a flush): the next resolve reads from the file. */
 void emb__tier_drop(Tier *x);
 /* Reads / writes @n records from row @r0 directly (no cache): 0 or EMB_EIO. */

@@ -617,6 +617,18 @@ int emb__tier_flush(Tier *x)
     return r;
 }
 
+void emb__tier_each_resident(Tier *x, emb_tier_rec_fn fn, const void *arg)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, true);
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        if (x->cache.slots[s].flags & EMB_TIER_VALID)
+            fn(x, emb__tier_cache_row(&x->cache, s), x->cache.slots[s].id, arg);
+    for (int64_t k = 0; k < x->sp.n; k++)
+        fn(x, sp_row(x, k), x->sp.ids[k], arg);
+    pthread_mutex_unlock(&x->mu);
+}
+
 void emb__tier_drop(Tier *x)
 {
     pthread_mutex_lock(&x->mu);

@@ -23,15 +23,15 @@
 
 /* ---- whole-file passes ----------------------------------------------------------------- */
 
-typedef void (*rec_fn)(const Tier *x, char *rec, int64_t row, const void *arg);
-
-/* Flushes and empties the cache, then rewrites every record through @fn in chunks. */
-static int each_record(Tier *x, rec_fn fn, const void *arg)
+/* Flushes and empties the cache, then rewrites every record through @fn in chunks; the
+   records that stay resident (pinned by the operation under way) are changed in place. */
+static int each_record(Tier *x, emb_tier_rec_fn fn, const void *arg)
 {
     int r = emb__tier_flush(x);
     if (r)
         return r;
     emb__tier_drop(x);
+    emb__tier_each_resident(x, fn, arg);
     const int64_t chunk = EMB_MAX(1, (1 << 20) / (int64_t)x->recbytes);
     char *buf = malloc((size_t)chunk * x->recbytes);
     if (!buf)
