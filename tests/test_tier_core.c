@@ -19,18 +19,6 @@
 #include "test_files.h"
 #include "tier_fault.h"
 
-static char dir[64];
-
-static void setup(void)
-{
-    tmpdir(dir);
-}
-
-static void teardown(void)
-{
-    fault_set(0, 1, 1, 0);
-    rmdir_all(dir);
-}
 
 static const EmbTierIoKind kinds[] = {EMB_TIER_IO_URING, EMB_TIER_IO_PREAD};
 

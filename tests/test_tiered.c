@@ -13,68 +13,17 @@
 
 #include "embtables/tiered.h"
 #include "test_files.h"
-#include "test_update_ref.h"
+#include "test_ensemble.h"
 #include "tier_fault.h"
 
-#define NT 4
 #define NB 24
 #define NNZ (NB * 7)
-static const int32_t dims[NT] = {16, 8, 5, 64};
-static const EmbDtype dtypes[NT] = {EMB_F32, EMB_F16, EMB_BF16, EMB_F32};
-static const int64_t ncols[NT] = {200, 50, 1000, 300};
 
-static char dir[64];
 
-static void setup(void)
+/* The ensemble's batches, table 1's ids as int32. */
+static void make_batches(Data *d, uint64_t seed)
 {
-    tmpdir(dir);
-}
-
-static void teardown(void)
-{
-    fault_set(0, 1, 1, 0);
-    rmdir_all(dir);
-}
-
-/* Skewed batches (hot ids repeat): ragged bags with weights, pruning and a default id in
-   table 0, int32 ids in table 1, max_norm in table 2. */
-typedef struct Data {
-    int64_t ids[NT][NNZ];
-    int32_t ids32[NNZ];
-    int64_t offsets[NB + 1];
-    float w[NNZ];
-    float dy[NT][NB * 64];
-    EmbBatch b[NT];
-    EmbPooling p[NT];
-} Data;
-
-static void make_data(Data *d, uint64_t seed)
-{
-    for (int i = 0; i < NT; i++) {
-        for (int k = 0; k < NNZ; k++) {
-            const uint64_t r = tu_rand(&seed);
-            d->ids[i][k] = (int64_t)((r & 1) ? r % 7 : (r >> 8) % (uint64_t)ncols[i]);
-        }
-        for (int k = 0; k < NB * 64; k++)
-            d->dy[i][k] = tu_randf(&seed);
-        d->b[i] = (EmbBatch){.ids = d->ids[i], .nnz = NNZ, .nbags = NB, .bag_size = 7};
-        d->p[i] = (EmbPooling){.combiner = (EmbCombiner)(1 + i % 3)};
-    }
-    d->offsets[0] = 0;
-    for (int b = 0; b < NB; b++) {
-        const int64_t next = d->offsets[b] + (int64_t)(tu_rand(&seed) % 12);
-        d->offsets[b + 1] = next < NNZ ? next : NNZ;
-    }
-    d->offsets[NB] = NNZ;
-    for (int k = 0; k < NNZ; k++)
-        d->w[k] = tu_randf(&seed) + 0.3f;
-    d->b[0].offsets = d->offsets;
-    d->b[0].weights = d->w;
-    d->p[0].default_id = 3;
-    d->p[0].flags = EMB_USE_DEFAULT_ID | EMB_PRUNE_NONPOSITIVE_WEIGHTS;
-    d->p[2].max_norm = 0.5f;
-    for (int k = 0; k < NNZ; k++)
-        d->ids32[k] = (int32_t)d->ids[1][k];
+    make_data(d, seed);
     d->b[1].ids = d->ids32;
     d->b[1].id_type = EMB_ID_I32;
 }
@@ -86,13 +35,6 @@ typedef struct Cfg {
     EmbTierPolicy policy;
     int prefetch;  /* batches handed ahead */
 } Cfg;
-
-typedef struct Model {
-    EmbTable *t[NT];
-    EmbGrad *g[NT];
-    EmbIndexer *ix[NT];
-    EmbOptimizer *opt;
-} Model;
 
 static int64_t record_bytes(int i)
 {
@@ -112,30 +54,24 @@ static EmbTable *tiered(int i, const Cfg *cfg)
     return t;
 }
 
-static void model_init(Model *m, EmbOptimizerConfig c, const Cfg *cfg)
+/* Table @i of a model of @arg (a Cfg): tiered, or in memory when cache_rows is 0; both
+   initialised alike. */
+static EmbTable *make_table(int i, const void *arg)
 {
-    for (int i = 0; i < NT; i++) {
-        if (cfg->cache_rows)
-            m->t[i] = tiered(i, cfg);
-        else
-            cr_assert_eq(emb_table_create(&m->t[i], ncols[i], dims[i], dtypes[i], NULL), 0);
-        const EmbInitializer in = {EMB_INIT_UNIFORM, -1.0f, 1.0f, 100 + (uint64_t)i};
-        cr_assert_eq(emb_table_initialize(m->t[i], &in), 0, "%s", emb_last_error());
-        cr_assert_eq(emb_grad_create(&m->g[i]), 0);
-        cr_assert_eq(emb_indexer_create(&m->ix[i]), 0);
-    }
-    cr_assert_eq(emb_optimizer_create(&m->opt, &c), 0);
+    const Cfg *cfg = arg;
+    EmbTable *t = NULL;
+    if (cfg->cache_rows)
+        t = tiered(i, cfg);
+    else
+        cr_assert_eq(emb_table_create(&t, ncols[i], dims[i], dtypes[i], NULL), 0);
+    const EmbInitializer in = {EMB_INIT_UNIFORM, -1.0f, 1.0f, 100 + (uint64_t)i};
+    cr_assert_eq(emb_table_initialize(t, &in), 0, "%s", emb_last_error());
+    return t;
 }
 
-static void model_free(Model *m)
+static void model_make(Model *m, EmbOptimizerConfig c, const Cfg *cfg)
 {
-    for (int i = 0; i < NT; i++) {
-        emb_grad_destroy(&m->g[i]);
-        emb_indexer_destroy(&m->ix[i]);
-    }
-    emb_optimizer_destroy(&m->opt);
-    for (int i = 0; i < NT; i++)
-        emb_table_destroy(&m->t[i]);
+    model_init_with(m, c, make_table, cfg);
 }
 
 /* Every row of every table as f32 (through lookups: a gather of all ids). */
@@ -162,7 +98,7 @@ static Data data[STEPS + 3];
 static void make_all(void)
 {
     for (int k = 0; k < STEPS + 3; k++)
-        make_data(&data[k], 500 + (uint64_t)k);
+        make_batches(&data[k], 500 + (uint64_t)k);
 }
 
 /* Training steps [from, to) of @m: a forward (maplookup under @s, or emb_lookup per table),
@@ -204,7 +140,7 @@ static int steps(Model *m, int from, int to, EmbStrategy *s, float *fwd, int pre
 static float *train(EmbOptimizerConfig c, const Cfg *cfg, EmbStrategy *s, float *fwd)
 {
     Model m;
-    model_init(&m, c, cfg);
+    model_make(&m, c, cfg);
     make_all();
     cr_assert_eq(steps(&m, 0, STEPS, s, fwd, cfg->prefetch), 0, "%s", emb_last_error());
     float *rows = content(&m);
@@ -311,22 +247,22 @@ Test(tiered, checkpoints_into_memory_and_back, .init = setup, .fini = teardown)
     for (int k = 0; k < 3; k++) {
         const EmbOptimizerConfig c = emb_optimizer_defaults(kinds[k], 0.05f);
         Model a, b, ref;
-        model_init(&ref, c, &mem);
+        model_make(&ref, c, &mem);
         cr_assert_eq(steps(&ref, 0, 4, NULL, NULL, 0), 0);
         float *want = content(&ref);
         model_free(&ref);
 
-        model_init(&a, c, &tier);
+        model_make(&a, c, &tier);
         cr_assert_eq(steps(&a, 0, 2, NULL, NULL, 1), 0, "%s", emb_last_error());
         char p1[256], p2[256];
         save(&a, "a", p1);
         model_free(&a);
-        model_init(&b, c, &mem);
+        model_make(&b, c, &mem);
         restore(&b, p1);
         cr_assert_eq(steps(&b, 2, 3, NULL, NULL, 0), 0);
         save(&b, "b", p2);
         model_free(&b);
-        model_init(&a, c, &tier); /* files created anew */
+        model_make(&a, c, &tier); /* files created anew */
         restore(&a, p2);
         cr_assert_eq(steps(&a, 3, 4, NULL, NULL, 1), 0, "%s", emb_last_error());
         float *got = content(&a);
@@ -344,7 +280,7 @@ static float *reference_rows(EmbOptimizerConfig c, int nsteps)
 {
     const Cfg mem = {0};
     Model m;
-    model_init(&m, c, &mem);
+    model_make(&m, c, &mem);
     cr_assert_eq(steps(&m, 0, nsteps, NULL, NULL, 0), 0);
     float *rows = content(&m);
     model_free(&m);
@@ -362,7 +298,7 @@ Test(tiered, faults_lose_nothing_and_retry, .init = setup, .fini = teardown)
     for (int e = 0; e < 2; e++) {
         const Cfg cfg = {3, e ? EMB_TIER_ENGINE_PREAD : EMB_TIER_ENGINE_AUTO, EMB_TIER_LRU, 0};
         Model m;
-        model_init(&m, c, &cfg);
+        model_make(&m, c, &cfg);
         cr_assert_eq(steps(&m, 0, 1, NULL, NULL, 0), 0, "%s", emb_last_error());
         fault_set(-ENOSPC, 1, 0, 0);
         cr_assert_eq(steps(&m, 1, 2, NULL, NULL, 0), EMB_EIO);
@@ -400,7 +336,7 @@ Test(tiered, reopen_a_flushed_file, .init = setup, .fini = teardown)
     float *want = reference_rows(c, 2);
     const Cfg cfg = {2, EMB_TIER_ENGINE_AUTO, EMB_TIER_LFU, 1};
     Model m;
-    model_init(&m, c, &cfg);
+    model_make(&m, c, &cfg);
     cr_assert_eq(steps(&m, 0, 2, NULL, NULL, 1), 0, "%s", emb_last_error());
     for (int i = 0; i < NT; i++) { /* destroy flushes */
         emb_table_destroy(&m.t[i]);
