@@ -178,6 +178,7 @@ static double disk_rate(const char *path, int64_t rows, int64_t rec, int64_t n, 
 
 typedef struct Run {
     double step_ms;       /* median */
+    double part_ms[4];    /* mean per step: prefetch, lookup, backward, update */
     EmbTieredStats d;     /* the timed steps' counters */
     double secs;
 } Run;
@@ -204,7 +205,7 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
     r = r ? r : emb_indexer_create(&ix);
     if (r)
         die("setup", r);
-    double *ms = malloc((size_t)o->steps * sizeof *ms);
+    double *ms = malloc((size_t)o->steps * sizeof *ms), part[4] = {0};
     EmbTieredStats s0 = {0}, s1 = {0};
     const int tiered = emb_table_is_tiered(t);
     for (int k = 0; k < prefetch; k++) {
@@ -222,18 +223,25 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
         const EmbBatch b = {.ids = ids + k * nnz, .nnz = nnz, .nbags = o->batch, .bag_size = o->bag};
         const EmbBatch next = {.ids = ids + (k + prefetch) * nnz, .nnz = nnz, .nbags = o->batch,
                                .bag_size = o->bag};
-        const double a = now();
+        double tp[5];
+        tp[0] = now();
         if (prefetch)
             emb_table_prefetch(t, &next);
+        tp[1] = now();
         r = emb_lookup(t, &b, NULL, out, o->dim);
+        tp[2] = now();
         r = r ? r : emb_lookup_backward(t, &b, NULL, out, o->dim, g);
+        tp[3] = now();
         r = r ? r : emb_update(opt, t, g, ix, 0);
+        tp[4] = now();
         if (r)
             die("step", r);
         if (st >= 0)
-            ms[st] = 1e3 * (now() - a);
+            ms[st] = 1e3 * (tp[4] - tp[0]);
+        for (int p = 0; p < 4 && st >= 0; p++)
+            part[p] += 1e3 * (tp[p + 1] - tp[p]) / (double)o->steps;
     }
-    Run run = {.secs = now() - t0};
+    Run run = {.secs = now() - t0, .part_ms = {part[0], part[1], part[2], part[3]}};
     if (tiered) {
         emb_table_tiered_stats(t, &s1);
         run.d = s1;
@@ -271,12 +279,13 @@ static EmbTable *tiered_table(const Opts *o, const char *path, int64_t *rec)
 static void report(const char *what, const Run *r, double mem_ms, int64_t rec)
 {
     const double looked = (double)(r->d.hits + r->d.misses);
-    printf("%-22s step %8.3f ms", what, r->step_ms);
+    printf("%-22s step %8.3f ms (prefetch %.2f, lookup %.2f, backward %.2f, update %.2f)",
+           what, r->step_ms, r->part_ms[0], r->part_ms[1], r->part_ms[2], r->part_ms[3]);
     if (mem_ms > 0)
         printf(" (%.2fx memory)", r->step_ms / mem_ms);
     if (looked > 0)
-        printf("  hit rate %5.1f%%  read %9.0f rows/s  written %9.0f rows/s  from disk "
-               "%.1f MiB", 100.0 * (double)r->d.hits / looked, (double)r->d.rows_read / r->secs,
+        printf("\n%-22s hit rate %5.1f%%, read %.0f rows/s, written %.0f rows/s, from disk "
+               "%.1f MiB", "", 100.0 * (double)r->d.hits / looked, (double)r->d.rows_read / r->secs,
                (double)r->d.rows_written / r->secs,
                (double)(r->d.rows_read * rec) / 1048576.0);
     printf("\n");

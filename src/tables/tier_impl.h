@@ -63,6 +63,7 @@ typedef struct Tier {
     EmbTierReq *rq;
     int64_t rq_cap;
     EmbTierReq *pf;
+    int64_t *pf_order;   /* pf's indices in slot order (a resolve waits for one of them) */
     int64_t npf, pf_cap;
     EmbTieredStats st;
     char label[96];      /* the table's label for messages */

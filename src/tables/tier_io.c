@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, or a
- * pool of POSIX_THREADS pread / pwrite threads fed from a fixed ring of request pointers.
+ * pool of POOL_THREADS pread / pwrite threads fed from a fixed ring of request pointers.
  * Buffered I/O, not O_DIRECT: a record (a row and its state) is usually smaller than a
  * logical block, so O_DIRECT writes would need a read-modify-write of whole blocks; the
  * page cache is reclaimable, so it does not count against the table's memory bound.
@@ -19,7 +19,7 @@
 #include <liburing.h>
 #endif
 
-#define POOL_THREADS 4
+#define POOL_THREADS 16 /* the queue depth of the pread engine */
 #define POOL_RING 1024   /* request pointers queued for the pool */
 #define URING_ENTRIES 256
 
@@ -94,8 +94,9 @@ static void *pool_main(void *arg)
         const int32_t res = f ? f : rw_all(fd, r);
         pthread_mutex_lock(&io->mu);
         r->res = res;
-        if (--io->inflight == 0)
-            pthread_cond_broadcast(&io->idle);
+        r->complete = 1;
+        --io->inflight;
+        pthread_cond_broadcast(&io->idle);
     }
     pthread_mutex_unlock(&io->mu);
     return NULL;
@@ -163,16 +164,16 @@ static void uring_reap(EmbTierIo *io)
     io_uring_cqe_seen(&io->ring, cqe);
     io->inflight--;
     if (res < 0 && res != -EINTR && res != -EAGAIN) {
-        r->res = res;
+        r->res = res, r->complete = 1;
     } else if (res == 0 && r->len > r->done) {
-        r->res = r->write ? -EIO : -ENODATA;
+        r->res = r->write ? -EIO : -ENODATA, r->complete = 1;
     } else {
         r->done += res > 0 ? (uint32_t)res : 0;
         if (r->done < r->len) {
             uring_queue(io, r);
             io_uring_submit(&io->ring);
         } else {
-            r->res = 0;
+            r->res = 0, r->complete = 1;
         }
     }
 }
@@ -198,7 +199,7 @@ static void uring_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
     for (int64_t i = 0; i < n; i++) {
         const int f = injected(&reqs[i]);
         if (f)
-            reqs[i].res = f;
+            reqs[i].res = f, reqs[i].complete = 1;
         else
             uring_queue(io, &reqs[i]);
     }
@@ -293,7 +294,7 @@ const char *emb__tier_io_name(const EmbTierIo *io)
 void emb__tier_io_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        reqs[i].done = 0, reqs[i].res = 0;
+        reqs[i].done = 0, reqs[i].res = 0, reqs[i].complete = 0;
 #if EMB_HAVE_LIBURING
     if (io->kind == EMB_TIER_IO_URING) {
         uring_submit(io, reqs, n);
@@ -328,6 +329,21 @@ void emb__tier_io_wait(EmbTierIo *io)
     }
 #endif
     pool_wait(io);
+}
+
+void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
+{
+#if EMB_HAVE_LIBURING
+    if (io->kind == EMB_TIER_IO_URING) {
+        while (!r->complete && io->inflight)
+            uring_reap(io);
+        return;
+    }
+#endif
+    pthread_mutex_lock(&io->mu);
+    while (!r->complete)
+        pthread_cond_wait(&io->idle, &io->mu);
+    pthread_mutex_unlock(&io->mu);
 }
 
 void emb__tier_io_run(EmbTierIo *io, EmbTierReq *reqs, int64_t n)

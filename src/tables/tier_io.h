@@ -26,6 +26,7 @@ typedef struct EmbTierReq {
     uint8_t write;
     int32_t res;   /* set on completion: 0 or -errno */
     uint32_t done; /* bytes done so far (the engine's) */
+    uint8_t complete; /* set with res (the engine's; read it through emb__tier_io_wait_one) */
     int64_t tag;   /* the caller's (a row, a slot) */
 } EmbTierReq;
 
@@ -56,6 +57,8 @@ void emb__tier_io_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n);
 int64_t emb__tier_io_pending(EmbTierIo *io);
 /* Waits until every request submitted so far has completed. */
 void emb__tier_io_wait(EmbTierIo *io);
+/* Waits until request @r (submitted) has completed. */
+void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r);
 /* Submits @n requests and waits for them. */
 void emb__tier_io_run(EmbTierIo *io, EmbTierReq *reqs, int64_t n);
 

@@ -169,7 +169,7 @@ void emb__tier_fini(Tier *x)
     sp_free(&x->sp);
     if (x->fd >= 0)
         close(x->fd);
-    free(x->path), free(x->pinned), free(x->rq), free(x->pf);
+    free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order);
     pthread_mutex_destroy(&x->mu);
 }
 
@@ -382,12 +382,36 @@ static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTier
     }
 }
 
+/* Waits for the prefetch's read into slot @s (its index found by bisection of pf_order)
+   and settles that slot alone: the step waits only for the rows it needs. */
+static void pf_wait_slot(Tier *x, int64_t s)
+{
+    int64_t lo = 0, hi = x->npf;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if (slot_of(x, x->pf[x->pf_order[mid]].buf) < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    EmbTierReq *q = lo < x->npf ? &x->pf[x->pf_order[lo]] : NULL;
+    if (!q || slot_of(x, q->buf) != s) {
+        pf_settle(x, true); /* cannot happen: every LOADING slot not pinned is the prefetch's */
+        return;
+    }
+    emb__tier_io_wait_one(x->io, q);
+    EmbTierSlot *e = &x->cache.slots[s];
+    e->flags = q->res ? 0 : EMB_TIER_VALID | EMB_TIER_AHEAD;
+    x->st.rows_read += !q->res;
+    q->tag = -1; /* settled */
+}
+
 /* Row of a hit (cache or scratch, pinned), or NULL for a miss. */
 static char *hit(Tier *x, int64_t id)
 {
     int64_t s = emb__tier_cache_find(&x->cache, id);
     if (s >= 0 && (x->cache.slots[s].flags & EMB_TIER_LOADING) && !x->cache.slots[s].pins) {
-        pf_settle(x, true); /* a prefetched row still in flight */
+        pf_wait_slot(x, s); /* a prefetched row still in flight */
         s = emb__tier_cache_find(&x->cache, id);
     }
     if (s >= 0) {
@@ -646,10 +670,37 @@ static bool pf_room(Tier *x, int64_t n)
         return true;
     const int64_t cap = EMB_MAX(2 * x->pf_cap, x->npf + n);
     EmbTierReq *p = realloc(x->pf, (size_t)cap * sizeof *p);
-    if (!p)
+    if (p)
+        x->pf = p;
+    int64_t *o = p ? realloc(x->pf_order, (size_t)cap * sizeof *o) : NULL;
+    if (!o)
         return false;
-    x->pf = p, x->pf_cap = cap;
+    x->pf_order = o, x->pf_cap = cap;
     return true;
+}
+
+/* Sorts @n indices of x->pf by their slots (heapsort: n log n, in place, no allocation). */
+static void sift(const Tier *x, int64_t *a, int64_t i, int64_t n)
+{
+    for (int64_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && x->pf[a[c + 1]].buf > x->pf[a[c]].buf)
+            c++;
+        if (x->pf[a[c]].buf <= x->pf[a[i]].buf)
+            return;
+        const int64_t t = a[i];
+        a[i] = a[c], a[c] = t;
+    }
+}
+
+static void sort_by_slot(const Tier *x, int64_t *a, int64_t n)
+{
+    for (int64_t i = n / 2 - 1; i >= 0; i--)
+        sift(x, a, i, n);
+    for (int64_t k = n - 1; k > 0; k--) {
+        const int64_t t = a[0];
+        a[0] = a[k], a[k] = t;
+        sift(x, a, 0, k);
+    }
 }
 
 /* Queues reads of the missing rows of @ids into free or clean evictable slots (a dirty
@@ -690,6 +741,9 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
     }
     x->st.prefetched += x->npf;
     emb__tier_io_submit(x->io, x->pf, x->npf);
+    for (int64_t i = 0; i < x->npf; i++)
+        x->pf_order[i] = i;
+    sort_by_slot(x, x->pf_order, x->npf);
 }
 
 void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n)
