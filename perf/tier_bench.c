@@ -343,5 +343,12 @@ int main(int argc, char **argv)
     emb_table_destroy(&t);
     unlink(path);
     free(ids);
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            printf("peak resident memory: %s", line + 6);
+    if (f)
+        fclose(f);
     return 0;
 }

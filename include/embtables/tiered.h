@@ -31,6 +31,13 @@
  * Concurrency: one operation at a time per tiered table (lookups of one table from two
  * user threads at once are not supported); inside an operation any number of the library's
  * threads may resolve rows. The I/O threads are the library's own.
+ *
+ * Limits: a pointer from emb_table_column_pointer() stays valid until the table's next
+ * lookup ends (the row stays pinned till then; a row that cannot be read gives a row of
+ * zeros there: use lookups to see I/O errors). Whole-table calls (emb_table_read(),
+ * emb_table_assign()) pin every row, so they need memory for the whole table. A failed
+ * lookup may have written some outputs (the update and the checkpoint calls write
+ * nothing when they fail).
  */
 #ifndef EMBTABLES_TIERED_H
 #define EMBTABLES_TIERED_H
