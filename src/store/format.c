@@ -462,8 +462,8 @@ static int parse_body(EmbCkpt *c, json_t *root, json_t *meta, uint64_t size, con
         return emb__fail(EMB_ENOTSUP, "checkpoint %s has format version %lld; this library "
                          "reads version %d", path, (long long)version, EMB_CKPT_VERSION);
     if (!json_is_object(sums))
-        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step, xxh3 or "
-                                 "tables");
+        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step (>= 0), "
+                                 "xxh3 or tables");
     int r = 0;
     const char *key;
     json_t *v;

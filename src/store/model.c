@@ -382,10 +382,10 @@ static int parse_model(EmbCkpt *c, json_t *meta, const char *path)
 {
     int64_t step;
     json_t *tables = json_object_get(meta, "tables"), *opt = json_object_get(meta, "optimizer");
-    if (emb__json_int(meta, "global_step", INT64_MIN, INT64_MAX, &step) ||
-        !json_is_array(tables) || (opt && !json_is_object(opt)))
-        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step, xxh3 or "
-                                 "tables");
+    if (emb__json_int(meta, "global_step", 0, INT64_MAX, &step) || !json_is_array(tables) ||
+        (opt && !json_is_object(opt)))
+        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step (>= 0), xxh3 "
+                                 "or tables");
     c->global_step = step;
     int r = opt ? parse_optimizer(c, opt, path) : 0;
     for (size_t i = 0; i < json_array_size(tables) && !r; i++)
