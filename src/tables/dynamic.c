@@ -678,6 +678,57 @@ static int options_check(const EmbDynamicOptions *o, const char *name)
     return r;
 }
 
+/* The configuration of a new body @d of rows of @stride bytes (slabs aligned to @align). */
+static void dyn_configure(Dyn *d, const EmbDynamicOptions *o, int32_t featuresize,
+                          EmbDtype dtype, size_t stride, size_t align)
+{
+    d->refs = 1;
+    d->free_head = -1;
+    d->D = featuresize;
+    d->dtype = dtype;
+    d->stride = stride;
+    d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
+    /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
+    const size_t slab_bytes = (double)o->capacity * (double)stride >= 16.0 * 1048576.0
+                                  ? HUGE_BYTES : SLAB_BYTES;
+    d->shift = 4;
+    while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
+        d->shift++;
+    d->max_rows = o->max_rows;
+    d->init = o->init;
+    d->missing = o->missing;
+    d->admit_after = o->admit_after;
+    d->x.nslots = 16;
+}
+
+/* The storage of a configured body: index, default and sink rows, the sketch, room for
+   the capacity hint. 0 or EMB_ENOMEM. */
+static int dyn_allocate(Dyn *d, const EmbDynamicOptions *o)
+{
+    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
+    d->defrow = zalloc(d->stride);
+    d->sink = zalloc(d->stride);
+    if (d->admit_after > 1) {
+        int64_t w = 1;
+        while (w < (o->sketch_width ? o->sketch_width : 65536))
+            w *= 2;
+        d->sketch_width = w;
+        d->sketch = calloc((size_t)(SKETCH_DEPTH * w), sizeof *d->sketch);
+    }
+    if (!d->x.slots || !d->defrow || !d->sink || (d->admit_after > 1 && !d->sketch))
+        return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    for (int64_t i = 0; i < d->x.nslots; i++)
+        d->x.slots[i] = (DynSlot){-1, 0};
+    if (o->missing == EMB_DYN_MISSING_CONSTANT)
+        for (int32_t i = 0; i < d->D; i++)
+            emb__store(d->dtype, d->defrow, i, o->missing_value);
+    const int64_t cap = o->capacity ? o->capacity : 1024;
+    int r = index_grow(d, slots_for(cap));
+    while (!r && (d->nslabs << d->shift) < cap)
+        r = slab_add(d);
+    return r;
+}
+
 int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype,
                              const EmbDynamicOptions *opts)
 {
@@ -697,52 +748,11 @@ int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype
     Dyn *d = r ? NULL : calloc(1, sizeof *d);
     if (!r && !d)
         r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
-    if (r) {
-        emb_table_destroy(&t);
-        return r;
-    }
-    d->refs = 1;
-    d->free_head = -1;
-    d->D = featuresize;
-    d->dtype = dtype;
-    d->stride = stride;
-    d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
-    /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
-    const size_t slab_bytes = (double)o.capacity * (double)stride >= 16.0 * 1048576.0
-                                  ? HUGE_BYTES : SLAB_BYTES;
-    d->shift = 4;
-    while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
-        d->shift++;
-    d->max_rows = o.max_rows;
-    d->init = o.init;
-    d->missing = o.missing;
-    d->admit_after = o.admit_after;
-    d->x.nslots = 16;
-    t->ops = &emb__dynamic_ops;
-    t->impl = d;
-    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
-    d->defrow = zalloc(stride);
-    d->sink = zalloc(stride);
-    if (d->admit_after > 1) {
-        int64_t w = 1;
-        while (w < (o.sketch_width ? o.sketch_width : 65536))
-            w *= 2;
-        d->sketch_width = w;
-        d->sketch = calloc((size_t)(SKETCH_DEPTH * w), sizeof *d->sketch);
-    }
-    bool ok = d->x.slots && d->defrow && d->sink && (d->admit_after <= 1 || d->sketch);
-    if (ok) {
-        for (int64_t i = 0; i < d->x.nslots; i++)
-            d->x.slots[i] = (DynSlot){-1, 0};
-        if (o.missing == EMB_DYN_MISSING_CONSTANT)
-            for (int32_t i = 0; i < featuresize; i++)
-                emb__store(dtype, d->defrow, i, o.missing_value);
-        const int64_t cap = o.capacity ? o.capacity : 1024;
-        r = index_grow(d, slots_for(cap));
-        while (!r && (d->nslabs << d->shift) < cap)
-            r = slab_add(d);
-    } else {
-        r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    if (!r) {
+        dyn_configure(d, &o, featuresize, dtype, stride, align);
+        t->ops = &emb__dynamic_ops;
+        t->impl = d;
+        r = dyn_allocate(d, &o);
     }
     if (r) {
         emb_table_destroy(&t);
