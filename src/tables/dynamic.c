@@ -6,9 +6,11 @@
  * list of evicted rows, per-row metadata (id, last update step), a count-min sketch for
  * admission, and the optimizer state in slabs parallel to the rows.
  *
- * The structure changes only in serial steps (an update's prepare / commit, evict, import,
- * a column pointer with UPDATE of an unknown id); lookups and the update's apply phase only
- * probe, so they may run on many threads. A created row's values depend on its id alone
+ * The table contract (tables/table_ops.h) is its only door to the layers above: the
+ * operations tables at the end of this file. The structure changes only in serial steps
+ * (an update's prepare / commit, evict, import, a column pointer with UPDATE of an unknown
+ * id, a restore's stage commit); lookups and the update's apply phase only probe, so they
+ * may run on many threads. A created row's values depend on its id alone
  * (initval.h), never on the order rows were created in or on the row index it got.
  */
 #include <math.h>
@@ -343,7 +345,7 @@ static void evict_row(Dyn *d, int64_t r)
     d->nrows--;
 }
 
-/* ---- the column pointers ----------------------------------------------------------------- */
+/* ---- column, column_create (the contract) ----------------------------------------------- */
 
 static void *dynamic_column(const EmbTable *t, int64_t id, EmbContext ctx)
 {
@@ -385,7 +387,7 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
     return 0;
 }
 
-/* ---- the lookup's per-id path ----------------------------------------------------------- */
+/* ---- resolve, prefetch (the contract: batched resolution of spans) ---------------------- */
 
 #define SPAN EMB_SPAN_MAX /* ids hashed and probed together */
 
@@ -469,7 +471,7 @@ static void count(Dyn *d, int64_t id)
     }
 }
 
-/* ---- the update's serial steps ----------------------------------------------------------- */
+/* ---- update_prepare / update_commit / update_rows (the contract) ------------------------ */
 
 void emb__dynamic_decide(const EmbTable *t, const int64_t *ids, int64_t n, int64_t *rows,
                          int64_t *extra)
@@ -541,7 +543,7 @@ static void dyn_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t d0,
     }
 }
 
-/* ---- the optimizer state ----------------------------------------------------------------- */
+/* ---- state_attach (the contract: optimizer state kept with the rows) -------------------- */
 
 static void dyn_unref(Dyn *d)
 {
@@ -1008,7 +1010,7 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
     return 0;
 }
 
-/* ---- checkpoints (store/format.c, store/restore.c) --------------------------------------- */
+/* ---- rows and stages for dynamic_ckpt.c (the contract's checkpoint entries) ------------- */
 
 void emb__dynamic_each_row(const EmbTable *t, void (*fn)(void *ctx, int64_t row, int64_t id),
                            void *ctx)
@@ -1168,7 +1170,7 @@ int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in)
     return 0;
 }
 
-/* ---- the contract ------------------------------------------------------------------------ */
+/* ---- the operations tables -------------------------------------------------------------- */
 
 static int dyn_save_check(const EmbTable *t)
 {
