@@ -5,11 +5,12 @@
  * checkpoint round trip) runs on a table of each kind holding the same rows as a plain
  * reference table, and every output, row and state must equal the reference's bit for bit.
  *
- * A new kind plugs in with one entry of `kinds` below: a constructor that makes a table
- * of NCOL rows of D f32 elements (named by its argument) holding row id's values
- * `value(id, i)` (e.g. created empty and filled by column pointers with UPDATE or by an
- * import), and whether its ids are keys (rows appear: then the battery's ids stay in
- * [0, NCOL) as well, so the reference is the same plain table).
+ * A new kind plugs in with one line of KINDS below, X(test name, constructor): the
+ * constructor makes a table of NCOL rows of D f32 elements (named by its argument)
+ * holding row id's values `value(id, i)` (fill() writes them through column pointers with
+ * UPDATE, which creates the rows of a kind whose rows appear); the battery's ids stay in
+ * [0, NCOL), so the reference is the same plain table for every kind. The battery then
+ * runs as the test contract::<name> (also under the sanitizers, .ci/run).
  */
 #include <criterion/criterion.h>
 
@@ -298,6 +299,24 @@ static void battery_optimizers(const Kind *kind)
     emb_indexer_destroy(&ix);
 }
 
+/* emb_maplookup of tables @t (of the kind) and @r (the reference) under @s: concat
+   output, the same bits. */
+static void maplookup(EmbStrategy *s, EmbTable **t, EmbTable **r)
+{
+    const EmbBatch b[2] = {{bag_ids, EMB_ID_I64, NNZ, NBAGS, 0, bag_offsets, bag_w},
+                           {bag_ids32, EMB_ID_I32, NNZ, NBAGS, 0, bag_offsets, NULL}};
+    const EmbPooling p[2] = {EMB_POOLING_MEAN, EMB_POOLING_SUM};
+    float out[NBAGS * (2 * D + 1)], ref[NBAGS * (2 * D + 1)];
+    memset(out, 0, sizeof out);
+    memset(ref, 0, sizeof ref);
+    const EmbOutputs ot = {.concat = out, .concat_stride = 2 * D + 1, .prependrows = 1};
+    const EmbOutputs orf = {.concat = ref, .concat_stride = 2 * D + 1, .prependrows = 1};
+    cr_assert_eq(emb_maplookup(s, t, 2, b, p, &ot), 0, "%s: %s", emb_strategy_name(s),
+                 emb_last_error());
+    cr_assert_eq(emb_maplookup(s, r, 2, b, p, &orf), 0);
+    same_floats(out, ref, NBAGS * (2 * D + 1), "emb_maplookup");
+}
+
 /* emb_update_many of two tables of the kind under @s, against the reference's. */
 static void many(const Kind *kind, EmbStrategy *s)
 {
@@ -318,6 +337,7 @@ static void many(const Kind *kind, EmbStrategy *s)
         cr_assert_eq(emb_grad_set_sparse(gt[i], t[i], &sg), 0);
         cr_assert_eq(emb_grad_set_sparse(gr[i], r[i], &sg), 0);
     }
+    maplookup(s, t, r);
     cr_assert_eq(emb_update_many(s, ot, t, (const EmbGrad *const *)gt, 2, ix, 0), 0, "%s: %s",
                  emb_strategy_name(s), emb_last_error());
     cr_assert_eq(emb_update_many(s, orf, r, (const EmbGrad *const *)gr, 2, ix, 0), 0);

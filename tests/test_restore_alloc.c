@@ -82,7 +82,8 @@ static void train(EmbTable **t, EmbOptimizer *o, int steps, int seed)
         for (int i = 0; i < NT; i++) {
             int64_t ids[8];
             for (int k = 0; k < 8; k++)
-                ids[k] = i == 0 ? (k * 3 + s + seed) % 20 : (int64_t)((k + s * 5 + seed) % 13) * 977;
+                ids[k] = i == 0 ? (k * 3 + s + seed) % 20
+                                : (int64_t)((k + s * 5 + seed) % 13) * 977;
             const EmbSparseGrad sg = {.ids = ids, .n = 8, .featuresize = 4, .values = v,
                                       .stride = 4};
             cr_assert_eq(emb_grad_set_sparse(g, t[i], &sg), 0, "%s", emb_last_error());

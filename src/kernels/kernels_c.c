@@ -243,28 +243,9 @@ static void scale_c(float *x, float s, int32_t D)
 }
 
 /* The C level: every entry (the _nt ones are the plain ones: no streaming stores). */
-void emb__kernels_init_c(EmbKernels *k)
+/* The lookup's pool and bags kernels (C references). */
+static void init_lookup_c(EmbKernels *k)
 {
-    memset(k, 0, sizeof *k);
-    k->gather[EMB_F32] = gather_f32_c;
-    k->gather[EMB_F16] = gather_f16_c;
-    k->gather[EMB_BF16] = gather_bf16_c;
-    k->gather_d[0][EMB_F32] = gather_d16_f32_c;
-    k->gather_d[0][EMB_F16] = gather_d16_f16_c;
-    k->gather_d[0][EMB_BF16] = gather_d16_bf16_c;
-    k->gather_d[1][EMB_F32] = gather_d32_f32_c;
-    k->gather_d[1][EMB_F16] = gather_d32_f16_c;
-    k->gather_d[1][EMB_BF16] = gather_d32_bf16_c;
-    k->gather_d[2][EMB_F32] = gather_d64_f32_c;
-    k->gather_d[2][EMB_F16] = gather_d64_f16_c;
-    k->gather_d[2][EMB_BF16] = gather_d64_bf16_c;
-    k->gather_d[3][EMB_F32] = gather_d128_f32_c;
-    k->gather_d[3][EMB_F16] = gather_d128_f16_c;
-    k->gather_d[3][EMB_BF16] = gather_d128_bf16_c;
-    k->gather_d[4][EMB_F32] = gather_d256_f32_c;
-    k->gather_d[4][EMB_F16] = gather_d256_f16_c;
-    k->gather_d[4][EMB_BF16] = gather_d256_bf16_c;
-
     k->pool[EMB_F32] = k->pool_nt[EMB_F32] = pool_f32_c;
     k->pool[EMB_F16] = k->pool_nt[EMB_F16] = pool_f16_c;
     k->pool[EMB_BF16] = k->pool_nt[EMB_BF16] = pool_bf16_c;
@@ -302,7 +283,11 @@ void emb__kernels_init_c(EmbKernels *k)
     k->bags_d[2][EMB_BF16] = bags_d64_bf16_c;
     k->bags_d[3][EMB_BF16] = bags_d128_bf16_c;
     k->bags_d[4][EMB_BF16] = bags_d256_bf16_c;
+}
 
+/* Norms, scaling and the SGD rows (C references). */
+static void init_rows_c(EmbKernels *k)
+{
     k->sumsq[EMB_F32] = sumsq_f32_c;
     k->sumsq[EMB_F16] = sumsq_f16_c;
     k->sumsq[EMB_BF16] = sumsq_bf16_c;
@@ -327,6 +312,33 @@ void emb__kernels_init_c(EmbKernels *k)
     k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_c;
     k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_c;
     k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_c;
+}
+
+void emb__kernels_init_c(EmbKernels *k)
+{
+    memset(k, 0, sizeof *k);
+    k->gather[EMB_F32] = gather_f32_c;
+    k->gather[EMB_F16] = gather_f16_c;
+    k->gather[EMB_BF16] = gather_bf16_c;
+    k->gather_d[0][EMB_F32] = gather_d16_f32_c;
+    k->gather_d[0][EMB_F16] = gather_d16_f16_c;
+    k->gather_d[0][EMB_BF16] = gather_d16_bf16_c;
+    k->gather_d[1][EMB_F32] = gather_d32_f32_c;
+    k->gather_d[1][EMB_F16] = gather_d32_f16_c;
+    k->gather_d[1][EMB_BF16] = gather_d32_bf16_c;
+    k->gather_d[2][EMB_F32] = gather_d64_f32_c;
+    k->gather_d[2][EMB_F16] = gather_d64_f16_c;
+    k->gather_d[2][EMB_BF16] = gather_d64_bf16_c;
+    k->gather_d[3][EMB_F32] = gather_d128_f32_c;
+    k->gather_d[3][EMB_F16] = gather_d128_f16_c;
+    k->gather_d[3][EMB_BF16] = gather_d128_bf16_c;
+    k->gather_d[4][EMB_F32] = gather_d256_f32_c;
+    k->gather_d[4][EMB_F16] = gather_d256_f16_c;
+    k->gather_d[4][EMB_BF16] = gather_d256_bf16_c;
+
+    init_lookup_c(k);
+
+    init_rows_c(k);
 
     emb__kernels_init_optim_c(k);
 }

@@ -435,6 +435,19 @@ static int plan_kept(EmbSaver *s, const char *name, Kept **kept, int64_t *n, Kep
     return r;
 }
 
+/* Deletes the @n checkpoints @retired (but @name, just written) after a save; frees it. */
+static void delete_retired(const EmbSaver *s, Kept *retired, int64_t n, const char *name)
+{
+    for (int64_t i = 0; i < n; i++) {
+        char old[PATH_CAP + FILE_NAME_MAX + 2];
+        snprintf(old, sizeof old, "%s/%s", s->dir, retired[i].name);
+        if (strcmp(retired[i].name, name) != 0 && unlink(old) != 0 && errno != ENOENT)
+            emb__log(EMB_LOG_WARN, "could not delete old checkpoint %s: %s", old,
+                     strerror(errno));
+    }
+    free(retired);
+}
+
 static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *path,
                        size_t cap)
 {
@@ -489,14 +502,7 @@ static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *p
     s->kept = kept;
     s->nkept = s->capkept = n;
     s->last_preserved = preserved;
-    for (int64_t i = 0; i < nretired; i++) {
-        char old[PATH_CAP + FILE_NAME_MAX + 2];
-        snprintf(old, sizeof old, "%s/%s", s->dir, retired[i].name);
-        if (strcmp(retired[i].name, name) != 0 && unlink(old) != 0 && errno != ENOENT)
-            emb__log(EMB_LOG_WARN, "could not delete old checkpoint %s: %s", old,
-                     strerror(errno));
-    }
-    free(retired);
+    delete_retired(s, retired, nretired, name);
     if (path)
         snprintf(path, cap, "%s", final);
     return 0;
@@ -506,6 +512,8 @@ int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_step, char
                    size_t cap)
 {
     EMB_CHECK_NULL(s);
+    if (global_step < 0) /* a restore refuses it (EMB_ECORRUPT) */
+        return emb__fail(EMB_EINVAL, "global_step %lld is negative", (long long)global_step);
     pthread_mutex_lock(&s->lock);
     const int r = save_locked(s, store, global_step, path, cap);
     pthread_mutex_unlock(&s->lock);

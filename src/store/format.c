@@ -173,8 +173,10 @@ static char *header_text(const EmbCkpt *c, json_t *model, size_t *len)
         const EmbCkptTensor *t = &c->tensors[i];
         json_t *jt = json_object();
         emb__json_set(jt, "dtype", json_string(emb__ckpt_dtype_code(t->dtype)), &err);
-        emb__json_set(jt, "shape", json_pack("[II]", (json_int_t)t->ncolumns, (json_int_t)t->width), &err);
-        emb__json_set(jt, "data_offsets", json_pack("[II]", (json_int_t)t->begin, (json_int_t)t->end),
+        emb__json_set(jt, "shape",
+                      json_pack("[II]", (json_int_t)t->ncolumns, (json_int_t)t->width), &err);
+        emb__json_set(jt, "data_offsets",
+                      json_pack("[II]", (json_int_t)t->begin, (json_int_t)t->end),
             &err);
         emb__json_set(root, t->name, jt, &err);
     }
@@ -392,14 +394,14 @@ static int parse_tensor(EmbCkpt *c, const char *name, json_t *v, json_t *sums, u
     const char *dt = emb__json_str(v, "dtype");
     EmbCkptTensor t = {.table = -1, .slot = -1};
     if (!json_is_object(v) || json_object_size(v) != 3 || !dt || dtype_parse(dt, &t.dtype))
-        return emb__ckpt_corrupt(path, "tensor \"%.200s\" is not an F32, F16, BF16, I64 or U16 tensor",
-                       name);
+        return emb__ckpt_corrupt(path, "tensor \"%.200s\" is not an F32, F16, BF16, I64 or U16 "
+                                 "tensor", name);
     json_t *s0 = json_array_get(shape, 0), *s1 = json_array_get(shape, 1);
     json_t *o0 = json_array_get(offs, 0), *o1 = json_array_get(offs, 1);
     if (json_array_size(shape) != 2 || json_array_size(offs) != 2 || !json_is_integer(s0) ||
         !json_is_integer(s1) || !json_is_integer(o0) || !json_is_integer(o1))
         return emb__ckpt_corrupt(path, "tensor \"%.200s\" has no [rows, columns] shape or offsets",
-                       name);
+                                 name);
     const json_int_t rows = json_integer_value(s0), cols = json_integer_value(s1);
     const json_int_t b = json_integer_value(o0), e = json_integer_value(o1);
     const uint64_t el = emb__ckpt_el_size(t.dtype);
@@ -439,13 +441,14 @@ static int check_layout(EmbCkpt *c, uint64_t size, const char *path)
     for (int64_t i = 0; i < c->ntensors && !e; i++) {
         if (order[i]->begin != pos)
             e = emb__ckpt_corrupt(path, "tensor \"%.200s\" overlaps another or leaves a hole",
-                        order[i]->name);
+                                  order[i]->name);
         pos = order[i]->end;
     }
     free(order);
     if (!e && c->data_start + pos != size)
         e = emb__ckpt_corrupt(path, "the file has %llu bytes, its header describes %llu",
-                    (unsigned long long)size, (unsigned long long)(c->data_start + pos));
+                              (unsigned long long)size,
+                              (unsigned long long)(c->data_start + pos));
     c->data_size = pos;
     return e;
 }
@@ -462,8 +465,8 @@ static int parse_body(EmbCkpt *c, json_t *root, json_t *meta, uint64_t size, con
         return emb__fail(EMB_ENOTSUP, "checkpoint %s has format version %lld; this library "
                          "reads version %d", path, (long long)version, EMB_CKPT_VERSION);
     if (!json_is_object(sums))
-        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step, xxh3 or "
-                                 "tables");
+        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step (>= 0), "
+                                 "xxh3 or tables");
     int r = 0;
     const char *key;
     json_t *v;
@@ -514,7 +517,7 @@ int emb__ckpt_read(EmbCkpt *c, int fd, uint64_t size, const char *path, json_t *
     unsigned char len[8];
     if (size < 8)
         return emb__ckpt_corrupt(path, "%llu bytes are too few for a safetensors file",
-                       (unsigned long long)size);
+                                 (unsigned long long)size);
     int e = read_all(fd, len, 8, 0);
     if (e)
         return io_error(path, e);
@@ -527,7 +530,7 @@ int emb__ckpt_read(EmbCkpt *c, int fd, uint64_t size, const char *path, json_t *
         n |= (uint64_t)len[i] << (8 * i);
     if (n < 2 || n > size - 8 || n > EMB_CKPT_HEADER_MAX)
         return emb__ckpt_corrupt(path, "a header of %llu bytes in a file of %llu",
-                       (unsigned long long)n, (unsigned long long)size);
+                                 (unsigned long long)n, (unsigned long long)size);
     char *h = malloc((size_t)n);
     if (!h)
         return emb__fail(EMB_ENOMEM, "out of memory for the header of checkpoint %s", path);

@@ -320,8 +320,8 @@ static int parse_dynamic(EmbCkpt *c, EmbCkptTable *tb, json_t *jd, const char *p
                                          ts->ncolumns == 4 * (int64_t)tb->nshards &&
                                          (ts->width & (ts->width - 1)) == 0);
         if (!ok)
-            return emb__ckpt_corrupt(path, "dynamic table tensor \"%.200s\" is missing or misshapen",
-                           tname);
+            return emb__ckpt_corrupt(path, "dynamic table tensor \"%.200s\" is missing or "
+                                     "misshapen", tname);
         c->tensors[s].table = tb - c->tables;
         *dst[k] = s;
     }
@@ -359,7 +359,8 @@ static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
     if (r || step < 0)
         return r;
     if (!c->has_opt)
-        return emb__ckpt_corrupt(path, "table \"%.200s\" has optimizer state but no optimizer", name);
+        return emb__ckpt_corrupt(path, "table \"%.200s\" has optimizer state but no "
+                                 "optimizer", name);
     EmbOptSlot slots[2];
     const EmbCkptTensor *val = &c->tensors[v];
     const int ns = emb__optimizer_slots(c->opt.kind, val->width, slots);
@@ -370,7 +371,8 @@ static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
         const int64_t s = emb__ckpt_tensor_find(c, tname);
         if (s < 0 || c->tensors[s].table >= 0 || c->tensors[s].dtype != EMB_F32 ||
             c->tensors[s].ncolumns != val->ncolumns || c->tensors[s].width != slots[k].width)
-            return emb__ckpt_corrupt(path, "optimizer state \"%.200s\" is missing or misshapen", tname);
+            return emb__ckpt_corrupt(path, "optimizer state \"%.200s\" is missing or "
+                                     "misshapen", tname);
         c->tensors[s].table = tb - c->tables;
         c->tensors[s].slot = k;
         tb->state[k] = s;
@@ -383,10 +385,10 @@ static int parse_model(EmbCkpt *c, json_t *meta, const char *path)
 {
     int64_t step;
     json_t *tables = json_object_get(meta, "tables"), *opt = json_object_get(meta, "optimizer");
-    if (emb__json_int(meta, "global_step", INT64_MIN, INT64_MAX, &step) ||
-        !json_is_array(tables) || (opt && !json_is_object(opt)))
-        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step, xxh3 or "
-                                 "tables");
+    if (emb__json_int(meta, "global_step", 0, INT64_MAX, &step) || !json_is_array(tables) ||
+        (opt && !json_is_object(opt)))
+        return emb__ckpt_corrupt(path, "its embtables metadata lacks global_step (>= 0), xxh3 "
+                                 "or tables");
     c->global_step = step;
     int r = opt ? parse_optimizer(c, opt, path) : 0;
     for (size_t i = 0; i < json_array_size(tables) && !r; i++)
@@ -454,13 +456,13 @@ int emb__ckpt_check_rows(const EmbCkpt *c, int fd, unsigned char *buf, const cha
         r = r ? r : emb__ckpt_load_fn(c, tb->last, fd, array_dst, last, buf, path);
         for (int64_t k = 0; k < n && !r; k++) {
             if (ids[k] < 0 || (k > 0 && ids[k] <= ids[k - 1]))
-                r = emb__ckpt_corrupt(path, "dynamic table \"%.200s\": id %lld at row %lld is negative, "
-                            "repeated or out of order", tb->name, (long long)ids[k],
-                            (long long)k);
+                r = emb__ckpt_corrupt(path, "dynamic table \"%.200s\": id %lld at row %lld is "
+                                      "negative, repeated or out of order", tb->name,
+                                      (long long)ids[k], (long long)k);
             else if (last[k] < 0 || last[k] > tb->dyn_step)
-                r = emb__ckpt_corrupt(path, "dynamic table \"%.200s\": row %lld was last updated at step "
-                            "%lld, outside [0, %lld]", tb->name, (long long)k,
-                            (long long)last[k], (long long)tb->dyn_step);
+                r = emb__ckpt_corrupt(path, "dynamic table \"%.200s\": row %lld was last updated "
+                                      "at step %lld, outside [0, %lld]", tb->name, (long long)k,
+                                      (long long)last[k], (long long)tb->dyn_step);
         }
     }
     free(ids);

@@ -264,8 +264,10 @@ static void many_apply(ManyCtx *c)
     lap(c, T_SERIAL);
     emb__strategy_run_on(strategy, c->nthreads, n * c->nsplits * c->asplits, apply_task, c);
     lap(c, T_APPLY);
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
+        emb__table_release(c->plans[i].table);
         c->opt->states[c->plans[i].ost_index].step++;
+    }
     lap(c, T_SERIAL);
     memcpy(strategy->update_times, c->times, sizeof c->times);
 }

@@ -6,11 +6,14 @@
  * list of evicted rows, per-row metadata (id, last update step), a count-min sketch for
  * admission, and the optimizer state in slabs parallel to the rows.
  *
- * The structure changes only in serial steps (an update's prepare / commit, evict, import,
- * a column pointer with UPDATE of an unknown id); lookups and the update's apply phase only
- * probe, so they may run on many threads. A created row's values depend on its id alone
+ * The table contract (tables/table_ops.h) is its only door to the layers above: the
+ * operations tables at the end of this file. The structure changes only in serial steps
+ * (an update's prepare / commit, evict, import, a column pointer with UPDATE of an unknown
+ * id, a restore's stage commit); lookups and the update's apply phase only probe, so they
+ * may run on many threads. A created row's values depend on its id alone
  * (initval.h), never on the order rows were created in or on the row index it got.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,7 +345,7 @@ static void evict_row(Dyn *d, int64_t r)
     d->nrows--;
 }
 
-/* ---- the column pointers ----------------------------------------------------------------- */
+/* ---- column, column_create (the contract) ----------------------------------------------- */
 
 static void *dynamic_column(const EmbTable *t, int64_t id, EmbContext ctx)
 {
@@ -384,7 +387,7 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
     return 0;
 }
 
-/* ---- the lookup's per-id path ----------------------------------------------------------- */
+/* ---- resolve, prefetch (the contract: batched resolution of spans) ---------------------- */
 
 #define SPAN EMB_SPAN_MAX /* ids hashed and probed together */
 
@@ -468,7 +471,7 @@ static void count(Dyn *d, int64_t id)
     }
 }
 
-/* ---- the update's serial steps ----------------------------------------------------------- */
+/* ---- update_prepare / update_commit / update_rows (the contract) ------------------------ */
 
 void emb__dynamic_decide(const EmbTable *t, const int64_t *ids, int64_t n, int64_t *rows,
                          int64_t *extra)
@@ -540,7 +543,7 @@ static void dyn_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t d0,
     }
 }
 
-/* ---- the optimizer state ----------------------------------------------------------------- */
+/* ---- state_attach (the contract: optimizer state kept with the rows) -------------------- */
 
 static void dyn_unref(Dyn *d)
 {
@@ -654,9 +657,17 @@ static int options_check(const EmbDynamicOptions *o, const char *name)
                          "admit_after %d and sketch_width %d must be >= 0", name,
                          (long long)o->capacity, (long long)o->max_rows, (int)o->admit_after,
                          (int)o->sketch_width);
+    if (o->sketch_width > EMB_DYN_SKETCH_WIDTH_MAX)
+        return emb__fail(EMB_EINVAL, "dynamic table \"%s\": sketch_width %d is more than %d "
+                         "(4 rows of 16-bit counters: %d MiB)", name, (int)o->sketch_width,
+                         EMB_DYN_SKETCH_WIDTH_MAX, EMB_DYN_SKETCH_WIDTH_MAX * 8 >> 20);
     if ((unsigned)o->missing > EMB_DYN_MISSING_ERROR)
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\": missing mode %d is unknown", name,
                          (int)o->missing);
+    if (o->missing == EMB_DYN_MISSING_CONSTANT && (o->table.flags & EMB_TABLE_CHECK_FINITE) &&
+        !isfinite(o->missing_value))
+        return emb__fail(EMB_ENONFINITE, "dynamic table \"%s\": missing_value %g is not finite "
+                         "(the table checks for finite values)", name, (double)o->missing_value);
     if (o->table.placement != EMB_PLACE_DEFAULT)
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\": placement %d is not supported "
                          "(only EMB_PLACE_DEFAULT)", name, (int)o->table.placement);
@@ -666,6 +677,57 @@ static int options_check(const EmbDynamicOptions *o, const char *name)
     if (!r && o->init.kind == EMB_INIT_UNIFORM_UNIT_SCALING)
         r = emb__fail(EMB_EINVAL, "%s: UNIFORM_UNIT_SCALING needs a row count a dynamic table "
                       "does not have", label);
+    return r;
+}
+
+/* The configuration of a new body @d of rows of @stride bytes (slabs aligned to @align). */
+static void dyn_configure(Dyn *d, const EmbDynamicOptions *o, int32_t featuresize,
+                          EmbDtype dtype, size_t stride, size_t align)
+{
+    d->refs = 1;
+    d->free_head = -1;
+    d->D = featuresize;
+    d->dtype = dtype;
+    d->stride = stride;
+    d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
+    /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
+    const size_t slab_bytes = (double)o->capacity * (double)stride >= 16.0 * 1048576.0
+                                  ? HUGE_BYTES : SLAB_BYTES;
+    d->shift = 4;
+    while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
+        d->shift++;
+    d->max_rows = o->max_rows;
+    d->init = o->init;
+    d->missing = o->missing;
+    d->admit_after = o->admit_after;
+    d->x.nslots = 16;
+}
+
+/* The storage of a configured body: index, default and sink rows, the sketch, room for
+   the capacity hint. 0 or EMB_ENOMEM. */
+static int dyn_allocate(Dyn *d, const EmbDynamicOptions *o)
+{
+    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
+    d->defrow = zalloc(d->stride);
+    d->sink = zalloc(d->stride);
+    if (d->admit_after > 1) {
+        int64_t w = 1;
+        while (w < (o->sketch_width ? o->sketch_width : 65536))
+            w *= 2;
+        d->sketch_width = w;
+        d->sketch = calloc((size_t)(SKETCH_DEPTH * w), sizeof *d->sketch);
+    }
+    if (!d->x.slots || !d->defrow || !d->sink || (d->admit_after > 1 && !d->sketch))
+        return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    for (int64_t i = 0; i < d->x.nslots; i++)
+        d->x.slots[i] = (DynSlot){-1, 0};
+    if (o->missing == EMB_DYN_MISSING_CONSTANT)
+        for (int32_t i = 0; i < d->D; i++)
+            emb__store(d->dtype, d->defrow, i, o->missing_value);
+    const int64_t cap = o->capacity ? o->capacity : 1024;
+    int r = index_grow(d, slots_for(cap));
+    while (!r && (d->nslabs << d->shift) < cap)
+        r = slab_add(d);
     return r;
 }
 
@@ -688,52 +750,11 @@ int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype
     Dyn *d = r ? NULL : calloc(1, sizeof *d);
     if (!r && !d)
         r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
-    if (r) {
-        emb_table_destroy(&t);
-        return r;
-    }
-    d->refs = 1;
-    d->free_head = -1;
-    d->D = featuresize;
-    d->dtype = dtype;
-    d->stride = stride;
-    d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
-    /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
-    const size_t slab_bytes = (double)o.capacity * (double)stride >= 16.0 * 1048576.0
-                                  ? HUGE_BYTES : SLAB_BYTES;
-    d->shift = 4;
-    while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
-        d->shift++;
-    d->max_rows = o.max_rows;
-    d->init = o.init;
-    d->missing = o.missing;
-    d->admit_after = o.admit_after;
-    d->x.nslots = 16;
-    t->ops = &emb__dynamic_ops;
-    t->impl = d;
-    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
-    d->defrow = zalloc(stride);
-    d->sink = zalloc(stride);
-    if (d->admit_after > 1) {
-        int64_t w = 1;
-        while (w < (o.sketch_width ? o.sketch_width : 65536))
-            w *= 2;
-        d->sketch_width = w;
-        d->sketch = calloc((size_t)(SKETCH_DEPTH * w), sizeof *d->sketch);
-    }
-    bool ok = d->x.slots && d->defrow && d->sink && (d->admit_after <= 1 || d->sketch);
-    if (ok) {
-        for (int64_t i = 0; i < d->x.nslots; i++)
-            d->x.slots[i] = (DynSlot){-1, 0};
-        if (o.missing == EMB_DYN_MISSING_CONSTANT)
-            for (int32_t i = 0; i < featuresize; i++)
-                emb__store(dtype, d->defrow, i, o.missing_value);
-        const int64_t cap = o.capacity ? o.capacity : 1024;
-        r = index_grow(d, slots_for(cap));
-        while (!r && (d->nslabs << d->shift) < cap)
-            r = slab_add(d);
-    } else {
-        r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    if (!r) {
+        dyn_configure(d, &o, featuresize, dtype, stride, align);
+        t->ops = &emb__dynamic_ops;
+        t->impl = d;
+        r = dyn_allocate(d, &o);
     }
     if (r) {
         emb_table_destroy(&t);
@@ -957,10 +978,11 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
         return emb__fail(EMB_ENOMEM, "out of memory to sort %lld ids", (long long)n);
     int64_t extra = 0;
     for (int64_t k = 0; k < n; k++) {
-        if (ids[k] < 0) {
+        if (ids[k] < 0 || ids[k] == INT64_MAX) { /* as lookups and updates refuse them */
             free(v);
-            return emb__fail(EMB_ERANGE, "import: id %lld at position %lld is negative (%s)",
-                             (long long)ids[k], (long long)k, emb__table_label(t));
+            return emb__fail(EMB_ERANGE, "import: id %lld at position %lld is not in "
+                             "[0, %lld) (%s)", (long long)ids[k], (long long)k,
+                             (long long)INT64_MAX, emb__table_label(t));
         }
         v[k] = (IdRow){ids[k], k};
         extra += find(d, ids[k]) < 0;
@@ -988,7 +1010,7 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
     return 0;
 }
 
-/* ---- checkpoints (store/format.c, store/restore.c) --------------------------------------- */
+/* ---- rows and stages for dynamic_ckpt.c (the contract's checkpoint entries) ------------- */
 
 void emb__dynamic_each_row(const EmbTable *t, void (*fn)(void *ctx, int64_t row, int64_t id),
                            void *ctx)
@@ -1148,7 +1170,7 @@ int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in)
     return 0;
 }
 
-/* ---- the contract ------------------------------------------------------------------------ */
+/* ---- the operations tables -------------------------------------------------------------- */
 
 static int dyn_save_check(const EmbTable *t)
 {

@@ -33,6 +33,30 @@
  *           table running; [parallel] entries may run on many threads at once over
  *           disjoint spans (they must not change the structure; they may pin).
  *
+ * ---- Who calls what, when ----
+ * lookup (lookup/lookup.c): check (missing_fails / readable) for every id before any
+ *   output is written; then per range of bags: resolve in spans (the gather, the bags
+ *   kernel over span-resolving kinds), or, on the generic path, column() per id with the
+ *   prefetch hint a few ids ahead (a kind with EMB_OPS_PINS has every id of the range
+ *   resolved first); release once per table when every range is done (emb_lookup,
+ *   emb_maplookup).
+ * update (update/plan.c): update_prepare for every table of the call (emb_update_many:
+ *   all before any commit; update_cancel when the call is cancelled or another table
+ *   failed), update_commit, then update_rows in spans of 64 distinct ids on the apply
+ *   threads (or column(UPDATE) for kinds without update entries); release after the
+ *   apply.
+ * store (store/model.c, restore.c): save_check, save_list ... close; restore_extras,
+ *   stage, stage_dst, then stage_commit (after every table of the restore staged) or
+ *   stage_free.
+ *
+ * ---- A tiered kind (disk + DRAM cache), for example ----
+ * resolve fetches missing rows synchronously and pins them (EMB_EIO when a read fails);
+ * prefetch starts an asynchronous read; update_prepare fetches and pins every distinct
+ * id's row (the step's only failure point), update_commit marks them dirty, update_rows
+ * returns the pinned rows, update_cancel and release unpin; save_list reads dirty rows
+ * through the cache; stage builds the new content aside (a new file) and stage_commit
+ * swaps it in. The rows it hands out are featuresize elements of t->dtype, as every kind's.
+ *
  * ---- Errors ----
  * Fallible entries return 0 or a negative EMB_E* code set through emb__fail with a message
  * naming the table (emb__table_label) and the culprit (the id, the byte count, the file).
@@ -182,7 +206,7 @@ typedef struct EmbTableOps {
     void *(*column)(const EmbTable *t, int64_t id, EmbContext ctx);
 
     /* [parallel] Batched resolution: cols[k] = the row of span id k for @ctx (FORWARD or
-       NONE: reads only, never creates), k < s->n. A kind hashes, prefetches or fetches
+       NONE: reads only, never creates), k < s->n <= EMB_SPAN_MAX. A kind hashes, prefetches or fetches
        the whole span at once; it may set EMB_RESOLVE_PREFETCHED in *hint. Returns 0, or
        EMB_EIO / EMB_ENOMEM (tiered: a fetch failed; cols undefined). NULL: column() per id. */
     int (*resolve)(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx, const void **cols,
@@ -272,8 +296,8 @@ typedef struct EmbTableOps {
 
     /* ---- structure ------------------------------------------------------------------------- */
 
-    /* Shards of a partitioned kind (NULL: none): the store names them, the restore of a
-       table over shards stages each. */
+    /* Shards of a partitioned kind (NULL: none): emb_table_nshards / emb_table_shard, and
+       the dynamic tables' public functions over a table partitioned over dynamic shards. */
     int32_t (*nshards)(const EmbTable *t);
     EmbTable *(*shard)(const EmbTable *t, int32_t i);
     /* Frees the kind's private state (t->impl); NULL: nothing. */

@@ -50,6 +50,7 @@ int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad, EmbIndex
     emb__plan_apply(&plan, 0, ix->ndistinct, ix->scratch);
     if (flags & EMB_UPDATE_NONTEMPORAL)
         emb__sfence();
+    emb__table_release(table);
     st->step++;
     return 0;
 }

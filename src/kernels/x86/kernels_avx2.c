@@ -349,6 +349,68 @@ static uint64_t idmax_avx2(const void *ids, int64_t n, int id32)
     return r;
 }
 
+/* The bf16 kernels (AVX2). */
+static void init_bf16_avx2(EmbKernels *k)
+{
+    k->gather[EMB_BF16] = gather_bf16_avx2;
+    k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx2;
+    k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx2;
+    k->gather_d[2][EMB_BF16] = gather_d64_bf16_avx2;
+    k->gather_d[3][EMB_BF16] = gather_d128_bf16_avx2;
+    k->gather_d[4][EMB_BF16] = gather_d256_bf16_avx2;
+    k->pool[EMB_BF16] = pool_bf16_avx2;
+    k->pool_nt[EMB_BF16] = pool_nt_bf16_avx2;
+    k->pool_d[0][EMB_BF16] = pool_d16_bf16_avx2;
+    k->pool_d[1][EMB_BF16] = pool_d32_bf16_avx2;
+    k->pool_d[2][EMB_BF16] = pool_d64_bf16_avx2;
+    k->pool_d[3][EMB_BF16] = pool_d128_bf16_avx2;
+    k->pool_d[4][EMB_BF16] = pool_d256_bf16_avx2;
+    k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx2;
+    k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx2;
+    k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx2;
+    k->bags_d[3][EMB_BF16] = bags_d128_bf16_avx2;
+    k->bags_d[4][EMB_BF16] = bags_d256_bf16_avx2;
+    k->sumsq[EMB_BF16] = sumsq_bf16_avx2;
+    k->sgd_row[EMB_BF16] = sgd_row_bf16_avx2;
+    k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx2;
+    k->sgd_row_d[0][EMB_BF16] = sgd_row_d16_bf16_avx2;
+    k->sgd_row_d[1][EMB_BF16] = sgd_row_d32_bf16_avx2;
+    k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx2;
+    k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx2;
+    k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx2;
+}
+
+/* The f16 kernels (AVX2 with F16C). */
+static void init_f16_avx2(EmbKernels *k)
+{
+    k->gather[EMB_F16] = gather_f16_avx2;
+    k->gather_d[0][EMB_F16] = gather_d16_f16_avx2;
+    k->gather_d[1][EMB_F16] = gather_d32_f16_avx2;
+    k->gather_d[2][EMB_F16] = gather_d64_f16_avx2;
+    k->gather_d[3][EMB_F16] = gather_d128_f16_avx2;
+    k->gather_d[4][EMB_F16] = gather_d256_f16_avx2;
+    k->pool[EMB_F16] = pool_f16_avx2;
+    k->pool_nt[EMB_F16] = pool_nt_f16_avx2;
+    k->pool_d[0][EMB_F16] = pool_d16_f16_avx2;
+    k->pool_d[1][EMB_F16] = pool_d32_f16_avx2;
+    k->pool_d[2][EMB_F16] = pool_d64_f16_avx2;
+    k->pool_d[3][EMB_F16] = pool_d128_f16_avx2;
+    k->pool_d[4][EMB_F16] = pool_d256_f16_avx2;
+    k->bags_d[0][EMB_F16] = bags_d16_f16_avx2;
+    k->bags_d[1][EMB_F16] = bags_d32_f16_avx2;
+    k->bags_d[2][EMB_F16] = bags_d64_f16_avx2;
+    k->bags_d[3][EMB_F16] = bags_d128_f16_avx2;
+    k->bags_d[4][EMB_F16] = bags_d256_f16_avx2;
+    k->sumsq[EMB_F16] = sumsq_f16_avx2;
+    k->sgd_row[EMB_F16] = sgd_row_f16_avx2;
+    k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx2;
+    k->sgd_row_d[0][EMB_F16] = sgd_row_d16_f16_avx2;
+    k->sgd_row_d[1][EMB_F16] = sgd_row_d32_f16_avx2;
+    k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx2;
+    k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx2;
+    k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx2;
+}
+
 void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
 {
     k->gather[EMB_F32] = gather_f32_avx2;
@@ -378,32 +440,7 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_row_d[3][EMB_F32] = sgd_row_d128_f32_avx2;
     k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_avx2;
 
-    k->gather[EMB_BF16] = gather_bf16_avx2;
-    k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx2;
-    k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx2;
-    k->gather_d[2][EMB_BF16] = gather_d64_bf16_avx2;
-    k->gather_d[3][EMB_BF16] = gather_d128_bf16_avx2;
-    k->gather_d[4][EMB_BF16] = gather_d256_bf16_avx2;
-    k->pool[EMB_BF16] = pool_bf16_avx2;
-    k->pool_nt[EMB_BF16] = pool_nt_bf16_avx2;
-    k->pool_d[0][EMB_BF16] = pool_d16_bf16_avx2;
-    k->pool_d[1][EMB_BF16] = pool_d32_bf16_avx2;
-    k->pool_d[2][EMB_BF16] = pool_d64_bf16_avx2;
-    k->pool_d[3][EMB_BF16] = pool_d128_bf16_avx2;
-    k->pool_d[4][EMB_BF16] = pool_d256_bf16_avx2;
-    k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx2;
-    k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx2;
-    k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx2;
-    k->bags_d[3][EMB_BF16] = bags_d128_bf16_avx2;
-    k->bags_d[4][EMB_BF16] = bags_d256_bf16_avx2;
-    k->sumsq[EMB_BF16] = sumsq_bf16_avx2;
-    k->sgd_row[EMB_BF16] = sgd_row_bf16_avx2;
-    k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx2;
-    k->sgd_row_d[0][EMB_BF16] = sgd_row_d16_bf16_avx2;
-    k->sgd_row_d[1][EMB_BF16] = sgd_row_d32_bf16_avx2;
-    k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx2;
-    k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx2;
-    k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx2;
+    init_bf16_avx2(k);
 
     k->scale = scale_avx2;
     k->idmax = idmax_avx2;
@@ -411,32 +448,6 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_nt_f32_avx2;
     k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_f32_avx2;
     k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_nt_f32_avx2;
-    if (!(flags & EMB_CPU_F16C))
-        return;
-    k->gather[EMB_F16] = gather_f16_avx2;
-    k->gather_d[0][EMB_F16] = gather_d16_f16_avx2;
-    k->gather_d[1][EMB_F16] = gather_d32_f16_avx2;
-    k->gather_d[2][EMB_F16] = gather_d64_f16_avx2;
-    k->gather_d[3][EMB_F16] = gather_d128_f16_avx2;
-    k->gather_d[4][EMB_F16] = gather_d256_f16_avx2;
-    k->pool[EMB_F16] = pool_f16_avx2;
-    k->pool_nt[EMB_F16] = pool_nt_f16_avx2;
-    k->pool_d[0][EMB_F16] = pool_d16_f16_avx2;
-    k->pool_d[1][EMB_F16] = pool_d32_f16_avx2;
-    k->pool_d[2][EMB_F16] = pool_d64_f16_avx2;
-    k->pool_d[3][EMB_F16] = pool_d128_f16_avx2;
-    k->pool_d[4][EMB_F16] = pool_d256_f16_avx2;
-    k->bags_d[0][EMB_F16] = bags_d16_f16_avx2;
-    k->bags_d[1][EMB_F16] = bags_d32_f16_avx2;
-    k->bags_d[2][EMB_F16] = bags_d64_f16_avx2;
-    k->bags_d[3][EMB_F16] = bags_d128_f16_avx2;
-    k->bags_d[4][EMB_F16] = bags_d256_f16_avx2;
-    k->sumsq[EMB_F16] = sumsq_f16_avx2;
-    k->sgd_row[EMB_F16] = sgd_row_f16_avx2;
-    k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx2;
-    k->sgd_row_d[0][EMB_F16] = sgd_row_d16_f16_avx2;
-    k->sgd_row_d[1][EMB_F16] = sgd_row_d32_f16_avx2;
-    k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx2;
-    k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx2;
-    k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx2;
+    if (flags & EMB_CPU_F16C)
+        init_f16_avx2(k);
 }

@@ -237,6 +237,68 @@ static uint64_t idmax_avx512(const void *ids, int64_t n, int id32)
     return _mm512_reduce_max_epu64(m);
 }
 
+/* The f16 kernels (AVX-512). */
+static void init_f16_avx512(EmbKernels *k)
+{
+    k->gather[EMB_F16] = gather_f16_avx512;
+    k->gather_d[0][EMB_F16] = gather_d16_f16_avx512;
+    k->gather_d[1][EMB_F16] = gather_d32_f16_avx512;
+    k->gather_d[2][EMB_F16] = gather_d64_f16_avx512;
+    k->gather_d[3][EMB_F16] = gather_d128_f16_avx512;
+    k->gather_d[4][EMB_F16] = gather_d256_f16_avx512;
+    k->pool[EMB_F16] = pool_f16_avx512;
+    k->pool_nt[EMB_F16] = pool_nt_f16_avx512;
+    k->pool_d[0][EMB_F16] = pool_d16_f16_avx512;
+    k->pool_d[1][EMB_F16] = pool_d32_f16_avx512;
+    k->pool_d[2][EMB_F16] = pool_d64_f16_avx512;
+    k->pool_d[3][EMB_F16] = pool_d128_f16_avx512;
+    k->pool_d[4][EMB_F16] = pool_d256_f16_avx512;
+    k->bags_d[0][EMB_F16] = bags_d16_f16_avx512;
+    k->bags_d[1][EMB_F16] = bags_d32_f16_avx512;
+    k->bags_d[2][EMB_F16] = bags_d64_f16_avx512;
+    k->bags_d[3][EMB_F16] = bags_d128_f16_avx512;
+    k->bags_d[4][EMB_F16] = bags_d256_f16_avx512;
+    k->sumsq[EMB_F16] = sumsq_f16_avx512;
+    k->sgd_row[EMB_F16] = sgd_row_f16_avx512;
+    k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx512;
+    k->sgd_row_d[0][EMB_F16] = sgd_row_d16_f16_avx512;
+    k->sgd_row_d[1][EMB_F16] = sgd_row_d32_f16_avx512;
+    k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx512;
+    k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx512;
+    k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx512;
+}
+
+/* The bf16 kernels (AVX-512). */
+static void init_bf16_avx512(EmbKernels *k)
+{
+    k->gather[EMB_BF16] = gather_bf16_avx512;
+    k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx512;
+    k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx512;
+    k->gather_d[2][EMB_BF16] = gather_d64_bf16_avx512;
+    k->gather_d[3][EMB_BF16] = gather_d128_bf16_avx512;
+    k->gather_d[4][EMB_BF16] = gather_d256_bf16_avx512;
+    k->pool[EMB_BF16] = pool_bf16_avx512;
+    k->pool_nt[EMB_BF16] = pool_nt_bf16_avx512;
+    k->pool_d[0][EMB_BF16] = pool_d16_bf16_avx512;
+    k->pool_d[1][EMB_BF16] = pool_d32_bf16_avx512;
+    k->pool_d[2][EMB_BF16] = pool_d64_bf16_avx512;
+    k->pool_d[3][EMB_BF16] = pool_d128_bf16_avx512;
+    k->pool_d[4][EMB_BF16] = pool_d256_bf16_avx512;
+    k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx512;
+    k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx512;
+    k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx512;
+    k->bags_d[3][EMB_BF16] = bags_d128_bf16_avx512;
+    k->bags_d[4][EMB_BF16] = bags_d256_bf16_avx512;
+    k->sumsq[EMB_BF16] = sumsq_bf16_avx512;
+    k->sgd_row[EMB_BF16] = sgd_row_bf16_avx512;
+    k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx512;
+    k->sgd_row_d[0][EMB_BF16] = sgd_row_d16_bf16_avx512;
+    k->sgd_row_d[1][EMB_BF16] = sgd_row_d32_bf16_avx512;
+    k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx512;
+    k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx512;
+    k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx512;
+}
+
 void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
 {
     (void)flags;
@@ -267,59 +329,9 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->sgd_row_d[3][EMB_F32] = sgd_row_d128_f32_avx512;
     k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_avx512;
 
-    k->gather[EMB_F16] = gather_f16_avx512;
-    k->gather_d[0][EMB_F16] = gather_d16_f16_avx512;
-    k->gather_d[1][EMB_F16] = gather_d32_f16_avx512;
-    k->gather_d[2][EMB_F16] = gather_d64_f16_avx512;
-    k->gather_d[3][EMB_F16] = gather_d128_f16_avx512;
-    k->gather_d[4][EMB_F16] = gather_d256_f16_avx512;
-    k->pool[EMB_F16] = pool_f16_avx512;
-    k->pool_nt[EMB_F16] = pool_nt_f16_avx512;
-    k->pool_d[0][EMB_F16] = pool_d16_f16_avx512;
-    k->pool_d[1][EMB_F16] = pool_d32_f16_avx512;
-    k->pool_d[2][EMB_F16] = pool_d64_f16_avx512;
-    k->pool_d[3][EMB_F16] = pool_d128_f16_avx512;
-    k->pool_d[4][EMB_F16] = pool_d256_f16_avx512;
-    k->bags_d[0][EMB_F16] = bags_d16_f16_avx512;
-    k->bags_d[1][EMB_F16] = bags_d32_f16_avx512;
-    k->bags_d[2][EMB_F16] = bags_d64_f16_avx512;
-    k->bags_d[3][EMB_F16] = bags_d128_f16_avx512;
-    k->bags_d[4][EMB_F16] = bags_d256_f16_avx512;
-    k->sumsq[EMB_F16] = sumsq_f16_avx512;
-    k->sgd_row[EMB_F16] = sgd_row_f16_avx512;
-    k->sgd_row_nt[EMB_F16] = sgd_row_nt_f16_avx512;
-    k->sgd_row_d[0][EMB_F16] = sgd_row_d16_f16_avx512;
-    k->sgd_row_d[1][EMB_F16] = sgd_row_d32_f16_avx512;
-    k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx512;
-    k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx512;
-    k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx512;
+    init_f16_avx512(k);
 
-    k->gather[EMB_BF16] = gather_bf16_avx512;
-    k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx512;
-    k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx512;
-    k->gather_d[2][EMB_BF16] = gather_d64_bf16_avx512;
-    k->gather_d[3][EMB_BF16] = gather_d128_bf16_avx512;
-    k->gather_d[4][EMB_BF16] = gather_d256_bf16_avx512;
-    k->pool[EMB_BF16] = pool_bf16_avx512;
-    k->pool_nt[EMB_BF16] = pool_nt_bf16_avx512;
-    k->pool_d[0][EMB_BF16] = pool_d16_bf16_avx512;
-    k->pool_d[1][EMB_BF16] = pool_d32_bf16_avx512;
-    k->pool_d[2][EMB_BF16] = pool_d64_bf16_avx512;
-    k->pool_d[3][EMB_BF16] = pool_d128_bf16_avx512;
-    k->pool_d[4][EMB_BF16] = pool_d256_bf16_avx512;
-    k->bags_d[0][EMB_BF16] = bags_d16_bf16_avx512;
-    k->bags_d[1][EMB_BF16] = bags_d32_bf16_avx512;
-    k->bags_d[2][EMB_BF16] = bags_d64_bf16_avx512;
-    k->bags_d[3][EMB_BF16] = bags_d128_bf16_avx512;
-    k->bags_d[4][EMB_BF16] = bags_d256_bf16_avx512;
-    k->sumsq[EMB_BF16] = sumsq_bf16_avx512;
-    k->sgd_row[EMB_BF16] = sgd_row_bf16_avx512;
-    k->sgd_row_nt[EMB_BF16] = sgd_row_nt_bf16_avx512;
-    k->sgd_row_d[0][EMB_BF16] = sgd_row_d16_bf16_avx512;
-    k->sgd_row_d[1][EMB_BF16] = sgd_row_d32_bf16_avx512;
-    k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx512;
-    k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx512;
-    k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx512;
+    init_bf16_avx512(k);
 
     k->scale = scale_avx512;
     k->idmax = idmax_avx512;
