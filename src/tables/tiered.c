@@ -37,14 +37,27 @@ static void *tiered_column(const EmbTable *t, int64_t id, EmbContext ctx)
     return row;
 }
 
+int emb__tiered_resolve_span(Tier *x, const EmbIdSpan *s, EmbContext ctx, const void **cols,
+                             size_t offset)
+{
+    int64_t ids[EMB_SPAN_MAX];
+    int r = 0;
+    for (int64_t k0 = 0; k0 < s->n && !r; k0 += EMB_SPAN_MAX) { /* any span length */
+        const int64_t n = EMB_MIN(EMB_SPAN_MAX, s->n - k0);
+        for (int64_t k = 0; k < n; k++)
+            ids[k] = emb__span_id(s, k0 + k);
+        r = emb__tier_resolve(x, ids, n, (char **)cols + k0, ctx == EMB_CTX_UPDATE);
+        for (int64_t k = 0; k < n && !r && offset; k++)
+            cols[k0 + k] = (const char *)cols[k0 + k] + offset;
+    }
+    return r;
+}
+
 static int tiered_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
                           const void **cols, unsigned *hint)
 {
-    int64_t ids[EMB_SPAN_MAX];
-    for (int64_t k = 0; k < s->n; k++)
-        ids[k] = emb__span_id(s, k);
     *hint = 0;
-    return emb__tier_resolve(tier(t), ids, s->n, (char **)cols, ctx == EMB_CTX_UPDATE);
+    return emb__tiered_resolve_span(tier(t), s, ctx, cols, 0);
 }
 
 static void tiered_release(const EmbTable *t)

@@ -87,14 +87,8 @@ static int view_resolve(const EmbTable *v, const EmbIdSpan *s, EmbContext ctx,
                         const void **cols, unsigned *hint)
 {
     Tier *x = v->impl;
-    int64_t ids[EMB_SPAN_MAX];
-    for (int64_t k = 0; k < s->n; k++)
-        ids[k] = emb__span_id(s, k);
     *hint = 0;
-    const int r = emb__tier_resolve(x, ids, s->n, (char **)cols, ctx == EMB_CTX_UPDATE);
-    for (int64_t k = 0; k < s->n && !r; k++)
-        cols[k] = (const char *)cols[k] + x->state_off;
-    return r;
+    return emb__tiered_resolve_span(x, s, ctx, cols, x->state_off);
 }
 
 static void view_release(const EmbTable *v)

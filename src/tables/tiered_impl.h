@@ -14,6 +14,10 @@
 /* Drops one reference (the table's or its state view's); the last flushes and frees. */
 void emb__tiered_unref(Tier *x);
 
+/* The rows of span @s resolved (pinned) into cols, each plus @offset bytes (the state view:
+   its records' state); spans of any length. 0 or EMB_EIO / EMB_ENOMEM. */
+int emb__tiered_resolve_span(Tier *x, const EmbIdSpan *s, EmbContext ctx, const void **cols,
+                             size_t offset);
 int emb__tiered_initialize(EmbTable *t, const struct EmbInitializer *in);
 int emb__tiered_state_attach(EmbTable *t, int32_t width, const float *init, EmbTable **view);
 const EmbTable *emb__tiered_state_view(const EmbTable *t);
