@@ -11,9 +11,9 @@ const EmbPooling emb__pooling_sum = {EMB_COMBINER_SUM, 0.0f, 0, 0};
 static int check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
     const char *tl = emb__table_label(t);
-    if (b->nnz < 0 || b->nbags < 0)
-        return emb__fail(EMB_EINVAL, "nnz %lld / nbags %lld is negative (%s)",
-                         (long long)b->nnz, (long long)b->nbags, tl);
+    if (b->nnz < 0 || b->nbags < 0 || (!b->offsets && b->bag_size < 0))
+        return emb__fail(EMB_EINVAL, "nnz %lld / nbags %lld / bag_size %lld is negative (%s)",
+                         (long long)b->nnz, (long long)b->nbags, (long long)b->bag_size, tl);
     if (b->id_type != EMB_ID_I64 && b->id_type != EMB_ID_I32)
         return emb__fail(EMB_EINVAL, "id_type %d is not EMB_ID_I64 or EMB_ID_I32 (%s)",
                          (int)b->id_type, tl);
@@ -25,8 +25,8 @@ static int check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         return emb__fail(EMB_EINVAL, "pooling flags 0x%x have unknown bits (%s)", p->flags, tl);
     if (isnan(p->max_norm) || p->max_norm < 0.0f)
         return emb__fail(EMB_EINVAL, "max_norm %g is not >= 0 (%s)", (double)p->max_norm, tl);
-    if (b->nnz > 0)
-        EMB_CHECK_NULL(b->ids);
+    if (b->nnz > 0 && !b->ids)
+        return emb__fail(EMB_ENULL, "ids is NULL for nnz %lld (%s)", (long long)b->nnz, tl);
     if (b->offsets) {
         if (p->combiner == EMB_COMBINER_NONE)
             return emb__fail(EMB_EINVAL, "gather (combiner NONE) takes no offsets (%s)", tl);
@@ -131,8 +131,8 @@ int emb__batch_check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling 
 
 int emb__batch_check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
-    EMB_CHECK_NULL(t);
-    EMB_CHECK_NULL(b);
+    if (!t || !b)
+        return emb__fail(EMB_ENULL, "the %s is NULL", !t ? "table" : "batch");
     if (!p)
         p = &emb__pooling_sum;
     int r = check_shape(t, b, p);
@@ -156,8 +156,7 @@ int emb__output_check(const EmbTable *t, const float *out, int64_t nbags, int64_
     if (!out)
         return emb__fail(EMB_ENULL, "%s is NULL for %lld rows (%s)", what, (long long)nbags,
                          emb__table_label(t));
-    int64_t span;
-    if (!emb__mul_ok(nbags - 1, stride, &span) || span > INT64_MAX / 4 - t->featuresize)
+    if (!emb__rows_fit(nbags, stride, t->featuresize))
         return emb__fail(EMB_EOVERFLOW, "%s of %lld rows of stride %lld overflows (%s)", what,
                          (long long)nbags, (long long)stride, emb__table_label(t));
     return 0;
