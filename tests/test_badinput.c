@@ -76,6 +76,8 @@ typedef struct Fx {
     EmbTable *tabs[2], *twice[2]; /* {t, part}, {t, t} */
     EmbOptimizer *opt; /* Adagrad */
     EmbGrad *g, *gs[2], *empty; /* g: t's gradient; gs: {t, part}'s; empty: none recorded */
+    EmbGrad *gnan, *gbad, *gnans[2]; /* t's sparse gradients: a NaN row; id 8; {gnan, gs[1]} */
+    EmbStrategy *nocb; /* a custom strategy without callbacks */
     EmbIndexer *ix, *ixs[2];
     EmbStrategy *seq;
     EmbStore *store;
@@ -263,6 +265,13 @@ static void fx_training(Fx *f)
                  emb_indexer_create(&f->ixs[1]), 0);
     cr_assert_eq(emb_indexer_index(f->ix, f->ids, 11), 0);
     cr_assert_eq(emb_strategy_sequential(&f->seq), 0);
+    cr_assert_eq(emb_strategy_custom(&f->nocb, &(EmbStrategyCallbacks){0}, NULL), 0);
+    cr_assert_eq(emb_grad_create(&f->gnan) | emb_grad_create(&f->gbad), 0);
+    const EmbSparseGrad nan = {f->ids, EMB_ID_I64, 2, D, f->nanv, D},
+                        bad = {f->big, EMB_ID_I64, 1, D, f->vals, D};
+    cr_assert_eq(emb_grad_set_sparse(f->gnan, f->t, &nan), 0);
+    cr_assert_eq(emb_grad_set_sparse(f->gbad, f->t, &bad), 0);
+    f->gnans[0] = f->gnan, f->gnans[1] = f->gs[1];
     fx_update_ref(f);
 }
 
@@ -301,6 +310,9 @@ static void fx_teardown(Fx *f)
     emb_saver_destroy(&f->sv);
     emb_store_destroy(&f->store);
     emb_strategy_destroy(&f->seq);
+    emb_strategy_destroy(&f->nocb);
+    emb_grad_destroy(&f->gnan);
+    emb_grad_destroy(&f->gbad);
     for (int i = 0; i < 2; i++) {
         emb_indexer_destroy(&f->ixs[i]);
         emb_grad_destroy(&f->gs[i]);
@@ -891,6 +903,7 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_maplookup, EMB_ENULL, "tables[1]", maplookup_concat(f, (EmbTable *const[2]){f->t, NULL}, 2, f->b2, NULL, 2 * D, 0))
     C(emb_maplookup, EMB_ENULL, "batches", maplookup_concat(f, f->tabs, 2, NULL, NULL, 2 * D, 0))
     C(emb_maplookup, EMB_ENULL, "outputs", emb_maplookup(f->seq, f->tabs, 2, f->b2, NULL, NULL))
+    C(emb_maplookup, EMB_ENOTSUP, "maplookup", emb_maplookup(f->nocb, f->tabs, 2, f->b2, NULL, &(EmbOutputs){.concat = o->out, .concat_stride = 2 * D}))
     C(emb_maplookup, EMB_EINVAL, "ntables = 0", maplookup_concat(f, f->tabs, 0, f->b2, NULL, 2 * D, 0))
     C(emb_maplookup, EMB_EINVAL, "ntables = -1", maplookup_concat(f, f->tabs, -1, f->b2, NULL, 2 * D, 0))
     C(emb_maplookup, EMB_ESHAPE, "concat_stride 7", maplookup_concat(f, f->tabs, 2, f->b2, NULL, 2 * D - 1, 0))
@@ -1011,6 +1024,11 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_update, EMB_EINVAL, "flags 0x10", emb_update(f->opt, f->t, f->g, f->ix, 0x10))
     C(emb_update, EMB_EINVAL, "\"h\"", emb_update(f->opt, f->h, f->g, f->ix, 0))
     C(emb_update, EMB_EINVAL, "holds nothing", emb_update(f->opt, f->t, f->empty, f->ix, 0))
+    C(emb_update, EMB_ENONFINITE, "nan", emb_update(f->opt, f->t, f->gnan, f->ixs[0], 0))
+    C(emb_update, EMB_ERANGE, "id 8", emb_update(f->opt, f->t, f->gbad, f->ixs[0], 0))
+    C(emb_update_many, EMB_ENONFINITE, "nan", emb_update_many(f->seq, f->opt, f->tabs, (const EmbGrad *const *)f->gnans, 2, f->ixs, 0))
+    C(emb_update_many, EMB_ENOTSUP, "update_many", emb_update_many(f->nocb, f->opt, f->tabs, (const EmbGrad *const *)f->gs, 2, f->ixs, 0))
+    C(emb_update_many_prepare, EMB_ENONFINITE, "nan", emb_update_many_prepare(f->seq, f->opt, f->tabs, (const EmbGrad *const *)f->gnans, 2, f->ixs, 0))
     C(emb_update_many, EMB_ENULL, "strategy", many(f, 0, 0, 2, 0))
     C(emb_update_many, EMB_ENULL, "opt", many(f, 0, 1, 2, 0))
     C(emb_update_many, EMB_ENULL, "tables", many(f, 0, 2, 2, 0))
@@ -1109,6 +1127,9 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_store_get, EMB_ESHAPE, "\"s\"", store_get(f, "s", NC, D, EMB_F16, 0, 0, EMB_REUSE_YES, 0))
     C(emb_store_get, EMB_ESHAPE, "\"s\"", store_get(f, "s", 0, D, 0, 0, 0, EMB_REUSE_AUTO, 1))
     C(emb_store_get, EMB_EINVAL, "ncolumns -1", store_get(f, "x", -1, D, 0, 0, 0, 0, 0))
+    C(emb_store_get, EMB_EINVAL, "placement 9", emb_store_get(f->store, &(EmbVariableSpec){.name = "x", .ncolumns = 1, .featuresize = 1, .options.placement = (EmbPlacement)9}, EMB_REUSE_NO, &o->table))
+    C(emb_store_get, EMB_EINVAL, "kind 12", emb_store_get(f->store, &(EmbVariableSpec){.name = "x", .ncolumns = 1, .featuresize = 1, .init.kind = (EmbInitKind)12}, EMB_REUSE_NO, &o->table))
+    C(emb_store_get, EMB_EINVAL, "kind 12", emb_store_get(f->store, &(EmbVariableSpec){.name = "x", .ncolumns = 4, .featuresize = 1, .nshards = 2, .partition = EMB_PARTITION_MOD, .init.kind = (EmbInitKind)12}, EMB_REUSE_NO, &o->table))
     C(emb_store_get, EMB_EINVAL, "featuresize 0", store_get(f, "x", NC, 0, 0, 0, 0, 0, 0))
     C(emb_store_get, EMB_EDTYPE, "dtype 3", store_get(f, "x", NC, D, 3, 0, 0, 0, 0))
     C(emb_store_get, EMB_EINVAL, "nshards -2", store_get(f, "x", NC, D, 0, -2, 0, 0, 0))
@@ -1203,6 +1224,7 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_table_partitioned, EMB_ESHAPE, "shard 0 holds 8 rows", partitioned(f, f->t, f->s3, 2, EMB_PARTITION_DIV))
     C(emb_table_partitioned, EMB_ESHAPE, "shard 1 has featuresize 2", partitioned(f, f->t, f->d2, 2, EMB_PARTITION_MOD))
     C(emb_table_partitioned, EMB_EINVAL, "dynamic", partitioned(f, f->t, f->dyn, 2, EMB_PARTITION_MOD))
+    C(emb_table_partitioned, EMB_ESHAPE, "static_size 8", emb_table_partitioned(&o->table, f->tabs, 2, EMB_PARTITION_MOD, &(EmbTableOptions){.static_size = 8}))
     C(emb_table_partitioned_create, EMB_ENULL, "'out'", emb_table_partitioned_create(NULL, NC, D, EMB_F32, 2, EMB_PARTITION_MOD, NULL))
     C(emb_table_partitioned_create, EMB_EINVAL, "nrows -1", emb_table_partitioned_create(&o->table, -1, D, EMB_F32, 2, EMB_PARTITION_MOD, NULL))
     C(emb_table_partitioned_create, EMB_EINVAL, "featuresize 0", emb_table_partitioned_create(&o->table, NC, 0, EMB_F32, 2, EMB_PARTITION_MOD, NULL))

@@ -204,6 +204,22 @@ Test(partition, more_shards_than_rows)
             }
             emb_table_destroy(&t);
         }
+    /* the store's partitioned tables too (TF's get_variable with a fixed_size_partitioner of
+       more shards than rows has them) */
+    EmbStore *st = NULL;
+    cr_assert_eq(emb_store_create(&st), 0);
+    const EmbVariableSpec spec = {.name = "few", .ncolumns = 3, .featuresize = 4,
+                                  .nshards = 5, .partition = EMB_PARTITION_DIV,
+                                  .init = {EMB_INIT_ONES}};
+    EmbTable *t = NULL;
+    cr_assert_eq(emb_store_get(st, &spec, EMB_REUSE_NO, &t), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_nshards(t), 5);
+    cr_assert_eq(emb_table_ncolumns(emb_table_shard(t, 4)), 0);
+    float out[4];
+    const int64_t id = 2;
+    cr_assert_eq(emb_gather(t, &id, 1, out, 4), 0);
+    cr_assert_eq(out[3], 1.0f);
+    emb_store_destroy(&st);
 }
 
 /* TF's assignment (embedding_ops.py, _embedding_lookup_and_transform), written as TF does:
