@@ -77,6 +77,7 @@ typedef struct Fx {
     EmbOptimizer *opt; /* Adagrad */
     EmbGrad *g, *gs[2], *empty; /* g: t's gradient; gs: {t, part}'s; empty: none recorded */
     EmbGrad *gnan, *gbad, *gnans[2]; /* t's sparse gradients: a NaN row; id 8; {gnan, gs[1]} */
+    EmbGrad *gdyn; /* dyn's sparse gradient of id INT64_MAX */
     EmbStrategy *nocb; /* a custom strategy without callbacks */
     EmbIndexer *ix, *ixs[2];
     EmbStrategy *seq;
@@ -266,7 +267,11 @@ static void fx_training(Fx *f)
     cr_assert_eq(emb_indexer_index(f->ix, f->ids, 11), 0);
     cr_assert_eq(emb_strategy_sequential(&f->seq), 0);
     cr_assert_eq(emb_strategy_custom(&f->nocb, &(EmbStrategyCallbacks){0}, NULL), 0);
-    cr_assert_eq(emb_grad_create(&f->gnan) | emb_grad_create(&f->gbad), 0);
+    cr_assert_eq(emb_grad_create(&f->gnan) | emb_grad_create(&f->gbad) |
+                 emb_grad_create(&f->gdyn), 0);
+    static const int64_t max_id = INT64_MAX;
+    const EmbSparseGrad gd = {&max_id, EMB_ID_I64, 1, D, f->vals, D};
+    cr_assert_eq(emb_grad_set_sparse(f->gdyn, f->dyn, &gd), 0);
     const EmbSparseGrad nan = {f->ids, EMB_ID_I64, 2, D, f->nanv, D},
                         bad = {f->big, EMB_ID_I64, 1, D, f->vals, D};
     cr_assert_eq(emb_grad_set_sparse(f->gnan, f->t, &nan), 0);
@@ -313,6 +318,7 @@ static void fx_teardown(Fx *f)
     emb_strategy_destroy(&f->nocb);
     emb_grad_destroy(&f->gnan);
     emb_grad_destroy(&f->gbad);
+    emb_grad_destroy(&f->gdyn);
     for (int i = 0; i < 2; i++) {
         emb_indexer_destroy(&f->ixs[i]);
         emb_grad_destroy(&f->gs[i]);
@@ -865,6 +871,8 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_gather, EMB_ESTRIDE, "output stride 2", emb_gather(f->t, f->ids, 2, o->out, 2))
     C(emb_gather, EMB_ERANGE, "id 8", emb_gather(f->t, f->big, 2, o->out, D))
     C(emb_gather, EMB_ERANGE, "id 8", emb_gather(f->part, f->big, 1, o->out, D))
+    C(emb_gather, EMB_ERANGE, "id 9223372036854775807", emb_gather(f->dyn, (const int64_t[1]){INT64_MAX}, 1, o->out, D))
+    C(emb_gather, EMB_ERANGE, "id -1", emb_gather(f->dyn, f->big + 1, 1, o->out, D))
     C(emb_lookup_sum, EMB_ENULL, "table", emb_lookup_sum(NULL, f->ids, 2, 2, o->out, D))
     C(emb_lookup_sum, EMB_ENULL, "ids", emb_lookup_sum(f->t, NULL, 2, 2, o->out, D))
     C(emb_lookup_sum, EMB_ENULL, "out", emb_lookup_sum(f->t, f->ids, 2, 2, NULL, D))
@@ -1026,6 +1034,7 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_update, EMB_EINVAL, "holds nothing", emb_update(f->opt, f->t, f->empty, f->ix, 0))
     C(emb_update, EMB_ENONFINITE, "nan", emb_update(f->opt, f->t, f->gnan, f->ixs[0], 0))
     C(emb_update, EMB_ERANGE, "id 8", emb_update(f->opt, f->t, f->gbad, f->ixs[0], 0))
+    C(emb_update, EMB_ERANGE, "9223372036854775807", emb_update(f->opt, f->dyn, f->gdyn, f->ixs[0], 0))
     C(emb_update_many, EMB_ENONFINITE, "nan", emb_update_many(f->seq, f->opt, f->tabs, (const EmbGrad *const *)f->gnans, 2, f->ixs, 0))
     C(emb_update_many, EMB_ENOTSUP, "update_many", emb_update_many(f->nocb, f->opt, f->tabs, (const EmbGrad *const *)f->gs, 2, f->ixs, 0))
     C(emb_update_many_prepare, EMB_ENONFINITE, "nan", emb_update_many_prepare(f->seq, f->opt, f->tabs, (const EmbGrad *const *)f->gnans, 2, f->ixs, 0))
@@ -1127,6 +1136,7 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_store_get, EMB_ESHAPE, "\"s\"", store_get(f, "s", NC, D, EMB_F16, 0, 0, EMB_REUSE_YES, 0))
     C(emb_store_get, EMB_ESHAPE, "\"s\"", store_get(f, "s", 0, D, 0, 0, 0, EMB_REUSE_AUTO, 1))
     C(emb_store_get, EMB_EINVAL, "ncolumns -1", store_get(f, "x", -1, D, 0, 0, 0, 0, 0))
+    C(emb_store_get, EMB_EINVAL, "sketch_width 1073741824", emb_store_get(f->store, &(EmbVariableSpec){.name = "x", .featuresize = 1, .dynamic = &(EmbDynamicOptions){.admit_after = 2, .sketch_width = 1 << 30}}, EMB_REUSE_NO, &o->table))
     C(emb_store_get, EMB_EINVAL, "placement 9", emb_store_get(f->store, &(EmbVariableSpec){.name = "x", .ncolumns = 1, .featuresize = 1, .options.placement = (EmbPlacement)9}, EMB_REUSE_NO, &o->table))
     C(emb_store_get, EMB_EINVAL, "kind 12", emb_store_get(f->store, &(EmbVariableSpec){.name = "x", .ncolumns = 1, .featuresize = 1, .init.kind = (EmbInitKind)12}, EMB_REUSE_NO, &o->table))
     C(emb_store_get, EMB_EINVAL, "kind 12", emb_store_get(f->store, &(EmbVariableSpec){.name = "x", .ncolumns = 4, .featuresize = 1, .nshards = 2, .partition = EMB_PARTITION_MOD, .init.kind = (EmbInitKind)12}, EMB_REUSE_NO, &o->table))
@@ -1167,6 +1177,7 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_saver_create, EMB_EINVAL, "var_list: -1 entries", saver_opts(f, "x", 0, f->vars, -1))
     C(emb_saver_create, EMB_ENULL, "var_list entry 1 has no table", saver_opts(f, "x", 0, (EmbCheckpointVar[2]){{"a", f->t}, {"b", NULL}}, 2))
     C(emb_saver_create, EMB_EIO, "/nonexistent", emb_saver_create(&o->saver, "/nonexistent/dir", "x", NULL))
+    C(emb_saver_create, EMB_EIO, "m-1.safetensors", emb_saver_create(&o->saver, f->ckpt, "x", NULL))
     V(emb_saver_destroy, 0, destroy_nulls())
     C(emb_saver_save, EMB_ENULL, "'s'", emb_saver_save(NULL, NULL, 1, NULL, 0))
     C(emb_saver_save, EMB_EINVAL, "global_step -1", save_to(f, -1, NULL, 0))

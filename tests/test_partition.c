@@ -304,6 +304,24 @@ static void expect_round_trip(EmbTable *t, EmbOptimizer *opt, EmbTable *into,
     emb_saver_destroy(&sv);
     rmdir_all(dir);
 }
+/* Shards that check for finite values are checked through the partitioned table too. */
+Test(partition, finite_checks_of_the_shards_hold_through_it)
+{
+    const EmbTableOptions fin = {.flags = EMB_TABLE_CHECK_FINITE};
+    EmbTable *sh[2], *t = NULL;
+    cr_assert_eq(emb_table_create(&sh[0], 2, 2, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_create(&sh[1], 2, 2, EMB_F32, &fin), 0);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
+                                       NULL), 0);
+    const float nan[2] = {NAN, 1.0f};
+    const int64_t id = 1;
+    cr_assert_eq(emb_table_scatter_update(t, &id, 1, nan, 2), EMB_ENONFINITE);
+    float back[4];
+    cr_assert_eq(emb_table_read(sh[1], back, 2), 0);
+    cr_assert_eq(back[0], 0.0f, "nothing written");
+    emb_table_destroy(&t);
+}
+
 /* A custom shard that records the contexts it is asked with and counts its destruction. */
 typedef struct Spy {
     float col[4];
