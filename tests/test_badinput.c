@@ -19,12 +19,13 @@
  *     add it to `Fx`, create it in fx_setup(), destroy it in fx_teardown() and add what it
  *     holds to snapshot() (its bytes through the public API), so that a case that writes
  *     it is caught;
- *  2. add one C(...) line per argument and per way it can be out of its domain to
- *     run_case(), in the section of its header: C(function, expected code, culprit
- *     substring, call expression using the fixture `f` and its outputs `f->o`). Outputs
- *     go to `f->o` (sentinel-filled: a write shows); a case needing statements gets a small
- *     helper function above run_case(). For a function that cannot fail, V(function,
- *     expected value, expression).
+ *  2. add one C(...) line per argument and per way it can be out of its domain to the
+ *     section function of its header (cases_table(), cases_store(), ...; a new header gets
+ *     a new section function, listed in `sections`): C(function, expected code, culprit
+ *     substring, call expression using the fixture `f` and its outputs `o`). Outputs go to
+ *     `o` (sentinel-filled: a write shows); a case needing statements gets a small helper
+ *     function above the sections. For a function that cannot fail, V(function, expected
+ *     value, expression).
  * A failing case prints its index, function and expression.
  */
 #include <criterion/criterion.h>
@@ -776,19 +777,32 @@ enum { NOT_A_CASE = 1 << 30 };
 #define C(fn_, code_, culprit_, ...) CN(#fn_, code_, culprit_, __VA_ARGS__)
 #define V(fn_, value_, ...) CN(#fn_, value_, NULL, __VA_ARGS__)
 
-static int run_case(int i, Fx *f, CaseInfo *info)
+/* A section's cases: k counts them across sections, i is the one to run. */
+#define SECTION_BEGIN                                                                       \
+    int k = *kp;                                                                            \
+    Outs *o = &f->o;                                                                        \
+    (void)o;
+#define SECTION_END                                                                         \
+    *kp = k;                                                                                \
+    return NOT_A_CASE;
+
+/* common.h */
+static int cases_common(int i, int *kp, Fx *f, CaseInfo *info)
 {
-    int k = 0;
-    Outs *o = &f->o;
-    /* common.h */
+    SECTION_BEGIN
     V(emb_dtype_size, 0, (int)emb_dtype_size((EmbDtype)3))
     V(emb_dtype_size, 0, (int)emb_dtype_size((EmbDtype)-1))
     V(emb_dtype_name, 0, strcmp(emb_dtype_name((EmbDtype)9), "?"))
     V(emb_strerror, 1, emb_strerror(12345) != NULL && emb_strerror(INT32_MIN) != NULL)
     V(emb_set_logger, 0, logger_null())
     V(emb_set_cpu_mask, 0, cpu_mask_unknown_bits())
+    SECTION_END
+}
 
-    /* table.h */
+/* table.h */
+static int cases_table(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_table_create, EMB_ENULL, "'out'", emb_table_create(NULL, NC, D, EMB_F32, NULL))
     C(emb_table_create, EMB_EINVAL, "ncolumns -1", emb_table_create(&o->table, -1, D, EMB_F32, NULL))
     C(emb_table_create, EMB_EINVAL, "featuresize 0", emb_table_create(&o->table, NC, 0, EMB_F32, NULL))
@@ -836,8 +850,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     V(emb_table_name, 0, strcmp(emb_table_name(NULL), ""))
     V(emb_table_data, 1, data_of(NULL))
     V(emb_table_data, 1, data_of(f->part))
+    SECTION_END
+}
 
-    /* lookup.h */
+/* lookup.h */
+static int cases_lookup(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_lookup, EMB_ENULL, "table", emb_lookup(NULL, &f->b, NULL, o->out, D))
     C(emb_lookup, EMB_ENULL, "batch", emb_lookup(f->t, NULL, NULL, o->out, D))
     C(emb_lookup, EMB_ENULL, "out", emb_lookup(f->t, &f->b, NULL, NULL, D))
@@ -884,8 +903,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_batch_validate, EMB_ENULL, "batch", emb_batch_validate(f->t, NULL, NULL))
     C(emb_batch_validate, EMB_EINVAL, "combiner 7", emb_batch_validate(f->t, &f->b, &(EmbPooling){(EmbCombiner)7, 0, 0, 0}))
     C(emb_batch_validate, EMB_EOFFSETS, "offsets", emb_batch_validate(f->t, &(EmbBatch){.ids = f->ids, .nnz = 8, .nbags = 4, .offsets = f->bad_offsets}, NULL))
+    SECTION_END
+}
 
-    /* strategy.h */
+/* strategy.h */
+static int cases_strategy(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_strategy_sequential, EMB_ENULL, "'out'", emb_strategy_sequential(NULL))
     C(emb_strategy_parallel, EMB_ENULL, "'out'", emb_strategy_parallel(NULL, NULL))
     C(emb_strategy_parallel, EMB_EINVAL, "nthreads = -1", strategy_opts(&o->strategy, 0, -1, 0, 0, 0))
@@ -937,8 +961,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_maplookup_ids3, EMB_EOVERFLOW, "-2 bags", maplookup_ids(f, (const int64_t *const[1]){f->ids}, -2, 2, 1))
     C(emb_maplookup_ids3, EMB_EOVERFLOW, "2305843009213693951 bags", maplookup_ids(f, (const int64_t *const[1]){f->ids}, INT64_MAX / 4, 4, 1))
     C(emb_maplookup_ids3, EMB_ENULL, "outputs", emb_maplookup_ids3(f->seq, f->tabs, 2, f->ids, 2, 2, NULL))
+    SECTION_END
+}
 
-    /* update.h */
+/* update.h: gradients */
+static int cases_gradients(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_grad_create, EMB_ENULL, "'out'", emb_grad_create(NULL))
     V(emb_grad_destroy, 0, destroy_nulls())
     C(emb_lookup_backward, EMB_ENULL, "table", emb_lookup_backward(NULL, &f->b, NULL, f->dout, D, f->g))
@@ -978,6 +1007,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_indexer_index, EMB_ENULL, "'ids'", emb_indexer_index(f->ix, NULL, 2))
     C(emb_indexer_index, EMB_EINVAL, "n -1", emb_indexer_index(f->ix, f->ids, -1))
     V(emb_indexer_distinct, 0, (int)emb_indexer_distinct(NULL, NULL, NULL))
+    SECTION_END
+}
+
+/* update.h: optimizers */
+static int cases_optimizers(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     V(emb_optimizer_defaults, EMB_EINVAL, defaults_unknown_kind(9))
     C(emb_optimizer_config_check, EMB_ENULL, "'cfg'", emb_optimizer_config_check(NULL))
     C(emb_optimizer_config_check, EMB_EINVAL, "kind 5", cfg_check(5, 99, 0))
@@ -1025,6 +1061,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_optimizer_state, EMB_ENULL, "'out'", emb_optimizer_state(f->opt, f->t, 0, NULL, &o->n))
     C(emb_optimizer_state, EMB_EINVAL, "slot -1", emb_optimizer_state(f->opt, f->t, -1, &o->table, &o->n))
     C(emb_optimizer_state, EMB_ENOTFOUND, "\"h\"", emb_optimizer_state(f->opt, f->h, 0, &o->table, &o->n))
+    SECTION_END
+}
+
+/* update.h: updates */
+static int cases_updates(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_update, EMB_ENULL, "'opt'", emb_update(NULL, f->t, f->g, f->ix, 0))
     C(emb_update, EMB_ENULL, "'table'", emb_update(f->opt, NULL, f->g, f->ix, 0))
     C(emb_update, EMB_ENULL, "'grad'", emb_update(f->opt, f->t, NULL, f->ix, 0))
@@ -1062,6 +1105,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     V(emb_update_many_cancel, 0, cancel_null())
     C(emb_strategy_update_times, EMB_ENULL, "strategy", emb_strategy_update_times(NULL, &o->times))
     C(emb_strategy_update_times, EMB_ENULL, "out", emb_strategy_update_times(f->seq, NULL))
+    SECTION_END
+}
+
+/* update.h: variable operations */
+static int cases_variable_ops(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     static const char *const assigns[3] = {"emb_table_assign", "emb_table_assign_add",
                                            "emb_table_assign_sub"};
     for (int op = 0; op < 3; op++) {
@@ -1108,8 +1158,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_sparse_mask, EMB_EINVAL, "id_type 3", sparse_mask(f, 4, 3, D, 2, 0, 0, 0, 0, D))
     C(emb_sparse_mask, EMB_ESTRIDE, "out_stride 3", sparse_mask(f, 4, 0, D, 2, 0, 0, 0, 0, D - 1))
     C(emb_sparse_mask, EMB_EOVERFLOW, "out_stride 4611686018427387903 overflow", sparse_mask(f, 4, 0, D, 2, 0, 0, 0, 0, INT64_MAX / 2))
+    SECTION_END
+}
 
-    /* store.h */
+/* store.h: initializers and the store */
+static int cases_store(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_table_initialize, EMB_ENULL, "'table'", initialize(NULL, EMB_INIT_ONES, 0, 0))
     C(emb_table_initialize, EMB_ENULL, "'init'", emb_table_initialize(f->t, NULL))
     C(emb_table_initialize, EMB_EINVAL, "kind 8", initialize(f->t, 8, 0, 0))
@@ -1162,6 +1217,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_store_mark_initialized, EMB_ENULL, "'s'", emb_store_mark_initialized(NULL, f->st))
     C(emb_store_mark_initialized, EMB_ENULL, "'table'", emb_store_mark_initialized(f->store, NULL))
     C(emb_store_mark_initialized, EMB_ENOTFOUND, "\"t\"", emb_store_mark_initialized(f->store, f->t))
+    SECTION_END
+}
+
+/* store.h: checkpoints */
+static int cases_checkpoints(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_saver_create, EMB_ENULL, "'out'", emb_saver_create(NULL, f->dir, "x", NULL))
     C(emb_saver_create, EMB_ENULL, "'dir'", emb_saver_create(&o->saver, NULL, "x", NULL))
     C(emb_saver_create, EMB_ENULL, "'prefix'", emb_saver_create(&o->saver, f->dir, NULL, NULL))
@@ -1220,8 +1282,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_checkpoint_table, EMB_ENULL, "'out'", emb_checkpoint_table(f->ck, "t", NULL))
     C(emb_checkpoint_table, EMB_ENOTFOUND, "\"nope\"", emb_checkpoint_table(f->ck, "nope", &o->table))
     C(emb_checkpoint_table, EMB_EINVAL, "EMB_CHECKPOINT_MMAP", emb_checkpoint_table(f->cklist, "t", &o->table))
+    SECTION_END
+}
 
-    /* partition.h */
+/* partition.h */
+static int cases_partition(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_table_partitioned, EMB_ENULL, "'out'", emb_table_partitioned(NULL, f->tabs, 2, EMB_PARTITION_MOD, NULL))
     C(emb_table_partitioned, EMB_ENULL, "'shards'", emb_table_partitioned(&o->table, NULL, 2, EMB_PARTITION_MOD, NULL))
     C(emb_table_partitioned, EMB_ENULL, "shard 1", partitioned(f, f->t, NULL, 2, EMB_PARTITION_MOD))
@@ -1276,8 +1343,13 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_partition_min_slice_bytes, EMB_EINVAL, "min_slice_bytes -1", emb_partition_min_slice_bytes(NC, D, EMB_F32, -1, 2, &o->n32))
     C(emb_partition_min_slice_bytes, EMB_EINVAL, "max_partitions 0", emb_partition_min_slice_bytes(NC, D, EMB_F32, 64, 0, &o->n32))
     C(emb_partition_min_slice_bytes, EMB_EDTYPE, "dtype -1", emb_partition_min_slice_bytes(NC, D, (EmbDtype)-1, 64, 2, &o->n32))
+    SECTION_END
+}
 
-    /* dynamic.h */
+/* dynamic.h */
+static int cases_dynamic(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
     C(emb_table_dynamic_create, EMB_ENULL, "'out'", emb_table_dynamic_create(NULL, D, EMB_F32, NULL))
     C(emb_table_dynamic_create, EMB_EINVAL, "featuresize 0", dyn_create(f, 0, EMB_F32, 0, 0))
     C(emb_table_dynamic_create, EMB_EDTYPE, "dtype 3", dyn_create(f, D, 3, 0, 0))
@@ -1329,6 +1401,33 @@ static int run_case(int i, Fx *f, CaseInfo *info)
     C(emb_table_dynamic_import, EMB_ERANGE, "id 9223372036854775807", emb_table_dynamic_import(f->dyn, (const int64_t[2]){5, INT64_MAX}, f->vals, D, 2))
     C(emb_table_dynamic_import, EMB_EINVAL, "id 3 is given twice", emb_table_dynamic_import(f->dyn, f->dup, f->vals, D, 2))
     C(emb_table_dynamic_import, EMB_ENONFINITE, "nan", emb_table_dynamic_import(f->dyn, f->ids, f->nanv, D, 2))
+    SECTION_END
+}
+
+/* The sections, in order: a new header gets its own. */
+static int (*const sections[])(int, int *, Fx *, CaseInfo *) = {
+    cases_common,
+    cases_table,
+    cases_lookup,
+    cases_strategy,
+    cases_gradients,
+    cases_optimizers,
+    cases_updates,
+    cases_variable_ops,
+    cases_store,
+    cases_checkpoints,
+    cases_partition,
+    cases_dynamic,
+};
+
+static int run_case(int i, Fx *f, CaseInfo *info)
+{
+    int k = 0;
+    for (size_t s = 0; s < sizeof sections / sizeof *sections; s++) {
+        const int r = sections[s](i, &k, f, info);
+        if (info->fn)
+            return r;
+    }
     return NOT_A_CASE;
 }
 
