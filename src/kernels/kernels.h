@@ -22,9 +22,8 @@
  *
  * Variants (tests/checkasm.c runs each against the C reference, bit for bit):
  *   C        kernels_c.c, optim_c.c  every entry, `_d` for all sizes (constant-size loops)
- *   AVX2     x86/kernels_avx2.c      every entry but the optimizer rows other than f32
- *                                    Adagrad and row-wise Adagrad (f16 ones need F16C)
- *   AVX-512  x86/kernels_avx512.c    F+BW+VL+DQ; every entry but the optimizer rows
+ *   AVX2     x86/kernels_avx2.c      every entry but FTRL's rows (f16 ones need F16C)
+ *   AVX-512  x86/kernels_avx512.c    F+BW+VL+DQ; every entry but FTRL's rows
  * All of them are exact with the reference: multiply then add (never FMA), bags summed
  * in bag order, sumsq in 16 fixed lanes (element i into lane i % 16, then a tree),
  * conversions rounding to nearest even. AVX512-BF16's vcvtneps2bf16 flushes subnormals,
@@ -171,6 +170,8 @@ typedef struct EmbKernels {
      * state and static sizes: sgd_row) */
     emb_opt_row_fn opt_row[EMB_NOPT][EMB_NDTYPES];
     emb_opt_row_fn opt_row_nt[EMB_NOPT][EMB_NDTYPES]; /* column written non-temporally */
+    /* optimizer rows at the static sizes: [size class][EmbOptimizerKind][dtype] */
+    emb_opt_row_fn opt_row_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
 } EmbKernels;
 
 extern const int emb__dclass_size[EMB_NDCLASS];
@@ -206,8 +207,9 @@ emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
 /* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
-/* The optimizer row kernel of @kind (not EMB_OPT_SGD) for @dt. */
-emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int nontemporal);
+/* The optimizer row kernel of @kind (not EMB_OPT_SGD) for (@dt, @D). */
+emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,
+                                   int nontemporal);
 
 /* A store fence after non-temporal stores (no-op where there are none). */
 void emb__sfence(void);

@@ -10,6 +10,9 @@
  *                                                      zeros after; no access past them)
  *   ld_u16 ldn_u16 st_u16 stn_u16 stnt_u16   the same for raw 16-bit lanes (half vectors)
  *   cvt_from_f16 cvt_to_f16 cvt_from_bf16 cvt_to_bf16   16-bit lanes <-> f32 vector
+ *   vdiv vsqrt         correctly rounded divide and square root (the optimizer rows)
+ *   sq8_add(acc, x)    an __m256 of 8 lanes += x² lane i % 8 by element order (the 8-lane
+ *                      sum of squares of row-wise Adagrad)
  *   ld_bf16_pairs(p, &even, &odd)   2 VL bf16 from p as the f32 vectors of the even and
  *                                   the odd elements; zip_even_odd(even, odd, &lo, &hi)
  *                                   interleaves them back (elements 0 .. VL, VL .. 2 VL)
@@ -408,6 +411,113 @@ static inline void scale_body(float *x, float s, int32_t D)
         stn_f32(x + i, vmul(ldn_f32(x + i, D - i), v), D - i);
 }
 
+/* ---- optimizer rows (kernels.h, emb_opt_row_fn) ---------------------------------------- */
+
+/*
+ * The same operations per element as optim_c.c (multiply then add, correctly rounded sqrt
+ * and divide), the column read and written in its dtype; the f32 state rows with partial
+ * loads and stores in the tail. nt: the column's full vectors streamed where aligned.
+ */
+EMB_INLINE void col_store(const EmbDtype dt, void *col, int32_t i, vec x, const bool stream)
+{
+    if (stream)
+        stnt(dt, col, i, x);
+    else
+        st(dt, col, i, x);
+}
+
+/* Σ g² in the reference's 8 lanes (element i into lane i % 8), then its tree. */
+EMB_INLINE float opt_sumsq8(const float *g, const int32_t D)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL)
+        acc = sq8_add(acc, ld_f32(g + i));
+    if (i < D)
+        acc = sq8_add(acc, ldn_f32(g + i, D - i));
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+/* Row-wise Adagrad: h += mean(g²); w -= (lr / (sqrt(h) + eps)) · g. */
+EMB_INLINE void rowwise_body(void *col, float *h, const float *g, const EmbOptimParams *p,
+                             const int32_t D, const int nt, const EmbDtype dt)
+{
+    h[0] = h[0] + opt_sumsq8(g, D) / (float)D;
+    const vec m = vset1(p->lr / (sqrtf(h[0]) + p->eps));
+    const bool stream = nt && aligned_to(col, (uintptr_t)(VL * esize(dt)));
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL)
+        col_store(dt, col, i, vsub(ld(dt, col, i), vmul(m, ld_f32(g + i))), stream);
+    if (i < D) {
+        const int r = D - i;
+        stn(dt, col, i, vsub(ldn(dt, col, i, r), vmul(m, ldn_f32(g + i, r))), r);
+    }
+}
+
+/* One vector of Adagrad: h += g²; returns w - lr · (g / (sqrt(h) + eps)). */
+static inline vec adagrad_vec(vec w, vec *h, vec g, vec lr, vec eps)
+{
+    *h = vadd(*h, vmul(g, g));
+    return vsub(w, vmul(lr, vdiv(g, vadd(vsqrt(*h), eps))));
+}
+
+EMB_INLINE void adagrad_body(void *col, float *h, const float *g, const EmbOptimParams *p,
+                             const int32_t D, const int nt, const EmbDtype dt)
+{
+    const vec lr = vset1(p->lr), eps = vset1(p->eps);
+    const bool stream = nt && aligned_to(col, (uintptr_t)(VL * esize(dt)));
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL) {
+        vec vh = ld_f32(h + i);
+        const vec x = adagrad_vec(ld(dt, col, i), &vh, ld_f32(g + i), lr, eps);
+        st_f32(h + i, vh);
+        col_store(dt, col, i, x, stream);
+    }
+    if (i < D) {
+        const int r = D - i;
+        vec vh = ldn_f32(h + i, r);
+        const vec x = adagrad_vec(ldn(dt, col, i, r), &vh, ldn_f32(g + i, r), lr, eps);
+        stn_f32(h + i, vh, r);
+        stn(dt, col, i, x, r);
+    }
+}
+
+/* One vector of Adam: m += (g - m)(1 - b1); v += (g² - v)(1 - b2); returns
+ * w - step_size · (m / (sqrt(v) + eps)). c holds 1 - b1, 1 - b2, step_size, eps. */
+static inline vec adam_vec(vec w, vec *m, vec *v, vec g, const vec c[4])
+{
+    *m = vadd(*m, vmul(vsub(g, *m), c[0]));
+    *v = vadd(*v, vmul(vsub(vmul(g, g), *v), c[1]));
+    return vsub(w, vmul(c[2], vdiv(*m, vadd(vsqrt(*v), c[3]))));
+}
+
+EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimParams *p,
+                          const int32_t D, const int nt, const EmbDtype dt)
+{
+    const vec c[4] = {vset1(1.0f - p->beta1), vset1(1.0f - p->beta2), vset1(p->step_size),
+                      vset1(p->eps)};
+    float *m = s, *v = s + D;
+    const bool stream = nt && aligned_to(col, (uintptr_t)(VL * esize(dt)));
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL) {
+        vec vm = ld_f32(m + i), vv = ld_f32(v + i);
+        const vec x = adam_vec(ld(dt, col, i), &vm, &vv, ld_f32(g + i), c);
+        st_f32(m + i, vm);
+        st_f32(v + i, vv);
+        col_store(dt, col, i, x, stream);
+    }
+    if (i < D) {
+        const int r = D - i;
+        vec vm = ldn_f32(m + i, r), vv = ldn_f32(v + i, r);
+        const vec x = adam_vec(ldn(dt, col, i, r), &vm, &vv, ldn_f32(g + i, r), c);
+        stn_f32(m + i, vm, r);
+        stn_f32(v + i, vv, r);
+        stn(dt, col, i, x, r);
+    }
+}
+
 /* ---- the one-line wrappers of the ISA files ------------------------------------------- */
 
 /* NAME, then the constant size (0: the run-time D) and dtype; the _nt ones stream. */
@@ -435,6 +545,14 @@ static inline void scale_body(float *x, float s, int32_t D)
         _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
                        "bags: whole vectors in registers");                                \
         bags_body(a, N, DT);                                                               \
+    }
+/* NAME, the body (adagrad_body, rowwise_body, adam_body), the constant size (0: the run-time
+ * D), streaming stores or not, the dtype. */
+#define OPT_ROW(NAME, BODY, N, NT, DT)                                                     \
+    static void NAME(void *col, float *s, const float *g, const EmbOptimParams *p,         \
+                     int32_t D)                                                            \
+    {                                                                                      \
+        BODY(col, s, g, p, N ? N : D, NT, DT);                                             \
     }
 #define SUMSQ(NAME, DT)                                                                    \
     static float NAME(const void *col, int32_t D)                                          \
