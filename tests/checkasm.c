@@ -262,6 +262,42 @@ static void check_sgd(Ctx *c, Data *d, emb_sgd_row_fn ref, emb_sgd_row_fn got, u
     expect_same(c, a, b, bytes, 1);
 }
 
+/* sgd_rows over NC distinct columns of a strided region (padding between columns
+ * poisoned), each with 1 .. 3 gradient rows whose coefficients are often 1. */
+static void check_sgd_rows(Ctx *c, Data *d, emb_sgd_rows_fn ref, emb_sgd_rows_fn got,
+                           uint64_t *s)
+{
+    enum { NC = 12, NR = 3 * NC };
+    static float rows[NR][MAXD];
+    const int64_t cs = ((int64_t)d->D + 3) * d->esize, nel = NC * ((int64_t)d->D + 3);
+    unsigned char *a = (unsigned char *)d->out_ref, *b = (unsigned char *)d->out_got;
+    int64_t ids[NC], starts[NC + 1] = {0};
+    const void *grow[NR];
+    float gcoef[NR];
+    poison_bytes(a, (size_t)(NC * cs));
+    ca_fill(a, d->dt, nel, s);
+    memcpy(b, a, (size_t)(NC * cs));
+    for (int k = 0; k < NC; k++) {
+        ids[k] = (k * 5 + 3) % NC; /* distinct, out of order */
+        const int64_t n = 1 + (int64_t)(tu_rand(s) % NR / NC);
+        starts[k + 1] = starts[k] + n;
+    }
+    for (int64_t p = 0; p < starts[NC]; p++) {
+        for (int32_t i = 0; i < d->D; i++)
+            rows[p][i] = ca_value(s);
+        grow[p] = rows[(p * 7) % starts[NC]];
+        gcoef[p] = tu_rand(s) % 2 ? 1.0f : tu_randf(s);
+    }
+    EmbSgdRowsArgs x = {.data = (char *)a, .col_stride = cs, .ids = ids, .starts = starts,
+                        .grow = grow, .gcoef = gcoef, .d0 = (int64_t)(tu_rand(s) % 2),
+                        .d1 = NC, .pf_dist = (int64_t)(tu_rand(s) % 2) * 4,
+                        .lr = tu_randf(s), .D = d->D};
+    ref(&x);
+    x.data = (char *)b;
+    got(&x);
+    expect_same(c, a, b, (size_t)(NC * cs), 1);
+}
+
 static void check_sumsq(Ctx *c, Data *d, emb_sumsq_fn ref, emb_sumsq_fn got)
 {
     const float x = ref(d->cols[0], d->D), y = got(d->cols[0], d->D);
@@ -317,7 +353,7 @@ static void check_opt(Ctx *c, Data *d, EmbOptimizerKind kind, emb_opt_row_fn ref
  * level keeps the one below), with its slot, dtype and static size (0: any D). Every kernel
  * is checked against the C reference of its family at any D (gather[dt], pool[dt], ...).
  */
-typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, SCALE, OPT } Family;
+typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, SGD_ROWS, SCALE, OPT } Family;
 
 typedef struct Entry {
     size_t slot; /* offset of the function pointer in EmbKernels */
@@ -494,6 +530,40 @@ static const Entry entries[] = {
       "sgd_row_d128_bf16_c", "sgd_row_d128_bf16_avx2", "sgd_row_d128_bf16_avx512"),
     E(SGD, sgd_row_d[4][EMB_BF16], EMB_BF16, 256, 0,
       "sgd_row_d256_bf16_c", "sgd_row_d256_bf16_avx2", "sgd_row_d256_bf16_avx512"),
+
+    E(SGD_ROWS, sgd_rows[EMB_F32], EMB_F32, 0, 0, "sgd_rows_f32_c", NULL, NULL),
+    E(SGD_ROWS, sgd_rows_d[0][EMB_F32], EMB_F32, 16, 0,
+      "sgd_rows_d16_f32_c", "sgd_rows_d16_f32_avx2", "sgd_rows_d16_f32_avx512"),
+    E(SGD_ROWS, sgd_rows_d[1][EMB_F32], EMB_F32, 32, 0,
+      "sgd_rows_d32_f32_c", "sgd_rows_d32_f32_avx2", "sgd_rows_d32_f32_avx512"),
+    E(SGD_ROWS, sgd_rows_d[2][EMB_F32], EMB_F32, 64, 0,
+      "sgd_rows_d64_f32_c", "sgd_rows_d64_f32_avx2", "sgd_rows_d64_f32_avx512"),
+    E(SGD_ROWS, sgd_rows_d[3][EMB_F32], EMB_F32, 128, 0,
+      "sgd_rows_d128_f32_c", "sgd_rows_d128_f32_avx2", "sgd_rows_d128_f32_avx512"),
+    E(SGD_ROWS, sgd_rows_d[4][EMB_F32], EMB_F32, 256, 0,
+      "sgd_rows_d256_f32_c", "sgd_rows_d256_f32_avx2", "sgd_rows_d256_f32_avx512"),
+    E(SGD_ROWS, sgd_rows[EMB_F16], EMB_F16, 0, 0, "sgd_rows_f16_c", NULL, NULL),
+    E(SGD_ROWS, sgd_rows_d[0][EMB_F16], EMB_F16, 16, 0,
+      "sgd_rows_d16_f16_c", "sgd_rows_d16_f16_avx2", "sgd_rows_d16_f16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[1][EMB_F16], EMB_F16, 32, 0,
+      "sgd_rows_d32_f16_c", "sgd_rows_d32_f16_avx2", "sgd_rows_d32_f16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[2][EMB_F16], EMB_F16, 64, 0,
+      "sgd_rows_d64_f16_c", "sgd_rows_d64_f16_avx2", "sgd_rows_d64_f16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[3][EMB_F16], EMB_F16, 128, 0,
+      "sgd_rows_d128_f16_c", "sgd_rows_d128_f16_avx2", "sgd_rows_d128_f16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[4][EMB_F16], EMB_F16, 256, 0,
+      "sgd_rows_d256_f16_c", "sgd_rows_d256_f16_avx2", "sgd_rows_d256_f16_avx512"),
+    E(SGD_ROWS, sgd_rows[EMB_BF16], EMB_BF16, 0, 0, "sgd_rows_bf16_c", NULL, NULL),
+    E(SGD_ROWS, sgd_rows_d[0][EMB_BF16], EMB_BF16, 16, 0,
+      "sgd_rows_d16_bf16_c", "sgd_rows_d16_bf16_avx2", "sgd_rows_d16_bf16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[1][EMB_BF16], EMB_BF16, 32, 0,
+      "sgd_rows_d32_bf16_c", "sgd_rows_d32_bf16_avx2", "sgd_rows_d32_bf16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[2][EMB_BF16], EMB_BF16, 64, 0,
+      "sgd_rows_d64_bf16_c", "sgd_rows_d64_bf16_avx2", "sgd_rows_d64_bf16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[3][EMB_BF16], EMB_BF16, 128, 0,
+      "sgd_rows_d128_bf16_c", "sgd_rows_d128_bf16_avx2", "sgd_rows_d128_bf16_avx512"),
+    E(SGD_ROWS, sgd_rows_d[4][EMB_BF16], EMB_BF16, 256, 0,
+      "sgd_rows_d256_bf16_c", "sgd_rows_d256_bf16_avx2", "sgd_rows_d256_bf16_avx512"),
 
     E(SCALE, scale, EMB_F32, 0, 0,
       "scale_c", "scale_avx2", "scale_avx512"),
@@ -704,6 +774,9 @@ static void check_entry(const Level *lv, int l, const EmbKernels *r, const Entry
         check_sumsq(&c, d, r->sumsq[dt], (emb_sumsq_fn)slot_of(k, e));
         break;
     case SGD: check_sgd(&c, d, r->sgd_row[dt], (emb_sgd_row_fn)slot_of(k, e), s); break;
+    case SGD_ROWS:
+        check_sgd_rows(&c, d, r->sgd_rows[dt], (emb_sgd_rows_fn)slot_of(k, e), s);
+        break;
     case SCALE: check_scale(&c, d, r->scale, (emb_scale_fn)slot_of(k, e), s); break;
     case OPT:
         check_opt(&c, d, e->kind, r->opt_row[e->kind][dt], (emb_opt_row_fn)slot_of(k, e), s);

@@ -82,6 +82,12 @@ emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal)
     return c >= 0 && k->sgd_row_d[c][dt] ? k->sgd_row_d[c][dt] : k->sgd_row[dt];
 }
 
+emb_sgd_rows_fn emb__kernel_sgd_rows(EmbDtype dt, int32_t D)
+{
+    const int c = emb__dclass(D);
+    return c >= 0 ? emb__kernels()->sgd_rows_d[c][dt] : NULL;
+}
+
 emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,
                                    int nontemporal)
 {

@@ -126,6 +126,27 @@ typedef float (*emb_sumsq_fn)(const void *col, int32_t D);
 /* col[i] -= lr * g[i], written back in the column's dtype (round to nearest even). */
 typedef void (*emb_sgd_row_fn)(void *col, const float *g, float lr, int32_t D);
 
+/*
+ * SGD on a range of distinct columns of a plain table in one call: the apply's common case
+ * with no call per column. Column d (d0 <= d < d1) is ids[d] (at data + ids[d] * col_stride
+ * bytes); its gradient rows are grow[p] with coefficients gcoef[p] for p in [starts[d],
+ * starts[d + 1]). Its gradient is its one row when there is one with coefficient 1, else
+ * the rows' sum from zeros in row order (acc + gcoef[p] * row), then col -= lr * g: exactly
+ * the pool kernel (accumulate 0) then the SGD row kernel. pf_dist > 0: the column pf_dist
+ * ahead (within the range) is prefetched into L2 while column d is updated.
+ */
+typedef struct EmbSgdRowsArgs {
+    char *data;
+    int64_t col_stride;
+    const int64_t *ids, *starts;
+    const void *const *grow; /* f32 rows (void, as the pool kernel takes them) */
+    const float *gcoef;
+    int64_t d0, d1, pf_dist;
+    float lr;
+    int32_t D;
+} EmbSgdRowsArgs;
+typedef void (*emb_sgd_rows_fn)(const EmbSgdRowsArgs *a);
+
 /* Per-step hyper-parameters of an optimizer row kernel. */
 typedef struct EmbOptimParams {
     float lr, eps;
@@ -172,6 +193,10 @@ typedef struct EmbKernels {
     emb_opt_row_fn opt_row_nt[EMB_NOPT][EMB_NDTYPES]; /* column written non-temporally */
     /* optimizer rows at the static sizes: [size class][EmbOptimizerKind][dtype] */
     emb_opt_row_fn opt_row_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
+    /* SGD on a range of distinct columns (EmbSgdRowsArgs): sgd_rows[dt] the C reference for
+     * any D, sgd_rows_d the copies for the static sizes (the apply uses only these) */
+    emb_sgd_rows_fn sgd_rows[EMB_NDTYPES];
+    emb_sgd_rows_fn sgd_rows_d[EMB_NDCLASS][EMB_NDTYPES];
 } EmbKernels;
 
 extern const int emb__dclass_size[EMB_NDCLASS];
@@ -207,6 +232,8 @@ emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
 /* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
+/* The SGD range kernel for (dt, D), or NULL when D has no copy. */
+emb_sgd_rows_fn emb__kernel_sgd_rows(EmbDtype dt, int32_t D);
 /* The optimizer row kernel of @kind (not EMB_OPT_SGD) for (@dt, @D). */
 emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,
                                    int nontemporal);

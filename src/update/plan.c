@@ -205,6 +205,16 @@ static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, siz
  * general loop, without its per-column tests (table kind, state, clipping, decay). */
 static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
 {
+    if (plan->sgd_rows) { /* SGD at a static size: one call for the range */
+        const EmbIndexer *ix = plan->ix;
+        const EmbSgdRowsArgs a = {.data = plan->table->data, .col_stride = plan->table->stride,
+                                  .ids = ix->ids, .starts = ix->starts, .grow = ix->grow,
+                                  .gcoef = ix->gcoef, .d0 = d0, .d1 = d1,
+                                  .pf_dist = PREFETCH_AHEAD, .lr = plan->params.lr,
+                                  .D = plan->table->featuresize};
+        plan->sgd_rows(&a);
+        return;
+    }
     const EmbTable *t = plan->table, *st = plan->state;
     const int64_t *ids = plan->ix->ids;
     const int32_t D = t->featuresize;

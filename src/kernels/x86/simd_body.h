@@ -377,6 +377,49 @@ EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D, c
     }
 }
 
+/* Every cache line of a column into L2 (the apply's hint: L1 fills stall on this loop). */
+EMB_INLINE void prefetch_col_l2(const void *p, int32_t bytes)
+{
+    const char *c = (const char *)p;
+    for (int32_t o = 0; o < bytes; o += 64)
+        _mm_prefetch(c + o, _MM_HINT_T1);
+    if (bytes % 64 != 0 || ((uintptr_t)c & 63) != 0)
+        _mm_prefetch(c + bytes - 1, _MM_HINT_T1);
+}
+
+/*
+ * SGD on columns d0 .. d1 of N elements (N whole vectors: at most BLK, or whole blocks of
+ * BLK, as bags_run): per block of the column, its gradient kept in nv registers (its one
+ * row loaded, or its rows summed from zeros in row order), then col -= lr * g stored in
+ * the dtype. No scratch row, no call per column.
+ */
+EMB_INLINE void sgd_rows_body(const EmbSgdRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const vec lr = vset1(a->lr);
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        if (a->pf_dist && d + a->pf_dist < a->d1)
+            prefetch_col_l2(a->data + a->ids[d + a->pf_dist] * a->col_stride, N * esize(dt));
+        char *col = a->data + a->ids[d] * a->col_stride;
+        const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
+        const bool one = p1 - p0 == 1 && a->gcoef[p0] == 1.0f;
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            vec g[BLK];
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                g[j] = one ? ld_f32((const float *)a->grow[p0] + off + j * VL) : vzero();
+            for (int64_t p = p0; p < p1 && !one; p++) {
+                const vec w = vset1(a->gcoef[p]);
+                const float *r = (const float *)a->grow[p] + off;
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    g[j] = vadd(g[j], vmul(w, ld_f32(r + j * VL)));
+            }
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(lr, g[j])));
+        }
+    }
+}
+
 /* Σ x² in the reference's order: 16 lanes (element i into lane i % 16), then a tree. */
 static inline float sumsq_body(const void *col, int32_t D, const EmbDtype dt)
 {
@@ -553,6 +596,14 @@ EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimPar
                      int32_t D)                                                            \
     {                                                                                      \
         BODY(col, s, g, p, N ? N : D, NT, DT);                                             \
+    }
+/* N: whole vectors, as BAGS. */
+#define SGD_ROWS(NAME, N, DT)                                                              \
+    static void NAME(const EmbSgdRowsArgs *a)                                              \
+    {                                                                                      \
+        _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
+                       "sgd_rows: whole vectors in registers");                            \
+        sgd_rows_body(a, N, DT);                                                           \
     }
 #define SUMSQ(NAME, DT)                                                                    \
     static float NAME(const void *col, int32_t D)                                          \
