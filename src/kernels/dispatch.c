@@ -82,10 +82,15 @@ emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal)
     return c >= 0 && k->sgd_row_d[c][dt] ? k->sgd_row_d[c][dt] : k->sgd_row[dt];
 }
 
-emb_sgd_rows_fn emb__kernel_sgd_rows(EmbDtype dt, int32_t D)
+emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D)
 {
+    const EmbKernels *k = emb__kernels();
     const int c = emb__dclass(D);
-    return c >= 0 ? emb__kernels()->sgd_rows_d[c][dt] : NULL;
+    if (c < 0)
+        return NULL;
+    if (kind == EMB_OPT_SGD)
+        return k->sgd_rows_d[c][dt];
+    return kind == EMB_OPT_ROWWISE_ADAGRAD ? k->rowwise_rows_d[c][dt] : NULL;
 }
 
 emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,

@@ -109,20 +109,13 @@ EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D,
         emb__store(dt, col, i, emb__load(dt, col, i) - lr * g[i]);
 }
 
-/* SGD on columns d0 .. d1 (EmbSgdRowsArgs): each element's gradient is the column's one
- * row, or the pool's sum from zero in row order, then the SGD row's col - lr * g. */
-EMB_INLINE void sgd_rows_body(const EmbSgdRowsArgs *a, const int32_t D, const EmbDtype dt)
+/* SGD on columns d0 .. d1 (EmbRowsArgs): the SGD row's col - lr * g on each column. */
+EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
 {
     for (int64_t d = a->d0; d < a->d1; d++) {
         void *col = a->data + a->ids[d] * a->col_stride;
-        const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
-        const bool one = p1 - p0 == 1 && a->gcoef[p0] == 1.0f;
-        for (int32_t i = 0; i < D; i++) {
-            float g = one ? ((const float *)a->grow[p0])[i] : 0.0f;
-            for (int64_t p = p0; p < p1 && !one; p++)
-                g = g + a->gcoef[p] * ((const float *)a->grow[p])[i];
-            emb__store(dt, col, i, emb__load(dt, col, i) - a->lr * g);
-        }
+        for (int32_t i = 0; i < D; i++)
+            emb__store(dt, col, i, emb__load(dt, col, i) - a->lr * emb__rows_grad(a, d, i));
     }
 }
 
@@ -153,7 +146,7 @@ EMB_INLINE void sgd_rows_body(const EmbSgdRowsArgs *a, const int32_t D, const Em
         bags_body(a, N ? N : a->D, DT);                                                    \
     }
 #define SGD_ROWS(NAME, N, DT)                                                              \
-    static void NAME(const EmbSgdRowsArgs *a)                                              \
+    static void NAME(const EmbRowsArgs *a)                                              \
     {                                                                                      \
         sgd_rows_body(a, N ? N : a->D, DT);                                                \
     }

@@ -289,13 +289,11 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     else if (c->weight_decay > 0.0f)
         plan->decay_scale = 1.0f - c->lr * c->weight_decay;
     plan->sgd = NULL;
-    plan->sgd_rows = NULL;
     plan->row = NULL;
     plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(t->dtype, t->featuresize, nt);
-    if (c->kind == EMB_OPT_SGD && !nt)
-        plan->sgd_rows = emb__kernel_sgd_rows(t->dtype, t->featuresize);
     else
         plan->row = emb__kernel_opt_row(c->kind, t->dtype, t->featuresize, nt);
+    plan->range = nt ? NULL : emb__kernel_rows(c->kind, t->dtype, t->featuresize);
 }

@@ -205,14 +205,17 @@ static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, siz
  * general loop, without its per-column tests (table kind, state, clipping, decay). */
 static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
 {
-    if (plan->sgd_rows) { /* SGD at a static size: one call for the range */
+    if (plan->range) { /* a static size: one call for the range */
         const EmbIndexer *ix = plan->ix;
-        const EmbSgdRowsArgs a = {.data = plan->table->data, .col_stride = plan->table->stride,
-                                  .ids = ix->ids, .starts = ix->starts, .grow = ix->grow,
-                                  .gcoef = ix->gcoef, .d0 = d0, .d1 = d1,
-                                  .pf_dist = PREFETCH_AHEAD, .lr = plan->params.lr,
-                                  .D = plan->table->featuresize};
-        plan->sgd_rows(&a);
+        const EmbTable *t = plan->table, *st = plan->state;
+        const EmbRowsArgs a = {.data = t->data, .col_stride = (int64_t)t->stride,
+                               .state = st ? st->data : NULL,
+                               .state_stride = st ? (int64_t)st->stride : 0, .ids = ix->ids,
+                               .starts = ix->starts, .grow = ix->grow, .gcoef = ix->gcoef,
+                               .d0 = d0, .d1 = d1, .pf_dist = PREFETCH_AHEAD,
+                               .lr = plan->params.lr, .params = &plan->params,
+                               .D = t->featuresize};
+        plan->range(&a);
         return;
     }
     const EmbTable *t = plan->table, *st = plan->state;

@@ -251,6 +251,22 @@ SGD_ROWS(sgd_rows_d64_bf16_avx2, 64, EMB_BF16)
 SGD_ROWS(sgd_rows_d128_bf16_avx2, 128, EMB_BF16)
 SGD_ROWS(sgd_rows_d256_bf16_avx2, 256, EMB_BF16)
 
+ROWWISE_ROWS(rowwise_rows_d16_f32_avx2, 16, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d32_f32_avx2, 32, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d64_f32_avx2, 64, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d128_f32_avx2, 128, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d256_f32_avx2, 256, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d16_f16_avx2, 16, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d32_f16_avx2, 32, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d64_f16_avx2, 64, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d128_f16_avx2, 128, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d256_f16_avx2, 256, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d16_bf16_avx2, 16, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d32_bf16_avx2, 32, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d64_bf16_avx2, 64, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d128_bf16_avx2, 128, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d256_bf16_avx2, 256, EMB_BF16)
+
 static void scale_avx2(float *x, float s, int32_t D)
 {
     scale_body(x, s, D);
@@ -422,6 +438,16 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_rows_d[2][EMB_BF16] = sgd_rows_d64_bf16_avx2;
     k->sgd_rows_d[3][EMB_BF16] = sgd_rows_d128_bf16_avx2;
     k->sgd_rows_d[4][EMB_BF16] = sgd_rows_d256_bf16_avx2;
+    k->rowwise_rows_d[0][EMB_F32] = rowwise_rows_d16_f32_avx2;
+    k->rowwise_rows_d[1][EMB_F32] = rowwise_rows_d32_f32_avx2;
+    k->rowwise_rows_d[2][EMB_F32] = rowwise_rows_d64_f32_avx2;
+    k->rowwise_rows_d[3][EMB_F32] = rowwise_rows_d128_f32_avx2;
+    k->rowwise_rows_d[4][EMB_F32] = rowwise_rows_d256_f32_avx2;
+    k->rowwise_rows_d[0][EMB_BF16] = rowwise_rows_d16_bf16_avx2;
+    k->rowwise_rows_d[1][EMB_BF16] = rowwise_rows_d32_bf16_avx2;
+    k->rowwise_rows_d[2][EMB_BF16] = rowwise_rows_d64_bf16_avx2;
+    k->rowwise_rows_d[3][EMB_BF16] = rowwise_rows_d128_bf16_avx2;
+    k->rowwise_rows_d[4][EMB_BF16] = rowwise_rows_d256_bf16_avx2;
 
     k->scale = scale_avx2;
     k->idmax = idmax_avx2;
@@ -500,6 +526,11 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_rows_d[2][EMB_F16] = sgd_rows_d64_f16_avx2;
     k->sgd_rows_d[3][EMB_F16] = sgd_rows_d128_f16_avx2;
     k->sgd_rows_d[4][EMB_F16] = sgd_rows_d256_f16_avx2;
+    k->rowwise_rows_d[0][EMB_F16] = rowwise_rows_d16_f16_avx2;
+    k->rowwise_rows_d[1][EMB_F16] = rowwise_rows_d32_f16_avx2;
+    k->rowwise_rows_d[2][EMB_F16] = rowwise_rows_d64_f16_avx2;
+    k->rowwise_rows_d[3][EMB_F16] = rowwise_rows_d128_f16_avx2;
+    k->rowwise_rows_d[4][EMB_F16] = rowwise_rows_d256_f16_avx2;
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_f16_avx2;
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_nt_f16_avx2;
     k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d16_f16_avx2;

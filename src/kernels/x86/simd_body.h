@@ -387,35 +387,95 @@ EMB_INLINE void prefetch_col_l2(const void *p, int32_t bytes)
         _mm_prefetch(c + bytes - 1, _MM_HINT_T1);
 }
 
+/* The reference's tree over 8 lanes: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+EMB_INLINE float sum8_tree(__m256 acc)
+{
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+/* Distinct column @d's gradient, elements off .. off + nv VL, into @g: its one row
+ * loaded, or its rows summed from zeros in row order (EmbRowsArgs). */
+EMB_INLINE void rows_grad(const EmbRowsArgs *a, int64_t d, int32_t off, const int nv, vec *g)
+{
+    const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
+    if (p1 - p0 == 1 && a->gcoef[p0] == 1.0f) {
+        const float *r = (const float *)a->grow[p0] + off;
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = ld_f32(r + j * VL);
+        return;
+    }
+    UNROLL_BLK for (int j = 0; j < nv; j++)
+        g[j] = vzero();
+    for (int64_t p = p0; p < p1; p++) {
+        const vec w = vset1(a->gcoef[p]);
+        const float *r = (const float *)a->grow[p] + off;
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vadd(g[j], vmul(w, ld_f32(r + j * VL)));
+    }
+}
+
+/* The column (and state row) @pf_dist ahead of @d into L2, within the range. */
+EMB_INLINE void rows_prefetch(const EmbRowsArgs *a, int64_t d, int32_t bytes, const bool state)
+{
+    if (!a->pf_dist || d + a->pf_dist >= a->d1)
+        return;
+    const int64_t id = a->ids[d + a->pf_dist];
+    prefetch_col_l2(a->data + id * a->col_stride, bytes);
+    if (state)
+        _mm_prefetch(a->state + id * a->state_stride, _MM_HINT_T1);
+}
+
 /*
  * SGD on columns d0 .. d1 of N elements (N whole vectors: at most BLK, or whole blocks of
- * BLK, as bags_run): per block of the column, its gradient kept in nv registers (its one
- * row loaded, or its rows summed from zeros in row order), then col -= lr * g stored in
- * the dtype. No scratch row, no call per column.
+ * BLK, as bags_run): per block of the column its gradient in nv registers, then col -= lr
+ * * g stored in the dtype. No scratch row, no call per column.
  */
-EMB_INLINE void sgd_rows_body(const EmbSgdRowsArgs *a, const int32_t N, const EmbDtype dt)
+EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
 {
     const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
     const vec lr = vset1(a->lr);
     for (int64_t d = a->d0; d < a->d1; d++) {
-        if (a->pf_dist && d + a->pf_dist < a->d1)
-            prefetch_col_l2(a->data + a->ids[d + a->pf_dist] * a->col_stride, N * esize(dt));
+        rows_prefetch(a, d, N * esize(dt), false);
         char *col = a->data + a->ids[d] * a->col_stride;
-        const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
-        const bool one = p1 - p0 == 1 && a->gcoef[p0] == 1.0f;
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
             vec g[BLK];
-            UNROLL_BLK for (int j = 0; j < nv; j++)
-                g[j] = one ? ld_f32((const float *)a->grow[p0] + off + j * VL) : vzero();
-            for (int64_t p = p0; p < p1 && !one; p++) {
-                const vec w = vset1(a->gcoef[p]);
-                const float *r = (const float *)a->grow[p] + off;
-                UNROLL_BLK for (int j = 0; j < nv; j++)
-                    g[j] = vadd(g[j], vmul(w, ld_f32(r + j * VL)));
-            }
+            rows_grad(a, d, off, nv, g);
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(lr, g[j])));
+        }
+    }
+}
+
+/* Row-wise Adagrad on columns d0 .. d1 of N elements (blocks as sgd_rows_body): the sum
+ * of squares in the reference's 8 lanes over the gradient in registers, then the update;
+ * a column of more than one block sums its gradient again for the update (the same
+ * values: one order, one rounding). */
+EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const float lr = a->params->lr, eps = a->params->eps;
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        rows_prefetch(a, d, N * esize(dt), true);
+        char *col = a->data + a->ids[d] * a->col_stride;
+        float *h = (float *)(a->state + a->ids[d] * a->state_stride);
+        vec g[BLK];
+        __m256 acc = _mm256_setzero_ps();
+        for (int blk = 0; blk < nblk; blk++) {
+            rows_grad(a, d, blk * nv * VL, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                acc = sq8_add(acc, g[j]);
+        }
+        h[0] = h[0] + sum8_tree(acc) / (float)N;
+        const vec m = vset1(lr / (sqrtf(h[0]) + eps));
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            if (nblk > 1)
+                rows_grad(a, d, off, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(m, g[j])));
         }
     }
 }
@@ -478,9 +538,7 @@ EMB_INLINE float opt_sumsq8(const float *g, const int32_t D)
         acc = sq8_add(acc, ld_f32(g + i));
     if (i < D)
         acc = sq8_add(acc, ldn_f32(g + i, D - i));
-    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+    return sum8_tree(acc);
 }
 
 /* Row-wise Adagrad: h += mean(g²); w -= (lr / (sqrt(h) + eps)) · g. */
@@ -599,11 +657,19 @@ EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimPar
     }
 /* N: whole vectors, as BAGS. */
 #define SGD_ROWS(NAME, N, DT)                                                              \
-    static void NAME(const EmbSgdRowsArgs *a)                                              \
+    static void NAME(const EmbRowsArgs *a)                                              \
     {                                                                                      \
         _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
                        "sgd_rows: whole vectors in registers");                            \
         sgd_rows_body(a, N, DT);                                                           \
+    }
+/* N: whole vectors, as BAGS. */
+#define ROWWISE_ROWS(NAME, N, DT)                                                          \
+    static void NAME(const EmbRowsArgs *a)                                                 \
+    {                                                                                      \
+        _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
+                       "rowwise_rows: whole vectors in registers");                        \
+        rowwise_rows_body(a, N, DT);                                                       \
     }
 #define SUMSQ(NAME, DT)                                                                    \
     static float NAME(const void *col, int32_t D)                                          \
