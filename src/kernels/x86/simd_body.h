@@ -100,21 +100,36 @@ static inline void stnt(const EmbDtype dt, void *p, int32_t i, vec v)
     }
 }
 
+/* One line into L1 (T0) or, l2, into L2 only (T1). */
+EMB_INLINE void prefetch_to(const char *p, const bool l2)
+{
+    if (l2)
+        _mm_prefetch(p, _MM_HINT_T1);
+    else
+        _mm_prefetch(p, _MM_HINT_T0);
+}
+
 /*
  * Prefetches every cache line of the @bytes bytes at @p (a column: maybe unaligned). A
  * column of whole lines (bytes % 64 == 0) is usually aligned: one more line only when it is
  * not, a branch that predicts well. A narrower or ragged one (D = 16 in f16 / bf16: 32
  * bytes) sits at a random offset in its line, where that branch mispredicted on half the
  * ids (f16 D = 16 hot: 1.4x slower, emb-bench): its last byte's line is prefetched
- * unconditionally instead (a second prefetch of one line costs a uop, no miss).
+ * unconditionally instead (a second prefetch of one line costs a uop, no miss). l2: into
+ * L2 only (the apply's hint: L1 fills stall on its loop); prefetch_col: into L1.
  */
-EMB_INLINE void prefetch_col(const void *p, int32_t bytes)
+EMB_INLINE void prefetch_col_to(const void *p, int32_t bytes, const bool l2)
 {
     const char *c = (const char *)p;
     for (int32_t o = 0; o < bytes; o += 64)
-        _mm_prefetch(c + o, _MM_HINT_T0);
+        prefetch_to(c + o, l2);
     if (bytes % 64 != 0 || ((uintptr_t)c & 63) != 0)
-        _mm_prefetch(c + bytes - 1, _MM_HINT_T0);
+        prefetch_to(c + bytes - 1, l2);
+}
+
+EMB_INLINE void prefetch_col(const void *p, int32_t bytes)
+{
+    prefetch_col_to(p, bytes, false);
 }
 
 /* Whether @p is aligned to @bytes (a power of two), for the non-temporal stores. */
@@ -377,16 +392,6 @@ EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D, c
     }
 }
 
-/* Every cache line of a column into L2 (the apply's hint: L1 fills stall on this loop). */
-EMB_INLINE void prefetch_col_l2(const void *p, int32_t bytes)
-{
-    const char *c = (const char *)p;
-    for (int32_t o = 0; o < bytes; o += 64)
-        _mm_prefetch(c + o, _MM_HINT_T1);
-    if (bytes % 64 != 0 || ((uintptr_t)c & 63) != 0)
-        _mm_prefetch(c + bytes - 1, _MM_HINT_T1);
-}
-
 /* The reference's tree over 8 lanes: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
 EMB_INLINE float sum8_tree(__m256 acc)
 {
@@ -422,7 +427,7 @@ EMB_INLINE void rows_prefetch(const EmbRowsArgs *a, int64_t d, int32_t bytes, co
     if (!a->pf_dist || d + a->pf_dist >= a->d1)
         return;
     const int64_t id = a->ids[d + a->pf_dist];
-    prefetch_col_l2(a->data + id * a->col_stride, bytes);
+    prefetch_col_to(a->data + id * a->col_stride, bytes, true);
     if (state)
         _mm_prefetch(a->state + id * a->state_stride, _MM_HINT_T1);
 }
