@@ -310,5 +310,6 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(t->dtype, t->featuresize, nt);
     else
-        plan->row = emb__kernel_opt_row(c->kind, t->dtype, nt);
+        plan->row = emb__kernel_opt_row(c->kind, t->dtype, t->featuresize, nt);
+    plan->range = nt ? NULL : emb__kernel_rows(c->kind, t->dtype, t->featuresize);
 }

@@ -119,6 +119,7 @@ struct EmbPlan {
     float decay_scale;         /* decoupled weight decay: w *= decay_scale (1: none) */
     EmbTable *state;           /* shadow table or NULL */
     emb_sgd_row_fn sgd;
+    emb_rows_fn range;         /* the optimizer on a range of columns (or NULL) */
     emb_opt_row_fn row;
     emb_pool_fn pool;          /* sums a column's gradient rows (f32) */
     bool max_norm;             /* rows need emb__pullback_row */
