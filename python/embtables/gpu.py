@@ -43,19 +43,22 @@ class GpuTable:
         return host if isinstance(host, _et.Table) else _et.Table(host)
 
     def upload(self, host, stream=None):
+        """Copies the host table (Table, array or tensor of this shape and dtype) here."""
         self._t.copy(self._host(host)._t, True, _stream(stream))
 
     def download(self, host, stream=None):
+        """Copies this table into the host table (Table, array or tensor)."""
         self._t.copy(self._host(host)._t, False, _stream(stream))
 
     def to_host(self, stream=None):
+        """A new host embtables.Table holding a copy of this table."""
         n, d, dtype, _, _ = self._t.info()
         host = _et.Table.create(n, d, dtype)
         self.download(host, stream)
         return host
 
-    num_embeddings = property(lambda self: self._t.info()[0])
-    dim = property(lambda self: self._t.info()[1])
+    num_embeddings = property(lambda self: self._t.info()[0], doc="The number of rows.")
+    dim = property(lambda self: self._t.info()[1], doc="The row width.")
 
 
 def _device_batch(ids, offsets, weights, include_last, keep):
@@ -138,6 +141,7 @@ class GpuEmbeddingBagCollection(nn.Module):
 
     @property
     def lr(self):
+        """The optimizer's learning rate (settable between steps)."""
         return self._opt[1]
 
     @lr.setter
@@ -145,6 +149,8 @@ class GpuEmbeddingBagCollection(nn.Module):
         self._opt = (self._opt[0], float(value)) + self._opt[2:]
 
     def forward(self, indices, offsets=None, per_sample_weights=None):
+        """The pooled lookup of every table (per-table lists of CUDA tensors in
+        nn.EmbeddingBag's conventions) into a B x ΣD CUDA tensor."""
         keep, batches, nbags = [], [], None
         for k, ids in enumerate(indices):
             b, nbags = _device_batch(ids, None if offsets is None else offsets[k],
