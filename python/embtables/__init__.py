@@ -70,7 +70,7 @@ def as_array(x):
     return _np.asarray(x)
 
 
-def _ids(x, what="ids"):
+def _ids(x, what="ids", t=None):
     """Ids as a C-contiguous int32 / int64 array (a view when they already are). Other
     integer types are widened to int64; float, bool and anything else are a TypeError
     (torch's embedding_bag refuses them too: no silent truncation of 1.7 to 1)."""
@@ -82,24 +82,30 @@ def _ids(x, what="ids"):
             a = as_array(x)
     if a.dtype != _np.int64 and a.dtype != _np.int32:
         if a.dtype.kind not in "iu" or a.dtype == _np.uint64:
-            raise TypeError(f"{what}: ids must be integers (int32 or int64), not {a.dtype}")
+            raise TypeError(f"{_what(what, t)}: ids must be integers (int32 or int64), "
+                            f"not {a.dtype}")
         a = a.astype(_np.int64)
     return a if a.flags.c_contiguous else _np.ascontiguousarray(a)
 
 
-def _floats(x, what):
+def _what(what, t):
+    """The argument's name in a message (formatted only on errors: the calls are hot)."""
+    return what if t is None else f"{what}[{t}]"
+
+
+def _floats(x, what, t=None):
     """x as a C-contiguous float32 array: arrays and tensors of another dtype are a
     TypeError, as torch raises (a Python list is converted)."""
     if isinstance(x, (list, tuple)):
         return _np.ascontiguousarray(x, dtype=_np.float32)
     a = as_array(x)
     if a.dtype != _np.float32:
-        raise TypeError(f"{what}: expected float32, got {a.dtype}")
+        raise TypeError(f"{_what(what, t)}: expected float32, got {a.dtype}")
     return _np.ascontiguousarray(a)
 
 
-def _weights(x, what="per_sample_weights"):
-    return None if x is None else _floats(x, what)
+def _weights(x, what="per_sample_weights", t=None):
+    return None if x is None else _floats(x, what, t)
 
 
 def pooling(mode="sum", max_norm=None, default_id=None, prune_invalid=False,
@@ -351,12 +357,11 @@ def _prepare(indices, offsets=None, per_sample_weights=None, lengths=None):
     """(form, indices, offsets, weights) as numpy: form 0 per-table lists (PyTorch), 1 flat
     indices with T*B+1 offsets (FBGEMM), 2 values with T*B lengths (TorchRec)."""
     if isinstance(indices, (list, tuple)):
-        ids = [_ids(x, f"indices[{t}]") for t, x in enumerate(indices)]
+        ids = [_ids(x, "indices", t) for t, x in enumerate(indices)]
         off = None if offsets is None else \
-            [None if o is None else _ids(o, f"offsets[{t}]") for t, o in enumerate(offsets)]
+            [None if o is None else _ids(o, "offsets", t) for t, o in enumerate(offsets)]
         w = None if per_sample_weights is None else \
-            [None if x is None else _weights(x, f"per_sample_weights[{t}]")
-             for t, x in enumerate(per_sample_weights)]
+            [_weights(x, "per_sample_weights", t) for t, x in enumerate(per_sample_weights)]
         return 0, ids, off, w
     if lengths is not None:
         return 2, _ids(indices, "values"), _ids(lengths, "lengths"), \
