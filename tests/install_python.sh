@@ -5,8 +5,8 @@
 # from Debian), then the README's training script run from outside the source tree with
 # that venv's python; `python3 -m build --wheel` makes a wheel holding the package only.
 # Exits 77 (skipped) under sanitizers (an instrumented extension cannot load into the
-# interpreter) and where python3-mesonpy, python3-build, python3-venv, numpy or torch is
-# missing (scripts/deps.sh python installs them).
+# interpreter) and where python3-dev, python3-mesonpy, python3-build, python3-venv, numpy or
+# torch is missing (scripts/deps.sh python installs them).
 # The wheel's meson build directory is kept in BUILDDIR/python-wheel, so a rerun rebuilds
 # only what changed (the first run compiles the library once more, statically).
 # Usage: install_python.sh BUILDDIR SOURCEDIR SANITIZE
@@ -18,9 +18,11 @@ if [ "${3:-none}" != none ]; then
     exit 77
 fi
 py=/usr/bin/python3
-if ! "$py" -c 'import mesonpy, build, venv, ensurepip, numpy, torch' 2>/dev/null; then
-    echo "install_python: skipped: needs python3-mesonpy python3-build python3-venv" \
-        "python3-numpy python3-torch (scripts/deps.sh python)"
+if ! "$py" -c 'import mesonpy, build, venv, ensurepip, numpy, torch, os, sysconfig
+assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null
+then
+    echo "install_python: skipped: needs python3-dev python3-mesonpy python3-build" \
+        "python3-venv python3-numpy python3-torch (scripts/deps.sh python)"
     exit 77
 fi
 tmp=$(mktemp -d)
