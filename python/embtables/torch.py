@@ -557,6 +557,9 @@ class EmbeddingBagCollection(_nn.Module):
         if isinstance(v, _torch.Tensor) and (v.is_floating_point() or v.dtype == _torch.bool):
             raise TypeError(f"KeyedJaggedTensor values of features {list(keys)} (tables "
                             f"{list(self.embedding_bags)}): ids must be integers, not {v.dtype}")
+        if isinstance(w, _torch.Tensor) and w.dtype != _torch.float32:
+            raise TypeError(f"KeyedJaggedTensor weights of features {list(keys)} (tables "
+                            f"{list(self.embedding_bags)}): expected torch.float32, got {w.dtype}")
         if keys == self._feature_key:
             return _et._prepare(v, None, w, kjt.lengths())
         pos = {k: i for i, k in enumerate(keys)}
