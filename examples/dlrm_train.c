@@ -45,6 +45,7 @@
 #include <embtables/update.h>
 
 #include "criteo.h"
+#include "dlrm_blas.h"
 
 enum { NT = CRITEO_NCAT, NV = NT + 1, NINTER = NV * (NV - 1) / 2, MAXL = 8 };
 
@@ -662,16 +663,25 @@ static void progress(int epoch, int64_t samples, double rate, double loss)
             (long long)samples, rate, loss);
 }
 
+/* The run's first line: the model, the threads and the BLAS that runs the MLPs. */
+static void print_header(const Args *a, const char *blas)
+{
+    printf("dlrm_train: D %d, batch %lld, %d epoch%s, %s lr %g, %d threads; BLAS: %s\n",
+           a->dim, (long long)a->batch, a->epochs, a->epochs == 1 ? "" : "s",
+           a->adagrad ? "adagrad" : "sgd", (double)a->lr, nthreads, blas);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     Args a;
     parse_args(argc, argv, &a);
-#ifdef DLRM_OPENBLAS
-    openblas_set_num_threads(1);
-#endif
+    char blas[256];
+    dlrm_blas_init(blas, sizeof blas);
     Model m;
     model_init(&m, &a);
     nthreads = emb_strategy_nthreads(m.strategy);
+    print_header(&a, blas);
 
     EmbSaver *saver = NULL;
     int first = 0;
