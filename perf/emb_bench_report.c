@@ -237,9 +237,9 @@ static void roof_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
             c->phases[top->phase].name, bench_strategy_name(top->strategy), top->threads,
             top->threads > 1 ? "s" : "",
             bench_roof_on_workload(c)
-                ? "the roof (best of 10 passes over the same tables and ids) was timed "
-                  "before the rows, under other load: such a row beat it by noise or a "
-                  "change of load, not by moving fewer bytes"
+                ? "the roof is a plain loop's best of 10 passes over the same tables and "
+                  "ids, timed before the rows: such a row ran under lighter load, or its "
+                  "kernel beat the plain loop on cache-resident rows"
                 : "the roof reads uniform ids from a buffer (tables not all f32 arrays), so a "
                   "skewed id distribution's cache hits beat it");
 }
@@ -321,7 +321,10 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
             fprintf(f, ",,");
         fprintf(f, "%.2f\n", x->load1);
     }
-    return fclose(f) == 0 ? 0 : -1;
+    if (fclose(f) != 0)
+        return -1;
+    printf("# rows: %s\n", path);
+    return 0;
 }
 
 /* ---- the plot ------------------------------------------------------------------------ */

@@ -32,14 +32,15 @@ typedef struct RoofBuf {
 
 /*
  * The roof's gather loop: one table's bags (fixed or CSR) of rows of @stride floats summed
- * into rows of out_stride (= D) floats, prefetching PF ids ahead.
+ * into @dim floats of rows of @ldout, prefetching PF ids ahead; its bags spread over the
+ * enclosing team (an orphaned OpenMP for, without the barrier at its end).
  */
-static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
-                         int64_t out_stride, int threads)
+static void gather_bags(const float *t, int64_t stride, const EmbBatch *b, float *out,
+                        int64_t ldout, int dim)
 {
     const int64_t *id = b->ids, *off = b->offsets, nnz = b->nnz, L = b->bag_size;
-    const size_t D = (size_t)out_stride;
-#pragma omp parallel for schedule(static) num_threads(threads)
+    const size_t D = (size_t)dim;
+#pragma omp for schedule(static) nowait
     for (int64_t bag = 0; bag < b->nbags; bag++) {
         float acc[1024];
         memset(acc, 0, D * sizeof(float));
@@ -55,8 +56,15 @@ static void gather_table(const float *t, int64_t stride, const EmbBatch *b, floa
             for (size_t d = 0; d < D; d++)
                 acc[d] += row[d];
         }
-        memcpy(out + bag * (int64_t)D, acc, D * sizeof(float));
+        memcpy(out + bag * ldout, acc, D * sizeof(float));
     }
+}
+
+static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
+                         int64_t out_stride, int threads)
+{
+#pragma omp parallel num_threads(threads)
+    gather_bags(t, stride, b, out, out_stride, (int)out_stride);
 }
 
 static double gather(const RoofBuf *b, int threads)
@@ -190,10 +198,16 @@ double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, 
     for (int r = 0; r < REPS; r++) {
         const BenchIdSet *set = &w->sets[v][r % BENCH_NSETS];
         double t0 = bench_now();
-        for (int t = 0; t < w->ntables; t++) {
-            int64_t stride;
-            const float *data = emb_table_data(w->tables[t], &stride);
-            gather_table(data, stride, &set->batches[t], w->out, c->tables[t].dim, threads);
+#pragma omp parallel num_threads(threads) /* one team for every table, as the strategies */
+        {
+            int64_t col = w->prepend; /* each table's columns of the concatenated output */
+            for (int t = 0; t < w->ntables; t++) {
+                int64_t stride;
+                const float *data = emb_table_data(w->tables[t], &stride);
+                gather_bags(data, stride, &set->batches[t], w->out + col, w->concat_width,
+                            c->tables[t].dim);
+                col += c->tables[t].dim;
+            }
         }
         double dt = bench_now() - t0;
         best = dt < best ? dt : best;

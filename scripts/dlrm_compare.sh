@@ -11,7 +11,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh build blas torch
-[ -x build/examples/dlrm_train ] || { [ -d build ] || meson setup build >/dev/null; }
+setup=$(scripts/meson_setup.sh build)
+printf '%s\n' "$setup" | grep -E 'WARNING|BLAS' || true # which BLAS, or why none
 ninja -C build examples/dlrm_train >/dev/null
 train="" test="" repeat=1
 while [ $# -gt 0 ]; do
