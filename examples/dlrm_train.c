@@ -327,8 +327,10 @@ static void relu_grad(float *restrict gz, const float *restrict g, const float *
         return;
     }
     OMP(simd)
-    for (int j = 0; j < n; j++)
-        gz[j] = y[j] > 0 ? g[j] : 0.0f;
+    for (int j = 0; j < n; j++) {
+        const float v = g[j]; /* read whatever y says: a select, not a branch (SSE2 too) */
+        gz[j] = y[j] > 0 ? v : 0.0f;
+    }
 }
 
 /* Rows [r0, r0 + n) of the backward from dL/d(output) (ld dld): every layer's gz, and
