@@ -17,7 +17,7 @@ last() { tail -n 1 "$1"; }
 metric() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
 
 # shellcheck disable=SC2086
-"$train_bin" $opts --epochs 2 >"$tmp/full.out"
+"$train_bin" $opts --optimizer sgd --epochs 2 >"$tmp/full.out"
 cat "$tmp/full.out"
 auc=$(last "$tmp/full.out" | metric auc)
 case $(last "$tmp/full.out") in
