@@ -236,7 +236,9 @@ typedef struct Mlp {
     float *own[MAXL + 1];         /* buffers of the hidden activations */
     float *gz[MAXL];              /* dL/d(pre-activation) of layer l (batch x dims[l+1]),
                                      kept for the update */
-    float *g[2];                  /* dL/d(input) of the layers, in turn (batch x widest) */
+    float *g[2];                  /* dL/d(input) of the layers, in turn (batch rows of
+                                     widest: a block's rows are the same for every layer) */
+    int widest;
 } Mlp;
 
 /* A store table initialised uniform in ±bound; its storage and column stride. */
@@ -281,6 +283,7 @@ static void mlp_init(Mlp *m, EmbStore *store, const char *prefix, int in, const 
         }
         m->gz[l] = xcalloc((size_t)(batch * fout), sizeof(float));
     }
+    m->widest = widest;
     for (int k = 0; k < 2; k++)
         m->g[k] = xcalloc((size_t)(batch * widest), sizeof(float));
 }
@@ -354,8 +357,8 @@ static void mlp_backward_block(Mlp *m, int64_t r0, int n, const float *dout, int
         const float *y = m->act[l + 1] + r0 * m->ld[l + 1];
         for (int s = 0; s < n; s++)
             relu_grad(gz + s * fout, g + s * ldg, y + s * m->ld[l + 1], relu_after(m, l), fout);
-        float *gx = l > 0 ? m->g[l & 1] + r0 * fin : din ? din + r0 * ldin : NULL;
-        const int64_t ldx = l > 0 ? fin : ldin;
+        float *gx = l > 0 ? m->g[l & 1] + r0 * m->widest : din ? din + r0 * ldin : NULL;
+        const int64_t ldx = l > 0 ? m->widest : ldin;
         if (gx)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, fin, fout, 1.0f, gz,
                         fout, m->w[l], (int)m->ldw[l], 0.0f, gx, (int)ldx);
@@ -730,9 +733,12 @@ static void progress(int epoch, int64_t samples, double rate, double loss)
             (long long)samples, rate, loss);
 }
 
-/* The run's first line: the model, the threads and the BLAS that runs the MLPs. */
-static void print_header(const Args *a, const char *blas)
+/* The run's first line: the model, the threads and the BLAS that runs the MLPs (made
+ * single-threaded here, before its first call). */
+static void print_header(const Args *a)
 {
+    char blas[256];
+    dlrm_blas_init(blas, sizeof blas);
     printf("dlrm_train: D %d, batch %lld, %d epoch%s, %s lr %g, %d threads; BLAS: %s\n",
            a->dim, (long long)a->batch, a->epochs, a->epochs == 1 ? "" : "s",
            a->adagrad ? "adagrad" : "sgd", (double)a->lr, nthreads, blas);
@@ -743,12 +749,10 @@ int main(int argc, char **argv)
 {
     Args a;
     parse_args(argc, argv, &a);
-    char blas[256];
-    dlrm_blas_init(blas, sizeof blas);
     Model m;
     model_init(&m, &a);
     nthreads = emb_strategy_nthreads(m.strategy);
-    print_header(&a, blas);
+    print_header(&a);
 
     EmbSaver *saver = NULL;
     int first = 0;
