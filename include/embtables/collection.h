@@ -155,6 +155,19 @@ EMB_API int emb_collection_forward(EmbCollection *c, const EmbBatch *batches,
 EMB_API int emb_collection_backward(EmbCollection *c, const EmbOutputs *grad_out);
 
 /**
+ * emb_collection_backward() of @p batches (one per table) instead of the last forward's:
+ * the backward of a forward made earlier or elsewhere (a binding that keeps several steps
+ * in flight, each with its own batches; a benchmark that times the backward alone). The
+ * batches are checked as emb_maplookup_backward() checks them (their ids by the update, or
+ * when the gradients are consumed); their buffers and @p grad_out stay the caller's, read
+ * until the call returns (without an optimizer, until the gradients are consumed). The
+ * last forward's step, if any, is left as it was.
+ * @return 0; EMB_ENULL (c, batches, grad_out); as emb_collection_backward() otherwise
+ */
+EMB_API int emb_collection_backward_batches(EmbCollection *c, const EmbBatch *batches,
+                                            const EmbOutputs *grad_out);
+
+/**
  * Hook for the next step's batches, called while the current step computes: a table kind
  * that can load rows ahead (a tiered, disk-backed table) starts reading the rows of
  * @p next_batches here. Today no table kind does, and the call only checks its arguments;

@@ -78,6 +78,23 @@ int emb_collection_forward(EmbCollection *c, const EmbBatch *batches, const EmbO
     return 0;
 }
 
+/* The backward of @batches: records every pullback (then *recorded), then the fused
+ * update (with an optimizer). */
+static int backward(EmbCollection *c, const EmbBatch *batches, const EmbOutputs *grad_out,
+                    bool *recorded)
+{
+    int r = emb_maplookup_backward(c->tables, c->n, batches, c->poolings, grad_out,
+                                   c->grads);
+    if (r)
+        return failed(c, r, "emb_collection_backward", culprit(c));
+    *recorded = true;
+    if (!c->opt)
+        return 0;
+    r = emb_update_many(c->strategy, c->opt, c->tables, (const EmbGrad *const *)c->grads,
+                        c->n, c->ix, c->flags);
+    return r ? failed(c, r, "emb_collection_backward", update_culprit(c)) : 0;
+}
+
 int emb_collection_backward(EmbCollection *c, const EmbOutputs *grad_out)
 {
     EMB_CHECK_NULL(c);
@@ -85,19 +102,24 @@ int emb_collection_backward(EmbCollection *c, const EmbOutputs *grad_out)
     if (c->step == EMB_COLL_IDLE)
         return emb__fail(EMB_EINVAL, "emb_collection_backward: no forward since the last "
                          "update");
-    int r = emb_maplookup_backward(c->tables, c->n, c->batches, c->poolings, grad_out,
-                                   c->grads);
-    if (r)
-        return failed(c, r, "emb_collection_backward", culprit(c));
-    c->step = EMB_COLL_RECORDED;
-    if (!c->opt)
-        return 0;
-    r = emb_update_many(c->strategy, c->opt, c->tables, (const EmbGrad *const *)c->grads,
-                        c->n, c->ix, c->flags);
-    if (r)
-        return failed(c, r, "emb_collection_backward", update_culprit(c));
-    c->step = EMB_COLL_IDLE;
-    return 0;
+    bool recorded = false;
+    const int r = backward(c, c->batches, grad_out, &recorded);
+    if (recorded) /* after a failed update, the step stays recorded (it may be retried) */
+        c->step = r == 0 && c->opt ? EMB_COLL_IDLE : EMB_COLL_RECORDED;
+    return r;
+}
+
+int emb_collection_backward_batches(EmbCollection *c, const EmbBatch *batches,
+                                    const EmbOutputs *grad_out)
+{
+    EMB_CHECK_NULL(c);
+    EMB_CHECK_NULL(batches);
+    EMB_CHECK_NULL(grad_out);
+    bool recorded = false;
+    const int r = backward(c, batches, grad_out, &recorded);
+    if (recorded && !c->opt)
+        c->step = EMB_COLL_RECORDED;
+    return r;
 }
 
 int emb_collection_prefetch(EmbCollection *c, const EmbBatch *next_batches)
