@@ -104,7 +104,7 @@ static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
     const EmbGrad *g = plan->grad;
     const EmbIndexer *ix = plan->ix;
     const float *dy = ix->grow[pos];
-    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos]};
+    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos], 0};
     emb__pullback_row(plan->table, &g->pooling, &e, dy, tmp);
 }
 
