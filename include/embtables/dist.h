@@ -24,7 +24,8 @@
  * Errors: every call returns 0 or a negative EMB_E* code, and the same code on every rank:
  * each rank checks its own part first (ids against the table sizes, offsets, outputs),
  * then the ranks agree (one MPI_Allgather); when any rank failed, every rank returns the
- * first failing rank's code and emb_dist_last_error() gives that rank's message, and no
+ * first failing rank's code and emb_last_error() (or emb_dist_last_error()) gives that
+ * rank's message, and no
  * rank has written anything. Sharded checkpoints (emb_dist_save(), emb_dist_restore())
  * restore into any rank count. MPI failures (a rank that dies) are MPI's to report: the
  * library duplicates the communicator and sets MPI_ERRORS_RETURN on the duplicate, every
@@ -244,7 +245,8 @@ EMB_API int emb_dist_stats(const EmbDist *d, EmbDistStats *out);
 
 /**
  * This thread's message of the last failed emb_dist_* call ("rank R: ..." naming the
- * failing rank and the culprit there); "" after success.
+ * failing rank and the culprit there); "" after success. The library has one error
+ * channel: this is emb_last_error(), under the name existing code uses.
  */
 EMB_API const char *emb_dist_last_error(void);
 
