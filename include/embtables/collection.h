@@ -238,6 +238,51 @@ EMB_API EmbGrad *emb_collection_grad(const EmbCollection *c, int64_t i);
 EMB_API int emb_collection_grad_rows(EmbCollection *c, int64_t i, const int64_t **ids,
                                      const float **rows, int64_t *n);
 
+/* ---- collections implemented elsewhere ------------------------------------------------ */
+
+/**
+ * The calls of a collection whose tables live elsewhere (the sharded collection of the MPI
+ * library, dist.h's emb_dist_collection_create(), is one): emb_collection_forward(),
+ * _backward(), _backward_batches(), _prefetch(), _save() and _restore() check their
+ * pointers and call these with @c user. A NULL entry makes that call EMB_ENOTSUP.
+ */
+typedef struct EmbCollectionOps {
+    /** the forward (as emb_collection_forward()) */
+    int (*forward)(void *user, const EmbBatch *batches, const EmbOutputs *out);
+    /** the backward of @p batches, or of the last forward when NULL (and the update, when
+        the collection has an optimizer) */
+    int (*backward)(void *user, const EmbBatch *batches, const EmbOutputs *grad_out);
+    /** emb_collection_prefetch() (NULL: nothing to do, 0) */
+    int (*prefetch)(void *user, const EmbBatch *next_batches);
+    /** emb_collection_save() */
+    int (*save)(void *user, const char *dir, const char *prefix, int64_t global_step,
+                int32_t max_to_keep, char *path, size_t cap);
+    /** emb_collection_restore() */
+    int (*restore)(void *user, const char *path, int64_t *global_step);
+    /** called on @c user by emb_collection_destroy() */
+    void (*destroy)(void *user);
+} EmbCollectionOps;
+
+/**
+ * A collection whose calls are @p ops (for libraries that place tables elsewhere). The
+ * names, poolings and the row width come from @p tables as for emb_collection_create()
+ * (`table`: this process's part of table i, or NULL; `spec.featuresize`: its width when
+ * `table` is NULL); opts->shared_optimizer is what emb_collection_optimizer() returns
+ * (borrowed); the strategy and optimizer config are not read. On success the collection
+ * owns @p user (ops->destroy is called on it by emb_collection_destroy()); @p ops is
+ * copied. emb_collection_grad() / _grad_rows() and emb_collection_strategy() have nothing
+ * to give for such a collection (NULL, EMB_ENOTSUP).
+ * @return 0; EMB_ENULL (out, tables, ops); EMB_EINVAL (as emb_collection_create(): names,
+ *         n, prependrows; a featuresize < 1); EMB_ENOMEM
+ */
+EMB_API int emb_collection_custom(EmbCollection **out, const EmbCollectionTable *tables,
+                                  int64_t n, const EmbCollectionOptions *opts,
+                                  const EmbCollectionOps *ops, void *user);
+
+/** The @c user of a collection made by emb_collection_custom() with these @p ops (compared
+ *  by their functions), else NULL. */
+EMB_API void *emb_collection_custom_user(const EmbCollection *c, const EmbCollectionOps *ops);
+
 /* ---- checkpoints --------------------------------------------------------------------- */
 
 /**

@@ -186,11 +186,82 @@ int emb_collection_create(EmbCollection **out, const EmbCollectionTable *tables,
     return 0;
 }
 
+/* ---- collections implemented elsewhere ------------------------------------------------ */
+
+static int custom_fill(EmbCollection *c, const EmbCollectionTable *tables)
+{
+    int r = alloc_arrays(c, c->n);
+    for (int64_t i = 0; i < c->n && !r; i++) {
+        const EmbCollectionTable *d = &tables[i];
+        snprintf(c->names[i], sizeof c->names[i], "%s", name_of(d));
+        c->poolings[i] = d->pooling;
+        c->tables[i] = d->table;
+        const int32_t D = d->table ? emb_table_featuresize(d->table) : d->spec.featuresize;
+        if (D < 1)
+            r = emb__fail(EMB_EINVAL, "emb_collection_custom: table \"%s\" (%lld) has "
+                          "featuresize %d", c->names[i], (long long)i, (int)D);
+        else if (c->width > INT64_MAX - D)
+            r = emb__fail(EMB_EOVERFLOW, "emb_collection_custom: the row width overflows");
+        else
+            c->width += D;
+    }
+    return r;
+}
+
+int emb_collection_custom(EmbCollection **out, const EmbCollectionTable *tables, int64_t n,
+                          const EmbCollectionOptions *opts, const EmbCollectionOps *ops,
+                          void *user)
+{
+    EMB_CHECK_NULL(out);
+    EMB_CHECK_NULL(tables);
+    EMB_CHECK_NULL(ops);
+    const EmbCollectionOptions none = {0};
+    const EmbCollectionOptions *o = opts ? opts : &none;
+    if (n < 1 || (uint64_t)n > SIZE_MAX / sizeof(EmbBatch))
+        return emb__fail(EMB_EINVAL, "emb_collection_custom: n = %lld tables, not >= 1",
+                         (long long)n);
+    int r = check_names(tables, n);
+    if (!r && o->prependrows < 0)
+        r = emb__fail(EMB_EINVAL, "emb_collection_custom: prependrows %lld is negative",
+                      (long long)o->prependrows);
+    EmbCollection *c = r ? NULL : calloc(1, sizeof *c);
+    if (!r && !c)
+        r = emb__fail(EMB_ENOMEM, "emb_collection_custom: out of memory");
+    if (r)
+        return r;
+    c->n = n;
+    c->prependrows = c->width = o->prependrows;
+    c->opt = o->shared_optimizer;
+    r = custom_fill(c, tables);
+    if (r) {
+        emb_collection_destroy(&c);
+        return r;
+    }
+    c->custom = true, c->ops = *ops, c->user = user;
+    *out = c;
+    return 0;
+}
+
+void *emb_collection_custom_user(const EmbCollection *c, const EmbCollectionOps *ops)
+{
+    if (!c || !ops || !c->custom)
+        return NULL;
+    return memcmp(&c->ops, ops, sizeof *ops) ? NULL : c->user;
+}
+
+int emb__collection_notsup(const char *op)
+{
+    return emb__fail(EMB_ENOTSUP, "%s: this collection's implementation has no such call",
+                     op);
+}
+
 void emb_collection_destroy(EmbCollection **pc)
 {
     EmbCollection *c = pc ? *pc : NULL;
     if (!c)
         return;
+    if (c->custom && c->ops.destroy)
+        c->ops.destroy(c->user);
     for (int64_t i = 0; i < c->n && c->grads; i++) {
         emb_grad_destroy(&c->grads[i]);
         emb_indexer_destroy(&c->ix[i]);

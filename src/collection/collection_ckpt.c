@@ -11,6 +11,9 @@ int emb_collection_save(const EmbCollection *c, const char *dir, const char *pre
     EMB_CHECK_NULL(c);
     EMB_CHECK_NULL(dir);
     EMB_CHECK_NULL(prefix);
+    if (c->custom)
+        return c->ops.save ? c->ops.save(c->user, dir, prefix, global_step, max_to_keep, path, cap)
+                           : emb__collection_notsup("emb_collection_save");
     const EmbSaverOptions o = {.max_to_keep = max_to_keep, .var_list = c->vars,
                                .nvars = c->n, .optimizer = c->opt};
     EmbSaver *s = NULL;
@@ -25,6 +28,9 @@ int emb_collection_restore(EmbCollection *c, const char *path, int64_t *global_s
 {
     EMB_CHECK_NULL(c);
     EMB_CHECK_NULL(path);
+    if (c->custom)
+        return c->ops.restore ? c->ops.restore(c->user, path, global_step)
+                              : emb__collection_notsup("emb_collection_restore");
     const EmbRestoreOptions o = {.var_list = c->vars, .nvars = c->n, .optimizer = c->opt};
     return emb_checkpoint_restore_ex(NULL, path, &o, global_step);
 }

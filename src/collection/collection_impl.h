@@ -36,11 +36,18 @@ struct EmbCollection {
     EmbIndexer **ix;
     EmbBatch *batches;          /* the last forward's batches (descriptors) */
     EmbCollStep step;
+    /* emb_collection_custom: the calls are ops's, on user */
+    bool custom;
+    EmbCollectionOps ops;
+    void *user;
     /* emb_collection_grad_rows */
     EmbIndexer *rows_ix;
     float *rows;
     size_t rows_cap;            /* floats */
 };
+
+/* For a custom collection: ops.<fn> is NULL, so the call @op is EMB_ENOTSUP. */
+int emb__collection_notsup(const char *op);
 
 /* Re-issues the current error as "<op>: table "<name>" (<i>): <message>"; returns @code. */
 int emb__collection_named(const EmbCollection *c, int code, const char *op, int64_t i);

@@ -70,6 +70,9 @@ int emb_collection_forward(EmbCollection *c, const EmbBatch *batches, const EmbO
     EMB_CHECK_NULL(c);
     EMB_CHECK_NULL(batches);
     EMB_CHECK_NULL(out);
+    if (c->custom)
+        return c->ops.forward ? c->ops.forward(c->user, batches, out)
+                              : emb__collection_notsup("emb_collection_forward");
     const int r = emb_maplookup(c->strategy, c->tables, c->n, batches, c->poolings, out);
     if (r)
         return failed(c, r, "emb_collection_forward", culprit(c));
@@ -99,6 +102,9 @@ int emb_collection_backward(EmbCollection *c, const EmbOutputs *grad_out)
 {
     EMB_CHECK_NULL(c);
     EMB_CHECK_NULL(grad_out);
+    if (c->custom)
+        return c->ops.backward ? c->ops.backward(c->user, NULL, grad_out)
+                               : emb__collection_notsup("emb_collection_backward");
     if (c->step == EMB_COLL_IDLE)
         return emb__fail(EMB_EINVAL, "emb_collection_backward: no forward since the last "
                          "update");
@@ -115,6 +121,9 @@ int emb_collection_backward_batches(EmbCollection *c, const EmbBatch *batches,
     EMB_CHECK_NULL(c);
     EMB_CHECK_NULL(batches);
     EMB_CHECK_NULL(grad_out);
+    if (c->custom)
+        return c->ops.backward ? c->ops.backward(c->user, batches, grad_out)
+                               : emb__collection_notsup("emb_collection_backward_batches");
     bool recorded = false;
     const int r = backward(c, batches, grad_out, &recorded);
     if (recorded && !c->opt)
@@ -126,6 +135,8 @@ int emb_collection_prefetch(EmbCollection *c, const EmbBatch *next_batches)
 {
     EMB_CHECK_NULL(c);
     EMB_CHECK_NULL(next_batches);
+    if (c->custom)
+        return c->ops.prefetch ? c->ops.prefetch(c->user, next_batches) : 0;
     /*
      * PREFETCH HOOK (tiered, disk-backed tables): call the table contract's per-table
      * prefetch here, for each i, with (c->tables[i], &next_batches[i], &c->poolings[i]),
@@ -171,6 +182,8 @@ int emb_collection_grad_rows(EmbCollection *c, int64_t i, const int64_t **ids,
     EMB_CHECK_NULL(ids);
     EMB_CHECK_NULL(rows);
     EMB_CHECK_NULL(n);
+    if (c->custom)
+        return emb__collection_notsup("emb_collection_grad_rows");
     if (i < 0 || i >= c->n)
         return emb__fail(EMB_EINVAL, "emb_collection_grad_rows: table %lld is not in "
                          "[0, %lld)", (long long)i, (long long)c->n);
