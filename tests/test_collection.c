@@ -223,7 +223,8 @@ Test(collection, bad_create_arguments)
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_SGD, 0.1f);
     EmbOptimizer *o = NULL;
     cr_assert_eq(emb_optimizer_create(&o, &oc), 0);
-    EmbCollectionTable ct[2] = {{.name = "x", .table = t}, {.name = "x", .spec = {.ncolumns = 10, .featuresize = 4}}};
+    EmbCollectionTable ct[2] = {{.name = "x", .table = t},
+                                {.name = "x", .spec = {.ncolumns = 10, .featuresize = 4}}};
     cr_assert_eq(emb_collection_create(&c, ct, 2, NULL), EMB_EINVAL);
     cr_assert(strstr(emb_last_error(), "\"x\""), "%s", emb_last_error());
     ct[1].name = NULL;

@@ -133,7 +133,8 @@ static void step(EmbCollection *sh, EmbCollection *ref, int s, int bad)
         CHECK(memcmp(lout + b * W + PRE, gout + (b0 + b) * W + PRE, 4 * (W - PRE)) == 0,
               "step %d: row %lld", s, (long long)b);
     for (int64_t k = 0; k < G * W; k++)
-        gout[k] = (float)((int64_t)(mix(99, (uint64_t)(k / W), (uint64_t)(k % W)) % 201) - 100) / 64;
+        gout[k] = (float)((int64_t)(mix(99, (uint64_t)(k / W), (uint64_t)(k % W)) % 201) - 100)
+                  / 64;
     memcpy(lout, gout + b0 * W, sizeof(float) * (size_t)(nb * W));
     CHECK(emb_collection_backward(sh, &lo) == 0, "backward");
     CHECK(emb_collection_backward(ref, &go) == 0, "reference backward");
@@ -148,7 +149,8 @@ static void compare(EmbCollection *sh, EmbCollection *ref, const char *what)
         if (!lt)
             continue;
         float a[200 * 16], e[200 * 16];
-        CHECK(emb_table_read(lt, a, dims[t]) == 0 && emb_table_read(emb_collection_table(ref, t), e, dims[t]) == 0, "read");
+        CHECK(emb_table_read(lt, a, dims[t]) == 0 &&
+                  emb_table_read(emb_collection_table(ref, t), e, dims[t]) == 0, "read");
         for (int64_t id = 0; id < nrows[t]; id++) {
             int32_t owner;
             int64_t col;

@@ -70,8 +70,8 @@ static int alloc_arrays(EmbCollection *c, int64_t n)
     c->batches = calloc(k, sizeof *c->batches);
     c->vars = calloc(k, sizeof *c->vars);
     c->owned = calloc(k, sizeof *c->owned);
-    if (!c->owned || !c->tables || !c->poolings || !c->names || !c->grads || !c->ix || !c->batches ||
-        !c->vars)
+    if (!c->owned || !c->tables || !c->poolings || !c->names || !c->grads || !c->ix ||
+        !c->batches || !c->vars)
         return emb__fail(EMB_ENOMEM, "emb_collection_create: out of memory for %lld tables",
                          (long long)n);
     return 0;

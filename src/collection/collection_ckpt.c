@@ -12,7 +12,8 @@ int emb_collection_save(const EmbCollection *c, const char *dir, const char *pre
     EMB_CHECK_NULL(dir);
     EMB_CHECK_NULL(prefix);
     if (c->custom)
-        return c->ops.save ? c->ops.save(c->user, dir, prefix, global_step, max_to_keep, path, cap)
+        return c->ops.save ? c->ops.save(c->user, dir, prefix, global_step, max_to_keep, path,
+                                         cap)
                            : emb__collection_notsup("emb_collection_save");
     const EmbSaverOptions o = {.max_to_keep = max_to_keep, .var_list = c->vars,
                                .nvars = c->n, .optimizer = c->opt};
