@@ -416,3 +416,84 @@ Test(collection, save_restore_one_call)
     emb_collection_destroy(&b);
     rmdir_all(dir);
 }
+
+/* emb_collection_backward_batches: the backward of batches given again, same bits as a
+ * forward-then-backward step. */
+Test(collection, backward_of_given_batches)
+{
+    EmbTable *ta[NT], *tb[NT];
+    make_tables(ta, 11);
+    make_tables(tb, 11);
+    Data d;
+    make_data(&d, 12);
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    EmbCollection *a = collection_over(ta, &d, NULL, &oc), *b = collection_over(tb, &d, NULL, &oc);
+    static float out[NB * WIDTH];
+    const EmbOutputs l = emb_collection_concat(a, out);
+    cr_assert_eq(emb_collection_forward(a, d.b, &l), 0);
+    memcpy(out, d.dy, sizeof out);
+    cr_assert_eq(emb_collection_backward(a, &l), 0);
+    cr_assert_eq(emb_collection_backward_batches(b, d.b, &l), 0, "%s", emb_last_error());
+    for (int i = 0; i < NT; i++)
+        cr_assert_eq(tu_checksum(ta[i]), tu_checksum(tb[i]), "table %d", i);
+    cr_assert_eq(emb_collection_backward_batches(b, NULL, &l), EMB_ENULL);
+    emb_collection_destroy(&a);
+    emb_collection_destroy(&b);
+    for (int i = 0; i < NT; i++)
+        emb_table_destroy(&ta[i]), emb_table_destroy(&tb[i]);
+}
+
+static int calls[4];
+static int fake_forward(void *u, const EmbBatch *b, const EmbOutputs *o)
+{
+    (void)b, (void)o;
+    calls[0]++;
+    return *(int *)u;
+}
+static int fake_backward(void *u, const EmbBatch *b, const EmbOutputs *o)
+{
+    (void)u, (void)o;
+    calls[b ? 2 : 1]++;
+    return 0;
+}
+static void fake_destroy(void *u)
+{
+    (void)u;
+    calls[3]++;
+}
+
+/* A collection whose calls are a table of functions: dispatched, ENOTSUP where absent. */
+Test(collection, custom_calls)
+{
+    static int code = EMB_EIO;
+    const EmbCollectionOps ops = {.forward = fake_forward, .backward = fake_backward,
+                                  .destroy = fake_destroy};
+    const EmbCollectionTable ct[2] = {{.name = "p", .spec = {.featuresize = 3}},
+                                      {.name = "q", .spec = {.featuresize = 5}}};
+    const EmbCollectionOptions o = {.prependrows = 1};
+    EmbCollection *c = NULL;
+    const EmbCollectionTable bad = {.name = "r"}; /* no featuresize */
+    cr_assert_eq(emb_collection_custom(&c, &bad, 1, &o, &ops, &code), EMB_EINVAL);
+    cr_assert_eq(calls[3], 0); /* not owned on failure */
+    cr_assert_eq(emb_collection_custom(&c, ct, 2, &o, &ops, &code), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_collection_width(c), 9);
+    cr_assert_eq(emb_collection_custom_user(c, &ops), &code);
+    const EmbCollectionOps other = {.forward = fake_forward};
+    cr_assert_null(emb_collection_custom_user(c, &other));
+    float out[9];
+    const EmbOutputs l = emb_collection_concat(c, out);
+    const EmbBatch b[2] = {{0}};
+    cr_assert_eq(emb_collection_forward(c, b, &l), EMB_EIO);
+    cr_assert_eq(emb_collection_backward(c, &l), 0);
+    cr_assert_eq(emb_collection_backward_batches(c, b, &l), 0);
+    cr_assert_eq(emb_collection_prefetch(c, b), 0);
+    cr_assert_eq(emb_collection_save(c, "/tmp", "x", 0, 0, NULL, 0), EMB_ENOTSUP);
+    cr_assert_eq(emb_collection_restore(c, "/tmp/x", NULL), EMB_ENOTSUP);
+    const int64_t *ids;
+    const float *rows;
+    int64_t n;
+    cr_assert_eq(emb_collection_grad_rows(c, 0, &ids, &rows, &n), EMB_ENOTSUP);
+    cr_assert_eq(calls[0] * 100 + calls[1] * 10 + calls[2], 111);
+    emb_collection_destroy(&c);
+    cr_assert_eq(calls[3], 1);
+}

@@ -25,24 +25,22 @@ static const char *name_of(const EmbCollectionTable *d)
 }
 
 /* The names (unique, 1..EMB_NAME_MAX bytes) and borrowed tables (each once). */
-static int check_names(const EmbCollectionTable *tables, int64_t n)
+static int check_names(const char *op, const EmbCollectionTable *tables, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         const char *name = name_of(&tables[i]);
         if (!name || !name[0] || strlen(name) > EMB_NAME_MAX)
-            return emb__fail(EMB_EINVAL, "emb_collection_create: tables[%lld] has %s name "
-                             "(1 to %d bytes, and a name is needed for a created table)",
+            return emb__fail(EMB_EINVAL, "%s: tables[%lld] has %s name (1 to %d bytes, and "
+                             "a name is needed for a created table)", op,
                              (long long)i, !name ? "no" : name[0] ? "a too long" : "an empty",
                              EMB_NAME_MAX);
         for (int64_t j = 0; j < i; j++) {
             if (!strcmp(name_of(&tables[j]), name))
-                return emb__fail(EMB_EINVAL, "emb_collection_create: tables[%lld] and "
-                                 "tables[%lld] are both named \"%s\"", (long long)j,
-                                 (long long)i, name);
+                return emb__fail(EMB_EINVAL, "%s: tables[%lld] and tables[%lld] are both "
+                                 "named \"%s\"", op, (long long)j, (long long)i, name);
             if (tables[i].table && tables[j].table == tables[i].table)
-                return emb__fail(EMB_EINVAL, "emb_collection_create: tables[%lld] and "
-                                 "tables[%lld] are the same table", (long long)j,
-                                 (long long)i);
+                return emb__fail(EMB_EINVAL, "%s: tables[%lld] and tables[%lld] are the "
+                                 "same table", op, (long long)j, (long long)i);
         }
     }
     return 0;
@@ -53,9 +51,6 @@ static int check_options(const EmbCollectionOptions *o)
     if (o->optimizer && o->shared_optimizer)
         return emb__fail(EMB_EINVAL, "emb_collection_create: both optimizer and "
                          "shared_optimizer are set");
-    if (o->prependrows < 0)
-        return emb__fail(EMB_EINVAL, "emb_collection_create: prependrows %lld is negative",
-                         (long long)o->prependrows);
     return emb__update_flags_check(o->update_flags);
 }
 
@@ -80,8 +75,6 @@ static int alloc_arrays(EmbCollection *c, int64_t n)
 /* Table i: borrowed, or created in the collection's store under its name. */
 static int table_of(EmbCollection *c, const EmbCollectionTable *d, int64_t i)
 {
-    snprintf(c->names[i], sizeof c->names[i], "%s", name_of(d));
-    c->poolings[i] = d->pooling;
     c->vars[i] = (EmbCheckpointVar){c->names[i], NULL};
     if (d->table) {
         c->tables[i] = c->vars[i].table = d->table;
@@ -130,23 +123,28 @@ static int strategy_and_optimizer(EmbCollection *c, const EmbCollectionOptions *
     return r;
 }
 
+/* Adds table i's featuresize @D to the concat row width. */
+static int widen(EmbCollection *c, const char *op, int64_t i, int32_t D)
+{
+    if (D < 1)
+        return emb__fail(EMB_EINVAL, "%s: table \"%s\" (%lld) has featuresize %d", op,
+                         c->names[i], (long long)i, (int)D);
+    if (c->width > INT64_MAX - D)
+        return emb__fail(EMB_EOVERFLOW, "%s: the concat row width overflows", op);
+    c->width += D;
+    return 0;
+}
+
 static int fill(EmbCollection *c, const EmbCollectionTable *tables,
                 const EmbCollectionOptions *o)
 {
-    int r = alloc_arrays(c, c->n);
+    int r = 0;
     for (int64_t i = 0; i < c->n && !r; i++)
         r = table_of(c, &tables[i], i);
     for (int64_t i = 0; i < c->n && !r; i++)
         r = check_pooling(c, i);
-    c->prependrows = o->prependrows;
-    c->width = o->prependrows;
-    for (int64_t i = 0; i < c->n && !r; i++) {
-        if (c->width > INT64_MAX - emb_table_featuresize(c->tables[i]))
-            r = emb__fail(EMB_EOVERFLOW, "emb_collection_create: the concat row width "
-                          "overflows");
-        else
-            c->width += emb_table_featuresize(c->tables[i]);
-    }
+    for (int64_t i = 0; i < c->n && !r; i++)
+        r = widen(c, "emb_collection_create", i, emb_table_featuresize(c->tables[i]));
     if (!r)
         r = strategy_and_optimizer(c, o);
     for (int64_t i = 0; i < c->n && !r; i++) {
@@ -158,6 +156,34 @@ static int fill(EmbCollection *c, const EmbCollectionTable *tables,
     return r;
 }
 
+/* What every collection starts from, checked: the names, poolings and arrays. */
+static int shell(const char *op, const EmbCollectionTable *tables, int64_t n,
+                 int64_t prependrows, EmbCollection **out)
+{
+    if (n < 1 || (uint64_t)n > SIZE_MAX / sizeof(EmbBatch))
+        return emb__fail(EMB_EINVAL, "%s: n = %lld tables, not >= 1", op, (long long)n);
+    int r = check_names(op, tables, n);
+    if (!r && prependrows < 0)
+        r = emb__fail(EMB_EINVAL, "%s: prependrows %lld is negative", op,
+                      (long long)prependrows);
+    EmbCollection *c = r ? NULL : calloc(1, sizeof *c);
+    if (!r && !c)
+        r = emb__fail(EMB_ENOMEM, "%s: out of memory", op);
+    if (r)
+        return r;
+    c->n = n;
+    c->prependrows = c->width = prependrows;
+    r = alloc_arrays(c, n);
+    for (int64_t i = 0; i < n && !r; i++) {
+        snprintf(c->names[i], sizeof c->names[i], "%s", name_of(&tables[i]));
+        c->poolings[i] = tables[i].pooling;
+    }
+    if (r)
+        emb_collection_destroy(&c);
+    *out = c;
+    return r;
+}
+
 int emb_collection_create(EmbCollection **out, const EmbCollectionTable *tables, int64_t n,
                           const EmbCollectionOptions *opts)
 {
@@ -165,19 +191,12 @@ int emb_collection_create(EmbCollection **out, const EmbCollectionTable *tables,
     EMB_CHECK_NULL(tables);
     const EmbCollectionOptions none = {0};
     const EmbCollectionOptions *o = opts ? opts : &none;
-    if (n < 1 || (uint64_t)n > SIZE_MAX / sizeof(EmbBatch))
-        return emb__fail(EMB_EINVAL, "emb_collection_create: n = %lld tables, not >= 1",
-                         (long long)n);
-    int r = check_names(tables, n);
+    EmbCollection *c = NULL;
+    int r = check_options(o);
     if (!r)
-        r = check_options(o);
-    if (r)
-        return r;
-    EmbCollection *c = calloc(1, sizeof *c);
-    if (!c)
-        return emb__fail(EMB_ENOMEM, "emb_collection_create: out of memory");
-    c->n = n;
-    r = fill(c, tables, o);
+        r = shell("emb_collection_create", tables, n, o->prependrows, &c);
+    if (!r)
+        r = fill(c, tables, o);
     if (r) {
         emb_collection_destroy(&c);
         return r;
@@ -188,26 +207,6 @@ int emb_collection_create(EmbCollection **out, const EmbCollectionTable *tables,
 
 /* ---- collections implemented elsewhere ------------------------------------------------ */
 
-static int custom_fill(EmbCollection *c, const EmbCollectionTable *tables)
-{
-    int r = alloc_arrays(c, c->n);
-    for (int64_t i = 0; i < c->n && !r; i++) {
-        const EmbCollectionTable *d = &tables[i];
-        snprintf(c->names[i], sizeof c->names[i], "%s", name_of(d));
-        c->poolings[i] = d->pooling;
-        c->tables[i] = d->table;
-        const int32_t D = d->table ? emb_table_featuresize(d->table) : d->spec.featuresize;
-        if (D < 1)
-            r = emb__fail(EMB_EINVAL, "emb_collection_custom: table \"%s\" (%lld) has "
-                          "featuresize %d", c->names[i], (long long)i, (int)D);
-        else if (c->width > INT64_MAX - D)
-            r = emb__fail(EMB_EOVERFLOW, "emb_collection_custom: the row width overflows");
-        else
-            c->width += D;
-    }
-    return r;
-}
-
 int emb_collection_custom(EmbCollection **out, const EmbCollectionTable *tables, int64_t n,
                           const EmbCollectionOptions *opts, const EmbCollectionOps *ops,
                           void *user)
@@ -215,28 +214,21 @@ int emb_collection_custom(EmbCollection **out, const EmbCollectionTable *tables,
     EMB_CHECK_NULL(out);
     EMB_CHECK_NULL(tables);
     EMB_CHECK_NULL(ops);
+    const char *op = "emb_collection_custom";
     const EmbCollectionOptions none = {0};
     const EmbCollectionOptions *o = opts ? opts : &none;
-    if (n < 1 || (uint64_t)n > SIZE_MAX / sizeof(EmbBatch))
-        return emb__fail(EMB_EINVAL, "emb_collection_custom: n = %lld tables, not >= 1",
-                         (long long)n);
-    int r = check_names(tables, n);
-    if (!r && o->prependrows < 0)
-        r = emb__fail(EMB_EINVAL, "emb_collection_custom: prependrows %lld is negative",
-                      (long long)o->prependrows);
-    EmbCollection *c = r ? NULL : calloc(1, sizeof *c);
-    if (!r && !c)
-        r = emb__fail(EMB_ENOMEM, "emb_collection_custom: out of memory");
-    if (r)
-        return r;
-    c->n = n;
-    c->prependrows = c->width = o->prependrows;
-    c->opt = o->shared_optimizer;
-    r = custom_fill(c, tables);
+    EmbCollection *c = NULL;
+    int r = shell(op, tables, n, o->prependrows, &c);
+    for (int64_t i = 0; i < n && !r; i++) {
+        const EmbCollectionTable *d = &tables[i];
+        c->tables[i] = d->table;
+        r = widen(c, op, i, d->table ? emb_table_featuresize(d->table) : d->spec.featuresize);
+    }
     if (r) {
         emb_collection_destroy(&c);
         return r;
     }
+    c->opt = o->shared_optimizer;
     c->custom = true, c->ops = *ops, c->user = user;
     *out = c;
     return 0;
