@@ -52,7 +52,7 @@ enum {
 };
 
 typedef enum BenchPhaseKind {
-    PHASE_FORWARD = 0, /* emb_maplookup */
+    PHASE_FORWARD = 0, /* emb_collection_forward (emb_maplookup) */
     PHASE_UPDATE = 1,  /* backward + update with an optimizer */
     PHASE_TRAIN = 2,   /* forward + backward + update: one training step */
 } BenchPhaseKind;

@@ -104,12 +104,12 @@ static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
     const EmbGrad *g = plan->grad;
     const EmbIndexer *ix = plan->ix;
     const float *dy = ix->grow[pos];
-    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos]};
+    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos], 0};
     emb__pullback_row(plan->table, &g->pooling, &e, dy, tmp);
 }
 
 /* The summed gradient of distinct column @d: a row of the gradient itself or @acc. */
-static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
+const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
 {
     const EmbIndexer *ix = plan->ix;
     const int32_t D = plan->table->featuresize;
@@ -269,7 +269,7 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
             if (!plan->sgd)
                 state = (float *)emb__column(plan->state, id, EMB_CTX_UPDATE);
         }
-        const float *g = column_grad(plan, d, acc, tmp);
+        const float *g = emb__plan_column_grad(plan, d, acc, tmp);
         if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
             g = weight_decay(plan, col, g, g == tmp ? acc : tmp);
         if (plan->sgd)
