@@ -178,7 +178,7 @@ __device__ __forceinline__ int64_t gpu_bag_end(const GpuDesc &d, int64_t bag)
 /* Whether entry k (id, weight w) is pruned by the pooling. */
 __device__ __forceinline__ bool gpu_pruned(const GpuDesc &d, int64_t id, float w)
 {
-    return emb_rule_pruned(d.flags, id, d.weights != nullptr, w);
+    return emb_rule_pruned(d.flags, id, d.weights ? &w : nullptr, 0); /* w: loaded by __ldg */
 }
 
 __device__ __forceinline__ float gpu_combiner_scale(int32_t combiner, double sw, double sw2)

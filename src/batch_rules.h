@@ -50,14 +50,14 @@ EMB_RULE int64_t emb_rule_bag_end(const EmbBatch *b, int64_t bag)
     return b->offsets ? b->offsets[bag + 1] : (bag + 1) * b->bag_size;
 }
 
-/* Whether a pooling of @flags drops an entry of id @id and weight @w (@has_weights: the
- * batch has weights): a negative id with EMB_PRUNE_INVALID, a weight <= 0 (or NaN) with
- * EMB_PRUNE_NONPOSITIVE_WEIGHTS. */
-EMB_RULE bool emb_rule_pruned(unsigned flags, int64_t id, bool has_weights, float w)
+/* Whether a pooling of @flags drops entry @k of id @id (@weights: the batch's weights, or
+ * NULL): a negative id with EMB_PRUNE_INVALID, a weight <= 0 (or NaN) with
+ * EMB_PRUNE_NONPOSITIVE_WEIGHTS. The weight is read only when that flag is set. */
+EMB_RULE bool emb_rule_pruned(unsigned flags, int64_t id, const float *weights, int64_t k)
 {
     if (id < 0 && (flags & EMB_PRUNE_INVALID))
         return true;
-    return has_weights && (flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) && !(w > 0.0f);
+    return weights && (flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) && !(weights[k] > 0.0f);
 }
 
 /* The factor a finished bag is scaled by: 1 (SUM, NONE), 1/Σw (MEAN), 1/sqrt(Σw²) (SQRTN);
@@ -108,9 +108,9 @@ EMB_RULE int64_t emb_rule_pullback_entries(const EmbBatch *b, const EmbPooling *
         double sw = 0.0, sw2 = 0.0;
         for (int64_t k = start; k < end; k++) {
             const int64_t id = emb_rule_id(b, k);
-            const float w = b->weights ? b->weights[k] : 1.0f;
-            if (emb_rule_pruned(p->flags, id, b->weights != 0, w))
+            if (emb_rule_pruned(p->flags, id, b->weights, k))
                 continue;
+            const float w = b->weights ? b->weights[k] : 1.0f;
             out[n++] = emb_rule_entry(id, bag, w);
             sw += w;
             sw2 += (double)w * w;

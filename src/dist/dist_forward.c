@@ -104,8 +104,7 @@ EmbBatch dist_batch(const DistTable *t, const int64_t *ids, const int64_t *offse
 
 int dist_pruned(const DistTable *t, int64_t k, int64_t id)
 {
-    return emb_rule_pruned(t->pooling.flags, id, t->has_weights,
-                           t->has_weights ? t->weights[k] : 1.0f);
+    return emb_rule_pruned(t->pooling.flags, id, t->has_weights ? t->weights : NULL, k);
 }
 
 static uint64_t hash64(int64_t v)

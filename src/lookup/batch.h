@@ -34,7 +34,7 @@ EMB_INLINE int64_t emb__bag_end(const EmbBatch *b, int64_t bag)
 /* Whether the pooling drops entry k (pruned id or pruned weight). */
 EMB_INLINE bool emb__pruned(const EmbBatch *b, const EmbPooling *p, int64_t k, int64_t id)
 {
-    return emb_rule_pruned(p->flags, id, b->weights != NULL, b->weights ? b->weights[k] : 1.0f);
+    return emb_rule_pruned(p->flags, id, b->weights, k);
 }
 
 /* The factor a finished bag is scaled by. Shared by the lookup, its kernels and its

@@ -108,8 +108,9 @@ static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
     emb__pullback_row(plan->table, &g->pooling, &e, dy, tmp);
 }
 
-/* The summed gradient of distinct column @d: a row of the gradient itself or @acc. */
-const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
+/* The summed gradient of distinct column @d: a row of the gradient itself or @acc. Static,
+ * so that the apply loop inlines it; emb__plan_column_grad is its exported form. */
+static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
 {
     const EmbIndexer *ix = plan->ix;
     const int32_t D = plan->table->featuresize;
@@ -126,6 +127,11 @@ const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, f
     const int64_t ahead = EMB_MIN(POOL_AHEAD, ix->nrows - p1);
     plan->pool(acc, ix->grow + p0, ix->gcoef + p0, p1 - p0, ahead, D, 0);
     return acc;
+}
+
+const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
+{
+    return column_grad(plan, d, acc, tmp);
 }
 
 /* Into L2 (prefetcht1): on this EPYC, 16 columns ahead into L1 stalls on fill buffers and
@@ -269,7 +275,7 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
             if (!plan->sgd)
                 state = (float *)emb__column(plan->state, id, EMB_CTX_UPDATE);
         }
-        const float *g = emb__plan_column_grad(plan, d, acc, tmp);
+        const float *g = column_grad(plan, d, acc, tmp);
         if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
             g = weight_decay(plan, col, g, g == tmp ? acc : tmp);
         if (plan->sgd)
