@@ -213,6 +213,10 @@ static void row_model(const Plan *p, BenchRow *row)
         up = bench_bytes_updated(p->w, p->cfg, row->variant) +
              bench_bytes_state(p->w, p->cfg, row->variant, ph->opt);
     row->bytes = rd + up;
+    row->bytes_rd = rd;
+    row->bytes_up = up;
+    row->gather_gbs = roof->gather_gbs;
+    row->update_gbs = roof->update_gbs;
     row->roof_s = rd / (roof->gather_gbs * 1e9) + up / (roof->update_gbs * 1e9);
 }
 

@@ -52,7 +52,7 @@ enum {
 };
 
 typedef enum BenchPhaseKind {
-    PHASE_FORWARD = 0, /* emb_maplookup */
+    PHASE_FORWARD = 0, /* emb_collection_forward (emb_maplookup) */
     PHASE_UPDATE = 1,  /* backward + update with an optimizer */
     PHASE_TRAIN = 2,   /* forward + backward + update: one training step */
 } BenchPhaseKind;
@@ -218,6 +218,8 @@ typedef struct BenchRow {
     double bd[BD_COUNT]; /* mean seconds per iteration of each phase */
     double bytes;      /* table bytes moved per iteration */
     double roof_s;     /* the time the roof needs for the same bytes */
+    double bytes_rd, bytes_up; /* of which forward rows read; update rows (+ state) moved */
+    double gather_gbs, update_gbs; /* the roof lines of the forward and of the update */
     double vs_seq;     /* sequential median / this median (0: no sequential row) */
     double peer_s;     /* peer median at the same thread count (0: none) */
     double load1;      /* the 1-minute load average when its rows were timed (-1: unknown) */

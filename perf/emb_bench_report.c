@@ -92,6 +92,41 @@ void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f)
     }
 }
 
+/* " GB/s roof" of @bytes moved in @sec against the roof line @roof_gbs (dashes: none). */
+static void phase_roof(FILE *f, double bytes, double sec, double roof_gbs)
+{
+    if (bytes <= 0 || sec <= 0 || roof_gbs <= 0)
+        fprintf(f, " %8s %5s", "-", "-");
+    else
+        fprintf(f, " %8.2f %5.2f", bytes / sec / 1e9, bytes / (roof_gbs * 1e9) / sec);
+}
+
+/* Each phase against its own roof line: the forward's rows read against the gather roof;
+ * the apply's, and the whole update's, rows (and optimizer state) read + written against
+ * the update roof; the step against the sum of both (the main table's roof). */
+static void breakdown_roofs(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    fprintf(f, "\n# breakdown against each phase's roof: GB/s and its fraction of the phase's "
+               "roof line (forward: gather roof, rows read; apply and update = serial + "
+               "pullback + index + apply: update roof, rows and optimizer state read + "
+               "written)\n%-14s %-13s %-16s %3s %8s %5s %8s %5s %8s %5s %8s %5s\n",
+            "bags", "phase", "strategy", "thr", "fwd GB/s", "roof", "app GB/s", "roof",
+            "upd GB/s", "roof", "stp GB/s", "roof");
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *x = &r->rows[i];
+        if (c->phases[x->phase].kind == PHASE_FORWARD)
+            continue;
+        const double upd = x->bd[BD_SERIAL] + x->bd[BD_PULLBACK] + x->bd[BD_INDEX] +
+                           x->bd[BD_APPLY];
+        fprintf(f, "%-14s %-13s %-16s %3d", c->variants[x->variant].name,
+                c->phases[x->phase].name, bench_strategy_name(x->strategy), x->threads);
+        phase_roof(f, x->bytes_rd, x->bd[BD_FORWARD], x->gather_gbs);
+        phase_roof(f, x->bytes_up, x->bd[BD_APPLY], x->update_gbs);
+        phase_roof(f, x->bytes_up, upd, x->update_gbs);
+        fprintf(f, " %8.2f %5.2f\n", gbs(x), roof_fraction(x));
+    }
+}
+
 void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f)
 {
     static const char *const names[BD_COUNT] = {"forward", "record", "serial", "pullback",
@@ -112,7 +147,7 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
         for (int k = 0; k < BD_COUNT; k++)
             fprintf(f, " %9.3f", x->bd[k] * 1e3);
         fprintf(f, " %9.3f\n", x->median_s * 1e3);
-    }
+    }    breakdown_roofs(r, c, f);
 }
 
 /* The row of strategy @s for variant @v and phase @ph at @threads, or (threads < 0) the
