@@ -17,6 +17,7 @@
 #include "embtables/update.h"
 #include "embtables/store.h"
 #include "embtables/dynamic.h"
+#include "embtables/collection.h"
 #include "embtables/tiered.h"
 
 #endif
