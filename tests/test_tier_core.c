@@ -231,6 +231,7 @@ Test(tier_core, missing_short_and_unopenable_files, .init = setup, .fini = teard
     emb__tier_fini(&x);
 
     memset(&x, 0, sizeof x); /* a directory cannot be opened for writing */
+    x.nrows = 4, x.D = 1, x.dtype = EMB_F32, x.rowbytes = 4;
     cr_assert_eq(emb__tier_init(&x, dir, true, 4096, 0, EMB_TIER_IO_AUTO), EMB_EIO);
     cr_assert(strstr(emb_last_error(), dir));
     emb__tier_fini(&x);

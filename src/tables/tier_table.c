@@ -114,24 +114,42 @@ int emb__tier_read_shape(const char *path, EmbTierShape *sh)
     return r;
 }
 
+static void set_layout(Tier *x)
+{
+    x->state_off = (x->rowbytes + 15) / 16 * 16;
+    x->recbytes = x->state_off + 4 * (size_t)x->state_room;
+}
+
+/* Opens the file: an existing one (its shape from the header), or, with @create, creates
+   (or truncates) and formats it, the last step of a create. */
 static int open_file(Tier *x, bool create)
 {
     x->fd = open(x->path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
     if (x->fd < 0)
         return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "%s: cannot open %s: %s",
                          x->label, x->path, strerror(errno));
-    if (!create) {
-        EmbTierShape sh;
-        int64_t rec;
-        const int r = read_header(x->fd, x->path, &sh, &rec);
-        if (r)
-            return r;
-        x->nrows = sh.nrows, x->D = sh.D, x->dtype = sh.dtype, x->state_room = sh.state_room;
-        x->rowbytes = (size_t)sh.D * emb_dtype_size((EmbDtype)sh.dtype);
-    }
-    x->state_off = (x->rowbytes + 15) / 16 * 16;
-    x->recbytes = x->state_off + 4 * (size_t)x->state_room;
-    return create ? emb__tier_format(x, x->fd, x->path) : 0;
+    if (create)
+        return emb__tier_format(x, x->fd, x->path);
+    EmbTierShape sh;
+    int64_t rec;
+    const int r = read_header(x->fd, x->path, &sh, &rec);
+    if (r)
+        return r;
+    x->nrows = sh.nrows, x->D = sh.D, x->dtype = sh.dtype, x->state_room = sh.state_room;
+    x->rowbytes = (size_t)sh.D * emb_dtype_size((EmbDtype)sh.dtype);
+    set_layout(x);
+    return 0;
+}
+
+/* The cache and the engine (on no file yet: fd -1 until the file is opened). */
+static int setup_memory(Tier *x, int64_t cache_bytes, int lfu, EmbTierIoKind kind)
+{
+    if (cache_bytes < (int64_t)x->recbytes || !x->recbytes)
+        return emb__fail(EMB_EINVAL, "%s: a cache of %lld bytes (cache_bytes) holds no "
+                         "record of %zu bytes", x->label, (long long)cache_bytes, x->recbytes);
+    const int r = emb__tier_io_create(&x->io, -1, kind);
+    return r ? r : emb__tier_cache_init(&x->cache, cache_bytes / (int64_t)x->recbytes,
+                                        x->recbytes, lfu);
 }
 
 int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
@@ -142,15 +160,19 @@ int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, 
     x->path = strdup(path);
     if (!x->path)
         return emb__fail(EMB_ENOMEM, "out of memory for a tiered table");
-    int r = open_file(x, create);
-    if (!r && cache_bytes < (int64_t)x->recbytes)
-        r = emb__fail(EMB_EINVAL, "%s: a cache of %lld bytes holds no record of %zu bytes",
-                      x->label, (long long)cache_bytes, x->recbytes);
-    r = r ? r : emb__tier_io_create(&x->io, x->fd, kind);
-    r = r ? r : emb__tier_cache_init(&x->cache, cache_bytes / (int64_t)x->recbytes,
-                                     x->recbytes, lfu);
-    if (!r)
+    int r = 0;
+    if (create) { /* everything that can fail but the file first: a failed create leaves no file */
+        set_layout(x);
+        r = setup_memory(x, cache_bytes, lfu, kind);
+        r = r ? r : open_file(x, true);
+    } else {
+        r = open_file(x, false);
+        r = r ? r : setup_memory(x, cache_bytes, lfu, kind);
+    }
+    if (!r) {
+        emb__tier_io_set_fd(x->io, x->fd);
         posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);
+    }
     return r;
 }
 

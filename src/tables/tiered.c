@@ -147,7 +147,7 @@ void emb__tiered_unref(Tier *x)
 {
     if (!x || --x->refs > 0)
         return;
-    if (x->io && x->cache.slots) /* best effort: emb_table_tiered_flush() reports errors */
+    if (x->fd >= 0 && x->io && x->cache.slots) /* best effort: _flush() reports errors */
         emb__tier_flush(x);
     emb__tier_fini(x);
     free(x->sink);
@@ -157,10 +157,18 @@ void emb__tiered_unref(Tier *x)
 
 static int check_opts(const EmbTieredOptions *o, const char *path)
 {
-    if (o->cache_bytes < 0 || (unsigned)o->policy > EMB_TIER_LFU ||
-        (unsigned)o->engine > EMB_TIER_ENGINE_PREAD || o->state_width < 0)
-        return emb__fail(EMB_EINVAL, "tiered table %s: a negative cache size or state width, "
-                         "or an unknown policy or engine", path);
+    if (o->cache_bytes < 0)
+        return emb__fail(EMB_EINVAL, "tiered table %s: cache_bytes %lld is negative", path,
+                         (long long)o->cache_bytes);
+    if ((unsigned)o->policy > EMB_TIER_LFU)
+        return emb__fail(EMB_EINVAL, "tiered table %s: policy %d is not LRU or LFU", path,
+                         (int)o->policy);
+    if ((unsigned)o->engine > EMB_TIER_ENGINE_PREAD)
+        return emb__fail(EMB_EINVAL, "tiered table %s: engine %d is not AUTO, URING or PREAD",
+                         path, (int)o->engine);
+    if (o->state_width < 0)
+        return emb__fail(EMB_EINVAL, "tiered table %s: state_width %d is negative", path,
+                         (int)o->state_width);
     return 0;
 }
 
