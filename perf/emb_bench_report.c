@@ -254,6 +254,57 @@ static void tail_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
     }
 }
 
+/* One line when a row is above its roof: why, so that "of roof" keeps its meaning. */
+static void roof_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    const BenchRow *top = NULL;
+    int above = 0;
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *x = &r->rows[i];
+        above += roof_fraction(x) > 1.0;
+        if (!top || roof_fraction(x) > roof_fraction(top))
+            top = x;
+    }
+    if (!above)
+        return;
+    fprintf(f, "roof: %d row%s above 1.00 (most: %.2f, %s %s %s %d thread%s): %s\n", above,
+            above > 1 ? "s" : "", roof_fraction(top), c->variants[top->variant].name,
+            c->phases[top->phase].name, bench_strategy_name(top->strategy), top->threads,
+            top->threads > 1 ? "s" : "",
+            bench_roof_on_workload(c)
+                ? "the roof is a plain loop's best of 10 passes over the same tables and "
+                  "ids, timed before the rows: such a row ran under lighter load, or its "
+                  "kernel beat the plain loop on cache-resident rows"
+                : "the roof reads uniform ids from a buffer (tables not all f32 arrays), so a "
+                  "skewed id distribution's cache hits beat it");
+}
+
+/* The load while the rows were timed; a warning when it exceeded the cores (some thread
+ * of another program waited for a CPU beside the rows): those rows are unreliable. */
+static void load_verdict(const BenchResults *r, FILE *f)
+{
+    const int cores = emb_num_physical_cores();
+    double lo = 1e30, hi = -1;
+    int over = 0, n = 0;
+    for (int i = 0; i < r->nrows; i++) {
+        const double l = r->rows[i].load1;
+        if (l < 0)
+            continue;
+        lo = l < lo ? l : lo;
+        hi = l > hi ? l : hi;
+        over += l > cores;
+        n++;
+    }
+    if (hi < 0)
+        return;
+    fprintf(f, "load average (1 min) while rows were timed: %.2f .. %.2f on %d cores\n", lo,
+            hi, cores);
+    if (over)
+        fprintf(f, "warning: %d of %d rows were timed while the load exceeded the %d cores "
+                   "(other programs took CPU time from them): those rows and the verdicts "
+                   "above are unreliable; rerun on a quiet machine\n", over, n, cores);
+}
+
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f)
 {
     fprintf(f, "\n# verdict: geometric mean over every bag variant and phase, at the "
@@ -276,15 +327,8 @@ void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f)
         }
     auto_verdict(r, c, f);
     tail_verdict(r, c, f);
-    double lo = 1e30, hi = -1;
-    for (int i = 0; i < r->nrows; i++)
-        if (r->rows[i].load1 >= 0) {
-            lo = r->rows[i].load1 < lo ? r->rows[i].load1 : lo;
-            hi = r->rows[i].load1 > hi ? r->rows[i].load1 : hi;
-        }
-    if (hi >= 0)
-        fprintf(f, "load average (1 min) while rows were timed: %.2f .. %.2f on %d cores\n", lo,
-                hi, emb_num_physical_cores());
+    roof_verdict(r, c, f);
+    load_verdict(r, f);
 }
 
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path)
@@ -312,7 +356,10 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
             fprintf(f, ",,");
         fprintf(f, "%.2f\n", x->load1);
     }
-    return fclose(f) == 0 ? 0 : -1;
+    if (fclose(f) != 0)
+        return -1;
+    printf("# rows: %s\n", path);
+    return 0;
 }
 
 /* ---- the plot ------------------------------------------------------------------------ */

@@ -35,6 +35,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "batch_rules.h"
 #include "config.h"
 #include "dtype.h"
 #include "internal.h" /* EMB_RESIDENT_BYTES */
@@ -103,11 +104,7 @@ typedef void (*emb_bags_fn)(const EmbBagsArgs *a);
  * 0 when the denominator is 0 (weights that cancel give zeros, never NaN). */
 static inline float emb__combiner_factor(int combiner, double sum_w, double sum_w2)
 {
-    switch (combiner) {
-    case EMB_COMBINER_MEAN: return sum_w != 0.0 ? (float)(1.0 / sum_w) : 0.0f;
-    case EMB_COMBINER_SQRTN: return sum_w2 > 0.0 ? (float)(1.0 / sqrt(sum_w2)) : 0.0f;
-    default: return 1.0f;
-    }
+    return emb_rule_combiner_factor(combiner, sum_w, sum_w2); /* batch_rules.h */
 }
 
 /*

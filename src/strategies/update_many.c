@@ -72,7 +72,8 @@ static int many_check(EmbOptimizer *opt, EmbTable *const *tables, const EmbGrad 
         return emb__fail(EMB_EINVAL, "emb_update_many: n %lld <= 0", (long long)n);
     for (int64_t i = 0; i < n; i++) {
         if (!tables[i] || !grads[i] || !indexers[i])
-            return emb__fail(EMB_ENULL, "emb_update_many: table, grad or indexer %lld is NULL",
+            return emb__fail(EMB_ENULL, "emb_update_many: %s[%lld] is NULL",
+                             !tables[i] ? "tables" : !grads[i] ? "grads" : "indexers",
                              (long long)i);
         for (int64_t j = 0; j < i; j++)
             if (tables[j] == tables[i] || indexers[j] == indexers[i])

@@ -104,11 +104,12 @@ static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
     const EmbGrad *g = plan->grad;
     const EmbIndexer *ix = plan->ix;
     const float *dy = ix->grow[pos];
-    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos]};
+    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos], 0};
     emb__pullback_row(plan->table, &g->pooling, &e, dy, tmp);
 }
 
-/* The summed gradient of distinct column @d: a row of the gradient itself or @acc. */
+/* The summed gradient of distinct column @d: a row of the gradient itself or @acc. Static,
+ * so that the apply loop inlines it; emb__plan_column_grad is its exported form. */
 static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
 {
     const EmbIndexer *ix = plan->ix;
@@ -126,6 +127,11 @@ static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, floa
     const int64_t ahead = EMB_MIN(POOL_AHEAD, ix->nrows - p1);
     plan->pool(acc, ix->grow + p0, ix->gcoef + p0, p1 - p0, ahead, D, 0);
     return acc;
+}
+
+const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
+{
+    return column_grad(plan, d, acc, tmp);
 }
 
 /* Into L2 (prefetcht1): on this EPYC, 16 columns ahead into L1 stalls on fill buffers and

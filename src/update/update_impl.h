@@ -235,6 +235,10 @@ int emb__plan_index(EmbPlan *plan);
  */
 int emb__plan_dynamic_prepare(EmbPlan *plan);
 void emb__plan_dynamic_commit(EmbPlan *plan);
+/* The summed gradient of distinct column @d of an indexed plan (plan->pool set): a row of
+   the gradient itself, or @acc (featuresize floats; @tmp as many, used with max_norm).
+   The apply phase's sum, exposed for emb_collection_grad_rows. */
+const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp);
 /* Phase 2: applies distinct columns [d0, d1) using @scratch (2 * featuresize floats). */
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);
 
