@@ -628,57 +628,59 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
     }
 }
 
-/* Adagrad on columns d0 .. d1 of N elements (blocks as sgd_rows_body): adagrad_vec per
- * vector of the gradient in registers, the state row h beside the column. */
-EMB_INLINE void adagrad_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+/* One vector of an elementwise optimizer at element i of a column (state row s), the
+ * gradient's vector in g: adagrad_vec (h at s) or adam_vec (m at s, v at s + N). */
+EMB_INLINE vec elem_vec(const EmbOptimizerKind kind, vec w, float *s, int32_t i,
+                        const int32_t N, vec g, const vec c[4])
+{
+    if (kind == EMB_OPT_ADAGRAD) {
+        vec vh = ld_f32(s + i);
+        const vec x = adagrad_vec(w, &vh, g, c[2], c[3]);
+        st_f32(s + i, vh);
+        return x;
+    }
+    vec vm = ld_f32(s + i), vv = ld_f32(s + N + i);
+    const vec x = adam_vec(w, &vm, &vv, g, c);
+    st_f32(s + i, vm);
+    st_f32(s + N + i, vv);
+    return x;
+}
+
+/* Adagrad (state row h[N]) or Adam ([m N | v N]) on columns d0 .. d1 of N elements, blocks
+ * as sgd_rows_body: elem_vec per vector of the gradient in registers. c holds Adam's
+ * 1 - beta1, 1 - beta2, then the step (Adagrad: lr; Adam: step_size) and eps. */
+EMB_INLINE void elem_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt,
+                               const EmbOptimizerKind kind)
 {
     const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
-    const vec lr = vset1(a->params->lr), eps = vset1(a->params->eps);
+    const EmbOptimParams *p = a->params;
+    const vec c[4] = {vset1(1.0f - p->beta1), vset1(1.0f - p->beta2),
+                      vset1(kind == EMB_OPT_ADAM ? p->step_size : p->lr), vset1(p->eps)};
+    const int32_t sbytes = (kind == EMB_OPT_ADAM ? 2 : 1) * N * (int32_t)sizeof(float);
     for (int64_t d = a->d0; d < a->d1; d++) {
-        rows_prefetch(a, d, N * esize(dt), N * (int32_t)sizeof(float));
+        rows_prefetch(a, d, N * esize(dt), sbytes);
         char *col = a->data + a->ids[d] * a->col_stride;
-        float *h = (float *)(a->state + a->ids[d] * a->state_stride);
+        float *s = (float *)(a->state + a->ids[d] * a->state_stride);
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
             vec g[BLK];
             rows_grad(a, d, off, nv, g);
             UNROLL_BLK for (int j = 0; j < nv; j++) {
                 const int32_t i = off + j * VL;
-                vec vh = ld_f32(h + i);
-                const vec x = adagrad_vec(ld(dt, col, i), &vh, g[j], lr, eps);
-                st_f32(h + i, vh);
-                st(dt, col, i, x);
+                st(dt, col, i, elem_vec(kind, ld(dt, col, i), s, i, N, g[j], c));
             }
         }
     }
 }
 
-/* Adam on columns d0 .. d1 (blocks as sgd_rows_body): adam_vec per vector, the state row
- * [m N | v N] beside the column. */
+EMB_INLINE void adagrad_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    elem_rows_body(a, N, dt, EMB_OPT_ADAGRAD);
+}
+
 EMB_INLINE void adam_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
 {
-    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
-    const EmbOptimParams *p = a->params;
-    const vec c[4] = {vset1(1.0f - p->beta1), vset1(1.0f - p->beta2), vset1(p->step_size),
-                      vset1(p->eps)};
-    for (int64_t d = a->d0; d < a->d1; d++) {
-        rows_prefetch(a, d, N * esize(dt), 2 * N * (int32_t)sizeof(float));
-        char *col = a->data + a->ids[d] * a->col_stride;
-        float *m = (float *)(a->state + a->ids[d] * a->state_stride), *v = m + N;
-        for (int blk = 0; blk < nblk; blk++) {
-            const int32_t off = blk * nv * VL;
-            vec g[BLK];
-            rows_grad(a, d, off, nv, g);
-            UNROLL_BLK for (int j = 0; j < nv; j++) {
-                const int32_t i = off + j * VL;
-                vec vm = ld_f32(m + i), vv = ld_f32(v + i);
-                const vec x = adam_vec(ld(dt, col, i), &vm, &vv, g[j], c);
-                st_f32(m + i, vm);
-                st_f32(v + i, vv);
-                st(dt, col, i, x);
-            }
-        }
-    }
+    elem_rows_body(a, N, dt, EMB_OPT_ADAM);
 }
 
 /* ---- the one-line wrappers of the ISA files ------------------------------------------- */
