@@ -236,6 +236,15 @@ EMB_API void emb_optimizer_detach(EmbOptimizer *opt, const EmbTable *table);
 EMB_API int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot,
                                 EmbTable **out, int64_t *step);
 
+/**
+ * Sets the number of updates applied to @p table (Adam's t; what emb_optimizer_state()
+ * reports), as a restored state needs it: the state slot's values are written through
+ * emb_optimizer_state()'s table, the step count here.
+ * @return 0, EMB_ENULL, EMB_EINVAL (@p step < 0), EMB_ENOTFOUND (the table has no state
+ *         yet: emb_optimizer_attach() it first). Nothing changes on an error.
+ */
+EMB_API int emb_optimizer_set_step(EmbOptimizer *opt, const EmbTable *table, int64_t step);
+
 /** emb_update() flags. */
 enum {
     EMB_UPDATE_NONTEMPORAL = 1 << 0, /**< write updated columns with streaming stores */

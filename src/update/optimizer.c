@@ -282,6 +282,21 @@ int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot
     return 0;
 }
 
+int emb_optimizer_set_step(EmbOptimizer *opt, const EmbTable *table, int64_t step)
+{
+    EMB_CHECK_NULL(opt);
+    EMB_CHECK_NULL(table);
+    if (step < 0)
+        return emb__fail(EMB_EINVAL, "optimizer step %lld of %s is negative", (long long)step,
+                         emb__table_label(table));
+    EmbOptState *st = emb__optimizer_find(opt, table);
+    if (!st)
+        return emb__fail(EMB_ENOTFOUND, "the optimizer has no state for %s",
+                         emb__table_label(table));
+    st->step = step;
+    return 0;
+}
+
 void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *plan,
                          unsigned flags)
 {
@@ -310,5 +325,6 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(t->dtype, t->featuresize, nt);
     else
-        plan->row = emb__kernel_opt_row(c->kind, t->dtype, nt);
+        plan->row = emb__kernel_opt_row(c->kind, t->dtype, t->featuresize, nt);
+    plan->range = nt ? NULL : emb__kernel_rows(c->kind, t->dtype, t->featuresize);
 }
