@@ -55,10 +55,12 @@ typedef struct Outs {
     EmbStore *store;
     EmbSaver *saver;
     EmbCheckpoint *ck;
+    EmbCollection *coll;
     int64_t n;
     int32_t n32;
     int64_t row;
     const int64_t *cids, *ccounts;
+    const float *crows;
     EmbOptimizerConfig cfg;
     EmbCheckpointEntry entry;
     EmbDynamicStats stats;
@@ -80,6 +82,8 @@ typedef struct Fx {
     EmbGrad *gnan, *gbad, *gnans[2]; /* t's sparse gradients: a NaN row; id 8; {gnan, gs[1]} */
     EmbGrad *gdyn; /* dyn's sparse gradient of id INT64_MAX */
     EmbStrategy *nocb; /* a custom strategy without callbacks */
+    EmbCollection *coll; /* {"ct": t, "cp": part}, borrowed, SUM, no optimizer */
+    EmbCollectionTable ctabs[2];
     EmbIndexer *ix, *ixs[2];
     EmbStrategy *seq;
     EmbStore *store;
@@ -218,6 +222,10 @@ static void fx_tables(Fx *f)
     cr_assert_eq(emb_table_dynamic_import(f->dyn, dids, f->vals, D, 3), 0);
     f->tabs[0] = f->twice[0] = f->twice[1] = f->t;
     f->tabs[1] = f->part;
+    f->ctabs[0] = (EmbCollectionTable){.name = "ct", .table = f->t, .pooling = EMB_POOLING_SUM};
+    f->ctabs[1] = (EmbCollectionTable){.name = "cp", .table = f->part,
+                                       .pooling = EMB_POOLING_SUM};
+    cr_assert_eq(emb_collection_create(&f->coll, f->ctabs, 2, NULL), 0, "%s", emb_last_error());
 }
 
 static void fx_batches(Fx *f)
@@ -313,6 +321,7 @@ static void fx_teardown(Fx *f)
 {
     emb_checkpoint_close(&f->ck);
     emb_checkpoint_close(&f->cklist);
+    emb_collection_destroy(&f->coll);
     emb_saver_destroy(&f->sv);
     emb_store_destroy(&f->store);
     emb_strategy_destroy(&f->seq);
@@ -759,6 +768,64 @@ static int data_of(const EmbTable *t)
     return emb_table_data(t, &stride) == NULL && stride == 0;
 }
 
+static int coll_create(Fx *f, int which)
+{
+    EmbCollectionTable t[2] = {f->ctabs[0], f->ctabs[1]};
+    EmbCollectionOptions o = {0};
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_SGD, 0.1f);
+    if (which == 0)
+        t[1].name = t[0].name;
+    else if (which == 1)
+        t[1].table = t[0].table;
+    else if (which == 2)
+        t[1].pooling.combiner = (EmbCombiner)8;
+    else if (which == 3)
+        o.prependrows = -1;
+    else if (which == 4)
+        o.optimizer = &cfg, o.shared_optimizer = f->opt;
+    else if (which == 5)
+        o.update_flags = 0x40;
+    else if (which == 6)
+        t[1].name = "";
+    else if (which == 7)
+        t[1] = (EmbCollectionTable){.spec = {.ncolumns = 4, .featuresize = 2}};
+    else if (which == 8)
+        t[1] = (EmbCollectionTable){.name = "new", .spec = {.ncolumns = -4, .featuresize = 2}};
+    return emb_collection_create(&f->o.coll, t, 2, &o);
+}
+
+static int coll_forward(Fx *f, const EmbBatch *b, int null_out)
+{
+    const EmbOutputs o = emb_collection_concat(f->coll, f->o.out);
+    return emb_collection_forward(f->coll, b, null_out ? NULL : &o);
+}
+
+static int coll_backward(Fx *f, int which)
+{
+    const EmbOutputs o = emb_collection_concat(f->coll, f->dout);
+    return which == 0 ? emb_collection_backward(f->coll, &o)
+         : which == 1 ? emb_collection_backward_batches(f->coll, NULL, &o)
+                      : emb_collection_backward_batches(f->coll, f->b2, NULL);
+}
+
+static int coll_values(Fx *f)
+{
+    const EmbOutputs o = emb_collection_concat(NULL, f->o.out);
+    const int ok[] = {
+        emb_collection_ntables(NULL) == 0, emb_collection_table(f->coll, 2) == NULL,
+        emb_collection_table(f->coll, -1) == NULL, emb_collection_name(f->coll, 2) == NULL,
+        emb_collection_pooling(f->coll, -1) == NULL, emb_collection_strategy(NULL) == NULL,
+        emb_collection_optimizer(NULL) == NULL, emb_collection_optimizer(f->coll) == NULL,
+        emb_collection_width(NULL) == 0, emb_collection_grad(f->coll, 2) == NULL,
+        emb_collection_grad(NULL, 0) == NULL, o.concat_stride == 0,
+        emb_collection_custom_user(NULL, NULL) == NULL,
+        emb_collection_custom_user(f->coll, &(EmbCollectionOps){0}) == NULL};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (!ok[i])
+            return -(int)i - 1;
+    return 1;
+}
+
 /* ---- the cases -------------------------------------------------------------------------- */
 
 typedef struct CaseInfo {
@@ -796,6 +863,7 @@ static int cases_common(int i, int *kp, Fx *f, CaseInfo *info)
     V(emb_strerror, 1, emb_strerror(12345) != NULL && emb_strerror(INT32_MIN) != NULL)
     V(emb_set_logger, 0, logger_null())
     V(emb_set_cpu_mask, 0, cpu_mask_unknown_bits())
+    V(emb_set_error, EMB_EINVAL, emb_set_error(EMB_EINVAL, "%s", "a message"))
     SECTION_END
 }
 
@@ -1056,6 +1124,10 @@ static int cases_optimizers(int i, int *kp, Fx *f, CaseInfo *info)
     C(emb_optimizer_attach, EMB_ENULL, "'opt'", emb_optimizer_attach(NULL, f->t))
     C(emb_optimizer_attach, EMB_ENULL, "'table'", emb_optimizer_attach(f->opt, NULL))
     V(emb_optimizer_detach, 0, detach_nulls(f))
+    C(emb_optimizer_set_step, EMB_ENULL, "'opt'", emb_optimizer_set_step(NULL, f->t, 1))
+    C(emb_optimizer_set_step, EMB_ENULL, "'table'", emb_optimizer_set_step(f->opt, NULL, 1))
+    C(emb_optimizer_set_step, EMB_EINVAL, "step -1", emb_optimizer_set_step(f->opt, f->t, -1))
+    C(emb_optimizer_set_step, EMB_ENOTFOUND, "\"h\"", emb_optimizer_set_step(f->opt, f->h, 1))
     C(emb_optimizer_state, EMB_ENULL, "'opt'", emb_optimizer_state(NULL, f->t, 0, &o->table, &o->n))
     C(emb_optimizer_state, EMB_ENULL, "'table'", emb_optimizer_state(f->opt, NULL, 0, &o->table, &o->n))
     C(emb_optimizer_state, EMB_ENULL, "'out'", emb_optimizer_state(f->opt, f->t, 0, NULL, &o->n))
@@ -1404,6 +1476,72 @@ static int cases_dynamic(int i, int *kp, Fx *f, CaseInfo *info)
     SECTION_END
 }
 
+/* collection.h */
+static int cases_collection(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
+    C(emb_collection_create, EMB_ENULL, "'out'", emb_collection_create(NULL, f->ctabs, 2, NULL))
+    C(emb_collection_create, EMB_ENULL, "'tables'", emb_collection_create(&o->coll, NULL, 2, NULL))
+    C(emb_collection_create, EMB_EINVAL, "n = 0", emb_collection_create(&o->coll, f->ctabs, 0, NULL))
+    C(emb_collection_create, EMB_EINVAL, "n = -1", emb_collection_create(&o->coll, f->ctabs, -1, NULL))
+    C(emb_collection_create, EMB_EINVAL, "\"ct\"", coll_create(f, 0))
+    C(emb_collection_create, EMB_EINVAL, "tables[0] and tables[1] are the same table", coll_create(f, 1))
+    C(emb_collection_create, EMB_EINVAL, "combiner 8", coll_create(f, 2))
+    C(emb_collection_create, EMB_EINVAL, "prependrows -1", coll_create(f, 3))
+    C(emb_collection_create, EMB_EINVAL, "shared_optimizer", coll_create(f, 4))
+    C(emb_collection_create, EMB_EINVAL, "update flags 0x40", coll_create(f, 5))
+    C(emb_collection_create, EMB_EINVAL, "name", coll_create(f, 6))
+    C(emb_collection_create, EMB_EINVAL, "name", coll_create(f, 7))
+    C(emb_collection_create, EMB_EINVAL, "ncolumns -4", coll_create(f, 8))
+    V(emb_collection_destroy, 0, (emb_collection_destroy(NULL), 0))
+    C(emb_collection_forward, EMB_ENULL, "'c'", emb_collection_forward(NULL, f->b2, &(EmbOutputs){.concat = o->out, .concat_stride = 2 * D}))
+    C(emb_collection_forward, EMB_ENULL, "'batches'", coll_forward(f, NULL, 0))
+    C(emb_collection_forward, EMB_ENULL, "'out'", coll_forward(f, f->b2, 1))
+    C(emb_collection_forward, EMB_ERANGE, "\"cp\"", coll_forward(f, (EmbBatch[2]){f->b, {.ids = f->big, .nnz = 4, .nbags = 4, .bag_size = 1}}, 0))
+    C(emb_collection_backward, EMB_ENULL, "'c'", emb_collection_backward(NULL, &(EmbOutputs){.concat = f->dout, .concat_stride = 2 * D}))
+    C(emb_collection_backward, EMB_ENULL, "'grad_out'", emb_collection_backward(f->coll, NULL))
+    C(emb_collection_backward, EMB_EINVAL, "forward", coll_backward(f, 0))
+    C(emb_collection_backward_batches, EMB_ENULL, "'c'", emb_collection_backward_batches(NULL, f->b2, &(EmbOutputs){.concat = f->dout, .concat_stride = 2 * D}))
+    C(emb_collection_backward_batches, EMB_ENULL, "'batches'", coll_backward(f, 1))
+    C(emb_collection_backward_batches, EMB_ENULL, "'grad_out'", coll_backward(f, 2))
+    C(emb_collection_prefetch, EMB_ENULL, "'c'", emb_collection_prefetch(NULL, f->b2))
+    C(emb_collection_prefetch, EMB_ENULL, "'next_batches'", emb_collection_prefetch(f->coll, NULL))
+    V(emb_collection_ntables, 1, coll_values(f))
+    C(emb_collection_find, EMB_ENULL, "'c'", emb_collection_find(NULL, "ct", &o->n))
+    C(emb_collection_find, EMB_ENULL, "'name'", emb_collection_find(f->coll, NULL, &o->n))
+    C(emb_collection_find, EMB_ENULL, "'index'", emb_collection_find(f->coll, "ct", NULL))
+    C(emb_collection_find, EMB_ENOTFOUND, "\"nope\"", emb_collection_find(f->coll, "nope", &o->n))
+    V(emb_collection_table, 1, coll_values(f))
+    V(emb_collection_name, 1, coll_values(f))
+    V(emb_collection_pooling, 1, coll_values(f))
+    V(emb_collection_strategy, 1, coll_values(f))
+    V(emb_collection_optimizer, 1, coll_values(f))
+    V(emb_collection_width, 1, coll_values(f))
+    V(emb_collection_offset, 1, emb_collection_offset(NULL, 0) <= 0 && emb_collection_offset(f->coll, 5) <= 0)
+    V(emb_collection_concat, 1, coll_values(f))
+    V(emb_collection_grad, 1, coll_values(f))
+    C(emb_collection_grad_rows, EMB_ENULL, "'c'", emb_collection_grad_rows(NULL, 0, &o->cids, &o->crows, &o->n))
+    C(emb_collection_grad_rows, EMB_EINVAL, "5", emb_collection_grad_rows(f->coll, 5, &o->cids, &o->crows, &o->n))
+    C(emb_collection_grad_rows, EMB_EINVAL, "-1", emb_collection_grad_rows(f->coll, -1, &o->cids, &o->crows, &o->n))
+    C(emb_collection_grad_rows, EMB_EINVAL, "gradient", emb_collection_grad_rows(f->coll, 0, &o->cids, &o->crows, &o->n))
+    C(emb_collection_custom, EMB_ENULL, "'out'", emb_collection_custom(NULL, f->ctabs, 2, NULL, &(EmbCollectionOps){0}, NULL))
+    C(emb_collection_custom, EMB_ENULL, "'tables'", emb_collection_custom(&o->coll, NULL, 2, NULL, &(EmbCollectionOps){0}, NULL))
+    C(emb_collection_custom, EMB_ENULL, "'ops'", emb_collection_custom(&o->coll, f->ctabs, 2, NULL, NULL, NULL))
+    C(emb_collection_custom, EMB_EINVAL, "n = 0", emb_collection_custom(&o->coll, f->ctabs, 0, NULL, &(EmbCollectionOps){0}, NULL))
+    V(emb_collection_custom_user, 1, coll_values(f))
+    C(emb_collection_save, EMB_ENULL, "'c'", emb_collection_save(NULL, f->dir, "c", 1, 0, NULL, 0))
+    C(emb_collection_save, EMB_ENULL, "'dir'", emb_collection_save(f->coll, NULL, "c", 1, 0, NULL, 0))
+    C(emb_collection_save, EMB_ENULL, "'prefix'", emb_collection_save(f->coll, f->dir, NULL, 1, 0, NULL, 0))
+    C(emb_collection_save, EMB_EINVAL, "prefix", emb_collection_save(f->coll, f->dir, "a/b", 1, 0, NULL, 0))
+    C(emb_collection_save, EMB_EINVAL, "global_step -1", emb_collection_save(f->coll, f->dir, "c", -1, 0, NULL, 0))
+    C(emb_collection_save, EMB_EIO, "/nonexistent", emb_collection_save(f->coll, "/nonexistent", "c", 1, 0, NULL, 0))
+    C(emb_collection_restore, EMB_ENULL, "'c'", emb_collection_restore(NULL, f->ckpt, &o->n))
+    C(emb_collection_restore, EMB_ENULL, "'path'", emb_collection_restore(f->coll, NULL, &o->n))
+    C(emb_collection_restore, EMB_EIO, "/nonexistent", emb_collection_restore(f->coll, "/nonexistent/x", &o->n))
+    C(emb_collection_restore, EMB_ENOTFOUND, "\"ct\"", emb_collection_restore(f->coll, f->ckpt, &o->n))
+    SECTION_END
+}
+
 /* The sections, in order: a new header gets its own. */
 static int (*const sections[])(int, int *, Fx *, CaseInfo *) = {
     cases_common,
@@ -1418,6 +1556,7 @@ static int (*const sections[])(int, int *, Fx *, CaseInfo *) = {
     cases_checkpoints,
     cases_partition,
     cases_dynamic,
+    cases_collection,
 };
 
 static int run_case(int i, Fx *f, CaseInfo *info)

@@ -102,8 +102,8 @@ int emb__batch_check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling 
 
 int emb__batch_check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
-    EMB_CHECK_NULL(t);
-    EMB_CHECK_NULL(b);
+    if (!t || !b)
+        return emb__fail(EMB_ENULL, "the %s is NULL", !t ? "table" : "batch");
     if (!p)
         p = &emb__pooling_sum;
     int r = check_shape(t, b, p);
