@@ -1133,6 +1133,10 @@ static int cases_optimizers(int i, int *kp, Fx *f, CaseInfo *info)
     C(emb_optimizer_state, EMB_ENULL, "'out'", emb_optimizer_state(f->opt, f->t, 0, NULL, &o->n))
     C(emb_optimizer_state, EMB_EINVAL, "slot -1", emb_optimizer_state(f->opt, f->t, -1, &o->table, &o->n))
     C(emb_optimizer_state, EMB_ENOTFOUND, "\"h\"", emb_optimizer_state(f->opt, f->h, 0, &o->table, &o->n))
+    C(emb_optimizer_set_step, EMB_ENULL, "'opt'", emb_optimizer_set_step(NULL, f->t, 1))
+    C(emb_optimizer_set_step, EMB_ENULL, "'table'", emb_optimizer_set_step(f->opt, NULL, 1))
+    C(emb_optimizer_set_step, EMB_EINVAL, "step -1", emb_optimizer_set_step(f->opt, f->t, -1))
+    C(emb_optimizer_set_step, EMB_ENOTFOUND, "\"h\"", emb_optimizer_set_step(f->opt, f->h, 1))
     SECTION_END
 }
 
