@@ -363,24 +363,24 @@ void emb__kernels_init_c(EmbKernels *k)
     k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_c;
     k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_c;
 
-    k->sgd_rows[EMB_F32] = sgd_rows_f32_c;
-    k->sgd_rows[EMB_F16] = sgd_rows_f16_c;
-    k->sgd_rows[EMB_BF16] = sgd_rows_bf16_c;
-    k->sgd_rows_d[0][EMB_F32] = sgd_rows_d16_f32_c;
-    k->sgd_rows_d[0][EMB_F16] = sgd_rows_d16_f16_c;
-    k->sgd_rows_d[0][EMB_BF16] = sgd_rows_d16_bf16_c;
-    k->sgd_rows_d[1][EMB_F32] = sgd_rows_d32_f32_c;
-    k->sgd_rows_d[1][EMB_F16] = sgd_rows_d32_f16_c;
-    k->sgd_rows_d[1][EMB_BF16] = sgd_rows_d32_bf16_c;
-    k->sgd_rows_d[2][EMB_F32] = sgd_rows_d64_f32_c;
-    k->sgd_rows_d[2][EMB_F16] = sgd_rows_d64_f16_c;
-    k->sgd_rows_d[2][EMB_BF16] = sgd_rows_d64_bf16_c;
-    k->sgd_rows_d[3][EMB_F32] = sgd_rows_d128_f32_c;
-    k->sgd_rows_d[3][EMB_F16] = sgd_rows_d128_f16_c;
-    k->sgd_rows_d[3][EMB_BF16] = sgd_rows_d128_bf16_c;
-    k->sgd_rows_d[4][EMB_F32] = sgd_rows_d256_f32_c;
-    k->sgd_rows_d[4][EMB_F16] = sgd_rows_d256_f16_c;
-    k->sgd_rows_d[4][EMB_BF16] = sgd_rows_d256_bf16_c;
+    k->rows[EMB_OPT_SGD][EMB_F32] = sgd_rows_f32_c;
+    k->rows[EMB_OPT_SGD][EMB_F16] = sgd_rows_f16_c;
+    k->rows[EMB_OPT_SGD][EMB_BF16] = sgd_rows_bf16_c;
+    k->rows_d[0][EMB_OPT_SGD][EMB_F32] = sgd_rows_d16_f32_c;
+    k->rows_d[0][EMB_OPT_SGD][EMB_F16] = sgd_rows_d16_f16_c;
+    k->rows_d[0][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_SGD][EMB_F32] = sgd_rows_d32_f32_c;
+    k->rows_d[1][EMB_OPT_SGD][EMB_F16] = sgd_rows_d32_f16_c;
+    k->rows_d[1][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_SGD][EMB_F32] = sgd_rows_d64_f32_c;
+    k->rows_d[2][EMB_OPT_SGD][EMB_F16] = sgd_rows_d64_f16_c;
+    k->rows_d[2][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_SGD][EMB_F32] = sgd_rows_d128_f32_c;
+    k->rows_d[3][EMB_OPT_SGD][EMB_F16] = sgd_rows_d128_f16_c;
+    k->rows_d[3][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_SGD][EMB_F32] = sgd_rows_d256_f32_c;
+    k->rows_d[4][EMB_OPT_SGD][EMB_F16] = sgd_rows_d256_f16_c;
+    k->rows_d[4][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d256_bf16_c;
 
     emb__kernels_init_optim_c(k);
 }
