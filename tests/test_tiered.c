@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "embtables/collection.h"
 #include "embtables/tiered.h"
 #include "test_files.h"
 #include "test_ensemble.h"
@@ -239,6 +240,54 @@ static void restore(Model *m, const char *path)
 
 /* Train 2 steps tiered, save; restore into memory and train on; save that and restore into
    fresh tiered tables, train on: every path gives the bits of training straight through. */
+/* STEPS steps of @m's tables as one collection (Adagrad), each step prefetching the next
+   step's batches through emb_collection_prefetch(); forward outputs into @fwd. */
+static void collection_steps(Model *m, float *fwd)
+{
+    EmbCollectionTable ct[NT];
+    for (int i = 0; i < NT; i++)
+        ct[i] = (EmbCollectionTable){.name = (const char *[]){"a", "b", "c", "d"}[i],
+                                     .table = m->t[i], .pooling = data[0].p[i]};
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.05f);
+    const EmbCollectionOptions o = {.optimizer = &cfg, .strategy_options = {.nthreads = 2}};
+    EmbCollection *c = NULL;
+    cr_assert_eq(emb_collection_create(&c, ct, NT, &o), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_collection_prefetch(c, data[0].b), 0);
+    for (int step = 0; step < STEPS; step++) {
+        cr_assert_eq(emb_collection_prefetch(c, data[step + 1].b), 0);
+        float *outs[NT], *dys[NT];
+        const int64_t strides[NT] = {64, 64, 64, 64};
+        for (int i = 0; i < NT; i++)
+            outs[i] = fwd + ((int64_t)step * NT + i) * NB * 64, dys[i] = data[step].dy[i];
+        const EmbOutputs eo = {.per_table = outs}, go = {.per_table = dys, .strides = strides};
+        cr_assert_eq(emb_collection_forward(c, data[step].b, &eo), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_collection_backward(c, &go), 0, "%s", emb_last_error());
+    }
+    emb_collection_destroy(&c);
+}
+
+Test(tiered, a_collection_prefetches_and_gives_the_bits_of_memory, .init = setup,
+     .fini = teardown)
+{
+    static float want_fwd[STEPS * NT * NB * 64], fwd[STEPS * NT * NB * 64];
+    const EmbOptimizerConfig none = emb_optimizer_defaults(EMB_OPT_SGD, 0.05f); /* unused */
+    const Cfg mem = {0}, tier = {3, EMB_TIER_ENGINE_PREAD, EMB_TIER_LRU, 1};
+    make_all();
+    Model a, b;
+    model_make(&a, none, &mem);
+    model_make(&b, none, &tier);
+    collection_steps(&a, want_fwd);
+    collection_steps(&b, fwd);
+    cr_assert_eq(memcmp(fwd, want_fwd, sizeof fwd), 0, "forward differs");
+    float *want = content(&a), *got = content(&b);
+    cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0, "rows differ");
+    EmbTieredStats st;
+    cr_assert_eq(emb_table_tiered_stats(b.t[2], &st), 0);
+    cr_assert_gt(st.prefetched, 0, "the collection's prefetch reached no table");
+    free(want), free(got);
+    model_free(&a), model_free(&b);
+}
+
 Test(tiered, checkpoints_into_memory_and_back, .init = setup, .fini = teardown)
 {
     const Cfg tier = {3, EMB_TIER_ENGINE_AUTO, EMB_TIER_LRU, 1}, mem = {0};

@@ -168,11 +168,11 @@ EMB_API int emb_collection_backward_batches(EmbCollection *c, const EmbBatch *ba
                                             const EmbOutputs *grad_out);
 
 /**
- * Hook for the next step's batches, called while the current step computes: a table kind
- * that can load rows ahead (a tiered, disk-backed table) starts reading the rows of
- * @p next_batches here. Today no table kind does, and the call only checks its arguments;
- * calling it every step is free and keeps a loop ready for such tables. The batches'
- * buffers are read during the call only.
+ * Hook for the next step's batches, called while the current step computes: every table
+ * is given its batch of @p next_batches through emb_table_prefetch() (tiered.h), so a
+ * tiered, disk-backed table starts reading the rows it misses; for tables held in memory
+ * it does nothing. A hint: it never changes results. The batches' buffers are read during
+ * the call only.
  * @return 0, EMB_ENULL (c, next_batches)
  */
 EMB_API int emb_collection_prefetch(EmbCollection *c, const EmbBatch *next_batches);
