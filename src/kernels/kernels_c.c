@@ -329,4 +329,5 @@ void emb__kernels_init_c(EmbKernels *k)
     k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_c;
 
     emb__kernels_init_optim_c(k);
+    emb__kernels_init_quant_c(k);
 }
