@@ -153,6 +153,24 @@ static inline float emb__q_value(EmbDtype dt, const void *row, int32_t i, float 
     return (float)emb__q_get(dt, row, i) * scale + bias;
 }
 
+/* ---- whole rows as f32 (quant.c) ------------------------------------------------------ */
+
+/* x[0 .. D) = the row's values (dequantized for the quantized types). */
+void emb__row_load(EmbDtype dt, const void *row, int32_t D, float *x);
+/* The row = x[0 .. D) in @dt: rounded to nearest even, or quantized with round to nearest
+ * (emb__row_quantize with no key). */
+void emb__row_store(EmbDtype dt, void *row, int32_t D, const float *x);
+/*
+ * A quantized row from x[0 .. D): bias = min x, scale = (max - min) / 255 (int8), or for
+ * int4 bias = f16(min x), scale = f16((max - bias) / 15) (1 when that is 0: FBGEMM's rule);
+ * q = (x - bias) / scale clamped to [0, 255] / [0, 15], rounded to nearest, or with @key =
+ * {seed, stream, step} stochastically: floor(v + u), u uniform from the counter-based
+ * generator at (seed, stream, step * D + i) (rng.h), the same for any thread.
+ */
+void emb__row_quantize(EmbDtype dt, void *row, int32_t D, const float *x, const uint64_t *key);
+/* Whether a quantized row's scale and bias are finite. */
+int emb__q_row_finite(EmbDtype dt, const void *row, int32_t D);
+
 /* Element i of a column, typed: the C reference kernels stamp one copy per dtype. */
 static inline float emb__ld_f32(const void *p, int32_t i)
 {

@@ -195,6 +195,9 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
         return emb__fail(EMB_EINVAL, "%s is the optimizer state of a dynamic table: save the "
                          "table with the optimizer (EmbSaverOptions.optimizer)",
                          emb__table_label(t));
+    if (!emb__ckpt_is_float(t->dtype))
+        return emb__fail(EMB_ENOTSUP, "%s is %s: checkpoints of quantized tables are not "
+                         "supported yet", emb__table_label(t), emb_dtype_name(t->dtype));
     if (emb__is_dynamic_part(t)) { /* the shards' sketches alike, to be saved as one */
         int64_t w0, w;
         const bool s0 = emb__dynamic_sketch(emb_table_shard(t, 0), &w0) != NULL;

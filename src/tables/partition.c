@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "embtables/partition.h"
 #include "platform.h"
 #include "tables/dynamic_impl.h"
@@ -118,6 +119,10 @@ static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, unsigned 
             return emb__fail(EMB_EDTYPE, "shard %d has dtype %s, shard 0 has %s (partitioned "
                              "table \"%s\")", (int)i, emb_dtype_name(s->dtype),
                              emb_dtype_name(s0->dtype), name);
+        if (emb__dtype_quantized(s->dtype))
+            return emb__fail(EMB_ENOTSUP, "shard %d is %s: partitioned tables of quantized "
+                             "rows are not supported (partitioned table \"%s\")", (int)i,
+                             emb_dtype_name(s->dtype), name);
         for (int32_t j = 0; j < i; j++)
             if (shards[j] == s)
                 return emb__fail(EMB_EINVAL, "shard %d is shard %d again (partitioned table "
@@ -225,6 +230,9 @@ int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t features
                          "1 <= nshards <= max(nrows, 1)", (long long)nrows, (int)nshards);
     if (featuresize < 1)
         return emb__fail(EMB_EINVAL, "featuresize %d is not >= 1", (int)featuresize);
+    if (emb__dtype_quantized(dtype))
+        return emb__fail(EMB_ENOTSUP, "dtype %s: partitioned tables of quantized rows are not "
+                         "supported", emb_dtype_name(dtype));
     if (emb_dtype_size(dtype) == 0)
         return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
     /* the shards' data and headers must fit in this machine's memory (checked before

@@ -66,6 +66,10 @@ int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids)
     int r = emb__grad_check_ex(plan->table, g, check_ids);
     if (r)
         return r;
+    const EmbTable *t = plan->table;
+    if (!emb__kernel_sgd_row(t->dtype, t->featuresize, 0)) /* a dtype without update kernels */
+        return emb__fail(EMB_ENOTSUP, "%s is %s: training it is not supported (no update "
+                         "kernel for its rows)", emb__table_label(t), emb_dtype_name(t->dtype));
     const int64_t rows = emb__grad_max_rows(g);
     r = emb__indexer_reserve(plan->ix, rows);
     if (!r && g->kind == EMB_GRAD_PULLBACK)
@@ -154,14 +158,14 @@ static void prefetch(const EmbPlan *plan, int64_t d)
         const int64_t r = plan->ix->dynrow[d];
         const EmbTable *h = emb__dynamic_home(t, id);
         if (r >= 0)
-            prefetch_rows(emb__dynamic_row(h, r), (size_t)t->featuresize * t->elsize);
+            prefetch_rows(emb__dynamic_row(h, r), emb__row_bytes(t->dtype, t->featuresize));
         if (r >= 0 && plan->state)
             prefetch_rows((const char *)emb__dynamic_state_row(h, r),
                           (size_t)plan->state->featuresize * sizeof(float));
         return;
     }
     if (t->data)
-        prefetch_rows(t->data + (size_t)id * t->stride, (size_t)t->featuresize * t->elsize);
+        prefetch_rows(t->data + (size_t)id * t->stride, emb__row_bytes(t->dtype, t->featuresize));
     if (plan->state && plan->state->data)
         prefetch_rows(plan->state->data + (size_t)id * plan->state->stride,
                       (size_t)plan->state->featuresize * sizeof(float));
