@@ -93,6 +93,13 @@ static inline int emb__dtype_quantized(EmbDtype dt)
     return dt == EMB_INT8 || dt == EMB_INT4;
 }
 
+/* The element type the update computes a row in: f32 for the quantized types (their rows
+ * are dequantized, updated and quantized again), the dtype itself for the others. */
+static inline EmbDtype emb__dtype_compute(EmbDtype dt)
+{
+    return emb__dtype_quantized(dt) ? EMB_F32 : dt;
+}
+
 /* Bytes of the quantized values of a row of D elements (where the scale starts). */
 static inline size_t emb__q_value_bytes(EmbDtype dt, int32_t D)
 {
@@ -216,6 +223,16 @@ static inline void emb__store(EmbDtype dt, void *col, int32_t i, float v)
     case EMB_BF16: emb__st_bf16(col, i, v); break;
     default: emb__st_f32(col, i, v); break;
     }
+}
+
+/* Element i of a row of D elements of any dtype (a quantized row dequantized). */
+static inline float emb__row_elem(EmbDtype dt, const void *row, int32_t D, int32_t i)
+{
+    float s, b;
+    if (!emb__dtype_quantized(dt))
+        return emb__load(dt, row, i);
+    emb__q_params(dt, row, D, &s, &b);
+    return emb__q_value(dt, row, i, s, b);
 }
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "embtables/dynamic.h"
 #include "embtables/partition.h"
+#include "embtables/strategy.h"
 #include "test_util.h"
 
 /* torch.ops.quantized.embedding_bag_byte_prepack / _4bit_prepack of the row
@@ -218,25 +219,6 @@ Test(quant, refused_where_not_supported)
     cr_assert_eq(emb_table_create(&q, 10, 8, EMB_INT8, NULL), 0);
     EmbTable *shards[1] = {q};
     cr_assert_eq(emb_table_partitioned(&t, shards, 1, EMB_PARTITION_MOD, NULL), EMB_ENOTSUP);
-    /* training: the update refuses before writing */
-    EmbGrad *g = NULL;
-    EmbOptimizer *opt = NULL;
-    EmbIndexer *ix = NULL;
-    cr_assert_eq(emb_indexer_create(&ix), 0);
-    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_SGD, 0.1f);
-    cr_assert_eq(emb_grad_create(&g), 0);
-    cr_assert_eq(emb_optimizer_create(&opt, &cfg), 0);
-    const int64_t ids[] = {1, 2};
-    float dy[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    const EmbBatch b = {.ids = ids, .nnz = 2, .nbags = 1, .bag_size = 2};
-    cr_assert_eq(emb_lookup_backward(q, &b, NULL, dy, 8, g), 0, "%s", emb_last_error());
-    const uint64_t before = tu_checksum(q);
-    cr_assert_eq(emb_update(opt, q, g, ix, 0), EMB_ENOTSUP);
-    cr_assert(strstr(emb_last_error(), "int8"), "%s", emb_last_error());
-    emb_indexer_destroy(&ix);
-    cr_assert_eq(tu_checksum(q), before);
-    emb_optimizer_destroy(&opt);
-    emb_grad_destroy(&g);
     emb_table_destroy(&q);
 }
 
@@ -258,4 +240,145 @@ Test(quant, variable_ops_requantize)
         cr_assert(fabsf(out[4 + i] - (float)i) <= 3.0f / 255 * 0.51f, "%d: %g", i,
                   (double)out[4 + i]);
     emb_table_destroy(&q);
+}
+
+/* One SGD step on a quantized table against the same step on the f32 table of its
+ * dequantized values: every element within one quantization step of the new row. */
+static void sgd_like_f32(EmbDtype dt)
+{
+    EmbTable *q = NULL, *f = NULL;
+    make_pair(dt, 20, 16, &q, &f);
+    const int64_t ids[] = {3, 4, 3, 19, 0, 7};
+    float dy[3 * 16];
+    uint64_t seed = 5;
+    for (int i = 0; i < 3 * 16; i++)
+        dy[i] = tu_randf(&seed);
+    const EmbBatch b = {.ids = ids, .nnz = 6, .nbags = 3, .bag_size = 2};
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_SGD, 0.5f);
+    EmbTable *tabs[2] = {q, f};
+    for (int k = 0; k < 2; k++) {
+        EmbGrad *g = NULL;
+        EmbOptimizer *opt = NULL;
+        EmbIndexer *ix = NULL;
+        cr_assert_eq(emb_grad_create(&g) | emb_optimizer_create(&opt, &cfg) |
+                     emb_indexer_create(&ix), 0);
+        cr_assert_eq(emb_lookup_backward(tabs[k], &b, NULL, dy, 16, g), 0);
+        cr_assert_eq(emb_update(opt, tabs[k], g, ix, 0), 0, "%s", emb_last_error());
+        emb_indexer_destroy(&ix);
+        emb_optimizer_destroy(&opt);
+        emb_grad_destroy(&g);
+    }
+    float oq[20 * 16];
+    cr_assert_eq(emb_table_read(q, oq, 16), 0);
+    int64_t fs;
+    const float *fd = emb_table_data(f, &fs);
+    for (int c = 0; c < 20; c++) {
+        float lo = fd[c * fs], hi = lo;
+        for (int i = 0; i < 16; i++) {
+            lo = fminf(lo, fd[c * fs + i]);
+            hi = fmaxf(hi, fd[c * fs + i]);
+        }
+        const float step = (hi - lo) / (dt == EMB_INT8 ? 255.0f : 15.0f) * 1.01f + 1e-3f;
+        for (int i = 0; i < 16; i++)
+            cr_assert(fabsf(oq[c * 16 + i] - fd[c * fs + i]) <= step, "row %d el %d: %g %g",
+                      c, i, (double)oq[c * 16 + i], (double)fd[c * fs + i]);
+    }
+    emb_table_destroy(&q);
+    emb_table_destroy(&f);
+}
+
+Test(quant, sgd_step_int8)
+{
+    sgd_like_f32(EMB_INT8);
+}
+
+Test(quant, sgd_step_int4)
+{
+    sgd_like_f32(EMB_INT4);
+}
+
+#define NQ 3
+/* Two Adagrad steps on NQ quantized tables: mode 0 emb_update per table, 1 the sequential
+ * strategy, 2 parallel on 2 threads, 3 auto on 2 threads with 8 splits. The checksums of
+ * the tables after, and the optimizer state's dtype. */
+static void train(EmbDtype dt, int mode, uint64_t sums[NQ])
+{
+    static const char *names[NQ] = {"qa", "qb", "qc"};
+    EmbTable *t[NQ], *src = NULL;
+    EmbGrad *g[NQ];
+    EmbIndexer *ix[NQ];
+    EmbOptimizer *opt = NULL;
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.3f);
+    cr_assert_eq(emb_optimizer_create(&opt, &cfg), 0);
+    cr_assert_eq(emb_table_create(&src, 500, 32, EMB_F32, NULL), 0);
+    tu_fill_random(src, 11);
+    for (int i = 0; i < NQ; i++) {
+        const EmbTableOptions o = {.name = names[i]};
+        cr_assert_eq(emb_table_create(&t[i], 500, 32, dt, &o), 0);
+        cr_assert_eq(emb_table_quantize(t[i], src), 0);
+        cr_assert_eq(emb_grad_create(&g[i]) | emb_indexer_create(&ix[i]), 0);
+    }
+    EmbStrategy *s = NULL;
+    const EmbStrategyOptions so = {.nthreads = 2, .num_splits = mode == 3 ? 8 : 0};
+    if (mode == 1)
+        cr_assert_eq(emb_strategy_sequential(&s), 0);
+    else if (mode == 2)
+        cr_assert_eq(emb_strategy_parallel(&s, &so), 0);
+    else if (mode == 3)
+        cr_assert_eq(emb_strategy_auto(&s, &so), 0);
+    int64_t ids[400];
+    float dy[100 * 32];
+    uint64_t r = 99;
+    for (int step = 0; step < 2; step++) {
+        for (int i = 0; i < NQ; i++) {
+            for (int k = 0; k < 400; k++)
+                ids[k] = (int64_t)(tu_rand(&r) % 500);
+            for (int k = 0; k < 100 * 32; k++)
+                dy[k] = tu_randf(&r);
+            const EmbBatch b = {.ids = ids, .nnz = 400, .nbags = 100, .bag_size = 4};
+            cr_assert_eq(emb_lookup_backward(t[i], &b, NULL, dy, 32, g[i]), 0);
+        }
+        if (!s)
+            for (int i = 0; i < NQ; i++)
+                cr_assert_eq(emb_update(opt, t[i], g[i], ix[i], 0), 0, "%s", emb_last_error());
+        else
+            cr_assert_eq(emb_update_many(s, opt, t, (const EmbGrad *const *)g, NQ, ix, 0), 0,
+                         "%s", emb_last_error());
+    }
+    for (int i = 0; i < NQ; i++) {
+        sums[i] = tu_checksum(t[i]);
+        EmbTable *st = NULL;
+        cr_assert_eq(emb_optimizer_state(opt, t[i], 0, &st, NULL), 0);
+        cr_assert_eq(emb_table_dtype(st), EMB_F32, "optimizer state stays f32");
+        emb_grad_destroy(&g[i]);
+        emb_indexer_destroy(&ix[i]);
+    }
+    emb_strategy_destroy(&s);
+    emb_optimizer_destroy(&opt);
+    for (int i = 0; i < NQ; i++)
+        emb_table_destroy(&t[i]);
+    emb_table_destroy(&src);
+}
+
+/* The stochastic rounding is keyed by (table, row, step): the same bits for every mode. */
+static void same_bits_every_strategy(EmbDtype dt)
+{
+    uint64_t want[NQ], got[NQ];
+    train(dt, 0, want);
+    cr_assert_neq(want[0], want[1], "the tables got different steps");
+    for (int mode = 1; mode < 4; mode++) {
+        train(dt, mode, got);
+        for (int i = 0; i < NQ; i++)
+            cr_assert_eq(got[i], want[i], "mode %d table %d", mode, i);
+    }
+}
+
+Test(quant, training_same_bits_any_strategy_int8)
+{
+    same_bits_every_strategy(EMB_INT8);
+}
+
+Test(quant, training_same_bits_any_strategy_int4)
+{
+    same_bits_every_strategy(EMB_INT4);
 }

@@ -242,7 +242,7 @@ static int many_prepare(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *cons
                                       EMB_MAX_PARTS)};
     c->asplits = c->nsplits > 1 ? APPLY_PER_PART : 1;
     r = index_all(c, n);
-    if (!r && emb__strategy_reserve(strategy, 2 * (size_t)dmax * sizeof(float)))
+    if (!r && emb__strategy_reserve(strategy, 3 * (size_t)dmax * sizeof(float)))
         r = emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     r = r ? r : plan_all(opt, plans, n, flags);
     for (int64_t i = 0; i < n && !r; i++) /* dynamic tables: every one checked first */

@@ -67,7 +67,7 @@ int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids)
     if (r)
         return r;
     const EmbTable *t = plan->table;
-    if (!emb__kernel_sgd_row(t->dtype, t->featuresize, 0)) /* a dtype without update kernels */
+    if (!emb__kernel_sgd_row(emb__dtype_compute(t->dtype), t->featuresize, 0))
         return emb__fail(EMB_ENOTSUP, "%s is %s: training it is not supported (no update "
                          "kernel for its rows)", emb__table_label(t), emb_dtype_name(t->dtype));
     const int64_t rows = emb__grad_max_rows(g);
@@ -171,20 +171,43 @@ static void prefetch(const EmbPlan *plan, int64_t d)
                       (size_t)plan->state->featuresize * sizeof(float));
 }
 
-/* Weight decay of column @col before its step: L2 returns g + wd * w (into @out),
- * decoupled scales the column (rounded to its dtype) and returns g. */
-static const float *weight_decay(const EmbPlan *plan, void *col, const float *g, float *out)
+/* Weight decay of column @col (of dtype @dt) before its step: L2 returns g + wd * w (into
+ * @out), decoupled scales the column (rounded to its dtype) and returns g. */
+static const float *weight_decay(const EmbPlan *plan, EmbDtype dt, void *col, const float *g,
+                                 float *out)
 {
-    const EmbTable *t = plan->table;
-    const int32_t D = t->featuresize;
+    const int32_t D = plan->table->featuresize;
     if (plan->decay_l2 != 0.0f) {
         for (int32_t i = 0; i < D; i++)
-            out[i] = g[i] + plan->decay_l2 * emb__load(t->dtype, col, i);
+            out[i] = g[i] + plan->decay_l2 * emb__load(dt, col, i);
         return out;
     }
     for (int32_t i = 0; i < D; i++)
-        emb__store(t->dtype, col, i, emb__load(t->dtype, col, i) * plan->decay_scale);
+        emb__store(dt, col, i, emb__load(dt, col, i) * plan->decay_scale);
     return g;
+}
+
+/* One step of column @col with gradient @g (scratch: @out, and @row for quantized rows). */
+static void apply_column(const EmbPlan *plan, int64_t id, void *col, float *state,
+                         const float *g, float *out, float *row)
+{
+    const EmbTable *t = plan->table;
+    const int32_t D = t->featuresize;
+    void *w = col;
+    if (plan->requant) { /* the row as f32, the step on it, then quantized again */
+        emb__row_load(t->dtype, col, D, row);
+        w = row;
+    }
+    if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
+        g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, out);
+    if (plan->sgd)
+        plan->sgd(w, g, plan->params.lr, D);
+    else
+        plan->row(w, state, g, &plan->params, D);
+    if (plan->requant) {
+        const uint64_t key[3] = {plan->qseed, (uint64_t)id, (uint64_t)plan->step};
+        emb__row_quantize(t->dtype, col, D, row, key);
+    }
 }
 
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch)
@@ -215,12 +238,7 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
                 state = (float *)emb__column(plan->state, id, EMB_CTX_UPDATE);
         }
         const float *g = column_grad(plan, d, acc, tmp);
-        if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
-            g = weight_decay(plan, col, g, g == tmp ? acc : tmp);
-        if (plan->sgd)
-            plan->sgd(col, g, plan->params.lr, D);
-        else
-            plan->row(col, state, g, &plan->params, D);
+        apply_column(plan, id, col, state, g, g == tmp ? acc : tmp, scratch + 2 * D);
     }
 }
 

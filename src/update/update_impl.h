@@ -87,7 +87,7 @@ struct EmbIndexer {
     /* a dynamic table's row per distinct id (-1: not admitted), from emb__plan_dynamic */
     int64_t *dynrow;
     int64_t dynrow_cap;
-    /* emb_update's scratch: two rows of the largest feature size */
+    /* emb_update's scratch: three rows of the largest feature size */
     float *scratch;
     int32_t scratch_d;
 };
@@ -124,6 +124,11 @@ struct EmbPlan {
     bool max_norm;             /* rows need emb__pullback_row */
     int nparts;                /* partitions of the parallel indexing (pindex.c) */
     bool dynamic;              /* a dynamic table: apply takes rows from ix->dynrow */
+    bool requant;              /* quantized rows: the kernels run on the row as f32, which
+                                  is then quantized again, rounded stochastically by the
+                                  generator at (qseed, column, step) */
+    uint64_t qseed;            /* the table's seed: a hash of its name */
+    int64_t step;              /* the optimizer's step count of the table before this one */
     int rc;                    /* emb_update_many: phase 1 result */
 };
 
@@ -234,7 +239,8 @@ int emb__plan_index(EmbPlan *plan);
  */
 int emb__plan_dynamic_prepare(EmbPlan *plan);
 void emb__plan_dynamic_commit(EmbPlan *plan);
-/* Phase 2: applies distinct columns [d0, d1) using @scratch (2 * featuresize floats). */
+/* Phase 2: applies distinct columns [d0, d1) using @scratch (3 * featuresize floats: the
+ * column's gradient, a second row for weight decay, the f32 row of a quantized one). */
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);
 
 /* ---- parallel indexing (pindex.c) -------------------------------------------------------
