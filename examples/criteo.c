@@ -112,10 +112,55 @@ static int parse_hex(const char *s, size_t n, uint32_t *out)
     return 0;
 }
 
+/* The tables' sizes, each > 0 (indices are taken mod them); the message names sizes[t]. */
+static int check_sizes(const int64_t *sizes, char *why, size_t cap)
+{
+    if (!sizes) {
+        snprintf(why, cap, "criteo: sizes is NULL");
+        return -EINVAL;
+    }
+    for (int t = 0; t < CRITEO_NCAT; t++)
+        if (sizes[t] <= 0) {
+            snprintf(why, cap, "criteo: sizes[%d] (table C%d) is %lld, not > 0", t, t + 1,
+                     (long long)sizes[t]);
+            return -EINVAL;
+        }
+    return 0;
+}
+
+/* criteo_parse_line()'s arguments (not the line's bytes), each named when wrong. */
+static int check_parse_args(const char *line, int64_t len, const int64_t *sizes,
+                            const float *label, const float *dense, const int64_t *cat,
+                            int64_t cat_stride, char *why, size_t cap)
+{
+    const char *bad = len < 0 ? "len is negative"
+                    : !line && len > 0 ? "line is NULL with len > 0"
+                    : !label ? "label is NULL"
+                    : !dense ? "dense is NULL"
+                    : !cat ? "cat is NULL"
+                    : cat_stride < 1 || cat_stride > INT64_MAX / CRITEO_NCAT
+                        ? "cat_stride is not in [1, INT64_MAX / 26]" : NULL;
+    if (bad) {
+        snprintf(why, cap, "criteo: %s (len %lld, cat_stride %lld)", bad, (long long)len,
+                 (long long)cat_stride);
+        return -EINVAL;
+    }
+    return check_sizes(sizes, why, cap);
+}
+
 int criteo_parse_line(const char *line, int64_t len, const int64_t *sizes, unsigned flags,
                       float *label, float *dense, int64_t *cat, int64_t cat_stride,
                       char *why, int cap)
 {
+    char scratch[8];
+    if (!why || cap <= 0) {
+        why = scratch;
+        cap = sizeof scratch;
+    }
+    const int e = check_parse_args(line, len, sizes, label, dense, cat, cat_stride, why,
+                                   (size_t)cap);
+    if (e)
+        return e;
     if (len > 0 && line[len - 1] == '\r')
         len--;
     const char *p = line, *const end = line + len;
@@ -424,13 +469,7 @@ static int check_options(const CriteoOptions *o, char *err, int cap)
                  (long long)o->batch, o->nthreads, (long long)o->max_line);
         return -EINVAL;
     }
-    for (int t = 0; t < CRITEO_NCAT; t++)
-        if (o->sizes[t] <= 0) {
-            snprintf(err, (size_t)cap, "criteo: table %d has size %lld", t + 1,
-                     (long long)o->sizes[t]);
-            return -EINVAL;
-        }
-    return 0;
+    return check_sizes(o->sizes, err, (size_t)cap);
 }
 
 static int alloc_slots(CriteoReader *r)
@@ -464,6 +503,10 @@ int criteo_open(CriteoReader **out, const char *path, const CriteoOptions *opts,
         cap = sizeof scratch;
     }
     err[0] = '\0';
+    if (!out || !path || !opts) {
+        snprintf(err, (size_t)cap, "criteo: %s is NULL", !out ? "out" : !path ? "path" : "opts");
+        return -EINVAL;
+    }
     int ret = check_options(opts, err, cap);
     if (ret)
         return ret;

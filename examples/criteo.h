@@ -63,7 +63,8 @@ typedef struct CriteoReader CriteoReader;
 
 /**
  * Opens @p path and starts the parsing threads.
- * @return 0; -EINVAL (bad options), -ENOMEM, or an errno of fopen / pthread_create.
+ * @return 0; -EINVAL (out, path or opts NULL, bad options: the message names them),
+ *         -ENOMEM, or an errno of fopen / pthread_create.
  *         A message goes to @p err (may be NULL; cap bytes).
  */
 int criteo_open(CriteoReader **out, const char *path, const CriteoOptions *opts, char *err,
@@ -87,9 +88,13 @@ void criteo_close(CriteoReader **r);
 /**
  * Parses one line of @p len bytes (without its '\n'; a trailing '\r' is ignored): the
  * label to `*label`, the 13 transformed dense values to dense[0..12], table t's index to
- * `cat[t * cat_stride]`. Exposed for tests and for callers with their own I/O.
- * @return 0, or -1 for a bad line, with the reason in @p why (cap bytes); on failure the
- *         outputs may be partly written.
+ * `cat[t * cat_stride]`. Exposed for tests and for callers with their own I/O, so its
+ * arguments are checked as criteo_open() checks its options: @p line may be NULL only when
+ * @p len is 0; @p len >= 0; @p sizes holds 26 sizes, each > 0; @p label, @p dense and
+ * @p cat non-NULL; @p cat_stride >= 1. @p why may be NULL (or @p cap <= 0): no message.
+ * @return 0; -1 for a bad line; -EINVAL for a bad argument (nothing written); the reason
+ *         in @p why (cap bytes) naming the argument or field. After a bad line the outputs
+ *         may be partly written.
  */
 int criteo_parse_line(const char *line, int64_t len, const int64_t *sizes, unsigned flags,
                       float *label, float *dense, int64_t *cat, int64_t cat_stride,

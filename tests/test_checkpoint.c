@@ -1027,6 +1027,8 @@ Test(corrupt, crafted_headers_with_valid_checksums_are_bounded)
         "\"partition\":\"none\",\"step\":-1}],\"xxh3\":{\"v\":\"%s\"}}",
         "{\"version\":2,\"global_step\":\"3\",\"tables\":[],\"xxh3\":{\"w\":\"%s\"}}",
         "[\"%s\"]",
+        "{\"version\":2,\"global_step\":-1,\"tables\":[{\"name\":\"w\",\"nshards\":1,"
+        "\"partition\":\"none\",\"step\":-1}],\"xxh3\":{\"w\":\"%s\"}}",
     };
     for (size_t i = 0; i < sizeof bad_meta / sizeof *bad_meta; i++) {
         snprintf(meta, sizeof meta, bad_meta[i], sum);
@@ -1034,6 +1036,7 @@ Test(corrupt, crafted_headers_with_valid_checksums_are_bounded)
         cr_assert_eq(emb_checkpoint_restore(s, p, NULL), EMB_ECORRUPT, "meta %zu: %s", i,
                      emb_last_error());
     }
+    cr_assert(strstr(emb_last_error(), "global_step (>= 0)"), "%s", emb_last_error());
     snprintf(meta, sizeof meta, "{\"version\":3,\"global_step\":3}");
     craft(p, good, meta, 16);
     cr_assert_eq(emb_checkpoint_restore(s, p, NULL), EMB_ENOTSUP);
@@ -1043,6 +1046,9 @@ Test(corrupt, crafted_headers_with_valid_checksums_are_bounded)
     const EmbVariableSpec z = {.name = "z", .ncolumns = 0, .featuresize = 3, .dtype = EMB_BF16};
     cr_assert_eq(emb_store_get(e, &z, EMB_REUSE_NO, &t), 0);
     EmbSaver *sv = saver(dir, "z", 0, NULL);
+    cr_assert_eq(emb_saver_save(sv, e, -1, p, sizeof p), EMB_EINVAL, "a step no restore takes");
+    cr_assert(strstr(emb_last_error(), "global_step -1"), "%s", emb_last_error());
+    cr_assert_eq(count_files(dir, "z-"), 0);
     cr_assert_eq(emb_saver_save(sv, e, 1, p, sizeof p), 0, "%s", emb_last_error());
     cr_assert_eq(emb_checkpoint_restore(e, p, NULL), 0, "%s", emb_last_error());
     EmbCheckpoint *ck = NULL;

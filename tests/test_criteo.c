@@ -276,8 +276,77 @@ Test(criteo, empty_and_missing_files)
     cr_assert_null(r);
     o.sizes[7] = 0;
     cr_assert_eq(criteo_open(&r, "/dev/null", &o, err, sizeof err), -EINVAL);
-    cr_assert(strstr(err, "table 8"), "%s", err);
+    cr_assert(strstr(err, "sizes[7] (table C8)"), "%s", err);
+    o.sizes[7] = 10;
+    cr_assert_eq(criteo_open(&r, NULL, &o, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "path is NULL"), "%s", err);
+    cr_assert_eq(criteo_open(&r, "/dev/null", NULL, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "opts is NULL"), "%s", err);
+    cr_assert_eq(criteo_open(NULL, "/dev/null", &o, err, sizeof err), -EINVAL);
+    cr_assert(strstr(err, "out is NULL"), "%s", err);
+    cr_assert_null(r);
     criteo_close(&r);
+}
+
+/* criteo_parse_line's arguments (issue 23): each refused with -EINVAL naming it, before
+   any output is written (the outputs keep their poison). */
+Test(criteo, parse_line_bad_arguments)
+{
+    int64_t ok[CRITEO_NCAT], zero[CRITEO_NCAT], neg[CRITEO_NCAT];
+    sizes_all(10, ok), sizes_all(10, zero), sizes_all(10, neg);
+    zero[0] = 0;
+    neg[25] = -7;
+    float label = -1, dense[CRITEO_NDENSE];
+    int64_t cat[2 * CRITEO_NCAT];
+    const int64_t len = (int64_t)strlen(GOOD);
+    const struct {
+        const char *line;
+        int64_t len;
+        const int64_t *sizes;
+        float *label, *dense;
+        int64_t *cat, stride;
+        const char *culprit;
+    } cases[] = {
+        {GOOD, len, zero, &label, dense, cat, 1, "sizes[0] (table C1) is 0"},
+        {GOOD, len, neg, &label, dense, cat, 1, "sizes[25] (table C26) is -7"},
+        {GOOD, len, NULL, &label, dense, cat, 1, "sizes is NULL"},
+        {NULL, 5, ok, &label, dense, cat, 1, "line is NULL"},
+        {GOOD, -1, ok, &label, dense, cat, 1, "len is negative"},
+        {GOOD, len, ok, NULL, dense, cat, 1, "label is NULL"},
+        {GOOD, len, ok, &label, NULL, cat, 1, "dense is NULL"},
+        {GOOD, len, ok, &label, dense, NULL, 1, "cat is NULL"},
+        {GOOD, len, ok, &label, dense, cat, 0, "cat_stride"},
+        {GOOD, len, ok, &label, dense, cat, -2, "cat_stride"},
+        {GOOD, len, ok, &label, dense, cat, INT64_MAX, "cat_stride"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char why[120] = "";
+        for (int k = 0; k < CRITEO_NDENSE; k++)
+            dense[k] = -1;
+        for (int t = 0; t < 2 * CRITEO_NCAT; t++)
+            cat[t] = -1;
+        cr_assert_eq(criteo_parse_line(cases[i].line, cases[i].len, cases[i].sizes, 0,
+                                       cases[i].label, cases[i].dense, cases[i].cat,
+                                       cases[i].stride, why, sizeof why), -EINVAL, "case %zu", i);
+        cr_assert(strstr(why, cases[i].culprit), "case %zu: '%s'", i, why);
+        cr_assert_eq(label, -1.0f, "case %zu wrote", i);
+        for (int k = 0; k < CRITEO_NDENSE; k++)
+            cr_assert_eq(dense[k], -1.0f, "case %zu wrote", i);
+        for (int t = 0; t < 2 * CRITEO_NCAT; t++)
+            cr_assert_eq(cat[t], -1, "case %zu wrote", i);
+        /* no message buffer: the same code */
+        cr_assert_eq(criteo_parse_line(cases[i].line, cases[i].len, cases[i].sizes, 0,
+                                       cases[i].label, cases[i].dense, cases[i].cat,
+                                       cases[i].stride, NULL, 0), -EINVAL);
+    }
+    /* a NULL line of length 0 is an empty line: a bad line, not a bad argument; sizes up to
+       INT64_MAX and a stride of 2 are fine */
+    char why[80];
+    cr_assert_eq(criteo_parse_line(NULL, 0, ok, 0, &label, dense, cat, 1, why, sizeof why), -1);
+    ok[3] = INT64_MAX;
+    cr_assert_eq(criteo_parse_line(GOOD, len, ok, CRITEO_HASH, &label, dense, cat, 2, why,
+                                   sizeof why), 0, "%s", why);
+    cr_assert_eq(cat[6], (int64_t)(criteo_hash(1) % INT64_MAX));
 }
 
 Test(criteo, many_batches_in_order)

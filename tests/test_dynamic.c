@@ -255,6 +255,42 @@ Test(dynamic, missing_ids)
     }
 }
 
+/* Issue 23's gaps: id INT64_MAX (which no lookup or update reaches) is refused by import
+   as by them; a sketch of 2^30 counters a row and a NaN missing_value under
+   EMB_TABLE_CHECK_FINITE are refused at creation, the message naming them. */
+Test(dynamic, import_and_create_refuse_what_lookups_refuse)
+{
+    EmbTable *t = NULL;
+    cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F32, NULL), 0);
+    const int64_t ids[2] = {7, INT64_MAX};
+    float rows[2 * D] = {0};
+    cr_assert_eq(emb_table_dynamic_import(t, ids, rows, D, 2), EMB_ERANGE);
+    cr_assert(strstr(emb_last_error(), "id 9223372036854775807 at position 1"), "%s",
+              emb_last_error());
+    cr_assert_eq(emb_table_dynamic_contains(t, 7), 0, "nothing imported");
+    float out[D];
+    cr_assert_eq(emb_lookup_sum(t, &ids[1], 1, 1, out, D), EMB_ERANGE, "as a lookup refuses");
+    emb_table_destroy(&t);
+    EmbDynamicOptions o = {.admit_after = 2, .sketch_width = 1 << 30};
+    cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F32, &o), EMB_EINVAL);
+    cr_assert(strstr(emb_last_error(), "sketch_width 1073741824 is more than 16777216"), "%s",
+              emb_last_error());
+    o.sketch_width = EMB_DYN_SKETCH_WIDTH_MAX / 1024; /* the cap's neighbourhood is fine */
+    cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F32, &o), 0, "%s", emb_last_error());
+    emb_table_destroy(&t);
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int k = 0; k < 3; k++) {
+        EmbDynamicOptions m = {.missing = EMB_DYN_MISSING_CONSTANT, .missing_value = bad[k],
+                               .table.flags = EMB_TABLE_CHECK_FINITE};
+        cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F32, &m), EMB_ENONFINITE);
+        cr_assert(strstr(emb_last_error(), "missing_value"), "%s", emb_last_error());
+        cr_assert_null(t);
+        m.table.flags = 0; /* a table that does not check: as before */
+        cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F32, &m), 0);
+        emb_table_destroy(&t);
+    }
+}
+
 /* A created row holds emb_table_initialize's values of column id, whatever the order. */
 Test(dynamic, created_rows_depend_on_id_only)
 {

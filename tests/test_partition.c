@@ -3,9 +3,12 @@
  * unpartitioned table's, ownership, context pass-through, bad shard sets, partitioners. */
 #include <criterion/criterion.h>
 
+#include "test_files.h"
 #include "test_util.h"
 
 static const unsigned modes[2] = {EMB_PARTITION_MOD, EMB_PARTITION_DIV};
+
+static bool same_columns(const EmbTable *a, const EmbTable *b);
 
 /* The ids shard s holds, in row order, written to ids; returns their count. */
 static int shard_ids(int64_t nrows, int32_t nshards, unsigned mode, int32_t s, int64_t *ids)
@@ -174,31 +177,117 @@ Test(partition, same_lookups_as_unpartitioned)
 
 Test(partition, more_shards_than_rows)
 {
-    /* R = 3 over P = 5: div and mod put ids 0, 1, 2 on shards 0, 1, 2; shards 3, 4 empty.
-       Only borrowed shards may be empty: partitioned_create makes at most max(R, 1). */
-    for (int m = 0; m < 2; m++) {
-        EmbTable *t = NULL, *sh[5];
-        cr_assert_eq(emb_table_partitioned_create(&t, 3, 4, EMB_F32, 5, modes[m], NULL),
-                     EMB_EINVAL);
-        cr_assert_null(t);
-        for (int32_t s = 0; s < 5; s++)
-            cr_assert_eq(emb_table_create(&sh[s], emb_partition_shard_rows(3, 5, s), 4, EMB_F32,
-                                          NULL), 0);
-        cr_assert_eq(emb_table_partitioned(&t, sh, 5, modes[m] | EMB_PARTITION_OWN_SHARDS, NULL),
-                     0);
-        for (int32_t s = 0; s < 5; s++)
-            cr_assert_eq(emb_table_ncolumns(emb_table_shard(t, s)), s < 3 ? 1 : 0);
-        for (int64_t id = 0; id < 3; id++) {
-            void *p, *q;
-            cr_assert_eq(emb_table_column_pointer(t, id, EMB_CTX_NONE, &p), 0);
-            cr_assert_eq(emb_table_column_pointer(emb_table_shard(t, (int32_t)id), 0,
-                                                  EMB_CTX_NONE, &q), 0);
-            cr_assert_eq(p, q);
+    /* R = 3 over P = 5 (legal in TF): div and mod put ids 0, 1, 2 on shards 0, 1, 2; shards
+       3, 4 are empty, made by partitioned_create or by the caller */
+    for (int m = 0; m < 2; m++)
+        for (int own = 0; own < 2; own++) {
+            EmbTable *t = NULL, *sh[5];
+            if (own) {
+                cr_assert_eq(emb_table_partitioned_create(&t, 3, 4, EMB_F32, 5, modes[m], NULL),
+                             0, "%s", emb_last_error());
+            } else {
+                for (int32_t s = 0; s < 5; s++)
+                    cr_assert_eq(emb_table_create(&sh[s], emb_partition_shard_rows(3, 5, s), 4,
+                                                  EMB_F32, NULL), 0);
+                cr_assert_eq(emb_table_partitioned(&t, sh, 5,
+                                                   modes[m] | EMB_PARTITION_OWN_SHARDS, NULL), 0);
+            }
+            cr_assert_eq(emb_table_nshards(t), 5);
+            for (int32_t s = 0; s < 5; s++)
+                cr_assert_eq(emb_table_ncolumns(emb_table_shard(t, s)), s < 3 ? 1 : 0);
+            for (int64_t id = 0; id < 3; id++) {
+                void *p, *q;
+                cr_assert_eq(emb_table_column_pointer(t, id, EMB_CTX_NONE, &p), 0);
+                cr_assert_eq(emb_table_column_pointer(emb_table_shard(t, (int32_t)id), 0,
+                                                      EMB_CTX_NONE, &q), 0);
+                cr_assert_eq(p, q);
+            }
+            emb_table_destroy(&t);
         }
-        emb_table_destroy(&t);
-    }
 }
 
+/* TF's assignment (embedding_ops.py, _embedding_lookup_and_transform), written as TF does:
+   mod: shard id % P, row id // P; div: with q = R // P, e = R % P,
+   shard = max(id // (q + 1), (id - e) // q), row = id % (q + 1) if shard < e else
+   (id - e) % q (floor division; when q = 0 every id is below e and the second term, a
+   division by zero in TF, is never the maximum). */
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+static void tf_assign(int64_t R, int32_t P, unsigned mode, int64_t id, int32_t *sh, int64_t *row)
+{
+    if (mode == EMB_PARTITION_MOD) {
+        *sh = (int32_t)(id % P), *row = id / P;
+        return;
+    }
+    const int64_t q = R / P, e = R % P;
+    int64_t a = floordiv(id, q + 1);
+    if (q > 0 && floordiv(id - e, q) > a)
+        a = floordiv(id - e, q);
+    *sh = (int32_t)a;
+    *row = a < e ? id % (q + 1) : (id - e) % q;
+}
+
+/* Column @p id of @p t as TF finds it: row tf_assign() of shard tf_assign(). */
+static float *tf_column(const EmbTable *t, int64_t R, int32_t P, unsigned mode, int64_t id)
+{
+    int32_t sh;
+    int64_t row;
+    void *c;
+    tf_assign(R, P, mode, id, &sh, &row);
+    cr_assert_lt(row, emb_table_ncolumns(emb_table_shard(t, sh)), "R %lld P %d id %lld",
+                 (long long)R, P, (long long)id);
+    cr_assert_eq(emb_table_column_pointer(emb_table_shard(t, sh), row, EMB_CTX_NONE, &c), 0);
+    return c;
+}
+
+/* The shard sizes and every id's (shard, row) against TF's rule; the rows of each shard
+   are each reached by exactly one id. */
+static void expect_tf_layout(const EmbTable *t, int64_t R, int32_t P, unsigned mode)
+{
+    int64_t count[12] = {0};
+    for (int64_t id = 0; id < R; id++) {
+        int32_t sh, s2;
+        int64_t row, r2;
+        tf_assign(R, P, mode, id, &sh, &row);
+        cr_assert_eq(emb_partition_locate(R, P, mode, id, &s2, &r2), 0);
+        cr_assert(s2 == sh && r2 == row, "R %lld P %d mode %u id %lld", (long long)R, P, mode,
+                  (long long)id);
+        cr_assert_eq(row, count[sh]++, "a shard's rows are in id order");
+    }
+    for (int32_t s = 0; s < P; s++)
+        cr_assert_eq(emb_table_ncolumns(emb_table_shard(t, s)), count[s]);
+}
+
+/* Saves @p t (as "t") with the optimizer's state, restores into @p into (and a fresh
+   optimizer of @p cfg), which must then equal @p ref column for column, state too. */
+static void expect_round_trip(EmbTable *t, EmbOptimizer *opt, EmbTable *into,
+                              const EmbOptimizerConfig *cfg)
+{
+    char dir[64], path[256];
+    tmpdir(dir);
+    const EmbCheckpointVar v = {"t", t}, w = {"t", into};
+    const EmbSaverOptions so = {.var_list = &v, .nvars = 1, .optimizer = opt};
+    EmbSaver *sv = NULL;
+    cr_assert_eq(emb_saver_create(&sv, dir, "p", &so), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_saver_save(sv, NULL, 7, path, sizeof path), 0, "%s", emb_last_error());
+    EmbOptimizer *o2 = NULL;
+    cr_assert_eq(emb_optimizer_create(&o2, cfg), 0);
+    const EmbRestoreOptions ro = {.var_list = &w, .nvars = 1, .optimizer = o2};
+    int64_t step = -1;
+    cr_assert_eq(emb_checkpoint_restore_ex(NULL, path, &ro, &step), 0, "%s", emb_last_error());
+    cr_assert_eq(step, 7);
+    cr_assert(same_columns(t, into));
+    EmbTable *s1 = NULL, *s2 = NULL;
+    cr_assert_eq(emb_optimizer_state(opt, t, 0, &s1, NULL), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_optimizer_state(o2, into, 0, &s2, NULL), 0, "%s", emb_last_error());
+    cr_assert(same_columns(s1, s2), "the optimizer's state round-trips");
+    emb_optimizer_destroy(&o2);
+    emb_saver_destroy(&sv);
+    rmdir_all(dir);
+}
 /* A custom shard that records the contexts it is asked with and counts its destruction. */
 typedef struct Spy {
     float col[4];
@@ -313,11 +402,18 @@ Test(partition, create_helper)
                  EMB_EDTYPE);
     cr_assert_eq(emb_table_partitioned_create(&t, 10, 4, EMB_F32, 0, EMB_PARTITION_MOD, NULL),
                  EMB_EINVAL);
-    /* shard counts are bounded by rows: no 2^31 shard headers for 10 rows */
-    cr_assert_eq(emb_table_partitioned_create(&t, 10, 4, EMB_F32, INT32_MAX, EMB_PARTITION_MOD,
-                                              NULL), EMB_EINVAL);
-    cr_assert_eq(emb_table_partitioned_create(&t, 0, 4, EMB_F32, 2, EMB_PARTITION_MOD, NULL),
-                 EMB_EINVAL);
+    /* more shards than rows are TF's empty shards, but 2^31 shards are refused by the
+       memory they need (a header and an allocation each: over 2^31 x 200 bytes = 400 GiB)
+       before any is allocated, the message giving the figure */
+    cr_assert_eq(emb_table_partitioned_create(&t, 0, 4, EMB_F32, 2, EMB_PARTITION_MOD, NULL), 0);
+    cr_assert_eq(emb_table_nshards(t), 2);
+    emb_table_destroy(&t);
+    if ((double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) < 0x1p31 * 200) {
+        cr_assert_eq(emb_table_partitioned_create(&t, 10, 4, EMB_F32, INT32_MAX,
+                                                  EMB_PARTITION_MOD, NULL), EMB_ENOMEM);
+        cr_assert(strstr(emb_last_error(), "nshards 2147483647 need "), "%s", emb_last_error());
+        cr_assert(strstr(emb_last_error(), "bytes, more than this machine's memory"));
+    }
     /* more than the machine's memory fails before anything is allocated */
     cr_assert_eq(emb_table_partitioned_create(&t, INT64_MAX / 64, 8, EMB_F32, 4,
                                               EMB_PARTITION_DIV, NULL), EMB_ENOMEM);
@@ -481,4 +577,99 @@ Test(partition, maplookup_under_every_strategy)
     }
     for (int i = 0; i < 3; i++)
         emb_table_destroy(&t[i]);
+}
+
+/* Column @p c of a table. */
+static float *col(const EmbTable *t, int64_t c)
+{
+    void *p;
+    cr_assert_eq(emb_table_column_pointer(t, c, EMB_CTX_NONE, &p), 0);
+    return p;
+}
+
+/* One step of Adagrad over bags that hold every id (some twice) with gradient rows that
+   differ per bag: the plain table and the partitioned one must give the same bits. */
+static void train_both(EmbTable *plain, EmbTable *t, EmbOptimizer *o1, EmbOptimizer *o2,
+                       int64_t R)
+{
+    int64_t ids[32], offsets[11] = {0};
+    float dout[10 * 3], y[10 * 3];
+    int64_t nnz = 0;
+    uint64_t seed = 5 + (uint64_t)R;
+    for (int bag = 0; bag < 10; bag++) {
+        for (int k = 0; k < 3 && R > 0; k++)
+            ids[nnz++] = (int64_t)((bag * 3 + k) % R);
+        offsets[bag + 1] = nnz;
+    }
+    for (int i = 0; i < 30; i++)
+        dout[i] = tu_randf(&seed);
+    const EmbBatch b = {.ids = ids, .nnz = nnz, .nbags = 10, .offsets = offsets};
+    const EmbPooling p = {.combiner = EMB_COMBINER_MEAN};
+    EmbTable *tabs[2] = {plain, t};
+    EmbOptimizer *opts[2] = {o1, o2};
+    for (int k = 0; k < 2; k++) {
+        EmbGrad *g = NULL;
+        EmbIndexer *ix = NULL;
+        cr_assert_eq(emb_grad_create(&g) | emb_indexer_create(&ix), 0);
+        cr_assert_eq(emb_lookup(tabs[k], &b, &p, y, 3), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_lookup_backward(tabs[k], &b, &p, dout, 3, g), 0, "%s",
+                     emb_last_error());
+        cr_assert_eq(emb_update(opts[k], tabs[k], g, ix, 0), 0, "%s", emb_last_error());
+        emb_indexer_destroy(&ix);
+        emb_grad_destroy(&g);
+    }
+}
+
+/* Every (R, P) TF allows for R < 10, P <= 12, mod and div: the layout, lookups, a training
+   step and a checkpoint round trip (into a plain table and into the same partitioning). */
+Test(partition, every_small_shape_as_tf)
+{
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.5f);
+    for (int64_t R = 0; R <= 9; R++)
+        for (int32_t P = 1; P <= 12; P++)
+            for (int m = 0; m < 2; m++) {
+                EmbTable *t = NULL, *plain = NULL, *back = NULL, *flat = NULL;
+                cr_assert_eq(emb_table_partitioned_create(&t, R, 3, EMB_F32, P, modes[m], NULL),
+                             0, "R %lld P %d: %s", (long long)R, P, emb_last_error());
+                cr_assert_eq(emb_table_ncolumns(t), R);
+                expect_tf_layout(t, R, P, modes[m]);
+                cr_assert_eq(emb_table_create(&plain, R, 3, EMB_F32, NULL), 0);
+                tu_fill_random(plain, 40 + (uint64_t)R);
+                for (int64_t id = 0; id < R; id++) /* each id's row where TF puts it */
+                    memcpy(tf_column(t, R, P, modes[m], id),
+                           col(plain, id), 3 * sizeof(float));
+                int64_t ids[10];
+                float y[30];
+                for (int64_t k = 0; k < R; k++)
+                    ids[k] = R - 1 - k;
+                const EmbBatch g = {.ids = ids, .nnz = R, .nbags = R, .bag_size = 1};
+                cr_assert_eq(emb_lookup(t, &g, &EMB_POOLING_GATHER, y, 3), 0);
+                for (int64_t k = 0; k < R; k++)
+                    cr_assert_eq(memcmp(y + 3 * k, tf_column(t, R, P, modes[m], ids[k]), 12), 0);
+                ids[0] = R; /* one past the end: refused, nothing written */
+                tu_poison(y, 30);
+                const EmbBatch bad = {.ids = ids, .nnz = 1, .nbags = 1, .bag_size = 1};
+                cr_assert_eq(emb_lookup(t, &bad, &EMB_POOLING_GATHER, y, 3), EMB_ERANGE);
+                cr_assert(tu_is_poison(y, 30));
+                EmbOptimizer *o1 = NULL, *o2 = NULL;
+                cr_assert_eq(emb_optimizer_create(&o1, &cfg) | emb_optimizer_create(&o2, &cfg), 0);
+                cr_assert_eq(emb_optimizer_attach(o1, plain) | emb_optimizer_attach(o2, t), 0);
+                train_both(plain, t, o1, o2, R);
+                for (int64_t id = 0; id < R; id++)
+                    cr_assert_eq(memcmp(tf_column(t, R, P, modes[m], id),
+                                        col(plain, id), 12), 0,
+                                 "R %lld P %d mode %d id %lld after a step", (long long)R, P, m,
+                                 (long long)id);
+                cr_assert_eq(emb_table_create(&flat, R, 3, EMB_F32, NULL), 0);
+                cr_assert_eq(emb_table_partitioned_create(&back, R, 3, EMB_F32, P, modes[m],
+                                                          NULL), 0);
+                expect_round_trip(t, o2, flat, &cfg); /* global id order: equals plain */
+                cr_assert(same_columns(flat, plain));
+                expect_round_trip(t, o2, back, &cfg);
+                EmbTable *all[4] = {t, plain, back, flat};
+                for (int i = 0; i < 4; i++)
+                    emb_table_destroy(&all[i]);
+                emb_optimizer_destroy(&o1);
+                emb_optimizer_destroy(&o2);
+            }
 }

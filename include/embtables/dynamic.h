@@ -78,14 +78,20 @@ typedef struct EmbDynamicOptions {
     int32_t admit_after;       /**< updates before an id becomes a row (0 or 1: the first) */
     int32_t sketch_width;      /**< counters per row of the count-min sketch (4 rows of
                                     16-bit saturating counters; rounded up to a power of
-                                    two; 0: 65536); used when admit_after > 1 */
+                                    two; 0: 65536; at most EMB_DYN_SKETCH_WIDTH_MAX); used
+                                    when admit_after > 1 */
 } EmbDynamicOptions;
+
+/** The largest sketch_width: 2^24 counters a row, 128 MiB of sketch. */
+#define EMB_DYN_SKETCH_WIDTH_MAX (1 << 24)
 
 /**
  * Creates an empty dynamic table of rows of @p featuresize elements of @p dtype.
- * @return 0, EMB_ENULL, EMB_EINVAL (a negative capacity or cap, admit_after < 0, an
- *         unknown missing mode, initializer or placement), EMB_EDTYPE, EMB_ESHAPE,
- *         EMB_ENOMEM
+ * @return 0, EMB_ENULL, EMB_EINVAL (a negative capacity or cap, admit_after < 0,
+ *         sketch_width < 0 or > EMB_DYN_SKETCH_WIDTH_MAX, an unknown missing mode,
+ *         initializer or placement), EMB_ENONFINITE (missing_value NaN or infinite under
+ *         EMB_DYN_MISSING_CONSTANT on a table with EMB_TABLE_CHECK_FINITE), EMB_EDTYPE,
+ *         EMB_ESHAPE, EMB_ENOMEM
  */
 EMB_API int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype,
                                      const EmbDynamicOptions *opts);
@@ -149,7 +155,8 @@ EMB_API int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *row
  * Sets the rows of @p n distinct ids (>= 0), creating those missing (with fresh optimizer
  * state and the current step as their last update; no admission). Checks everything first:
  * a failed call leaves the table as it was.
- * @return 0, EMB_ENULL, EMB_EINVAL (not dynamic, a repeated id), EMB_ERANGE (a negative id),
+ * @return 0, EMB_ENULL, EMB_EINVAL (not dynamic, a repeated id), EMB_ERANGE (an id not in
+ *         [0, INT64_MAX), which lookups and updates refuse too),
  *         EMB_ESTRIDE, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE), EMB_ENOMEM (max_rows)
  */
 EMB_API int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,

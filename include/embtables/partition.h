@@ -76,14 +76,17 @@ EMB_API int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32
 
 /**
  * Creates @p nshards owned, zero-filled shards of a table of @p nrows rows (rows per
- * shard by the size rule) and a partitioned table that owns them. At most max(nrows, 1)
- * shards (emb_table_partitioned() takes empty shards you made yourself); the memory
- * needed is checked against the machine's before anything is allocated. Shard i is created with emb_table_create() and
- * @p opts (placement, alignment, static size), named "<name>/part_<i>" as TF names them.
+ * shard by the size rule) and a partitioned table that owns them. Any nshards >= 1, as in
+ * TF: with more shards than rows the last nshards - nrows shards are empty. The memory
+ * needed (the rows, and a header per shard, empty ones too) is checked against the
+ * machine's before anything is allocated, so an absurd shard count fails at once. Shard i
+ * is created with emb_table_create() and @p opts (placement, alignment, static size),
+ * named "<name>/part_<i>" as TF names them.
  * @param flags EMB_PARTITION_MOD or EMB_PARTITION_DIV (OWN_SHARDS is implied)
- * @return 0; EMB_ENULL; EMB_EINVAL (nrows < 0, nshards < 1 or > max(nrows, 1),
- *         featuresize < 1, bad flags); EMB_EDTYPE; EMB_ESHAPE; EMB_EOVERFLOW; EMB_ENOMEM
- *         (also: more than the machine's memory). Nothing is left allocated on failure.
+ * @return 0; EMB_ENULL; EMB_EINVAL (nrows < 0, nshards < 1, featuresize < 1, bad flags,
+ *         column_align); EMB_EDTYPE; EMB_ESHAPE; EMB_EOVERFLOW; EMB_ENOMEM (also: more than
+ *         the machine's memory, the message giving the bytes needed). Nothing is left
+ *         allocated on failure.
  */
 EMB_API int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t featuresize,
                                          EmbDtype dtype, int32_t nshards, unsigned flags,

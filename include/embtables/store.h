@@ -202,8 +202,9 @@ EMB_API void emb_saver_destroy(EmbSaver **s);
  * crash at any point leaves an index whose every entry exists). Temporaries left by
  * crashed saves of this prefix are deleted first. Thread-safe for one saver or several.
  * The checkpoint's path goes to @p path (cap bytes; may be NULL).
- * @return 0, EMB_ENULL, EMB_EIO, EMB_ENOMEM, EMB_EINVAL (path does not fit in cap, two
- *         tensors of one name, an unnamed table); on failure the index is unchanged
+ * @return 0, EMB_ENULL, EMB_EIO, EMB_ENOMEM, EMB_EINVAL (global_step < 0, path does not
+ *         fit in cap, two tensors of one name, an unnamed table); on failure the index is
+ *         unchanged
  */
 EMB_API int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_step, char *path,
                            size_t cap);
@@ -216,7 +217,8 @@ EMB_API int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_st
  * `*global_step` (may be NULL). Optimizer state in the file is ignored (a dynamic table's
  * restored rows get fresh state from an optimizer that keeps state for it).
  * @return 0, EMB_ENULL, EMB_EIO, EMB_ECORRUPT (not safetensors, truncated, a checksum
- *         mismatch, a dynamic table's ids repeated, negative or out of order),
+ *         mismatch, a negative global_step, a dynamic table's ids repeated, negative or out
+ *         of order),
  *         EMB_ENOTSUP (the older embtables format), EMB_ENOTFOUND (a table of the file is
  *         not in the store), EMB_ESHAPE (also: a dynamic table's checkpoint into another
  *         table or back, an admission sketch of another width), EMB_ENOMEM (also: more

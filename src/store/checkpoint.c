@@ -506,6 +506,8 @@ int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_step, char
                    size_t cap)
 {
     EMB_CHECK_NULL(s);
+    if (global_step < 0) /* a restore refuses it (EMB_ECORRUPT) */
+        return emb__fail(EMB_EINVAL, "global_step %lld is negative", (long long)global_step);
     pthread_mutex_lock(&s->lock);
     const int r = save_locked(s, store, global_step, path, cap);
     pthread_mutex_unlock(&s->lock);

@@ -792,9 +792,10 @@ static int parse_body(EmbCkpt *c, json_t *root, json_t *meta, uint64_t size, con
     if (version != EMB_CKPT_VERSION)
         return emb__fail(EMB_ENOTSUP, "checkpoint %s has format version %lld; this library "
                          "reads version %d", path, (long long)version, EMB_CKPT_VERSION);
-    if (get_int(meta, "global_step", INT64_MIN, INT64_MAX, &step) || !json_is_object(sums) ||
+    if (get_int(meta, "global_step", 0, INT64_MAX, &step) || !json_is_object(sums) ||
         !json_is_array(tables) || (opt && !json_is_object(opt)))
-        return corrupt(path, "its embtables metadata lacks global_step, xxh3 or tables");
+        return corrupt(path, "its embtables metadata lacks global_step (>= 0), xxh3 or "
+                       "tables");
     c->global_step = step;
     int r = opt ? parse_optimizer(c, opt, path) : 0;
     const char *key;

@@ -11,6 +11,7 @@
  * probe, so they may run on many threads. A created row's values depend on its id alone
  * (initval.h), never on the order rows were created in or on the row index it got.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -595,9 +596,17 @@ static int options_check(const EmbDynamicOptions *o, const char *name)
                          "admit_after %d and sketch_width %d must be >= 0", name,
                          (long long)o->capacity, (long long)o->max_rows, (int)o->admit_after,
                          (int)o->sketch_width);
+    if (o->sketch_width > EMB_DYN_SKETCH_WIDTH_MAX)
+        return emb__fail(EMB_EINVAL, "dynamic table \"%s\": sketch_width %d is more than %d "
+                         "(4 rows of 16-bit counters: %d MiB)", name, (int)o->sketch_width,
+                         EMB_DYN_SKETCH_WIDTH_MAX, EMB_DYN_SKETCH_WIDTH_MAX * 8 >> 20);
     if ((unsigned)o->missing > EMB_DYN_MISSING_ERROR)
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\": missing mode %d is unknown", name,
                          (int)o->missing);
+    if (o->missing == EMB_DYN_MISSING_CONSTANT && (o->table.flags & EMB_TABLE_CHECK_FINITE) &&
+        !isfinite(o->missing_value))
+        return emb__fail(EMB_ENONFINITE, "dynamic table \"%s\": missing_value %g is not finite "
+                         "(the table checks for finite values)", name, (double)o->missing_value);
     if (o->table.placement != EMB_PLACE_DEFAULT)
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\": placement %d is not supported "
                          "(only EMB_PLACE_DEFAULT)", name, (int)o->table.placement);
@@ -912,10 +921,11 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
         return emb__fail(EMB_ENOMEM, "out of memory to sort %lld ids", (long long)n);
     int64_t extra = 0;
     for (int64_t k = 0; k < n; k++) {
-        if (ids[k] < 0) {
+        if (ids[k] < 0 || ids[k] == INT64_MAX) { /* as lookups and updates refuse them */
             free(v);
-            return emb__fail(EMB_ERANGE, "import: id %lld at position %lld is negative (%s)",
-                             (long long)ids[k], (long long)k, emb__table_label(t));
+            return emb__fail(EMB_ERANGE, "import: id %lld at position %lld is not in "
+                             "[0, %lld) (%s)", (long long)ids[k], (long long)k,
+                             (long long)INT64_MAX, emb__table_label(t));
         }
         v[k] = (IdRow){ids[k], k};
         extra += find(d, ids[k]) < 0;

@@ -217,17 +217,34 @@ static int create_shard(EmbTable **out, int64_t nrows, int32_t featuresize, EmbD
                             &so);
 }
 
-int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t featuresize,
-                                 EmbDtype dtype, int32_t nshards, unsigned flags,
-                                 const EmbTableOptions *opts)
+/*
+ * The bytes emb_table_partitioned_create() allocates, bounded from above: the rows at the
+ * shards' column stride, and per shard (empty ones too) a header, an allocation of at least
+ * one alignment unit, two pointers and the allocator's overhead. In double: any int32 shard
+ * count and int64 row count fit.
+ */
+static int create_need(int64_t nrows, int32_t featuresize, EmbDtype dtype, int32_t nshards,
+                       const EmbTableOptions *opts, double *need)
 {
-    EMB_CHECK_NULL(out);
-    int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV | EMB_PARTITION_OWN_SHARDS);
+    size_t stride = 0, align = EMB_ALIGN;
+    const int r = emb__column_stride((size_t)featuresize * emb_dtype_size(dtype), opts, &stride,
+                                     &align);
     if (r)
         return r;
-    if (nrows < 0 || nshards < 1 || nshards > EMB_MAX(nrows, 1))
-        return emb__fail(EMB_EINVAL, "nrows %lld / nshards %d: need nrows >= 0 and "
-                         "1 <= nshards <= max(nrows, 1)", (long long)nrows, (int)nshards);
+    const double per_shard = (double)(sizeof(EmbTable) + align + 2 * sizeof(void *) + 64);
+    *need = (double)nrows * (double)stride + (double)nshards * per_shard;
+    return 0;
+}
+
+/* nrows, nshards, featuresize and dtype in their domains, and the memory they need (checked
+   before anything is allocated: over-committed memory fails only when touched). */
+static int check_create(int64_t nrows, int32_t featuresize, EmbDtype dtype, int32_t nshards,
+                        const EmbTableOptions *opts)
+{
+    if (nrows < 0)
+        return emb__fail(EMB_EINVAL, "nrows %lld is negative", (long long)nrows);
+    if (nshards < 1)
+        return emb__fail(EMB_EINVAL, "nshards %d is not >= 1", (int)nshards);
     if (featuresize < 1)
         return emb__fail(EMB_EINVAL, "featuresize %d is not >= 1", (int)featuresize);
     if (emb__dtype_quantized(dtype))
@@ -235,14 +252,26 @@ int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t features
                          "supported", emb_dtype_name(dtype));
     if (emb_dtype_size(dtype) == 0)
         return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
-    /* the shards' data and headers must fit in this machine's memory (checked before
-       anything is allocated: over-committed memory fails only when touched) */
-    const double need = (double)nrows * featuresize * (double)emb_dtype_size(dtype) +
-                        (double)nshards * (double)(sizeof(EmbTable) + 2 * EMB_ALIGN);
-    if (need > (double)emb__platform_memory_bytes())
-        return emb__fail(EMB_ENOMEM, "%lld rows of %d elements over %d shards need %.0f bytes, "
-                         "more than this machine's memory", (long long)nrows, (int)featuresize,
-                         (int)nshards, need);
+    double need = 0;
+    const int r = create_need(nrows, featuresize, dtype, nshards, opts, &need);
+    const size_t have = emb__platform_memory_bytes();
+    if (!r && need > (double)have)
+        return emb__fail(EMB_ENOMEM, "%lld rows of %d elements over nshards %d need %.0f bytes, "
+                         "more than this machine's memory (%zu bytes)", (long long)nrows,
+                         (int)featuresize, (int)nshards, need, have);
+    return r;
+}
+
+int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t featuresize,
+                                 EmbDtype dtype, int32_t nshards, unsigned flags,
+                                 const EmbTableOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV | EMB_PARTITION_OWN_SHARDS);
+    if (!r)
+        r = check_create(nrows, featuresize, dtype, nshards, opts);
+    if (r)
+        return r;
     EmbTable **shards = calloc((size_t)nshards, sizeof *shards);
     if (!shards)
         return emb__fail(EMB_ENOMEM, "out of memory for %d shards", (int)nshards);
