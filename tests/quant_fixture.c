@@ -8,12 +8,19 @@
  * reads DIR/rows.bin (NROWS rows as prepacked), DIR/ids.bin and DIR/offsets.bin (int64,
  * NBAGS + 1 offsets), DIR/weights.bin (f32, when WEIGHTED is 1), wraps the rows without a
  * copy, and writes the NBAGS x D f32 outputs of emb_lookup to DIR/out.bin.
+ *
+ *   quant_fixture --ckpt DIR
+ *
+ * saves a checkpoint DIR/q-1.safetensors of an int8 table "q8" (33 x 12) and an int4 table
+ * "q4" (9 x 20) initialised uniformly, and each table's values as emb_table_read gives them
+ * to DIR/q8.f32 and DIR/q4.f32 (for the numpy reader, python/embtables_ckpt.py).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "embtables/embtables.h"
+#include "embtables/store.h"
 
 static void *slurp(const char *dir, const char *name, size_t *n)
 {
@@ -34,8 +41,49 @@ static void *slurp(const char *dir, const char *name, size_t *n)
     return p;
 }
 
+static int dump(const char *dir, EmbTable *t)
+{
+    const int64_t n = emb_table_ncolumns(t) * emb_table_featuresize(t);
+    float *v = malloc((size_t)n * sizeof *v);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.f32", dir, emb_table_name(t));
+    FILE *f = fopen(path, "wb");
+    const int ok = v && f && !emb_table_read(t, v, emb_table_featuresize(t)) &&
+                   fwrite(v, sizeof *v, (size_t)n, f) == (size_t)n;
+    if (f)
+        fclose(f);
+    free(v);
+    return ok ? 0 : 1;
+}
+
+static int ckpt(const char *dir)
+{
+    EmbStore *s = NULL;
+    EmbSaver *sv = NULL;
+    EmbTable *t[2];
+    static const char *names[2] = {"q8", "q4"};
+    int r = emb_store_create(&s);
+    for (int i = 0; i < 2 && !r; i++) {
+        const EmbVariableSpec v = {.name = names[i], .ncolumns = i ? 9 : 33,
+                                   .featuresize = i ? 20 : 12, .dtype = i ? EMB_INT4 : EMB_INT8,
+                                   .init = {EMB_INIT_UNIFORM, -2, 3, 5 + (uint64_t)i}};
+        r = emb_store_get(s, &v, EMB_REUSE_NO, &t[i]);
+        r = r ? r : dump(dir, t[i]);
+    }
+    char path[4096];
+    r = r ? r : emb_saver_create(&sv, dir, "q", NULL);
+    r = r ? r : emb_saver_save(sv, s, 1, path, sizeof path);
+    if (r)
+        fprintf(stderr, "quant_fixture: %s\n", emb_last_error());
+    emb_saver_destroy(&sv);
+    emb_store_destroy(&s);
+    return r ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--ckpt"))
+        return ckpt(argv[2]);
     if (argc != 8)
         return fprintf(stderr, "usage: %s DIR int8|int4 D NROWS NBAGS sum|mean WEIGHTED\n",
                        argv[0]), 2;

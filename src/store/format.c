@@ -74,17 +74,36 @@ void emb__ckpt_free(EmbCkpt *c)
 const char *emb__ckpt_dtype_code(EmbDtype dt)
 {
     return dt == EMB_F16 ? "F16" : dt == EMB_BF16 ? "BF16" : dt == EMB_CKPT_I64 ? "I64"
-         : dt == EMB_CKPT_U16 ? "U16" : "F32";
+         : dt == EMB_CKPT_U16 ? "U16" : emb__dtype_quantized(dt) || dt == EMB_CKPT_U8 ? "U8"
+         : "F32";
 }
 
 size_t emb__ckpt_el_size(EmbDtype dt)
 {
+    if (emb__dtype_quantized(dt) || dt == EMB_CKPT_U8)
+        return 1;
     return dt == EMB_CKPT_I64 ? 8 : dt == EMB_CKPT_U16 ? 2 : emb_dtype_size(dt);
+}
+
+size_t emb__ckpt_row_bytes(EmbDtype dt, int32_t width)
+{
+    return emb__dtype_quantized(dt) ? emb__row_bytes(dt, width)
+                                    : (size_t)width * emb__ckpt_el_size(dt);
+}
+
+int64_t emb__ckpt_file_cols(EmbDtype dt, int32_t width)
+{
+    return emb__dtype_quantized(dt) ? (int64_t)emb__row_bytes(dt, width) : width;
 }
 
 bool emb__ckpt_is_float(EmbDtype dt)
 {
     return dt == EMB_F32 || dt == EMB_F16 || dt == EMB_BF16;
+}
+
+bool emb__ckpt_is_table_type(EmbDtype dt)
+{
+    return emb__ckpt_is_float(dt) || emb__dtype_quantized(dt);
 }
 
 static int dtype_parse(const char *s, EmbDtype *dt)
@@ -93,7 +112,7 @@ static int dtype_parse(const char *s, EmbDtype *dt)
         const char *name;
         EmbDtype dt;
     } map[] = {{"F32", EMB_F32}, {"F16", EMB_F16}, {"BF16", EMB_BF16}, {"I64", EMB_CKPT_I64},
-               {"U16", EMB_CKPT_U16}};
+               {"U16", EMB_CKPT_U16}, {"U8", EMB_CKPT_U8}};
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (strcmp(s, map[i].name) == 0) {
             *dt = map[i].dt;
@@ -164,7 +183,8 @@ static int table_tensors(const EmbTable *t, const char *name, const EmbOptimizer
     for (int k = -1; k < nslots; k++, n++) {
         tensor_name(names[n], NAME_BYTES_MAX, name, opt, k < 0 ? NULL : slots[k].name);
         protos[n] = (EmbCkptTensor){
-                .dtype = k < 0 ? t->dtype : EMB_F32, .ncolumns = t->ncolumns,
+                .dtype = k < 0 ? t->dtype : EMB_F32, .ncolumns = t->ncolumns, /* quantized:
+                                                   its rows' bytes as U8 (header_text) */
                 .width = k < 0 ? t->featuresize : slots[k].width, .slot = k,
                 .src = k < 0 || dyn ? t : st->slot, .src_off = k < 0 ? 0 : slots[k].off,
                 .src_kind = !dyn ? EMB_CKPT_SRC_TABLE
@@ -195,9 +215,6 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
         return emb__fail(EMB_EINVAL, "%s is the optimizer state of a dynamic table: save the "
                          "table with the optimizer (EmbSaverOptions.optimizer)",
                          emb__table_label(t));
-    if (!emb__ckpt_is_float(t->dtype))
-        return emb__fail(EMB_ENOTSUP, "%s is %s: checkpoints of quantized tables are not "
-                         "supported yet", emb__table_label(t), emb_dtype_name(t->dtype));
     if (emb__is_dynamic_part(t)) { /* the shards' sketches alike, to be saved as one */
         int64_t w0, w;
         const bool s0 = emb__dynamic_sketch(emb_table_shard(t, 0), &w0) != NULL;
@@ -318,6 +335,9 @@ static char *meta_text(const EmbCkpt *c, int *err)
         set(jt, "nshards", json_integer(t->nshards), err);
         set(jt, "partition", json_string(partition_name(t->partition)), err);
         set(jt, "step", json_integer(t->step), err);
+        const EmbDtype vd = c->tensors[t->values].dtype;
+        if (emb__dtype_quantized(vd)) /* its U8 tensor holds rows of this format */
+            set(jt, "format", json_string(emb_dtype_name(vd)), err);
         if (t->dynamic) {
             json_t *jd = json_object();
             set(jd, "step", json_integer(t->dyn_step), err);
@@ -357,7 +377,8 @@ static char *header_text(const EmbCkpt *c, size_t *len)
         const EmbCkptTensor *t = &c->tensors[i];
         json_t *jt = json_object();
         set(jt, "dtype", json_string(emb__ckpt_dtype_code(t->dtype)), &err);
-        set(jt, "shape", json_pack("[II]", (json_int_t)t->ncolumns, (json_int_t)t->width), &err);
+        set(jt, "shape", json_pack("[II]", (json_int_t)t->ncolumns,
+                                   (json_int_t)emb__ckpt_file_cols(t->dtype, t->width)), &err);
         set(jt, "data_offsets", json_pack("[II]", (json_int_t)t->begin, (json_int_t)t->end),
             &err);
         set(root, t->name, jt, &err);
@@ -470,7 +491,7 @@ static const char *src_column(const EmbCkptTensor *t, int64_t col, size_t el, in
 static int write_tensor(EmbCkptTensor *t, int fd, uint64_t off, unsigned char *buf)
 {
     const size_t el = emb__ckpt_el_size(t->dtype);
-    const size_t cb = (size_t)t->width * el;
+    const size_t cb = emb__ckpt_row_bytes(t->dtype, t->width);
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     size_t fill = 0;
@@ -503,16 +524,16 @@ static int write_tensor(EmbCkptTensor *t, int fd, uint64_t off, unsigned char *b
 
 int emb__ckpt_write(EmbCkpt *c, int fd, const char *path)
 {
-    /* the 8-byte tensors first, then the 4-byte and the 2-byte ones: each aligned for its
+    /* the 8-byte tensors first, then the 4-byte, 2-byte and byte ones: each aligned for its
        type */
     uint64_t pos = 0;
-    for (size_t el = 8; el >= 2; el /= 2)
+    for (size_t el = 8; el >= 1; el /= 2)
         for (int64_t i = 0; i < c->ntensors; i++) {
             EmbCkptTensor *t = &c->tensors[i];
             if (emb__ckpt_el_size(t->dtype) != el)
                 continue;
             t->begin = pos;
-            t->end = pos += (uint64_t)t->ncolumns * (uint64_t)t->width * el;
+            t->end = pos += (uint64_t)t->ncolumns * emb__ckpt_row_bytes(t->dtype, t->width);
             t->hash = 0;
         }
     size_t n = 0, n2 = 0;
@@ -731,13 +752,33 @@ static int parse_dynamic(EmbCkpt *c, EmbCkptTable *tb, json_t *jd, const char *p
     return 0;
 }
 
+/* A table's "format" (int8 / int4: its values are U8 rows of that layout) or none: makes
+   the U8 tensor @v a quantized one of featuresize D. 0, or -1 when they disagree. */
+static int quantized_values(EmbCkptTensor *v, const char *format)
+{
+    if (!format)
+        return v->dtype == EMB_CKPT_U8 ? -1 : 0;
+    const EmbDtype dt = strcmp(format, "int8") == 0 ? EMB_INT8
+                      : strcmp(format, "int4") == 0 ? EMB_INT4 : EMB_F32;
+    if (dt == EMB_F32 || v->dtype != EMB_CKPT_U8)
+        return -1;
+    const int64_t D = dt == EMB_INT8 ? (int64_t)v->width - 8 : ((int64_t)v->width - 4) * 2;
+    if (D < 1 || D > INT32_MAX || emb__row_bytes(dt, (int32_t)D) != (size_t)v->width)
+        return -1;
+    v->dtype = dt;
+    v->width = (int32_t)D;
+    return 0;
+}
+
 /* One entry of "tables": its values tensor and, with a step, its slot tensors. */
 static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
 {
     const char *name = get_str(jt, "name"), *part = get_str(jt, "partition");
     int64_t nshards, step;
     const int64_t v = name ? tensor_find(c, name) : -1;
-    if (v < 0 || c->tensors[v].table >= 0 || !emb__ckpt_is_float(c->tensors[v].dtype) ||
+    if (v >= 0 && quantized_values(&c->tensors[v], get_str(jt, "format")))
+        return corrupt(path, "table \"%.200s\": its format and its tensor disagree", name);
+    if (v < 0 || c->tensors[v].table >= 0 || !emb__ckpt_is_table_type(c->tensors[v].dtype) ||
         get_int(jt, "nshards", 1, INT32_MAX, &nshards) ||
         get_int(jt, "step", -1, INT64_MAX, &step) || !part)
         return corrupt(path, "a table entry has no tensor, a bad shard count or step");
@@ -907,7 +948,7 @@ int emb__ckpt_load_fn(const EmbCkpt *c, int64_t k, int fd, void *(*dst)(void *ct
                       void *ctx, const char *path)
 {
     const EmbCkptTensor *ts = &c->tensors[k];
-    const size_t el = emb__ckpt_el_size(ts->dtype), cb = (size_t)ts->width * el;
+    const size_t cb = emb__ckpt_row_bytes(ts->dtype, ts->width);
     const int64_t per = (int64_t)EMB_MAX(EMB_CKPT_CHUNK / cb, 1);
     unsigned char *buf = cb <= EMB_CKPT_CHUNK ? malloc(EMB_CKPT_CHUNK) : NULL;
     if (cb <= EMB_CKPT_CHUNK && !buf)

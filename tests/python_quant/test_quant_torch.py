@@ -59,3 +59,4 @@ def test_pooled_lookup_equals_torch(tmp_path, dt, D, mode, weighted):
     assert packed.shape[1] == {"int8": D + 8, "int4": D // 2 + 4}[dt]
     scale = np.abs(want).max() + 1.0
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
+
