@@ -457,3 +457,46 @@ Test(quant, checkpoint_round_trip)
     emb_store_destroy(&sb);
     rmdir_all(dir);
 }
+
+/* emb_maplookup over int8 and int4 tables (and an f32 one) under every strategy, 2 threads
+ * and bag chunks: the bits of emb_lookup table by table. */
+Test(quant, maplookup_same_bits_every_strategy)
+{
+    EmbTable *t[3], *f[2];
+    make_pair(EMB_INT8, 300, 64, &t[0], &f[0]);
+    make_pair(EMB_INT4, 300, 32, &t[1], &f[1]);
+    t[2] = f[0];
+    enum { NB = 257 };
+    static int64_t ids[3][NB * 7];
+    uint64_t r = 4;
+    EmbBatch b[3];
+    static float want[3][NB * 64], got[3][NB * 64];
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < NB * 7; k++)
+            ids[i][k] = (int64_t)(tu_rand(&r) % 300);
+        b[i] = (EmbBatch){.ids = ids[i], .nnz = NB * 7, .nbags = NB, .bag_size = 7};
+        cr_assert_eq(emb_lookup(t[i], &b[i], NULL, want[i], emb_table_featuresize(t[i])), 0);
+    }
+    float *per[3] = {got[0], got[1], got[2]};
+    const EmbOutputs o = {.per_table = per};
+    for (int mode = 0; mode < 4; mode++) {
+        EmbStrategy *s = NULL;
+        const EmbStrategyOptions so = {.nthreads = 2, .chunks = 3};
+        cr_assert_eq(mode == 0 ? emb_strategy_sequential(&s)
+                     : mode == 1 ? emb_strategy_parallel(&s, &so)
+                     : mode == 2 ? emb_strategy_prealloc_concat(&s, &so)
+                                 : emb_strategy_auto(&s, &so), 0);
+        memset(got, 0, sizeof got);
+        cr_assert_eq(emb_maplookup(s, t, 3, b, NULL, &o), 0, "%s", emb_last_error());
+        for (int i = 0; i < 3; i++) {
+            const size_t n = (size_t)NB * (size_t)emb_table_featuresize(t[i]);
+            cr_assert_eq(memcmp(got[i], want[i], n * sizeof(float)), 0, "strategy %d table %d",
+                         mode, i);
+        }
+        emb_strategy_destroy(&s);
+    }
+    for (int i = 0; i < 2; i++) {
+        emb_table_destroy(&t[i]);
+        emb_table_destroy(&f[i]);
+    }
+}
