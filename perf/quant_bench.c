@@ -233,7 +233,8 @@ int main(int argc, char **argv)
     Opts o;
     if (parse(argc, argv, &o))
         return fprintf(stderr, "usage: %s [--mib N] [--dim D (even)] [--bag N] [--batch N] "
-                       "[--rounds N <= %d] [--hot-rows N] [--seed N] [--thp 0|1]\n", argv[0], MAXR), 2;
+                       "[--rounds N <= %d] [--hot-rows N] [--seed N] [--thp 0|1]\n", argv[0],
+                       MAXR), 2;
     Pair p = {0};
     pthread_t th;
     pthread_barrier_init(&p.go, NULL, 2);
