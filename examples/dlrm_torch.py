@@ -15,6 +15,7 @@ Needs Debian's python3-torch (run with /usr/bin/python3).
 """
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -129,6 +130,18 @@ def auc(scores, labels):
     return float((ranks[y > 0].sum() - pos * (pos + 1) / 2) / (pos * neg))
 
 
+def blas_library():
+    """The BLAS library torch runs (Debian's torch calls libblas.so.3, whichever BLAS the
+    alternatives system puts behind it: OpenBLAS, BLIS or netlib's reference)."""
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if "/" in line}
+    for key in ("libblas", "openblas", "blis", "mkl_rt"):
+        for p in sorted(paths):
+            if key in os.path.basename(p):
+                return os.path.realpath(p)
+    return "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train", required=True)
@@ -139,8 +152,8 @@ def main():
     ap.add_argument("--max-ind-range", type=int, default=100000)
     ap.add_argument("--table-sizes", default=None)
     ap.add_argument("--hash", action="store_true")
-    ap.add_argument("--optimizer", choices=["sgd", "adagrad"], default="sgd")
-    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--optimizer", choices=["sgd", "adagrad"], default="adagrad")
+    ap.add_argument("--lr", type=float, default=0.2)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--bot", default="512-256-64")
     ap.add_argument("--top", default="512-256")
@@ -153,6 +166,9 @@ def main():
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
+    print("dlrm_torch: torch %s, D %d, batch %d, %d epoch(s), %s lr %g, %d threads; BLAS: %s"
+          % (torch.__version__, a.dim, a.batch, a.epochs, a.optimizer, a.lr,
+             torch.get_num_threads(), blas_library()), flush=True)
 
     y, x, idx = read_criteo(a.train, a.sizes, a.hash)
     ty, tx, tidx = read_criteo(a.test, a.sizes, a.hash)

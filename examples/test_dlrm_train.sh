@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # dlrm_train end to end on a small generated file: the test AUC must beat 0.5 clearly,
-# and a run resumed from its epoch-1 checkpoint must end with the very same test AUC and
+# 1 and 2 threads must give the same bits, and a run resumed from its epoch-1 checkpoint must end with the very same test AUC and
 # log loss as an uninterrupted run, with SGD and with Adagrad (checkpoints hold every
 # parameter and the tables' Adagrad accumulators).
 # Usage: test_dlrm_train.sh DLRM_TRAIN CRITEO_GEN_PY [PYTHON]
@@ -17,7 +17,7 @@ last() { tail -n 1 "$1"; }
 metric() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
 
 # shellcheck disable=SC2086
-"$train_bin" $opts --epochs 2 >"$tmp/full.out"
+"$train_bin" $opts --optimizer sgd --epochs 2 >"$tmp/full.out"
 cat "$tmp/full.out"
 auc=$(last "$tmp/full.out" | metric auc)
 case $(last "$tmp/full.out") in
@@ -25,6 +25,16 @@ case $(last "$tmp/full.out") in
 *) echo "FAIL: last line is not 'test auc=.. logloss=.. samples_per_s=..'"; exit 1 ;;
 esac
 awk -v a="$auc" 'BEGIN { exit !(a >= 0.6) }' || { echo "FAIL: test AUC $auc < 0.6"; exit 1; }
+
+# the same bits on 1 and 2 threads, with a bottom MLP deep enough (4 layers) that the
+# layers' gradient buffers are reused within a block
+deep="--bot 32-32-32"
+# shellcheck disable=SC2086
+t1=$("$train_bin" $opts $deep --threads 1 | tail -n 1 | sed 's/ samples_per_s=.*//')
+# shellcheck disable=SC2086
+t2=$("$train_bin" $opts $deep --threads 2 | tail -n 1 | sed 's/ samples_per_s=.*//')
+[ -n "$t1" ] && [ "$t1" = "$t2" ] || { echo "FAIL: 1 thread '$t1', 2 threads '$t2'"; exit 1; }
+echo "ok: 1 and 2 threads: $t2"
 
 for optimizer in sgd adagrad; do
     rm -rf "$tmp/ck"

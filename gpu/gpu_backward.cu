@@ -425,9 +425,9 @@ static int carve(EmbGpuWorkspace *ws, BwdArgs *a, size_t tmp_bytes, void **tmp)
 /* The CPU library's check of the configuration, then what the GPU supports. */
 static int check_opt(const EmbGpuTable *t, const EmbOptimizerConfig *o)
 {
-    const int r = emb_optimizer_config_check(o);
+    const int r = emb_optimizer_config_check(o); /* its message is already the channel's */
     if (r)
-        return emb__gpu_fail(r, "%s", emb_last_error());
+        return r;
     if (o->kind != EMB_OPT_SGD && o->kind != EMB_OPT_ROWWISE_ADAGRAD && o->kind != EMB_OPT_ADAM)
         return emb__gpu_fail(EMB_ENOTSUP, "optimizer kind %d: the GPU backward takes SGD, "
                              "ROWWISE_ADAGRAD and ADAM", (int)o->kind);

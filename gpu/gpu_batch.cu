@@ -15,48 +15,17 @@
 
 static const EmbPooling pooling_sum = {EMB_COMBINER_SUM, 0.0f, 0, 0};
 
+/* The shape rule (batch_rules.h), then the device's limit on positions. */
 static int check_shape(const EmbBatch *b, const EmbPooling *p, int64_t i)
 {
-    if (b->nnz < 0 || b->nbags < 0)
-        return emb__gpu_fail(EMB_EINVAL, "nnz %lld / nbags %lld is negative (table #%lld)",
-                             (long long)b->nnz, (long long)b->nbags, (long long)i);
-    if (b->id_type != EMB_ID_I64 && b->id_type != EMB_ID_I32)
-        return emb__gpu_fail(EMB_EINVAL, "id_type %d is not EMB_ID_I64 or EMB_ID_I32 "
-                             "(table #%lld)", (int)b->id_type, (long long)i);
-    if (p->combiner < EMB_COMBINER_NONE || p->combiner > EMB_COMBINER_SQRTN)
-        return emb__gpu_fail(EMB_EINVAL, "combiner %d is not NONE, SUM, MEAN or SQRTN "
-                             "(table #%lld)", (int)p->combiner, (long long)i);
-    if (p->flags & ~(unsigned)(EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS |
-                               EMB_USE_DEFAULT_ID | EMB_OUT_NONTEMPORAL))
-        return emb__gpu_fail(EMB_EINVAL, "pooling flags 0x%x have unknown bits (table #%lld)",
-                             p->flags, (long long)i);
-    if (isnan(p->max_norm) || p->max_norm < 0.0f)
-        return emb__gpu_fail(EMB_EINVAL, "max_norm %g is not >= 0 (table #%lld)",
-                             (double)p->max_norm, (long long)i);
-    if (b->nnz > 0 && !b->ids)
-        return emb__gpu_fail(EMB_ENULL, "batch of table #%lld: ids is NULL", (long long)i);
+    char msg[160];
+    const int r = emb_rule_check_shape(b, p, msg, sizeof msg);
+    if (r)
+        return emb__gpu_fail(r, "%s (table #%lld)", msg, (long long)i);
     if (b->nnz >= GPU_MAX_POS || b->nbags >= GPU_MAX_POS)
         return emb__gpu_fail(EMB_ENOTSUP, "batch of table #%lld: nnz %lld / nbags %lld "
                              "above the GPU limit 2^40", (long long)i, (long long)b->nnz,
                              (long long)b->nbags);
-    if (b->offsets) {
-        if (p->combiner == EMB_COMBINER_NONE)
-            return emb__gpu_fail(EMB_EINVAL, "gather (combiner NONE) takes no offsets "
-                                 "(table #%lld)", (long long)i);
-        return 0;
-    }
-    int64_t n;
-    if (b->bag_size < 0 || __builtin_mul_overflow(b->nbags, b->bag_size, &n))
-        return emb__gpu_fail(EMB_EOVERFLOW, "nbags %lld x bag_size %lld overflows "
-                             "(table #%lld)", (long long)b->nbags, (long long)b->bag_size,
-                             (long long)i);
-    if (p->combiner == EMB_COMBINER_NONE && b->bag_size != 1 && b->nbags > 0)
-        return emb__gpu_fail(EMB_EINVAL, "gather (combiner NONE) needs bag_size 1, not %lld "
-                             "(table #%lld)", (long long)b->bag_size, (long long)i);
-    if (n != b->nnz)
-        return emb__gpu_fail(EMB_ESHAPE, "nbags %lld x bag_size %lld != nnz %lld "
-                             "(table #%lld)", (long long)b->nbags, (long long)b->bag_size,
-                             (long long)b->nnz, (long long)i);
     return 0;
 }
 

@@ -13,15 +13,15 @@
 #include "embtables/table.h"
 #include "gpu_internal.cuh"
 
-static thread_local char last_error[512];
-
+/* One error channel: the core's (emb_set_error(), read with emb_last_error()). */
 int emb__gpu_fail(int code, const char *fmt, ...)
 {
+    char message[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    return code;
+    return emb_set_error(code, "%s", message);
 }
 
 int emb__gpu_cuda(cudaError_t e, const char *what)
@@ -40,7 +40,7 @@ int emb__gpu_cuda(cudaError_t e, const char *what)
 
 const char *emb_gpu_last_error(void)
 {
-    return last_error;
+    return emb_last_error();
 }
 
 int emb_gpu_device_count(int *count)

@@ -29,6 +29,7 @@
     kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
 #endif
 
+#include "batch_rules.h" /* the batch rules every back end shares (src/) */
 #include "embtables/gpu.h"
 
 #define GPU_THREADS 256
@@ -177,18 +178,12 @@ __device__ __forceinline__ int64_t gpu_bag_end(const GpuDesc &d, int64_t bag)
 /* Whether entry k (id, weight w) is pruned by the pooling. */
 __device__ __forceinline__ bool gpu_pruned(const GpuDesc &d, int64_t id, float w)
 {
-    if (id < 0 && (d.flags & EMB_PRUNE_INVALID))
-        return true;
-    return d.weights && (d.flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) && !(w > 0.0f);
+    return emb_rule_pruned(d.flags, id, d.weights ? &w : nullptr, 0); /* w: loaded by __ldg */
 }
 
 __device__ __forceinline__ float gpu_combiner_scale(int32_t combiner, double sw, double sw2)
 {
-    if (combiner == EMB_COMBINER_MEAN)
-        return sw != 0.0 ? (float)(1.0 / sw) : 0.0f;
-    if (combiner == EMB_COMBINER_SQRTN)
-        return sw2 > 0.0 ? (float)(1.0 / sqrt(sw2)) : 0.0f;
-    return 1.0f;
+    return emb_rule_combiner_factor(combiner, sw, sw2);
 }
 
 /* The bits of @v as a To (memcpy: no aliasing trouble on the host emulation either). */

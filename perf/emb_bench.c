@@ -66,7 +66,8 @@ static int measure_roofs(Plan *p, const BenchConfig *c)
     return 0;
 }
 
-/* Replaces each gather roof by the same loop over the run's own tables and ids. */
+/* Replaces each roof by the same loops over the run's own tables and ids (a Zipf roof for
+ * Zipf ids), so "of roof" compares like with like. */
 static void measure_workload_roofs(Plan *p, const BenchConfig *c)
 {
     for (int v = 0; v < c->nvariants; v++)
@@ -74,8 +75,11 @@ static void measure_workload_roofs(Plan *p, const BenchConfig *c)
             bench_progress("measuring the roof on the workload: %s, %d threads",
                            c->variants[v].name, p->roof_threads[i]);
             const double gbs = bench_roof_workload(p->w, c, v, p->roof_threads[i]);
+            const double ups = bench_roof_workload_update(p->w, c, v, p->roof_threads[i]);
             if (gbs > 0)
                 p->roof[v][i].gather_gbs = gbs;
+            if (ups > 0)
+                p->roof[v][i].update_gbs = ups;
         }
     bench_progress_end();
 }
@@ -209,6 +213,10 @@ static void row_model(const Plan *p, BenchRow *row)
         up = bench_bytes_updated(p->w, p->cfg, row->variant) +
              bench_bytes_state(p->w, p->cfg, row->variant, ph->opt);
     row->bytes = rd + up;
+    row->bytes_rd = rd;
+    row->bytes_up = up;
+    row->gather_gbs = roof->gather_gbs;
+    row->update_gbs = roof->update_gbs;
     row->roof_s = rd / (roof->gather_gbs * 1e9) + up / (roof->update_gbs * 1e9);
 }
 

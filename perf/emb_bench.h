@@ -52,7 +52,7 @@ enum {
 };
 
 typedef enum BenchPhaseKind {
-    PHASE_FORWARD = 0, /* emb_maplookup */
+    PHASE_FORWARD = 0, /* emb_collection_forward (emb_maplookup) */
     PHASE_UPDATE = 1,  /* backward + update with an optimizer */
     PHASE_TRAIN = 2,   /* forward + backward + update: one training step */
 } BenchPhaseKind;
@@ -172,12 +172,23 @@ typedef struct BenchRoof {
  */
 int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int64_t bags,
                        int32_t bag, int64_t distinct, uint64_t seed);
+/* Whether the roofs run on the workload's own tables and ids (every table an f32 array of
+ * D <= 1024); if not, they are the uniform-id buffer's of bench_roof_measure. */
+int bench_roof_on_workload(const BenchConfig *c);
 /*
  * The gather roof of the run's own workload: the same hand-tuned loop over the ensemble's
  * tables and variant @v's ids (so a skewed id distribution's cache hits count for the roof
  * too). GB/s of rows read, or 0 when the tables are not all f32.
  */
 double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads);
+/*
+ * The update roof of the run's own workload: the update loop over the ensemble's tables
+ * and the distinct ids of variant @v's batches (Zipf ids: the hot rows cached, as for the
+ * optimizer), with a zero gradient, so the tables keep their bits. GB/s of rows read +
+ * written, or 0 when the tables are not all f32 arrays or memory ran out.
+ */
+double bench_roof_workload_update(const BenchWorkload *w, const BenchConfig *c, int v,
+                                  int threads);
 
 /* ---- phases (emb_bench_phases.c) --------------------------------------------------- */
 
@@ -207,6 +218,8 @@ typedef struct BenchRow {
     double bd[BD_COUNT]; /* mean seconds per iteration of each phase */
     double bytes;      /* table bytes moved per iteration */
     double roof_s;     /* the time the roof needs for the same bytes */
+    double bytes_rd, bytes_up; /* of which forward rows read; update rows (+ state) moved */
+    double gather_gbs, update_gbs; /* the roof lines of the forward and of the update */
     double vs_seq;     /* sequential median / this median (0: no sequential row) */
     double peer_s;     /* peer median at the same thread count (0: none) */
     double load1;      /* the 1-minute load average when its rows were timed (-1: unknown) */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_config.c — emb-bench's configuration: the DLRM-shaped default, flags and the
- * config file. A flag `--key value` (or `--key=value`) and a file line `key = value` go
- * through the same setter, so every option has one spelling in both places.
+ * config file. A flag `--key value` (or `--key=value`, getopt_long) and a file line
+ * `key = value` go through the same setter, so every option has one spelling in both.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,25 +422,39 @@ void bench_config_default(BenchConfig *c)
     c->cold_mib = 1024;
 }
 
+/* The flags: each takes a value and goes to set_option under its own name, but quick (no
+ * value) and breakdown (optional: --breakdown or --breakdown=1). */
+static const struct option long_options[] = {
+    {"tables", required_argument, 0, 0},     {"batch", required_argument, 0, 0},
+    {"bags", required_argument, 0, 0},       {"ids", required_argument, 0, 0},
+    {"strategies", required_argument, 0, 0}, {"threads", required_argument, 0, 0},
+    {"phases", required_argument, 0, 0},     {"iters", required_argument, 0, 0},
+    {"warmup", required_argument, 0, 0},     {"min-time", required_argument, 0, 0},
+    {"breakdown", optional_argument, 0, 0},  {"lr", required_argument, 0, 0},
+    {"seed", required_argument, 0, 0},       {"roof-mib", required_argument, 0, 0},
+    {"csv", required_argument, 0, 0},        {"plot", required_argument, 0, 0},
+    {"peer", required_argument, 0, 0},       {"peer-script", required_argument, 0, 0},
+    {"config", required_argument, 0, 0},     {"quick", no_argument, 0, 0},
+    {"sweep", required_argument, 0, 0},      {"dims", required_argument, 0, 0},
+    {"dtypes", required_argument, 0, 0},     {"hot-rows", required_argument, 0, 0},
+    {"cold-mib", required_argument, 0, 0},   {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+
 int bench_config_parse(BenchConfig *c, int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+    optind = 0; /* a fresh scan (glibc, musl): gpu_bench parses its own flags first */
+    int opt, index;
+    while ((opt = getopt_long(argc, argv, "h", long_options, &index)) != -1) {
+        if (opt == 'h')
             return fputs(usage, stdout), 1;
-        if (strncmp(a, "--", 2) != 0)
-            return fprintf(stderr, "emb-bench: unexpected '%s'\n%s", a, usage), -1;
-        char key[64];
-        const char *eq = strchr(a + 2, '='), *v = NULL;
-        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        snprintf(key, sizeof key, "%.*s", (int)len, a + 2);
-        if (eq)
-            v = eq + 1;
-        else if (strcmp(key, "quick") != 0 && strcmp(key, "breakdown") != 0 && i + 1 < argc)
-            v = argv[++i];
-        if (set_option(c, key, v) != 0)
+        if (opt != 0) /* getopt_long said what is wrong */
+            return fputs("emb-bench: --help lists the options\n", stderr), -1;
+        if (set_option(c, long_options[index].name, optarg) != 0)
             return -1;
     }
+    if (optind < argc)
+        return fprintf(stderr, "emb-bench: unexpected '%s' (--help lists the options)\n",
+                       argv[optind]), -1;
     return 0;
 }
 

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_phases.c — what one timed iteration does, per phase, through the public API:
- *   forward     emb_maplookup(strategy) into the concatenated output (DLRM's layout)
- *   update:OPT  emb_maplookup_backward of the concat gradient, then
- *               emb_update_many(strategy, OPT) — one fused dedup + optimizer pass
+ *   forward     emb_collection_forward into the concatenated output (DLRM's layout)
+ *   update:OPT  emb_collection_backward_batches of the concat gradient: the pullback, then
+ *               one fused dedup + optimizer pass (emb_update_many under the strategy)
  *   train:OPT   forward, then update:OPT: one training step of the embedding part
- * Everything a step needs (strategy, optimizers, gradient holders, indexers) is created
- * once per runner, so the timed iterations allocate nothing.
+ * A runner holds one EmbCollection per optimizer kind over the workload's tables, sharing
+ * its strategy and the workload's optimizers (whose state every runner shares): everything
+ * a step needs is created once, so the timed iterations allocate nothing.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <embtables/update.h>
+#include <embtables/collection.h>
 
 #include "emb_bench.h"
 
@@ -21,8 +23,7 @@ struct BenchRunner {
     int strategy, threads;
     EmbStrategy *s;
     EmbOutputs outputs, grad_outputs;
-    EmbGrad **grads;      /* ntables */
-    EmbIndexer **indexers;
+    EmbCollection *coll[3]; /* per BenchOpt (OPT_NONE: the forward's), on first use */
 };
 
 static int make_strategy(BenchRunner *r)
@@ -34,33 +35,6 @@ static int make_strategy(BenchRunner *r)
     case STRAT_AUTO: return emb_strategy_auto(&r->s, &o);
     default: return emb_strategy_prealloc_concat(&r->s, &o);
     }
-}
-
-static int make_update_state(BenchRunner *r)
-{
-    const int n = r->w->ntables;
-    r->grads = calloc((size_t)n, sizeof *r->grads);
-    r->indexers = calloc((size_t)n, sizeof *r->indexers);
-    if (!r->grads || !r->indexers)
-        return EMB_ENOMEM;
-    for (int t = 0; t < n; t++) {
-        int rc = emb_grad_create(&r->grads[t]);
-        if (!rc)
-            rc = emb_indexer_create(&r->indexers[t]);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static void release_update(BenchRunner *r)
-{
-    for (int t = 0; r->grads && r->indexers && t < r->w->ntables; t++) {
-        emb_grad_destroy(&r->grads[t]);
-        emb_indexer_destroy(&r->indexers[t]);
-    }
-    free(r->grads);
-    free(r->indexers);
 }
 
 void bench_optimizers_destroy(BenchWorkload *w)
@@ -80,10 +54,7 @@ BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int str
                               .prependrows = w->prepend};
     r->grad_outputs = (EmbOutputs){.concat = w->grad, .concat_stride = w->concat_width,
                                    .prependrows = w->prepend};
-    int rc = make_strategy(r);
-    if (!rc)
-        rc = make_update_state(r);
-    if (rc != 0) {
+    if (make_strategy(r) != 0) {
         fprintf(stderr, "emb-bench: strategy %s: %s\n", bench_strategy_name(strategy),
                 emb_last_error());
         bench_runner_destroy(&r);
@@ -92,42 +63,54 @@ BenchRunner *bench_runner_create(const BenchConfig *c, BenchWorkload *w, int str
     return r;
 }
 
-static int forward(BenchRunner *r, const BenchIdSet *set)
+/* The workload's optimizer of @kind, created on first use (shared by every runner). */
+static int optimizer(BenchRunner *r, BenchOpt kind)
 {
-    return emb_maplookup(r->s, r->w->tables, r->w->ntables, set->batches, NULL, &r->outputs);
+    if (kind == OPT_NONE || r->w->opt[kind])
+        return 0;
+    const EmbOptimizerKind k = kind == OPT_ADAGRAD ? EMB_OPT_ADAGRAD : EMB_OPT_SGD; /* as torch */
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(k, (float)r->cfg->lr);
+    return emb_optimizer_create(&r->w->opt[kind], &cfg);
 }
 
-/* The optimizer of @kind, created (and attached to every table) on first use. */
-static int optimizer(BenchRunner *r, BenchOpt kind, EmbOptimizer **out)
+/* The collection of @kind: the workload's tables (named by index, pooled by SUM), the
+ * runner's strategy and the workload's optimizer of that kind (none for OPT_NONE). */
+static int collection(BenchRunner *r, BenchOpt kind, EmbCollection **out)
 {
-    if (!r->w->opt[kind]) {
-        const EmbOptimizerKind k = kind == OPT_ADAGRAD ? EMB_OPT_ADAGRAD : EMB_OPT_SGD; /* as torch */
-        const EmbOptimizerConfig cfg = emb_optimizer_defaults(k, (float)r->cfg->lr);
-        int rc = emb_optimizer_create(&r->w->opt[kind], &cfg);
-        for (int t = 0; !rc && t < r->w->ntables; t++)
-            rc = emb_optimizer_attach(r->w->opt[kind], r->w->tables[t]);
-        if (rc)
-            return rc;
+    int rc = r->coll[kind] ? 0 : optimizer(r, kind);
+    const int n = r->w->ntables;
+    EmbCollectionTable *ct = rc || r->coll[kind] ? NULL : calloc((size_t)n, sizeof *ct);
+    char (*names)[16] = ct ? calloc((size_t)n, sizeof *names) : NULL;
+    if (!rc && !r->coll[kind] && !names)
+        rc = EMB_ENOMEM;
+    for (int t = 0; names && t < n; t++) {
+        snprintf(names[t], sizeof names[t], "t%d", t);
+        ct[t] = (EmbCollectionTable){.name = names[t], .table = r->w->tables[t],
+                                     .pooling = EMB_POOLING_SUM};
     }
-    *out = r->w->opt[kind];
-    return 0;
+    const EmbCollectionOptions o = {.strategy = r->s, .shared_optimizer = r->w->opt[kind],
+                                    .prependrows = r->w->prepend};
+    if (names)
+        rc = emb_collection_create(&r->coll[kind], ct, n, &o);
+    free(ct);
+    free(names);
+    *out = r->coll[kind];
+    return rc;
 }
 
-static int backward_update(BenchRunner *r, const BenchIdSet *set, BenchOpt kind, double *bd)
+/* The backward and update: of the forward just run (train), or of @set alone (update). */
+static int backward_update(BenchRunner *r, EmbCollection *c, const BenchIdSet *set,
+                           int after_forward, double *bd)
 {
-    EmbOptimizer *opt;
-    int rc = optimizer(r, kind, &opt);
     const double t0 = bench_now();
-    if (!rc)
-        rc = emb_maplookup_backward(r->w->tables, r->w->ntables, set->batches, NULL,
-                                    &r->grad_outputs, r->grads);
+    const int rc = after_forward ? emb_collection_backward(c, &r->grad_outputs)
+                                 : emb_collection_backward_batches(c, set->batches,
+                                                                   &r->grad_outputs);
     const double t1 = bench_now();
-    if (!rc)
-        rc = emb_update_many(r->s, opt, r->w->tables, (const EmbGrad *const *)r->grads,
-                             r->w->ntables, r->indexers, 0);
     EmbUpdateTimes ut;
     if (!rc && bd && emb_strategy_update_times(r->s, &ut) == 0) {
-        bd[BD_RECORD] += t1 - t0;
+        const double update = ut.serial + ut.pullback + ut.index + ut.apply;
+        bd[BD_RECORD] += t1 - t0 - update; /* the pullback's recording, and the call's rest */
         bd[BD_SERIAL] += ut.serial;
         bd[BD_PULLBACK] += ut.pullback;
         bd[BD_INDEX] += ut.index;
@@ -139,15 +122,17 @@ static int backward_update(BenchRunner *r, const BenchIdSet *set, BenchOpt kind,
 int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int set, double *bd)
 {
     const BenchIdSet *ids = &r->w->sets[v][set];
-    int rc = 0;
-    if (phase->kind != PHASE_UPDATE) {
+    const BenchOpt kind = phase->kind == PHASE_FORWARD ? OPT_NONE : phase->opt;
+    EmbCollection *c;
+    int rc = collection(r, kind, &c);
+    if (!rc && phase->kind != PHASE_UPDATE) {
         const double t0 = bench_now();
-        rc = forward(r, ids);
+        rc = emb_collection_forward(c, ids->batches, &r->outputs);
         if (bd)
             bd[BD_FORWARD] += bench_now() - t0;
     }
     if (rc == 0 && phase->kind != PHASE_FORWARD)
-        rc = backward_update(r, ids, phase->opt, bd);
+        rc = backward_update(r, c, ids, phase->kind != PHASE_UPDATE, bd);
     return rc;
 }
 
@@ -156,7 +141,8 @@ void bench_runner_destroy(BenchRunner **rp)
     BenchRunner *r = rp ? *rp : NULL;
     if (!r)
         return;
-    release_update(r);
+    for (int k = 0; k < 3; k++)
+        emb_collection_destroy(&r->coll[k]);
     emb_strategy_destroy(&r->s);
     free(r);
     *rp = NULL;

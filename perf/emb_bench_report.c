@@ -92,6 +92,41 @@ void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f)
     }
 }
 
+/* " GB/s roof" of @bytes moved in @sec against the roof line @roof_gbs (dashes: none). */
+static void phase_roof(FILE *f, double bytes, double sec, double roof_gbs)
+{
+    if (bytes <= 0 || sec <= 0 || roof_gbs <= 0)
+        fprintf(f, " %8s %5s", "-", "-");
+    else
+        fprintf(f, " %8.2f %5.2f", bytes / sec / 1e9, bytes / (roof_gbs * 1e9) / sec);
+}
+
+/* Each phase against its own roof line: the forward's rows read against the gather roof;
+ * the apply's, and the whole update's, rows (and optimizer state) read + written against
+ * the update roof; the step against the sum of both (the main table's roof). */
+static void breakdown_roofs(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    fprintf(f, "\n# breakdown against each phase's roof: GB/s and its fraction of the phase's "
+               "roof line (forward: gather roof, rows read; apply and update = serial + "
+               "pullback + index + apply: update roof, rows and optimizer state read + "
+               "written)\n%-14s %-13s %-16s %3s %8s %5s %8s %5s %8s %5s %8s %5s\n",
+            "bags", "phase", "strategy", "thr", "fwd GB/s", "roof", "app GB/s", "roof",
+            "upd GB/s", "roof", "stp GB/s", "roof");
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *x = &r->rows[i];
+        if (c->phases[x->phase].kind == PHASE_FORWARD)
+            continue;
+        const double upd = x->bd[BD_SERIAL] + x->bd[BD_PULLBACK] + x->bd[BD_INDEX] +
+                           x->bd[BD_APPLY];
+        fprintf(f, "%-14s %-13s %-16s %3d", c->variants[x->variant].name,
+                c->phases[x->phase].name, bench_strategy_name(x->strategy), x->threads);
+        phase_roof(f, x->bytes_rd, x->bd[BD_FORWARD], x->gather_gbs);
+        phase_roof(f, x->bytes_up, x->bd[BD_APPLY], x->update_gbs);
+        phase_roof(f, x->bytes_up, upd, x->update_gbs);
+        fprintf(f, " %8.2f %5.2f\n", gbs(x), roof_fraction(x));
+    }
+}
+
 void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f)
 {
     static const char *const names[BD_COUNT] = {"forward", "record", "serial", "pullback",
@@ -112,7 +147,7 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
         for (int k = 0; k < BD_COUNT; k++)
             fprintf(f, " %9.3f", x->bd[k] * 1e3);
         fprintf(f, " %9.3f\n", x->median_s * 1e3);
-    }
+    }    breakdown_roofs(r, c, f);
 }
 
 /* The row of strategy @s for variant @v and phase @ph at @threads, or (threads < 0) the
@@ -219,6 +254,57 @@ static void tail_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
     }
 }
 
+/* One line when a row is above its roof: why, so that "of roof" keeps its meaning. */
+static void roof_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    const BenchRow *top = NULL;
+    int above = 0;
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *x = &r->rows[i];
+        above += roof_fraction(x) > 1.0;
+        if (!top || roof_fraction(x) > roof_fraction(top))
+            top = x;
+    }
+    if (!above)
+        return;
+    fprintf(f, "roof: %d row%s above 1.00 (most: %.2f, %s %s %s %d thread%s): %s\n", above,
+            above > 1 ? "s" : "", roof_fraction(top), c->variants[top->variant].name,
+            c->phases[top->phase].name, bench_strategy_name(top->strategy), top->threads,
+            top->threads > 1 ? "s" : "",
+            bench_roof_on_workload(c)
+                ? "the roof is a plain loop's best of 10 passes over the same tables and "
+                  "ids, timed before the rows: such a row ran under lighter load, or its "
+                  "kernel beat the plain loop on cache-resident rows"
+                : "the roof reads uniform ids from a buffer (tables not all f32 arrays), so a "
+                  "skewed id distribution's cache hits beat it");
+}
+
+/* The load while the rows were timed; a warning when it exceeded the cores (some thread
+ * of another program waited for a CPU beside the rows): those rows are unreliable. */
+static void load_verdict(const BenchResults *r, FILE *f)
+{
+    const int cores = emb_num_physical_cores();
+    double lo = 1e30, hi = -1;
+    int over = 0, n = 0;
+    for (int i = 0; i < r->nrows; i++) {
+        const double l = r->rows[i].load1;
+        if (l < 0)
+            continue;
+        lo = l < lo ? l : lo;
+        hi = l > hi ? l : hi;
+        over += l > cores;
+        n++;
+    }
+    if (hi < 0)
+        return;
+    fprintf(f, "load average (1 min) while rows were timed: %.2f .. %.2f on %d cores\n", lo,
+            hi, cores);
+    if (over)
+        fprintf(f, "warning: %d of %d rows were timed while the load exceeded the %d cores "
+                   "(other programs took CPU time from them): those rows and the verdicts "
+                   "above are unreliable; rerun on a quiet machine\n", over, n, cores);
+}
+
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f)
 {
     fprintf(f, "\n# verdict: geometric mean over every bag variant and phase, at the "
@@ -241,15 +327,8 @@ void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f)
         }
     auto_verdict(r, c, f);
     tail_verdict(r, c, f);
-    double lo = 1e30, hi = -1;
-    for (int i = 0; i < r->nrows; i++)
-        if (r->rows[i].load1 >= 0) {
-            lo = r->rows[i].load1 < lo ? r->rows[i].load1 : lo;
-            hi = r->rows[i].load1 > hi ? r->rows[i].load1 : hi;
-        }
-    if (hi >= 0)
-        fprintf(f, "load average (1 min) while rows were timed: %.2f .. %.2f on %d cores\n", lo,
-                hi, emb_num_physical_cores());
+    roof_verdict(r, c, f);
+    load_verdict(r, f);
 }
 
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path)
@@ -277,7 +356,10 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
             fprintf(f, ",,");
         fprintf(f, "%.2f\n", x->load1);
     }
-    return fclose(f) == 0 ? 0 : -1;
+    if (fclose(f) != 0)
+        return -1;
+    printf("# rows: %s\n", path);
+    return 0;
 }
 
 /* ---- the plot ------------------------------------------------------------------------ */

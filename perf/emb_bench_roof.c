@@ -32,14 +32,15 @@ typedef struct RoofBuf {
 
 /*
  * The roof's gather loop: one table's bags (fixed or CSR) of rows of @stride floats summed
- * into rows of out_stride (= D) floats, prefetching PF ids ahead.
+ * into @dim floats of rows of @ldout, prefetching PF ids ahead; its bags spread over the
+ * enclosing team (an orphaned OpenMP for, without the barrier at its end).
  */
-static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
-                         int64_t out_stride, int threads)
+static void gather_bags(const float *t, int64_t stride, const EmbBatch *b, float *out,
+                        int64_t ldout, int dim)
 {
     const int64_t *id = b->ids, *off = b->offsets, nnz = b->nnz, L = b->bag_size;
-    const size_t D = (size_t)out_stride;
-#pragma omp parallel for schedule(static) num_threads(threads)
+    const size_t D = (size_t)dim;
+#pragma omp for schedule(static) nowait
     for (int64_t bag = 0; bag < b->nbags; bag++) {
         float acc[1024];
         memset(acc, 0, D * sizeof(float));
@@ -55,8 +56,15 @@ static void gather_table(const float *t, int64_t stride, const EmbBatch *b, floa
             for (size_t d = 0; d < D; d++)
                 acc[d] += row[d];
         }
-        memcpy(out + bag * (int64_t)D, acc, D * sizeof(float));
+        memcpy(out + bag * ldout, acc, D * sizeof(float));
     }
+}
+
+static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
+                         int64_t out_stride, int threads)
+{
+#pragma omp parallel num_threads(threads)
+    gather_bags(t, stride, b, out, out_stride, (int)out_stride);
 }
 
 static double gather(const RoofBuf *b, int threads)
@@ -174,22 +182,116 @@ int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int6
     return 0;
 }
 
-double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads)
+int bench_roof_on_workload(const BenchConfig *c)
 {
-    for (int t = 0; t < w->ntables; t++) /* dynamic tables: no array to gather from */
+    for (int t = 0; t < c->ntables; t++)
         if (c->tables[t].dtype != EMB_F32 || c->tables[t].dim > 1024 || c->tables[t].dynamic)
             return 0;
+    return 1;
+}
+
+double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads)
+{
+    if (!bench_roof_on_workload(c))
+        return 0;
     double best = 1e30;
     for (int r = 0; r < REPS; r++) {
         const BenchIdSet *set = &w->sets[v][r % BENCH_NSETS];
         double t0 = bench_now();
-        for (int t = 0; t < w->ntables; t++) {
-            int64_t stride;
-            const float *data = emb_table_data(w->tables[t], &stride);
-            gather_table(data, stride, &set->batches[t], w->out, c->tables[t].dim, threads);
+#pragma omp parallel num_threads(threads) /* one team for every table, as the strategies */
+        {
+            int64_t col = w->prepend; /* each table's columns of the concatenated output */
+            for (int t = 0; t < w->ntables; t++) {
+                int64_t stride;
+                const float *data = emb_table_data(w->tables[t], &stride);
+                gather_bags(data, stride, &set->batches[t], w->out + col, w->concat_width,
+                            c->tables[t].dim);
+                col += c->tables[t].dim;
+            }
         }
         double dt = bench_now() - t0;
         best = dt < best ? dt : best;
     }
     return bench_bytes_read(w, c, v) / best / 1e9;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct ids of one batch, shuffled (the order an optimizer's rows come in does not
+ * follow the ids); their count. */
+static int64_t batch_distinct(const EmbBatch *b, int64_t *out, uint64_t *seed)
+{
+    memcpy(out, b->ids, (size_t)b->nnz * sizeof *out);
+    qsort(out, (size_t)b->nnz, sizeof *out, cmp_id);
+    int64_t n = 0;
+    for (int64_t i = 0; i < b->nnz; i++)
+        if (i == 0 || out[i] != out[n - 1])
+            out[n++] = out[i];
+    for (int64_t i = n - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(bench_splitmix(seed) % (uint64_t)(i + 1)), x = out[i];
+        out[i] = out[j];
+        out[j] = x;
+    }
+    return n;
+}
+
+/* One pass of the update loop over every table's distinct ids of one id set: row -= 0.01
+ * g with g all zeros (read from memory, so the loop is the roof's), leaving the tables'
+ * bits as they were. */
+static void update_tables(const BenchWorkload *w, const BenchConfig *c, int64_t *const *ids,
+                          const int64_t *n, const float *g, int threads)
+{
+#pragma omp parallel num_threads(threads)
+    for (int t = 0; t < w->ntables; t++) {
+        int64_t stride;
+        float *data = emb_table_data(w->tables[t], &stride);
+        const int64_t *id = ids[t];
+        const size_t D = (size_t)c->tables[t].dim;
+#pragma omp for schedule(static) nowait
+        for (int64_t i = 0; i < n[t]; i++) {
+            if (i + PF < n[t]) {
+                const char *f = (const char *)(data + id[i + PF] * stride);
+                for (size_t b = 0; b < D * sizeof(float); b += 64)
+                    __builtin_prefetch(f + b, 1, 3);
+            }
+            float *row = data + id[i] * stride;
+            const float *gr = g + (i % 1024) * (int64_t)D;
+#pragma omp simd
+            for (size_t d = 0; d < D; d++)
+                row[d] -= 0.01f * gr[d];
+        }
+    }
+}
+
+double bench_roof_workload_update(const BenchWorkload *w, const BenchConfig *c, int v,
+                                  int threads)
+{
+    if (!bench_roof_on_workload(c))
+        return 0;
+    int64_t *ids[BENCH_NSETS][BENCH_MAX_TABLES] = {{0}}, n[BENCH_NSETS][BENCH_MAX_TABLES];
+    float *g = calloc(1024 * 1024, sizeof *g); /* 1024 rows of the widest D, zeros */
+    int ok = g != NULL;
+    uint64_t seed = c->seed;
+    for (int s = 0; s < BENCH_NSETS; s++)
+        for (int t = 0; t < w->ntables && ok; t++) {
+            const EmbBatch *b = &w->sets[v][s].batches[t];
+            ok = (ids[s][t] = malloc((size_t)(b->nnz ? b->nnz : 1) * sizeof(int64_t))) != NULL;
+            n[s][t] = ok ? batch_distinct(b, ids[s][t], &seed) : 0;
+        }
+    double best = 1e30;
+    for (int r = 0; r < REPS && ok; r++) {
+        const double t0 = bench_now();
+        update_tables(w, c, ids[r % BENCH_NSETS], n[r % BENCH_NSETS], g, threads);
+        const double dt = bench_now() - t0;
+        best = dt < best ? dt : best;
+    }
+    for (int s = 0; s < BENCH_NSETS; s++)
+        for (int t = 0; t < w->ntables; t++)
+            free(ids[s][t]);
+    free(g);
+    return ok ? bench_bytes_updated(w, c, v) / best / 1e9 : 0;
 }

@@ -42,6 +42,7 @@ typedef struct StepObject {
     CollectionObject *coll;
     StepMem mem;
     int64_t nbags;
+    int form;         /* forward()'s: 0 per-table buffers, else one ids buffer (bufs[0]) */
 } StepObject;
 
 /* ---- step memory ---------------------------------------------------------------------- */
@@ -433,6 +434,7 @@ static PyObject *collection_forward(CollectionObject *self, PyObject *args)
         goto fail;
     mem_fix_offsets(&step->mem, self->n);
     step->nbags = step->mem.batches[0].nbags;
+    step->form = form;
     if (py_buf_get_rows(out, &ob, K_F32, NULL, &stride, "out") < 0)
         goto fail;
     if (ob.shape[0] != step->nbags || prepend < 0 || ob.shape[1] < prepend + self->width) {
@@ -518,7 +520,7 @@ static PyObject *collection_batch(CollectionObject *self, PyObject *args)
                                : Py_NewRef(Py_None);
     if (!off)
         return NULL;
-    const char *base = step->mem.bufs[3 * t].buf;
+    const char *base = step->mem.bufs[step->form == 0 ? 3 * t : 0].buf;
     const int64_t first = ((const char *)b->ids - base) /
                           (b->id_type == EMB_ID_I32 ? 4 : 8);
     return Py_BuildValue("(LLLLN)", (long long)first, (long long)b->nnz, (long long)b->nbags,

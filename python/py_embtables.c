@@ -60,9 +60,10 @@ PyObject *py_emb_invalid(const char *fmt, ...)
     return NULL;
 }
 
-static int add_error(PyObject *m, PyObject **slot, const char *name, PyObject *bases)
+static int add_error(PyObject *m, PyObject **slot, const char *name, PyObject *bases,
+                     const char *doc)
 {
-    *slot = PyErr_NewException(name, bases, NULL);
+    *slot = PyErr_NewExceptionWithDoc(name, doc, bases, NULL);
     Py_XDECREF(bases);
     if (!*slot)
         return -1;
@@ -72,18 +73,26 @@ static int add_error(PyObject *m, PyObject **slot, const char *name, PyObject *b
 
 static int init_errors(PyObject *m)
 {
-    if (add_error(m, &Error, "embtables.Error", NULL) < 0)
+    if (add_error(m, &Error, "embtables.Error", NULL,
+                  "An error of the library (its message names the culprit; the failed call "
+                  "wrote nothing).") < 0)
         return -1;
     return add_error(m, &RangeError, "embtables.RangeError",
-                     Py_BuildValue("(OO)", Error, PyExc_IndexError)) |
+                     Py_BuildValue("(OO)", Error, PyExc_IndexError),
+                     "An id, offset or index out of its range (EMB_ERANGE).") |
            add_error(m, &InvalidError, "embtables.InvalidError",
-                     Py_BuildValue("(OO)", Error, PyExc_ValueError)) |
+                     Py_BuildValue("(OO)", Error, PyExc_ValueError),
+                     "An invalid argument, shape or layout (EMB_EINVAL, EMB_ESHAPE, ...).") |
            add_error(m, &NoMemoryError, "embtables.NoMemoryError",
-                     Py_BuildValue("(OO)", Error, PyExc_MemoryError)) |
+                     Py_BuildValue("(OO)", Error, PyExc_MemoryError),
+                     "An allocation failed (EMB_ENOMEM).") |
            add_error(m, &FileError, "embtables.FileError",
-                     Py_BuildValue("(OO)", Error, PyExc_OSError)) |
+                     Py_BuildValue("(OO)", Error, PyExc_OSError),
+                     "A file could not be read or written, or is corrupt (EMB_EIO, "
+                     "EMB_ECORRUPT).") |
            add_error(m, &NotFoundError, "embtables.NotFoundError",
-                     Py_BuildValue("(OO)", Error, PyExc_KeyError));
+                     Py_BuildValue("(OO)", Error, PyExc_KeyError),
+                     "A named table or state is not there (EMB_ENOTFOUND).");
 }
 
 /* ---- buffers -------------------------------------------------------------------------- */
@@ -538,6 +547,21 @@ static PyObject *optimizer_state(OptimizerObject *self, PyObject *args)
     return Py_BuildValue("(NL)", (PyObject *)t, (long long)step);
 }
 
+/* set_step(table, step): the table's update count (a restored state's). */
+static PyObject *optimizer_set_step(OptimizerObject *self, PyObject *args)
+{
+    PyObject *to;
+    long long step;
+    if (!PyArg_ParseTuple(args, "OL", &to, &step) || !py_as_table(to))
+        return NULL;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the optimizer is running an update");
+        return NULL;
+    }
+    const int rc = emb_optimizer_set_step(self->opt, ((TableObject *)to)->t, step);
+    return rc ? py_emb_raise(rc) : Py_NewRef(Py_None);
+}
+
 /* apply_sparse(table, ids, rows): one update from a materialised sparse gradient. */
 static PyObject *optimizer_apply_sparse(OptimizerObject *self, PyObject *args)
 {
@@ -595,6 +619,8 @@ done:
 static PyMethodDef optimizer_methods[] = {
     {"state", (PyCFunction)optimizer_state, METH_VARARGS,
      "state(table, slot=0) -> (state table or None, steps)"},
+    {"set_step", (PyCFunction)optimizer_set_step, METH_VARARGS,
+     "set_step(table, step): the number of updates applied to table (Adam's t)"},
     {"apply_sparse", (PyCFunction)optimizer_apply_sparse, METH_VARARGS,
      "apply_sparse(table, ids, rows): dedup + optimizer step from a sparse gradient"},
     {NULL, NULL, 0, NULL},
@@ -632,7 +658,15 @@ static PyObject *mod_physical_cores(PyObject *mod, PyObject *args)
     return PyLong_FromLong(emb_num_physical_cores());
 }
 
+static PyObject *mod_version(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    (void)args;
+    return PyUnicode_FromString(emb_version());
+}
+
 static PyMethodDef module_methods[] = {
+    {"version", mod_version, METH_NOARGS, "version() -> the library's version (emb_version())"},
     {"table_wrap", table_wrap, METH_VARARGS, "table_wrap(array, name=None)"},
     {"table_create", table_create, METH_VARARGS, "table_create(n, d, dtype, name=None)"},
     {"cpu_flags", mod_cpu_mask, METH_VARARGS, "cpu_flags(mask=-1): set (>= 0) and get"},

@@ -6,11 +6,12 @@
 # fails.
 # Usage: scripts/deps.sh NEED ...    NEED is one of:
 #   build      meson, ninja, a C compiler, pkg-config      tests   the above + Criterion
-#   jansson xxhash doxygen gnuplot torch clang clang-fuzzer clang-openmp
+#   jansson xxhash doxygen torch clang clang-fuzzer clang-openmp
 #   optional (the build goes on without them; installed where apt-get is):
 #   hwloc  cxx (the GPU emulation's tests)  python (the Python package: headers, numpy,
 #   pytest, torch for /usr/bin/python3)  mpi (the MPI library and its tests)
-#   blas (a CBLAS for examples/dlrm_train: OpenBLAS)
+#   blas (a fast CBLAS for examples/dlrm_train: OpenBLAS or BLIS; netlib's does not count)
+#   gnuplot (the main job's plot)
 set -e
 missing_debs=""
 missing_hints=""
@@ -19,6 +20,8 @@ optional_hints=""
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pc() { have_cmd pkg-config && pkg-config --exists "$1"; }
+# Debian's libblis-dev has no blis.pc: its library where the linker looks
+have_blis() { ls /usr/lib/*/libblis.so /usr/lib/libblis.so >/dev/null 2>&1; }
 # compiles and links a small program with clang and the given flags (stdin: the source)
 clang_links() { have_cmd clang && clang -x c - -o /dev/null "$@" >/dev/null 2>&1; }
 
@@ -51,17 +54,17 @@ for n in "$@"; do
         ;;
     hwloc) optional "have_pc hwloc" libhwloc-dev "hwloc (topology, NUMA): libhwloc-dev / hwloc-devel" ;;
     cxx) optional "have_cmd c++ || have_cmd g++ || have_cmd clang++" g++ "a C++ compiler (the GPU emulation's tests)" ;;
-    python) optional "have_cmd python3-config && /usr/bin/python3 -c 'import numpy, pytest, torch' 2>/dev/null" \
-        "python3-dev python3-numpy python3-pytest python3-torch" \
-        "the Python package: python3-dev, numpy, pytest and torch for /usr/bin/python3" ;;
+    python) optional "have_cmd python3-config && /usr/bin/python3 -c 'import numpy, pytest, torch, mesonpy, build, venv, ensurepip' 2>/dev/null" \
+        "python3-dev python3-numpy python3-pytest python3-torch python3-mesonpy python3-build python3-venv" \
+        "the Python package: python3-dev, numpy, pytest and torch for /usr/bin/python3; meson-python, build and venv to install it (pip install .)" ;;
     mpi) optional "have_cmd mpicc && have_cmd mpirun" "openmpi-bin libopenmpi-dev" \
         "MPI (library embtables_mpi): Open MPI or MPICH with mpicc and mpirun" ;;
     jansson) need "have_pc jansson" libjansson-dev "jansson (checkpoint headers): libjansson-dev / jansson-devel" ;;
     xxhash) need "have_pc libxxhash" libxxhash-dev "xxHash (checkpoint checksums): libxxhash-dev / xxhash-devel" ;;
-    blas) optional "have_pc openblas || have_pc blas" libopenblas-dev \
-        "a CBLAS for examples/dlrm_train (OpenBLAS: libopenblas-dev / openblas-devel)" ;;
+    blas) optional "have_pc openblas || have_pc blis || have_blis" libopenblas-dev \
+        "a fast CBLAS for examples/dlrm_train (OpenBLAS: libopenblas-dev / openblas-devel; or BLIS)" ;;
     doxygen) need "have_cmd doxygen" doxygen "doxygen (the API reference)" ;;
-    gnuplot) need "have_cmd gnuplot" gnuplot-nox "gnuplot (emb-bench --plot)" ;;
+    gnuplot) optional "have_cmd gnuplot" gnuplot-nox "gnuplot (emb-bench --plot; the table and CSV need none)" ;;
     torch) need "/usr/bin/python3 -c 'import torch' 2>/dev/null" python3-torch \
         "PyTorch for /usr/bin/python3 (emb-bench --peer torch): python3-torch, or pip install torch" ;;
     clang) need "have_cmd clang" clang "clang (the fuzzing and ThreadSanitizer builds)" ;;

@@ -2,32 +2,36 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # dlrm_train (C, embtables) and examples/dlrm_torch.py (PyTorch) on the same files, with
 # the same model, initial weights, batches and threads; prints AUC, log loss and samples/s
-# side by side. Without files, generates them (scripts/criteo_gen.py) and prints the AUC
-# the planted signal allows.
-# Usage: scripts/dlrm_compare.sh [--train F --test F] [--repeat N] [dlrm_train options...]
+# side by side. Without files, generates 200k training and 40k test rows
+# (scripts/criteo_gen.py) and prints the AUC the planted signal allows. --linear adds the
+# hashed logistic regression (scripts/criteo_linear.py), the baseline a DLRM must beat.
+# Usage: scripts/dlrm_compare.sh [--train F --test F] [--repeat N] [--linear]
+#                                [dlrm_train options...]
 #   e.g. scripts/dlrm_compare.sh --epochs 2 --threads 2
 # Runs alternate (ours, torch, ours, torch, ...) --repeat times (default 1); OpenMP waits
 # are passive for both (a shared machine; set OMP_WAIT_POLICY to override).
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh build blas torch
-[ -x build/examples/dlrm_train ] || { [ -d build ] || meson setup build >/dev/null; }
+setup=$(scripts/meson_setup.sh build)
+printf '%s\n' "$setup" | grep -E 'WARNING|BLAS' || true # which BLAS, or why none
 ninja -C build examples/dlrm_train >/dev/null
-train="" test="" repeat=1
+train="" test="" repeat=1 linear=0
 while [ $# -gt 0 ]; do
     case $1 in
     --train) train=$2; shift 2 ;;
     --test) test=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
+    --linear) linear=1; shift ;;
     *) break ;;
     esac
 done
 if [ -z "$train" ]; then
-    dir=build/criteo-gen
+    dir=build/criteo-gen-200k
     mkdir -p "$dir"
     train=$dir/train.tsv test=$dir/test.tsv
     if [ ! -s "$dir/summary.txt" ]; then
-        python3 scripts/criteo_gen.py --rows 100000 --test-rows 20000 "$train" "$test" >"$dir/summary.txt"
+        python3 scripts/criteo_gen.py --rows 200000 --test-rows 40000 "$train" "$test" >"$dir/summary.txt"
     fi
     echo "generated data (bayes_auc: what the planted signal allows):"
     sed 's/^/  /' "$dir/summary.txt"
@@ -43,6 +47,7 @@ while [ "$i" -le "$repeat" ]; do
     i=$((i + 1))
 done
 field() { tail -n 1 "$1" | sed -n "s/.*$2=\([^ ]*\).*/\1/p"; }
+head -n 1 "$out/ours.1" "$out/torch.1" | grep -v '^==> ' | grep . # models, threads, BLAS
 printf "%-10s %-4s %10s %10s %14s\n" program run auc logloss samples/s
 for who in ours torch; do
     i=1
@@ -53,6 +58,11 @@ for who in ours torch; do
         i=$((i + 1))
     done
 done
+if [ "$linear" = 1 ]; then
+    /usr/bin/python3 scripts/criteo_linear.py "$train" "$test" >"$out/linear"
+    printf "%-10s %-4s %10s %10s %14s\n" linear 1 "$(field "$out/linear" auc)" \
+        "$(field "$out/linear" logloss)" -
+fi
 median() { # median samples/s of one program's runs
     for f in "$out/$1".*; do field "$f" samples_per_s; done | sort -g |
         awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh tests jansson xxhash hwloc cxx python mpi blas
 dir=${1:-build}
 [ $# -gt 0 ] && shift
-if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null; else meson setup "$dir" "$@" >/dev/null; fi
+scripts/meson_setup.sh "$dir" "$@"
 ninja -C "$dir"
 # shellcheck disable=SC2086 # MESON_TEST_ARGS: extra words for meson test (e.g. --setup tsan)
 meson test -C "$dir" --print-errorlogs ${MESON_TEST_ARGS:-}

@@ -2,19 +2,41 @@
 /* error.c — error codes, their names, and the thread-local "last error" message. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "dtype.h"
 #include "internal.h"
 
 static _Thread_local char last_message[512];
 
+/* The message, formatted aside first: an argument may be last_message itself. */
+static int record(int code, const char *fmt, va_list ap)
+{
+    char msg[sizeof last_message];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_message, msg, sizeof msg);
+    if (code)
+        emb__log(EMB_LOG_DEBUG, "%s: %s", emb_strerror(code), last_message);
+    return code;
+}
+
 int emb__fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_message, sizeof last_message, fmt, ap);
+    record(code, fmt, ap);
     va_end(ap);
-    emb__log(EMB_LOG_DEBUG, "%s: %s", emb_strerror(code), last_message);
+    return code;
+}
+
+int emb_set_error(int code, const char *fmt, ...)
+{
+    if (!fmt)
+        return emb__fail(code, "%s", "");
+    va_list ap;
+    va_start(ap, fmt);
+    record(code, fmt, ap);
+    va_end(ap);
     return code;
 }
 

@@ -55,6 +55,16 @@ static inline bool emb__mul_ok(int64_t a, int64_t b, int64_t *r)
     return !__builtin_mul_overflow(a, b, r);
 }
 
+/* Whether @n rows of @width elements, @stride elements apart, are addressable: their last
+   element's offset (n - 1) x stride + width, in 4-byte elements, fits in int64 (so that no
+   index or byte offset of the rows wraps). */
+static inline bool emb__rows_fit(int64_t n, int64_t stride, int64_t width)
+{
+    int64_t span;
+    return n <= 0 || (emb__mul_ok(n - 1, stride, &span) && width >= 0 &&
+                      span <= INT64_MAX / 4 - width);
+}
+
 /* ---- memory (memory.c) --------------------------------------------------------------- */
 
 #define EMB_ALIGN 64

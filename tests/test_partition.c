@@ -204,6 +204,22 @@ Test(partition, more_shards_than_rows)
             }
             emb_table_destroy(&t);
         }
+    /* the store's partitioned tables too (TF's get_variable with a fixed_size_partitioner of
+       more shards than rows has them) */
+    EmbStore *st = NULL;
+    cr_assert_eq(emb_store_create(&st), 0);
+    const EmbVariableSpec spec = {.name = "few", .ncolumns = 3, .featuresize = 4,
+                                  .nshards = 5, .partition = EMB_PARTITION_DIV,
+                                  .init = {EMB_INIT_ONES}};
+    EmbTable *t = NULL;
+    cr_assert_eq(emb_store_get(st, &spec, EMB_REUSE_NO, &t), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_nshards(t), 5);
+    cr_assert_eq(emb_table_ncolumns(emb_table_shard(t, 4)), 0);
+    float out[4];
+    const int64_t id = 2;
+    cr_assert_eq(emb_gather(t, &id, 1, out, 4), 0);
+    cr_assert_eq(out[3], 1.0f);
+    emb_store_destroy(&st);
 }
 
 /* TF's assignment (embedding_ops.py, _embedding_lookup_and_transform), written as TF does:
@@ -288,6 +304,24 @@ static void expect_round_trip(EmbTable *t, EmbOptimizer *opt, EmbTable *into,
     emb_saver_destroy(&sv);
     rmdir_all(dir);
 }
+/* Shards that check for finite values are checked through the partitioned table too. */
+Test(partition, finite_checks_of_the_shards_hold_through_it)
+{
+    const EmbTableOptions fin = {.flags = EMB_TABLE_CHECK_FINITE};
+    EmbTable *sh[2], *t = NULL;
+    cr_assert_eq(emb_table_create(&sh[0], 2, 2, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_create(&sh[1], 2, 2, EMB_F32, &fin), 0);
+    cr_assert_eq(emb_table_partitioned(&t, sh, 2, EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
+                                       NULL), 0);
+    const float nan[2] = {NAN, 1.0f};
+    const int64_t id = 1;
+    cr_assert_eq(emb_table_scatter_update(t, &id, 1, nan, 2), EMB_ENONFINITE);
+    float back[4];
+    cr_assert_eq(emb_table_read(sh[1], back, 2), 0);
+    cr_assert_eq(back[0], 0.0f, "nothing written");
+    emb_table_destroy(&t);
+}
+
 /* A custom shard that records the contexts it is asked with and counts its destruction. */
 typedef struct Spy {
     float col[4];

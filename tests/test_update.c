@@ -389,8 +389,16 @@ Test(update, empty_gradient)
     cr_assert_eq(step, 1);
     cr_assert_eq(emb_table_ncolumns(slot), 5);
     cr_assert_eq(emb_table_featuresize(slot), 8);
+    cr_assert_eq(emb_optimizer_set_step(o, t, -1), EMB_EINVAL);
+    cr_assert_eq(emb_optimizer_set_step(NULL, t, 3), EMB_ENULL);
+    cr_assert_eq(emb_optimizer_state(o, t, 0, &slot, &step), 0);
+    cr_assert_eq(step, 1); /* the failed calls changed nothing */
+    cr_assert_eq(emb_optimizer_set_step(o, t, 41), 0);
+    cr_assert_eq(emb_optimizer_state(o, t, 0, &slot, &step), 0);
+    cr_assert_eq(step, 41);
     emb_optimizer_detach(o, t);
     cr_assert_eq(emb_optimizer_state(o, t, 0, &slot, &step), EMB_ENOTFOUND);
+    cr_assert_eq(emb_optimizer_set_step(o, t, 3), EMB_ENOTFOUND);
     kit_free(&k);
     emb_table_destroy(&t);
 }

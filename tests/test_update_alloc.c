@@ -108,3 +108,48 @@ Test(update_alloc, steady_state_steps_allocate_nothing)
         }
     }
 }
+
+/* A collection's step (forward + backward with the fused update) under each strategy kind:
+ * after the first steps, nothing allocated. */
+static int coll_step(EmbCollection *c, int64_t *ids, float *out, int it)
+{
+    for (int k = 0; k < 64 * 4; k++)
+        ids[k] = (k * 37 + it * 11) % 500;
+    const EmbBatch b[NTAB] = {{.ids = ids, .nnz = 64 * 4, .nbags = 64, .bag_size = 4},
+                              {.ids = ids, .nnz = 64 * 4, .nbags = 64, .bag_size = 4}};
+    const EmbOutputs l = emb_collection_concat(c, out);
+    int r = emb_collection_prefetch(c, b) || emb_collection_forward(c, b, &l);
+    for (int k = 0; k < 64 * 24 && !r; k++)
+        out[k] = 0.01f * (float)(k % 13);
+    return r ? r : emb_collection_backward(c, &l);
+}
+
+Test(update_alloc, collection_steps_allocate_nothing)
+{
+    const EmbStrategyOptions split = {.nthreads = 2, .num_splits = 3};
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++)
+        for (int which = 0; which < 2; which++) {
+            EmbCollectionTable ct[NTAB];
+            for (int i = 0; i < NTAB; i++)
+                ct[i] = (EmbCollectionTable){.name = i ? "b" : "a", .pooling = EMB_POOLING_SUM,
+                    .spec = {.ncolumns = 500, .featuresize = dims[i], .dtype = dts[i]}};
+            const EmbOptimizerConfig oc = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.1f);
+            EmbStrategy *s = NULL;
+            cr_assert_eq(emb_strategy_prealloc_concat(&s, &split), 0);
+            const EmbCollectionOptions o = {.optimizer = &oc, .strategy = which ? s : NULL};
+            EmbCollection *c = NULL;
+            cr_assert_eq(emb_collection_create(&c, ct, NTAB, &o), 0, "%s", emb_last_error());
+            int64_t ids[64 * 4];
+            float out[64 * 24];
+            int r = coll_step(c, ids, out, 0) || coll_step(c, ids, out, 1);
+            const long before = nalloc;
+            for (int it = 2; it < 5 && !r; it++)
+                r = coll_step(c, ids, out, it);
+            const long allocs = nalloc - before;
+            cr_assert_eq(r, 0, "%s", emb_last_error());
+            cr_assert_eq(allocs, 0, "kind %d, strategy %d: %ld allocations in 3 steady steps",
+                         kind, which, allocs);
+            emb_collection_destroy(&c);
+            emb_strategy_destroy(&s);
+        }
+}

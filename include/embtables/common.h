@@ -106,6 +106,20 @@ EMB_API const char *emb_strerror(int code);
  */
 EMB_API const char *emb_last_error(void);
 
+/**
+ * Records @p code's message for this thread (what emb_last_error() then returns) and
+ * returns @p code: the one error channel, for code outside the core that reports through
+ * it: the companion libraries (embtables_gpu, embtables_mpi: their emb_gpu_last_error()
+ * and emb_dist_last_error() are this channel), and the callbacks of custom tables and
+ * strategies. printf-style; an argument may be emb_last_error() itself (e.g. to prefix
+ * it). The message is cut at 511 bytes.
+ */
+EMB_API int emb_set_error(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /** Log levels, most severe first. */
 typedef enum EmbLogLevel {
     EMB_LOG_ERROR = 0,

@@ -24,7 +24,8 @@
  * Errors: every call returns 0 or a negative EMB_E* code, and the same code on every rank:
  * each rank checks its own part first (ids against the table sizes, offsets, outputs),
  * then the ranks agree (one MPI_Allgather); when any rank failed, every rank returns the
- * first failing rank's code and emb_dist_last_error() gives that rank's message, and no
+ * first failing rank's code and emb_last_error() (or emb_dist_last_error()) gives that
+ * rank's message, and no
  * rank has written anything. Sharded checkpoints (emb_dist_save(), emb_dist_restore())
  * restore into any rank count. MPI failures (a rank that dies) are MPI's to report: the
  * library duplicates the communicator and sets MPI_ERRORS_RETURN on the duplicate, every
@@ -44,6 +45,7 @@
 
 #include <mpi.h>
 
+#include "embtables/collection.h"
 #include "embtables/update.h"
 
 #ifdef __cplusplus
@@ -242,9 +244,45 @@ typedef struct EmbDistStats {
 /** This rank's statistics. @return 0, EMB_ENULL */
 EMB_API int emb_dist_stats(const EmbDist *d, EmbDistStats *out);
 
+/* ---- the sharded collection ----------------------------------------------------------- */
+
+/**
+ * A collection (collection.h) whose tables are placed over the ranks of @p comm: the same
+ * calls as a one-process collection, collectively (every rank calls each with its own
+ * share of the batch, as emb_dist_maplookup() describes): emb_collection_forward() is
+ * emb_dist_maplookup(), emb_collection_backward() is emb_dist_backward() then, with an
+ * optimizer, emb_dist_update(); emb_collection_save() is emb_dist_save() (the prefix and
+ * max_to_keep are not used: the path written is `<dir>/dist-<step>.index`) and
+ * emb_collection_restore() takes that path. Results are bit-identical to a one-process
+ * collection running the global batch. emb_collection_table() gives this rank's part of
+ * a table (emb_dist_local_table(), NULL where it holds none);
+ * emb_collection_backward_batches(), emb_collection_grad() and _grad_rows() are not
+ * available (EMB_ENOTSUP, NULL). Every rank must pass the same arguments.
+ * @param tables specs only (`table` NULL; not dynamic, not partitioned); a spec's
+ *        initializer must not depend on the column (NONE, ZEROS, ONES, CONSTANT: fill
+ *        other values through emb_dist_local_table() and emb_dist_locate())
+ * @param opts as emb_collection_create()'s (strategy: the owners', borrowed; optimizer
+ *        or shared_optimizer: it then holds the state of this rank's parts only)
+ * @param dopts placement and groups (its strategy is replaced by opts->strategy when
+ *        set); NULL for the defaults
+ * @return 0; EMB_ENULL; EMB_EINVAL (n < 1, names as emb_collection_create()); EMB_ENOTSUP
+ *         (an existing table, a dynamic or partitioned spec, a column-dependent
+ *         initializer); any code of emb_dist_create() or emb_optimizer_create(); the same
+ *         on every rank
+ */
+EMB_API int emb_dist_collection_create(EmbCollection **out, MPI_Comm comm,
+                                       const EmbCollectionTable *tables, int64_t n,
+                                       const EmbCollectionOptions *opts,
+                                       const EmbDistOptions *dopts);
+
+/** The ensemble under a collection made by emb_dist_collection_create() (for
+ *  emb_dist_stats(), emb_dist_locate()), else NULL. Owned by the collection. */
+EMB_API EmbDist *emb_dist_of(const EmbCollection *c);
+
 /**
  * This thread's message of the last failed emb_dist_* call ("rank R: ..." naming the
- * failing rank and the culprit there); "" after success.
+ * failing rank and the culprit there); "" after success. The library has one error
+ * channel: this is emb_last_error(), under the name existing code uses.
  */
 EMB_API const char *emb_dist_last_error(void);
 

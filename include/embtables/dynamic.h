@@ -145,8 +145,9 @@ EMB_API int emb_table_dynamic_evict(EmbTable *t, const EmbDynamicEvict *ev, int6
  * into @p rows, row k at `rows + k * row_stride`. With @p ids NULL only counts.
  * @param cap  room in ids / rows (rows)
  * @param n    receives the number of rows of the table
- * @return 0, EMB_ENULL, EMB_EINVAL (not dynamic), EMB_ESTRIDE, EMB_ERANGE (cap < rows: nothing
- *         written), EMB_ENOMEM
+ * @return 0, EMB_ENULL, EMB_EINVAL (not dynamic), EMB_ESTRIDE, EMB_EOVERFLOW (cap rows of
+ *         row_stride are not addressable), EMB_ERANGE (cap < rows: nothing written),
+ *         EMB_ENOMEM
  */
 EMB_API int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *rows,
                                      int64_t row_stride, int64_t cap, int64_t *n);
@@ -157,7 +158,8 @@ EMB_API int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *row
  * a failed call leaves the table as it was.
  * @return 0, EMB_ENULL, EMB_EINVAL (not dynamic, a repeated id), EMB_ERANGE (an id not in
  *         [0, INT64_MAX), which lookups and updates refuse too),
- *         EMB_ESTRIDE, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE), EMB_ENOMEM (max_rows)
+ *         EMB_ESTRIDE, EMB_EOVERFLOW (n rows of row_stride are not addressable),
+ *         EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE), EMB_ENOMEM (max_rows)
  */
 EMB_API int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
                                      int64_t row_stride, int64_t n);

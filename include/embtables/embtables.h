@@ -17,5 +17,6 @@
 #include "embtables/update.h"
 #include "embtables/store.h"
 #include "embtables/dynamic.h"
+#include "embtables/collection.h"
 
 #endif

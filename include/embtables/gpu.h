@@ -20,7 +20,8 @@
  *    for the stream and returns the error; with EMB_GPU_DEFER_CHECK it returns at once and
  *    emb_gpu_workspace_check() reports the error later. An error is sticky in its
  *    workspace until reported: calls on a workspace holding one write nothing;
- *  - messages of failures are read with emb_gpu_last_error() (this thread's), codes named
+ *  - messages of failures are read with emb_last_error() (this thread's; also under the
+ *    name emb_gpu_last_error()), codes named
  *    by emb_strerror().
  *
  * Determinism: lookups and updates give bit-identical results run to run; the backward
@@ -75,7 +76,8 @@ EMB_API int emb_gpu_device_count(int *count);
 
 /**
  * This thread's message for the last failed GPU call (empty when none). Owned by the
- * library, valid until the next failing GPU call on this thread.
+ * library, valid until the next failing call on this thread. The library has one error
+ * channel: this is emb_last_error(), under the name existing code uses.
  */
 EMB_API const char *emb_gpu_last_error(void);
 

@@ -98,13 +98,18 @@ typedef struct EmbPooling {
 EMB_API int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
                        float *out, int64_t out_stride);
 
-/** Julia `lookup(A, ids::Vector)`: out[i] = column ids[i], for n int64 ids. */
+/**
+ * Julia `lookup(A, ids::Vector)`: out[i] = column ids[i], for n int64 ids.
+ * @return as emb_lookup() (EMB_EINVAL: n negative)
+ */
 EMB_API int emb_gather(const EmbTable *table, const int64_t *ids, int64_t n, float *out,
                        int64_t out_stride);
 
 /**
  * Julia `lookup(A, ids::Matrix)`: nbags fixed bags of bag_size int64 ids (bag b's ids
  * contiguous), out[b] = Σ its columns.
+ * @return as emb_lookup(); EMB_EINVAL (nbags or bag_size negative), EMB_EOVERFLOW (their
+ *         product overflows)
  */
 EMB_API int emb_lookup_sum(const EmbTable *table, const int64_t *ids, int64_t nbags,
                            int64_t bag_size, float *out, int64_t out_stride);

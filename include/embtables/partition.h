@@ -48,7 +48,9 @@ enum {
  * is copied. A shard may be of any table type (simple, custom, partitioned).
  *
  * The table has R = Σ shard rows columns, the shards' feature size and dtype, the name of
- * `opts->name` and is static when `opts->static_size` is set (other options are ignored).
+ * `opts->name` and is static when `opts->static_size` is set; it checks every write for
+ * finite values (EMB_TABLE_CHECK_FINITE) when `opts->flags` or any shard asks for it, so
+ * that no write through it puts a NaN in a shard that checks (other options are ignored).
  *
  * Dynamic shards (dynamic.h; all or none, EMB_PARTITION_MOD only): id goes to shard
  * id mod nshards, which keeps it under the id itself (so a row's initial values, and every

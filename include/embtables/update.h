@@ -83,7 +83,8 @@ EMB_API int emb_lookup_backward(const EmbTable *table, const EmbBatch *batch,
  * its buffers are kept by pointer (alive and unchanged until consumed). Ids are checked
  * when the gradient is consumed.
  * @return 0; EMB_ENULL, EMB_EINVAL (n < 0, bad id_type), EMB_ESHAPE (featuresize differs
- *         from the table's), EMB_ESTRIDE. @p grad is untouched on failure.
+ *         from the table's), EMB_ESTRIDE, EMB_EOVERFLOW (n rows of stride are not
+ *         addressable). @p grad is untouched on failure.
  */
 EMB_API int emb_grad_set_sparse(EmbGrad *grad, const EmbTable *table,
                                 const EmbSparseGrad *sparse);
@@ -235,6 +236,15 @@ EMB_API void emb_optimizer_detach(EmbOptimizer *opt, const EmbTable *table);
 EMB_API int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot,
                                 EmbTable **out, int64_t *step);
 
+/**
+ * Sets the number of updates applied to @p table (Adam's t; what emb_optimizer_state()
+ * reports), as a restored state needs it: the state slot's values are written through
+ * emb_optimizer_state()'s table, the step count here.
+ * @return 0, EMB_ENULL, EMB_EINVAL (@p step < 0), EMB_ENOTFOUND (the table has no state
+ *         yet: emb_optimizer_attach() it first). Nothing changes on an error.
+ */
+EMB_API int emb_optimizer_set_step(EmbOptimizer *opt, const EmbTable *table, int64_t step);
+
 /** emb_update() flags. */
 enum {
     EMB_UPDATE_NONTEMPORAL = 1 << 0, /**< write updated columns with streaming stores */
@@ -318,7 +328,9 @@ EMB_API int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTime
  * Whole-table operations with a dense f32 value of @p ncolumns x @p featuresize (row c at
  * `values + c * stride`), which must equal the table's shape: assign sets, assign_add
  * adds, assign_sub subtracts (results rounded to the table's dtype).
- * @return 0, EMB_ENULL, EMB_ESHAPE, EMB_ESTRIDE, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE)
+ * @return 0, EMB_ENULL, EMB_ESHAPE, EMB_ESTRIDE, EMB_EOVERFLOW (the rows at stride are not
+ *         addressable), EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE), EMB_ENOTSUP (a dynamic
+ *         table)
  */
 EMB_API int emb_table_assign(EmbTable *t, const float *values, int64_t ncolumns,
                              int32_t featuresize, int64_t stride);
@@ -358,7 +370,8 @@ EMB_API int emb_table_quantize(EmbTable *dst, const EmbTable *src);
  * the last row; each application is rounded to the table's dtype. All ids are checked
  * before anything is written.
  * @return 0, EMB_ENULL, EMB_EINVAL (n < 0), EMB_ERANGE (naming the id and position),
- *         EMB_ESTRIDE, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE)
+ *         EMB_ESTRIDE, EMB_EOVERFLOW (n rows of stride are not addressable), EMB_ENONFINITE
+ *         (EMB_TABLE_CHECK_FINITE)
  */
 EMB_API int emb_table_scatter_update(EmbTable *t, const int64_t *ids, int64_t n,
                                      const float *updates, int64_t stride);
@@ -379,8 +392,8 @@ EMB_API int emb_table_scatter_div(EmbTable *t, const int64_t *ids, int64_t n,
  * TF sparse_mask: copies the rows of @p in whose id is not in @p mask_ids into the
  * caller's buffers @p out_ids (room for in->n int64) and @p out_values (in->n rows of
  * @p out_stride), in order, and describes them in @p out (ids as EMB_ID_I64).
- * @return 0, EMB_ENULL, EMB_EINVAL (negative counts, featuresize < 1, bad id_type),
- *         EMB_ESTRIDE, EMB_ENOMEM
+ * @return 0, EMB_ENULL (naming the buffer), EMB_EINVAL (negative counts, featuresize < 1,
+ *         bad id_type), EMB_ESTRIDE, EMB_EOVERFLOW (rows not addressable), EMB_ENOMEM
  */
 EMB_API int emb_sparse_mask(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t nmask,
                             EmbSparseGrad *out, int64_t *out_ids, float *out_values,

@@ -12,18 +12,23 @@ Errors are raised as embtables.Error subclasses (RangeError is an IndexError,
 InvalidError a ValueError, ...) carrying the library's message, which names the culprit;
 a failed call writes nothing. `embtables.torch` has the nn.Module.
 """
-import sys
+import sys as _sys
 
-import numpy as np
+import numpy as _np
 
 from . import _embtables as _C
 from ._embtables import (Error, FileError, InvalidError, NoMemoryError, NotFoundError,
                          RangeError)
 
-__all__ = ["Table", "Strategy", "Optimizer", "lookup", "lookup_jagged", "maplookup",
+__version__ = _C.version()
+"""The library's version (emb_version()), which is also the package's."""
+
+__all__ = ["__version__", "Table", "Strategy", "Optimizer", "lookup", "lookup_jagged", "maplookup",
            "Saver", "restore", "latest_checkpoint", "read_checkpoint",
            "pooling", "as_array", "Error", "RangeError", "InvalidError", "NoMemoryError",
-           "FileError", "NotFoundError", "physical_cores", "cpu_flags"]
+           "FileError", "NotFoundError", "physical_cores", "cpu_flags", "COMBINERS", "DTYPES",
+           "OPTIMIZERS", "INITIALIZERS", "PRUNE_INVALID", "PRUNE_NONPOSITIVE_WEIGHTS",
+           "USE_DEFAULT_ID"]
 
 COMBINERS = {"none": 0, "gather": 0, "sum": 1, "mean": 2, "sqrtn": 3}
 PRUNE_INVALID, PRUNE_NONPOSITIVE_WEIGHTS, USE_DEFAULT_ID = 1, 2, 4
@@ -32,8 +37,16 @@ OPTIMIZERS = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 2, "ftrl": 3, "adam": 4
 INITIALIZERS = {"none": 0, "zeros": 1, "ones": 2, "constant": 3, "uniform": 4, "normal": 5,
                 "truncated_normal": 6, "uniform_unit_scaling": 7}
 
-physical_cores = _C.physical_cores
-cpu_flags = _C.cpu_flags
+
+def physical_cores():
+    """The number of physical cores (the default thread count of a Strategy)."""
+    return _C.physical_cores()
+
+
+def cpu_flags(mask=-1):
+    """The CPU features the kernels use (bit flags); mask >= 0 restricts them first (for
+    tests: 0 = the C reference kernels)."""
+    return _C.cpu_flags(mask)
 
 
 def _is_torch(x):
@@ -43,10 +56,10 @@ def _is_torch(x):
 def as_array(x):
     """A numpy view of x (numpy array, torch CPU tensor, or anything array-like): no copy
     for arrays and CPU tensors (bfloat16 tensors are viewed as int16)."""
-    if isinstance(x, np.ndarray):
+    if isinstance(x, _np.ndarray):
         return x
     if _is_torch(x):
-        torch = sys.modules["torch"]
+        torch = _sys.modules["torch"]
         if x.device.type != "cpu":
             raise InvalidError(f"a {x.device.type} tensor: CPU tables and ids need CPU "
                                "tensors (see embtables.gpu)")
@@ -54,26 +67,45 @@ def as_array(x):
         if x.dtype == torch.bfloat16:
             x = x.view(torch.int16)
         return x.numpy()
-    return np.asarray(x)
+    return _np.asarray(x)
 
 
-def _ids(x):
-    """Ids as a C-contiguous int32 / int64 array (a view when they already are)."""
+def _ids(x, what="ids", t=None):
+    """Ids as a C-contiguous int32 / int64 array (a view when they already are). Other
+    integer types are widened to int64; float, bool and anything else are a TypeError
+    (torch's embedding_bag refuses them too: no silent truncation of 1.7 to 1)."""
     a = x
-    if type(a) is not np.ndarray:
+    if type(a) is not _np.ndarray:
         try:
             a = x.numpy()  # the common case, a torch CPU tensor: a view
         except (AttributeError, TypeError, RuntimeError):
             a = as_array(x)
-    if a.dtype != np.int64 and a.dtype != np.int32:
-        a = a.astype(np.int64)
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+    if a.dtype != _np.int64 and a.dtype != _np.int32:
+        if a.dtype.kind not in "iu" or a.dtype == _np.uint64:
+            raise TypeError(f"{_what(what, t)}: ids must be integers (int32 or int64), "
+                            f"not {a.dtype}")
+        a = a.astype(_np.int64)
+    return a if a.flags.c_contiguous else _np.ascontiguousarray(a)
 
 
-def _weights(x):
-    if x is None:
-        return None
-    return np.ascontiguousarray(as_array(x), dtype=np.float32)
+def _what(what, t):
+    """The argument's name in a message (formatted only on errors: the calls are hot)."""
+    return what if t is None else f"{what}[{t}]"
+
+
+def _floats(x, what, t=None):
+    """x as a C-contiguous float32 array: arrays and tensors of another dtype are a
+    TypeError, as torch raises (a Python list is converted)."""
+    if isinstance(x, (list, tuple)):
+        return _np.ascontiguousarray(x, dtype=_np.float32)
+    a = as_array(x)
+    if a.dtype != _np.float32:
+        raise TypeError(f"{_what(what, t)}: expected float32, got {a.dtype}")
+    return _np.ascontiguousarray(a)
+
+
+def _weights(x, what="per_sample_weights", t=None):
+    return None if x is None else _floats(x, what, t)
 
 
 def pooling(mode="sum", max_norm=None, default_id=None, prune_invalid=False,
@@ -103,9 +135,9 @@ class Table:
     def __init__(self, array, name=None, dtype=None):
         self.source = array
         a = as_array(array)
-        if dtype == "bf16" or (dtype is None and a.dtype == np.int16 and _is_torch(array)):
-            a = a.view(np.uint16)
-        elif dtype is not None and np.dtype({"f32": np.float32, "f16": np.float16}
+        if dtype == "bf16" or (dtype is None and a.dtype == _np.int16 and _is_torch(array)):
+            a = a.view(_np.uint16)
+        elif dtype is not None and _np.dtype({"f32": _np.float32, "f16": _np.float16}
                                             .get(dtype, dtype)) != a.dtype:
             raise InvalidError(f"table: dtype {dtype} but the array holds {a.dtype}")
         self._array = a
@@ -124,22 +156,24 @@ class Table:
         return self
 
     def initialize(self, kind, a=0.0, b=0.0, seed=0):
+        """Fills the table by an initializer (INITIALIZERS: TF's kinds; uniform [a, b),
+        normal mean a stddev b, ...), counter-based: the same bits for any thread count."""
         self._t.initialize(INITIALIZERS[kind], a, b, seed)
 
     def numpy(self):
         """The table's memory as a 2-D array (bf16 as uint16): a view, not a copy."""
-        return self._array if self._array is not None else np.asarray(self._t)
+        return self._array if self._array is not None else _np.asarray(self._t)
 
     def to_float(self):
         """A copy of the table as f32."""
-        out = np.empty((self.num_embeddings, self.dim), dtype=np.float32)
+        out = _np.empty((self.num_embeddings, self.dim), dtype=_np.float32)
         self._t.read(out)
         return out
 
-    num_embeddings = property(lambda self: self._t.info()[0])
-    dim = property(lambda self: self._t.info()[1])
-    dtype = property(lambda self: self._t.info()[2])
-    name = property(lambda self: self._t.info()[3])
+    num_embeddings = property(lambda self: self._t.info()[0], doc="The number of rows.")
+    dim = property(lambda self: self._t.info()[1], doc="The row width (embedding_dim).")
+    dtype = property(lambda self: self._t.info()[2], doc="'f32', 'f16' or 'bf16'.")
+    name = property(lambda self: self._t.info()[3], doc="The table's name, or None.")
 
     def __repr__(self):
         return (f"embtables.Table({self.num_embeddings}x{self.dim} {self.dtype}"
@@ -172,8 +206,8 @@ class Table:
 
 def _offsets_of_lengths(lengths):
     lengths = as_array(lengths)
-    off = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=off[1:])
+    off = _np.zeros(len(lengths) + 1, dtype=_np.int64)
+    _np.cumsum(lengths, out=off[1:])
     return off
 
 
@@ -182,9 +216,9 @@ def _output(out, shape, as_torch):
     if out is not None:
         return out, as_array(out)
     if as_torch:
-        t = sys.modules["torch"].empty(shape, dtype=sys.modules["torch"].float32)
+        t = _sys.modules["torch"].empty(shape, dtype=_sys.modules["torch"].float32)
         return t, t.numpy()
-    a = np.empty(shape, dtype=np.float32)
+    a = _np.empty(shape, dtype=_np.float32)
     return a, a
 
 
@@ -196,6 +230,8 @@ def lookup(table, *args, **kw):
 
 
 def lookup_jagged(table, values, lengths, weights=None, **kw):
+    """Table(table).lookup_jagged(...) for an array / tensor, or table.lookup_jagged(...):
+    TorchRec's jagged form, bag b holding lengths[b] ids of values."""
     if not isinstance(table, Table):
         table = Table(table)
     return table.lookup_jagged(values, lengths, weights, **kw)
@@ -211,8 +247,8 @@ class Strategy:
         pin = {None: 0, "none": 0, "compact": 1, "scatter": 2}[pinning]
         self._s = _C.Strategy(name, int(threads), pin, int(chunks), int(num_splits))
 
-    name = property(lambda self: self._s.info()[0])
-    threads = property(lambda self: self._s.info()[1])
+    name = property(lambda self: self._s.info()[0], doc="The strategy's name.")
+    threads = property(lambda self: self._s.info()[1], doc="Its thread count.")
 
     def __repr__(self):
         return f"embtables.Strategy({self.name!r}, threads={self.threads})"
@@ -238,10 +274,12 @@ class Optimizer:
         if "initial_accumulator_value" in hyper:
             hyper["initial_accumulator"] = hyper.pop("initial_accumulator_value")
         self.kind = kind
+        self.hyper = dict(hyper)
         self._o = _C.Optimizer(OPTIMIZERS[kind], float(lr), **hyper)
 
     @property
     def lr(self):
+        """The learning rate; may be set between steps (the state is kept)."""
         return self._o.lr
 
     @lr.setter
@@ -252,13 +290,16 @@ class Optimizer:
         """(state array or None, steps) of table: adagrad h (N x D), rowwise_adagrad h
         (N x 1), adam [m | v] (N x 2D), ftrl [accumulator | linear]. A view."""
         st, step = self._o.state(table._t if isinstance(table, Table) else table, slot)
-        return (np.asarray(st) if st is not None else None), step
+        return (_np.asarray(st) if st is not None else None), step
+
+    def set_step(self, table, step):
+        """Sets the number of updates applied to table (Adam's t), as a restore does."""
+        self._o.set_step(table._t if isinstance(table, Table) else table, int(step))
 
     def apply_sparse(self, table, ids, rows):
         """One step from a sparse gradient (ids, rows): duplicates summed, then the
         optimizer once per distinct row."""
-        self._o.apply_sparse(table._t, _ids(ids), np.ascontiguousarray(as_array(rows),
-                                                                       dtype=np.float32))
+        self._o.apply_sparse(table._t, _ids(ids), _floats(rows, "rows"))
 
     def __repr__(self):
         return f"embtables.Optimizer({self.kind!r}, lr={self.lr:g})"
@@ -302,6 +343,13 @@ class Collection:
                                1 if self.include_last_offset else 0, prepend)
 
     def backward(self, step, grad_output, prepend=0):
+        """The fused update of every table from grad_output (float32, nbags x (prepend +
+        width)) of the step forward() returned."""
+        if step is None:
+            raise RuntimeError("backward: this step's update was applied already (a step "
+                               "updates the tables once: run a new forward)")
+        if as_array(grad_output).dtype != _np.float32:
+            raise TypeError(f"grad_output: expected float32, got {as_array(grad_output).dtype}")
         self._c.backward(step, grad_output, prepend)
 
 
@@ -309,16 +357,19 @@ def _prepare(indices, offsets=None, per_sample_weights=None, lengths=None):
     """(form, indices, offsets, weights) as numpy: form 0 per-table lists (PyTorch), 1 flat
     indices with T*B+1 offsets (FBGEMM), 2 values with T*B lengths (TorchRec)."""
     if isinstance(indices, (list, tuple)):
-        ids = [_ids(i) for i in indices]
-        off = None if offsets is None else [None if o is None else _ids(o) for o in offsets]
+        ids = [_ids(x, "indices", t) for t, x in enumerate(indices)]
+        off = None if offsets is None else \
+            [None if o is None else _ids(o, "offsets", t) for t, o in enumerate(offsets)]
         w = None if per_sample_weights is None else \
-            [None if x is None else _weights(x) for x in per_sample_weights]
+            [_weights(x, "per_sample_weights", t) for t, x in enumerate(per_sample_weights)]
         return 0, ids, off, w
     if lengths is not None:
-        return 2, _ids(indices), _ids(lengths), _weights(per_sample_weights)
+        return 2, _ids(indices, "values"), _ids(lengths, "lengths"), \
+            _weights(per_sample_weights)
     if offsets is None:
         raise InvalidError("flat indices need offsets (T*B+1) or lengths (T*B)")
-    return 1, _ids(indices), _ids(offsets), _weights(per_sample_weights)
+    return 1, _ids(indices, "indices"), _ids(offsets, "offsets"), \
+        _weights(per_sample_weights)
 
 
 def maplookup(tables, indices, offsets=None, per_sample_weights=None, lengths=None,

@@ -7,8 +7,7 @@ and torch's current CUDA stream. available() says whether it can run here.
     ebc = GpuEmbeddingBagCollection([(1000, 64), (500, 64)], optimizer="rowwise_adagrad")
     out = ebc(ids, offsets)          # CUDA tensors; B x 128 on the device
 """
-import torch
-from torch import nn
+import torch as _torch
 
 import embtables as _et
 
@@ -22,11 +21,11 @@ _GPU_OPTIMIZERS = ("sgd", "rowwise_adagrad", "adam")
 def available():
     """True when the extension has the GPU back end and a CUDA device is present."""
     return hasattr(_C, "gpu_table_create") and _C.gpu_device_count() > 0 and \
-        torch.cuda.is_available()
+        _torch.cuda.is_available()
 
 
 def _stream(stream=None):
-    return (stream if stream is not None else torch.cuda.current_stream()).cuda_stream
+    return (stream if stream is not None else _torch.cuda.current_stream()).cuda_stream
 
 
 class GpuTable:
@@ -43,46 +42,51 @@ class GpuTable:
         return host if isinstance(host, _et.Table) else _et.Table(host)
 
     def upload(self, host, stream=None):
+        """Copies the host table (Table, array or tensor of this shape and dtype) here."""
         self._t.copy(self._host(host)._t, True, _stream(stream))
 
     def download(self, host, stream=None):
+        """Copies this table into the host table (Table, array or tensor)."""
         self._t.copy(self._host(host)._t, False, _stream(stream))
 
     def to_host(self, stream=None):
+        """A new host embtables.Table holding a copy of this table."""
         n, d, dtype, _, _ = self._t.info()
         host = _et.Table.create(n, d, dtype)
         self.download(host, stream)
         return host
 
-    num_embeddings = property(lambda self: self._t.info()[0])
-    dim = property(lambda self: self._t.info()[1])
+    num_embeddings = property(lambda self: self._t.info()[0], doc="The number of rows.")
+    dim = property(lambda self: self._t.info()[1], doc="The row width.")
 
 
 def _device_batch(ids, offsets, weights, include_last, keep):
     """The descriptor tuple of one table's batch of CUDA tensors (kept alive in keep)."""
     ids = ids.contiguous()
-    if ids.dtype not in (torch.int32, torch.int64):
+    if ids.dtype not in (_torch.int32, _torch.int64):
         ids = ids.long()
     nnz = ids.numel()
     if ids.dim() == 2:
         nbags, bag_size, off = ids.shape[0], ids.shape[1], None
     else:
-        off = offsets.to(torch.int64)
+        off = offsets.to(_torch.int64)
         if not include_last:
-            off = torch.cat([off, torch.full((1,), nnz, dtype=torch.int64, device=ids.device)])
+            off = _torch.cat([off, _torch.full((1,), nnz, dtype=_torch.int64, device=ids.device)])
         off = off.contiguous()
         nbags, bag_size = off.numel() - 1, 0
-    w = None if weights is None else weights.to(torch.float32).contiguous()
+    if weights is not None and weights.dtype != _torch.float32:
+        raise TypeError(f"per_sample_weights: expected torch.float32, got {weights.dtype}")
+    w = None if weights is None else weights.contiguous()
     keep += [ids, off, w]
-    return (ids.data_ptr(), ids.dtype == torch.int32, nnz, nbags,
+    return (ids.data_ptr(), ids.dtype == _torch.int32, nnz, nbags,
             None if off is None else off.data_ptr(), bag_size,
             None if w is None else w.data_ptr()), nbags
 
 
-class _GpuLookup(torch.autograd.Function):
+class _GpuLookup(_torch.autograd.Function):
     @staticmethod
     def forward(ctx, placeholder, module, batches, keep, nbags):
-        out = torch.empty(nbags, module.width, device="cuda", dtype=torch.float32)
+        out = _torch.empty(nbags, module.width, device="cuda", dtype=_torch.float32)
         _C.gpu_maplookup(module._tables_c, batches, module.poolings, out.data_ptr(),
                          module.width, 0, module._ws, _stream())
         ctx.module, ctx.batches, ctx.keep = module, batches, keep
@@ -91,7 +95,7 @@ class _GpuLookup(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         m = ctx.module
-        grad = grad.to(torch.float32).contiguous()
+        grad = grad.to(_torch.float32).contiguous()
         col = 0
         for t, b, p, d in zip(m._tables_c, ctx.batches, m.poolings, m.dims):
             _C.gpu_backward_update(t, b, p, grad.data_ptr() + 4 * col, m.width, m._opt,
@@ -100,7 +104,7 @@ class _GpuLookup(torch.autograd.Function):
         return None, None, None, None, None
 
 
-class GpuEmbeddingBagCollection(nn.Module):
+class GpuEmbeddingBagCollection(_torch.nn.Module):
     """EmbeddingBagCollection on the device: the same arguments (tables as (rows, dim)
     pairs or host tensors / arrays, uploaded), optimizer 'sgd', 'rowwise_adagrad' or
     'adam' fused into the backward (FBGEMM's contract: no weight gradient). Inputs are
@@ -134,10 +138,11 @@ class GpuEmbeddingBagCollection(nn.Module):
                      float(initial_accumulator_value))
         self.include_last_offset = include_last_offset
         self._ws = _C.GpuWorkspace()
-        self._placeholder = torch.zeros(0, requires_grad=True)
+        self._placeholder = _torch.zeros(0, requires_grad=True)
 
     @property
     def lr(self):
+        """The optimizer's learning rate (settable between steps)."""
         return self._opt[1]
 
     @lr.setter
@@ -145,6 +150,8 @@ class GpuEmbeddingBagCollection(nn.Module):
         self._opt = (self._opt[0], float(value)) + self._opt[2:]
 
     def forward(self, indices, offsets=None, per_sample_weights=None):
+        """The pooled lookup of every table (per-table lists of CUDA tensors in
+        nn.EmbeddingBag's conventions) into a B x ΣD CUDA tensor."""
         keep, batches, nbags = [], [], None
         for k, ids in enumerate(indices):
             b, nbags = _device_batch(ids, None if offsets is None else offsets[k],

@@ -1,45 +1,293 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""embtables for PyTorch: EmbeddingBagCollection, an nn.Module over many embedding bags.
+"""embtables for PyTorch: EmbeddingBagCollection, an nn.Module over many embedding bags,
+shaped as TorchRec's (a TorchRec script switches by changing its imports).
 
-Its forward returns the pooled outputs of every table side by side (B x ΣD, the layout
-DLRM's interaction takes). With an optimizer (the default, FBGEMM's table-batched
-embedding contract) its backward applies the library's deduplicating fused optimizer to
-the tables in place and returns no weight gradient; with optimizer=None the weights are
-Parameters that receive sparse_coo gradients, for torch's own optimizers.
+    from embtables.torch import (EmbeddingBagCollection, EmbeddingBagConfig,
+                                 KeyedJaggedTensor)
+    ebc = EmbeddingBagCollection(tables=[
+        EmbeddingBagConfig(name="t_user", embedding_dim=16, num_embeddings=1000,
+                           feature_names=["user"]),
+        EmbeddingBagConfig(name="t_item", embedding_dim=16, num_embeddings=500,
+                           feature_names=["item"], pooling=PoolingType.MEAN)],
+        optimizer="adagrad", lr=0.05)
+    kt = ebc(KeyedJaggedTensor(keys=["user", "item"], values=ids, lengths=lengths))
+    kt.to_dict()["item"]                 # B x 16; kt.values() is B x 32
+
+The input's features go to their tables by name; the output is a KeyedTensor (B x ΣD,
+DLRM's layout, keys = the features). With an optimizer (FBGEMM's table-batched contract)
+the backward applies the library's deduplicating fused optimizer to the tables in place and
+returns no weight gradient; with optimizer=None (the default with EmbeddingBagConfig tables,
+as TorchRec) the weights are Parameters that receive sparse_coo gradients for torch's
+optimizers (SGD, Adagrad, SparseAdam). The older forms (per-table lists, FBGEMM's flat ids
+with T*B+1 offsets, values with lengths) are accepted too and return a plain tensor.
 """
-import numpy as np
-import torch
-from torch import nn
+import dataclasses as _dc
+import enum as _enum
+import math as _math
+import re as _re
+
+import numpy as _np
+import torch as _torch
 
 import embtables as _et
 
-__all__ = ["EmbeddingBagCollection"]
+__all__ = ["EmbeddingBagCollection", "EmbeddingBagConfig", "KeyedJaggedTensor", "KeyedTensor",
+           "PoolingType", "DataType"]
+
+_nn = _torch.nn
 
 
-def _table_spec(spec, dtype):
-    """(weight tensor, mode, max_norm) of one entry of `tables`."""
-    if isinstance(spec, nn.EmbeddingBag):
-        return spec.weight.data, spec.mode, spec.max_norm
+class PoolingType(_enum.Enum):
+    """How a bag's rows are combined (TorchRec's PoolingType; SQRTN is TensorFlow's)."""
+    SUM = "SUM"
+    MEAN = "MEAN"
+    SQRTN = "SQRTN"
+
+
+class DataType(_enum.Enum):
+    """A table's element type (TorchRec's DataType). INT8 / INT4 are not supported yet."""
+    FP32 = "FP32"
+    FP16 = "FP16"
+    BF16 = "BF16"
+    INT8 = "INT8"
+    INT4 = "INT4"
+
+
+_DTYPES = {"FP32": _torch.float32, "FP16": _torch.float16, "BF16": _torch.bfloat16}
+_TABLE_DTYPES = (_torch.float32, _torch.float16, _torch.bfloat16)
+
+
+@_dc.dataclass
+class EmbeddingBagConfig:
+    """One table of an EmbeddingBagCollection, as TorchRec's EmbeddingBagConfig.
+
+    num_embeddings x embedding_dim rows; name: the table's (unique); feature_names: the
+    input features looked up in it (one per table here); pooling: PoolingType or 'sum' /
+    'mean' / 'sqrtn'; data_type (DataType) or dtype (torch.float32, float16, bfloat16): the
+    table's element type; init_fn(weight) initialises the float32 weight in place, else
+    uniform in [weight_init_min, weight_init_max], default ±sqrt(1 / num_embeddings)
+    (TorchRec's). need_pos and num_embeddings_post_pruning are accepted and unused.
+    """
+    num_embeddings: int
+    embedding_dim: int
+    name: str = ""
+    data_type: DataType = DataType.FP32
+    feature_names: list = _dc.field(default_factory=list)
+    weight_init_max: float = None
+    weight_init_min: float = None
+    num_embeddings_post_pruning: int = None
+    init_fn: object = None
+    need_pos: bool = False
+    pooling: PoolingType = PoolingType.SUM
+    dtype: object = None
+
+
+def _enum_name(x):
+    """'SUM' of PoolingType.SUM (ours or TorchRec's), of 'sum' or of 'SUM'."""
+    return (x.name if isinstance(x, _enum.Enum) else str(x)).upper()
+
+
+def _config_dtype(cfg):
+    """The torch dtype of a config (dtype wins over data_type)."""
+    if getattr(cfg, "dtype", None) is not None:
+        return _check_dtype(cfg.dtype, cfg.name)
+    name = _enum_name(getattr(cfg, "data_type", DataType.FP32))
+    if name not in _DTYPES:
+        raise NotImplementedError(f"table '{cfg.name}': data_type {name} is not supported yet "
+                                  "(FP32, FP16, BF16)")
+    return _DTYPES[name]
+
+
+def _check_dtype(dtype, what):
+    if dtype not in _TABLE_DTYPES:
+        raise TypeError(f"{what}: tables are float32, float16 or bfloat16, not {dtype}")
+    return dtype
+
+
+class KeyedJaggedTensor:
+    """Jagged ids of several features (TorchRec's KeyedJaggedTensor): feature keys[k] has
+    stride() bags, bag b of it holding lengths[k * stride + b] ids, in order, in values.
+    Give lengths or offsets (len(lengths) + 1 bag starts); weights: per-id float32."""
+
+    def __init__(self, keys, values, weights=None, lengths=None, offsets=None, stride=None):
+        if lengths is None and offsets is None:
+            raise ValueError("KeyedJaggedTensor: lengths or offsets are needed")
+        self._keys, self._values, self._weights = list(keys), values, weights
+        self._lengths, self._offsets = lengths, offsets
+        n = len(lengths) if lengths is not None else len(offsets) - 1
+        self._stride = stride if stride is not None else (n // len(self._keys)
+                                                          if self._keys else 0)
+
+    @classmethod
+    def from_lengths_sync(cls, keys, values, lengths, weights=None, stride=None):
+        """TorchRec's constructor of the same name."""
+        return cls(keys, values, weights, lengths=lengths, stride=stride)
+
+    @classmethod
+    def from_offsets_sync(cls, keys, values, offsets, weights=None, stride=None):
+        """TorchRec's constructor of the same name."""
+        return cls(keys, values, weights, offsets=offsets, stride=stride)
+
+    def keys(self):
+        """The feature names."""
+        return self._keys
+
+    def values(self):
+        """Every feature's ids, feature after feature."""
+        return self._values
+
+    def weights(self):
+        """The per-id weights (an error when there are none, as TorchRec)."""
+        if self._weights is None:
+            raise ValueError("KeyedJaggedTensor: no weights")
+        return self._weights
+
+    def weights_or_none(self):
+        """The per-id weights or None."""
+        return self._weights
+
+    def lengths(self):
+        """The bag sizes (len(keys) * stride)."""
+        if self._lengths is None:
+            self._lengths = self._offsets[1:] - self._offsets[:-1]
+        return self._lengths
+
+    def offsets(self):
+        """The bag starts, plus the end (len(keys) * stride + 1)."""
+        if self._offsets is None:
+            self._offsets = _torch.zeros(len(self._lengths) + 1, dtype=self._lengths.dtype)
+            _torch.cumsum(self._lengths, 0, out=self._offsets[1:])
+        return self._offsets
+
+    def stride(self):
+        """The batch size (bags per feature)."""
+        return self._stride
+
+    def to_dict(self):
+        """{feature: (values, lengths)} of each feature."""
+        off, s = self.offsets(), self._stride
+        return {k: (self._values[int(off[i * s]):int(off[(i + 1) * s])],
+                    self.lengths()[i * s:(i + 1) * s]) for i, k in enumerate(self._keys)}
+
+    def __repr__(self):
+        return (f"KeyedJaggedTensor(keys={self._keys}, stride={self._stride}, "
+                f"values={len(self._values)}, weighted={self._weights is not None})")
+
+
+class KeyedTensor:
+    """Pooled outputs of several features side by side (TorchRec's KeyedTensor): values()
+    is B x sum(length_per_key()), feature keys()[k] in its length_per_key()[k] columns."""
+
+    def __init__(self, keys, length_per_key, values, key_dim=1):
+        self._keys, self._lengths, self._values = list(keys), list(length_per_key), values
+        self._key_dim = key_dim
+
+    def keys(self):
+        """The feature names, in column order."""
+        return self._keys
+
+    def values(self):
+        """The B x ΣD tensor (autograd flows through it)."""
+        return self._values
+
+    def length_per_key(self):
+        """Each feature's width."""
+        return self._lengths
+
+    def offset_per_key(self):
+        """Each feature's first column, plus the total width."""
+        out = [0]
+        for n in self._lengths:
+            out.append(out[-1] + n)
+        return out
+
+    def key_dim(self):
+        """The dimension the features are side by side in (1)."""
+        return self._key_dim
+
+    def to_dict(self):
+        """{feature: B x D view of its columns}."""
+        parts = _torch.split(self._values, self._lengths, dim=self._key_dim)
+        return dict(zip(self._keys, parts))
+
+    def __getitem__(self, key):
+        i = self._keys.index(key)
+        o = self.offset_per_key()
+        return self._values.narrow(self._key_dim, o[i], o[i + 1] - o[i])
+
+    def __repr__(self):
+        return (f"KeyedTensor(keys={self._keys}, length_per_key={self._lengths}, "
+                f"values={tuple(self._values.shape)})")
+
+
+def _is_config(spec):
+    return hasattr(spec, "num_embeddings") and hasattr(spec, "feature_names")
+
+
+def _config_weights(configs):
+    """The initial weights of the configs, drawn as TorchRec draws them (the same bits from
+    the same seed): every table made as nn.EmbeddingBag makes it (normal), then each one's
+    init_fn, default uniform in [weight_init_min, weight_init_max] = ±sqrt(1 / rows)."""
+    ws = []
+    for c in configs:
+        w = _torch.empty(int(c.num_embeddings), int(c.embedding_dim), dtype=_config_dtype(c))
+        _nn.init.normal_(w)
+        ws.append(w)
+    with _torch.no_grad():
+        for c, w in zip(configs, ws):
+            if c.init_fn is not None:
+                c.init_fn(w)
+                continue
+            bound = _math.sqrt(1 / w.shape[0])
+            _nn.init.uniform_(w, c.weight_init_min if c.weight_init_min is not None else -bound,
+                              c.weight_init_max if c.weight_init_max is not None else bound)
+    return ws
+
+
+@_dc.dataclass
+class _Spec:
+    """One table as the module holds it."""
+    name: str
+    feature: str
+    weight: object
+    mode: str
+    max_norm: float = None
+
+
+def _legacy_spec(i, spec, dtype):
+    """_Spec of one entry of the older `tables` forms."""
+    name = f"table_{i}"
+    if isinstance(spec, _nn.EmbeddingBag):
+        return _Spec(name, name, spec.weight.data, spec.mode, spec.max_norm)
     if isinstance(spec, dict):
         w = spec.get("weight")
         if w is None:
             w = _new_weight(spec["num_embeddings"], spec["embedding_dim"], dtype)
-        return w, spec.get("mode"), spec.get("max_norm")
-    if isinstance(spec, torch.Tensor):
-        return spec.data, None, None
-    if isinstance(spec, np.ndarray):
-        return torch.from_numpy(spec), None, None
+        return _Spec(name, name, w, spec.get("mode"), spec.get("max_norm"))
+    if isinstance(spec, _torch.Tensor):
+        return _Spec(name, name, spec.data, None)
+    if isinstance(spec, _np.ndarray):
+        return _Spec(name, name, _torch.from_numpy(spec), None)
     n, d = spec
-    return _new_weight(n, d, dtype), None, None
+    return _Spec(name, name, _new_weight(n, d, dtype), None)
+
+
+def _config_spec(cfg, weight):
+    if len(cfg.feature_names) != 1:
+        raise NotImplementedError(f"table '{cfg.name}': {len(cfg.feature_names)} features; "
+                                  "one feature per table is supported (shared tables: not yet)")
+    if not cfg.name:
+        raise ValueError(f"a table of feature '{cfg.feature_names[0]}' has no name")
+    return _Spec(cfg.name, cfg.feature_names[0], weight, _enum_name(cfg.pooling).lower())
 
 
 def _new_weight(n, d, dtype):
-    w = torch.empty(int(n), int(d), dtype=torch.float32)
-    nn.init.normal_(w)  # nn.EmbeddingBag's initialisation
+    w = _torch.empty(int(n), int(d), dtype=_torch.float32)
+    _nn.init.normal_(w)  # nn.EmbeddingBag's initialisation
     return w.to(dtype)
 
 
-class _Lookup(torch.autograd.Function):
+class _Lookup(_torch.autograd.Function):
     """forward: the collection's lookup; backward: the fused update (returns no gradient)
     or, in plain mode, sparse gradients of the weights."""
 
@@ -52,74 +300,186 @@ class _Lookup(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         module, step = ctx.module, ctx.step
+        if step is None:
+            raise RuntimeError(f"{module._label()}: backward a second time through the same "
+                               "forward (its step updated the tables already: run a new "
+                               "forward)")
         ctx.step = None
-        grad = grad.to(torch.float32).contiguous()
+        if grad.dtype != _torch.float32:
+            raise TypeError(f"{module._label()}: the output gradient is {grad.dtype}, "
+                            "expected torch.float32")
+        grad = grad.contiguous()
         if module.optimizer is not None:
-            module._coll.backward(step, grad.numpy())
+            module._culprit(module._coll.backward, step, grad.numpy())
             return (None, None, None) + (None,) * len(module._weights)
         grads = module._sparse_grads(step, ctx.batch, grad)
         return (None, None, None) + tuple(grads)
 
 
-class EmbeddingBagCollection(nn.Module):
-    """Many embedding bags looked up (and trained) together.
+class _Bag(_nn.Module):
+    """One table of an EmbeddingBagCollection (embedding_bags[name]): its weight and, with
+    a fused optimizer, the optimizer's state (optimizer_state, optimizer_step in the
+    state_dict)."""
 
-    tables: a list of (num_embeddings, dim) pairs (new weights, N(0, 1) as
-    nn.EmbeddingBag), 2-D CPU tensors or numpy arrays (used in place: no copy),
-    nn.EmbeddingBag modules (their weight, mode and max_norm), or dicts with
-    num_embeddings, embedding_dim, weight, mode, max_norm.
+    def __init__(self, spec, parameter):
+        super().__init__()
+        self.feature, self.mode = spec.feature, spec.mode
+        self._table = self._opt = None
+        if parameter:
+            self.weight = spec.weight if isinstance(spec.weight, _nn.Parameter) \
+                else _nn.Parameter(spec.weight)
+        else:
+            self.register_buffer("weight", spec.weight)
+
+    def _attach(self, table, optimizer):
+        """Wraps the (new) C table and exposes the optimizer's state as a buffer."""
+        self._table, self._opt = table, optimizer
+        st = optimizer.state(table)[0] if optimizer is not None else None
+        if st is not None:
+            self.register_buffer("optimizer_state", _torch.from_numpy(st))
+        elif "optimizer_state" in self._buffers:
+            del self._buffers["optimizer_state"]
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self._opt is not None:
+            destination[prefix + "optimizer_step"] = _torch.tensor(
+                self._opt.state(self._table)[1], dtype=_torch.int64)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        key = prefix + "optimizer_step"
+        if key in unexpected_keys:
+            unexpected_keys.remove(key)
+        if self._opt is not None and key in state_dict:
+            self._opt.set_step(self._table, int(state_dict[key]))
+        elif self._opt is not None and strict:
+            missing_keys.append(key)
+
+    def extra_repr(self):
+        """rows x dim, dtype, pooling, feature."""
+        w = self.weight
+        return (f"{w.shape[0]} x {w.shape[1]}, {str(w.dtype)[6:]}, {self.mode}, "
+                f"feature={self.feature!r}")
+
+
+_ABSENT = object()
+
+
+class EmbeddingBagCollection(_nn.Module):
+    """Many embedding bags looked up (and trained) together, TorchRec's module.
+
+    tables: EmbeddingBagConfig objects (ours or TorchRec's), or the older forms: (rows,
+    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), 2-D CPU tensors or numpy arrays
+    (used in place: no copy), nn.EmbeddingBag modules (weight, mode, max_norm) or dicts
+    (num_embeddings, embedding_dim, weight, mode, max_norm) -- tables table_0, table_1, ...
+    of features of the same names.
     optimizer: 'sgd', 'adagrad', 'rowwise_adagrad', 'adam', 'ftrl', an
-    embtables.Optimizer, or None (plain mode: sparse gradients). lr and the optimizer's
-    hyper-parameters (eps, betas, initial_accumulator_value, ...) as keywords.
-    strategy / threads: how the tables are spread over threads (embtables.Strategy).
-    mode, max_norm, prune_invalid, prune_nonpositive_weights, default_id: the pooling of
-    every table (mode may be a list, one per table).
+    embtables.Optimizer: fused into the backward; or None: Parameters with sparse
+    gradients. Default: None with EmbeddingBagConfig tables (TorchRec's), else 'sgd'.
+    lr and the optimizer's hyper-parameters (eps, betas, initial_accumulator_value, ...)
+    as keywords. strategy / threads: how the tables are spread over threads
+    (embtables.Strategy). mode, max_norm, prune_invalid, prune_nonpositive_weights,
+    default_id: the pooling of the older forms' tables (mode may be a list).
+    is_weighted, device: TorchRec's (device must be the CPU or None).
 
-    forward(indices, offsets=None, per_sample_weights=None, lengths=None):
-      - lists, one entry per table, in nn.EmbeddingBag's conventions (1-D ids with
-        offsets, include_last_offset as given here; 2-D ids for fixed bags);
-      - one flat indices tensor with FBGEMM's offsets (T*B+1, bag starts of table 0's
-        bags, then table 1's, ...);
-      - TorchRec's jagged form: values (flat) with lengths (T*B), or a KeyedJaggedTensor.
-    The weights and the ids must stay alive and unchanged until backward.
+    forward(features) with a KeyedJaggedTensor (ours, or TorchRec's: keys, values,
+    lengths / offsets, weights_or_none) returns a KeyedTensor, each feature looked up in
+    its table by name; or, returning a B x ΣD tensor: forward(indices, offsets=None,
+    per_sample_weights=None, lengths=None) with per-table lists in nn.EmbeddingBag's
+    conventions, one flat tensor with FBGEMM's T*B+1 offsets, or values with T*B lengths.
+    The ids (and weights) must stay alive and unchanged until backward.
+
+    .half(), .bfloat16(), .float(), .to(dtype) convert the tables in place (the fused
+    optimizer's state kept); other dtypes and devices are refused. state_dict() holds
+    each table's weight (embedding_bags.<name>.weight) and the fused optimizer's state
+    (optimizer_state, optimizer_step), bit for bit; torch.save of the module works.
     """
 
-    def __init__(self, tables, optimizer="sgd", lr=0.01, strategy="prealloc-concat",
+    def __init__(self, tables, optimizer=_ABSENT, lr=0.01, strategy="prealloc-concat",
                  threads=0, mode="sum", max_norm=None, include_last_offset=False,
                  prune_invalid=False, prune_nonpositive_weights=False, default_id=None,
-                 dtype=torch.float32, **hyper):
+                 dtype=_torch.float32, is_weighted=False, device=None, **hyper):
         super().__init__()
-        specs = [_table_spec(s, dtype) for s in tables]
-        modes = mode if isinstance(mode, (list, tuple)) else [mode] * len(specs)
-        poolings = []
-        for (w, m, mn), md in zip(specs, modes):
-            poolings.append(_et.pooling(m or md, mn if mn is not None else max_norm,
-                                        default_id, prune_invalid, prune_nonpositive_weights))
+        tables = list(tables)
+        configs = bool(tables) and all(_is_config(t) for t in tables)
+        if device is not None and _torch.device(device).type != "cpu":
+            raise RuntimeError(f"EmbeddingBagCollection: device {device}: the module runs on "
+                               "the CPU (GPU tables: embtables.gpu.GpuEmbeddingBagCollection)")
+        if optimizer is _ABSENT:
+            optimizer = None if configs else "sgd"
+        if configs:
+            specs = [_config_spec(c, w) for c, w in zip(tables, _config_weights(tables))]
+        else:
+            _check_dtype(dtype, "EmbeddingBagCollection")
+            specs = [_legacy_spec(i, s, dtype) for i, s in enumerate(tables)]
+            modes = mode if isinstance(mode, (list, tuple)) else [mode] * len(specs)
+            for s, m in zip(specs, modes):
+                s.mode = s.mode or m
+                s.max_norm = s.max_norm if s.max_norm is not None else max_norm
+        self._check_specs(specs)
+        self.is_weighted = is_weighted
+        # what __setstate__ rebuilds from (the weights come from the state_dict)
+        self._args = ([_dc.replace(c, init_fn=None) if _dc.is_dataclass(c) else c
+                       for c in tables] if configs else
+                      [{"num_embeddings": s.weight.shape[0], "embedding_dim": s.weight.shape[1],
+                        "mode": s.mode, "max_norm": s.max_norm} for s in specs],
+                      dict(strategy=strategy, threads=threads, mode=mode, max_norm=max_norm,
+                           include_last_offset=include_last_offset, prune_invalid=prune_invalid,
+                           prune_nonpositive_weights=prune_nonpositive_weights,
+                           default_id=default_id, dtype=dtype, is_weighted=is_weighted))
+        self.poolings = [_et.pooling(s.mode, s.max_norm, default_id, prune_invalid,
+                                     prune_nonpositive_weights) for s in specs]
+        self._strategy = _et._strategy(strategy, threads)
+        self._include_last_offset = bool(include_last_offset)
         self.optimizer = _et._optimizer(optimizer, lr, **hyper)
-        self._weights = []
-        for i, (w, _, _) in enumerate(specs):
+        self.embedding_bags = _nn.ModuleDict(
+            {s.name: _Bag(s, self.optimizer is None) for s in specs})
+        self._features = [s.feature for s in specs]
+        self._placeholder = _torch.zeros(0, requires_grad=True)
+        self._build()
+
+    @staticmethod
+    def _check_specs(specs):
+        seen_t, seen_f = set(), set()
+        for s in specs:
+            w = s.weight
             if w.device.type != "cpu" or w.dim() != 2:
-                raise _et.InvalidError(f"tables[{i}]: a 2-D CPU tensor is needed")
-            if self.optimizer is None:
-                p = w if isinstance(w, nn.Parameter) else nn.Parameter(w)
-                self.register_parameter(f"weight_{i}", p)
-            else:
-                self.register_buffer(f"weight_{i}", w)
-            self._weights.append(getattr(self, f"weight_{i}"))
-        self.tables = [_et.Table(w) for w in self._weights]
-        self._coll = _et.Collection(self.tables, poolings, strategy, threads, self.optimizer,
-                                    include_last_offset)
-        self.poolings = poolings
+                raise _et.InvalidError(f"table '{s.name}': a 2-D CPU tensor is needed")
+            if s.name in seen_t or s.feature in seen_f:
+                raise ValueError(f"table '{s.name}' (feature '{s.feature}'): the name or the "
+                                 "feature is given twice")
+            seen_t.add(s.name)
+            seen_f.add(s.feature)
+
+    def _build(self):
+        """The C tables over the current weights, and the collection over them."""
+        self.tables = [_et.Table(b.weight.data, name=n) for n, b in self.embedding_bags.items()]
+        self._coll = _et.Collection(self.tables, self.poolings, self._strategy, 0,
+                                    self.optimizer, self._include_last_offset)
+        for b, t in zip(self.embedding_bags.values(), self.tables):
+            b._attach(t, self.optimizer)
         self.dims = [t.dim for t in self.tables]
-        self._placeholder = torch.zeros(0, requires_grad=True)
+        self._feature_key = tuple(self._features)
+
+    @property
+    def _weights(self):
+        return [b.weight for b in self.embedding_bags.values()]
 
     @property
     def weights(self):
-        """The weight tensors (the tables' memory)."""
-        return list(self._weights)
+        """The weight tensors (the tables' memory), in table order."""
+        return self._weights
+
+    def embedding_bag_configs(self):
+        """The tables as given (TorchRec's method)."""
+        return list(self._args[0])
 
     @property
     def lr(self):
+        """The fused optimizer's learning rate (settable between steps), or None."""
         return self.optimizer.lr if self.optimizer else None
 
     @lr.setter
@@ -129,20 +489,21 @@ class EmbeddingBagCollection(nn.Module):
         self.optimizer.lr = value
 
     def optimizer_state(self, i, slot=0):
-        """The optimizer's state of table i as a tensor view (adagrad h, rowwise_adagrad
-        h, adam [m | v]) and its step count."""
-        st, step = self.optimizer.state(self.tables[i], slot)
-        return (None if st is None else torch.from_numpy(st)), step
+        """The optimizer's state of table i (index or name) as a tensor view (adagrad h,
+        rowwise_adagrad h, adam [m | v]) and its step count."""
+        t = self.tables[i if isinstance(i, int) else list(self.embedding_bags).index(i)]
+        st, step = self.optimizer.state(t, slot)
+        return (None if st is None else _torch.from_numpy(st)), step
 
     def _names(self, names):
-        names = names or [t.name or f"table_{i}" for i, t in enumerate(self.tables)]
+        names = names or list(self.embedding_bags)
         if len(names) != len(self.tables):
             raise _et.InvalidError(f"{len(names)} names for {len(self.tables)} tables")
         return dict(zip(names, self.tables))
 
     def saver(self, directory, names=None, **kw):
-        """An embtables.Saver of the tables (named names, default table_0, table_1, ...)
-        and the fused optimizer's state: saver.save(step) writes a checkpoint."""
+        """An embtables.Saver of the tables (under their names, or names) and the fused
+        optimizer's state: saver.save(step) writes a checkpoint."""
         return _et.Saver(directory, self._names(names), self.optimizer, **kw)
 
     def restore(self, path, names=None):
@@ -151,25 +512,152 @@ class EmbeddingBagCollection(nn.Module):
         any error nothing is changed."""
         return _et.restore(path, self._names(names), self.optimizer)
 
+    # ---- errors name the table and the feature ------------------------------------------
+
+    def _label(self):
+        return "EmbeddingBagCollection(" + ", ".join(self.embedding_bags) + ")"
+
+    def _who(self, i):
+        return f"table '{self.tables[i].name}', feature '{self._features[i]}'"
+
+    def _who_at(self, m):
+        """A "tables[i]" (or "indices[i]:" ...) match, with the table and feature named."""
+        i = int(m.group(2) or m.group(3))
+        if i >= len(self.tables):
+            return m.group(0)
+        if m.group(2):
+            return f"{m.group(0)[:-1]} ({self._who(i)}):"
+        return f"{m.group(0)} ({self._who(i)})"
+
+    def _culprit(self, fn, *args):
+        """fn(*args), its errors' "tables[i]" / "(table i)" naming the table and feature."""
+        try:
+            return fn(*args)
+        except (_et.Error, TypeError) as e:
+            msg = _re.sub(r"^(indices|offsets|per_sample_weights)\[(\d+)\]:|tables\[(\d+)\]",
+                          lambda m: self._who_at(m), str(e))
+            msg = _re.sub(r"\(table (\d+)\)", lambda m: f"({self._who(int(m.group(1)))})"
+                          if int(m.group(1)) < len(self.tables) else m.group(0), msg)
+            raise type(e)(msg) from None
+
+    # ---- forward ------------------------------------------------------------------------
+
     def _lookup(self, batch):
         form, ids, off, w = batch
         nbags = self._coll.nbags(form, ids, off)
-        out = torch.empty(nbags, self._coll.width, dtype=torch.float32)
-        step = self._coll.forward(form, ids, off, w, out.numpy())
+        out = _torch.empty(nbags, self._coll.width, dtype=_torch.float32)
+        step = self._culprit(self._coll.forward, form, ids, off, w, out.numpy())
         return out, step
 
-    def forward(self, indices, offsets=None, per_sample_weights=None, lengths=None):
-        if hasattr(indices, "values") and hasattr(indices, "lengths") and \
-                callable(indices.lengths):  # a KeyedJaggedTensor
-            kjt = indices
-            indices, lengths = kjt.values(), kjt.lengths()
-            per_sample_weights = kjt.weights_or_none() if hasattr(
-                kjt, "weights_or_none") else None
-        batch = _et._prepare(indices, offsets, per_sample_weights, lengths)
-        if not torch.is_grad_enabled():
-            return self._lookup(batch)[0]
-        weights = self._weights if self.optimizer is None else ()
-        return _Lookup.apply(self._placeholder, self, batch, *weights)
+    def _kjt_batch(self, kjt):
+        """The batch of a KeyedJaggedTensor: its features routed to the tables by name."""
+        keys = tuple(kjt.keys())
+        w = kjt.weights_or_none() if hasattr(kjt, "weights_or_none") else None
+        v = kjt.values()
+        if isinstance(v, _torch.Tensor) and (v.is_floating_point() or v.dtype == _torch.bool):
+            raise TypeError(f"KeyedJaggedTensor values of features {list(keys)} (tables "
+                            f"{list(self.embedding_bags)}): ids must be integers, not {v.dtype}")
+        if isinstance(w, _torch.Tensor) and w.dtype != _torch.float32:
+            raise TypeError(f"KeyedJaggedTensor weights of features {list(keys)} (tables "
+                            f"{list(self.embedding_bags)}): expected torch.float32, got {w.dtype}")
+        if keys == self._feature_key:
+            return _et._prepare(v, None, w, kjt.lengths())
+        pos = {k: i for i, k in enumerate(keys)}
+        missing = [f for f in self._features if f not in pos]
+        if missing:
+            i = self._features.index(missing[0])
+            raise KeyError(f"{self._who(i)}: the KeyedJaggedTensor has no feature "
+                           f"'{missing[0]}' (its keys: {list(keys)})")
+        off, values, s = kjt.offsets(), kjt.values(), kjt.stride()
+        ids, offs, ws = [], [], []
+        for f in self._features:
+            k = pos[f]
+            a, b = int(off[k * s]), int(off[(k + 1) * s])
+            ids.append(values[a:b])
+            offs.append(off[k * s:(k + 1) * s] - a)
+            ws.append(None if w is None else w[a:b])
+        return _et._prepare(ids, offs, None if w is None else ws)
+
+    def forward(self, features, offsets=None, per_sample_weights=None, lengths=None):
+        """The pooled lookup of every table: a KeyedTensor for a KeyedJaggedTensor, else a
+        B x ΣD tensor (see the class's documentation for the input forms)."""
+        jagged = callable(getattr(features, "lengths", None))
+        kjt = jagged and callable(getattr(features, "keys", None))
+        if kjt:
+            batch = self._culprit(self._kjt_batch, features)
+        elif jagged:  # keyless: values with T*B lengths, the tables in order
+            w = getattr(features, "weights_or_none", lambda: None)()
+            batch = self._culprit(_et._prepare, features.values(), None, w, features.lengths())
+        else:
+            batch = self._culprit(_et._prepare, features, offsets, per_sample_weights, lengths)
+        if not _torch.is_grad_enabled():
+            out = self._lookup(batch)[0]
+        else:
+            weights = self._weights if self.optimizer is None else ()
+            out = _Lookup.apply(self._placeholder, self, batch, *weights)
+        return KeyedTensor(self._features, self.dims, out) if kjt else out
+
+    # ---- dtype and device moves: the tables themselves, or refused -----------------------
+
+    def _apply(self, fn, *args, **kw):
+        w = self._weights[0]
+        try:
+            probe = fn(_torch.empty(0, dtype=w.dtype))
+        except Exception as e:  # e.g. .cuda() without CUDA
+            raise RuntimeError(f"{self._label()}: cannot move: {e}") from None
+        if probe.device.type != "cpu":
+            raise RuntimeError(f"{self._label()}: the module's tables stay on the CPU (GPU "
+                               "tables: embtables.gpu.GpuEmbeddingBagCollection)")
+        if probe.dtype != w.dtype or any(x.dtype != w.dtype for x in self._weights):
+            self._retype(_check_dtype(probe.dtype, self._label()))
+        return self
+
+    def _retype(self, dtype):
+        """Converts every table to dtype (new memory, the old dropped), keeping the fused
+        optimizer's state and step counts."""
+        saved = [self.optimizer.state(t) for t in self.tables] if self.optimizer else None
+        saved = saved and [(None if s is None else s.copy(), n) for s, n in saved]
+        for b in self.embedding_bags.values():
+            new = b.weight.data.to(dtype)
+            if isinstance(b.weight, _nn.Parameter):
+                b.weight.data = new
+            else:
+                b.weight = new
+        if self.optimizer is not None:
+            o = self.optimizer
+            self.optimizer = _et.Optimizer(o.kind, o.lr, **o.hyper)
+        self._build()
+        for t, (st, n) in zip(self.tables, saved or ()):
+            if st is not None:
+                self.optimizer.state(t)[0][...] = st
+            self.optimizer.set_step(t, n)
+
+    # ---- pickling (torch.save / torch.load) ---------------------------------------------
+
+    def __getstate__(self):
+        o = self.optimizer
+        return {"args": self._args, "training": self.training,
+                "optimizer": None if o is None else (o.kind, o.lr, o.hyper),
+                "dtype": self._weights[0].dtype,
+                "state": {k: v.clone() for k, v in self.state_dict().items()}}
+
+    def __setstate__(self, st):
+        if "args" not in st:  # not ours (nn.Module's own path)
+            return super().__setstate__(st)
+        tables, kw = st["args"]
+        kind, lr, hyper = st["optimizer"] or (None, 0.01, {})
+        EmbeddingBagCollection.__init__(self, tables, optimizer=kind, lr=lr, **kw, **hyper)
+        if self._weights[0].dtype != st["dtype"]:
+            self._retype(st["dtype"])
+        self.load_state_dict(st["state"])
+        self.train(st["training"])
+
+    def extra_repr(self):
+        """The optimizer, strategy and output width (nn.Module's repr shows the tables)."""
+        o = self.optimizer
+        opt = "None (sparse gradients)" if o is None else f"{o.kind}, lr={o.lr:g}"
+        return (f"optimizer={opt}, strategy={self._strategy.name}, "
+                f"threads={self._strategy.threads}, width={self._coll.width}")
 
     # ---- plain mode: sparse gradients as nn.EmbeddingBag(sparse=True) gives ------------
 
@@ -181,14 +669,14 @@ class EmbeddingBagCollection(nn.Module):
             flat = ids[t].reshape(-1) if form == 0 else ids[first:first + nnz]
             tw = (w[t] if form == 0 else w[first:first + nnz]) if w is not None else None
             if off is None:
-                off = np.arange(0, nnz + 1, max(bag_size, 1), dtype=np.int64)[:nbags + 1]
+                off = _np.arange(0, nnz + 1, max(bag_size, 1), dtype=_np.int64)[:nbags + 1]
             else:
-                off = np.frombuffer(off, dtype=np.int64)
+                off = _np.frombuffer(off, dtype=_np.int64)
             dy = grad[:, col:col + weight.shape[1]]
             col += weight.shape[1]
-            grads.append(_bag_grad(weight, pool, torch.from_numpy(flat.astype(np.int64)),
-                                   None if tw is None else torch.from_numpy(tw),
-                                   torch.from_numpy(off.copy()), dy))
+            grads.append(_bag_grad(weight, pool, _torch.from_numpy(flat.astype(_np.int64)),
+                                   None if tw is None else _torch.from_numpy(tw),
+                                   _torch.from_numpy(off.copy()), dy))
         return grads
 
 
@@ -197,9 +685,9 @@ def _bag_grad(weight, pool, ids, w, off, dy):
     output gradient, through max_norm's clipping), and default_id rows of empty bags."""
     combiner, max_norm, default_id, flags = pool
     counts = off[1:] - off[:-1]
-    bag = torch.repeat_interleave(torch.arange(len(counts)), counts)
-    w = torch.ones(len(ids)) if w is None else w.to(torch.float32)
-    keep = torch.ones(len(ids), dtype=torch.bool)
+    bag = _torch.repeat_interleave(_torch.arange(len(counts)), counts)
+    w = _torch.ones(len(ids)) if w is None else w
+    keep = _torch.ones(len(ids), dtype=_torch.bool)
     if flags & _et.PRUNE_INVALID:
         keep &= ids >= 0
     if flags & _et.PRUNE_NONPOSITIVE_WEIGHTS:
@@ -207,22 +695,22 @@ def _bag_grad(weight, pool, ids, w, off, dy):
     ids, w, bag = ids[keep], w[keep], bag[keep]
     coef = w
     if combiner in (2, 3):
-        wsum = torch.zeros(len(counts)).index_add_(0, bag, w if combiner == 2 else w * w)
+        wsum = _torch.zeros(len(counts)).index_add_(0, bag, w if combiner == 2 else w * w)
         scale = 1.0 / (wsum if combiner == 2 else wsum.sqrt())
         coef = w * scale[bag]
     rows = coef[:, None] * dy[bag]
     if flags & _et.USE_DEFAULT_ID:
-        empty = torch.ones(len(counts), dtype=torch.bool)
+        empty = _torch.ones(len(counts), dtype=_torch.bool)
         empty[bag] = False
         nd = int(empty.sum())
-        ids = torch.cat([ids, torch.full((nd,), default_id, dtype=torch.int64)])
-        rows = torch.cat([rows, dy[empty]])
+        ids = _torch.cat([ids, _torch.full((nd,), default_id, dtype=_torch.int64)])
+        rows = _torch.cat([rows, dy[empty]])
     if max_norm > 0:
-        e = weight.detach()[ids].to(torch.float32)
+        e = weight.detach()[ids].to(_torch.float32)
         n = e.norm(dim=1, keepdim=True)
         s = max_norm / n
         clip = (n > max_norm).squeeze(1)
         dot = (e * rows).sum(dim=1, keepdim=True)
         clipped = s * (rows - e * dot / (n * n))
-        rows = torch.where(clip[:, None], clipped, rows)
-    return torch.sparse_coo_tensor(ids[None], rows, weight.shape).to(weight.dtype)
+        rows = _torch.where(clip[:, None], clipped, rows)
+    return _torch.sparse_coo_tensor(ids[None], rows, weight.shape).to(weight.dtype)

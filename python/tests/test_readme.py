@@ -11,7 +11,9 @@ def test_readme_training_loop(capsys):
         blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
     assert blocks, "the README has no python block"
     exec(compile(blocks[0], "README.md", "exec"), {})
-    assert "torch.Size([1000, 16])" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "(t_user): _Bag(1000 x 16, float32, sum, feature='user')" in out, out
+    assert "optimizer=adagrad, lr=0.01" in out and "optimizer_state" in out, out
 
 
 def test_runner_skips_without_torch(tmp_path):

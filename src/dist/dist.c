@@ -14,15 +14,15 @@
 
 /* ---- errors -------------------------------------------------------------------------- */
 
-static _Thread_local char message[512];
-
+/* One error channel: the core's (emb_set_error(), read with emb_last_error()). */
 int dist_fail(int code, const char *fmt, ...)
 {
+    char message[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    return code;
+    return emb_set_error(code, "%s", message);
 }
 
 int dist_fail_core(int code, const char *what)
@@ -41,12 +41,12 @@ int dist_mpi_fail(int mpierr, const char *call)
 
 void dist_clear_error(void)
 {
-    message[0] = '\0';
+    emb_set_error(0, "%s", "");
 }
 
 const char *emb_dist_last_error(void)
 {
-    return message;
+    return emb_last_error();
 }
 
 double dist_now(void)
@@ -78,8 +78,8 @@ static int agree(EmbDist *d, int code, const int64_t value[2], int64_t *values, 
             values[2 * i] = all[3 * i + 1], values[2 * i + 1] = all[3 * i + 2];
     if (first >= 0) {
         const int agreed = (int)all[3 * first];
-        char msg[sizeof message];
-        snprintf(msg, sizeof msg, "%s", message);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", emb_last_error());
         r = MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, d->comm);
         msg[sizeof msg - 1] = '\0';
         if (r != MPI_SUCCESS)

@@ -23,52 +23,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_rules.h"
 #include "dist/dist_impl.h"
 
-typedef struct Entry {
-    int64_t col;   /* column in the owner's shard */
-    int64_t bag;
-    float coef;
-    int32_t owner;
-} Entry;
+/* A pullback entry (batch_rules.h): id is the column in the owner's shard once located,
+ * owner the rank holding it. */
+typedef EmbPullEntry Entry;
 
-/* The core's combiner scale (lookup.h: MEAN = Σw·e / Σw, SQRTN = Σw·e / sqrt(Σw²)). */
-static float combiner_scale(EmbCombiner c, double sw, double sw2)
-{
-    switch (c) {
-    case EMB_COMBINER_MEAN: return sw != 0.0 ? (float)(1.0 / sw) : 0.0f;
-    case EMB_COMBINER_SQRTN: return sw2 > 0.0 ? (float)(1.0 / sqrt(sw2)) : 0.0f;
-    default: return 1.0f;
-    }
-}
-
-/* This rank's pullback entries of row-wise table @p t, in batch order; returns the count. */
+/* This rank's pullback entries of row-wise table @p t, in batch order (the core's rule,
+ * batch_rules.h), each located on its owner; returns the count. */
 static int64_t entries(const EmbDist *d, const DistTable *t, Entry *e)
 {
-    int64_t n = 0;
-    for (int64_t bag = 0; bag < d->nbags; bag++) {
-        const int64_t first = n;
-        double sw = 0.0, sw2 = 0.0;
-        for (int64_t k = t->offsets[bag]; k < t->offsets[bag + 1]; k++) {
-            const int64_t id = t->ids[k];
-            if (dist_pruned(t, k, id))
-                continue;
-            const float w = t->has_weights ? t->weights[k] : 1.0f;
-            e[n++] = (Entry){id, bag, w, 0};
-            sw += w;
-            sw2 += (double)w * w;
-        }
-        if (n == first) {
-            if (t->pooling.flags & EMB_USE_DEFAULT_ID)
-                e[n++] = (Entry){t->pooling.default_id, bag, 1.0f, 0};
-            continue;
-        }
-        const float s = combiner_scale(t->pooling.combiner, sw, sw2);
-        for (int64_t i = first; i < n; i++)
-            e[i].coef = e[i].coef * s;
-    }
+    const EmbBatch b = dist_batch(t, t->ids, t->offsets, t->has_weights ? t->weights : NULL,
+                                  t->offsets[d->nbags], d->nbags);
+    const int64_t n = emb_rule_pullback_entries(&b, &t->pooling, e);
     for (int64_t i = 0; i < n; i++)
-        dist_locate(d, t, e[i].col, &e[i].owner, &e[i].col);
+        dist_locate(d, t, e[i].id, &e[i].owner, &e[i].id);
     return n;
 }
 
@@ -91,7 +61,7 @@ static int pack_rowwise(EmbDist *d, const EmbOutputs *g, int64_t i, const Entry 
             len = 0;
         }
     for (int64_t j = 0; j < n; j++)
-        dist_put_i64(w, e[j].col);
+        dist_put_i64(w, e[j].id);
     for (int64_t j = 0; j < n; j++)
         dist_put_f32(w, e[j].coef);
     for (int64_t j = 0; j < n; j++)

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_rules.h"
 #include "dist/dist_impl.h"
 
 /* ---- (1) local checks and copies ----------------------------------------------------- */
@@ -103,10 +104,7 @@ EmbBatch dist_batch(const DistTable *t, const int64_t *ids, const int64_t *offse
 
 int dist_pruned(const DistTable *t, int64_t k, int64_t id)
 {
-    if (id < 0 && (t->pooling.flags & EMB_PRUNE_INVALID))
-        return 1;
-    return t->has_weights && (t->pooling.flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) &&
-           !(t->weights[k] > 0.0f);
+    return emb_rule_pruned(t->pooling.flags, id, t->has_weights ? t->weights : NULL, k);
 }
 
 static uint64_t hash64(int64_t v)

@@ -84,10 +84,25 @@ emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal)
     return c >= 0 && k->sgd_row_d[c][dt] ? k->sgd_row_d[c][dt] : k->sgd_row[dt];
 }
 
-emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int nontemporal)
+emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D)
 {
     const EmbKernels *k = emb__kernels();
-    return (nontemporal ? k->opt_row_nt : k->opt_row)[kind][dt];
+    const int c = emb__dclass(D);
+    if (c < 0)
+        return NULL;
+    if (kind == EMB_OPT_SGD)
+        return k->sgd_rows_d[c][dt];
+    return kind == EMB_OPT_ROWWISE_ADAGRAD ? k->rowwise_rows_d[c][dt] : NULL;
+}
+
+emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,
+                                   int nontemporal)
+{
+    const EmbKernels *k = emb__kernels();
+    if (nontemporal)
+        return k->opt_row_nt[kind][dt];
+    int c = emb__dclass(D);
+    return c >= 0 && k->opt_row_d[c][kind][dt] ? k->opt_row_d[c][kind][dt] : k->opt_row[kind][dt];
 }
 
 void emb__sfence(void)

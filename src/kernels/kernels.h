@@ -22,9 +22,8 @@
  *
  * Variants (tests/checkasm.c runs each against the C reference, bit for bit):
  *   C        kernels_c.c, optim_c.c  every entry, `_d` for all sizes (constant-size loops)
- *   AVX2     x86/kernels_avx2.c      every entry but the optimizer rows other than f32
- *                                    Adagrad and row-wise Adagrad (f16 ones need F16C)
- *   AVX-512  x86/kernels_avx512.c    F+BW+VL+DQ; every entry but the optimizer rows
+ *   AVX2     x86/kernels_avx2.c      every entry but FTRL's rows (f16 ones need F16C)
+ *   AVX-512  x86/kernels_avx512.c    F+BW+VL+DQ; every entry but FTRL's rows
  * All of them are exact with the reference: multiply then add (never FMA), bags summed
  * in bag order, sumsq in 16 fixed lanes (element i into lane i % 16, then a tree),
  * conversions rounding to nearest even. AVX512-BF16's vcvtneps2bf16 flushes subnormals,
@@ -36,6 +35,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "batch_rules.h"
 #include "config.h"
 #include "dtype.h"
 #include "internal.h" /* EMB_RESIDENT_BYTES */
@@ -104,11 +104,7 @@ typedef void (*emb_bags_fn)(const EmbBagsArgs *a);
  * 0 when the denominator is 0 (weights that cancel give zeros, never NaN). */
 static inline float emb__combiner_factor(int combiner, double sum_w, double sum_w2)
 {
-    switch (combiner) {
-    case EMB_COMBINER_MEAN: return sum_w != 0.0 ? (float)(1.0 / sum_w) : 0.0f;
-    case EMB_COMBINER_SQRTN: return sum_w2 > 0.0 ? (float)(1.0 / sqrt(sum_w2)) : 0.0f;
-    default: return 1.0f;
-    }
+    return emb_rule_combiner_factor(combiner, sum_w, sum_w2); /* batch_rules.h */
 }
 
 /*
@@ -126,6 +122,7 @@ typedef float (*emb_sumsq_fn)(const void *col, int32_t D);
 
 /* col[i] -= lr * g[i], written back in the column's dtype (round to nearest even). */
 typedef void (*emb_sgd_row_fn)(void *col, const float *g, float lr, int32_t D);
+
 
 /* Per-step hyper-parameters of an optimizer row kernel. */
 typedef struct EmbOptimParams {
@@ -149,6 +146,45 @@ typedef struct EmbOptimParams {
 typedef void (*emb_opt_row_fn)(void *col, float *state, const float *g,
                                const EmbOptimParams *p, int32_t D);
 
+/*
+ * An optimizer on a range of distinct columns of a plain table in one call: the apply's
+ * common case with no call per column. Column d (d0 <= d < d1) is ids[d] (at data + ids[d]
+ * * col_stride bytes; its state row at state + ids[d] * state_stride); its gradient rows
+ * are grow[p] with coefficients gcoef[p] for p in [starts[d], starts[d + 1]). Its gradient
+ * is its one row when there is one with coefficient 1, else the rows' sum from zeros in row
+ * order (acc + gcoef[p] * row): exactly the pool kernel (accumulate 0); then the row kernel
+ * of the family: sgd_rows col -= lr * g (sgd_row), rowwise_rows the row-wise Adagrad row
+ * (opt_row) with params. pf_dist > 0: the column (and state row) pf_dist ahead (within the
+ * range) is prefetched into L2 while column d is updated.
+ */
+typedef struct EmbRowsArgs {
+    char *data;
+    int64_t col_stride;
+    char *state;             /* f32 state rows, or NULL (SGD) */
+    int64_t state_stride;
+    const int64_t *ids, *starts;
+    const void *const *grow; /* f32 rows (void, as the pool kernel takes them) */
+    const float *gcoef;
+    int64_t d0, d1, pf_dist;
+    float lr;                /* SGD */
+    const EmbOptimParams *params;
+    int32_t D;
+} EmbRowsArgs;
+typedef void (*emb_rows_fn)(const EmbRowsArgs *a);
+
+/* Element @i of distinct column @d's gradient (EmbRowsArgs), as the C references read it:
+ * its one row's when its coefficient is 1, else the sum from zero in row order. */
+static inline float emb__rows_grad(const EmbRowsArgs *a, int64_t d, int32_t i)
+{
+    const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
+    if (p1 - p0 == 1 && a->gcoef[p0] == 1.0f)
+        return ((const float *)a->grow[p0])[i];
+    float g = 0.0f;
+    for (int64_t p = p0; p < p1; p++)
+        g = g + a->gcoef[p] * ((const float *)a->grow[p])[i];
+    return g;
+}
+
 typedef struct EmbKernels {
     emb_gather_fn gather[EMB_NDTYPES];
     emb_pool_fn pool[EMB_NDTYPES];
@@ -171,6 +207,14 @@ typedef struct EmbKernels {
      * state and static sizes: sgd_row) */
     emb_opt_row_fn opt_row[EMB_NOPT][EMB_NDTYPES];
     emb_opt_row_fn opt_row_nt[EMB_NOPT][EMB_NDTYPES]; /* column written non-temporally */
+    /* optimizer rows at the static sizes: [size class][EmbOptimizerKind][dtype] */
+    emb_opt_row_fn opt_row_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
+    /* SGD on a range of distinct columns (EmbRowsArgs): sgd_rows[dt] the C reference for
+     * any D, sgd_rows_d the copies for the static sizes (the apply uses only these) */
+    emb_rows_fn sgd_rows[EMB_NDTYPES];
+    emb_rows_fn sgd_rows_d[EMB_NDCLASS][EMB_NDTYPES];
+    emb_rows_fn rowwise_rows[EMB_NDTYPES]; /* row-wise Adagrad on a range, likewise */
+    emb_rows_fn rowwise_rows_d[EMB_NDCLASS][EMB_NDTYPES];
 } EmbKernels;
 
 extern const int emb__dclass_size[EMB_NDCLASS];
@@ -206,8 +250,12 @@ emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
 /* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
-/* The optimizer row kernel of @kind (not EMB_OPT_SGD) for @dt. */
-emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int nontemporal);
+/* The range kernel of @kind (SGD, row-wise Adagrad) for (dt, D), or NULL when there is
+ * none (another optimizer, or D without a copy). */
+emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D);
+/* The optimizer row kernel of @kind (not EMB_OPT_SGD) for (@dt, @D). */
+emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,
+                                   int nontemporal);
 
 /* A store fence after non-temporal stores (no-op where there are none). */
 void emb__sfence(void);

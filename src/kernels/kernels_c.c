@@ -7,6 +7,7 @@
  * (-std=c11: no FMA contraction) keep `acc + w * x` a separate multiply and add, which the
  * SIMD variants reproduce.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "dtype.h"
@@ -108,6 +109,16 @@ EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D,
         emb__store(dt, col, i, emb__load(dt, col, i) - lr * g[i]);
 }
 
+/* SGD on columns d0 .. d1 (EmbRowsArgs): the SGD row's col - lr * g on each column. */
+EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        void *col = a->data + a->ids[d] * a->col_stride;
+        for (int32_t i = 0; i < D; i++)
+            emb__store(dt, col, i, emb__load(dt, col, i) - a->lr * emb__rows_grad(a, d, i));
+    }
+}
+
 /* One-line wrappers: NAME, then the constant size (0: the run-time D) and dtype. */
 #define GATHER(NAME, N, DT)                                                                \
     static void NAME(float *out, int64_t stride, const void *const *cols, int64_t n,      \
@@ -133,6 +144,11 @@ EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D,
     static void NAME(const EmbBagsArgs *a)                                                 \
     {                                                                                      \
         bags_body(a, N ? N : a->D, DT);                                                    \
+    }
+#define SGD_ROWS(NAME, N, DT)                                                              \
+    static void NAME(const EmbRowsArgs *a)                                              \
+    {                                                                                      \
+        sgd_rows_body(a, N ? N : a->D, DT);                                                \
     }
 #define SUMSQ(NAME, DT)                                                                    \
     static float NAME(const void *col, int32_t D)                                          \
@@ -224,6 +240,25 @@ SGD(sgd_row_d128_bf16_c, 128, EMB_BF16)
 SGD(sgd_row_d256_f32_c, 256, EMB_F32)
 SGD(sgd_row_d256_f16_c, 256, EMB_F16)
 SGD(sgd_row_d256_bf16_c, 256, EMB_BF16)
+
+SGD_ROWS(sgd_rows_f32_c, 0, EMB_F32)
+SGD_ROWS(sgd_rows_f16_c, 0, EMB_F16)
+SGD_ROWS(sgd_rows_bf16_c, 0, EMB_BF16)
+SGD_ROWS(sgd_rows_d16_f32_c, 16, EMB_F32)
+SGD_ROWS(sgd_rows_d16_f16_c, 16, EMB_F16)
+SGD_ROWS(sgd_rows_d16_bf16_c, 16, EMB_BF16)
+SGD_ROWS(sgd_rows_d32_f32_c, 32, EMB_F32)
+SGD_ROWS(sgd_rows_d32_f16_c, 32, EMB_F16)
+SGD_ROWS(sgd_rows_d32_bf16_c, 32, EMB_BF16)
+SGD_ROWS(sgd_rows_d64_f32_c, 64, EMB_F32)
+SGD_ROWS(sgd_rows_d64_f16_c, 64, EMB_F16)
+SGD_ROWS(sgd_rows_d64_bf16_c, 64, EMB_BF16)
+SGD_ROWS(sgd_rows_d128_f32_c, 128, EMB_F32)
+SGD_ROWS(sgd_rows_d128_f16_c, 128, EMB_F16)
+SGD_ROWS(sgd_rows_d128_bf16_c, 128, EMB_BF16)
+SGD_ROWS(sgd_rows_d256_f32_c, 256, EMB_F32)
+SGD_ROWS(sgd_rows_d256_f16_c, 256, EMB_F16)
+SGD_ROWS(sgd_rows_d256_bf16_c, 256, EMB_BF16)
 
 static uint64_t idmax_c(const void *ids, int64_t n, int id32)
 {
@@ -327,6 +362,25 @@ void emb__kernels_init_c(EmbKernels *k)
     k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_c;
     k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_c;
     k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_c;
+
+    k->sgd_rows[EMB_F32] = sgd_rows_f32_c;
+    k->sgd_rows[EMB_F16] = sgd_rows_f16_c;
+    k->sgd_rows[EMB_BF16] = sgd_rows_bf16_c;
+    k->sgd_rows_d[0][EMB_F32] = sgd_rows_d16_f32_c;
+    k->sgd_rows_d[0][EMB_F16] = sgd_rows_d16_f16_c;
+    k->sgd_rows_d[0][EMB_BF16] = sgd_rows_d16_bf16_c;
+    k->sgd_rows_d[1][EMB_F32] = sgd_rows_d32_f32_c;
+    k->sgd_rows_d[1][EMB_F16] = sgd_rows_d32_f16_c;
+    k->sgd_rows_d[1][EMB_BF16] = sgd_rows_d32_bf16_c;
+    k->sgd_rows_d[2][EMB_F32] = sgd_rows_d64_f32_c;
+    k->sgd_rows_d[2][EMB_F16] = sgd_rows_d64_f16_c;
+    k->sgd_rows_d[2][EMB_BF16] = sgd_rows_d64_bf16_c;
+    k->sgd_rows_d[3][EMB_F32] = sgd_rows_d128_f32_c;
+    k->sgd_rows_d[3][EMB_F16] = sgd_rows_d128_f16_c;
+    k->sgd_rows_d[3][EMB_BF16] = sgd_rows_d128_bf16_c;
+    k->sgd_rows_d[4][EMB_F32] = sgd_rows_d256_f32_c;
+    k->sgd_rows_d[4][EMB_F16] = sgd_rows_d256_f16_c;
+    k->sgd_rows_d[4][EMB_BF16] = sgd_rows_d256_bf16_c;
 
     emb__kernels_init_optim_c(k);
     emb__kernels_init_quant_c(k);

@@ -25,6 +25,25 @@ static inline float sumsq8(const float *g, int32_t D)
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
+/* Row-wise Adagrad on columns d0 .. d1 (EmbRowsArgs): rowwise_body's steps with each
+ * column's gradient read twice (for the sum of squares, then for the update). */
+EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        void *col = a->data + a->ids[d] * a->col_stride;
+        float *h = (float *)(a->state + a->ids[d] * a->state_stride), l[8] = {0};
+        for (int32_t i = 0; i < D; i++) {
+            const float g = emb__rows_grad(a, d, i);
+            l[i % 8] = l[i % 8] + g * g;
+        }
+        const float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+        h[0] = h[0] + s / (float)D;
+        const float m = a->params->lr / (sqrtf(h[0]) + a->params->eps);
+        for (int32_t i = 0; i < D; i++)
+            emb__store(dt, col, i, emb__load(dt, col, i) - m * emb__rows_grad(a, d, i));
+    }
+}
+
 /* FTRL's a^(-lr_power), with TF's sqrt special case for lr_power = -0.5. */
 static inline float ftrl_pow(float a, float lr_power)
 {
@@ -98,7 +117,102 @@ ROW(adam_f32_c, adam_body, EMB_F32)
 ROW(adam_f16_c, adam_body, EMB_F16)
 ROW(adam_bf16_c, adam_body, EMB_BF16)
 
-/* The optimizer rows of the C level (no streaming stores: _nt is the plain kernel). */
+/* The static-size copies: NAME, the body, the size, the dtype (constant-size loops). */
+#define ROW_D(NAME, BODY, N, DT)                                                           \
+    static void NAME(void *col, float *s, const float *g, const EmbOptimParams *p,         \
+                     int32_t D)                                                            \
+    {                                                                                      \
+        (void)D;                                                                           \
+        BODY(col, s, g, p, N, DT);                                                         \
+    }
+ROW_D(adagrad_d16_f32_c, adagrad_body, 16, EMB_F32)
+ROW_D(adagrad_d32_f32_c, adagrad_body, 32, EMB_F32)
+ROW_D(adagrad_d64_f32_c, adagrad_body, 64, EMB_F32)
+ROW_D(adagrad_d128_f32_c, adagrad_body, 128, EMB_F32)
+ROW_D(adagrad_d256_f32_c, adagrad_body, 256, EMB_F32)
+ROW_D(adagrad_d16_f16_c, adagrad_body, 16, EMB_F16)
+ROW_D(adagrad_d32_f16_c, adagrad_body, 32, EMB_F16)
+ROW_D(adagrad_d64_f16_c, adagrad_body, 64, EMB_F16)
+ROW_D(adagrad_d128_f16_c, adagrad_body, 128, EMB_F16)
+ROW_D(adagrad_d256_f16_c, adagrad_body, 256, EMB_F16)
+ROW_D(adagrad_d16_bf16_c, adagrad_body, 16, EMB_BF16)
+ROW_D(adagrad_d32_bf16_c, adagrad_body, 32, EMB_BF16)
+ROW_D(adagrad_d64_bf16_c, adagrad_body, 64, EMB_BF16)
+ROW_D(adagrad_d128_bf16_c, adagrad_body, 128, EMB_BF16)
+ROW_D(adagrad_d256_bf16_c, adagrad_body, 256, EMB_BF16)
+ROW_D(rowwise_d16_f32_c, rowwise_body, 16, EMB_F32)
+ROW_D(rowwise_d32_f32_c, rowwise_body, 32, EMB_F32)
+ROW_D(rowwise_d64_f32_c, rowwise_body, 64, EMB_F32)
+ROW_D(rowwise_d128_f32_c, rowwise_body, 128, EMB_F32)
+ROW_D(rowwise_d256_f32_c, rowwise_body, 256, EMB_F32)
+ROW_D(rowwise_d16_f16_c, rowwise_body, 16, EMB_F16)
+ROW_D(rowwise_d32_f16_c, rowwise_body, 32, EMB_F16)
+ROW_D(rowwise_d64_f16_c, rowwise_body, 64, EMB_F16)
+ROW_D(rowwise_d128_f16_c, rowwise_body, 128, EMB_F16)
+ROW_D(rowwise_d256_f16_c, rowwise_body, 256, EMB_F16)
+ROW_D(rowwise_d16_bf16_c, rowwise_body, 16, EMB_BF16)
+ROW_D(rowwise_d32_bf16_c, rowwise_body, 32, EMB_BF16)
+ROW_D(rowwise_d64_bf16_c, rowwise_body, 64, EMB_BF16)
+ROW_D(rowwise_d128_bf16_c, rowwise_body, 128, EMB_BF16)
+ROW_D(rowwise_d256_bf16_c, rowwise_body, 256, EMB_BF16)
+ROW_D(ftrl_d16_f32_c, ftrl_body, 16, EMB_F32)
+ROW_D(ftrl_d32_f32_c, ftrl_body, 32, EMB_F32)
+ROW_D(ftrl_d64_f32_c, ftrl_body, 64, EMB_F32)
+ROW_D(ftrl_d128_f32_c, ftrl_body, 128, EMB_F32)
+ROW_D(ftrl_d256_f32_c, ftrl_body, 256, EMB_F32)
+ROW_D(ftrl_d16_f16_c, ftrl_body, 16, EMB_F16)
+ROW_D(ftrl_d32_f16_c, ftrl_body, 32, EMB_F16)
+ROW_D(ftrl_d64_f16_c, ftrl_body, 64, EMB_F16)
+ROW_D(ftrl_d128_f16_c, ftrl_body, 128, EMB_F16)
+ROW_D(ftrl_d256_f16_c, ftrl_body, 256, EMB_F16)
+ROW_D(ftrl_d16_bf16_c, ftrl_body, 16, EMB_BF16)
+ROW_D(ftrl_d32_bf16_c, ftrl_body, 32, EMB_BF16)
+ROW_D(ftrl_d64_bf16_c, ftrl_body, 64, EMB_BF16)
+ROW_D(ftrl_d128_bf16_c, ftrl_body, 128, EMB_BF16)
+ROW_D(ftrl_d256_bf16_c, ftrl_body, 256, EMB_BF16)
+ROW_D(adam_d16_f32_c, adam_body, 16, EMB_F32)
+ROW_D(adam_d32_f32_c, adam_body, 32, EMB_F32)
+ROW_D(adam_d64_f32_c, adam_body, 64, EMB_F32)
+ROW_D(adam_d128_f32_c, adam_body, 128, EMB_F32)
+ROW_D(adam_d256_f32_c, adam_body, 256, EMB_F32)
+ROW_D(adam_d16_f16_c, adam_body, 16, EMB_F16)
+ROW_D(adam_d32_f16_c, adam_body, 32, EMB_F16)
+ROW_D(adam_d64_f16_c, adam_body, 64, EMB_F16)
+ROW_D(adam_d128_f16_c, adam_body, 128, EMB_F16)
+ROW_D(adam_d256_f16_c, adam_body, 256, EMB_F16)
+ROW_D(adam_d16_bf16_c, adam_body, 16, EMB_BF16)
+ROW_D(adam_d32_bf16_c, adam_body, 32, EMB_BF16)
+ROW_D(adam_d64_bf16_c, adam_body, 64, EMB_BF16)
+ROW_D(adam_d128_bf16_c, adam_body, 128, EMB_BF16)
+ROW_D(adam_d256_bf16_c, adam_body, 256, EMB_BF16)
+
+/* The range copies: NAME, the size (0: a->D), the dtype. */
+#define ROWS(NAME, N, DT)                                                                  \
+    static void NAME(const EmbRowsArgs *a)                                                 \
+    {                                                                                      \
+        rowwise_rows_body(a, N ? N : a->D, DT);                                            \
+    }
+ROWS(rowwise_rows_f32_c, 0, EMB_F32)
+ROWS(rowwise_rows_d16_f32_c, 16, EMB_F32)
+ROWS(rowwise_rows_d32_f32_c, 32, EMB_F32)
+ROWS(rowwise_rows_d64_f32_c, 64, EMB_F32)
+ROWS(rowwise_rows_d128_f32_c, 128, EMB_F32)
+ROWS(rowwise_rows_d256_f32_c, 256, EMB_F32)
+ROWS(rowwise_rows_f16_c, 0, EMB_F16)
+ROWS(rowwise_rows_d16_f16_c, 16, EMB_F16)
+ROWS(rowwise_rows_d32_f16_c, 32, EMB_F16)
+ROWS(rowwise_rows_d64_f16_c, 64, EMB_F16)
+ROWS(rowwise_rows_d128_f16_c, 128, EMB_F16)
+ROWS(rowwise_rows_d256_f16_c, 256, EMB_F16)
+ROWS(rowwise_rows_bf16_c, 0, EMB_BF16)
+ROWS(rowwise_rows_d16_bf16_c, 16, EMB_BF16)
+ROWS(rowwise_rows_d32_bf16_c, 32, EMB_BF16)
+ROWS(rowwise_rows_d64_bf16_c, 64, EMB_BF16)
+ROWS(rowwise_rows_d128_bf16_c, 128, EMB_BF16)
+ROWS(rowwise_rows_d256_bf16_c, 256, EMB_BF16)
+
+/* The optimizer rows of the C level (no streaming stores: _nt is the plain kernel), and
+ * their static-size copies. */
 void emb__kernels_init_optim_c(EmbKernels *k)
 {
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_c;
@@ -114,4 +228,82 @@ void emb__kernels_init_optim_c(EmbKernels *k)
     k->opt_row[EMB_OPT_ADAM][EMB_F16] = adam_f16_c;
     k->opt_row[EMB_OPT_ADAM][EMB_BF16] = adam_bf16_c;
     memcpy(k->opt_row_nt, k->opt_row, sizeof k->opt_row);
+    k->rowwise_rows[EMB_F32] = rowwise_rows_f32_c;
+    k->rowwise_rows_d[0][EMB_F32] = rowwise_rows_d16_f32_c;
+    k->rowwise_rows_d[1][EMB_F32] = rowwise_rows_d32_f32_c;
+    k->rowwise_rows_d[2][EMB_F32] = rowwise_rows_d64_f32_c;
+    k->rowwise_rows_d[3][EMB_F32] = rowwise_rows_d128_f32_c;
+    k->rowwise_rows_d[4][EMB_F32] = rowwise_rows_d256_f32_c;
+    k->rowwise_rows[EMB_F16] = rowwise_rows_f16_c;
+    k->rowwise_rows_d[0][EMB_F16] = rowwise_rows_d16_f16_c;
+    k->rowwise_rows_d[1][EMB_F16] = rowwise_rows_d32_f16_c;
+    k->rowwise_rows_d[2][EMB_F16] = rowwise_rows_d64_f16_c;
+    k->rowwise_rows_d[3][EMB_F16] = rowwise_rows_d128_f16_c;
+    k->rowwise_rows_d[4][EMB_F16] = rowwise_rows_d256_f16_c;
+    k->rowwise_rows[EMB_BF16] = rowwise_rows_bf16_c;
+    k->rowwise_rows_d[0][EMB_BF16] = rowwise_rows_d16_bf16_c;
+    k->rowwise_rows_d[1][EMB_BF16] = rowwise_rows_d32_bf16_c;
+    k->rowwise_rows_d[2][EMB_BF16] = rowwise_rows_d64_bf16_c;
+    k->rowwise_rows_d[3][EMB_BF16] = rowwise_rows_d128_bf16_c;
+    k->rowwise_rows_d[4][EMB_BF16] = rowwise_rows_d256_bf16_c;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d256_bf16_c;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d256_bf16_c;
+    k->opt_row_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_d256_bf16_c;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F32] = adam_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F32] = adam_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F32] = adam_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F32] = adam_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F32] = adam_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F16] = adam_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F16] = adam_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F16] = adam_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F16] = adam_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_d256_bf16_c;
 }

@@ -8,41 +8,12 @@
 
 const EmbPooling emb__pooling_sum = {EMB_COMBINER_SUM, 0.0f, 0, 0};
 
+/* The shape rule (batch_rules.h), its message labelled with the table. */
 static int check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
-    const char *tl = emb__table_label(t);
-    if (b->nnz < 0 || b->nbags < 0)
-        return emb__fail(EMB_EINVAL, "nnz %lld / nbags %lld is negative (%s)",
-                         (long long)b->nnz, (long long)b->nbags, tl);
-    if (b->id_type != EMB_ID_I64 && b->id_type != EMB_ID_I32)
-        return emb__fail(EMB_EINVAL, "id_type %d is not EMB_ID_I64 or EMB_ID_I32 (%s)",
-                         (int)b->id_type, tl);
-    if (p->combiner < EMB_COMBINER_NONE || p->combiner > EMB_COMBINER_SQRTN)
-        return emb__fail(EMB_EINVAL, "combiner %d is not NONE, SUM, MEAN or SQRTN (%s)",
-                         (int)p->combiner, tl);
-    if (p->flags & ~(unsigned)(EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS |
-                               EMB_USE_DEFAULT_ID | EMB_OUT_NONTEMPORAL))
-        return emb__fail(EMB_EINVAL, "pooling flags 0x%x have unknown bits (%s)", p->flags, tl);
-    if (isnan(p->max_norm) || p->max_norm < 0.0f)
-        return emb__fail(EMB_EINVAL, "max_norm %g is not >= 0 (%s)", (double)p->max_norm, tl);
-    if (b->nnz > 0)
-        EMB_CHECK_NULL(b->ids);
-    if (b->offsets) {
-        if (p->combiner == EMB_COMBINER_NONE)
-            return emb__fail(EMB_EINVAL, "gather (combiner NONE) takes no offsets (%s)", tl);
-        return 0;
-    }
-    int64_t n;
-    if (b->bag_size < 0 || !emb__mul_ok(b->nbags, b->bag_size, &n))
-        return emb__fail(EMB_EOVERFLOW, "nbags %lld x bag_size %lld overflows (%s)",
-                         (long long)b->nbags, (long long)b->bag_size, tl);
-    if (p->combiner == EMB_COMBINER_NONE && b->bag_size != 1 && b->nbags > 0)
-        return emb__fail(EMB_EINVAL, "gather (combiner NONE) needs bag_size 1, not %lld (%s)",
-                         (long long)b->bag_size, tl);
-    if (n != b->nnz)
-        return emb__fail(EMB_ESHAPE, "nbags %lld x bag_size %lld != nnz %lld (%s)",
-                         (long long)b->nbags, (long long)b->bag_size, (long long)b->nnz, tl);
-    return 0;
+    char msg[160];
+    const int r = emb_rule_check_shape(b, p, msg, sizeof msg);
+    return r ? emb__fail(r, "%s (%s)", msg, emb__table_label(t)) : 0;
 }
 
 static int check_offsets(const EmbTable *t, const EmbBatch *b)

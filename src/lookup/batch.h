@@ -9,39 +9,39 @@
 
 #include <math.h>
 
+#include "batch_rules.h"
 #include "embtables/lookup.h"
 #include "internal.h"
 #include "kernels/kernels.h"
 
+/* The rules themselves are batch_rules.h's (shared with src/dist/ and gpu/); these are
+ * their forms over a batch. */
 EMB_INLINE int64_t emb__batch_id(const EmbBatch *b, int64_t k)
 {
-    return b->id_type == EMB_ID_I32 ? (int64_t)((const int32_t *)b->ids)[k]
-                                    : ((const int64_t *)b->ids)[k];
+    return emb_rule_id(b, k);
 }
 
 EMB_INLINE int64_t emb__bag_start(const EmbBatch *b, int64_t bag)
 {
-    return b->offsets ? b->offsets[bag] : bag * b->bag_size;
+    return emb_rule_bag_start(b, bag);
 }
 
 EMB_INLINE int64_t emb__bag_end(const EmbBatch *b, int64_t bag)
 {
-    return b->offsets ? b->offsets[bag + 1] : (bag + 1) * b->bag_size;
+    return emb_rule_bag_end(b, bag);
 }
 
 /* Whether the pooling drops entry k (pruned id or pruned weight). */
 EMB_INLINE bool emb__pruned(const EmbBatch *b, const EmbPooling *p, int64_t k, int64_t id)
 {
-    if (id < 0 && (p->flags & EMB_PRUNE_INVALID))
-        return true;
-    return b->weights && (p->flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) && !(b->weights[k] > 0.0f);
+    return emb_rule_pruned(p->flags, id, b->weights, k);
 }
 
-/* The factor a finished bag is scaled by (emb__combiner_factor). Shared by the lookup, its
- * kernels and its pullback. */
+/* The factor a finished bag is scaled by. Shared by the lookup, its kernels and its
+ * pullback. */
 EMB_INLINE float emb__combiner_scale(EmbCombiner combiner, double sum_w, double sum_w2)
 {
-    return emb__combiner_factor(combiner, sum_w, sum_w2);
+    return emb_rule_combiner_factor(combiner, sum_w, sum_w2);
 }
 
 /* The pooling a NULL pointer stands for. */

@@ -348,6 +348,9 @@ int emb_lookup_sum(const EmbTable *table, const int64_t *ids, int64_t nbags, int
                    float *out, int64_t out_stride)
 {
     int64_t nnz;
+    if (nbags < 0 || bag_size < 0)
+        return emb__fail(EMB_EINVAL, "nbags %lld / bag_size %lld is negative", (long long)nbags,
+                         (long long)bag_size);
     if (!emb__mul_ok(nbags, bag_size, &nnz))
         return emb__fail(EMB_EOVERFLOW, "nbags %lld x bag_size %lld overflows",
                          (long long)nbags, (long long)bag_size);

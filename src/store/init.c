@@ -15,8 +15,9 @@
 
 int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
 {
-    EMB_CHECK_NULL(t);
-    EMB_CHECK_NULL(in);
+    if (!t || !in)
+        return emb__fail(EMB_ENULL, "emb_table_initialize: argument '%s' is NULL",
+                         !t ? "table" : "init");
     int r = emb__init_check(in, emb__table_label(t));
     if (r)
         return r;

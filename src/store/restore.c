@@ -335,7 +335,8 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
 
 int emb_checkpoint_restore(EmbStore *s, const char *path, int64_t *global_step)
 {
-    EMB_CHECK_NULL(s);
+    if (!s)
+        return emb__fail(EMB_ENULL, "emb_checkpoint_restore: argument 'store' is NULL");
     return emb_checkpoint_restore_ex(s, path, NULL, global_step);
 }
 

@@ -277,7 +277,8 @@ static int maplookup_fixed(EmbStrategy *s, EmbTable *const *tables, int64_t ntab
                            const int64_t *const *ids, const int64_t *ids3, int64_t nbags,
                            int64_t bag_size, const EmbOutputs *outputs)
 {
-    EMB_CHECK_NULL(s);
+    if (!s)
+        return emb__fail(EMB_ENULL, "emb_maplookup_ids: argument 'strategy' is NULL");
     if (!ids && !ids3)
         return emb__fail(EMB_ENULL, "emb_maplookup_ids: ids is NULL");
     int64_t nnz, all;

@@ -259,6 +259,13 @@ void emb__strategy_run_on(EmbStrategy *s, int nthreads, int64_t ntasks, emb_task
     emb__threads_run(EMB_MAX(1, EMB_MIN(nthreads, s->nthreads)), s->pinning, ntasks, fn, ctx);
 }
 
+void emb__strategy_run_phases(EmbStrategy *s, int nthreads, int nphases, emb_step_fn step,
+                              void *ctx)
+{
+    emb__threads_run_phases(EMB_MAX(1, EMB_MIN(nthreads, s->nthreads)), s->pinning, nphases,
+                            step, ctx);
+}
+
 void *emb__growbuf(EmbGrowBuf *b, size_t bytes)
 {
     if (bytes <= b->bytes && b->p)

@@ -86,6 +86,20 @@ void emb__strategy_run(EmbStrategy *s, int64_t ntasks, emb_task_fn fn, void *ctx
 void emb__strategy_run_on(EmbStrategy *s, int nthreads, int64_t ntasks, emb_task_fn fn,
                           void *ctx);
 
+/*
+ * The serial step before phase @phase of a run of phases, on the caller's thread: its
+ * work, then the phase's task function (*fn) and count, or -1 to end the run there.
+ */
+typedef int64_t (*emb_step_fn)(void *ctx, int phase, emb_task_fn *fn);
+/*
+ * Phases [0, nphases) in one parallel region on at most @nthreads of the strategy's
+ * threads: per phase @step on the caller, then its tasks on every thread (handed out in
+ * index order), each phase waiting for the one before at a barrier with a bounded spin.
+ * One team wake-up for the whole run; the same results as emb__strategy_run per phase.
+ */
+void emb__strategy_run_phases(EmbStrategy *s, int nthreads, int nphases, emb_step_fn step,
+                              void *ctx);
+
 /* The most threads a strategy may ask for. */
 #define EMB_MAX_THREADS 4096
 
@@ -107,6 +121,8 @@ typedef struct EmbManyCall {
     int64_t n;
     int64_t nsplits, asplits; /* index partitions per table, apply tasks per partition */
     int nthreads;             /* threads of this call (auto: 1 for little work) */
+    int32_t dmax;             /* the largest featuresize (the scratch's) */
+    int rc;                   /* the first failure of a run of phases (0: none) */
     unsigned flags;
     double t, times[4]; /* the last lap's end; EmbUpdateTimes in order */
     EmbTable *const *tables;  /* custom strategy: the arguments for its callback */
@@ -151,6 +167,9 @@ void *emb__growbuf(EmbGrowBuf *b, size_t bytes);
  */
 void emb__threads_run(int nthreads, EmbPinning pinning, int64_t ntasks, emb_task_fn fn,
                       void *ctx);
+/* emb__strategy_run_phases on @nthreads threads (threads.c). */
+void emb__threads_run_phases(int nthreads, EmbPinning pinning, int nphases, emb_step_fn step,
+                             void *ctx);
 
 /* ---- the output layout (outputs.c) ----------------------------------------------------
  * The one owner of EmbOutputs: per-table buffers, or one concat matrix in which table i

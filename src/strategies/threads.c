@@ -8,13 +8,26 @@
  * regions, so a thread is pinned the first time it runs for a given (index, pinning) and
  * not again. Without OpenMP, or for one thread or one task, the tasks run on the caller in
  * order.
+ *
+ * A run of phases (emb__threads_run_phases) is one region too: before each phase the
+ * caller's thread runs the serial step that says the phase's tasks, while the others wait
+ * at a barrier of this file (a bounded spin, then sched_yield), so that a training step's
+ * three parallel phases wake the team once. The team then leaves the region and waits
+ * between calls as the user's OMP_WAIT_POLICY says.
  */
+#include <sched.h>
+#include <stdatomic.h>
+
 #include "platform.h"
 #include "strategies/strategy_impl.h"
 
 #if EMB_HAVE_OPENMP
 #include <omp.h>
 #endif
+
+/* Barrier polls spent spinning before each further poll yields the CPU: about 20-50 us,
+ * the length of a serial step between phases, less than a passive team's wake-up. */
+#define SPIN_POLLS 20000
 
 /* (index + 1) * 4 + pinning this OS thread was last pinned as; 0: never. */
 static _Thread_local int pinned_as;
@@ -58,6 +71,105 @@ static void run_team(int nthreads, EmbPinning pinning, int64_t ntasks, emb_task_
     }
 }
 #endif
+
+/* Phases [0, nphases) on the caller: each serial step, then its tasks in order. */
+static void phases_serial(EmbPinning pinning, int nphases, emb_step_fn step, void *ctx)
+{
+    pin(0, pinning);
+    for (int p = 0; p < nphases; p++) {
+        emb_task_fn fn = NULL;
+        const int64_t ntasks = step(ctx, p, &fn);
+        if (ntasks < 0)
+            return;
+        for (int64_t i = 0; i < ntasks; i++)
+            fn(ctx, i, 0);
+    }
+}
+
+#if EMB_HAVE_OPENMP
+/* A sense-counting barrier of n threads: arrivals counted, the last one bumps gen. */
+typedef struct Barrier {
+    atomic_int count;
+    atomic_uint gen;
+} Barrier;
+
+static inline void cpu_relax(void)
+{
+#if EMB_ARCH_X86 && defined(__GNUC__)
+    __asm__ volatile("pause");
+#endif
+}
+
+static void barrier_wait(Barrier *b, int n)
+{
+    const unsigned g = atomic_load_explicit(&b->gen, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == n - 1) {
+        atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+        return;
+    }
+    for (long i = 0; atomic_load_explicit(&b->gen, memory_order_acquire) == g; i++) {
+        if (i < SPIN_POLLS)
+            cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+/* What thread 0's serial step hands the team: the phase's tasks and the counter. */
+typedef struct PhaseRun {
+    Barrier bar;
+    atomic_llong next;
+    int64_t ntasks;
+    emb_task_fn fn;
+} PhaseRun;
+
+/* Thread @k's part of one phase: tasks from the shared counter. */
+static void phase_tasks(PhaseRun *r, void *ctx, int k)
+{
+    for (;;) {
+        const int64_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+        if (i >= r->ntasks)
+            return;
+        r->fn(ctx, i, k);
+    }
+}
+
+static void phases_team(int nthreads, EmbPinning pinning, int nphases, emb_step_fn step,
+                        void *ctx)
+{
+    PhaseRun r = {.ntasks = 0};
+#pragma omp parallel num_threads(nthreads) default(none) \
+    shared(r, nthreads, pinning, nphases, step, ctx)
+    {
+        const int k = omp_get_thread_num();
+        pin(k, pinning);
+        for (int p = 0; p < nphases; p++) {
+            if (k == 0) {
+                r.ntasks = step(ctx, p, &r.fn);
+                atomic_store_explicit(&r.next, 0, memory_order_relaxed);
+            }
+            barrier_wait(&r.bar, nthreads); /* the step's results seen by every thread */
+            if (r.ntasks < 0)
+                break;
+            phase_tasks(&r, ctx, k);
+            barrier_wait(&r.bar, nthreads); /* every task done before the next step */
+        }
+    }
+}
+#endif
+
+void emb__threads_run_phases(int nthreads, EmbPinning pinning, int nphases, emb_step_fn step,
+                             void *ctx)
+{
+#if EMB_HAVE_OPENMP
+    if (nthreads > 1 && !omp_in_parallel()) {
+        phases_team(nthreads, pinning, nphases, step, ctx);
+        return;
+    }
+#endif
+    phases_serial(pinning, nphases, step, ctx);
+}
 
 void emb__threads_run(int nthreads, EmbPinning pinning, int64_t ntasks, emb_task_fn fn,
                       void *ctx)

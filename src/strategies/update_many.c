@@ -72,7 +72,8 @@ static int many_check(EmbOptimizer *opt, EmbTable *const *tables, const EmbGrad 
         return emb__fail(EMB_EINVAL, "emb_update_many: n %lld <= 0", (long long)n);
     for (int64_t i = 0; i < n; i++) {
         if (!tables[i] || !grads[i] || !indexers[i])
-            return emb__fail(EMB_ENULL, "emb_update_many: table, grad or indexer %lld is NULL",
+            return emb__fail(EMB_ENULL, "emb_update_many: %s[%lld] is NULL",
+                             !tables[i] ? "tables" : !grads[i] ? "grads" : "indexers",
                              (long long)i);
         for (int64_t j = 0; j < i; j++)
             if (tables[j] == tables[i] || indexers[j] == indexers[i])
@@ -155,41 +156,62 @@ static void group_task(void *vctx, int64_t task, int thread)
     emb__pindex_group(&c->plans[task / c->nsplits], (int)(task % c->nsplits));
 }
 
-/* Phase 1 with every table cut into nsplits partitions (checks first, on this thread). */
-static int index_partitioned(ManyCtx *c, int64_t n)
+/* Phases of the indexing: chunk and group with partitions, else one task per table. */
+static int index_phases(const ManyCtx *c)
 {
-    for (int64_t i = 0; i < n; i++) {
-        const int r = emb__pindex_prepare(&c->plans[i], (int)c->nsplits);
-        if (r)
-            return r;
+    return c->nsplits > 1 ? 2 : 1;
+}
+
+static int64_t fail_step(ManyCtx *c, int r)
+{
+    c->rc = r;
+    return -1;
+}
+
+/* The serial step before indexing phase @phase (checks and planning on the caller), then
+ * the phase's tasks; -1 on failure (c->rc). */
+static int64_t index_step(ManyCtx *c, int phase, emb_task_fn *fn)
+{
+    const int64_t n = c->n;
+    if (c->nsplits == 1) {
+        lap(c, T_SERIAL);
+        *fn = index_task;
+        return n;
     }
-    lap(c, T_SERIAL);
-    emb__strategy_run_on(c->s, c->nthreads, n * c->nsplits, chunk_task, c);
+    if (phase == 0) {
+        for (int64_t i = 0; i < n; i++) {
+            const int r = emb__pindex_prepare(&c->plans[i], (int)c->nsplits);
+            if (r)
+                return fail_step(c, r);
+        }
+        lap(c, T_SERIAL);
+        *fn = chunk_task;
+        return n * c->nsplits;
+    }
     lap(c, T_PULLBACK);
     for (int64_t i = 0; i < n; i++) {
         int r = emb__pindex_checked(&c->plans[i]);
         r = r ? r : emb__pindex_offsets(&c->plans[i]);
         if (r)
-            return r;
+            return fail_step(c, r);
     }
     lap(c, T_SERIAL);
-    emb__strategy_run_on(c->s, c->nthreads, n * c->nsplits, group_task, c);
-    lap(c, T_INDEX);
-    for (int64_t i = 0; i < n; i++)
-        emb__pindex_finish(&c->plans[i]);
-    lap(c, T_SERIAL);
-    return 0;
+    *fn = group_task;
+    return n * c->nsplits;
 }
 
-/* Phase 1 on the strategy's threads; a failure is re-run here for its message. */
-static int index_all(ManyCtx *c, int64_t n)
+/* After the indexing's last phase: the partitions finished, or each table's result
+ * checked (a failure is re-run here for its message). */
+static int index_finish(ManyCtx *c)
 {
-    if (c->nsplits > 1)
-        return index_partitioned(c, n);
-    lap(c, T_SERIAL);
-    emb__strategy_run_on(c->s, c->nthreads, n, index_task, c);
     lap(c, T_INDEX);
-    for (int64_t i = 0; i < n; i++)
+    if (c->nsplits > 1) {
+        for (int64_t i = 0; i < c->n; i++)
+            emb__pindex_finish(&c->plans[i]);
+        lap(c, T_SERIAL);
+        return 0;
+    }
+    for (int64_t i = 0; i < c->n; i++)
         if (c->plans[i].rc) {
             const int r = emb__plan_index(&c->plans[i]);
             return r ? r : c->plans[i].rc;
@@ -213,14 +235,48 @@ static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags
     return 0;
 }
 
+/* What can fail after the indexing: the scratch, the optimizer states (created when
+ * missing) and the dynamic tables' prepare. */
+static int prepare_rest(ManyCtx *c)
+{
+    if (emb__strategy_reserve(c->s, 3 * (size_t)c->dmax * sizeof(float)))
+        return emb__fail(EMB_ENOMEM, "out of memory for update scratch");
+    int r = plan_all(c->opt, c->plans, c->n, c->flags);
+    for (int64_t i = 0; i < c->n && !r; i++) /* dynamic tables: every one checked first */
+        r = emb__plan_dynamic_prepare(&c->plans[i]);
+    return r;
+}
+
+/* The dynamic tables' rows created, then the apply's tasks (cannot fail). */
+static int64_t apply_step(ManyCtx *c, emb_task_fn *fn)
+{
+    for (int64_t i = 0; i < c->n; i++)
+        emb__plan_dynamic_commit(&c->plans[i]);
+    lap(c, T_SERIAL);
+    *fn = apply_task;
+    return c->n * c->nsplits * c->asplits;
+}
+
+/* The serial steps of emb_update_many's one region: the indexing's phases, then (@phase ==
+ * index_phases) the rest of the preparation and the apply. */
+static int64_t many_step(void *vctx, int phase, emb_task_fn *fn)
+{
+    ManyCtx *c = vctx;
+    if (phase < index_phases(c))
+        return index_step(c, phase, fn);
+    int r = index_finish(c);
+    r = r ? r : prepare_rest(c);
+    return r ? fail_step(c, r) : apply_step(c, fn);
+}
+
 /*
- * Everything of emb_update_many that can fail, into @c: the checks, the indexing of every
- * table into its indexer, the scratch, the optimizer states (created when missing) and the
- * dynamic tables' prepare. Writes no table and no state's values.
+ * The call's context, checked: the plans, the thread and split counts. Then, with @apply,
+ * everything in one run of phases (emb_update_many); else the preparation only, which
+ * writes no table and no state's values (emb_update_many_prepare).
  */
-static int many_prepare(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
-                        const EmbGrad *const *grads, int64_t n, EmbIndexer *const *indexers,
-                        unsigned flags, ManyCtx *c)
+static int many_run(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
+                    const EmbGrad *const *grads, int64_t n, EmbIndexer *const *indexers,
+                    unsigned flags, bool apply, ManyCtx *c)
 {
     const double t0 = now();
     int r = many_check(opt, tables, grads, n, indexers, flags);
@@ -237,37 +293,40 @@ static int many_prepare(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *cons
         work += (double)emb__grad_max_rows(grads[i]) * tables[i]->featuresize * 4.0;
     }
     *c = (ManyCtx){.plans = plans, .s = strategy, .opt = opt, .n = n, .flags = flags, .t = t0,
-                   .nthreads = emb__strategy_update_threads(strategy, work),
+                   .dmax = dmax, .nthreads = emb__strategy_update_threads(strategy, work),
                    .nsplits = EMB_MIN(emb__strategy_update_splits(strategy, n, work),
                                       EMB_MAX_PARTS)};
     c->asplits = c->nsplits > 1 ? APPLY_PER_PART : 1;
-    r = index_all(c, n);
-    if (!r && emb__strategy_reserve(strategy, 3 * (size_t)dmax * sizeof(float)))
-        r = emb__fail(EMB_ENOMEM, "out of memory for update scratch");
-    r = r ? r : plan_all(opt, plans, n, flags);
-    for (int64_t i = 0; i < n && !r; i++) /* dynamic tables: every one checked first */
-        r = emb__plan_dynamic_prepare(&plans[i]);
-    return r;
+    const int64_t tasks = n * c->nsplits * (apply ? c->asplits : 1);
+    emb__strategy_run_phases(strategy, (int)EMB_MIN(c->nthreads, tasks),
+                             index_phases(c) + apply, many_step, c);
+    if (c->rc || apply)
+        return c->rc;
+    r = index_finish(c);
+    return r ? r : prepare_rest(c);
+}
+
+/* The steps counted and the phases' times kept, after the apply. */
+static void many_done(ManyCtx *c)
+{
+    lap(c, T_APPLY);
+    for (int64_t i = 0; i < c->n; i++) {
+        EmbOptState *st;
+        emb__optimizer_state(c->opt, c->plans[i].table, &st);
+        st->step++;
+    }
+    lap(c, T_SERIAL);
+    memcpy(c->s->update_times, c->times, sizeof c->times);
 }
 
 /* The prepared call @c: creates the dynamic tables' rows, applies, counts the steps.
  * Allocates nothing and cannot fail. */
 static void many_apply(ManyCtx *c)
 {
-    EmbStrategy *strategy = c->s;
-    const int64_t n = c->n;
-    for (int64_t i = 0; i < n; i++)
-        emb__plan_dynamic_commit(&c->plans[i]);
-    lap(c, T_SERIAL);
-    emb__strategy_run_on(strategy, c->nthreads, n * c->nsplits * c->asplits, apply_task, c);
-    lap(c, T_APPLY);
-    for (int64_t i = 0; i < n; i++) {
-        EmbOptState *st;
-        emb__optimizer_state(c->opt, c->plans[i].table, &st);
-        st->step++;
-    }
-    lap(c, T_SERIAL);
-    memcpy(strategy->update_times, c->times, sizeof c->times);
+    emb_task_fn fn;
+    const int64_t ntasks = apply_step(c, &fn);
+    emb__strategy_run_on(c->s, c->nthreads, ntasks, fn, c);
+    many_done(c);
 }
 
 int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *tables,
@@ -284,10 +343,10 @@ int emb_update_many(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *t
     }
     strategy->many.pending = false; /* the buffers a prepared call holds are reused */
     ManyCtx c;
-    const int r = many_prepare(strategy, opt, tables, grads, n, indexers, flags, &c);
+    const int r = many_run(strategy, opt, tables, grads, n, indexers, flags, true, &c);
     if (r)
         return r;
-    many_apply(&c);
+    many_done(&c);
     return 0;
 }
 
@@ -308,7 +367,7 @@ int emb_update_many_prepare(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *
         return 0;
     }
     ManyCtx c;
-    const int r = many_prepare(strategy, opt, tables, grads, n, indexers, flags, &c);
+    const int r = many_run(strategy, opt, tables, grads, n, indexers, flags, false, &c);
     if (r)
         return r;
     c.pending = true;

@@ -840,6 +840,10 @@ int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *rows, int64
     if (row_stride < d->D)
         return emb__fail(EMB_ESTRIDE, "export: row_stride %lld < featuresize %d (%s)",
                          (long long)row_stride, (int)d->D, emb__table_label(t));
+    if (!emb__rows_fit(EMB_MAX(cap, d->nrows), row_stride, d->D))
+        return emb__fail(EMB_EOVERFLOW, "export: %lld rows of row_stride %lld overflow (%s)",
+                         (long long)EMB_MAX(cap, d->nrows), (long long)row_stride,
+                         emb__table_label(t));
     if (cap < d->nrows)
         return emb__fail(EMB_ERANGE, "export: room for %lld rows, %s has %lld", (long long)cap,
                          emb__table_label(t), (long long)d->nrows);
@@ -913,6 +917,9 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
     if (row_stride < d->D)
         return emb__fail(EMB_ESTRIDE, "import: row_stride %lld < featuresize %d (%s)",
                          (long long)row_stride, (int)d->D, emb__table_label(t));
+    if (!emb__rows_fit(n, row_stride, d->D))
+        return emb__fail(EMB_EOVERFLOW, "import: %lld rows of row_stride %lld overflow (%s)",
+                         (long long)n, (long long)row_stride, emb__table_label(t));
     r = emb__finite_check(t, rows, n, d->D, row_stride, "import rows");
     if (r)
         return r;

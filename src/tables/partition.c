@@ -188,6 +188,8 @@ int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32_t nshar
         emb_table_destroy(&t);
         return emb__fail(EMB_ENOMEM, "out of memory for %d shards", (int)nshards);
     }
+    for (int32_t i = 0; i < nshards; i++) /* a write through it checks what a shard would */
+        t->check_finite |= shards[i]->check_finite;
     p->mode = flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV);
     p->own = (flags & EMB_PARTITION_OWN_SHARDS) != 0;
     p->dynamic = shards[0]->kind >= EMB_KIND_DYNAMIC;

@@ -76,13 +76,12 @@ static int sparse_shape_check(const EmbTable *t, const EmbSparseGrad *s)
         return emb__fail(EMB_ESHAPE, "sparse gradient rows have %d elements, %s has %d",
                          (int)s->featuresize, emb__table_label(t), (int)t->featuresize);
     if (s->n > 0 && (!s->ids || !s->values))
-        return emb__fail(EMB_ENULL, "sparse gradient of %lld rows has NULL ids or values (%s)",
-                         (long long)s->n, emb__table_label(t));
+        return emb__fail(EMB_ENULL, "sparse gradient of %lld rows has NULL %s (%s)",
+                         (long long)s->n, !s->ids ? "ids" : "values", emb__table_label(t));
     if (s->stride < s->featuresize)
         return emb__fail(EMB_ESTRIDE, "sparse gradient stride %lld < featuresize %d (%s)",
                          (long long)s->stride, (int)s->featuresize, emb__table_label(t));
-    int64_t last;
-    if (s->n > 0 && !emb__mul_ok(s->n - 1, s->stride, &last))
+    if (!emb__rows_fit(s->n, s->stride, s->featuresize))
         return emb__fail(EMB_EOVERFLOW, "sparse gradient of %lld rows of stride %lld overflows",
                          (long long)s->n, (long long)s->stride);
     return 0;

@@ -22,34 +22,50 @@ EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr)
     return c;
 }
 
+/* The first hyper-parameter of @p c outside its domain (NaN and infinities are outside
+   every domain, whatever the kind): its index in *bad, or -1. */
+typedef struct HyperParam {
+    const char *name, *domain;
+    float v;
+    bool ok;
+} HyperParam;
+
+static int bad_hyperparam(const EmbOptimizerConfig *c, HyperParam *bad)
+{
+    const bool ftrl = c->kind == EMB_OPT_FTRL, adam = c->kind == EMB_OPT_ADAM;
+    const HyperParam f[] = {
+        {"lr", "> 0", c->lr, c->lr > 0.0f},
+        {"eps", ">= 0", c->eps, c->eps >= 0.0f},
+        {"initial_accumulator", ftrl ? "> 0 (FTRL)" : ">= 0", c->initial_accumulator,
+         ftrl ? c->initial_accumulator > 0.0f : c->initial_accumulator >= 0.0f},
+        {"lr_power", "<= 0 (FTRL)", c->lr_power, !ftrl || c->lr_power <= 0.0f},
+        {"l1", ">= 0 (FTRL)", c->l1, !ftrl || c->l1 >= 0.0f},
+        {"l2", ">= 0 (FTRL)", c->l2, !ftrl || c->l2 >= 0.0f},
+        {"beta1", "in [0, 1) (Adam)", c->beta1, !adam || (c->beta1 >= 0.0f && c->beta1 < 1.0f)},
+        {"beta2", "in [0, 1) (Adam)", c->beta2, !adam || (c->beta2 >= 0.0f && c->beta2 < 1.0f)},
+        {"weight_decay", ">= 0", c->weight_decay, c->weight_decay >= 0.0f},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (!f[i].ok || !isfinite(f[i].v)) {
+            *bad = f[i];
+            return 0;
+        }
+    return -1;
+}
+
 int emb_optimizer_config_check(const EmbOptimizerConfig *cfg)
 {
     EMB_CHECK_NULL(cfg);
     const EmbOptimizerConfig *c = cfg;
     if ((unsigned)c->kind > EMB_OPT_ADAM)
         return emb__fail(EMB_EINVAL, "optimizer kind %d is unknown", (int)c->kind);
-    if (!(c->lr > 0.0f) || !isfinite(c->lr))
-        return emb__fail(EMB_EINVAL, "optimizer lr %g is not a positive number", (double)c->lr);
-    if (!isfinite(c->eps) || !isfinite(c->initial_accumulator) || !isfinite(c->lr_power) ||
-        !isfinite(c->l1) || !isfinite(c->l2) || !isfinite(c->beta1) || !isfinite(c->beta2))
-        return emb__fail(EMB_EINVAL, "an optimizer hyper-parameter is NaN or infinite");
+    HyperParam bad;
+    if (bad_hyperparam(c, &bad) == 0)
+        return emb__fail(EMB_EINVAL, "optimizer %s %g is not a finite number %s", bad.name,
+                         (double)bad.v, bad.domain);
     if (c->bias_correction != 0 && c->bias_correction != 1)
         return emb__fail(EMB_EINVAL, "optimizer bias_correction %d is not 0 or 1",
                          c->bias_correction);
-    if (!(c->eps >= 0.0f) || !(c->initial_accumulator >= 0.0f))
-        return emb__fail(EMB_EINVAL, "optimizer eps %g / initial_accumulator %g is negative",
-                         (double)c->eps, (double)c->initial_accumulator);
-    if (c->kind == EMB_OPT_FTRL && (!(c->lr_power <= 0.0f) || !(c->l1 >= 0.0f) ||
-                                    !(c->l2 >= 0.0f) || !(c->initial_accumulator > 0.0f)))
-        return emb__fail(EMB_EINVAL, "FTRL needs lr_power <= 0, l1, l2 >= 0 and "
-                         "initial_accumulator > 0");
-    if (c->kind == EMB_OPT_ADAM && (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) ||
-                                    !(c->beta2 >= 0.0f && c->beta2 < 1.0f)))
-        return emb__fail(EMB_EINVAL, "Adam betas %g, %g are not in [0, 1)", (double)c->beta1,
-                         (double)c->beta2);
-    if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay))
-        return emb__fail(EMB_EINVAL, "optimizer weight_decay %g is not a number >= 0",
-                         (double)c->weight_decay);
     if ((unsigned)c->weight_decay_mode > EMB_DECAY_DECOUPLED)
         return emb__fail(EMB_EINVAL, "optimizer weight_decay_mode %d is not L2 or DECOUPLED",
                          (int)c->weight_decay_mode);
@@ -266,6 +282,21 @@ int emb_optimizer_state(const EmbOptimizer *opt, const EmbTable *table, int slot
     return 0;
 }
 
+int emb_optimizer_set_step(EmbOptimizer *opt, const EmbTable *table, int64_t step)
+{
+    EMB_CHECK_NULL(opt);
+    EMB_CHECK_NULL(table);
+    if (step < 0)
+        return emb__fail(EMB_EINVAL, "optimizer step %lld of %s is negative", (long long)step,
+                         emb__table_label(table));
+    EmbOptState *st = emb__optimizer_find(opt, table);
+    if (!st)
+        return emb__fail(EMB_ENOTFOUND, "the optimizer has no state for %s",
+                         emb__table_label(table));
+    st->step = step;
+    return 0;
+}
+
 /* A table's seed for the stochastic rounding of its quantized rows: FNV-1a of its name. */
 static uint64_t table_seed(const EmbTable *t)
 {
@@ -307,5 +338,7 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(cdt, t->featuresize, nt && !plan->requant);
     else
-        plan->row = emb__kernel_opt_row(c->kind, cdt, nt && !plan->requant);
+        plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
+    plan->range = nt || plan->requant ? NULL
+                                      : emb__kernel_rows(c->kind, t->dtype, t->featuresize);
 }

@@ -108,11 +108,12 @@ static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
     const EmbGrad *g = plan->grad;
     const EmbIndexer *ix = plan->ix;
     const float *dy = ix->grow[pos];
-    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos]};
+    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos], 0};
     emb__pullback_row(plan->table, &g->pooling, &e, dy, tmp);
 }
 
-/* The summed gradient of distinct column @d: a row of the gradient itself or @acc. */
+/* The summed gradient of distinct column @d: a row of the gradient itself or @acc. Static,
+ * so that the apply loop inlines it; emb__plan_column_grad is its exported form. */
 static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
 {
     const EmbIndexer *ix = plan->ix;
@@ -130,6 +131,11 @@ static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, floa
     const int64_t ahead = EMB_MIN(POOL_AHEAD, ix->nrows - p1);
     plan->pool(acc, ix->grow + p0, ix->gcoef + p0, p1 - p0, ahead, D, 0);
     return acc;
+}
+
+const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
+{
+    return column_grad(plan, d, acc, tmp);
 }
 
 /* Into L2 (prefetcht1): on this EPYC, 16 columns ahead into L1 stalls on fill buffers and
@@ -210,8 +216,67 @@ static void apply_column(const EmbPlan *plan, int64_t id, void *col, float *stat
     }
 }
 
+/* Whether @plan takes apply_plain: a table (and state) in memory, no max_norm Jacobian,
+ * no weight decay, not dynamic, rows not quantized. */
+static bool plain(const EmbPlan *plan)
+{
+    return !plan->dynamic && !plan->requant && plan->table->data && !plan->max_norm &&
+           plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
+           (plan->sgd || (plan->state && plan->state->data));
+}
+
+/* The column (and state row) of distinct id @d prefetched: apply_plain's addresses. */
+static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, size_t sb)
+{
+    const int64_t id = plan->ix->ids[d];
+    prefetch_rows(plan->table->data + (size_t)id * plan->table->stride, rb);
+    if (sb)
+        prefetch_rows(plan->state->data + (size_t)id * plan->state->stride, sb);
+}
+
+/* emb__plan_apply's common case: the same kernels on the same rows in the same order as the
+ * general loop, without its per-column tests (table kind, state, clipping, decay). */
+static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
+{
+    if (plan->range) { /* a static size: one call for the range */
+        const EmbIndexer *ix = plan->ix;
+        const EmbTable *t = plan->table, *st = plan->state;
+        const EmbRowsArgs a = {.data = t->data, .col_stride = (int64_t)t->stride,
+                               .state = st ? st->data : NULL,
+                               .state_stride = st ? (int64_t)st->stride : 0, .ids = ix->ids,
+                               .starts = ix->starts, .grow = ix->grow, .gcoef = ix->gcoef,
+                               .d0 = d0, .d1 = d1, .pf_dist = PREFETCH_AHEAD,
+                               .lr = plan->params.lr, .params = &plan->params,
+                               .D = t->featuresize};
+        plan->range(&a);
+        return;
+    }
+    const EmbTable *t = plan->table, *st = plan->state;
+    const int64_t *ids = plan->ix->ids;
+    const int32_t D = t->featuresize;
+    const size_t rb = emb__row_bytes(t->dtype, D);
+    const size_t sb = plan->sgd ? 0 : (size_t)st->featuresize * sizeof(float);
+    for (int64_t d = d0; d < EMB_MIN(d1, d0 + PREFETCH_AHEAD); d++)
+        prefetch_plain(plan, d, rb, sb);
+    for (int64_t d = d0; d < d1; d++) {
+        if (d + PREFETCH_AHEAD < d1)
+            prefetch_plain(plan, d + PREFETCH_AHEAD, rb, sb);
+        char *col = t->data + (size_t)ids[d] * t->stride;
+        const float *g = column_grad(plan, d, acc, NULL);
+        if (plan->sgd)
+            plan->sgd(col, g, plan->params.lr, D);
+        else
+            plan->row(col, (float *)(st->data + (size_t)ids[d] * st->stride), g,
+                      &plan->params, D);
+    }
+}
+
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch)
 {
+    if (plain(plan)) {
+        apply_plain(plan, d0, d1, scratch);
+        return;
+    }
     EmbTable *t = plan->table;
     const EmbIndexer *ix = plan->ix;
     const int32_t D = t->featuresize;

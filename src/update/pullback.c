@@ -10,38 +10,14 @@
 
 int64_t emb__pullback_max_entries(const EmbBatch *b)
 {
-    return b->nnz + b->nbags;
+    return emb_rule_pullback_max_entries(b);
 }
 
 int64_t emb__pullback_entries(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
                               EmbPullEntry *out)
 {
     (void)t;
-    if (!p)
-        p = &emb__pooling_sum;
-    int64_t n = 0;
-    for (int64_t bag = 0; bag < b->nbags; bag++) {
-        const int64_t start = emb__bag_start(b, bag), end = emb__bag_end(b, bag), first = n;
-        double sw = 0.0, sw2 = 0.0;
-        for (int64_t k = start; k < end; k++) {
-            const int64_t id = emb__batch_id(b, k);
-            if (emb__pruned(b, p, k, id))
-                continue;
-            const float w = b->weights ? b->weights[k] : 1.0f;
-            out[n++] = (EmbPullEntry){id, bag, w};
-            sw += w;
-            sw2 += (double)w * w;
-        }
-        if (n == first) {
-            if (p->flags & EMB_USE_DEFAULT_ID)
-                out[n++] = (EmbPullEntry){p->default_id, bag, 1.0f};
-            continue;
-        }
-        const float s = emb__combiner_scale(p->combiner, sw, sw2);
-        for (int64_t i = first; i < n; i++)
-            out[i].coef = out[i].coef * s;
-    }
-    return n;
+    return emb_rule_pullback_entries(b, p ? p : &emb__pooling_sum, out);
 }
 
 int emb__pullback_needs_column(const EmbPooling *p)

@@ -13,13 +13,8 @@
 #ifndef EMB_PULLBACK_H
 #define EMB_PULLBACK_H
 
+#include "batch_rules.h" /* EmbPullEntry, emb_rule_pullback_entries */
 #include "embtables/lookup.h"
-
-typedef struct EmbPullEntry {
-    int64_t id;  /* column that receives the gradient */
-    int64_t bag; /* output row whose gradient it receives */
-    float coef;  /* s * w */
-} EmbPullEntry;
 
 /* Upper bound of the entries of a batch: nnz + nbags. */
 int64_t emb__pullback_max_entries(const EmbBatch *b);

@@ -119,6 +119,7 @@ struct EmbPlan {
     float decay_scale;         /* decoupled weight decay: w *= decay_scale (1: none) */
     EmbTable *state;           /* shadow table or NULL */
     emb_sgd_row_fn sgd;
+    emb_rows_fn range;         /* the optimizer on a range of columns (or NULL) */
     emb_opt_row_fn row;
     emb_pool_fn pool;          /* sums a column's gradient rows (f32) */
     bool max_norm;             /* rows need emb__pullback_row */
@@ -239,6 +240,10 @@ int emb__plan_index(EmbPlan *plan);
  */
 int emb__plan_dynamic_prepare(EmbPlan *plan);
 void emb__plan_dynamic_commit(EmbPlan *plan);
+/* The summed gradient of distinct column @d of an indexed plan (plan->pool set): a row of
+   the gradient itself, or @acc (featuresize floats; @tmp as many, used with max_norm).
+   The apply phase's sum, exposed for emb_collection_grad_rows. */
+const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp);
 /* Phase 2: applies distinct columns [d0, d1) using @scratch (3 * featuresize floats: the
  * column's gradient, a second row for weight decay, the f32 row of a quantized one). */
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);

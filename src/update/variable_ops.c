@@ -46,19 +46,19 @@ static float *row_buffer(const EmbTable *t)
     return row;
 }
 
-/* Checks rows of featuresize f32 at @p with @stride: @n rows addressable. */
+/* Checks rows of featuresize f32 at @p (named @what) with @stride (named @sname): @n rows
+   addressable. */
 static int rows_check(const EmbTable *t, const float *p, int64_t n, int64_t stride,
-                      const char *what)
+                      const char *what, const char *sname)
 {
     if (n > 0 && !p)
         return emb__fail(EMB_ENULL, "%s is NULL (%s)", what, emb__table_label(t));
     if (stride < t->featuresize)
-        return emb__fail(EMB_ESTRIDE, "%s stride %lld < featuresize %d (%s)", what,
+        return emb__fail(EMB_ESTRIDE, "%s %lld < featuresize %d (%s)", sname,
                          (long long)stride, (int)t->featuresize, emb__table_label(t));
-    int64_t last;
-    if (n > 0 && !emb__mul_ok(n - 1, stride, &last))
-        return emb__fail(EMB_EOVERFLOW, "%s: %lld rows of stride %lld overflow", what,
-                         (long long)n, (long long)stride);
+    if (!emb__rows_fit(n, stride, t->featuresize))
+        return emb__fail(EMB_EOVERFLOW, "%s: %lld rows of %s %lld overflow (%s)", what,
+                         (long long)n, sname, (long long)stride, emb__table_label(t));
     return 0;
 }
 
@@ -78,11 +78,11 @@ static int assign_op(EmbTable *t, const float *values, int64_t ncolumns, int32_t
     if (whole_check(t))
         return EMB_ENOTSUP;
     if (ncolumns != t->ncolumns || featuresize != t->featuresize)
-        return emb__fail(EMB_ESHAPE, "value of shape %lld x %d assigned to %s of %lld x %d",
-                         (long long)ncolumns, (int)featuresize, emb__table_label(t),
-                         (long long)t->ncolumns, (int)t->featuresize);
-    int r = rows_check(t, values, ncolumns, stride, "value");
-    r = r ? r : emb__finite_check(t, values, ncolumns, t->featuresize, stride, "value");
+        return emb__fail(EMB_ESHAPE, "values of ncolumns %lld x featuresize %d assigned to %s "
+                         "of %lld x %d", (long long)ncolumns, (int)featuresize,
+                         emb__table_label(t), (long long)t->ncolumns, (int)t->featuresize);
+    int r = rows_check(t, values, ncolumns, stride, "values", "stride");
+    r = r ? r : emb__finite_check(t, values, ncolumns, t->featuresize, stride, "values");
     if (r)
         return r;
     float *row = row_buffer(t);
@@ -117,7 +117,7 @@ int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
     EMB_CHECK_NULL(t);
     if (whole_check(t))
         return EMB_ENOTSUP;
-    const int r = rows_check(t, out, t->ncolumns, out_stride, "output");
+    const int r = rows_check(t, out, t->ncolumns, out_stride, "out", "out_stride");
     if (r)
         return r;
     for (int64_t c = 0; c < t->ncolumns; c++)
@@ -175,7 +175,7 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
         return emb__fail(EMB_EINVAL, "scatter: n %lld is negative", (long long)n);
     if (n > 0)
         EMB_CHECK_NULL(ids);
-    int r = rows_check(t, updates, n, stride, "updates");
+    int r = rows_check(t, updates, n, stride, "updates", "stride");
     r = r ? r : emb__finite_check(t, updates, n, t->featuresize, stride, "updates");
     if (r)
         return r;
@@ -239,9 +239,14 @@ static int mask_check(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t 
     if (in->id_type != EMB_ID_I64 && in->id_type != EMB_ID_I32)
         return emb__fail(EMB_EINVAL, "sparse_mask: id_type %d is not I64 or I32",
                          (int)in->id_type);
-    if ((in->n > 0 && (!in->ids || !in->values || !out_ids || !out_values)) ||
-        (nmask > 0 && !mask_ids))
-        return emb__fail(EMB_ENULL, "sparse_mask: a buffer is NULL");
+    const char *null = in->n > 0 && !in->ids ? "in->ids"
+                     : in->n > 0 && !in->values ? "in->values"
+                     : in->n > 0 && !out_ids ? "out_ids"
+                     : in->n > 0 && !out_values ? "out_values"
+                     : nmask > 0 && !mask_ids ? "mask_ids" : NULL;
+    if (null)
+        return emb__fail(EMB_ENULL, "sparse_mask: %s is NULL (n %lld, nmask %lld)", null,
+                         (long long)in->n, (long long)nmask);
     if (in->featuresize < 1)
         return emb__fail(EMB_EINVAL, "sparse_mask: featuresize %d is not >= 1",
                          (int)in->featuresize);
@@ -249,6 +254,11 @@ static int mask_check(const EmbSparseGrad *in, const int64_t *mask_ids, int64_t 
         return emb__fail(EMB_ESTRIDE, "sparse_mask: stride %lld / out_stride %lld < "
                          "featuresize %d", (long long)in->stride, (long long)out_stride,
                          (int)in->featuresize);
+    if (!emb__rows_fit(in->n, in->stride, in->featuresize) ||
+        !emb__rows_fit(in->n, out_stride, in->featuresize))
+        return emb__fail(EMB_EOVERFLOW, "sparse_mask: %lld rows of stride %lld / out_stride "
+                         "%lld overflow", (long long)in->n, (long long)in->stride,
+                         (long long)out_stride);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * kernels_avx2.c — the AVX2 (+F16C) kernels: 8-float vectors, the bodies of simd_body.h
- * stamped as one-line wrappers, and the f32 Adagrad and row-wise Adagrad optimizer rows.
+ * stamped as one-line wrappers (the optimizer rows included).
  * Compiled in its own static library with the AVX2 flags of kernels/meson.build
  * (-ffp-contract=off); called only after the dispatch saw AVX2 (and F16C for the f16
  * entries).
@@ -37,6 +37,19 @@ static inline vec vsub(vec a, vec b)
 static inline vec vmul(vec a, vec b)
 {
     return _mm256_mul_ps(a, b);
+}
+static inline vec vdiv(vec a, vec b)
+{
+    return _mm256_div_ps(a, b);
+}
+static inline vec vsqrt(vec a)
+{
+    return _mm256_sqrt_ps(a);
+}
+/* acc + x² (lanes i % 8 are the vector's lanes). */
+static inline __m256 sq8_add(__m256 acc, vec x)
+{
+    return vadd(acc, vmul(x, x));
 }
 
 /* Lanes [0, r) set: a window of 8 into 8 ones then 8 zeros. */
@@ -255,97 +268,108 @@ SGD(sgd_row_d64_bf16_avx2, 64, 0, EMB_BF16)
 SGD(sgd_row_d128_bf16_avx2, 128, 0, EMB_BF16)
 SGD(sgd_row_d256_bf16_avx2, 256, 0, EMB_BF16)
 
+SGD_ROWS(sgd_rows_d16_f32_avx2, 16, EMB_F32)
+SGD_ROWS(sgd_rows_d32_f32_avx2, 32, EMB_F32)
+SGD_ROWS(sgd_rows_d64_f32_avx2, 64, EMB_F32)
+SGD_ROWS(sgd_rows_d128_f32_avx2, 128, EMB_F32)
+SGD_ROWS(sgd_rows_d256_f32_avx2, 256, EMB_F32)
+SGD_ROWS(sgd_rows_d16_f16_avx2, 16, EMB_F16)
+SGD_ROWS(sgd_rows_d32_f16_avx2, 32, EMB_F16)
+SGD_ROWS(sgd_rows_d64_f16_avx2, 64, EMB_F16)
+SGD_ROWS(sgd_rows_d128_f16_avx2, 128, EMB_F16)
+SGD_ROWS(sgd_rows_d256_f16_avx2, 256, EMB_F16)
+SGD_ROWS(sgd_rows_d16_bf16_avx2, 16, EMB_BF16)
+SGD_ROWS(sgd_rows_d32_bf16_avx2, 32, EMB_BF16)
+SGD_ROWS(sgd_rows_d64_bf16_avx2, 64, EMB_BF16)
+SGD_ROWS(sgd_rows_d128_bf16_avx2, 128, EMB_BF16)
+SGD_ROWS(sgd_rows_d256_bf16_avx2, 256, EMB_BF16)
+
+ROWWISE_ROWS(rowwise_rows_d16_f32_avx2, 16, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d32_f32_avx2, 32, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d64_f32_avx2, 64, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d128_f32_avx2, 128, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d256_f32_avx2, 256, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d16_f16_avx2, 16, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d32_f16_avx2, 32, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d64_f16_avx2, 64, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d128_f16_avx2, 128, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d256_f16_avx2, 256, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d16_bf16_avx2, 16, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d32_bf16_avx2, 32, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d64_bf16_avx2, 64, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d128_bf16_avx2, 128, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d256_bf16_avx2, 256, EMB_BF16)
+
 static void scale_avx2(float *x, float s, int32_t D)
 {
     scale_body(x, s, D);
 }
 
-/* ---- optimizer rows (f32) ------------------------------------------------------------- */
+/* ---- optimizer rows: every (optimizer, dtype) but FTRL (its pow stays C) ------------ */
 
-/*
- * Bit-identical to optim_c.c: the same multiplies and adds (no FMA), correctly rounded
- * sqrt and divide, and the 8-lane sum of squares of kernels.h.
- */
-
-/* Σ g² in lanes i % 8, reduced as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
-static inline float sumsq8(const float *g, int32_t D)
-{
-    vec acc = vzero();
-    int32_t i = 0;
-    for (; i + 8 <= D; i += 8) {
-        const vec x = ld_f32(g + i);
-        acc = vadd(acc, vmul(x, x));
-    }
-    if (i < D) {
-        const vec x = ldn_f32(g + i, D - i);
-        acc = vadd(acc, vmul(x, x));
-    }
-    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
-}
-
-EMB_INLINE void rowwise_body(float *w, float *h, const float *g, const EmbOptimParams *p,
-                             int32_t D, int nt)
-{
-    h[0] = h[0] + sumsq8(g, D) / (float)D;
-    const vec m = vset1(p->lr / (sqrtf(h[0]) + p->eps));
-    nt = nt && aligned_to(w, 32);
-    int32_t i = 0;
-    for (; i + 8 <= D; i += 8) {
-        const vec x = vsub(ld_f32(w + i), vmul(m, ld_f32(g + i)));
-        if (nt)
-            stnt_f32(w + i, x);
-        else
-            st_f32(w + i, x);
-    }
-    if (i < D)
-        stn_f32(w + i, vsub(ldn_f32(w + i, D - i), vmul(m, ldn_f32(g + i, D - i))), D - i);
-}
-
-/* One vector of Adagrad: h += g²; w -= lr · (g / (sqrt(h) + eps)); returns the new w. */
-static inline vec adagrad_vec(vec w, vec *h, vec g, vec lr, vec eps)
-{
-    *h = vadd(*h, vmul(g, g));
-    const vec step = _mm256_div_ps(g, vadd(_mm256_sqrt_ps(*h), eps));
-    return vsub(w, vmul(lr, step));
-}
-
-EMB_INLINE void adagrad_body(float *w, float *h, const float *g, const EmbOptimParams *p,
-                             int32_t D, int nt)
-{
-    const vec lr = vset1(p->lr), eps = vset1(p->eps);
-    nt = nt && aligned_to(w, 32);
-    int32_t i = 0;
-    for (; i + 8 <= D; i += 8) {
-        vec vh = ld_f32(h + i);
-        const vec x = adagrad_vec(ld_f32(w + i), &vh, ld_f32(g + i), lr, eps);
-        st_f32(h + i, vh);
-        if (nt)
-            stnt_f32(w + i, x);
-        else
-            st_f32(w + i, x);
-    }
-    if (i < D) {
-        const int r = D - i;
-        vec vh = ldn_f32(h + i, r);
-        const vec x = adagrad_vec(ldn_f32(w + i, r), &vh, ldn_f32(g + i, r), lr, eps);
-        stn_f32(h + i, vh, r);
-        stn_f32(w + i, x, r);
-    }
-}
-
-/* NAME, the body, streaming stores or not. */
-#define ROW(NAME, BODY, NT)                                                                \
-    static void NAME(void *col, float *s, const float *g, const EmbOptimParams *p,         \
-                     int32_t D)                                                            \
-    {                                                                                      \
-        BODY(col, s, g, p, D, NT);                                                         \
-    }
-ROW(adagrad_f32_avx2, adagrad_body, 0)
-ROW(adagrad_nt_f32_avx2, adagrad_body, 1)
-ROW(rowwise_f32_avx2, rowwise_body, 0)
-ROW(rowwise_nt_f32_avx2, rowwise_body, 1)
+OPT_ROW(adagrad_f32_avx2, adagrad_body, 0, 0, EMB_F32)
+OPT_ROW(adagrad_nt_f32_avx2, adagrad_body, 0, 1, EMB_F32)
+OPT_ROW(adagrad_d16_f32_avx2, adagrad_body, 16, 0, EMB_F32)
+OPT_ROW(adagrad_d32_f32_avx2, adagrad_body, 32, 0, EMB_F32)
+OPT_ROW(adagrad_d64_f32_avx2, adagrad_body, 64, 0, EMB_F32)
+OPT_ROW(adagrad_d128_f32_avx2, adagrad_body, 128, 0, EMB_F32)
+OPT_ROW(adagrad_d256_f32_avx2, adagrad_body, 256, 0, EMB_F32)
+OPT_ROW(rowwise_f32_avx2, rowwise_body, 0, 0, EMB_F32)
+OPT_ROW(rowwise_nt_f32_avx2, rowwise_body, 0, 1, EMB_F32)
+OPT_ROW(rowwise_d16_f32_avx2, rowwise_body, 16, 0, EMB_F32)
+OPT_ROW(rowwise_d32_f32_avx2, rowwise_body, 32, 0, EMB_F32)
+OPT_ROW(rowwise_d64_f32_avx2, rowwise_body, 64, 0, EMB_F32)
+OPT_ROW(rowwise_d128_f32_avx2, rowwise_body, 128, 0, EMB_F32)
+OPT_ROW(rowwise_d256_f32_avx2, rowwise_body, 256, 0, EMB_F32)
+OPT_ROW(adam_f32_avx2, adam_body, 0, 0, EMB_F32)
+OPT_ROW(adam_nt_f32_avx2, adam_body, 0, 1, EMB_F32)
+OPT_ROW(adam_d16_f32_avx2, adam_body, 16, 0, EMB_F32)
+OPT_ROW(adam_d32_f32_avx2, adam_body, 32, 0, EMB_F32)
+OPT_ROW(adam_d64_f32_avx2, adam_body, 64, 0, EMB_F32)
+OPT_ROW(adam_d128_f32_avx2, adam_body, 128, 0, EMB_F32)
+OPT_ROW(adam_d256_f32_avx2, adam_body, 256, 0, EMB_F32)
+OPT_ROW(adagrad_f16_avx2, adagrad_body, 0, 0, EMB_F16)
+OPT_ROW(adagrad_nt_f16_avx2, adagrad_body, 0, 1, EMB_F16)
+OPT_ROW(adagrad_d16_f16_avx2, adagrad_body, 16, 0, EMB_F16)
+OPT_ROW(adagrad_d32_f16_avx2, adagrad_body, 32, 0, EMB_F16)
+OPT_ROW(adagrad_d64_f16_avx2, adagrad_body, 64, 0, EMB_F16)
+OPT_ROW(adagrad_d128_f16_avx2, adagrad_body, 128, 0, EMB_F16)
+OPT_ROW(adagrad_d256_f16_avx2, adagrad_body, 256, 0, EMB_F16)
+OPT_ROW(rowwise_f16_avx2, rowwise_body, 0, 0, EMB_F16)
+OPT_ROW(rowwise_nt_f16_avx2, rowwise_body, 0, 1, EMB_F16)
+OPT_ROW(rowwise_d16_f16_avx2, rowwise_body, 16, 0, EMB_F16)
+OPT_ROW(rowwise_d32_f16_avx2, rowwise_body, 32, 0, EMB_F16)
+OPT_ROW(rowwise_d64_f16_avx2, rowwise_body, 64, 0, EMB_F16)
+OPT_ROW(rowwise_d128_f16_avx2, rowwise_body, 128, 0, EMB_F16)
+OPT_ROW(rowwise_d256_f16_avx2, rowwise_body, 256, 0, EMB_F16)
+OPT_ROW(adam_f16_avx2, adam_body, 0, 0, EMB_F16)
+OPT_ROW(adam_nt_f16_avx2, adam_body, 0, 1, EMB_F16)
+OPT_ROW(adam_d16_f16_avx2, adam_body, 16, 0, EMB_F16)
+OPT_ROW(adam_d32_f16_avx2, adam_body, 32, 0, EMB_F16)
+OPT_ROW(adam_d64_f16_avx2, adam_body, 64, 0, EMB_F16)
+OPT_ROW(adam_d128_f16_avx2, adam_body, 128, 0, EMB_F16)
+OPT_ROW(adam_d256_f16_avx2, adam_body, 256, 0, EMB_F16)
+OPT_ROW(adagrad_bf16_avx2, adagrad_body, 0, 0, EMB_BF16)
+OPT_ROW(adagrad_nt_bf16_avx2, adagrad_body, 0, 1, EMB_BF16)
+OPT_ROW(adagrad_d16_bf16_avx2, adagrad_body, 16, 0, EMB_BF16)
+OPT_ROW(adagrad_d32_bf16_avx2, adagrad_body, 32, 0, EMB_BF16)
+OPT_ROW(adagrad_d64_bf16_avx2, adagrad_body, 64, 0, EMB_BF16)
+OPT_ROW(adagrad_d128_bf16_avx2, adagrad_body, 128, 0, EMB_BF16)
+OPT_ROW(adagrad_d256_bf16_avx2, adagrad_body, 256, 0, EMB_BF16)
+OPT_ROW(rowwise_bf16_avx2, rowwise_body, 0, 0, EMB_BF16)
+OPT_ROW(rowwise_nt_bf16_avx2, rowwise_body, 0, 1, EMB_BF16)
+OPT_ROW(rowwise_d16_bf16_avx2, rowwise_body, 16, 0, EMB_BF16)
+OPT_ROW(rowwise_d32_bf16_avx2, rowwise_body, 32, 0, EMB_BF16)
+OPT_ROW(rowwise_d64_bf16_avx2, rowwise_body, 64, 0, EMB_BF16)
+OPT_ROW(rowwise_d128_bf16_avx2, rowwise_body, 128, 0, EMB_BF16)
+OPT_ROW(rowwise_d256_bf16_avx2, rowwise_body, 256, 0, EMB_BF16)
+OPT_ROW(adam_bf16_avx2, adam_body, 0, 0, EMB_BF16)
+OPT_ROW(adam_nt_bf16_avx2, adam_body, 0, 1, EMB_BF16)
+OPT_ROW(adam_d16_bf16_avx2, adam_body, 16, 0, EMB_BF16)
+OPT_ROW(adam_d32_bf16_avx2, adam_body, 32, 0, EMB_BF16)
+OPT_ROW(adam_d64_bf16_avx2, adam_body, 64, 0, EMB_BF16)
+OPT_ROW(adam_d128_bf16_avx2, adam_body, 128, 0, EMB_BF16)
+OPT_ROW(adam_d256_bf16_avx2, adam_body, 256, 0, EMB_BF16)
 
 /* idmax_c with vector maxima: int32 ids by vpmaxud, int64 ids by a signed compare of
  * sign-flipped values (AVX2 has no unsigned 64-bit max); a scalar tail. */
@@ -437,13 +461,71 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx2;
     k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx2;
     k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx2;
+    k->sgd_rows_d[0][EMB_F32] = sgd_rows_d16_f32_avx2;
+    k->sgd_rows_d[1][EMB_F32] = sgd_rows_d32_f32_avx2;
+    k->sgd_rows_d[2][EMB_F32] = sgd_rows_d64_f32_avx2;
+    k->sgd_rows_d[3][EMB_F32] = sgd_rows_d128_f32_avx2;
+    k->sgd_rows_d[4][EMB_F32] = sgd_rows_d256_f32_avx2;
+    k->sgd_rows_d[0][EMB_BF16] = sgd_rows_d16_bf16_avx2;
+    k->sgd_rows_d[1][EMB_BF16] = sgd_rows_d32_bf16_avx2;
+    k->sgd_rows_d[2][EMB_BF16] = sgd_rows_d64_bf16_avx2;
+    k->sgd_rows_d[3][EMB_BF16] = sgd_rows_d128_bf16_avx2;
+    k->sgd_rows_d[4][EMB_BF16] = sgd_rows_d256_bf16_avx2;
+    k->rowwise_rows_d[0][EMB_F32] = rowwise_rows_d16_f32_avx2;
+    k->rowwise_rows_d[1][EMB_F32] = rowwise_rows_d32_f32_avx2;
+    k->rowwise_rows_d[2][EMB_F32] = rowwise_rows_d64_f32_avx2;
+    k->rowwise_rows_d[3][EMB_F32] = rowwise_rows_d128_f32_avx2;
+    k->rowwise_rows_d[4][EMB_F32] = rowwise_rows_d256_f32_avx2;
+    k->rowwise_rows_d[0][EMB_BF16] = rowwise_rows_d16_bf16_avx2;
+    k->rowwise_rows_d[1][EMB_BF16] = rowwise_rows_d32_bf16_avx2;
+    k->rowwise_rows_d[2][EMB_BF16] = rowwise_rows_d64_bf16_avx2;
+    k->rowwise_rows_d[3][EMB_BF16] = rowwise_rows_d128_bf16_avx2;
+    k->rowwise_rows_d[4][EMB_BF16] = rowwise_rows_d256_bf16_avx2;
 
     k->scale = scale_avx2;
     k->idmax = idmax_avx2;
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_avx2;
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_nt_f32_avx2;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_avx2;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d32_f32_avx2;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d64_f32_avx2;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d128_f32_avx2;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d256_f32_avx2;
     k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_f32_avx2;
     k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_nt_f32_avx2;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d16_f32_avx2;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d32_f32_avx2;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d64_f32_avx2;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d128_f32_avx2;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d256_f32_avx2;
+    k->opt_row[EMB_OPT_ADAM][EMB_F32] = adam_f32_avx2;
+    k->opt_row_nt[EMB_OPT_ADAM][EMB_F32] = adam_nt_f32_avx2;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F32] = adam_d16_f32_avx2;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F32] = adam_d32_f32_avx2;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F32] = adam_d64_f32_avx2;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F32] = adam_d128_f32_avx2;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F32] = adam_d256_f32_avx2;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_bf16_avx2;
+    k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_nt_bf16_avx2;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d16_bf16_avx2;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d32_bf16_avx2;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d64_bf16_avx2;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d128_bf16_avx2;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d256_bf16_avx2;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_bf16_avx2;
+    k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_nt_bf16_avx2;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d16_bf16_avx2;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d32_bf16_avx2;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d64_bf16_avx2;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d128_bf16_avx2;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d256_bf16_avx2;
+    k->opt_row[EMB_OPT_ADAM][EMB_BF16] = adam_bf16_avx2;
+    k->opt_row_nt[EMB_OPT_ADAM][EMB_BF16] = adam_nt_bf16_avx2;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_d16_bf16_avx2;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_d32_bf16_avx2;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_d64_bf16_avx2;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_d128_bf16_avx2;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_d256_bf16_avx2;
     if (!(flags & EMB_CPU_F16C))
         return;
     k->gather[EMB_F16] = gather_f16_avx2;
@@ -472,6 +554,37 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx2;
     k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx2;
     k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx2;
+    k->sgd_rows_d[0][EMB_F16] = sgd_rows_d16_f16_avx2;
+    k->sgd_rows_d[1][EMB_F16] = sgd_rows_d32_f16_avx2;
+    k->sgd_rows_d[2][EMB_F16] = sgd_rows_d64_f16_avx2;
+    k->sgd_rows_d[3][EMB_F16] = sgd_rows_d128_f16_avx2;
+    k->sgd_rows_d[4][EMB_F16] = sgd_rows_d256_f16_avx2;
+    k->rowwise_rows_d[0][EMB_F16] = rowwise_rows_d16_f16_avx2;
+    k->rowwise_rows_d[1][EMB_F16] = rowwise_rows_d32_f16_avx2;
+    k->rowwise_rows_d[2][EMB_F16] = rowwise_rows_d64_f16_avx2;
+    k->rowwise_rows_d[3][EMB_F16] = rowwise_rows_d128_f16_avx2;
+    k->rowwise_rows_d[4][EMB_F16] = rowwise_rows_d256_f16_avx2;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_f16_avx2;
+    k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_nt_f16_avx2;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d16_f16_avx2;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d32_f16_avx2;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d64_f16_avx2;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d128_f16_avx2;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d256_f16_avx2;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_f16_avx2;
+    k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_nt_f16_avx2;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d16_f16_avx2;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d32_f16_avx2;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d64_f16_avx2;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d128_f16_avx2;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d256_f16_avx2;
+    k->opt_row[EMB_OPT_ADAM][EMB_F16] = adam_f16_avx2;
+    k->opt_row_nt[EMB_OPT_ADAM][EMB_F16] = adam_nt_f16_avx2;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F16] = adam_d16_f16_avx2;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F16] = adam_d32_f16_avx2;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F16] = adam_d64_f16_avx2;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F16] = adam_d128_f16_avx2;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_avx2;
 }
 
 

@@ -4,7 +4,7 @@
  * simd_body.h stamped as one-line wrappers. Compiled in its own static library with the
  * AVX-512 flags of kernels/meson.build (-ffp-contract=off); called only after the dispatch
  * saw AVX-512. Tails use masked loads and stores (no fault past the mask). f16 conversions
- * are AVX-512F's vcvtph2ps/vcvtps2ph. The optimizer rows stay AVX2's.
+ * are AVX-512F's vcvtph2ps/vcvtps2ph. FTRL's optimizer row stays C.
  */
 #include <immintrin.h>
 
@@ -33,6 +33,21 @@ static inline vec vsub(vec a, vec b)
 static inline vec vmul(vec a, vec b)
 {
     return _mm512_mul_ps(a, b);
+}
+static inline vec vdiv(vec a, vec b)
+{
+    return _mm512_div_ps(a, b);
+}
+static inline vec vsqrt(vec a)
+{
+    return _mm512_sqrt_ps(a);
+}
+/* acc + x²: elements 0 .. 7 of the vector, then 8 .. 15, as the reference's lanes i % 8. */
+static inline __m256 sq8_add(__m256 acc, vec x)
+{
+    const vec q = vmul(x, x);
+    acc = _mm256_add_ps(acc, _mm512_castps512_ps256(q));
+    return _mm256_add_ps(acc, _mm512_extractf32x8_ps(q, 1));
 }
 
 /* Lanes [0, r) set. */
@@ -239,6 +254,102 @@ SGD(sgd_row_d64_bf16_avx512, 64, 0, EMB_BF16)
 SGD(sgd_row_d128_bf16_avx512, 128, 0, EMB_BF16)
 SGD(sgd_row_d256_bf16_avx512, 256, 0, EMB_BF16)
 
+OPT_ROW(adagrad_f32_avx512, adagrad_body, 0, 0, EMB_F32)
+OPT_ROW(adagrad_nt_f32_avx512, adagrad_body, 0, 1, EMB_F32)
+OPT_ROW(adagrad_d16_f32_avx512, adagrad_body, 16, 0, EMB_F32)
+OPT_ROW(adagrad_d32_f32_avx512, adagrad_body, 32, 0, EMB_F32)
+OPT_ROW(adagrad_d64_f32_avx512, adagrad_body, 64, 0, EMB_F32)
+OPT_ROW(adagrad_d128_f32_avx512, adagrad_body, 128, 0, EMB_F32)
+OPT_ROW(adagrad_d256_f32_avx512, adagrad_body, 256, 0, EMB_F32)
+OPT_ROW(rowwise_f32_avx512, rowwise_body, 0, 0, EMB_F32)
+OPT_ROW(rowwise_nt_f32_avx512, rowwise_body, 0, 1, EMB_F32)
+OPT_ROW(rowwise_d16_f32_avx512, rowwise_body, 16, 0, EMB_F32)
+OPT_ROW(rowwise_d32_f32_avx512, rowwise_body, 32, 0, EMB_F32)
+OPT_ROW(rowwise_d64_f32_avx512, rowwise_body, 64, 0, EMB_F32)
+OPT_ROW(rowwise_d128_f32_avx512, rowwise_body, 128, 0, EMB_F32)
+OPT_ROW(rowwise_d256_f32_avx512, rowwise_body, 256, 0, EMB_F32)
+OPT_ROW(adam_f32_avx512, adam_body, 0, 0, EMB_F32)
+OPT_ROW(adam_nt_f32_avx512, adam_body, 0, 1, EMB_F32)
+OPT_ROW(adam_d16_f32_avx512, adam_body, 16, 0, EMB_F32)
+OPT_ROW(adam_d32_f32_avx512, adam_body, 32, 0, EMB_F32)
+OPT_ROW(adam_d64_f32_avx512, adam_body, 64, 0, EMB_F32)
+OPT_ROW(adam_d128_f32_avx512, adam_body, 128, 0, EMB_F32)
+OPT_ROW(adam_d256_f32_avx512, adam_body, 256, 0, EMB_F32)
+OPT_ROW(adagrad_f16_avx512, adagrad_body, 0, 0, EMB_F16)
+OPT_ROW(adagrad_nt_f16_avx512, adagrad_body, 0, 1, EMB_F16)
+OPT_ROW(adagrad_d16_f16_avx512, adagrad_body, 16, 0, EMB_F16)
+OPT_ROW(adagrad_d32_f16_avx512, adagrad_body, 32, 0, EMB_F16)
+OPT_ROW(adagrad_d64_f16_avx512, adagrad_body, 64, 0, EMB_F16)
+OPT_ROW(adagrad_d128_f16_avx512, adagrad_body, 128, 0, EMB_F16)
+OPT_ROW(adagrad_d256_f16_avx512, adagrad_body, 256, 0, EMB_F16)
+OPT_ROW(rowwise_f16_avx512, rowwise_body, 0, 0, EMB_F16)
+OPT_ROW(rowwise_nt_f16_avx512, rowwise_body, 0, 1, EMB_F16)
+OPT_ROW(rowwise_d16_f16_avx512, rowwise_body, 16, 0, EMB_F16)
+OPT_ROW(rowwise_d32_f16_avx512, rowwise_body, 32, 0, EMB_F16)
+OPT_ROW(rowwise_d64_f16_avx512, rowwise_body, 64, 0, EMB_F16)
+OPT_ROW(rowwise_d128_f16_avx512, rowwise_body, 128, 0, EMB_F16)
+OPT_ROW(rowwise_d256_f16_avx512, rowwise_body, 256, 0, EMB_F16)
+OPT_ROW(adam_f16_avx512, adam_body, 0, 0, EMB_F16)
+OPT_ROW(adam_nt_f16_avx512, adam_body, 0, 1, EMB_F16)
+OPT_ROW(adam_d16_f16_avx512, adam_body, 16, 0, EMB_F16)
+OPT_ROW(adam_d32_f16_avx512, adam_body, 32, 0, EMB_F16)
+OPT_ROW(adam_d64_f16_avx512, adam_body, 64, 0, EMB_F16)
+OPT_ROW(adam_d128_f16_avx512, adam_body, 128, 0, EMB_F16)
+OPT_ROW(adam_d256_f16_avx512, adam_body, 256, 0, EMB_F16)
+OPT_ROW(adagrad_bf16_avx512, adagrad_body, 0, 0, EMB_BF16)
+OPT_ROW(adagrad_nt_bf16_avx512, adagrad_body, 0, 1, EMB_BF16)
+OPT_ROW(adagrad_d16_bf16_avx512, adagrad_body, 16, 0, EMB_BF16)
+OPT_ROW(adagrad_d32_bf16_avx512, adagrad_body, 32, 0, EMB_BF16)
+OPT_ROW(adagrad_d64_bf16_avx512, adagrad_body, 64, 0, EMB_BF16)
+OPT_ROW(adagrad_d128_bf16_avx512, adagrad_body, 128, 0, EMB_BF16)
+OPT_ROW(adagrad_d256_bf16_avx512, adagrad_body, 256, 0, EMB_BF16)
+OPT_ROW(rowwise_bf16_avx512, rowwise_body, 0, 0, EMB_BF16)
+OPT_ROW(rowwise_nt_bf16_avx512, rowwise_body, 0, 1, EMB_BF16)
+OPT_ROW(rowwise_d16_bf16_avx512, rowwise_body, 16, 0, EMB_BF16)
+OPT_ROW(rowwise_d32_bf16_avx512, rowwise_body, 32, 0, EMB_BF16)
+OPT_ROW(rowwise_d64_bf16_avx512, rowwise_body, 64, 0, EMB_BF16)
+OPT_ROW(rowwise_d128_bf16_avx512, rowwise_body, 128, 0, EMB_BF16)
+OPT_ROW(rowwise_d256_bf16_avx512, rowwise_body, 256, 0, EMB_BF16)
+OPT_ROW(adam_bf16_avx512, adam_body, 0, 0, EMB_BF16)
+OPT_ROW(adam_nt_bf16_avx512, adam_body, 0, 1, EMB_BF16)
+OPT_ROW(adam_d16_bf16_avx512, adam_body, 16, 0, EMB_BF16)
+OPT_ROW(adam_d32_bf16_avx512, adam_body, 32, 0, EMB_BF16)
+OPT_ROW(adam_d64_bf16_avx512, adam_body, 64, 0, EMB_BF16)
+OPT_ROW(adam_d128_bf16_avx512, adam_body, 128, 0, EMB_BF16)
+OPT_ROW(adam_d256_bf16_avx512, adam_body, 256, 0, EMB_BF16)
+
+SGD_ROWS(sgd_rows_d16_f32_avx512, 16, EMB_F32)
+SGD_ROWS(sgd_rows_d32_f32_avx512, 32, EMB_F32)
+SGD_ROWS(sgd_rows_d64_f32_avx512, 64, EMB_F32)
+SGD_ROWS(sgd_rows_d128_f32_avx512, 128, EMB_F32)
+SGD_ROWS(sgd_rows_d256_f32_avx512, 256, EMB_F32)
+SGD_ROWS(sgd_rows_d16_f16_avx512, 16, EMB_F16)
+SGD_ROWS(sgd_rows_d32_f16_avx512, 32, EMB_F16)
+SGD_ROWS(sgd_rows_d64_f16_avx512, 64, EMB_F16)
+SGD_ROWS(sgd_rows_d128_f16_avx512, 128, EMB_F16)
+SGD_ROWS(sgd_rows_d256_f16_avx512, 256, EMB_F16)
+SGD_ROWS(sgd_rows_d16_bf16_avx512, 16, EMB_BF16)
+SGD_ROWS(sgd_rows_d32_bf16_avx512, 32, EMB_BF16)
+SGD_ROWS(sgd_rows_d64_bf16_avx512, 64, EMB_BF16)
+SGD_ROWS(sgd_rows_d128_bf16_avx512, 128, EMB_BF16)
+SGD_ROWS(sgd_rows_d256_bf16_avx512, 256, EMB_BF16)
+
+ROWWISE_ROWS(rowwise_rows_d16_f32_avx512, 16, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d32_f32_avx512, 32, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d64_f32_avx512, 64, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d128_f32_avx512, 128, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d256_f32_avx512, 256, EMB_F32)
+ROWWISE_ROWS(rowwise_rows_d16_f16_avx512, 16, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d32_f16_avx512, 32, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d64_f16_avx512, 64, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d128_f16_avx512, 128, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d256_f16_avx512, 256, EMB_F16)
+ROWWISE_ROWS(rowwise_rows_d16_bf16_avx512, 16, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d32_bf16_avx512, 32, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d64_bf16_avx512, 64, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d128_bf16_avx512, 128, EMB_BF16)
+ROWWISE_ROWS(rowwise_rows_d256_bf16_avx512, 256, EMB_BF16)
+
 static void scale_avx512(float *x, float s, int32_t D)
 {
     scale_body(x, s, D);
@@ -267,6 +378,99 @@ static uint64_t idmax_avx512(const void *ids, int64_t n, int id32)
 void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
 {
     (void)flags;
+    k->sgd_rows_d[0][EMB_F32] = sgd_rows_d16_f32_avx512;
+    k->sgd_rows_d[1][EMB_F32] = sgd_rows_d32_f32_avx512;
+    k->sgd_rows_d[2][EMB_F32] = sgd_rows_d64_f32_avx512;
+    k->sgd_rows_d[3][EMB_F32] = sgd_rows_d128_f32_avx512;
+    k->sgd_rows_d[4][EMB_F32] = sgd_rows_d256_f32_avx512;
+    k->sgd_rows_d[0][EMB_F16] = sgd_rows_d16_f16_avx512;
+    k->sgd_rows_d[1][EMB_F16] = sgd_rows_d32_f16_avx512;
+    k->sgd_rows_d[2][EMB_F16] = sgd_rows_d64_f16_avx512;
+    k->sgd_rows_d[3][EMB_F16] = sgd_rows_d128_f16_avx512;
+    k->sgd_rows_d[4][EMB_F16] = sgd_rows_d256_f16_avx512;
+    k->sgd_rows_d[0][EMB_BF16] = sgd_rows_d16_bf16_avx512;
+    k->sgd_rows_d[1][EMB_BF16] = sgd_rows_d32_bf16_avx512;
+    k->sgd_rows_d[2][EMB_BF16] = sgd_rows_d64_bf16_avx512;
+    k->sgd_rows_d[3][EMB_BF16] = sgd_rows_d128_bf16_avx512;
+    k->sgd_rows_d[4][EMB_BF16] = sgd_rows_d256_bf16_avx512;
+    k->rowwise_rows_d[0][EMB_F32] = rowwise_rows_d16_f32_avx512;
+    k->rowwise_rows_d[1][EMB_F32] = rowwise_rows_d32_f32_avx512;
+    k->rowwise_rows_d[2][EMB_F32] = rowwise_rows_d64_f32_avx512;
+    k->rowwise_rows_d[3][EMB_F32] = rowwise_rows_d128_f32_avx512;
+    k->rowwise_rows_d[4][EMB_F32] = rowwise_rows_d256_f32_avx512;
+    k->rowwise_rows_d[0][EMB_F16] = rowwise_rows_d16_f16_avx512;
+    k->rowwise_rows_d[1][EMB_F16] = rowwise_rows_d32_f16_avx512;
+    k->rowwise_rows_d[2][EMB_F16] = rowwise_rows_d64_f16_avx512;
+    k->rowwise_rows_d[3][EMB_F16] = rowwise_rows_d128_f16_avx512;
+    k->rowwise_rows_d[4][EMB_F16] = rowwise_rows_d256_f16_avx512;
+    k->rowwise_rows_d[0][EMB_BF16] = rowwise_rows_d16_bf16_avx512;
+    k->rowwise_rows_d[1][EMB_BF16] = rowwise_rows_d32_bf16_avx512;
+    k->rowwise_rows_d[2][EMB_BF16] = rowwise_rows_d64_bf16_avx512;
+    k->rowwise_rows_d[3][EMB_BF16] = rowwise_rows_d128_bf16_avx512;
+    k->rowwise_rows_d[4][EMB_BF16] = rowwise_rows_d256_bf16_avx512;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_avx512;
+    k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_nt_f32_avx512;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_avx512;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d32_f32_avx512;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d64_f32_avx512;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d128_f32_avx512;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d256_f32_avx512;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_f32_avx512;
+    k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_nt_f32_avx512;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d16_f32_avx512;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d32_f32_avx512;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d64_f32_avx512;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d128_f32_avx512;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d256_f32_avx512;
+    k->opt_row[EMB_OPT_ADAM][EMB_F32] = adam_f32_avx512;
+    k->opt_row_nt[EMB_OPT_ADAM][EMB_F32] = adam_nt_f32_avx512;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F32] = adam_d16_f32_avx512;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F32] = adam_d32_f32_avx512;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F32] = adam_d64_f32_avx512;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F32] = adam_d128_f32_avx512;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F32] = adam_d256_f32_avx512;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_f16_avx512;
+    k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_nt_f16_avx512;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d16_f16_avx512;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d32_f16_avx512;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d64_f16_avx512;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d128_f16_avx512;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d256_f16_avx512;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_f16_avx512;
+    k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_nt_f16_avx512;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d16_f16_avx512;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d32_f16_avx512;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d64_f16_avx512;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d128_f16_avx512;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d256_f16_avx512;
+    k->opt_row[EMB_OPT_ADAM][EMB_F16] = adam_f16_avx512;
+    k->opt_row_nt[EMB_OPT_ADAM][EMB_F16] = adam_nt_f16_avx512;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F16] = adam_d16_f16_avx512;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F16] = adam_d32_f16_avx512;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F16] = adam_d64_f16_avx512;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F16] = adam_d128_f16_avx512;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_avx512;
+    k->opt_row[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_bf16_avx512;
+    k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_nt_bf16_avx512;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d16_bf16_avx512;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d32_bf16_avx512;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d64_bf16_avx512;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d128_bf16_avx512;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d256_bf16_avx512;
+    k->opt_row[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_bf16_avx512;
+    k->opt_row_nt[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_nt_bf16_avx512;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d16_bf16_avx512;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d32_bf16_avx512;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d64_bf16_avx512;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d128_bf16_avx512;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d256_bf16_avx512;
+    k->opt_row[EMB_OPT_ADAM][EMB_BF16] = adam_bf16_avx512;
+    k->opt_row_nt[EMB_OPT_ADAM][EMB_BF16] = adam_nt_bf16_avx512;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_d16_bf16_avx512;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_d32_bf16_avx512;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_d64_bf16_avx512;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_d128_bf16_avx512;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_d256_bf16_avx512;
     k->gather[EMB_F32] = gather_f32_avx512;
     k->gather_d[0][EMB_F32] = gather_d16_f32_avx512;
     k->gather_d[1][EMB_F32] = gather_d32_f32_avx512;

@@ -10,6 +10,9 @@
  *                                                      zeros after; no access past them)
  *   ld_u16 ldn_u16 st_u16 stn_u16 stnt_u16   the same for raw 16-bit lanes (half vectors)
  *   cvt_from_f16 cvt_to_f16 cvt_from_bf16 cvt_to_bf16   16-bit lanes <-> f32 vector
+ *   vdiv vsqrt         correctly rounded divide and square root (the optimizer rows)
+ *   sq8_add(acc, x)    an __m256 of 8 lanes += x² lane i % 8 by element order (the 8-lane
+ *                      sum of squares of row-wise Adagrad)
  *   ld_bf16_pairs(p, &even, &odd)   2 VL bf16 from p as the f32 vectors of the even and
  *                                   the odd elements; zip_even_odd(even, odd, &lo, &hi)
  *                                   interleaves them back (elements 0 .. VL, VL .. 2 VL)
@@ -98,21 +101,36 @@ static inline void stnt(const EmbDtype dt, void *p, int32_t i, vec v)
     }
 }
 
+/* One line into L1 (T0) or, l2, into L2 only (T1). */
+EMB_INLINE void prefetch_to(const char *p, const bool l2)
+{
+    if (l2)
+        _mm_prefetch(p, _MM_HINT_T1);
+    else
+        _mm_prefetch(p, _MM_HINT_T0);
+}
+
 /*
  * Prefetches every cache line of the @bytes bytes at @p (a column: maybe unaligned). A
  * column of whole lines (bytes % 64 == 0) is usually aligned: one more line only when it is
  * not, a branch that predicts well. A narrower or ragged one (D = 16 in f16 / bf16: 32
  * bytes) sits at a random offset in its line, where that branch mispredicted on half the
  * ids (f16 D = 16 hot: 1.4x slower, emb-bench): its last byte's line is prefetched
- * unconditionally instead (a second prefetch of one line costs a uop, no miss).
+ * unconditionally instead (a second prefetch of one line costs a uop, no miss). l2: into
+ * L2 only (the apply's hint: L1 fills stall on its loop); prefetch_col: into L1.
  */
-EMB_INLINE void prefetch_col(const void *p, int32_t bytes)
+EMB_INLINE void prefetch_col_to(const void *p, int32_t bytes, const bool l2)
 {
     const char *c = (const char *)p;
     for (int32_t o = 0; o < bytes; o += 64)
-        _mm_prefetch(c + o, _MM_HINT_T0);
+        prefetch_to(c + o, l2);
     if (bytes % 64 != 0 || ((uintptr_t)c & 63) != 0)
-        _mm_prefetch(c + bytes - 1, _MM_HINT_T0);
+        prefetch_to(c + bytes - 1, l2);
+}
+
+EMB_INLINE void prefetch_col(const void *p, int32_t bytes)
+{
+    prefetch_col_to(p, bytes, false);
 }
 
 /* Whether @p is aligned to @bytes (a power of two), for the non-temporal stores. */
@@ -393,6 +411,99 @@ EMB_INLINE void sgd_body(void *col, const float *g, float lr, const int32_t D, c
     }
 }
 
+/* The reference's tree over 8 lanes: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+EMB_INLINE float sum8_tree(__m256 acc)
+{
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+/* Distinct column @d's gradient, elements off .. off + nv VL, into @g: its one row
+ * loaded, or its rows summed from zeros in row order (EmbRowsArgs). */
+EMB_INLINE void rows_grad(const EmbRowsArgs *a, int64_t d, int32_t off, const int nv, vec *g)
+{
+    const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
+    if (p1 - p0 == 1 && a->gcoef[p0] == 1.0f) {
+        const float *r = (const float *)a->grow[p0] + off;
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = ld_f32(r + j * VL);
+        return;
+    }
+    UNROLL_BLK for (int j = 0; j < nv; j++)
+        g[j] = vzero();
+    for (int64_t p = p0; p < p1; p++) {
+        const vec w = vset1(a->gcoef[p]);
+        const float *r = (const float *)a->grow[p] + off;
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vadd(g[j], vmul(w, ld_f32(r + j * VL)));
+    }
+}
+
+/* The column (and state row) @pf_dist ahead of @d into L2, within the range. */
+EMB_INLINE void rows_prefetch(const EmbRowsArgs *a, int64_t d, int32_t bytes, const bool state)
+{
+    if (!a->pf_dist || d + a->pf_dist >= a->d1)
+        return;
+    const int64_t id = a->ids[d + a->pf_dist];
+    prefetch_col_to(a->data + id * a->col_stride, bytes, true);
+    if (state)
+        _mm_prefetch(a->state + id * a->state_stride, _MM_HINT_T1);
+}
+
+/*
+ * SGD on columns d0 .. d1 of N elements (N whole vectors: at most BLK, or whole blocks of
+ * BLK, as bags_run): per block of the column its gradient in nv registers, then col -= lr
+ * * g stored in the dtype. No scratch row, no call per column.
+ */
+EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const vec lr = vset1(a->lr);
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        rows_prefetch(a, d, N * esize(dt), false);
+        char *col = a->data + a->ids[d] * a->col_stride;
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            vec g[BLK];
+            rows_grad(a, d, off, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(lr, g[j])));
+        }
+    }
+}
+
+/* Row-wise Adagrad on columns d0 .. d1 of N elements (blocks as sgd_rows_body): the sum
+ * of squares in the reference's 8 lanes over the gradient in registers, then the update;
+ * a column of more than one block sums its gradient again for the update (the same
+ * values: one order, one rounding). */
+EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const float lr = a->params->lr, eps = a->params->eps;
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        rows_prefetch(a, d, N * esize(dt), true);
+        char *col = a->data + a->ids[d] * a->col_stride;
+        float *h = (float *)(a->state + a->ids[d] * a->state_stride);
+        vec g[BLK];
+        __m256 acc = _mm256_setzero_ps();
+        for (int blk = 0; blk < nblk; blk++) {
+            rows_grad(a, d, blk * nv * VL, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                acc = sq8_add(acc, g[j]);
+        }
+        h[0] = h[0] + sum8_tree(acc) / (float)N;
+        const vec m = vset1(lr / (sqrtf(h[0]) + eps));
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            if (nblk > 1)
+                rows_grad(a, d, off, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(m, g[j])));
+        }
+    }
+}
+
 /* Σ x² in the reference's order: 16 lanes (element i into lane i % 16), then a tree. */
 static inline float sumsq_body(const void *col, int32_t D, const EmbDtype dt)
 {
@@ -427,6 +538,111 @@ static inline void scale_body(float *x, float s, int32_t D)
         stn_f32(x + i, vmul(ldn_f32(x + i, D - i), v), D - i);
 }
 
+/* ---- optimizer rows (kernels.h, emb_opt_row_fn) ---------------------------------------- */
+
+/*
+ * The same operations per element as optim_c.c (multiply then add, correctly rounded sqrt
+ * and divide), the column read and written in its dtype; the f32 state rows with partial
+ * loads and stores in the tail. nt: the column's full vectors streamed where aligned.
+ */
+EMB_INLINE void col_store(const EmbDtype dt, void *col, int32_t i, vec x, const bool stream)
+{
+    if (stream)
+        stnt(dt, col, i, x);
+    else
+        st(dt, col, i, x);
+}
+
+/* Σ g² in the reference's 8 lanes (element i into lane i % 8), then its tree. */
+EMB_INLINE float opt_sumsq8(const float *g, const int32_t D)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL)
+        acc = sq8_add(acc, ld_f32(g + i));
+    if (i < D)
+        acc = sq8_add(acc, ldn_f32(g + i, D - i));
+    return sum8_tree(acc);
+}
+
+/* Row-wise Adagrad: h += mean(g²); w -= (lr / (sqrt(h) + eps)) · g. */
+EMB_INLINE void rowwise_body(void *col, float *h, const float *g, const EmbOptimParams *p,
+                             const int32_t D, const int nt, const EmbDtype dt)
+{
+    h[0] = h[0] + opt_sumsq8(g, D) / (float)D;
+    const vec m = vset1(p->lr / (sqrtf(h[0]) + p->eps));
+    const bool stream = nt && aligned_to(col, (uintptr_t)(VL * esize(dt)));
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL)
+        col_store(dt, col, i, vsub(ld(dt, col, i), vmul(m, ld_f32(g + i))), stream);
+    if (i < D) {
+        const int r = D - i;
+        stn(dt, col, i, vsub(ldn(dt, col, i, r), vmul(m, ldn_f32(g + i, r))), r);
+    }
+}
+
+/* One vector of Adagrad: h += g²; returns w - lr · (g / (sqrt(h) + eps)). */
+static inline vec adagrad_vec(vec w, vec *h, vec g, vec lr, vec eps)
+{
+    *h = vadd(*h, vmul(g, g));
+    return vsub(w, vmul(lr, vdiv(g, vadd(vsqrt(*h), eps))));
+}
+
+EMB_INLINE void adagrad_body(void *col, float *h, const float *g, const EmbOptimParams *p,
+                             const int32_t D, const int nt, const EmbDtype dt)
+{
+    const vec lr = vset1(p->lr), eps = vset1(p->eps);
+    const bool stream = nt && aligned_to(col, (uintptr_t)(VL * esize(dt)));
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL) {
+        vec vh = ld_f32(h + i);
+        const vec x = adagrad_vec(ld(dt, col, i), &vh, ld_f32(g + i), lr, eps);
+        st_f32(h + i, vh);
+        col_store(dt, col, i, x, stream);
+    }
+    if (i < D) {
+        const int r = D - i;
+        vec vh = ldn_f32(h + i, r);
+        const vec x = adagrad_vec(ldn(dt, col, i, r), &vh, ldn_f32(g + i, r), lr, eps);
+        stn_f32(h + i, vh, r);
+        stn(dt, col, i, x, r);
+    }
+}
+
+/* One vector of Adam: m += (g - m)(1 - b1); v += (g² - v)(1 - b2); returns
+ * w - step_size · (m / (sqrt(v) + eps)). c holds 1 - b1, 1 - b2, step_size, eps. */
+static inline vec adam_vec(vec w, vec *m, vec *v, vec g, const vec c[4])
+{
+    *m = vadd(*m, vmul(vsub(g, *m), c[0]));
+    *v = vadd(*v, vmul(vsub(vmul(g, g), *v), c[1]));
+    return vsub(w, vmul(c[2], vdiv(*m, vadd(vsqrt(*v), c[3]))));
+}
+
+EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimParams *p,
+                          const int32_t D, const int nt, const EmbDtype dt)
+{
+    const vec c[4] = {vset1(1.0f - p->beta1), vset1(1.0f - p->beta2), vset1(p->step_size),
+                      vset1(p->eps)};
+    float *m = s, *v = s + D;
+    const bool stream = nt && aligned_to(col, (uintptr_t)(VL * esize(dt)));
+    int32_t i = 0;
+    for (; i + VL <= D; i += VL) {
+        vec vm = ld_f32(m + i), vv = ld_f32(v + i);
+        const vec x = adam_vec(ld(dt, col, i), &vm, &vv, ld_f32(g + i), c);
+        st_f32(m + i, vm);
+        st_f32(v + i, vv);
+        col_store(dt, col, i, x, stream);
+    }
+    if (i < D) {
+        const int r = D - i;
+        vec vm = ldn_f32(m + i, r), vv = ldn_f32(v + i, r);
+        const vec x = adam_vec(ldn(dt, col, i, r), &vm, &vv, ldn_f32(g + i, r), c);
+        stn_f32(m + i, vm, r);
+        stn_f32(v + i, vv, r);
+        stn(dt, col, i, x, r);
+    }
+}
+
 /* ---- the one-line wrappers of the ISA files ------------------------------------------- */
 
 /* NAME, then the constant size (0: the run-time D) and dtype; the _nt ones stream. */
@@ -454,6 +670,30 @@ static inline void scale_body(float *x, float s, int32_t D)
         _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
                        "bags: whole vectors in registers");                                \
         bags_body(a, N, DT);                                                               \
+    }
+/* NAME, the body (adagrad_body, rowwise_body, adam_body), the constant size (0: the run-time
+ * D), streaming stores or not, the dtype. */
+#define OPT_ROW(NAME, BODY, N, NT, DT)                                                     \
+    static void NAME(void *col, float *s, const float *g, const EmbOptimParams *p,         \
+                     int32_t D)                                                            \
+    {                                                                                      \
+        BODY(col, s, g, p, N ? N : D, NT, DT);                                             \
+    }
+/* N: whole vectors, as BAGS. */
+#define SGD_ROWS(NAME, N, DT)                                                              \
+    static void NAME(const EmbRowsArgs *a)                                              \
+    {                                                                                      \
+        _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
+                       "sgd_rows: whole vectors in registers");                            \
+        sgd_rows_body(a, N, DT);                                                           \
+    }
+/* N: whole vectors, as BAGS. */
+#define ROWWISE_ROWS(NAME, N, DT)                                                          \
+    static void NAME(const EmbRowsArgs *a)                                                 \
+    {                                                                                      \
+        _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
+                       "rowwise_rows: whole vectors in registers");                        \
+        rowwise_rows_body(a, N, DT);                                                       \
     }
 #define SUMSQ(NAME, DT)                                                                    \
     static float NAME(const void *col, int32_t D)                                          \
