@@ -4,6 +4,9 @@
  * looked up in the process (OpenBLAS: openblas_get_config; BLIS: bli_info_get_version_str);
  * neither found: a BLAS without them, netlib's reference (single-threaded) as a rule.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT, under -std=c11 */
+#endif
 #include "dlrm_blas.h"
 
 #include <dlfcn.h>

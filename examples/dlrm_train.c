@@ -4,15 +4,15 @@
  * click logs, the training loop to copy.
  *
  *   dense (13) -> bottom MLP -> x (D) ---------------------------.
- *   C1 .. C26 -> 26 tables (emb_maplookup, prealloc-concat) -> e_1 .. e_26 (D each)
+ *   C1 .. C26 -> 26 tables (an EmbCollection's forward) -> e_1 .. e_26 (D each)
  *   Z = [x | e_1 | .. | e_26]  (one row of 27 D per sample: the lookup's concat output, x
  *                               written by the bottom MLP into the prependrows columns)
  *   R = [x | <Z_i, Z_j> for 0 <= j < i <= 26]  (dot interaction, DLRM's order)
  *   top MLP -> logit -> sigmoid, binary cross-entropy
  *
  * MLP layers are cblas_sgemm calls (ReLU after each but the top's last), trained by SGD,
- * split over the same OpenMP threads as the library's strategy;
- * the tables by emb_maplookup_backward + emb_update_many (SGD or Adagrad, deduplicated).
+ * split over the same OpenMP threads as the library's strategy; the tables by the
+ * collection's backward (its fused optimizer, Adagrad or SGD, deduplicated).
  * Every parameter lives in one EmbStore (the MLP weights as tables of `out` columns of
  * `in` features), so one checkpoint holds the whole model with the tables' optimizer
  * state; training resumes at the epoch after the latest checkpoint. The reader (criteo.h)
@@ -41,8 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <embtables/collection.h>
 #include <embtables/embtables.h>
-#include <embtables/update.h>
 
 #include "criteo.h"
 #include "dlrm_blas.h"
@@ -455,12 +455,8 @@ typedef struct Model {
     const Args *a;
     int D;
     int64_t width, B;             /* Z row: NV * D */
-    EmbStore *store;
-    EmbTable *tables[NT];
-    EmbStrategy *strategy;
-    EmbOptimizer *opt;
-    EmbGrad *grads[NT];
-    EmbIndexer *indexers[NT];
+    EmbStore *store;              /* every parameter: the tables and the MLPs' */
+    EmbCollection *emb;           /* the 26 tables (borrowed from the store) of a step */
     Mlp bot, top;
     float *rows, *drows, *r, *dr, *logit, *dlogit;
     EmbBatch batches[NT];
@@ -474,6 +470,7 @@ static void model_init(Model *m, const Args *a)
     m->B = a->batch;
     m->width = (int64_t)NV * a->dim;
     CHECK(emb_store_create(&m->store));
+    EmbCollectionTable tables[NT];
     for (int t = 0; t < NT; t++) {
         char name[16];
         snprintf(name, sizeof name, "C%d", t + 1);
@@ -481,21 +478,17 @@ static void model_init(Model *m, const Args *a)
         const EmbVariableSpec v = {.name = name, .ncolumns = a->sizes[t], .featuresize = a->dim,
                                    .dtype = EMB_F32, .trainable = 1,
                                    .init = {EMB_INIT_UNIFORM, -bound, bound, a->seed + (uint64_t)t}};
-        CHECK(emb_store_get(m->store, &v, EMB_REUSE_NO, &m->tables[t]));
+        tables[t] = (EmbCollectionTable){.pooling = EMB_POOLING_SUM};
+        CHECK(emb_store_get(m->store, &v, EMB_REUSE_NO, &tables[t].table));
     }
+    const EmbOptimizerConfig oc =
+        emb_optimizer_defaults(a->adagrad ? EMB_OPT_ADAGRAD : EMB_OPT_SGD, a->lr);
+    const EmbCollectionOptions co = {.strategy_options = {.nthreads = a->threads},
+                                     .optimizer = &oc, .prependrows = a->dim};
+    CHECK(emb_collection_create(&m->emb, tables, NT, &co));
     mlp_init(&m->bot, m->store, "bot", CRITEO_NDENSE, a->bot, a->nbot, 1, m->B, 0, a->seed);
     mlp_init(&m->top, m->store, "top", a->dim + NINTER, a->top, a->ntop, 0, m->B, a->nbot,
              a->seed);
-    const EmbStrategyOptions so = {.nthreads = a->threads};
-    CHECK(emb_strategy_prealloc_concat(&m->strategy, &so));
-    const EmbOptimizerConfig oc =
-        emb_optimizer_defaults(a->adagrad ? EMB_OPT_ADAGRAD : EMB_OPT_SGD, a->lr);
-    CHECK(emb_optimizer_create(&m->opt, &oc));
-    for (int t = 0; t < NT; t++) {
-        CHECK(emb_grad_create(&m->grads[t]));
-        CHECK(emb_indexer_create(&m->indexers[t]));
-        CHECK(emb_optimizer_attach(m->opt, m->tables[t]));
-    }
     const size_t B = (size_t)m->B;
     m->rows = xcalloc(B * (size_t)m->width, sizeof(float));
     m->drows = xcalloc(B * (size_t)m->width, sizeof(float));
@@ -514,12 +507,7 @@ static void model_init(Model *m, const Args *a)
 
 static void model_free(Model *m)
 {
-    for (int t = 0; t < NT; t++) {
-        emb_grad_destroy(&m->grads[t]);
-        emb_indexer_destroy(&m->indexers[t]);
-    }
-    emb_optimizer_destroy(&m->opt);
-    emb_strategy_destroy(&m->strategy);
+    emb_collection_destroy(&m->emb); /* before the store that holds its tables */
     emb_store_destroy(&m->store);
     mlp_free(&m->bot);
     mlp_free(&m->top);
@@ -547,8 +535,8 @@ static void forward(Model *m, const CriteoBatch *b)
         mlp_forward_block(&m->bot, BLOCK * k, min_int(BLOCK, n - BLOCK * k));
     for (int t = 0; t < NT; t++)
         m->batches[t] = (EmbBatch){.ids = b->cat[t], .nnz = n, .nbags = n, .bag_size = 1};
-    const EmbOutputs out = {.concat = m->rows, .concat_stride = m->width, .prependrows = m->D};
-    CHECK(emb_maplookup(m->strategy, m->tables, NT, m->batches, NULL, &out));
+    const EmbOutputs out = emb_collection_concat(m->emb, m->rows);
+    CHECK(emb_collection_forward(m->emb, m->batches, &out));
     TEAM(n)
     OMP(for schedule(static))
     for (int64_t k = 0; k < BLOCKS(n); k++) {
@@ -587,10 +575,8 @@ static double train_step(Model *m, const CriteoBatch *b)
         }
         mlp_update(&m->top, n, lr);
     }
-    const EmbOutputs dout = {.concat = m->drows, .concat_stride = m->width, .prependrows = m->D};
-    CHECK(emb_maplookup_backward(m->tables, NT, m->batches, NULL, &dout, m->grads));
-    CHECK(emb_update_many(m->strategy, m->opt, m->tables, (const EmbGrad *const *)m->grads, NT,
-                          m->indexers, 0));
+    const EmbOutputs dout = emb_collection_concat(m->emb, m->drows);
+    CHECK(emb_collection_backward(m->emb, &dout)); /* the tables' gradients and update */
     TEAM(n)
     {
         OMP(for schedule(static))
@@ -713,7 +699,8 @@ static int restore(Model *m)
         return 0;
     }
     int64_t epoch;
-    const EmbRestoreOptions ro = {.optimizer = m->opt}; /* Adagrad's accumulators too */
+    /* the optimizer: Adagrad's accumulators too */
+    const EmbRestoreOptions ro = {.optimizer = emb_collection_optimizer(m->emb)};
     CHECK(emb_checkpoint_restore_ex(m->store, path, &ro, &epoch));
     fprintf(stderr, "dlrm_train: resumed from %s (epoch %lld done)\n", path, (long long)epoch);
     return (int)epoch;
@@ -751,7 +738,7 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &a);
     Model m;
     model_init(&m, &a);
-    nthreads = emb_strategy_nthreads(m.strategy);
+    nthreads = emb_strategy_nthreads(emb_collection_strategy(m.emb));
     print_header(&a);
 
     EmbSaver *saver = NULL;
@@ -759,7 +746,7 @@ int main(int argc, char **argv)
     if (a.ckpt_dir) {
         mkdir(a.ckpt_dir, 0777);
         const EmbSaverOptions so = {.max_to_keep = EMB_SAVER_DEFAULT_MAX_TO_KEEP,
-                                    .optimizer = m.opt};
+                                    .optimizer = emb_collection_optimizer(m.emb)};
         CHECK(emb_saver_create(&saver, a.ckpt_dir, "dlrm", &so));
         if (a.resume)
             first = restore(&m);

@@ -40,6 +40,18 @@ static void gather_bags(const float *t, int64_t stride, const EmbBatch *b, float
 {
     const int64_t *id = b->ids, *off = b->offsets, nnz = b->nnz, L = b->bag_size;
     const size_t D = (size_t)dim;
+    if (!off && L == 1) { /* one-hot: a row copy, as a one-hot lookup's kernel does */
+#pragma omp for schedule(static) nowait
+        for (int64_t bag = 0; bag < b->nbags; bag++) {
+            if (bag + PF < nnz) {
+                const char *f = (const char *)(t + id[bag + PF] * stride);
+                for (size_t c = 0; c < D * sizeof(float); c += 64)
+                    __builtin_prefetch(f + c, 0, 3);
+            }
+            memcpy(out + bag * ldout, t + id[bag] * stride, D * sizeof(float));
+        }
+        return;
+    }
 #pragma omp for schedule(static) nowait
     for (int64_t bag = 0; bag < b->nbags; bag++) {
         float acc[1024];

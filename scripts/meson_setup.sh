@@ -15,6 +15,9 @@ if ! meson setup "$@" >"$log" 2>&1; then
     cat "$log" >&2
     exit 1
 fi
+# ninja's log still holds build.ninja's time before this reconfiguration, so that the next
+# ninja would configure again, printing all of meson's output: record the new one
+[ "$1" = --reconfigure ] && ninja -C "$dir" -t restat build.ninja >/dev/null 2>&1 || true
 # the summary starts at the project's name and version, and ends before "Found ninja"
 awk '/^(WARNING|DEPRECATION)/ { print; next }
      /^embtables [0-9]/ { on = 1 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * initval.h — the value of an initializer (store.h's EmbInitializer) at element i of column
+ * initval.h — the value of an initializer (common.h's EmbInitializer) at element i of column
  * c: a pure function of (seed, c, i), shared by emb_table_initialize (store/init.c) and the
  * rows a dynamic table creates (tables/dynamic.c, with c = the row's id), so both give the
  * same numbers.
@@ -10,7 +10,7 @@
 
 #include <math.h>
 
-#include "embtables/store.h"
+#include "embtables/common.h" /* EmbInitializer */
 #include "internal.h"
 #include "rng.h"
 

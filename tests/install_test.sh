@@ -41,17 +41,17 @@ libs=$(pkg-config --libs embtables)
 # shellcheck disable=SC2086 # pkg-config output is a list of words
 cc -std=c11 -pedantic -Wall -Wextra -Werror $cflags "$src/examples/quickstart.c" \
     -o "$tmp/quickstart" $libs -lm || bad=1
-# dlrm_train also needs its reader and a CBLAS (OpenBLAS when pkg-config knows it)
+# dlrm_train also needs its reader, its BLAS probe and a CBLAS (OpenBLAS when pkg-config
+# knows it)
 blas=""
 if env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR pkg-config --exists openblas; then
-    blas="-DDLRM_OPENBLAS $(env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR pkg-config --cflags --libs openblas)"
-elif env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR pkg-config --exists blas; then
-    blas=$(env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR pkg-config --cflags --libs blas)
+    blas=$(env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR pkg-config --cflags --libs openblas)
 fi
 if [ -n "$blas" ]; then
     # shellcheck disable=SC2086
     cc -std=c11 -pedantic -Wall -Wextra -Werror $cflags "$src/examples/dlrm_train.c" \
-        "$src/examples/criteo.c" -o "$tmp/dlrm_train" $libs $blas -lpthread -lm || bad=1
+        "$src/examples/dlrm_blas.c" "$src/examples/criteo.c" -o "$tmp/dlrm_train" $libs \
+        $blas -ldl -lpthread -lm || bad=1
 fi
 # the MPI library when it was built: dist_quickstart with mpicc and embtables_mpi.pc
 mpi=""

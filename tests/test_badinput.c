@@ -49,6 +49,7 @@ typedef struct Outs {
     EmbTable *table;
     void *ptr;
     EmbStrategy *strategy;
+    EmbCollection *coll;
     EmbOptimizer *opt;
     EmbGrad *grad;
     EmbIndexer *ix;
@@ -91,6 +92,10 @@ typedef struct Fx {
     float w[16], vals[NC * D], nanv[NC * D], dout[16 * D];
     EmbBatch b, b2[2]; /* 4 ragged bags over ids 0..7; b2: {b, b} */
     EmbPooling p2[2];
+    EmbCollection *coll;  /* "ca" MEAN, "cb" SUM (NC x D, created), Adagrad, prependrows 1,
+                             a forward of {b, b} done */
+    EmbCollection *cidle; /* "ci" (NC x D, created), no optimizer, no forward */
+    float cout[4 * (1 + 2 * D)]; /* coll's forward output */
     float update_ref[NC * D]; /* t after applying g with SGD (fx_setup), for the end */
     float t0[NC * D];         /* t's initial values */
     Outs o;
@@ -169,6 +174,16 @@ static void snapshot(const Fx *f, Snap *s)
     for (size_t i = 0; i < sizeof tabs / sizeof *tabs; i++)
         put_table(s, tabs[i]);
     put_dynamic(s, f->dyn);
+    for (int64_t i = 0; i < 2; i++) { /* the collections' tables and state */
+        EmbTable *ct = emb_collection_table(f->coll, i), *cst;
+        int64_t cstep;
+        put_table(s, ct);
+        cr_assert_eq(emb_optimizer_state(emb_collection_optimizer(f->coll), ct, 0, &cst,
+                                         &cstep), 0);
+        put_table(s, cst);
+        put(s, &cstep, sizeof cstep);
+    }
+    put_table(s, emb_collection_table(f->cidle, 0));
     EmbTable *state;
     int64_t step;
     cr_assert_eq(emb_optimizer_state(f->opt, f->t, 0, &state, &step), 0);
@@ -299,6 +314,24 @@ static void fx_files(Fx *f)
     cr_assert_eq(emb_checkpoint_open(&f->cklist, f->ckpt, 0), 0);
 }
 
+static void fx_collections(Fx *f)
+{
+    const EmbCollectionTable ct[2] = {
+        {.name = "ca", .spec = {.ncolumns = NC, .featuresize = D,
+                                .init = {EMB_INIT_CONSTANT, 0.5f, 0, 0}},
+         .pooling = EMB_POOLING_MEAN},
+        {.name = "cb", .spec = {.ncolumns = NC, .featuresize = D}, .pooling = EMB_POOLING_SUM},
+    };
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    const EmbCollectionOptions o = {.optimizer = &cfg, .prependrows = 1};
+    cr_assert_eq(emb_collection_create(&f->coll, ct, 2, &o), 0, "%s", emb_last_error());
+    const EmbOutputs out = emb_collection_concat(f->coll, f->cout);
+    cr_assert_eq(emb_collection_forward(f->coll, f->b2, &out), 0, "%s", emb_last_error());
+    const EmbCollectionTable ci = {.name = "ci", .spec = {.ncolumns = NC, .featuresize = D},
+                                   .pooling = EMB_POOLING_SUM};
+    cr_assert_eq(emb_collection_create(&f->cidle, &ci, 1, NULL), 0, "%s", emb_last_error());
+}
+
 static void fx_setup(Fx *f)
 {
     memset(f, 0, sizeof *f);
@@ -306,11 +339,14 @@ static void fx_setup(Fx *f)
     fx_batches(f);
     fx_training(f);
     fx_files(f);
+    fx_collections(f);
     memset(&f->o, 0xa5, sizeof f->o);
 }
 
 static void fx_teardown(Fx *f)
 {
+    emb_collection_destroy(&f->coll);
+    emb_collection_destroy(&f->cidle);
     emb_checkpoint_close(&f->ck);
     emb_checkpoint_close(&f->cklist);
     emb_saver_destroy(&f->sv);
@@ -759,6 +795,89 @@ static int data_of(const EmbTable *t)
     return emb_table_data(t, &stride) == NULL && stride == 0;
 }
 
+/* collection.h: a create whose table ("x", then "y") or options are out of their domain. */
+static int coll_create(Fx *f, int field, int64_t v)
+{
+    EmbCollectionTable ct[2] = {
+        {.name = "x", .spec = {.ncolumns = NC, .featuresize = D}, .pooling = EMB_POOLING_SUM},
+        {.name = "y", .spec = {.ncolumns = NC, .featuresize = D}, .pooling = EMB_POOLING_SUM},
+    };
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_SGD, 0.1f);
+    EmbCollectionOptions o = {0};
+    switch (field) {
+    case 0: ct[1].name = "x"; break;
+    case 1: ct[1].name = ""; break;
+    case 2: ct[1].name = NULL; break;
+    case 3: ct[0].table = ct[1].table = f->t; break;
+    case 4: ct[1].pooling.combiner = (EmbCombiner)v; break;
+    case 5: ct[1].pooling = (EmbPooling){EMB_COMBINER_SUM, 0, v, EMB_USE_DEFAULT_ID}; break;
+    case 6: ct[1].spec.ncolumns = v; break;
+    case 7: o.prependrows = v; break;
+    case 8: o.optimizer = &cfg, o.shared_optimizer = f->opt; break;
+    case 9: o.update_flags = (unsigned)v; break;
+    case 10: ct[1].spec.dtype = (EmbDtype)v; break;
+    }
+    return emb_collection_create(&f->o.coll, ct, 2, &o);
+}
+
+/* coll's forward of {b, b} with table @which's batch changed (field: 0 id, 1 nbags). */
+static int coll_forward(Fx *f, int which, int field, int64_t v)
+{
+    EmbBatch b[2] = {f->b, f->b};
+    int64_t ids[8];
+    memcpy(ids, f->ids, sizeof ids);
+    if (field == 0)
+        ids[5] = v, b[which].ids = ids;
+    else
+        b[which].nbags = v, b[which].offsets = NULL, b[which].bag_size = 2, b[which].nnz = 2 * v;
+    const EmbOutputs out = emb_collection_concat(f->coll, f->o.out);
+    return emb_collection_forward(f->coll, b, &out);
+}
+
+/* coll's backward (of the forward, or of {b, b} with @batches) of a gradient of row
+ * stride @stride. */
+static int coll_backward(Fx *f, int batches, int64_t stride)
+{
+    EmbOutputs g = emb_collection_concat(f->coll, f->dout);
+    g.concat_stride = stride;
+    return batches ? emb_collection_backward_batches(f->coll, f->b2, &g)
+                   : emb_collection_backward(f->coll, &g);
+}
+
+static int coll_idle_backward(Fx *f)
+{
+    const EmbOutputs g = emb_collection_concat(f->cidle, f->dout);
+    return emb_collection_backward(f->cidle, &g);
+}
+
+static int coll_grad_rows(Fx *f, EmbCollection *c, int64_t i)
+{
+    return emb_collection_grad_rows(c, i, &f->o.cids, (const float **)&f->o.ptr, &f->o.n);
+}
+
+static int coll_custom(Fx *f, int null_ops, int32_t fs)
+{
+    static const EmbCollectionOps ops = {0};
+    const EmbCollectionTable ct = {.name = "u", .spec = {.featuresize = fs}};
+    return emb_collection_custom(&f->o.coll, &ct, 1, NULL, null_ops ? NULL : &ops, f);
+}
+
+static int coll_getters(Fx *f)
+{
+    emb_collection_destroy(NULL);
+    EmbCollection *none = NULL;
+    emb_collection_destroy(&none);
+    const EmbOutputs z = emb_collection_concat(NULL, f->o.out);
+    return emb_collection_ntables(NULL) == 0 && emb_collection_table(f->coll, 2) == NULL &&
+           emb_collection_table(NULL, 0) == NULL && emb_collection_name(f->coll, -1) == NULL &&
+           emb_collection_pooling(f->coll, 5) == NULL && emb_collection_strategy(NULL) == NULL &&
+           emb_collection_optimizer(NULL) == NULL && emb_collection_width(NULL) == 0 &&
+           emb_collection_offset(f->coll, 2) == -1 && emb_collection_offset(NULL, 0) == -1 &&
+           z.concat_stride == 0 && emb_collection_grad(f->coll, 9) == NULL &&
+           emb_collection_custom_user(f->coll, &(EmbCollectionOps){0}) == NULL &&
+           emb_collection_custom_user(NULL, NULL) == NULL;
+}
+
 /* ---- the cases -------------------------------------------------------------------------- */
 
 typedef struct CaseInfo {
@@ -792,10 +911,15 @@ static int cases_common(int i, int *kp, Fx *f, CaseInfo *info)
     SECTION_BEGIN
     V(emb_dtype_size, 0, (int)emb_dtype_size((EmbDtype)9))
     V(emb_dtype_size, 0, (int)emb_dtype_size((EmbDtype)-1))
+    V(emb_dtype_row_bytes, 0, (int)emb_dtype_row_bytes((EmbDtype)9, D))
+    V(emb_dtype_row_bytes, 0, (int)emb_dtype_row_bytes(EMB_INT4, 3))
+    V(emb_dtype_row_bytes, 0, (int)emb_dtype_row_bytes(EMB_INT8, 0))
     V(emb_dtype_name, 0, strcmp(emb_dtype_name((EmbDtype)9), "?"))
     V(emb_strerror, 1, emb_strerror(12345) != NULL && emb_strerror(INT32_MIN) != NULL)
     V(emb_set_logger, 0, logger_null())
     V(emb_set_cpu_mask, 0, cpu_mask_unknown_bits())
+    C(emb_set_error, EMB_EINVAL, "", emb_set_error(EMB_EINVAL, NULL))
+    C(emb_set_error, EMB_EIO, "custom message 7", emb_set_error(EMB_EIO, "custom message %d", 7))
     SECTION_END
 }
 
@@ -1015,6 +1139,10 @@ static int cases_optimizers(int i, int *kp, Fx *f, CaseInfo *info)
 {
     SECTION_BEGIN
     V(emb_optimizer_defaults, EMB_EINVAL, defaults_unknown_kind(9))
+    C(emb_optimizer_set_step, EMB_ENULL, "'opt'", emb_optimizer_set_step(NULL, f->t, 1))
+    C(emb_optimizer_set_step, EMB_ENULL, "'table'", emb_optimizer_set_step(f->opt, NULL, 1))
+    C(emb_optimizer_set_step, EMB_EINVAL, "step -1 of table \"t\"", emb_optimizer_set_step(f->opt, f->t, -1))
+    C(emb_optimizer_set_step, EMB_ENOTFOUND, "table \"h\"", emb_optimizer_set_step(f->opt, f->h, 1))
     C(emb_optimizer_config_check, EMB_ENULL, "'cfg'", emb_optimizer_config_check(NULL))
     C(emb_optimizer_config_check, EMB_EINVAL, "kind 5", cfg_check(5, 99, 0))
     C(emb_optimizer_config_check, EMB_EINVAL, "kind -1", cfg_check(-1, 99, 0))
@@ -1130,6 +1258,11 @@ static int cases_variable_ops(int i, int *kp, Fx *f, CaseInfo *info)
     C(emb_table_read, EMB_ESTRIDE, "out_stride 3", emb_table_read(f->t, o->out, D - 1))
     C(emb_table_read, EMB_EOVERFLOW, "rows of out_stride", emb_table_read(f->t, o->out, INT64_MAX / 4))
     C(emb_table_read, EMB_ENOTSUP, "dynamic", emb_table_read(f->dyn, o->out, D))
+    C(emb_table_quantize, EMB_ENULL, "'dst'", emb_table_quantize(NULL, f->t))
+    C(emb_table_quantize, EMB_ENULL, "'src'", emb_table_quantize(f->h, NULL))
+    C(emb_table_quantize, EMB_EINVAL, "both source", emb_table_quantize(f->t, f->t))
+    C(emb_table_quantize, EMB_ESHAPE, "source into", emb_table_quantize(f->s3, f->t))
+    C(emb_table_quantize, EMB_ENOTSUP, "dynamic", emb_table_quantize(f->dyn, f->t))
     static const char *const scatters[5] = {"emb_table_scatter_update", "emb_table_scatter_add",
                                             "emb_table_scatter_sub", "emb_table_scatter_mul",
                                             "emb_table_scatter_div"};
@@ -1404,6 +1537,67 @@ static int cases_dynamic(int i, int *kp, Fx *f, CaseInfo *info)
     SECTION_END
 }
 
+/* collection.h */
+static int cases_collection(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
+    const EmbCollectionTable one = {.name = "x", .spec = {NULL, NC, D}};
+    C(emb_collection_create, EMB_ENULL, "'out'", emb_collection_create(NULL, &one, 1, NULL))
+    C(emb_collection_create, EMB_ENULL, "'tables'", emb_collection_create(&o->coll, NULL, 1, NULL))
+    C(emb_collection_create, EMB_EINVAL, "n = 0", emb_collection_create(&o->coll, &one, 0, NULL))
+    C(emb_collection_create, EMB_EINVAL, "n = -1", emb_collection_create(&o->coll, &one, -1, NULL))
+    C(emb_collection_create, EMB_EINVAL, "both named \"x\"", coll_create(f, 0, 0))
+    C(emb_collection_create, EMB_EINVAL, "tables[1] has an empty name", coll_create(f, 1, 0))
+    C(emb_collection_create, EMB_EINVAL, "tables[1] has no name", coll_create(f, 2, 0))
+    C(emb_collection_create, EMB_EINVAL, "the same table", coll_create(f, 3, 0))
+    C(emb_collection_create, EMB_EINVAL, "table \"y\" (1): combiner 7", coll_create(f, 4, 7))
+    C(emb_collection_create, EMB_ERANGE, "table \"y\" (1): default_id 8", coll_create(f, 5, NC))
+    C(emb_collection_create, EMB_EINVAL, "table \"y\" (1)", coll_create(f, 6, -1))
+    C(emb_collection_create, EMB_EDTYPE, "table \"y\" (1)", coll_create(f, 10, 7))
+    C(emb_collection_create, EMB_EINVAL, "prependrows -1", coll_create(f, 7, -1))
+    C(emb_collection_create, EMB_EINVAL, "shared_optimizer", coll_create(f, 8, 0))
+    C(emb_collection_create, EMB_EINVAL, "flags 0x400", coll_create(f, 9, 0x400))
+    C(emb_collection_custom, EMB_ENULL, "'ops'", coll_custom(f, 1, D))
+    C(emb_collection_custom, EMB_EINVAL, "table \"u\" (0) has featuresize 0", coll_custom(f, 0, 0))
+    C(emb_collection_forward, EMB_ENULL, "'c'", emb_collection_forward(NULL, f->b2, &(EmbOutputs){0}))
+    C(emb_collection_forward, EMB_ENULL, "'batches'", emb_collection_forward(f->coll, NULL, &(EmbOutputs){0}))
+    C(emb_collection_forward, EMB_ENULL, "'out'", emb_collection_forward(f->coll, f->b2, NULL))
+    C(emb_collection_forward, EMB_ERANGE, "table \"cb\" (1): id 8 at position 5", coll_forward(f, 1, 0, NC))
+    C(emb_collection_forward, EMB_ERANGE, "table \"ca\" (0): id -1 at position 5", coll_forward(f, 0, 0, -1))
+    C(emb_collection_forward, EMB_ESHAPE, "nbags", coll_forward(f, 1, 1, 3))
+    C(emb_collection_backward, EMB_ENULL, "'c'", emb_collection_backward(NULL, &(EmbOutputs){0}))
+    C(emb_collection_backward, EMB_ENULL, "'grad_out'", emb_collection_backward(f->coll, NULL))
+    C(emb_collection_backward, EMB_ESHAPE, "concat_stride 8", coll_backward(f, 0, 1 + 2 * D - 1))
+    C(emb_collection_backward, EMB_EINVAL, "no forward", coll_idle_backward(f))
+    C(emb_collection_backward_batches, EMB_ENULL, "'batches'", emb_collection_backward_batches(f->coll, NULL, &(EmbOutputs){0}))
+    C(emb_collection_backward_batches, EMB_ENULL, "'grad_out'", emb_collection_backward_batches(f->coll, f->b2, NULL))
+    C(emb_collection_backward_batches, EMB_ESHAPE, "concat_stride 2", coll_backward(f, 1, 2))
+    C(emb_collection_prefetch, EMB_ENULL, "'c'", emb_collection_prefetch(NULL, f->b2))
+    C(emb_collection_prefetch, EMB_ENULL, "'next_batches'", emb_collection_prefetch(f->coll, NULL))
+    C(emb_collection_find, EMB_ENULL, "'name'", emb_collection_find(f->coll, NULL, &o->n))
+    C(emb_collection_find, EMB_ENOTFOUND, "\"zz\"", emb_collection_find(f->coll, "zz", &o->n))
+    C(emb_collection_grad_rows, EMB_ENULL, "'c'", coll_grad_rows(f, NULL, 0))
+    C(emb_collection_grad_rows, EMB_EINVAL, "table 2", coll_grad_rows(f, f->coll, 2))
+    C(emb_collection_grad_rows, EMB_EINVAL, "no gradient recorded", coll_grad_rows(f, f->coll, 0))
+    C(emb_collection_save, EMB_ENULL, "'dir'", emb_collection_save(f->coll, NULL, "m", 1, 0, o->path, sizeof o->path))
+    C(emb_collection_save, EMB_EINVAL, "prefix \"a/b\"", emb_collection_save(f->coll, f->dir, "a/b", 1, 0, o->path, sizeof o->path))
+    C(emb_collection_restore, EMB_ENULL, "'path'", emb_collection_restore(f->coll, NULL, &o->n))
+    C(emb_collection_restore, EMB_ENOTFOUND, "ca", emb_collection_restore(f->coll, f->ckpt, &o->n))
+    V(emb_collection_ntables, 1, coll_getters(f))
+    V(emb_collection_table, 0, emb_collection_table(f->coll, -1) != NULL)
+    V(emb_collection_name, 0, emb_collection_name(NULL, 0) != NULL)
+    V(emb_collection_pooling, 0, emb_collection_pooling(NULL, 0) != NULL)
+    V(emb_collection_strategy, 1, emb_collection_strategy(f->coll) != NULL)
+    V(emb_collection_optimizer, 0, emb_collection_optimizer(f->cidle) != NULL)
+    V(emb_collection_width, 1 + 2 * D, (int)emb_collection_width(f->coll))
+    V(emb_collection_offset, 1 + D, (int)emb_collection_offset(f->coll, 1))
+    V(emb_collection_concat, 1, emb_collection_concat(f->coll, NULL).prependrows == 1)
+    V(emb_collection_grad, 0, emb_collection_grad(NULL, 0) != NULL)
+    V(emb_collection_custom_user, 0, emb_collection_custom_user(f->coll, NULL) != NULL)
+    V(emb_collection_destroy, 1, coll_getters(f))
+    SECTION_END
+}
+
 /* The sections, in order: a new header gets its own. */
 static int (*const sections[])(int, int *, Fx *, CaseInfo *) = {
     cases_common,
@@ -1418,6 +1612,7 @@ static int (*const sections[])(int, int *, Fx *, CaseInfo *) = {
     cases_checkpoints,
     cases_partition,
     cases_dynamic,
+    cases_collection,
 };
 
 static int run_case(int i, Fx *f, CaseInfo *info)

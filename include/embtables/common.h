@@ -183,6 +183,48 @@ typedef enum EmbPinning {
     EMB_PIN_SCATTER = 2, /**< round-robin over NUMA nodes (one node: over L3 caches) */
 } EmbPinning;
 
+/* The vocabulary the core, the kernels and the API share (the optimizer kinds, the
+   initializers): here so that src/ headers below the API need no other public header. */
+
+/** How a bag's columns are combined. */
+typedef enum EmbCombiner {
+    EMB_COMBINER_NONE = 0,  /**< gather: one output per id */
+    EMB_COMBINER_SUM = 1,
+    EMB_COMBINER_MEAN = 2,
+    EMB_COMBINER_SQRTN = 3,
+} EmbCombiner;
+
+/** Optimizer kinds (formulas per distinct column with accumulated gradient g). */
+typedef enum EmbOptimizerKind {
+    EMB_OPT_SGD = 0,             /**< w -= lr·g */
+    EMB_OPT_ADAGRAD = 1,         /**< h += g²; w -= lr·g / (sqrt(h) + eps)  (PyTorch) */
+    EMB_OPT_ROWWISE_ADAGRAD = 2, /**< h += mean(g²) (one h per column);
+                                      w -= lr·g / (sqrt(h) + eps)  (FBGEMM) */
+    EMB_OPT_FTRL = 3,            /**< TF ApplyFtrl (lr_power, l1, l2, accumulator) */
+    EMB_OPT_ADAM = 4,            /**< PyTorch SparseAdam (lazy moments, t per table) */
+} EmbOptimizerKind;
+
+/** Initializer kinds (TF's names). */
+typedef enum EmbInitKind {
+    EMB_INIT_NONE = 0,          /**< leave the table as created (zeros); reported uninitialized */
+    EMB_INIT_ZEROS = 1,
+    EMB_INIT_ONES = 2,
+    EMB_INIT_CONSTANT = 3,      /**< every element = a */
+    EMB_INIT_UNIFORM = 4,       /**< uniform in [a, b) */
+    EMB_INIT_NORMAL = 5,        /**< normal, mean a, stddev b */
+    EMB_INIT_TRUNCATED_NORMAL = 6, /**< normal(a, b) redrawn while more than 2 b from a */
+    EMB_INIT_UNIFORM_UNIT_SCALING = 7, /**< uniform in ±a·sqrt(3 / ncolumns) (TF: input
+                                          size = product of all but the last dimension) */
+} EmbInitKind;
+
+/** An initializer: kind, its two parameters and a seed. */
+typedef struct EmbInitializer {
+    EmbInitKind kind; /**< which initializer */
+    float a;       /**< constant value / minval / mean / factor */
+    float b;       /**< maxval / stddev */
+    uint64_t seed; /**< seed of the random kinds */
+} EmbInitializer;
+
 /** Physical cores this process may use (hwloc; online processors without it). */
 EMB_API int emb_num_physical_cores(void);
 /** NUMA nodes of the machine (1 without hwloc). */

@@ -52,13 +52,6 @@ typedef struct EmbBatch {
     const float *weights;   /**< nnz per-id weights or NULL (all 1) */
 } EmbBatch;
 
-/** How a bag's columns are combined. */
-typedef enum EmbCombiner {
-    EMB_COMBINER_NONE = 0,  /**< gather: one output per id */
-    EMB_COMBINER_SUM = 1,
-    EMB_COMBINER_MEAN = 2,
-    EMB_COMBINER_SQRTN = 3,
-} EmbCombiner;
 
 /** Pooling flags. */
 enum {

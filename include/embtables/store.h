@@ -28,26 +28,6 @@
 extern "C" {
 #endif
 
-/** Initializer kinds (TF's names). */
-typedef enum EmbInitKind {
-    EMB_INIT_NONE = 0,          /**< leave the table as created (zeros); reported uninitialized */
-    EMB_INIT_ZEROS = 1,
-    EMB_INIT_ONES = 2,
-    EMB_INIT_CONSTANT = 3,      /**< every element = a */
-    EMB_INIT_UNIFORM = 4,       /**< uniform in [a, b) */
-    EMB_INIT_NORMAL = 5,        /**< normal, mean a, stddev b */
-    EMB_INIT_TRUNCATED_NORMAL = 6, /**< normal(a, b) redrawn while more than 2 b from a */
-    EMB_INIT_UNIFORM_UNIT_SCALING = 7, /**< uniform in ±a·sqrt(3 / ncolumns) (TF: input
-                                          size = product of all but the last dimension) */
-} EmbInitKind;
-
-/** An initializer: kind, its two parameters and a seed. */
-typedef struct EmbInitializer {
-    EmbInitKind kind; /**< which initializer */
-    float a;       /**< constant value / minval / mean / factor */
-    float b;       /**< maxval / stddev */
-    uint64_t seed; /**< seed of the random kinds */
-} EmbInitializer;
 
 /**
  * Fills every column of @p table (any table type, through its column pointers with

@@ -141,15 +141,6 @@ EMB_API int64_t emb_indexer_distinct(const EmbIndexer *ix, const int64_t **ids,
 
 /* ---- optimizers ---------------------------------------------------------------------- */
 
-/** Optimizer kinds (formulas per distinct column with accumulated gradient g). */
-typedef enum EmbOptimizerKind {
-    EMB_OPT_SGD = 0,             /**< w -= lr·g */
-    EMB_OPT_ADAGRAD = 1,         /**< h += g²; w -= lr·g / (sqrt(h) + eps)  (PyTorch) */
-    EMB_OPT_ROWWISE_ADAGRAD = 2, /**< h += mean(g²) (one h per column);
-                                      w -= lr·g / (sqrt(h) + eps)  (FBGEMM) */
-    EMB_OPT_FTRL = 3,            /**< TF ApplyFtrl (lr_power, l1, l2, accumulator) */
-    EMB_OPT_ADAM = 4,            /**< PyTorch SparseAdam (lazy moments, t per table) */
-} EmbOptimizerKind;
 
 /** How EmbOptimizerConfig::weight_decay acts on an updated column w with gradient g. */
 typedef enum EmbWeightDecay {

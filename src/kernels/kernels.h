@@ -39,7 +39,7 @@
 #include "config.h"
 #include "dtype.h"
 #include "internal.h" /* EMB_RESIDENT_BYTES */
-#include "embtables/update.h"
+#include "embtables/common.h" /* EmbOptimizerKind, EmbCombiner */
 
 #define EMB_NDCLASS 5
 #define EMB_NOPT (EMB_OPT_ADAM + 1) /* optimizer kinds: EmbOptimizerKind indexes opt_row */

@@ -4,7 +4,7 @@
 
 #include "kernels/kernels.h"
 #include "lookup/batch.h"
-#include "tables/dynamic_impl.h"
+#include "tables/table_impl.h"
 
 const EmbPooling emb__pooling_sum = {EMB_COMBINER_SUM, 0.0f, 0, 0};
 
@@ -71,24 +71,18 @@ int emb__batch_check(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 int emb__batch_check_forward(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
     int r = emb__batch_check(t, b, p);
-    if (r || !emb__is_dynamic_any(t))
+    if (r || !emb__table_missing_fails(t))
         return r;
-    if (emb__is_dynamic(t) && !emb__dynamic_missing_fails(t))
-        return 0;
     if (!p)
         p = &emb__pooling_sum;
     for (int64_t k = 0; k < b->nnz; k++) {
         const int64_t id = emb__batch_id(b, k);
-        const EmbTable *h = id >= 0 ? emb__dynamic_home(t, id) : t;
-        if (!emb__pruned(b, p, k, id) && emb__dynamic_missing_fails(h) &&
-            !emb__dynamic_has(h, id))
+        if (!emb__pruned(b, p, k, id) && !emb__table_readable(t, id))
             return emb__fail(EMB_ENOTFOUND, "id %lld at position %lld has no row (%s reads "
                              "unknown ids as an error)", (long long)id, (long long)k,
                              emb__table_label(t));
     }
-    const EmbTable *h = p->default_id >= 0 ? emb__dynamic_home(t, p->default_id) : t;
-    if ((p->flags & EMB_USE_DEFAULT_ID) && emb__dynamic_missing_fails(h) &&
-        !emb__dynamic_has(h, p->default_id))
+    if ((p->flags & EMB_USE_DEFAULT_ID) && !emb__table_readable(t, p->default_id))
         return emb__fail(EMB_ENOTFOUND, "default_id %lld has no row (%s reads unknown ids as "
                          "an error)", (long long)p->default_id, emb__table_label(t));
     return 0;
@@ -102,8 +96,8 @@ int emb__batch_check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling 
 
 int emb__batch_check_shape(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
-    EMB_CHECK_NULL(t);
-    EMB_CHECK_NULL(b);
+    if (!t || !b)
+        return emb__fail(EMB_ENULL, "the %s is NULL", !t ? "table" : "batch");
     if (!p)
         p = &emb__pooling_sum;
     int r = check_shape(t, b, p);

@@ -18,13 +18,13 @@
 #include "kernels/kernels.h"
 #include "lookup/batch.h"
 #include "lookup/lookup_impl.h"
-#include "tables/dynamic_impl.h"
+#include "tables/table_impl.h"
 
 #define CHUNK 256
 #define CLIP_AHEAD 8 /* columns prefetched ahead of the max_norm pass */
-#define SLOT_AHEAD 16 /* ids whose dynamic-table index slot is prefetched ahead */
-#define DYN_SPAN 128  /* ids per bags-kernel call over a dynamic table (their rows: 32 KiB at
-                          D = 64 f32, within L1) */
+#define SLOT_AHEAD 16 /* ids a table's prefetch hint is given ahead (dynamic: the slot) */
+#define DYN_SPAN EMB_SPAN_MAX /* ids per bags-kernel call over a table that resolves spans
+                                 (their rows: 32 KiB at D = 64 f32, within L1) */
 
 typedef struct Piece {
     int64_t bag;    /* output row */
@@ -53,7 +53,7 @@ typedef struct Pass {
     emb_sumsq_fn sumsq;
     bool weighted; /* the kernels need the w array */
     bool resident; /* the table fits in cache: no software prefetch */
-    bool dynamic;  /* a dynamic table: its index slots are prefetched */
+    void (*prefetch)(const EmbTable *t, int64_t id); /* the table's hint (NULL: none) */
 } Pass;
 
 /* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
@@ -121,8 +121,8 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
         flush(ps, c);
     open_piece(c, bag, false);
     for (int64_t k = emb__bag_start(b, bag); k < end; k++) {
-        if (ps->dynamic && k + SLOT_AHEAD < b->nnz) /* the index slot, ids ahead */
-            emb__dynamic_prefetch(ps->t, emb__batch_id(b, k + SLOT_AHEAD));
+        if (ps->prefetch && k + SLOT_AHEAD < b->nnz) /* the table's hint, ids ahead */
+            ps->prefetch(ps->t, emb__batch_id(b, k + SLOT_AHEAD));
         const int64_t id = emb__batch_id(b, k);
         if (emb__pruned(b, ps->p, k, id))
             continue;
@@ -157,20 +157,36 @@ static bool resident(const EmbTable *t)
            bytes <= EMB_RESIDENT_BYTES;
 }
 
+/* cols[k] = the FORWARD rows of ids k0 .. k0 + n - 1 of @b, resolved by the table in spans
+   (its batched entry, or column() per id); *pf: whether it prefetched their lines. */
+static int resolve_rows(const EmbTable *t, const EmbBatch *b, int64_t k0, int64_t n,
+                        const void **cols, bool *pf)
+{
+    unsigned hint = 0;
+    int r = 0;
+    for (int64_t k = 0; k < n && !r; k += EMB_SPAN_MAX) {
+        const EmbIdSpan s = {b->ids, b->id_type == EMB_ID_I32, k0 + k,
+                             EMB_MIN(EMB_SPAN_MAX, n - k)};
+        r = emb__table_resolve(t, &s, EMB_CTX_FORWARD, cols + k, &hint);
+    }
+    if (pf)
+        *pf = (hint & EMB_RESOLVE_PREFETCHED) != 0;
+    return r;
+}
+
 /* Gather without weights, clipping or pruning: the gather kernel over runs of ids. */
-static void plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64_t stride)
+static int plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64_t stride)
 {
     const void *cols[CHUNK];
     const emb_gather_fn g = emb__kernel_gather(t->dtype, t->featuresize);
     for (int64_t k0 = 0; k0 < b->nnz; k0 += CHUNK) {
         const int64_t n = EMB_MIN(CHUNK, b->nnz - k0);
-        if (emb__is_dynamic(t))
-            emb__dynamic_columns(t, b->ids, b->id_type == EMB_ID_I32, k0, n, cols);
-        else
-            for (int64_t k = 0; k < n; k++)
-                cols[k] = emb__column(t, emb__batch_id(b, k0 + k), EMB_CTX_FORWARD);
+        const int r = resolve_rows(t, b, k0, n, cols, NULL);
+        if (r)
+            return r;
         g(out + k0 * stride, stride, cols, n, t->featuresize);
     }
+    return 0;
 }
 
 /*
@@ -203,10 +219,10 @@ static bool bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
     return true;
 }
 
-/* A bag of a dynamic table with more than DYN_SPAN ids: the pool kernel over spans of it
-   (accumulating after the first), then the combiner's factor: the generic path's order and
-   arithmetic. */
-static void dynamic_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+/* A bag of a span-resolving table with more than DYN_SPAN ids: the pool kernel over spans
+   of it (accumulating after the first), then the combiner's factor: the generic path's
+   order and arithmetic. */
+static int span_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
                              float *o, int64_t start, int64_t end)
 {
     const void *cols[DYN_SPAN];
@@ -214,7 +230,10 @@ static void dynamic_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPool
     double sw = 0.0, sw2 = 0.0;
     for (int64_t k0 = start; k0 < end; k0 += DYN_SPAN) {
         const int64_t n = EMB_MIN(DYN_SPAN, end - k0);
-        const bool pf = emb__dynamic_columns(t, b->ids, b->id_type == EMB_ID_I32, k0, n, cols);
+        bool pf;
+        const int r = resolve_rows(t, b, k0, n, cols, &pf);
+        if (r)
+            return r;
         pool(o, cols, b->weights ? b->weights + k0 : NULL, n, pf ? 0 : -1, t->featuresize,
              k0 > start);
         for (int64_t k = k0; k < k0 + n; k++) {
@@ -226,25 +245,30 @@ static void dynamic_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPool
     const float f = emb__combiner_scale(p->combiner, sw, sw2);
     if (f != 1.0f)
         emb__kernels()->scale(o, f, t->featuresize);
+    return 0;
+}
+
+/* Whether span_bags_path applies: a table that resolves spans itself (no contiguous
+   storage), bags_path's conditions, a bags kernel for (dtype, D). */
+static emb_bags_fn span_bags_kernel(const EmbTable *t, const EmbPooling *p)
+{
+    if (!t->ops->resolve || p->max_norm != 0.0f ||
+        (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
+        return NULL;
+    return emb__kernel_bags(t->dtype, t->featuresize);
 }
 
 /*
- * The bags kernel over a dynamic table, when bags_path's conditions hold: runs of whole
- * bags of at most DYN_SPAN ids, their rows resolved by the table (ids hashed, index slots
- * and rows prefetched: emb__dynamic_columns), then pooled by the kernel. The kernel
- * addresses column c at data + c * col_stride: with data the span's first row and a stride
- * of 1 byte, the "ids" it is given are the rows' byte offsets from that row. Bit-identical
- * to the generic path. Returns whether it ran.
+ * The bags kernel over a table that resolves spans of ids (dynamic: ids hashed, index
+ * slots and rows prefetched), when span_bags_kernel gives one: runs of whole bags of at
+ * most DYN_SPAN ids, their rows resolved by the table, then pooled by the kernel. The
+ * kernel addresses column c at data + c * col_stride: with data the span's first row and a
+ * stride of 1 byte, the "ids" it is given are the rows' byte offsets from that row.
+ * Bit-identical to the generic path. 0 or the table's error.
  */
-static bool dynamic_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
-                              float *out, int64_t stride, int64_t bag0, int64_t bag1)
+static int span_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                          emb_bags_fn f, float *out, int64_t stride, int64_t bag0, int64_t bag1)
 {
-    if (!emb__is_dynamic(t) || p->max_norm != 0.0f ||
-        (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
-        return false;
-    const emb_bags_fn f = emb__kernel_bags(t->dtype, t->featuresize);
-    if (!f)
-        return false;
     const void *cols[DYN_SPAN];
     int64_t off[DYN_SPAN], loff[DYN_SPAN + 1];
     EmbBagsArgs a = {
@@ -260,7 +284,9 @@ static bool dynamic_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPoo
         while (e < bag1 && e - bag < DYN_SPAN && emb__bag_end(b, e) - k0 <= DYN_SPAN)
             e++;
         if (e == bag) {
-            dynamic_long_bag(t, b, p, out + bag * stride, k0, emb__bag_end(b, bag));
+            const int r = span_long_bag(t, b, p, out + bag * stride, k0, emb__bag_end(b, bag));
+            if (r)
+                return r;
             bag++;
             continue;
         }
@@ -268,7 +294,9 @@ static bool dynamic_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPoo
         if (n == 0) { /* empty bags only: no row to address */
             a.data = NULL;
         } else {
-            emb__dynamic_columns(t, b->ids, b->id_type == EMB_ID_I32, k0, n, cols);
+            const int r = resolve_rows(t, b, k0, n, cols, NULL);
+            if (r)
+                return r;
             a.data = cols[0];
             for (int64_t k = 0; k < n; k++)
                 off[k] = (int64_t)((intptr_t)cols[k] - (intptr_t)cols[0]);
@@ -283,29 +311,31 @@ static bool dynamic_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPoo
         f(&a);
         bag = e;
     }
-    return true;
+    return 0;
 }
 
-void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
-                       int64_t stride, int64_t bag0, int64_t bag1)
+/* A table whose rows must be made resident (EMB_OPS_PINS): every row of bags [bag0, bag1)
+   resolved (pinned until the caller's release) before the generic path addresses them. */
+static int pin_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, int64_t bag0,
+                     int64_t bag1)
 {
-    if (bag0 >= bag1)
-        return; /* nothing to do (and ids may be NULL: no pointer arithmetic on it) */
-    if (!p)
-        p = &emb__pooling_sum;
-    /* one id per bag, nothing to weigh, clip or prune: every combiner is a copy */
-    const bool one_id_bags = p->combiner == EMB_COMBINER_NONE || (!b->offsets && b->bag_size == 1);
-    if (one_id_bags && !b->weights && p->max_norm == 0.0f &&
-        !(p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL))) {
-        EmbBatch sub = *b;
-        sub.ids = (const char *)b->ids + bag0 * (b->id_type == EMB_ID_I32 ? 4 : 8);
-        sub.nnz = bag1 - bag0;
-        plain_gather(t, &sub, out + bag0 * stride, stride);
-        return;
+    const void *cols[CHUNK];
+    const int64_t k0 = emb__bag_start(b, bag0), k1 = emb__bag_end(b, bag1 - 1);
+    int r = 0;
+    for (int64_t k = k0; k < k1 && !r; k += CHUNK)
+        r = resolve_rows(t, b, k, EMB_MIN(CHUNK, k1 - k), cols, NULL);
+    if (!r && (p->flags & EMB_USE_DEFAULT_ID)) {
+        const EmbIdSpan s = {&p->default_id, 0, 0, 1};
+        unsigned hint;
+        r = emb__table_resolve(t, &s, EMB_CTX_FORWARD, cols, &hint);
     }
-    if (bags_path(t, b, p, out, stride, bag0, bag1) ||
-        dynamic_bags_path(t, b, p, out, stride, bag0, bag1))
-        return;
+    return r;
+}
+
+/* The generic path: chunks of whole bags, the pool kernel over each. */
+static void generic_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+                          float *out, int64_t stride, int64_t bag0, int64_t bag1)
+{
     const EmbKernels *k = emb__kernels();
     const Pass ps = {
         .t = t, .b = b, .p = p, .out = out, .stride = stride,
@@ -313,7 +343,7 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         .scale = k->scale, .sumsq = k->sumsq[t->dtype],
         .weighted = b->weights != NULL || p->max_norm > 0.0f,
         .resident = resident(t),
-        .dynamic = emb__is_dynamic(t),
+        .prefetch = t->ops->prefetch,
     };
     Chunk c;
     c.ncols = c.npieces = 0;
@@ -324,6 +354,33 @@ void emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p
         emb__sfence();
 }
 
+int emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
+                      int64_t stride, int64_t bag0, int64_t bag1)
+{
+    if (bag0 >= bag1)
+        return 0; /* nothing to do (and ids may be NULL: no pointer arithmetic on it) */
+    if (!p)
+        p = &emb__pooling_sum;
+    /* one id per bag, nothing to weigh, clip or prune: every combiner is a copy */
+    const bool one_id_bags = p->combiner == EMB_COMBINER_NONE || (!b->offsets && b->bag_size == 1);
+    if (one_id_bags && !b->weights && p->max_norm == 0.0f &&
+        !(p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL))) {
+        EmbBatch sub = *b;
+        sub.ids = (const char *)b->ids + bag0 * (b->id_type == EMB_ID_I32 ? 4 : 8);
+        sub.nnz = bag1 - bag0;
+        return plain_gather(t, &sub, out + bag0 * stride, stride);
+    }
+    if (bags_path(t, b, p, out, stride, bag0, bag1))
+        return 0;
+    const emb_bags_fn f = span_bags_kernel(t, p);
+    if (f)
+        return span_bags_path(t, b, p, f, out, stride, bag0, bag1);
+    const int r = t->ops->flags & EMB_OPS_PINS ? pin_range(t, b, p, bag0, bag1) : 0;
+    if (!r)
+        generic_range(t, b, p, out, stride, bag0, bag1);
+    return r;
+}
+
 int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
                float *out, int64_t out_stride)
 {
@@ -332,8 +389,9 @@ int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *p
         r = emb__output_check(table, out, batch->nbags, out_stride, "output");
     if (r)
         return r;
-    emb__lookup_range(table, batch, pooling, out, out_stride, 0, batch->nbags);
-    return 0;
+    r = emb__lookup_range(table, batch, pooling, out, out_stride, 0, batch->nbags);
+    emb__table_release(table);
+    return r;
 }
 
 int emb_gather(const EmbTable *table, const int64_t *ids, int64_t n, float *out,

@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/format.h"
+#include "store/model.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
@@ -377,7 +377,7 @@ static int write_temp(const EmbSaver *s, const EmbStore *store, int64_t step, co
     *fd = r ? -1 : tmp_create(final, tmp, cap);
     if (!r && *fd < 0)
         r = emb__fail(EMB_EIO, "cannot create a temporary for %s: %s", final, strerror(errno));
-    r = r ? r : emb__ckpt_write(&c, *fd, final);
+    r = r ? r : emb__ckpt_save(&c, *fd, final);
     if (!r && fsync(*fd) != 0)
         r = emb__fail(EMB_EIO, "cannot write checkpoint %s: %s", final, strerror(errno));
     if (r && *fd >= 0) {
@@ -435,6 +435,19 @@ static int plan_kept(EmbSaver *s, const char *name, Kept **kept, int64_t *n, Kep
     return r;
 }
 
+/* Deletes the @n checkpoints @retired (but @name, just written) after a save; frees it. */
+static void delete_retired(const EmbSaver *s, Kept *retired, int64_t n, const char *name)
+{
+    for (int64_t i = 0; i < n; i++) {
+        char old[PATH_CAP + FILE_NAME_MAX + 2];
+        snprintf(old, sizeof old, "%s/%s", s->dir, retired[i].name);
+        if (strcmp(retired[i].name, name) != 0 && unlink(old) != 0 && errno != ENOENT)
+            emb__log(EMB_LOG_WARN, "could not delete old checkpoint %s: %s", old,
+                     strerror(errno));
+    }
+    free(retired);
+}
+
 static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *path,
                        size_t cap)
 {
@@ -489,14 +502,7 @@ static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *p
     s->kept = kept;
     s->nkept = s->capkept = n;
     s->last_preserved = preserved;
-    for (int64_t i = 0; i < nretired; i++) {
-        char old[PATH_CAP + FILE_NAME_MAX + 2];
-        snprintf(old, sizeof old, "%s/%s", s->dir, retired[i].name);
-        if (strcmp(retired[i].name, name) != 0 && unlink(old) != 0 && errno != ENOENT)
-            emb__log(EMB_LOG_WARN, "could not delete old checkpoint %s: %s", old,
-                     strerror(errno));
-    }
-    free(retired);
+    delete_retired(s, retired, nretired, name);
     if (path)
         snprintf(path, cap, "%s", final);
     return 0;

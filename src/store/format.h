@@ -2,8 +2,9 @@
 /*
  * format.h — the checkpoint file: safetensors with our metadata (README: "Checkpoint
  * format"). format.c writes one and parses one (untrusted: every size is bounded by the
- * file's). A tensor is elements [off, off + width) of every column of a table: a table's
- * values (off 0, width featuresize) or one optimizer slot of its state table.
+ * file's). It knows named 2-D tensors (ncolumns x width elements), their checksums and
+ * alignment, and the "embtables" metadata object as the table model (store/model.h) makes
+ * it: which tensors a table and its optimizer state become is the model's.
  */
 #ifndef EMB_STORE_FORMAT_H
 #define EMB_STORE_FORMAT_H
@@ -11,7 +12,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "embtables/store.h"
+#include "embtables/update.h"
 #include "internal.h"
 
 #define EMB_CKPT_EXT EMB_CHECKPOINT_EXT
@@ -20,8 +24,8 @@
 #define EMB_CKPT_ALIGN 64              /* the data start at a multiple of this */
 #define EMB_CKPT_CHUNK (1 << 20)       /* bytes per read or write */
 
-/* The element types of a dynamic table's ids and last update steps (safetensors "I64") and
-   of its admission counts ("U16"), beside the tables' EmbDtype values in tensors' dtype. */
+/* Integer element types (safetensors "I64", "U16"), beside EmbDtype's float types in a
+   tensor's dtype (the same values as table_ops.h's EmbElem). */
 #define EMB_CKPT_I64 ((EmbDtype)16)
 #define EMB_CKPT_U16 ((EmbDtype)17)
 /* A "U8" tensor as parsed, before its table's "format" (int8 / int4) makes it a quantized
@@ -41,16 +45,6 @@ int64_t emb__ckpt_file_cols(EmbDtype dt, int32_t width);
 /* The safetensors name of a tensor's dtype ("F32", "F16", "BF16", "I64", "U16", "U8"). */
 const char *emb__ckpt_dtype_code(EmbDtype dt);
 
-/* Where a tensor's columns come from when it is written. */
-typedef enum EmbCkptSource {
-    EMB_CKPT_SRC_TABLE = 0, /* column k of src, from element src_off */
-    EMB_CKPT_SRC_DYN_ROWS,  /* row order[k] of the dynamic table src */
-    EMB_CKPT_SRC_DYN_STATE, /* its optimizer state row, from element src_off */
-    EMB_CKPT_SRC_DYN_IDS,   /* its id (width 1) */
-    EMB_CKPT_SRC_DYN_LAST,  /* its last update step (width 1) */
-    EMB_CKPT_SRC_DYN_SKETCH /* row k of its admission sketch */
-} EmbCkptSource;
-
 typedef struct EmbCkptTensor {
     char *name;           /* owned */
     EmbDtype dtype;
@@ -58,75 +52,68 @@ typedef struct EmbCkptTensor {
     int32_t width;
     uint64_t begin, end;  /* bytes in the data section */
     uint64_t hash;        /* XXH3-64 of its bytes */
-    int64_t table;        /* index in tables */
-    int slot;             /* -1: the table's values or a dynamic table's ids, steps or
-                             counts; else its optimizer slot */
-    /* writing: the source */
-    const EmbTable *src;
-    int32_t src_off;
-    EmbCkptSource src_kind;
-    const int64_t *order; /* a dynamic table's rows in id order (its EmbCkptTable's) */
-    const int32_t *oshard; /* partitioned over dynamic shards: each row's shard, else NULL */
+    /* the table model's (store/model.c; format.c only sets them to -1 when parsing): its
+       table's index in EmbCkpt.tables and its optimizer slot (-1: none) */
+    int64_t table;
+    int slot;
+    /* writing: the bytes of column @col (width elements; @tmp: room for an int64), from
+       the model's source */
+    const void *(*column)(const struct EmbCkptTensor *t, int64_t col, int64_t *tmp);
+    const void *src;
+    int32_t src_off;      /* elements into a source row */
+    int src_what;         /* the model's */
 } EmbCkptTensor;
 
-typedef struct EmbCkptTable {
-    char *name;           /* owned */
-    int32_t nshards;      /* 1: not partitioned */
-    unsigned partition;
-    int64_t step;         /* optimizer updates; -1: no state */
-    int64_t values;       /* tensor index */
-    int64_t state[2];     /* tensor indices of the slots (-1: none) */
-    /* a dynamic table (dynamic.h): its update step count and the tensor indices of its
-       ids and last update steps (I64, [rows, 1], rows in increasing id order) and of its
-       admission counts (U16, [4 * nshards, width]: each shard's sketch when partitioned
-       over dynamic shards, mod; -1: none) */
-    bool dynamic;
-    int64_t dyn_step;
-    int64_t ids, last, sketch;
-    int64_t *order;       /* writing: its rows in id order (owned) */
-    int32_t *oshard;      /* writing: their shards when partitioned (owned), else NULL */
-} EmbCkptTable;
+struct EmbCkptTable;      /* the table model's (store/model.h) */
 
 typedef struct EmbCkpt {
+    EmbCkptTensor *tensors;
+    int64_t ntensors, tcap;
+    uint64_t data_start;  /* 8 + header bytes */
+    uint64_t data_size;
+    /* the table model's (store/model.h) */
     int64_t global_step;
     bool has_opt;
     EmbOptimizerConfig opt;
-    EmbCkptTensor *tensors;
-    int64_t ntensors, tcap;
-    EmbCkptTable *tables;
+    struct EmbCkptTable *tables;
     int64_t ntables, cap;
-    uint64_t data_start;  /* 8 + header bytes */
-    uint64_t data_size;
 } EmbCkpt;
 
-void emb__ckpt_free(EmbCkpt *c);
+/* Frees the tensors (names and array). */
+void emb__ckpt_tensors_free(EmbCkpt *c);
+/* The index of tensor @name, or -1. */
+int64_t emb__ckpt_tensor_find(const EmbCkpt *c, const char *name);
+/* Appends a tensor named @name (taken: freed on failure; NULL: EMB_ENOMEM). */
+int emb__ckpt_tensor_push(EmbCkpt *c, char *name, const EmbCkptTensor *proto);
+char *emb__ckpt_strdup(const char *s);
+
+/* Writes @c's tensors to the open file @fd, with @meta (the model's "embtables" metadata
+   object; "xxh3" is added to it) in the header. */
+int emb__ckpt_write(EmbCkpt *c, json_t *meta, int fd, const char *path);
 
 /*
- * Adds table @t under @name (NULL: its name) to @c for writing, with @opt's state of it
- * when @opt is not NULL. Returns 0, EMB_EINVAL (no name, a name twice), EMB_ENOMEM.
+ * Reads and checks the header of the file @fd of @size bytes (its checksum, the format
+ * version, every tensor's shape and offsets): 0 and *meta (the "embtables" metadata object,
+ * the caller's to json_decref), EMB_ECORRUPT, EMB_ENOTSUP (the older format, a foreign
+ * safetensors file), EMB_EIO, EMB_ENOMEM.
  */
-int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt);
-
-/* Writes @c (tables added, global_step, has_opt / opt set) to the open file @fd. */
-int emb__ckpt_write(EmbCkpt *c, int fd, const char *path);
-
-/*
- * Reads and checks the header of the file @fd of @size bytes: 0, EMB_ECORRUPT,
- * EMB_ENOTSUP (the older format, a foreign safetensors file), EMB_EIO, EMB_ENOMEM.
- */
-int emb__ckpt_read(EmbCkpt *c, int fd, uint64_t size, const char *path);
+int emb__ckpt_read(EmbCkpt *c, int fd, uint64_t size, const char *path, json_t **meta);
 
 /* Checks every tensor's checksum, reading @fd (or @map, when not NULL). */
 int emb__ckpt_verify(const EmbCkpt *c, int fd, const unsigned char *map, const char *path);
 
-/* Reads tensor @k from @fd into elements [off, off + width) of every column of @t. */
-int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off,
-                   const char *path);
-/* Reads tensor @k from @fd, column j (width elements) to dst(ctx, j). */
+/* Reads tensor @k from @fd, column j (width elements) to dst(ctx, j), through @buf
+   (EMB_CKPT_CHUNK bytes, the caller's: a restore allocates it before its first write). */
 int emb__ckpt_load_fn(const EmbCkpt *c, int64_t k, int fd, void *(*dst)(void *ctx, int64_t j),
-                      void *ctx, const char *path);
-/* Reads every dynamic table's ids and last update steps: ids strictly increasing and
-   >= 0, steps in [0, the table's step]; 0, EMB_ECORRUPT, EMB_EIO, EMB_ENOMEM. */
-int emb__ckpt_check_dynamic(const EmbCkpt *c, int fd, const char *path);
+                      void *ctx, unsigned char *buf, const char *path);
+
+/* EMB_ECORRUPT with "checkpoint PATH is corrupt or truncated: ...". */
+int emb__ckpt_corrupt(const char *path, const char *fmt, ...) EMB_PRINTF(2, 3);
+
+/* JSON helpers: o[key] = v (v may be NULL after a failed allocation: *err = 1); an
+   integer member in [lo, hi] (0, else -1); a string member without NUL bytes (or NULL). */
+void emb__json_set(json_t *o, const char *key, json_t *v, int *err);
+int emb__json_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out);
+const char *emb__json_str(json_t *o, const char *key);
 
 #endif

@@ -8,8 +8,6 @@
 
 #include "dtype.h"
 #include "initval.h"
-#include "embtables/partition.h"
-#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
 #include "embtables/store.h"
 
@@ -27,13 +25,8 @@ int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
     r = emb__finite_check(t, ab, 1, 2, 2, "initializer parameters a, b");
     if (r)
         return r;
-    if (emb__is_dynamic(t)) /* its rows now, and the rows it creates later */
-        return emb__dynamic_initialize(t, in);
-    if (emb__is_dynamic_part(t)) {
-        for (int32_t i = 0; i < emb_table_nshards(t) && !r; i++)
-            r = emb__dynamic_initialize(emb_table_shard(t, i), in);
-        return r;
-    }
+    if (t->ops->initialize) /* its rows now, and the rows it creates later */
+        return t->ops->initialize(t, in);
     float *row = malloc((size_t)t->featuresize * sizeof(float));
     if (!row)
         return emb__fail(EMB_ENOMEM, "out of memory for a row of %d floats (%s)",

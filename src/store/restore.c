@@ -17,10 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "embtables/partition.h"
-#include "store/format.h"
+#include "store/model.h"
 #include "store/store_impl.h"
-#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
 
@@ -37,7 +35,7 @@ static int open_checkpoint(const char *path, EmbCkpt *c, uint64_t *size, int *er
         return -1;
     }
     *size = (uint64_t)st.st_size;
-    *err = emb__ckpt_read(c, fd, *size, path);
+    *err = emb__ckpt_open(c, fd, *size, path);
     if (*err) {
         close(fd);
         return -1;
@@ -56,9 +54,8 @@ static int64_t table_find(const EmbCkpt *c, const char *name)
 typedef struct Target {
     int64_t table; /* in the file */
     EmbTable *t;
-    EmbDynStage **stages; /* a dynamic table's new content (one per shard when partitioned
-                             over dynamic shards), swapped in by load() */
-    int32_t nstages;
+    EmbRowStage *stage; /* a row-listing kind's new content (table_ops.h: stage), swapped
+                           in by load() */
 } Target;
 
 /* The file's tables matched with the caller's (var_list or store), shapes checked. */
@@ -74,7 +71,7 @@ static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Targ
                 return emb__fail(EMB_ENULL, "restore var_list entry %lld has no table",
                                  (long long)i);
             const char *name = v->name ? v->name : v->table->name;
-            tg[i] = (Target){table_find(c, name), v->table, NULL, 0};
+            tg[i] = (Target){table_find(c, name), v->table, NULL};
             if (tg[i].table < 0)
                 return emb__fail(EMB_ENOTFOUND, "checkpoint %s has no table \"%s\"", path,
                                  name);
@@ -83,11 +80,11 @@ static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Targ
             if (!en)
                 return emb__fail(EMB_ENOTFOUND, "checkpoint %s has table \"%s\", which the "
                                  "store lacks", path, c->tables[i].name);
-            tg[i] = (Target){i, en->table, NULL, 0};
+            tg[i] = (Target){i, en->table, NULL};
         }
         const EmbCkptTensor *v = &c->tensors[c->tables[tg[i].table].values];
         const EmbTable *t = tg[i].t;
-        const bool dyn = emb__is_dynamic_any(t);
+        const bool dyn = t->ops->save_list != NULL; /* a kind that lists its rows */
         if (dyn != c->tables[tg[i].table].dynamic)
             return emb__fail(EMB_ESHAPE, "checkpoint %s has \"%s\" as a %s table; %s is %s",
                              path, v->name, dyn ? "plain" : "dynamic", emb__table_label(t),
@@ -123,148 +120,106 @@ static int prepare_state(const EmbCkpt *c, EmbOptimizer *opt, const Target *tg, 
     return 0;
 }
 
-/* Where row j of a dynamic table's tensors goes: stage q[j], row pos[j] (a target
-   partitioned over Q dynamic shards takes id j into shard id mod Q). */
+/* Row j of a staged table's tensor: the stage's row (VALUES) or state row + off bytes. */
 typedef struct StageDst {
-    EmbDynStage **st;
-    const int32_t *q;
-    const int64_t *pos;
-    size_t off; /* bytes into a state row */
+    const EmbTable *t;
+    EmbRowStage *st;
+    int what;
+    size_t off;
 } StageDst;
 
-static void *stage_row_dst(void *ctx, int64_t j)
+static void *stage_dst(void *ctx, int64_t j)
 {
     const StageDst *d = ctx;
-    return emb__dynamic_stage_row(d->st[d->q[j]], d->pos[j]);
-}
-
-static void *stage_state_dst(void *ctx, int64_t j)
-{
-    const StageDst *d = ctx;
-    return (char *)emb__dynamic_stage_state(d->st[d->q[j]], d->pos[j]) + d->off;
-}
-
-static void *stage_last_dst(void *ctx, int64_t j)
-{
-    const StageDst *d = ctx;
-    return emb__dynamic_stage_last(d->st[d->q[j]]) + d->pos[j];
-}
-
-static void *ids_dst(void *ctx, int64_t j)
-{
-    return (int64_t *)ctx + j;
+    return (char *)d->t->ops->stage_dst(d->st, d->what, j) + d->off;
 }
 
 typedef struct RawDst {
-    uint16_t *p;
-    int64_t width;
+    unsigned char *p;
+    size_t cb; /* bytes per column */
 } RawDst;
 
-static void *u16_dst(void *ctx, int64_t j)
+static void *raw_dst(void *ctx, int64_t j)
 {
     const RawDst *d = ctx;
-    return d->p + j * d->width;
+    return d->p + (size_t)j * d->cb;
 }
 
-/* The file's admission counts (P sketches of 4 rows of @w) into the Q stages: shard by
-   shard when P == Q, else every stage the sum (saturated) of the P, which is exactly one
-   table's counts when Q == 1 (an id counts in one shard, at the cells one table uses). */
-static void spread_sketch(EmbDynStage **st, int32_t Q, const uint16_t *file, int32_t P,
-                          int64_t w)
+/* Tensor @k read whole into *out (malloc'ed). */
+static int read_tensor(const EmbCkpt *c, int64_t k, int fd, unsigned char *buf, void **out,
+                       const char *path)
 {
-    for (int32_t q = 0; q < Q; q++) {
-        int64_t width;
-        uint16_t *dst = emb__dynamic_stage_sketch(st[q], &width);
-        for (int64_t i = 0; i < 4 * w; i++) {
-            uint32_t v = 0;
-            for (int32_t p = 0; p < P; p++)
-                v += P == Q && p != q ? 0 : file[(int64_t)p * 4 * w + i];
-            dst[i] = (uint16_t)EMB_MIN(v, UINT16_MAX);
-        }
-    }
-}
-
-/* The new content of dynamic target @g (a dynamic table or one partitioned over dynamic
-   shards), read from the file into a stage per table (nothing of the tables is written). */
-static int stage_dynamic(const EmbCkpt *c, int fd, const EmbOptimizer *opt, Target *g,
-                         const char *path)
-{
-    const EmbCkptTable *tb = &c->tables[g->table];
-    const int64_t n = c->tensors[tb->values].ncolumns;
-    const int32_t Q = emb__is_dynamic(g->t) ? 1 : emb_table_nshards(g->t), P = tb->nshards;
-    const int64_t fwidth = tb->sketch >= 0 ? c->tensors[tb->sketch].width : 0;
-    g->stages = calloc((size_t)Q, sizeof *g->stages);
-    g->nstages = g->stages ? Q : 0;
-    int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
-    int64_t *pos = malloc((size_t)EMB_MAX(n, 1) * sizeof *pos);
-    int64_t *sub = malloc((size_t)EMB_MAX(n, 1) * sizeof *sub);
-    int32_t *q = malloc((size_t)EMB_MAX(n, 1) * sizeof *q);
-    int64_t *count = calloc((size_t)Q, sizeof *count);
-    uint16_t *sk = NULL;
-    int r = g->stages && ids && pos && sub && q && count
-                    ? emb__ckpt_load_fn(c, tb->ids, fd, ids_dst, ids, path)
-                    : emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
-    for (int64_t j = 0; j < n && !r; j++) {
-        q[j] = (int32_t)(ids[j] >= 0 ? ids[j] % Q : 0);
-        pos[j] = count[q[j]]++;
-    }
-    for (int32_t k = 0; k < Q && !r; k++)
-        r = emb__dynamic_stage(emb__dynamic_home(g->t, k), count[k], &g->stages[k]);
-    int64_t width = 0;
-    const bool sketch = !r && emb__dynamic_stage_sketch(g->stages[0], &width) != NULL;
-    if (!r && sketch && fwidth && fwidth != width)
-        r = emb__fail(EMB_ESHAPE, "checkpoint %s counts admissions of \"%s\" in a sketch "
-                      "%lld wide; %s's is %lld wide", path, tb->name, (long long)fwidth,
-                      emb__table_label(g->t), (long long)width);
-    StageDst d = {g->stages, q, pos, 0};
-    r = r ? r : emb__ckpt_load_fn(c, tb->last, fd, stage_last_dst, &d, path);
-    r = r ? r : emb__ckpt_load_fn(c, tb->values, fd, stage_row_dst, &d, path);
-    if (!r && sketch && fwidth) {
-        sk = malloc((size_t)(4 * P * fwidth) * sizeof *sk);
-        RawDst raw = {sk, fwidth};
-        r = sk ? emb__ckpt_load_fn(c, tb->sketch, fd, u16_dst, &raw, path)
+    const EmbCkptTensor *ts = &c->tensors[k];
+    RawDst d = {NULL, (size_t)ts->width * emb__ckpt_el_size(ts->dtype)};
+    d.p = malloc(EMB_MAX((size_t)ts->ncolumns * d.cb, 1));
+    *out = d.p;
+    return d.p ? emb__ckpt_load_fn(c, k, fd, raw_dst, &d, buf, path)
                : emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
-        if (!r)
-            spread_sketch(g->stages, Q, sk, P, fwidth);
+}
+
+/* The file's extra tensors of the table that target @g restores (the kind's
+   restore_extras, "<name>/<suffix>"), read into @in (each malloc'ed). */
+static int read_extras(const EmbCkpt *c, int fd, const Target *g, unsigned char *buf,
+                       EmbStageIn *in, const char *path)
+{
+    EmbExtraTensor want[EMB_EXTRA_MAX];
+    int nx = 0, r = 0;
+    g->t->ops->restore_extras(g->t, want, &nx);
+    for (int e = 0; e < nx && !r; e++) {
+        char name[4200];
+        snprintf(name, sizeof name, "%s/%s", in->name, want[e].suffix);
+        const int64_t k = emb__ckpt_tensor_find(c, name);
+        if (k < 0 && !want[e].optional)
+            return emb__ckpt_corrupt(path, "tensor \"%.200s\" is missing", name);
+        if (k < 0)
+            continue;
+        const EmbCkptTensor *ts = &c->tensors[k];
+        in->shape[e] = (EmbExtraTensor){want[e].suffix, (int)ts->dtype, ts->ncolumns, ts->width,
+                                        want[e].optional};
+        r = read_tensor(c, k, fd, buf, (void **)&in->extra[e], path);
     }
-    for (int32_t k = 0; k < Q && !r; k++) { /* each stage its ids, in order */
-        int64_t m = 0;
-        for (int64_t j = 0; j < n; j++)
-            if (q[j] == k)
-                sub[m++] = ids[j];
-        if (emb__dynamic_stage_ids(g->stages[k], sub, tb->dyn_step) != 0)
-            r = emb__fail(EMB_EIO, "checkpoint %s changed while it was restored", path);
-    }
-    if (!r && opt && tb->step >= 0) {
-        EmbOptSlot slots[2];
-        const int ns = emb__optimizer_slots(opt->cfg.kind, g->t->featuresize, slots);
-        for (int k = 0; k < ns && !r; k++) {
-            d.off = (size_t)slots[k].off * sizeof(float);
-            r = emb__ckpt_load_fn(c, tb->state[k], fd, stage_state_dst, &d, path);
-        }
-    }
-    free(ids);
-    free(pos);
-    free(sub);
-    free(q);
-    free(count);
-    free(sk);
     return r;
 }
 
+/* The new content of a row-listing target @g, read from the file into the stage its kind
+   makes (nothing of the table is written). */
+static int stage_rows(const EmbCkpt *c, int fd, const EmbOptimizer *opt, Target *g,
+                      unsigned char *buf, const char *path)
+{
+    const EmbCkptTable *tb = &c->tables[g->table];
+    EmbStageIn in = {.nrows = c->tensors[tb->values].ncolumns, .step = tb->dyn_step,
+                     .path = path, .name = tb->name};
+    int r = read_extras(c, fd, g, buf, &in, path);
+    r = r ? r : g->t->ops->stage(g->t, &in, &g->stage);
+    StageDst d = {g->t, g->stage, EMB_STAGE_VALUES, 0};
+    r = r ? r : emb__ckpt_load_fn(c, tb->values, fd, stage_dst, &d, buf, path);
+    if (!r && opt && tb->step >= 0) {
+        EmbOptSlot slots[2];
+        const int ns = emb__optimizer_slots(opt->cfg.kind, g->t->featuresize, slots);
+        d.what = EMB_STAGE_STATE;
+        for (int k = 0; k < ns && !r; k++) {
+            d.off = (size_t)slots[k].off * sizeof(float);
+            r = emb__ckpt_load_fn(c, tb->state[k], fd, stage_dst, &d, buf, path);
+        }
+    }
+    for (int e = 0; e < EMB_EXTRA_MAX; e++)
+        free((void *)in.extra[e]);
+    return r;
+}
+
+/* Writes every target (the stages swapped in, the dense tables read in place): allocates
+   nothing (@buf is the restore's chunk buffer), so that only a read error can stop it. */
 static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target *tg,
-                int64_t n, const char *path)
+                int64_t n, unsigned char *buf, const char *path)
 {
     for (int64_t i = 0; i < n; i++) {
         const EmbCkptTable *tb = &c->tables[tg[i].table];
         int r = 0;
-        if (tg[i].stages) { /* swapped in whole: state and all */
-            for (int32_t k = 0; k < tg[i].nstages; k++) {
-                emb__dynamic_stage_commit(emb__dynamic_home(tg[i].t, k), tg[i].stages[k]);
-                tg[i].stages[k] = NULL;
-            }
+        if (tg[i].stage) { /* swapped in whole: state and all */
+            tg[i].t->ops->stage_commit(tg[i].t, tg[i].stage);
+            tg[i].stage = NULL;
         } else {
-            r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, path);
+            r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, buf, path);
         }
         if (r)
             return r;
@@ -279,11 +234,10 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
         }
         EmbOptState *st = emb__optimizer_find(opt, tg[i].t);
         EmbOptSlot slots[2];
-        const int ns = emb__is_dynamic_any(tg[i].t)
-                               ? 0 : emb__optimizer_slots(opt->cfg.kind, tg[i].t->featuresize,
-                                                          slots);
+        const int ns = tb->dynamic ? 0 : emb__optimizer_slots(opt->cfg.kind,
+                                                               tg[i].t->featuresize, slots);
         for (int k = 0; k < ns && !r; k++)
-            r = emb__ckpt_load(c, tb->state[k], fd, st->slot, slots[k].off, path);
+            r = emb__ckpt_load(c, tb->state[k], fd, st->slot, slots[k].off, buf, path);
         if (r)
             return r;
         st->step = tb->step;
@@ -306,8 +260,10 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     const int fd = open_checkpoint(path, &c, &size, &r);
     if (fd < 0)
         return r;
-    r = emb__ckpt_verify(&c, fd, NULL, path);
-    r = r ? r : emb__ckpt_check_dynamic(&c, fd, path);
+    unsigned char *buf = malloc(EMB_CKPT_CHUNK); /* every read's: allocated before a write */
+    r = buf ? emb__ckpt_verify(&c, fd, NULL, path)
+            : emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
+    r = r ? r : emb__ckpt_check_rows(&c, fd, buf, path);
     const int64_t ntg = o && o->nvars > 0 ? o->nvars : c.ntables;
     Target *tg = r ? NULL : calloc((size_t)EMB_MAX(ntg, 1), sizeof *tg);
     if (!r && !tg)
@@ -317,17 +273,16 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     r = r ? r : match(&c, s, o, tg, &n, path);
     r = r || !opt ? r : prepare_state(&c, opt, tg, n, path);
     for (int64_t i = 0; i < n && !r; i++)
-        if (emb__is_dynamic_any(tg[i].t))
-            r = stage_dynamic(&c, fd, opt, &tg[i], path);
-    r = r ? r : load(&c, fd, s, opt, tg, n, path);
+        if (tg[i].t->ops->stage)
+            r = stage_rows(&c, fd, opt, &tg[i], buf, path);
+    r = r ? r : load(&c, fd, s, opt, tg, n, buf, path);
     if (!r && global_step)
         *global_step = c.global_step;
-    for (int64_t i = 0; tg && i < n; i++) {
-        for (int32_t k = 0; k < tg[i].nstages; k++)
-            emb__dynamic_stage_free(tg[i].stages[k]);
-        free(tg[i].stages);
-    }
+    for (int64_t i = 0; tg && i < n; i++)
+        if (tg[i].stage)
+            tg[i].t->ops->stage_free(tg[i].stage);
     free(tg);
+    free(buf);
     emb__ckpt_free(&c);
     close(fd);
     return r;

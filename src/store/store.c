@@ -11,7 +11,6 @@
 #include "embtables/dynamic.h"
 #include "embtables/partition.h"
 #include "store/store_impl.h"
-#include "tables/dynamic_impl.h"
 #include "tables/table_impl.h"
 
 int emb_store_create(EmbStore **out)
@@ -47,7 +46,7 @@ EmbStoreEntry *emb__store_entry(const EmbStore *s, const char *name)
 static int check_existing(const EmbStoreEntry *e, const EmbVariableSpec *spec)
 {
     const EmbTable *t = e->table;
-    const bool dyn = emb__is_dynamic_any(t);
+    const bool dyn = emb__table_rows_appear(t);
     if (dyn != (spec->dynamic != NULL))
         return emb__fail(EMB_ESHAPE, "table \"%s\" exists as a %s table, asked for a %s one",
                          spec->name, dyn ? "dynamic" : "fixed", dyn ? "fixed" : "dynamic");

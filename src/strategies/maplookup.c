@@ -36,7 +36,7 @@ typedef struct Slot {
     float *out;
     int64_t stride;
     double work; /* bytes moved: nnz x row bytes + nbags x 4 x D */
-    int result;  /* validation result */
+    int result;  /* validation result, then the lookup's (a table's resolve failed) */
 } Slot;
 
 typedef struct Call {
@@ -115,9 +115,9 @@ static void table_task(void *ctx, int64_t k, int thread)
     (void)thread;
     const Call *c = ctx;
     const int64_t i = c->order ? c->order[k] : k;
-    const Slot *s = &c->slots[i];
-    emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out, s->stride, 0,
-                      c->batches[i].nbags);
+    Slot *s = &c->slots[i];
+    s->result = emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out,
+                                  s->stride, 0, c->batches[i].nbags);
 }
 
 /* Bags [*b0, *b1) of chunk @k when @n bags are cut into @chunks near-equal chunks. */
@@ -133,12 +133,14 @@ static void chunk_task(void *ctx, int64_t task, int thread)
     (void)thread;
     const Call *c = ctx;
     const int64_t i = c->order[task / c->chunks];
-    const Slot *s = &c->slots[i];
+    Slot *s = &c->slots[i];
     int64_t b0, b1;
     chunk_range(c->batches[i].nbags, c->chunks, task % c->chunks, &b0, &b1);
-    if (b0 < b1)
-        emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out, s->stride,
-                          b0, b1);
+    const int r = b0 < b1 ? emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i),
+                                              s->out, s->stride, b0, b1)
+                          : 0;
+    if (r) /* one of the table's errors (chunks may race: any one is the table's) */
+        __atomic_store_n(&s->result, r, __ATOMIC_RELAXED);
 }
 
 /* Whether table a goes before table b: more work first, then lower index. */
@@ -266,7 +268,13 @@ int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntable
         return strategy->cb.maplookup(strategy->user, tables, ntables, batches, poolings,
                                       outputs);
     run(strategy, &c, kind);
-    return 0;
+    r = 0;
+    for (int64_t i = 0; i < ntables; i++) { /* every table released; the first error */
+        emb__table_release(tables[i]);
+        if (!r && c.slots[i].result)
+            r = prefixed(c.slots[i].result, i);
+    }
+    return r;
 }
 
 /* ---- the Julia forms ----------------------------------------------------------------- */

@@ -219,7 +219,8 @@ static int index_finish(ManyCtx *c)
     return 0;
 }
 
-/* Optimizer state of every table (created first, as creating may move the array). */
+/* Optimizer state of every table, looked up (or created) once per table: by index while
+   creating may move the array, then the plans point at it (plans[i].ost_index). */
 static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags)
 {
     EmbOptState *st;
@@ -227,31 +228,35 @@ static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags
         const int r = emb__optimizer_state(opt, plans[i].table, &st);
         if (r)
             return r;
+        plans[i].ost_index = st - opt->states;
     }
-    for (int64_t i = 0; i < n; i++) {
-        emb__optimizer_state(opt, plans[i].table, &st);
-        emb__plan_optimizer(opt, st, &plans[i], flags);
-    }
+    for (int64_t i = 0; i < n; i++)
+        emb__plan_optimizer(opt, &opt->states[plans[i].ost_index], &plans[i], flags);
     return 0;
 }
 
 /* What can fail after the indexing: the scratch, the optimizer states (created when
- * missing) and the dynamic tables' prepare. */
+ * missing) and the planned tables' prepare (table_ops.h: update_prepare; the ones prepared
+ * before a failure cancelled). */
 static int prepare_rest(ManyCtx *c)
 {
     if (emb__strategy_reserve(c->s, 3 * (size_t)c->dmax * sizeof(float)))
         return emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     int r = plan_all(c->opt, c->plans, c->n, c->flags);
-    for (int64_t i = 0; i < c->n && !r; i++) /* dynamic tables: every one checked first */
-        r = emb__plan_dynamic_prepare(&c->plans[i]);
+    int64_t prepared = 0;
+    for (; prepared < c->n && !r; prepared++) /* every table prepared before any commit */
+        r = emb__plan_rows_prepare(&c->plans[prepared]);
+    for (int64_t i = 0; r && i < prepared - 1; i++) /* the ones before the failure */
+        emb__plan_rows_cancel(&c->plans[i]);
     return r;
 }
 
-/* The dynamic tables' rows created, then the apply's tasks (cannot fail). */
+/* The planned tables' commits (dynamic: rows created), then the apply's tasks (cannot
+   fail). */
 static int64_t apply_step(ManyCtx *c, emb_task_fn *fn)
 {
     for (int64_t i = 0; i < c->n; i++)
-        emb__plan_dynamic_commit(&c->plans[i]);
+        emb__plan_rows_commit(&c->plans[i]);
     lap(c, T_SERIAL);
     *fn = apply_task;
     return c->n * c->nsplits * c->asplits;
@@ -311,15 +316,14 @@ static void many_done(ManyCtx *c)
 {
     lap(c, T_APPLY);
     for (int64_t i = 0; i < c->n; i++) {
-        EmbOptState *st;
-        emb__optimizer_state(c->opt, c->plans[i].table, &st);
-        st->step++;
+        emb__table_release(c->plans[i].table);
+        c->opt->states[c->plans[i].ost_index].step++;
     }
     lap(c, T_SERIAL);
     memcpy(c->s->update_times, c->times, sizeof c->times);
 }
 
-/* The prepared call @c: creates the dynamic tables' rows, applies, counts the steps.
+/* The prepared call @c: commits the planned tables (dynamic: rows created), applies, counts the steps.
  * Allocates nothing and cannot fail. */
 static void many_apply(ManyCtx *c)
 {
@@ -394,8 +398,14 @@ int emb_update_many_commit(EmbStrategy *strategy)
 
 void emb_update_many_cancel(EmbStrategy *strategy)
 {
-    if (strategy)
-        strategy->many.pending = false;
+    if (!strategy || !strategy->many.pending)
+        return;
+    strategy->many.pending = false;
+    void *user = NULL;
+    if (emb__strategy_callbacks(strategy, &user))
+        return; /* nothing was prepared: the callback runs at the commit */
+    for (int64_t i = 0; i < strategy->many.n; i++) /* what the tables reserved, dropped */
+        emb__plan_rows_cancel(&strategy->many.plans[i]);
 }
 
 int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTimes *out)

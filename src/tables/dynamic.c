@@ -6,9 +6,11 @@
  * list of evicted rows, per-row metadata (id, last update step), a count-min sketch for
  * admission, and the optimizer state in slabs parallel to the rows.
  *
- * The structure changes only in serial steps (an update's prepare / commit, evict, import,
- * a column pointer with UPDATE of an unknown id); lookups and the update's apply phase only
- * probe, so they may run on many threads. A created row's values depend on its id alone
+ * The table contract (tables/table_ops.h) is its only door to the layers above: the
+ * operations tables at the end of this file. The structure changes only in serial steps
+ * (an update's prepare / commit, evict, import, a column pointer with UPDATE of an unknown
+ * id, a restore's stage commit); lookups and the update's apply phase only probe, so they
+ * may run on many threads. A created row's values depend on its id alone
  * (initval.h), never on the order rows were created in or on the row index it got.
  */
 #include <math.h>
@@ -22,7 +24,6 @@
 #include "dtype.h"
 #include "initval.h"
 #include "rng.h"
-#include "embtables/partition.h"
 #include "tables/dynamic_impl.h"
 
 #define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
@@ -30,10 +31,19 @@
 #define SKETCH_DEPTH 4
 #define SLAB_BYTES (256 * 1024)
 
-typedef EmbDynSlot DynSlot;
+/* The index: slot h holds (id, row index), id -1 when empty. */
+typedef struct DynSlot {
+    int64_t id;
+    int64_t row;
+} DynSlot;
+
+typedef struct DynIndex {
+    DynSlot *slots;
+    int64_t nslots; /* a power of two */
+} DynIndex;
 
 typedef struct Dyn {
-    EmbDynIndex x;       /* first: dynamic_impl.h's prefetch reads it */
+    DynIndex x;
     int refs;            /* the table and the state view */
     int32_t D;
     EmbDtype dtype;
@@ -70,9 +80,10 @@ static inline Dyn *dyn_of(const EmbTable *t)
     return (Dyn *)t->impl;
 }
 
+/* The hash of @id; its home slot in an index of n slots is hash & (n - 1). */
 static inline uint64_t slot_hash(int64_t id)
 {
-    return emb__dynamic_hash(id);
+    return emb__mix64((uint64_t)id ^ 0x5851f42d4c957f2dull);
 }
 
 /* The row of @id whose home slot is @h (of an index with @mask), or -1. */
@@ -125,7 +136,17 @@ bool emb__dynamic_has(const EmbTable *t, int64_t id)
     return id >= 0 && find(dyn_of(t), id) >= 0;
 }
 
-const EmbTable *emb__dynamic_state_view(const EmbTable *t)
+static bool dyn_missing_fails(const EmbTable *t)
+{
+    return emb__dynamic_missing_fails(t);
+}
+
+static bool dyn_readable(const EmbTable *t, int64_t id)
+{
+    return !emb__dynamic_missing_fails(t) || emb__dynamic_has(t, id);
+}
+
+static const EmbTable *dyn_state_view(const EmbTable *t)
 {
     return dyn_of(t)->view;
 }
@@ -324,7 +345,7 @@ static void evict_row(Dyn *d, int64_t r)
     d->nrows--;
 }
 
-/* ---- the column pointers ----------------------------------------------------------------- */
+/* ---- column, column_create (the contract) ----------------------------------------------- */
 
 static void *dynamic_column(const EmbTable *t, int64_t id, EmbContext ctx)
 {
@@ -366,9 +387,9 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
     return 0;
 }
 
-/* ---- the lookup's per-id path ----------------------------------------------------------- */
+/* ---- resolve, prefetch (the contract: batched resolution of spans) ---------------------- */
 
-#define SPAN 128 /* ids hashed and probed together */
+#define SPAN EMB_SPAN_MAX /* ids hashed and probed together */
 
 EMB_INLINE int64_t span_id(const void *ids, int id32, int64_t k)
 {
@@ -402,16 +423,24 @@ static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t
     }
 }
 
-bool emb__dynamic_columns(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
-                          const void **cols)
+/* The contract's resolve (FORWARD / NONE: reads the index only); n <= SPAN. */
+static int dyn_resolve(const EmbTable *t, const EmbIdSpan *sp, EmbContext ctx,
+                       const void **cols, unsigned *hint)
 {
+    (void)ctx;
     const Dyn *d = dyn_of(t);
     const size_t rowbytes = (size_t)t->featuresize * t->elsize;
     const bool pf = d->nrows * (int64_t)d->stride > EMB_RESIDENT_BYTES;
-    for (int64_t k = 0; k < n; k += SPAN)
-        resolve(d, ids, id32, k0 + k, EMB_MIN(SPAN, n - k), rowbytes, pf,
-                (const char **)(cols + k));
-    return pf;
+    resolve(d, sp->ids, sp->id32, sp->k0, sp->n, rowbytes, pf, (const char **)cols);
+    *hint = pf ? EMB_RESOLVE_PREFETCHED : 0;
+    return 0;
+}
+
+/* The contract's prefetch: the home slot of @id (a lookup, a few ids ahead). */
+static void dyn_prefetch(const EmbTable *t, int64_t id)
+{
+    const DynIndex *x = &dyn_of(t)->x;
+    __builtin_prefetch(&x->slots[slot_hash(id) & (uint64_t)(x->nslots - 1)]);
 }
 
 /* ---- admission --------------------------------------------------------------------------- */
@@ -442,7 +471,7 @@ static void count(Dyn *d, int64_t id)
     }
 }
 
-/* ---- the update's serial steps ----------------------------------------------------------- */
+/* ---- update_prepare / update_commit / update_rows (the contract) ------------------------ */
 
 void emb__dynamic_decide(const EmbTable *t, const int64_t *ids, int64_t n, int64_t *rows,
                          int64_t *extra)
@@ -480,7 +509,41 @@ void emb__dynamic_commit(EmbTable *t, const int64_t *ids, int64_t n, int64_t *ro
     }
 }
 
-/* ---- the optimizer state ----------------------------------------------------------------- */
+/* The contract's update steps: each part's ids decided in part order, then created. */
+static int dyn_update_prepare(EmbTable *t, EmbRowPlan *rp)
+{
+    int64_t extra = 0;
+    for (int p = 0; p < rp->nparts; p++) {
+        int64_t d0, n;
+        emb__rowplan_part(rp, p, &d0, &n);
+        emb__dynamic_decide(t, rp->ids + d0, n, rp->handle + d0, &extra);
+    }
+    return emb__dynamic_reserve(t, extra);
+}
+
+static void dyn_update_commit(EmbTable *t, EmbRowPlan *rp)
+{
+    emb__dynamic_step(t);
+    for (int p = 0; p < rp->nparts; p++) {
+        int64_t d0, n;
+        emb__rowplan_part(rp, p, &d0, &n);
+        emb__dynamic_commit(t, rp->ids + d0, n, rp->handle + d0);
+    }
+}
+
+static void dyn_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t d0, int64_t n,
+                            void **cols, float **states)
+{
+    const Dyn *d = dyn_of(t);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t r = rp->handle[d0 + k];
+        cols[k] = r >= 0 ? row_ptr(d, r) : NULL;
+        if (states)
+            states[k] = r >= 0 && d->swidth ? state_ptr(d, r) : NULL;
+    }
+}
+
+/* ---- state_attach (the contract: optimizer state kept with the rows) -------------------- */
 
 static void dyn_unref(Dyn *d)
 {
@@ -569,10 +632,8 @@ int emb__dynamic_state_attach(EmbTable *t, int32_t width, const float *init, Emb
     for (int64_t row = 0; row < d->used; row++)
         if (d->rowid[row] >= 0)
             memcpy(state_ptr(d, row), sinit, (size_t)width * sizeof(float));
-    v->kind = EMB_KIND_DYNAMIC_STATE;
-    v->column_fn = state_column;
+    v->ops = &emb__dynamic_state_ops;
     v->impl = d;
-    v->impl_destroy = view_destroy;
     d->refs++;
     d->view = v;
     *view = v;
@@ -619,6 +680,57 @@ static int options_check(const EmbDynamicOptions *o, const char *name)
     return r;
 }
 
+/* The configuration of a new body @d of rows of @stride bytes (slabs aligned to @align). */
+static void dyn_configure(Dyn *d, const EmbDynamicOptions *o, int32_t featuresize,
+                          EmbDtype dtype, size_t stride, size_t align)
+{
+    d->refs = 1;
+    d->free_head = -1;
+    d->D = featuresize;
+    d->dtype = dtype;
+    d->stride = stride;
+    d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
+    /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
+    const size_t slab_bytes = (double)o->capacity * (double)stride >= 16.0 * 1048576.0
+                                  ? HUGE_BYTES : SLAB_BYTES;
+    d->shift = 4;
+    while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
+        d->shift++;
+    d->max_rows = o->max_rows;
+    d->init = o->init;
+    d->missing = o->missing;
+    d->admit_after = o->admit_after;
+    d->x.nslots = 16;
+}
+
+/* The storage of a configured body: index, default and sink rows, the sketch, room for
+   the capacity hint. 0 or EMB_ENOMEM. */
+static int dyn_allocate(Dyn *d, const EmbDynamicOptions *o)
+{
+    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
+    d->defrow = zalloc(d->stride);
+    d->sink = zalloc(d->stride);
+    if (d->admit_after > 1) {
+        int64_t w = 1;
+        while (w < (o->sketch_width ? o->sketch_width : 65536))
+            w *= 2;
+        d->sketch_width = w;
+        d->sketch = calloc((size_t)(SKETCH_DEPTH * w), sizeof *d->sketch);
+    }
+    if (!d->x.slots || !d->defrow || !d->sink || (d->admit_after > 1 && !d->sketch))
+        return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    for (int64_t i = 0; i < d->x.nslots; i++)
+        d->x.slots[i] = (DynSlot){-1, 0};
+    if (o->missing == EMB_DYN_MISSING_CONSTANT)
+        for (int32_t i = 0; i < d->D; i++)
+            emb__store(d->dtype, d->defrow, i, o->missing_value);
+    const int64_t cap = o->capacity ? o->capacity : 1024;
+    int r = index_grow(d, slots_for(cap));
+    while (!r && (d->nslabs << d->shift) < cap)
+        r = slab_add(d);
+    return r;
+}
+
 int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype,
                              const EmbDynamicOptions *opts)
 {
@@ -641,54 +753,11 @@ int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype
     Dyn *d = r ? NULL : calloc(1, sizeof *d);
     if (!r && !d)
         r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
-    if (r) {
-        emb_table_destroy(&t);
-        return r;
-    }
-    d->refs = 1;
-    d->free_head = -1;
-    d->D = featuresize;
-    d->dtype = dtype;
-    d->stride = stride;
-    d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
-    /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
-    const size_t slab_bytes = (double)o.capacity * (double)stride >= 16.0 * 1048576.0
-                                  ? HUGE_BYTES : SLAB_BYTES;
-    d->shift = 4;
-    while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
-        d->shift++;
-    d->max_rows = o.max_rows;
-    d->init = o.init;
-    d->missing = o.missing;
-    d->admit_after = o.admit_after;
-    d->x.nslots = 16;
-    t->kind = EMB_KIND_DYNAMIC;
-    t->column_fn = dynamic_column;
-    t->impl = d;
-    t->impl_destroy = dyn_destroy;
-    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
-    d->defrow = zalloc(stride);
-    d->sink = zalloc(stride);
-    if (d->admit_after > 1) {
-        int64_t w = 1;
-        while (w < (o.sketch_width ? o.sketch_width : 65536))
-            w *= 2;
-        d->sketch_width = w;
-        d->sketch = calloc((size_t)(SKETCH_DEPTH * w), sizeof *d->sketch);
-    }
-    bool ok = d->x.slots && d->defrow && d->sink && (d->admit_after <= 1 || d->sketch);
-    if (ok) {
-        for (int64_t i = 0; i < d->x.nslots; i++)
-            d->x.slots[i] = (DynSlot){-1, 0};
-        if (o.missing == EMB_DYN_MISSING_CONSTANT)
-            for (int32_t i = 0; i < featuresize; i++)
-                emb__store(dtype, d->defrow, i, o.missing_value);
-        const int64_t cap = o.capacity ? o.capacity : 1024;
-        r = index_grow(d, slots_for(cap));
-        while (!r && (d->nslabs << d->shift) < cap)
-            r = slab_add(d);
-    } else {
-        r = emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
+    if (!r) {
+        dyn_configure(d, &o, featuresize, dtype, stride, align);
+        t->ops = &emb__dynamic_ops;
+        t->impl = d;
+        r = dyn_allocate(d, &o);
     }
     if (r) {
         emb_table_destroy(&t);
@@ -700,21 +769,28 @@ int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype
 
 int emb_table_is_dynamic(const EmbTable *t)
 {
-    return t && t->kind == EMB_KIND_DYNAMIC;
+    return t && emb__is_dynamic(t);
 }
 
 static int dyn_check(const EmbTable *t)
 {
     EMB_CHECK_NULL(t);
-    if (t->kind != EMB_KIND_DYNAMIC)
+    if (!emb__is_dynamic(t))
         return emb__fail(EMB_EINVAL, "%s is not a dynamic table", emb__table_label(t));
     return 0;
 }
 
-/* Partitioned over dynamic shards: the shard count, else 0. */
+/* Partitioned over dynamic shards (a table with shards, dynamic ones): the shard count,
+   else 0. */
 static int32_t dyn_parts(const EmbTable *t)
 {
-    return t && emb__is_dynamic_part(t) ? emb_table_nshards(t) : 0;
+    return t && t->ops->shard && emb__is_dynamic(t->ops->shard(t, 0)) ? t->ops->nshards(t)
+                                                                      : 0;
+}
+
+static EmbTable *dyn_shard(const EmbTable *t, int32_t i)
+{
+    return t->ops->shard(t, i);
 }
 
 int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
@@ -723,7 +799,7 @@ int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
         EMB_CHECK_NULL(out);
         EmbDynamicStats sum = {0}, s;
         for (int32_t i = 0; i < dyn_parts(t); i++) {
-            emb_table_dynamic_stats(emb_table_shard(t, i), &s);
+            emb_table_dynamic_stats(dyn_shard(t, i), &s);
             sum.rows += s.rows;
             sum.slab_rows += s.slab_rows;
             sum.index_slots += s.index_slots;
@@ -750,14 +826,14 @@ int emb_table_dynamic_stats(const EmbTable *t, EmbDynamicStats *out)
 int64_t emb_table_dynamic_step(const EmbTable *t)
 {
     if (dyn_parts(t))
-        return emb_table_dynamic_step(emb_table_shard(t, 0));
+        return emb_table_dynamic_step(dyn_shard(t, 0));
     return emb_table_is_dynamic(t) ? dyn_of(t)->step : 0;
 }
 
 int emb_table_dynamic_contains(const EmbTable *t, int64_t id)
 {
     if (dyn_parts(t))
-        return id >= 0 && emb__dynamic_has(emb__dynamic_part_shard(t, id), id);
+        return id >= 0 && emb__dynamic_has(dyn_shard(t, (int32_t)(id % dyn_parts(t))), id);
     const int r = dyn_check(t);
     return r ? r : emb__dynamic_has(t, id);
 }
@@ -780,7 +856,7 @@ int emb_table_dynamic_evict(EmbTable *t, const EmbDynamicEvict *ev, int64_t *evi
         int64_t sum = 0, n = 0;
         int r = 0;
         for (int32_t i = 0; i < dyn_parts(t) && !r; i++, sum += n)
-            r = emb_table_dynamic_evict(emb_table_shard(t, i), ev, &n);
+            r = emb_table_dynamic_evict(dyn_shard(t, i), ev, &n);
         if (!r && evicted)
             *evicted = sum;
         return r;
@@ -868,22 +944,6 @@ int emb_table_dynamic_export(const EmbTable *t, int64_t *ids, float *rows, int64
 
 int emb__dynamic_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n)
 {
-    if (!emb__is_dynamic(t)) { /* partitioned: each shard its ids */
-        int64_t *sub = malloc((size_t)EMB_MAX(n, 1) * sizeof *sub);
-        if (!sub)
-            return emb__fail(EMB_ENOMEM, "out of memory for %lld ids", (long long)n);
-        int r = 0;
-        for (int32_t i = 0; i < emb_table_nshards(t) && !r; i++) {
-            EmbTable *s = emb_table_shard(t, i);
-            int64_t m = 0;
-            for (int64_t k = 0; k < n; k++)
-                if (emb__dynamic_part_shard(t, ids[k]) == s)
-                    sub[m++] = ids[k];
-            r = emb__dynamic_reserve_ids(s, sub, m);
-        }
-        free(sub);
-        return r;
-    }
     Dyn *d = dyn_of(t);
     IdRow *v = malloc((size_t)EMB_MAX(n, 1) * sizeof *v);
     if (!v)
@@ -960,54 +1020,15 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
     return 0;
 }
 
-/* ---- checkpoints (store/format.c, store/restore.c) --------------------------------------- */
+/* ---- rows and stages for dynamic_ckpt.c (the contract's checkpoint entries) ------------- */
 
-typedef struct IdRowShard {
-    int64_t id, row;
-    int32_t shard;
-} IdRowShard;
-
-static int idrowshard_cmp(const void *a, const void *b)
+void emb__dynamic_each_row(const EmbTable *t, void (*fn)(void *ctx, int64_t row, int64_t id),
+                           void *ctx)
 {
-    const int64_t x = ((const IdRowShard *)a)->id, y = ((const IdRowShard *)b)->id;
-    return (x > y) - (x < y);
-}
-
-int emb__dynamic_sorted_rows(const EmbTable *t, int64_t **rows, int32_t **shards, int64_t *n)
-{
-    const bool part = !emb__is_dynamic(t);
-    const int32_t ns = part ? emb_table_nshards(t) : 1;
-    int64_t total = 0;
-    for (int32_t i = 0; i < ns; i++)
-        total += dyn_of(part ? emb_table_shard(t, i) : t)->nrows;
-    IdRowShard *v = malloc((size_t)EMB_MAX(total, 1) * sizeof *v);
-    int64_t *out = malloc((size_t)EMB_MAX(total, 1) * sizeof *out);
-    int32_t *sh = part ? malloc((size_t)EMB_MAX(total, 1) * sizeof *sh) : NULL;
-    if (!v || !out || (part && !sh)) {
-        free(v);
-        free(out);
-        free(sh);
-        return emb__fail(EMB_ENOMEM, "out of memory to sort the %lld ids of %s",
-                         (long long)total, emb__table_label(t));
-    }
-    int64_t k = 0;
-    for (int32_t i = 0; i < ns; i++) {
-        const Dyn *d = dyn_of(part ? emb_table_shard(t, i) : t);
-        for (int64_t row = 0; row < d->used; row++)
-            if (d->rowid[row] >= 0)
-                v[k++] = (IdRowShard){d->rowid[row], row, i};
-    }
-    qsort(v, (size_t)k, sizeof *v, idrowshard_cmp);
-    for (int64_t j = 0; j < k; j++) {
-        out[j] = v[j].row;
-        if (sh)
-            sh[j] = v[j].shard;
-    }
-    free(v);
-    *rows = out;
-    *shards = sh;
-    *n = k;
-    return 0;
+    const Dyn *d = dyn_of(t);
+    for (int64_t row = 0; row < d->used; row++)
+        if (d->rowid[row] >= 0)
+            fn(ctx, row, d->rowid[row]);
 }
 
 int64_t emb__dynamic_row_id(const EmbTable *t, int64_t r)
@@ -1158,3 +1179,70 @@ int emb__dynamic_initialize(EmbTable *t, const EmbInitializer *in)
     }
     return 0;
 }
+
+/* ---- the operations tables -------------------------------------------------------------- */
+
+static int dyn_save_check(const EmbTable *t)
+{
+    EmbTable *self = (EmbTable *)t;
+    return emb__dynamic_save_check(t, &self, 1);
+}
+
+static int dyn_save_list(const EmbTable *t, bool state, EmbRowList *out)
+{
+    EmbTable *self = (EmbTable *)t;
+    return emb__dynamic_save_list(t, &self, 1, state, out);
+}
+
+static void dyn_restore_extras(const EmbTable *t, EmbExtraTensor *extra, int *n)
+{
+    EmbTable *self = (EmbTable *)t;
+    emb__dynamic_restore_extras(&self, 1, extra, n);
+}
+
+static int dyn_stage(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out)
+{
+    EmbTable *self = (EmbTable *)t;
+    return emb__dynamic_restore_stage(t, &self, 1, in, out);
+}
+
+const EmbTableOps emb__dynamic_ops = {
+    .kind = "dynamic",
+    .flags = EMB_OPS_ROWS_APPEAR | EMB_OPS_OWN_STATE,
+    .column = dynamic_column,
+    .resolve = dyn_resolve,
+    .prefetch = dyn_prefetch,
+    .missing_fails = dyn_missing_fails,
+    .readable = dyn_readable,
+    .column_create = emb__dynamic_get_or_create,
+    .reserve_ids = emb__dynamic_reserve_ids,
+    .initialize = emb__dynamic_initialize,
+    .update_prepare = dyn_update_prepare,
+    .update_commit = dyn_update_commit,
+    .update_rows = dyn_update_rows,
+    .state_attach = emb__dynamic_state_attach,
+    .state_view = dyn_state_view,
+    .save_check = dyn_save_check,
+    .save_list = dyn_save_list,
+    .restore_extras = dyn_restore_extras,
+    .stage = dyn_stage,
+    .stage_dst = emb__dynamic_stage_dst,
+    .stage_commit = emb__dynamic_stage_commit_all,
+    .stage_free = emb__dynamic_stage_free_all,
+    .destroy = dyn_destroy,
+};
+
+static int state_save_check(const EmbTable *t)
+{
+    return emb__fail(EMB_EINVAL, "%s is the optimizer state of a dynamic table: save the "
+                     "table with the optimizer (EmbSaverOptions.optimizer)",
+                     emb__table_label(t));
+}
+
+const EmbTableOps emb__dynamic_state_ops = {
+    .kind = "dynamic state",
+    .flags = EMB_OPS_ROWS_APPEAR,
+    .column = state_column,
+    .save_check = state_save_check,
+    .destroy = view_destroy,
+};

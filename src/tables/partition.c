@@ -18,18 +18,7 @@
 #include "dtype.h"
 #include "embtables/partition.h"
 #include "platform.h"
-#include "tables/dynamic_impl.h"
-#include "tables/table_impl.h"
-
-typedef struct Partition {
-    unsigned mode;    /* EMB_PARTITION_MOD or EMB_PARTITION_DIV */
-    bool own;         /* destroy the shards with the table */
-    bool dynamic;     /* dynamic shards (or their state views): mod, each keyed by the id */
-    int32_t nshards;
-    int64_t q, r;     /* rows per shard, shards with one more */
-    int64_t split;    /* r * (q + 1): the first id of the shards holding q rows */
-    EmbTable *shards[];
-} Partition;
+#include "tables/partition_impl.h"
 
 static void *mod_column(const EmbTable *t, int64_t id, EmbContext ctx)
 {
@@ -46,26 +35,7 @@ static void *div_column(const EmbTable *t, int64_t id, EmbContext ctx)
     return emb__column(p->shards[p->r + k / p->q], k % p->q, ctx);
 }
 
-/* Dynamic shards hold their ids as they are (a created row's values are those of one
-   dynamic table's: the initializer is evaluated at the id). */
-static void *dyn_mod_column(const EmbTable *t, int64_t id, EmbContext ctx)
-{
-    const Partition *p = t->impl;
-    return emb__column(p->shards[id % p->nshards], id, ctx);
-}
-
-bool emb__is_dynamic_part(const EmbTable *t)
-{
-    return t->kind == EMB_KIND_PARTITIONED && ((const Partition *)t->impl)->dynamic;
-}
-
-EmbTable *emb__dynamic_part_shard(const EmbTable *t, int64_t id)
-{
-    const Partition *p = t->impl;
-    return p->shards[id % p->nshards];
-}
-
-static void partition_destroy(EmbTable *t)
+void emb__partition_destroy(EmbTable *t)
 {
     Partition *p = t->impl;
     if (p && p->own)
@@ -74,6 +44,23 @@ static void partition_destroy(EmbTable *t)
     free(p);
     t->impl = NULL;
 }
+
+int32_t emb__partition_nshards(const EmbTable *t)
+{
+    return emb__partition(t)->nshards;
+}
+
+EmbTable *emb__partition_shard(const EmbTable *t, int32_t i)
+{
+    return emb__partition(t)->shards[i];
+}
+
+static const EmbTableOps mod_ops = {
+    .kind = "partitioned (mod)", .column = mod_column, .nshards = emb__partition_nshards,
+    .shard = emb__partition_shard, .destroy = emb__partition_destroy};
+static const EmbTableOps div_ops = {
+    .kind = "partitioned (div)", .column = div_column, .nshards = emb__partition_nshards,
+    .shard = emb__partition_shard, .destroy = emb__partition_destroy};
 
 static int check_mode(unsigned flags, unsigned allowed)
 {
@@ -103,12 +90,12 @@ static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, unsigned 
         if (!s)
             return emb__fail(EMB_ENULL, "shard %d is NULL (partitioned table \"%s\")", (int)i,
                              name);
-        if (s->kind != s0->kind && (s->kind >= EMB_KIND_DYNAMIC || s0->kind >= EMB_KIND_DYNAMIC))
+        const bool dyn = emb__table_rows_appear(s), dyn0 = emb__table_rows_appear(s0);
+        if (s->ops != s0->ops && (dyn || dyn0))
             return emb__fail(EMB_EINVAL, "shard %d is %sa dynamic table, shard 0 is %s "
-                             "(partitioned table \"%s\")", (int)i,
-                             s->kind >= EMB_KIND_DYNAMIC ? "" : "not ",
-                             s0->kind >= EMB_KIND_DYNAMIC ? "one" : "not", name);
-        if (s->kind >= EMB_KIND_DYNAMIC && mode != EMB_PARTITION_MOD)
+                             "(partitioned table \"%s\")", (int)i, dyn ? "" : "not ",
+                             dyn0 ? "one" : "not", name);
+        if (dyn && mode != EMB_PARTITION_MOD)
             return emb__fail(EMB_EINVAL, "dynamic shards are partitioned by EMB_PARTITION_MOD "
                              "only (partitioned table \"%s\")", name);
         if (s->featuresize != s0->featuresize)
@@ -160,7 +147,7 @@ static int check_shards(EmbTable *const *shards, int32_t nshards, unsigned mode,
         return emb__fail(EMB_EINVAL, "nshards %d is not >= 1 (partitioned table \"%s\")",
                          (int)nshards, name);
     int r = check_shard_kinds(shards, nshards, mode, name);
-    if (!r && shards[0]->kind >= EMB_KIND_DYNAMIC) { /* any id: each shard keys its own */
+    if (!r && emb__table_rows_appear(shards[0])) { /* any id: each shard keys its own */
         *nrows = INT64_MAX;
         return 0;
     }
@@ -192,17 +179,15 @@ int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32_t nshar
         t->check_finite |= shards[i]->check_finite;
     p->mode = flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV);
     p->own = (flags & EMB_PARTITION_OWN_SHARDS) != 0;
-    p->dynamic = shards[0]->kind >= EMB_KIND_DYNAMIC;
+    p->dynamic = emb__table_rows_appear(shards[0]);
     p->nshards = nshards;
     p->q = nrows / nshards;
     p->r = nrows % nshards;
     p->split = p->r * (p->q + 1);
     memcpy(p->shards, shards, (size_t)nshards * sizeof p->shards[0]);
-    t->kind = EMB_KIND_PARTITIONED;
-    t->column_fn = p->dynamic ? dyn_mod_column
-                 : p->mode == EMB_PARTITION_MOD ? mod_column : div_column;
+    t->ops = p->dynamic ? &emb__partition_dyn_ops
+           : p->mode == EMB_PARTITION_MOD ? &mod_ops : &div_ops;
     t->impl = p;
-    t->impl_destroy = partition_destroy;
     *out = t;
     return 0;
 }
@@ -290,7 +275,7 @@ int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t features
 
 static const Partition *partition_of(const EmbTable *t)
 {
-    return t && t->kind == EMB_KIND_PARTITIONED ? t->impl : NULL;
+    return t && t->ops->destroy == emb__partition_destroy ? t->impl : NULL;
 }
 
 int32_t emb_table_nshards(const EmbTable *t)

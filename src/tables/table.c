@@ -9,7 +9,7 @@
 
 #include "dtype.h"
 #include "platform.h"
-#include "tables/dynamic_impl.h"
+#include "tables/table_impl.h"
 
 static void *simple_column(const EmbTable *t, int64_t column, EmbContext ctx)
 {
@@ -21,6 +21,16 @@ static void *custom_column(const EmbTable *t, int64_t column, EmbContext ctx)
 {
     return t->user_fn(t->user, column, ctx);
 }
+
+static void custom_destroy(EmbTable *t)
+{
+    if (t->user_destroy)
+        t->user_destroy(t->user);
+}
+
+const EmbTableOps emb__simple_ops = {.kind = "simple", .column = simple_column};
+static const EmbTableOps custom_ops = {.kind = "custom", .column = custom_column,
+                                       .destroy = custom_destroy};
 
 const char *emb__table_label(const EmbTable *t)
 {
@@ -62,7 +72,6 @@ int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     EmbTable *t = calloc(1, sizeof *t);
     if (!t)
         return emb__fail(EMB_ENOMEM, "out of memory for a table header");
-    t->kind = EMB_KIND_SIMPLE;
     t->dtype = dtype;
     t->featuresize = featuresize;
     t->static_size = opts ? opts->static_size : 0;
@@ -70,7 +79,7 @@ int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     t->ncolumns = ncolumns;
     t->elsize = emb__dtype_quantized(dtype) ? 1 : emb_dtype_size(dtype); /* stride unit */
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->column_fn = simple_column;
+    t->ops = &emb__simple_ops;
     *out = t;
     return 0;
 }
@@ -217,8 +226,7 @@ int emb_table_custom(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     int r = emb__table_alloc(&t, ncolumns, featuresize, dtype, opts);
     if (r)
         return r;
-    t->kind = EMB_KIND_CUSTOM;
-    t->column_fn = custom_column;
+    t->ops = &custom_ops;
     t->user_fn = fn;
     t->user = user;
     t->user_destroy = destroy;
@@ -233,10 +241,8 @@ void emb_table_destroy(EmbTable **pt)
     EmbTable *t = *pt;
     if (t->owned)
         emb__aligned_free(t->data);
-    if (t->user_destroy)
-        t->user_destroy(t->user);
-    if (t->impl_destroy)
-        t->impl_destroy(t);
+    if (t->ops->destroy)
+        t->ops->destroy(t);
     free(t);
     *pt = NULL;
 }
@@ -251,8 +257,8 @@ int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, 
     if (column < 0 || column >= t->ncolumns)
         return emb__fail(EMB_ERANGE, "column %lld is not in [0, %lld) (%s)", (long long)column,
                          (long long)t->ncolumns, emb__table_label(t));
-    if (emb__is_dynamic_any(t) && ctx == EMB_CTX_UPDATE) /* may create the row: may fail */
-        return emb__dynamic_get_or_create(emb__dynamic_home(t, column), column, out);
+    if (ctx == EMB_CTX_UPDATE && t->ops->column_create) /* may create the row: may fail */
+        return t->ops->column_create((EmbTable *)t, column, out);
     *out = emb__column(t, column, ctx);
     return 0;
 }

@@ -1,27 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * table_impl.h — the inside of EmbTable, shared by the table types, the lookup, the update
- * and the strategies. A table type fills `column_fn`; a simple table also sets `data` so
- * that the hot loops compute `data + column * stride` without a call.
+ * table_impl.h — the inside of EmbTable, shared by the table kinds, the lookup, the update,
+ * the strategies and the store. A table kind fills `ops` (tables/table_ops.h: the table
+ * contract); a simple table also sets `data` so that the hot loops compute
+ * `data + column * stride` without a call. Layers above tables/ use the emb__table_*
+ * wrappers below and never t->kind.
  */
 #ifndef EMB_TABLE_IMPL_H
 #define EMB_TABLE_IMPL_H
 
 #include "embtables/table.h"
 #include "internal.h"
-
-typedef void *(*emb_table_column_fn)(const EmbTable *t, int64_t column, EmbContext ctx);
-
-typedef enum EmbTableKind {
-    EMB_KIND_SIMPLE = 0,
-    EMB_KIND_CUSTOM = 1,
-    EMB_KIND_PARTITIONED = 2,
-    EMB_KIND_DYNAMIC = 3,       /* dynamic.c: hash-keyed rows */
-    EMB_KIND_DYNAMIC_STATE = 4, /* dynamic.c: a dynamic table's optimizer state, by id */
-} EmbTableKind;
+#include "tables/table_ops.h"
 
 struct EmbTable {
-    EmbTableKind kind;
     EmbDtype dtype;
     int32_t featuresize;
     int32_t static_size; /* 0: dynamic */
@@ -35,25 +27,76 @@ struct EmbTable {
     size_t stride;
     bool owned;          /* data allocated by emb_table_create */
 
-    /* every kind: the column-pointer entry (simple tables too, for uniformity) */
-    emb_table_column_fn column_fn;
+    /* every kind: its operations (table_ops.h); never NULL */
+    const EmbTableOps *ops;
 
     /* custom tables */
     emb_column_pointer_fn user_fn;
     void *user;
     emb_destroy_fn user_destroy;
 
-    /* other kinds' private state, freed by impl_destroy */
+    /* other kinds' private state, freed by ops->destroy */
     void *impl;
-    void (*impl_destroy)(EmbTable *t);
 };
+
+/* The simple kind's operations (emb__table_alloc's default). */
+extern const EmbTableOps emb__simple_ops;
 
 /* The column pointer of an in-range column (the caller validated it). */
 EMB_INLINE void *emb__column(const EmbTable *t, int64_t column, EmbContext ctx)
 {
     if (EMB_LIKELY(t->data != NULL))
         return t->data + (size_t)column * t->stride;
-    return t->column_fn(t, column, ctx);
+    return t->ops->column(t, column, ctx);
+}
+
+/* ---- the contract's wrappers (table_ops.h): the defaults of NULL entries ---------------- */
+
+/* cols[k] = the row of span id k (FORWARD / NONE); 0 or the kind's error (EMB_EIO, ...). */
+EMB_INLINE int emb__table_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
+                                  const void **cols, unsigned *hint)
+{
+    *hint = 0;
+    if (t->ops->resolve)
+        return t->ops->resolve(t, s, ctx, cols, hint);
+    for (int64_t k = 0; k < s->n; k++)
+        cols[k] = emb__column(t, emb__span_id(s, k), ctx);
+    return 0;
+}
+
+EMB_INLINE void emb__table_prefetch(const EmbTable *t, int64_t id)
+{
+    if (t->ops->prefetch)
+        t->ops->prefetch(t, id);
+}
+
+/* Whether a FORWARD read of some id may be refused (then each id: emb__table_readable). */
+EMB_INLINE bool emb__table_missing_fails(const EmbTable *t)
+{
+    return t->ops->missing_fails && t->ops->missing_fails(t);
+}
+
+EMB_INLINE bool emb__table_readable(const EmbTable *t, int64_t id)
+{
+    return !t->ops->readable || t->ops->readable(t, id);
+}
+
+EMB_INLINE void emb__table_release(const EmbTable *t)
+{
+    if (t->ops->release)
+        t->ops->release(t);
+}
+
+/* Whether rows are created by updates (keyed ids: no ncolumns bound on what exists). */
+EMB_INLINE bool emb__table_rows_appear(const EmbTable *t)
+{
+    return (t->ops->flags & EMB_OPS_ROWS_APPEAR) != 0;
+}
+
+/* Whether the update resolves rows through update_prepare / commit / rows. */
+EMB_INLINE bool emb__table_planned(const EmbTable *t)
+{
+    return t->ops->update_prepare != NULL;
 }
 
 /*

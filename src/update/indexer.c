@@ -47,7 +47,7 @@ void emb_indexer_destroy(EmbIndexer **pix)
     free(ix->pid);
     free(ix->prow);
     free(ix->pcoef);
-    free(ix->dynrow);
+    free(ix->handle);
     emb__aligned_free(ix->scratch);
     free(ix);
     *pix = NULL;

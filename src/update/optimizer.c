@@ -7,8 +7,7 @@
 #include <stdlib.h>
 
 #include "platform.h"
-#include "embtables/partition.h"
-#include "tables/dynamic_impl.h"
+#include "tables/table_impl.h"
 #include "update/update_impl.h"
 
 EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr)
@@ -148,28 +147,13 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
         return emb__fail(EMB_EOVERFLOW, "optimizer state of %s is too wide", emb__table_label(t));
     const float h0 = o->cfg.initial_accumulator;
     const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2 : width;
-    if (emb__is_dynamic_any(t)) { /* kept beside its rows, created and evicted with them */
+    if (t->ops->state_attach) { /* kept with its rows, created and evicted with them */
         float *init = calloc((size_t)width, sizeof *init);
         if (!init)
             return emb__fail(EMB_ENOMEM, "out of memory for optimizer state");
         for (int32_t i = 0; i < nfill && o->cfg.kind != EMB_OPT_ADAM; i++)
             init[i] = h0;
-        int r = 0;
-        if (emb__is_dynamic(t)) {
-            r = emb__dynamic_state_attach((EmbTable *)t, width, init, out);
-        } else { /* partitioned: each shard's state, behind a partitioned view of them */
-            const int32_t n = emb_table_nshards(t);
-            EmbTable **views = calloc((size_t)n, sizeof *views);
-            r = views ? 0 : emb__fail(EMB_ENOMEM, "out of memory for optimizer state");
-            for (int32_t i = 0; i < n && !r; i++)
-                r = emb__dynamic_state_attach(emb_table_shard(t, i), width, init, &views[i]);
-            r = r ? r : emb_table_partitioned(out, views, n,
-                                              EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
-                                              NULL);
-            for (int32_t i = 0; r && views && i < n; i++)
-                emb_table_destroy(&views[i]); /* detaches the state made */
-            free(views);
-        }
+        const int r = t->ops->state_attach((EmbTable *)t, width, init, out);
         free(init);
         return r;
     }
@@ -224,7 +208,7 @@ int emb__optimizer_state(EmbOptimizer *o, const EmbTable *t, EmbOptState **out)
     if (st) {
         if (st->width != state_width(o->cfg.kind, t->featuresize) ||
             (st->slot && st->slot->ncolumns != t->ncolumns) ||
-            (emb__is_dynamic(t) && st->slot != emb__dynamic_state_view(t)))
+            (t->ops->state_view && st->slot != t->ops->state_view(t)))
             return emb__fail(EMB_ESHAPE, "the optimizer's state for %s has another shape (a "
                              "destroyed table's? call emb_optimizer_detach)",
                              emb__table_label(t));

@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "embtables/partition.h"
 #include "lookup/batch.h"
-#include "tables/dynamic_impl.h"
+#include "tables/table_impl.h"
 #include "update/update_impl.h"
 
 #define PREFETCH_AHEAD 16 /* distinct columns prefetched ahead */
+#define ROWS_SPAN 64      /* distinct ids whose rows a planned table resolves at once */
 #define POOL_AHEAD 8      /* gradient rows the pool kernel may prefetch ahead */
 
 /* Counting-sort scatter of a sparse gradient's rows into the indexer's groups. */
@@ -160,21 +160,20 @@ static void prefetch(const EmbPlan *plan, int64_t d)
 {
     const EmbTable *t = plan->table;
     const int64_t id = plan->ix->ids[d];
-    if (plan->dynamic) {
-        const int64_t r = plan->ix->dynrow[d];
-        const EmbTable *h = emb__dynamic_home(t, id);
-        if (r >= 0)
-            prefetch_rows(emb__dynamic_row(h, r), emb__row_bytes(t->dtype, t->featuresize));
-        if (r >= 0 && plan->state)
-            prefetch_rows((const char *)emb__dynamic_state_row(h, r),
-                          (size_t)plan->state->featuresize * sizeof(float));
-        return;
-    }
     if (t->data)
         prefetch_rows(t->data + (size_t)id * t->stride, emb__row_bytes(t->dtype, t->featuresize));
     if (plan->state && plan->state->data)
         prefetch_rows(plan->state->data + (size_t)id * plan->state->stride,
                       (size_t)plan->state->featuresize * sizeof(float));
+}
+
+/* A planned table's row @col and state row @st (resolved by the table), prefetched. */
+static void prefetch_planned(const EmbPlan *plan, const void *col, const float *st)
+{
+    if (col)
+        prefetch_rows(col, emb__row_bytes(plan->table->dtype, plan->table->featuresize));
+    if (col && st)
+        prefetch_rows((const char *)st, (size_t)plan->state->featuresize * sizeof(float));
 }
 
 /* Weight decay of column @col (of dtype @dt) before its step: L2 returns g + wd * w (into
@@ -193,26 +192,63 @@ static const float *weight_decay(const EmbPlan *plan, EmbDtype dt, void *col, co
     return g;
 }
 
-/* One step of column @col with gradient @g (scratch: @out, and @row for quantized rows). */
-static void apply_column(const EmbPlan *plan, int64_t id, void *col, float *state,
-                         const float *g, float *out, float *row)
+/* One distinct column's step: its gradient (summed), weight decay, the row kernel. A
+ * quantized row (plan->requant) is stepped as f32 in @row, then quantized again with
+ * stochastic rounding keyed by (the table's seed, the id, the step). */
+static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *state,
+                             float *acc, float *tmp, float *row)
 {
     const EmbTable *t = plan->table;
     const int32_t D = t->featuresize;
+    const float *g = column_grad(plan, d, acc, tmp);
     void *w = col;
-    if (plan->requant) { /* the row as f32, the step on it, then quantized again */
+    if (plan->requant) {
         emb__row_load(t->dtype, col, D, row);
         w = row;
     }
     if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
-        g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, out);
+        g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, g == tmp ? acc : tmp);
     if (plan->sgd)
         plan->sgd(w, g, plan->params.lr, D);
     else
         plan->row(w, state, g, &plan->params, D);
     if (plan->requant) {
-        const uint64_t key[3] = {plan->qseed, (uint64_t)id, (uint64_t)plan->step};
+        const uint64_t key[3] = {plan->qseed, (uint64_t)plan->ix->ids[d], (uint64_t)plan->step};
         emb__row_quantize(t->dtype, col, D, row, key);
+    }
+}
+
+/* Rows (and state rows: NULL with SGD) of distinct ids [d, d + n) of a planned table. */
+static void planned_rows(const EmbPlan *plan, int64_t d, int64_t n, void **cols, float **st)
+{
+    plan->table->ops->update_rows(plan->table, &plan->rp, d, n, cols, plan->sgd ? NULL : st);
+    if (plan->sgd)
+        memset(st, 0, (size_t)n * sizeof *st);
+}
+
+/* A table whose rows its update steps resolve (table_ops.h: update_rows), in spans of
+   ROWS_SPAN, the next span resolved before the current one is applied so that rows
+   PREFETCH_AHEAD ahead are known across spans. */
+static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc, float *tmp,
+                          float *row)
+{
+    void *cols[2][ROWS_SPAN];
+    float *st[2][ROWS_SPAN];
+    planned_rows(plan, d0, EMB_MIN(ROWS_SPAN, d1 - d0), cols[0], st[0]);
+    for (int64_t k = 0; k < EMB_MIN(d1 - d0, PREFETCH_AHEAD); k++)
+        prefetch_planned(plan, cols[0][k], st[0][k]);
+    for (int64_t s0 = d0, b = 0; s0 < d1; s0 += ROWS_SPAN, b ^= 1) {
+        const int64_t n = EMB_MIN(ROWS_SPAN, d1 - s0);
+        if (s0 + n < d1)
+            planned_rows(plan, s0 + n, EMB_MIN(ROWS_SPAN, d1 - s0 - n), cols[b ^ 1], st[b ^ 1]);
+        for (int64_t k = 0; k < n; k++) {
+            const int64_t a = k + PREFETCH_AHEAD;
+            if (s0 + a < d1)
+                prefetch_planned(plan, a < ROWS_SPAN ? cols[b][a] : cols[b ^ 1][a - ROWS_SPAN],
+                                 a < ROWS_SPAN ? st[b][a] : st[b ^ 1][a - ROWS_SPAN]);
+            if (cols[b][k]) /* NULL: skipped (dynamic: not admitted, the gradient dropped) */
+                apply_one(plan, s0 + k, cols[b][k], st[b][k], acc, tmp, row);
+        }
     }
 }
 
@@ -220,7 +256,7 @@ static void apply_column(const EmbPlan *plan, int64_t id, void *col, float *stat
  * no weight decay, not dynamic, rows not quantized. */
 static bool plain(const EmbPlan *plan)
 {
-    return !plan->dynamic && !plan->requant && plan->table->data && !plan->max_norm &&
+    return !plan->planned && !plan->requant && plan->table->data && !plan->max_norm &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }
@@ -279,111 +315,60 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
     }
     EmbTable *t = plan->table;
     const EmbIndexer *ix = plan->ix;
-    const int32_t D = t->featuresize;
-    float *acc = scratch, *tmp = scratch + D;
+    float *acc = scratch, *tmp = scratch + t->featuresize;
+    if (plan->planned) {
+        if (d0 < d1)
+            apply_planned(plan, d0, d1, acc, tmp, tmp + t->featuresize);
+        return;
+    }
     for (int64_t d = d0; d < EMB_MIN(d1, d0 + PREFETCH_AHEAD); d++)
         prefetch(plan, d);
     for (int64_t d = d0; d < d1; d++) {
         if (d + PREFETCH_AHEAD < d1)
             prefetch(plan, d + PREFETCH_AHEAD);
         const int64_t id = ix->ids[d];
-        void *col;
-        float *state = NULL;
-        if (plan->dynamic) { /* rows found or created by emb__plan_dynamic_commit */
-            const int64_t r = ix->dynrow[d];
-            if (r < 0)
-                continue; /* not admitted: the gradient is dropped */
-            const EmbTable *h = emb__dynamic_home(t, id); /* t, or its shard of id */
-            col = emb__dynamic_row(h, r);
-            if (!plan->sgd)
-                state = emb__dynamic_state_row(h, r);
-        } else {
-            col = emb__column(t, id, EMB_CTX_UPDATE);
-            if (!plan->sgd)
-                state = (float *)emb__column(plan->state, id, EMB_CTX_UPDATE);
-        }
-        const float *g = column_grad(plan, d, acc, tmp);
-        apply_column(plan, id, col, state, g, g == tmp ? acc : tmp, scratch + 2 * D);
+        void *col = emb__column(t, id, EMB_CTX_UPDATE);
+        float *state = plan->sgd ? NULL : (float *)emb__column(plan->state, id, EMB_CTX_UPDATE);
+        apply_one(plan, d, col, state, acc, tmp, tmp + t->featuresize);
     }
 }
 
-/* The distinct indices of part @p: [0, ndistinct) unsplit; else partition p's in place
-   (pindex.c: at part_start[p], compacted only by the apply tasks). */
-static void part_range(const EmbPlan *plan, int p, int64_t *d0, int64_t *n)
+int emb__plan_rows_prepare(EmbPlan *plan)
 {
-    const EmbIndexer *ix = plan->ix;
-    *d0 = plan->nparts > 1 ? ix->part_start[p] : 0;
-    *n = plan->nparts > 1 ? ix->pdist[p] : ix->ndistinct;
-}
-
-int emb__plan_dynamic_prepare(EmbPlan *plan)
-{
-    plan->dynamic = false;
-    if (!emb__is_dynamic_any(plan->table))
+    plan->planned = false;
+    EmbTable *t = plan->table;
+    if (!emb__table_planned(t))
         return 0;
     EmbIndexer *ix = plan->ix;
     const int64_t need = EMB_MAX(ix->nrows, ix->ndistinct); /* indices in place < nrows */
-    if (need > ix->dynrow_cap) {
-        int64_t *p = realloc(ix->dynrow, (size_t)need * sizeof *p);
+    if (need > ix->handle_cap) {
+        int64_t *p = realloc(ix->handle, (size_t)need * sizeof *p);
         if (!p)
-            return emb__fail(EMB_ENOMEM, "out of memory for %lld dynamic rows",
+            return emb__fail(EMB_ENOMEM, "out of memory for %lld row handles",
                              (long long)need);
-        ix->dynrow = p;
-        ix->dynrow_cap = need;
+        ix->handle = p;
+        ix->handle_cap = need;
     }
-    /* room for every part's new rows at once: reserve counts them all */
-    EmbTable *t = plan->table;
-    const bool whole = emb__is_dynamic(t);
-    int64_t extra = 0;
-    for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
-        int64_t d0, n, e = 0;
-        part_range(plan, p, &d0, &n);
-        if (whole)
-            emb__dynamic_decide(t, ix->ids + d0, n, ix->dynrow + d0, &e);
-        else /* partitioned: each id by its shard */
-            for (int64_t d = d0; d < d0 + n; d++)
-                emb__dynamic_decide(emb__dynamic_part_shard(t, ix->ids[d]), ix->ids + d, 1,
-                                    ix->dynrow + d, &e);
-        extra += e;
-    }
-    if (whole)
-        return emb__dynamic_reserve(t, extra);
-    int r = 0;
-    for (int32_t i = 0; i < emb_table_nshards(t) && !r; i++) { /* each shard its new rows */
-        EmbTable *s = emb_table_shard(t, i);
-        int64_t e = 0;
-        for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
-            int64_t d0, n;
-            part_range(plan, p, &d0, &n);
-            for (int64_t d = d0; d < d0 + n; d++)
-                e += ix->dynrow[d] == -2 && emb__dynamic_part_shard(t, ix->ids[d]) == s;
-        }
-        r = emb__dynamic_reserve(s, e);
-    }
-    return r;
+    const bool split = plan->nparts > 1;
+    plan->rp = (EmbRowPlan){.ids = ix->ids, .ndistinct = ix->ndistinct,
+                            .nparts = EMB_MAX(plan->nparts, 1),
+                            .part_start = split ? ix->part_start : NULL,
+                            .part_len = split ? ix->pdist : NULL, .handle = ix->handle};
+    return t->ops->update_prepare(t, &plan->rp);
 }
 
-void emb__plan_dynamic_commit(EmbPlan *plan)
+void emb__plan_rows_commit(EmbPlan *plan)
 {
     EmbTable *t = plan->table;
-    if (!emb__is_dynamic_any(t))
+    if (!emb__table_planned(t))
         return;
-    EmbIndexer *ix = plan->ix;
-    const bool whole = emb__is_dynamic(t);
-    if (whole)
-        emb__dynamic_step(t);
-    else /* every shard counts the step, as one table would */
-        for (int32_t i = 0; i < emb_table_nshards(t); i++)
-            emb__dynamic_step(emb_table_shard(t, i));
-    for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) {
-        int64_t d0, n;
-        part_range(plan, p, &d0, &n);
-        if (whole)
-            emb__dynamic_commit(t, ix->ids + d0, n, ix->dynrow + d0);
-        else
-            for (int64_t d = d0; d < d0 + n; d++)
-                emb__dynamic_commit(emb__dynamic_part_shard(t, ix->ids[d]), ix->ids + d, 1,
-                                    ix->dynrow + d);
-    }
-    plan->dynamic = true;
+    t->ops->update_commit(t, &plan->rp);
+    plan->planned = true;
+}
+
+void emb__plan_rows_cancel(EmbPlan *plan)
+{
+    EmbTable *t = plan->table;
+    if (emb__table_planned(t) && t->ops->update_cancel)
+        t->ops->update_cancel(t, &plan->rp);
 }

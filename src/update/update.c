@@ -42,14 +42,15 @@ int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad, EmbIndex
     r = r ? r : indexer_scratch(ix, table->featuresize);
     EmbOptState *st = NULL;
     r = r ? r : emb__optimizer_state(opt, table, &st);
-    r = r ? r : emb__plan_dynamic_prepare(&plan);
+    r = r ? r : emb__plan_rows_prepare(&plan);
     if (r)
         return r;
-    emb__plan_dynamic_commit(&plan);
+    emb__plan_rows_commit(&plan);
     emb__plan_optimizer(opt, st, &plan, flags);
     emb__plan_apply(&plan, 0, ix->ndistinct, ix->scratch);
     if (flags & EMB_UPDATE_NONTEMPORAL)
         emb__sfence();
+    emb__table_release(table);
     st->step++;
     return 0;
 }

@@ -19,6 +19,7 @@
 #include "embtables/update.h"
 #include "internal.h"
 #include "kernels/kernels.h"
+#include "tables/table_ops.h"
 #include "update/pullback.h"
 
 typedef enum EmbGradKind {
@@ -84,9 +85,10 @@ struct EmbIndexer {
     int64_t pout[EMB_MAX_PARTS]; /* partition p's first index in the compacted result */
     int64_t pseg[EMB_MAX_PARTS * EMB_MAX_PARTS];
     int prc[EMB_MAX_PARTS]; /* per chunk: its ids' check (0 or an error code) */
-    /* a dynamic table's row per distinct id (-1: not admitted), from emb__plan_dynamic */
-    int64_t *dynrow;
-    int64_t dynrow_cap;
+    /* per distinct id, the handle of a planned table's row (table_ops.h: EmbRowPlan),
+       from emb__plan_rows_prepare / _commit */
+    int64_t *handle;
+    int64_t handle_cap;
     /* emb_update's scratch: three rows of the largest feature size */
     float *scratch;
     int32_t scratch_d;
@@ -124,7 +126,9 @@ struct EmbPlan {
     emb_pool_fn pool;          /* sums a column's gradient rows (f32) */
     bool max_norm;             /* rows need emb__pullback_row */
     int nparts;                /* partitions of the parallel indexing (pindex.c) */
-    bool dynamic;              /* a dynamic table: apply takes rows from ix->dynrow */
+    bool planned;              /* rows by the table's update_rows (emb__plan_rows_commit) */
+    EmbRowPlan rp;             /* the table's row plan, for a planned table */
+    int64_t ost_index;         /* emb_update_many: the optimizer state's index in states */
     bool requant;              /* quantized rows: the kernels run on the row as f32, which
                                   is then quantized again, rounded stochastically by the
                                   generator at (qseed, column, step) */
@@ -232,14 +236,17 @@ int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids);
  */
 int emb__plan_index(EmbPlan *plan);
 /*
- * Between the phases, for a dynamic table (tables/dynamic_impl.h), serially: prepare
- * decides every distinct id's row (existing, to create, not admitted) and makes room
- * (0 or EMB_ENOMEM, nothing of the table written); commit creates the rows and sets
- * plan->dynamic. For another table both do nothing. emb_update_many prepares every table
+ * Between the phases, for a table whose rows its update steps resolve (table_ops.h:
+ * update_prepare / update_commit; dynamic tables), serially: prepare decides every
+ * distinct id's row (dynamic: existing, to create, not admitted) and makes room (0 or
+ * EMB_ENOMEM / EMB_EIO, nothing of the table written); commit creates the rows and sets
+ * plan->planned; cancel (a prepared step that will not commit) drops what prepare
+ * reserved. For another table all three do nothing. emb_update_many prepares every table
  * before it commits any.
  */
-int emb__plan_dynamic_prepare(EmbPlan *plan);
-void emb__plan_dynamic_commit(EmbPlan *plan);
+int emb__plan_rows_prepare(EmbPlan *plan);
+void emb__plan_rows_commit(EmbPlan *plan);
+void emb__plan_rows_cancel(EmbPlan *plan);
 /* The summed gradient of distinct column @d of an indexed plan (plan->pool set): a row of
    the gradient itself, or @acc (featuresize floats; @tmp as many, used with max_norm).
    The apply phase's sum, exposed for emb_collection_grad_rows. */

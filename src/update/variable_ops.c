@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "tables/dynamic_impl.h"
+#include "tables/table_impl.h"
 #include "update/update_impl.h"
 
 typedef enum Op { OP_SET, OP_ADD, OP_SUB, OP_MUL, OP_DIV } Op;
@@ -65,7 +65,7 @@ static int rows_check(const EmbTable *t, const float *p, int64_t n, int64_t stri
 /* Whole-table operations need a row count: not on a dynamic table. */
 static int whole_check(const EmbTable *t)
 {
-    if (emb__is_dynamic_any(t))
+    if (emb__table_rows_appear(t))
         return emb__fail(EMB_ENOTSUP, "%s is dynamic: read or assign it by id "
                          "(emb_table_dynamic_export / _import, scatter ops)", emb__table_label(t));
     return 0;
@@ -187,8 +187,8 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
     float *row = row_buffer(t);
     if (!row)
         return EMB_ENOMEM;
-    if (emb__is_dynamic_any(t)) { /* rows of unknown ids are created: room for them first */
-        r = emb__dynamic_reserve_ids(t, ids, n);
+    if (t->ops->reserve_ids) { /* rows of unknown ids are created: room for them first */
+        r = t->ops->reserve_ids(t, ids, n);
         if (r) {
             free(row);
             return r;

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * model.h — the table model of checkpoints: which tensors a table and its optimizer state
+ * become (values "<name>", slots "<name>/<kind>.<slot>", a row-listing kind's extra
+ * tensors "<name>/<suffix>", e.g. a dynamic table's "dynamic.ids" / "dynamic.last" /
+ * "dynamic.sketch") and the "embtables" metadata ("tables", "optimizer", "global_step"),
+ * through the table contract (tables/table_ops.h: save_list, restore_extras, stage ...).
+ * format.c writes and reads the tensors; model.c gives them meaning.
+ */
+#ifndef EMB_STORE_MODEL_H
+#define EMB_STORE_MODEL_H
+
+#include "store/format.h"
+#include "tables/table_ops.h"
+
+typedef struct EmbCkptTable {
+    char *name;           /* owned */
+    int32_t nshards;      /* 1: not partitioned */
+    unsigned partition;
+    int64_t step;         /* optimizer updates; -1: no state */
+    int64_t values;       /* tensor index */
+    int64_t state[2];     /* tensor indices of the slots (-1: none) */
+    /* a table whose kind lists its rows (a dynamic table, or one partitioned over dynamic
+       shards): its kind's update count and the tensor indices of its ids and last update
+       steps (I64, [rows, 1], rows in increasing id order) and of its admission counts (U16,
+       [4 * nshards, width]; -1: none) */
+    bool dynamic;
+    int64_t dyn_step;
+    int64_t ids, last, sketch;
+    EmbRowList *list;     /* writing: its rows as its kind lists them (owned), or NULL */
+} EmbCkptTable;
+
+void emb__ckpt_free(EmbCkpt *c);
+
+/*
+ * Adds table @t under @name (NULL: its name) to @c for writing, with @opt's state of it
+ * when @opt is not NULL. Returns 0, EMB_EINVAL (no name, a name twice, a state view),
+ * EMB_ENOTSUP (the kind cannot be saved so), EMB_ENOMEM.
+ */
+int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt);
+
+/* Writes @c (tables added, global_step, has_opt / opt set) to the open file @fd. */
+int emb__ckpt_save(EmbCkpt *c, int fd, const char *path);
+
+/*
+ * Reads the file @fd of @size bytes: its tensors (format.c) and its tables and optimizer.
+ * 0, EMB_ECORRUPT, EMB_ENOTSUP, EMB_EIO, EMB_ENOMEM.
+ */
+int emb__ckpt_open(EmbCkpt *c, int fd, uint64_t size, const char *path);
+
+/* Reads every row-listing table's ids and last update steps: ids strictly increasing and
+   >= 0, steps in [0, the table's step]; 0, EMB_ECORRUPT, EMB_EIO, EMB_ENOMEM. */
+int emb__ckpt_check_rows(const EmbCkpt *c, int fd, unsigned char *buf, const char *path);
+
+/* Reads tensor @k from @fd into elements [off, off + width) of every column of @t. */
+int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off,
+                   unsigned char *buf, const char *path);
+
+#endif
