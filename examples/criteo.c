@@ -161,6 +161,8 @@ int criteo_parse_line(const char *line, int64_t len, const int64_t *sizes, unsig
                                    (size_t)cap);
     if (e)
         return e;
+    if (!line) /* and len 0: an empty line */
+        line = "";
     if (len > 0 && line[len - 1] == '\r')
         len--;
     const char *p = line, *const end = line + len;

@@ -8,6 +8,7 @@
  * returns keeps those buffers alive until the backward records the pullback and runs
  * emb_update_many. Also the single-table lookup().
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,14 +26,11 @@ typedef struct StepMem {
 typedef struct CollectionObject {
     PyObject_HEAD
     int64_t n;
-    PyObject *tables; /* tuple of TableObject */
-    EmbTable **ct;
-    EmbPooling *pool;
+    PyObject *tables; /* tuple of TableObject (borrowed by c) */
+    EmbCollection *c; /* the tables, poolings, gradient holders and indexers of a step */
     int64_t width;    /* Σ featuresize */
-    StrategyObject *strategy;
-    OptimizerObject *opt; /* NULL: no fused update */
-    EmbGrad **grads;
-    EmbIndexer **ix;
+    StrategyObject *strategy; /* borrowed by c */
+    OptimizerObject *opt;     /* borrowed by c (shared_optimizer); NULL: no fused update */
     StepMem spare;    /* a finished step's memory, reused by the next forward */
     int has_spare;
 } CollectionObject;
@@ -280,48 +278,45 @@ static void collection_dealloc(CollectionObject *self)
 {
     if (self->has_spare)
         mem_free(&self->spare);
-    for (int64_t i = 0; self->grads && i < self->n; i++)
-        emb_grad_destroy(&self->grads[i]);
-    for (int64_t i = 0; self->ix && i < self->n; i++)
-        emb_indexer_destroy(&self->ix[i]);
-    free(self->grads);
-    free(self->ix);
-    free(self->ct);
-    free(self->pool);
+    emb_collection_destroy(&self->c); /* before what it borrows */
     Py_XDECREF(self->opt);
     Py_XDECREF(self->strategy);
     Py_XDECREF(self->tables);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* The EmbCollection over the tables (borrowed; unnamed ones called "tables[i]"), with the
+ * strategy and optimizer borrowed too. */
 static int collection_setup(CollectionObject *self, PyObject *poolings)
 {
     const int64_t n = self->n;
-    self->ct = calloc((size_t)n, sizeof *self->ct);
-    self->pool = calloc((size_t)n, sizeof *self->pool);
-    self->grads = calloc((size_t)n, sizeof *self->grads);
-    self->ix = calloc((size_t)n, sizeof *self->ix);
-    if (!self->ct || !self->pool || !self->grads || !self->ix) {
+    EmbCollectionTable *ts = calloc((size_t)n, sizeof *ts);
+    char (*names)[32] = calloc((size_t)n, sizeof *names);
+    int rc = -1;
+    if (!ts || !names) {
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     for (int64_t i = 0; i < n; i++) {
         TableObject *t = py_as_table(PyTuple_GET_ITEM(self->tables, i));
-        if (!t || py_parse_pooling(PySequence_Fast_GET_ITEM(poolings, i), &self->pool[i]) < 0)
-            return -1;
-        self->ct[i] = t->t;
+        if (!t || py_parse_pooling(PySequence_Fast_GET_ITEM(poolings, i), &ts[i].pooling) < 0)
+            goto done;
+        const char *own = emb_table_name(t->t);
+        snprintf(names[i], sizeof names[i], "tables[%lld]", (long long)i);
+        ts[i].name = own && *own ? NULL : names[i];
+        ts[i].table = t->t;
         self->width += emb_table_featuresize(t->t);
         if (self->opt && py_optimizer_hold(self->opt, (PyObject *)t) < 0)
-            return -1;
-        int rc = self->opt ? emb_grad_create(&self->grads[i]) : 0;
-        if (!rc && self->opt)
-            rc = emb_indexer_create(&self->ix[i]);
-        if (rc) {
-            py_emb_raise(rc);
-            return -1;
-        }
+            goto done;
     }
-    return 0;
+    const EmbCollectionOptions o = {.strategy = self->strategy->s,
+                                    .shared_optimizer = self->opt ? self->opt->opt : NULL};
+    const int err = emb_collection_create(&self->c, ts, n, &o);
+    rc = err ? (py_emb_raise(err), -1) : 0;
+done:
+    free(ts);
+    free(names);
+    return rc;
 }
 
 /* Collection(tables, poolings, strategy, optimizer=None) */
@@ -447,8 +442,7 @@ static PyObject *collection_forward(CollectionObject *self, PyObject *args)
         goto fail;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = emb_maplookup(self->strategy->s, self->ct, self->n, step->mem.batches, self->pool,
-                       &o);
+    rc = emb_collection_forward(self->c, step->mem.batches, &o);
     Py_END_ALLOW_THREADS
     unclaim(self->strategy, NULL);
     PyBuffer_Release(&ob);
@@ -493,11 +487,7 @@ static PyObject *collection_backward(CollectionObject *self, PyObject *args)
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = emb_maplookup_backward(self->ct, self->n, step->mem.batches, self->pool, &o,
-                                self->grads);
-    if (!rc)
-        rc = emb_update_many(self->strategy->s, self->opt->opt, self->ct,
-                             (const EmbGrad *const *)self->grads, self->n, self->ix, 0);
+    rc = emb_collection_backward_batches(self->c, step->mem.batches, &o);
     Py_END_ALLOW_THREADS
     unclaim(self->strategy, self->opt);
     PyBuffer_Release(&gb);

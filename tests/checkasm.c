@@ -283,9 +283,9 @@ static void check_sgd(Ctx *c, Data *d, emb_sgd_row_fn ref, emb_sgd_row_fn got, u
     expect_same(c, a, b, bytes, 1);
 }
 
-/* The range in @x (state rows of 2 floats) applied column by column as emb__plan_apply
+/* The range in @x applied column by column as emb__plan_apply
  * does without a range kernel: the pool (accumulate 0) unless one row of coefficient 1,
- * then the SGD row (@kind SGD) or the row-wise Adagrad row, all C references. */
+ * then the SGD row (@kind SGD) or @kind's optimizer row, all C references. */
 static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const EmbRowsArgs *x,
                            EmbDtype dt)
 {
@@ -306,25 +306,26 @@ static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const Emb
     }
 }
 
-/* A range kernel (sgd_rows, rowwise_rows) over NC distinct columns of a strided region
- * (padding between columns poisoned) and their state (one positive accumulator each),
+/* A range kernel (rows[kind]) over NC distinct columns of a strided region (padding
+ * between columns poisoned) and their state rows (positive accumulators),
  * each column with 1 .. 3 gradient rows whose coefficients are often 1. */
 static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind kind,
                        emb_rows_fn got, uint64_t *s)
 {
-    const emb_rows_fn ref = kind == EMB_OPT_SGD ? r->sgd_rows[d->dt] : r->rowwise_rows[d->dt];
+    const emb_rows_fn ref = r->rows[kind][d->dt];
     enum { NC = 12, NR = 3 * NC };
     static float rows[NR][MAXD];
     const int64_t cs = ((int64_t)d->D + 3) * d->esize, nel = NC * ((int64_t)d->D + 3);
     unsigned char *a = (unsigned char *)d->out_ref, *b = (unsigned char *)d->out_got;
-    float ha[2 * NC], hb[2 * NC];
+    static float ha[NC * 2 * MAXD], hb[NC * 2 * MAXD], ho[NC * 2 * MAXD];
+    const int64_t sw = kind == EMB_OPT_ROWWISE_ADAGRAD ? 1 : 2 * (int64_t)d->D; /* per column */
     int64_t ids[NC], starts[NC + 1] = {0};
     const void *grow[NR];
     float gcoef[NR];
     poison_bytes(a, (size_t)(NC * cs));
     ca_fill(a, d->dt, nel, s);
     memcpy(b, a, (size_t)(NC * cs));
-    for (int k = 0; k < 2 * NC; k++)
+    for (int64_t k = 0; k < NC * sw; k++) /* accumulators (h, Adam's m and v) positive */
         ha[k] = hb[k] = fabsf(ca_value(s)) + 0.1f;
     for (int k = 0; k < NC; k++) {
         ids[k] = (k * 5 + 3) % NC; /* distinct, out of order */
@@ -338,13 +339,13 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
         gcoef[p] = tu_rand(s) % 2 ? 1.0f : tu_randf(s);
     }
     const EmbOptimParams prm = {.lr = 0.01f + fabsf(tu_randf(s)),
-                                .eps = tu_rand(s) % 2 ? 1e-8f : 1e-10f};
+                                .eps = tu_rand(s) % 2 ? 1e-8f : 1e-10f, .beta1 = 0.9f,
+                                .beta2 = 0.999f, .step_size = fabsf(tu_randf(s))};
     static unsigned char o[NC * (MAXD + 3) * sizeof(float)]; /* the per-column path's */
-    float ho[2 * NC];
     memcpy(o, a, (size_t)(NC * cs));
-    memcpy(ho, ha, sizeof ho);
+    memcpy(ho, ha, (size_t)(NC * sw) * sizeof(float));
     EmbRowsArgs x = {.data = (char *)a, .col_stride = cs, .state = (char *)ha,
-                     .state_stride = 2 * sizeof(float), .ids = ids, .starts = starts,
+                     .state_stride = sw * (int64_t)sizeof(float), .ids = ids, .starts = starts,
                      .grow = grow, .gcoef = gcoef, .d0 = (int64_t)(tu_rand(s) % 2), .d1 = NC,
                      .pf_dist = (int64_t)(tu_rand(s) % 2) * 4, .lr = tu_randf(s),
                      .params = &prm, .D = d->D};
@@ -353,12 +354,12 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
     x.state = (char *)hb;
     got(&x);
     expect_same(c, a, b, (size_t)(NC * cs), 1);
-    expect_same(c, ha, hb, 2 * NC, sizeof(float));
+    expect_same(c, ha, hb, (size_t)(NC * sw), sizeof(float));
     x.data = (char *)o;
     x.state = (char *)ho;
     rows_by_column(r, kind, &x, (EmbDtype)d->dt);
     expect_same(c, a, o, (size_t)(NC * cs), 1);
-    expect_same(c, ha, ho, 2 * NC, sizeof(float));
+    expect_same(c, ha, ho, (size_t)(NC * sw), sizeof(float));
 }
 
 static void check_sumsq(Ctx *c, Data *d, emb_sumsq_fn ref, emb_sumsq_fn got)
@@ -416,7 +417,7 @@ static void check_opt(Ctx *c, Data *d, EmbOptimizerKind kind, emb_opt_row_fn ref
  * level keeps the one below), with its slot, dtype and static size (0: any D). Every kernel
  * is checked against the C reference of its family at any D (gather[dt], pool[dt], ...).
  */
-typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, SGD_ROWS, ROWS_RW, SCALE, OPT } Family;
+typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, ROWS, SCALE, OPT } Family;
 
 typedef struct Entry {
     size_t slot; /* offset of the function pointer in EmbKernels */
@@ -594,73 +595,138 @@ static const Entry entries[] = {
     E(SGD, sgd_row_d[4][EMB_BF16], EMB_BF16, 256, 0,
       "sgd_row_d256_bf16_c", "sgd_row_d256_bf16_avx2", "sgd_row_d256_bf16_avx512"),
 
-    E(SGD_ROWS, sgd_rows[EMB_F32], EMB_F32, 0, 0, "sgd_rows_f32_c", NULL, NULL),
-    E(SGD_ROWS, sgd_rows_d[0][EMB_F32], EMB_F32, 16, 0,
+    E(ROWS, rows[EMB_OPT_SGD][EMB_F32], EMB_F32, 0, EMB_OPT_SGD, "sgd_rows_f32_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_SGD][EMB_F32], EMB_F32, 16, EMB_OPT_SGD,
       "sgd_rows_d16_f32_c", "sgd_rows_d16_f32_avx2", "sgd_rows_d16_f32_avx512"),
-    E(SGD_ROWS, sgd_rows_d[1][EMB_F32], EMB_F32, 32, 0,
+    E(ROWS, rows_d[1][EMB_OPT_SGD][EMB_F32], EMB_F32, 32, EMB_OPT_SGD,
       "sgd_rows_d32_f32_c", "sgd_rows_d32_f32_avx2", "sgd_rows_d32_f32_avx512"),
-    E(SGD_ROWS, sgd_rows_d[2][EMB_F32], EMB_F32, 64, 0,
+    E(ROWS, rows_d[2][EMB_OPT_SGD][EMB_F32], EMB_F32, 64, EMB_OPT_SGD,
       "sgd_rows_d64_f32_c", "sgd_rows_d64_f32_avx2", "sgd_rows_d64_f32_avx512"),
-    E(SGD_ROWS, sgd_rows_d[3][EMB_F32], EMB_F32, 128, 0,
+    E(ROWS, rows_d[3][EMB_OPT_SGD][EMB_F32], EMB_F32, 128, EMB_OPT_SGD,
       "sgd_rows_d128_f32_c", "sgd_rows_d128_f32_avx2", "sgd_rows_d128_f32_avx512"),
-    E(SGD_ROWS, sgd_rows_d[4][EMB_F32], EMB_F32, 256, 0,
+    E(ROWS, rows_d[4][EMB_OPT_SGD][EMB_F32], EMB_F32, 256, EMB_OPT_SGD,
       "sgd_rows_d256_f32_c", "sgd_rows_d256_f32_avx2", "sgd_rows_d256_f32_avx512"),
-    E(SGD_ROWS, sgd_rows[EMB_F16], EMB_F16, 0, 0, "sgd_rows_f16_c", NULL, NULL),
-    E(SGD_ROWS, sgd_rows_d[0][EMB_F16], EMB_F16, 16, 0,
+    E(ROWS, rows[EMB_OPT_SGD][EMB_F16], EMB_F16, 0, EMB_OPT_SGD, "sgd_rows_f16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_SGD][EMB_F16], EMB_F16, 16, EMB_OPT_SGD,
       "sgd_rows_d16_f16_c", "sgd_rows_d16_f16_avx2", "sgd_rows_d16_f16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[1][EMB_F16], EMB_F16, 32, 0,
+    E(ROWS, rows_d[1][EMB_OPT_SGD][EMB_F16], EMB_F16, 32, EMB_OPT_SGD,
       "sgd_rows_d32_f16_c", "sgd_rows_d32_f16_avx2", "sgd_rows_d32_f16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[2][EMB_F16], EMB_F16, 64, 0,
+    E(ROWS, rows_d[2][EMB_OPT_SGD][EMB_F16], EMB_F16, 64, EMB_OPT_SGD,
       "sgd_rows_d64_f16_c", "sgd_rows_d64_f16_avx2", "sgd_rows_d64_f16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[3][EMB_F16], EMB_F16, 128, 0,
+    E(ROWS, rows_d[3][EMB_OPT_SGD][EMB_F16], EMB_F16, 128, EMB_OPT_SGD,
       "sgd_rows_d128_f16_c", "sgd_rows_d128_f16_avx2", "sgd_rows_d128_f16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[4][EMB_F16], EMB_F16, 256, 0,
+    E(ROWS, rows_d[4][EMB_OPT_SGD][EMB_F16], EMB_F16, 256, EMB_OPT_SGD,
       "sgd_rows_d256_f16_c", "sgd_rows_d256_f16_avx2", "sgd_rows_d256_f16_avx512"),
-    E(SGD_ROWS, sgd_rows[EMB_BF16], EMB_BF16, 0, 0, "sgd_rows_bf16_c", NULL, NULL),
-    E(SGD_ROWS, sgd_rows_d[0][EMB_BF16], EMB_BF16, 16, 0,
+    E(ROWS, rows[EMB_OPT_SGD][EMB_BF16], EMB_BF16, 0, EMB_OPT_SGD, "sgd_rows_bf16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_SGD][EMB_BF16], EMB_BF16, 16, EMB_OPT_SGD,
       "sgd_rows_d16_bf16_c", "sgd_rows_d16_bf16_avx2", "sgd_rows_d16_bf16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[1][EMB_BF16], EMB_BF16, 32, 0,
+    E(ROWS, rows_d[1][EMB_OPT_SGD][EMB_BF16], EMB_BF16, 32, EMB_OPT_SGD,
       "sgd_rows_d32_bf16_c", "sgd_rows_d32_bf16_avx2", "sgd_rows_d32_bf16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[2][EMB_BF16], EMB_BF16, 64, 0,
+    E(ROWS, rows_d[2][EMB_OPT_SGD][EMB_BF16], EMB_BF16, 64, EMB_OPT_SGD,
       "sgd_rows_d64_bf16_c", "sgd_rows_d64_bf16_avx2", "sgd_rows_d64_bf16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[3][EMB_BF16], EMB_BF16, 128, 0,
+    E(ROWS, rows_d[3][EMB_OPT_SGD][EMB_BF16], EMB_BF16, 128, EMB_OPT_SGD,
       "sgd_rows_d128_bf16_c", "sgd_rows_d128_bf16_avx2", "sgd_rows_d128_bf16_avx512"),
-    E(SGD_ROWS, sgd_rows_d[4][EMB_BF16], EMB_BF16, 256, 0,
+    E(ROWS, rows_d[4][EMB_OPT_SGD][EMB_BF16], EMB_BF16, 256, EMB_OPT_SGD,
       "sgd_rows_d256_bf16_c", "sgd_rows_d256_bf16_avx2", "sgd_rows_d256_bf16_avx512"),
-
-    E(ROWS_RW, rowwise_rows[EMB_F32], EMB_F32, 0, 0, "rowwise_rows_f32_c", NULL, NULL),
-    E(ROWS_RW, rowwise_rows_d[0][EMB_F32], EMB_F32, 16, 0,
+    E(ROWS, rows[EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 0, EMB_OPT_ADAGRAD, "adagrad_rows_f32_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 16, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d16_f32_c", "adagrad_rows_d16_f32_avx2", "adagrad_rows_d16_f32_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 32, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d32_f32_c", "adagrad_rows_d32_f32_avx2", "adagrad_rows_d32_f32_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 64, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d64_f32_c", "adagrad_rows_d64_f32_avx2", "adagrad_rows_d64_f32_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 128, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d128_f32_c", "adagrad_rows_d128_f32_avx2", "adagrad_rows_d128_f32_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_ADAGRAD][EMB_F32], EMB_F32, 256, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d256_f32_c", "adagrad_rows_d256_f32_avx2", "adagrad_rows_d256_f32_avx512"),
+    E(ROWS, rows[EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 0, EMB_OPT_ADAGRAD, "adagrad_rows_f16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 16, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d16_f16_c", "adagrad_rows_d16_f16_avx2", "adagrad_rows_d16_f16_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 32, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d32_f16_c", "adagrad_rows_d32_f16_avx2", "adagrad_rows_d32_f16_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 64, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d64_f16_c", "adagrad_rows_d64_f16_avx2", "adagrad_rows_d64_f16_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 128, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d128_f16_c", "adagrad_rows_d128_f16_avx2", "adagrad_rows_d128_f16_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_ADAGRAD][EMB_F16], EMB_F16, 256, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d256_f16_c", "adagrad_rows_d256_f16_avx2", "adagrad_rows_d256_f16_avx512"),
+    E(ROWS, rows[EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 0, EMB_OPT_ADAGRAD, "adagrad_rows_bf16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 16, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d16_bf16_c", "adagrad_rows_d16_bf16_avx2", "adagrad_rows_d16_bf16_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 32, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d32_bf16_c", "adagrad_rows_d32_bf16_avx2", "adagrad_rows_d32_bf16_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 64, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d64_bf16_c", "adagrad_rows_d64_bf16_avx2", "adagrad_rows_d64_bf16_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 128, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d128_bf16_c", "adagrad_rows_d128_bf16_avx2", "adagrad_rows_d128_bf16_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_ADAGRAD][EMB_BF16], EMB_BF16, 256, EMB_OPT_ADAGRAD,
+      "adagrad_rows_d256_bf16_c", "adagrad_rows_d256_bf16_avx2", "adagrad_rows_d256_bf16_avx512"),
+    E(ROWS, rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 0, EMB_OPT_ROWWISE_ADAGRAD, "rowwise_rows_f32_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 16, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d16_f32_c", "rowwise_rows_d16_f32_avx2", "rowwise_rows_d16_f32_avx512"),
-    E(ROWS_RW, rowwise_rows_d[1][EMB_F32], EMB_F32, 32, 0,
+    E(ROWS, rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 32, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d32_f32_c", "rowwise_rows_d32_f32_avx2", "rowwise_rows_d32_f32_avx512"),
-    E(ROWS_RW, rowwise_rows_d[2][EMB_F32], EMB_F32, 64, 0,
+    E(ROWS, rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 64, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d64_f32_c", "rowwise_rows_d64_f32_avx2", "rowwise_rows_d64_f32_avx512"),
-    E(ROWS_RW, rowwise_rows_d[3][EMB_F32], EMB_F32, 128, 0,
+    E(ROWS, rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 128, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d128_f32_c", "rowwise_rows_d128_f32_avx2", "rowwise_rows_d128_f32_avx512"),
-    E(ROWS_RW, rowwise_rows_d[4][EMB_F32], EMB_F32, 256, 0,
+    E(ROWS, rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32], EMB_F32, 256, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d256_f32_c", "rowwise_rows_d256_f32_avx2", "rowwise_rows_d256_f32_avx512"),
-    E(ROWS_RW, rowwise_rows[EMB_F16], EMB_F16, 0, 0, "rowwise_rows_f16_c", NULL, NULL),
-    E(ROWS_RW, rowwise_rows_d[0][EMB_F16], EMB_F16, 16, 0,
+    E(ROWS, rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 0, EMB_OPT_ROWWISE_ADAGRAD, "rowwise_rows_f16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 16, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d16_f16_c", "rowwise_rows_d16_f16_avx2", "rowwise_rows_d16_f16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[1][EMB_F16], EMB_F16, 32, 0,
+    E(ROWS, rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 32, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d32_f16_c", "rowwise_rows_d32_f16_avx2", "rowwise_rows_d32_f16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[2][EMB_F16], EMB_F16, 64, 0,
+    E(ROWS, rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 64, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d64_f16_c", "rowwise_rows_d64_f16_avx2", "rowwise_rows_d64_f16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[3][EMB_F16], EMB_F16, 128, 0,
+    E(ROWS, rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 128, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d128_f16_c", "rowwise_rows_d128_f16_avx2", "rowwise_rows_d128_f16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[4][EMB_F16], EMB_F16, 256, 0,
+    E(ROWS, rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16], EMB_F16, 256, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d256_f16_c", "rowwise_rows_d256_f16_avx2", "rowwise_rows_d256_f16_avx512"),
-    E(ROWS_RW, rowwise_rows[EMB_BF16], EMB_BF16, 0, 0, "rowwise_rows_bf16_c", NULL, NULL),
-    E(ROWS_RW, rowwise_rows_d[0][EMB_BF16], EMB_BF16, 16, 0,
+    E(ROWS, rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 0, EMB_OPT_ROWWISE_ADAGRAD, "rowwise_rows_bf16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 16, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d16_bf16_c", "rowwise_rows_d16_bf16_avx2", "rowwise_rows_d16_bf16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[1][EMB_BF16], EMB_BF16, 32, 0,
+    E(ROWS, rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 32, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d32_bf16_c", "rowwise_rows_d32_bf16_avx2", "rowwise_rows_d32_bf16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[2][EMB_BF16], EMB_BF16, 64, 0,
+    E(ROWS, rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 64, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d64_bf16_c", "rowwise_rows_d64_bf16_avx2", "rowwise_rows_d64_bf16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[3][EMB_BF16], EMB_BF16, 128, 0,
+    E(ROWS, rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 128, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d128_bf16_c", "rowwise_rows_d128_bf16_avx2", "rowwise_rows_d128_bf16_avx512"),
-    E(ROWS_RW, rowwise_rows_d[4][EMB_BF16], EMB_BF16, 256, 0,
+    E(ROWS, rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16], EMB_BF16, 256, EMB_OPT_ROWWISE_ADAGRAD,
       "rowwise_rows_d256_bf16_c", "rowwise_rows_d256_bf16_avx2", "rowwise_rows_d256_bf16_avx512"),
+    E(ROWS, rows[EMB_OPT_ADAM][EMB_F32], EMB_F32, 0, EMB_OPT_ADAM, "adam_rows_f32_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ADAM][EMB_F32], EMB_F32, 16, EMB_OPT_ADAM,
+      "adam_rows_d16_f32_c", "adam_rows_d16_f32_avx2", "adam_rows_d16_f32_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_ADAM][EMB_F32], EMB_F32, 32, EMB_OPT_ADAM,
+      "adam_rows_d32_f32_c", "adam_rows_d32_f32_avx2", "adam_rows_d32_f32_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_ADAM][EMB_F32], EMB_F32, 64, EMB_OPT_ADAM,
+      "adam_rows_d64_f32_c", "adam_rows_d64_f32_avx2", "adam_rows_d64_f32_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_ADAM][EMB_F32], EMB_F32, 128, EMB_OPT_ADAM,
+      "adam_rows_d128_f32_c", "adam_rows_d128_f32_avx2", "adam_rows_d128_f32_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_ADAM][EMB_F32], EMB_F32, 256, EMB_OPT_ADAM,
+      "adam_rows_d256_f32_c", "adam_rows_d256_f32_avx2", "adam_rows_d256_f32_avx512"),
+    E(ROWS, rows[EMB_OPT_ADAM][EMB_F16], EMB_F16, 0, EMB_OPT_ADAM, "adam_rows_f16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ADAM][EMB_F16], EMB_F16, 16, EMB_OPT_ADAM,
+      "adam_rows_d16_f16_c", "adam_rows_d16_f16_avx2", "adam_rows_d16_f16_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_ADAM][EMB_F16], EMB_F16, 32, EMB_OPT_ADAM,
+      "adam_rows_d32_f16_c", "adam_rows_d32_f16_avx2", "adam_rows_d32_f16_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_ADAM][EMB_F16], EMB_F16, 64, EMB_OPT_ADAM,
+      "adam_rows_d64_f16_c", "adam_rows_d64_f16_avx2", "adam_rows_d64_f16_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_ADAM][EMB_F16], EMB_F16, 128, EMB_OPT_ADAM,
+      "adam_rows_d128_f16_c", "adam_rows_d128_f16_avx2", "adam_rows_d128_f16_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_ADAM][EMB_F16], EMB_F16, 256, EMB_OPT_ADAM,
+      "adam_rows_d256_f16_c", "adam_rows_d256_f16_avx2", "adam_rows_d256_f16_avx512"),
+    E(ROWS, rows[EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 0, EMB_OPT_ADAM, "adam_rows_bf16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 16, EMB_OPT_ADAM,
+      "adam_rows_d16_bf16_c", "adam_rows_d16_bf16_avx2", "adam_rows_d16_bf16_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 32, EMB_OPT_ADAM,
+      "adam_rows_d32_bf16_c", "adam_rows_d32_bf16_avx2", "adam_rows_d32_bf16_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 64, EMB_OPT_ADAM,
+      "adam_rows_d64_bf16_c", "adam_rows_d64_bf16_avx2", "adam_rows_d64_bf16_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 128, EMB_OPT_ADAM,
+      "adam_rows_d128_bf16_c", "adam_rows_d128_bf16_avx2", "adam_rows_d128_bf16_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 256, EMB_OPT_ADAM,
+      "adam_rows_d256_bf16_c", "adam_rows_d256_bf16_avx2", "adam_rows_d256_bf16_avx512"),
 
     /* row-wise quantized rows (quant_c.c, x86/quant_body.h) */
     E(GATHER, gather[EMB_INT8], EMB_INT8, 0, 0,
@@ -954,10 +1020,7 @@ static void check_entry(const Level *lv, int l, const EmbKernels *r, const Entry
         check_sumsq(&c, d, r->sumsq[dt], (emb_sumsq_fn)slot_of(k, e));
         break;
     case SGD: check_sgd(&c, d, r->sgd_row[dt], (emb_sgd_row_fn)slot_of(k, e), s); break;
-    case SGD_ROWS: check_rows(&c, d, r, EMB_OPT_SGD, (emb_rows_fn)slot_of(k, e), s); break;
-    case ROWS_RW:
-        check_rows(&c, d, r, EMB_OPT_ROWWISE_ADAGRAD, (emb_rows_fn)slot_of(k, e), s);
-        break;
+    case ROWS: check_rows(&c, d, r, e->kind, (emb_rows_fn)slot_of(k, e), s); break;
     case SCALE: check_scale(&c, d, r->scale, (emb_scale_fn)slot_of(k, e), s); break;
     case OPT:
         check_opt(&c, d, e->kind, r->opt_row[e->kind][dt], (emb_opt_row_fn)slot_of(k, e), s);

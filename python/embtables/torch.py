@@ -530,13 +530,17 @@ class EmbeddingBagCollection(_nn.Module):
         return f"{m.group(0)} ({self._who(i)})"
 
     def _culprit(self, fn, *args):
-        """fn(*args), its errors' "tables[i]" / "(table i)" naming the table and feature."""
+        """fn(*args), its errors' "tables[i]", "(table i)" and 'table "name" (i)' naming the
+        table and its feature."""
         try:
             return fn(*args)
         except (_et.Error, TypeError) as e:
             msg = _re.sub(r"^(indices|offsets|per_sample_weights)\[(\d+)\]:|tables\[(\d+)\]",
                           lambda m: self._who_at(m), str(e))
             msg = _re.sub(r"\(table (\d+)\)", lambda m: f"({self._who(int(m.group(1)))})"
+                          if int(m.group(1)) < len(self.tables) else m.group(0), msg)
+            # EmbCollection's: table "name" (i)
+            msg = _re.sub(r'table "[^"]*" \((\d+)\)', lambda m: self._who(int(m.group(1)))
                           if int(m.group(1)) < len(self.tables) else m.group(0), msg)
             raise type(e)(msg) from None
 

@@ -294,7 +294,7 @@ def test_errors_leave_tables_alone():
     ebc = EmbeddingBagCollection(SIZES, optimizer="adagrad")
     before = [w.clone() for w in ebc.weights]
     ids = [torch.tensor([1, 2]), torch.tensor([3, 30]), torch.tensor([4, 5])]
-    with pytest.raises(et.RangeError, match=r"tables\[1\]"):
+    with pytest.raises(et.RangeError, match=r"table 'table_1', feature 'table_1'"):
         ebc(ids, [torch.tensor([0, 1])] * 3)
     with pytest.raises(et.InvalidError):
         ebc(torch.tensor([1, 2, 3]), torch.tensor([0, 1, 2, 5]))   # offsets beyond the ids

@@ -86,13 +86,8 @@ emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal)
 
 emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D)
 {
-    const EmbKernels *k = emb__kernels();
     const int c = emb__dclass(D);
-    if (c < 0)
-        return NULL;
-    if (kind == EMB_OPT_SGD)
-        return k->sgd_rows_d[c][dt];
-    return kind == EMB_OPT_ROWWISE_ADAGRAD ? k->rowwise_rows_d[c][dt] : NULL;
+    return c >= 0 ? emb__kernels()->rows_d[c][kind][dt] : NULL;
 }
 
 emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,

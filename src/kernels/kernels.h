@@ -153,8 +153,7 @@ typedef void (*emb_opt_row_fn)(void *col, float *state, const float *g,
  * are grow[p] with coefficients gcoef[p] for p in [starts[d], starts[d + 1]). Its gradient
  * is its one row when there is one with coefficient 1, else the rows' sum from zeros in row
  * order (acc + gcoef[p] * row): exactly the pool kernel (accumulate 0); then the row kernel
- * of the family: sgd_rows col -= lr * g (sgd_row), rowwise_rows the row-wise Adagrad row
- * (opt_row) with params. pf_dist > 0: the column (and state row) pf_dist ahead (within the
+ * of the optimizer: SGD col -= lr * g (sgd_row), the others their opt_row with params. pf_dist > 0: the column (and state row) pf_dist ahead (within the
  * range) is prefetched into L2 while column d is updated.
  */
 typedef struct EmbRowsArgs {
@@ -209,12 +208,11 @@ typedef struct EmbKernels {
     emb_opt_row_fn opt_row_nt[EMB_NOPT][EMB_NDTYPES]; /* column written non-temporally */
     /* optimizer rows at the static sizes: [size class][EmbOptimizerKind][dtype] */
     emb_opt_row_fn opt_row_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
-    /* SGD on a range of distinct columns (EmbRowsArgs): sgd_rows[dt] the C reference for
-     * any D, sgd_rows_d the copies for the static sizes (the apply uses only these) */
-    emb_rows_fn sgd_rows[EMB_NDTYPES];
-    emb_rows_fn sgd_rows_d[EMB_NDCLASS][EMB_NDTYPES];
-    emb_rows_fn rowwise_rows[EMB_NDTYPES]; /* row-wise Adagrad on a range, likewise */
-    emb_rows_fn rowwise_rows_d[EMB_NDCLASS][EMB_NDTYPES];
+    /* an optimizer on a range of distinct columns (EmbRowsArgs): rows[kind][dt] the C
+     * reference for any D, rows_d the copies for the static sizes (the apply uses only
+     * these); SGD, Adagrad, row-wise Adagrad and Adam (FTRL: NULL) */
+    emb_rows_fn rows[EMB_NOPT][EMB_NDTYPES];
+    emb_rows_fn rows_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
 } EmbKernels;
 
 extern const int emb__dclass_size[EMB_NDCLASS];
@@ -250,8 +248,8 @@ emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
 /* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
-/* The range kernel of @kind (SGD, row-wise Adagrad) for (dt, D), or NULL when there is
- * none (another optimizer, or D without a copy). */
+/* The range kernel of @kind for (dt, D), or NULL when there is none (FTRL, or D without
+ * a copy). */
 emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D);
 /* The optimizer row kernel of @kind (not EMB_OPT_SGD) for (@dt, @D). */
 emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,

@@ -44,6 +44,39 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t D, const E
     }
 }
 
+/* Adagrad and Adam on columns d0 .. d1 (EmbRowsArgs): adagrad_body's and adam_body's
+ * steps per element. */
+EMB_INLINE void adagrad_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    const EmbOptimParams *p = a->params;
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        void *col = a->data + a->ids[d] * a->col_stride;
+        float *h = (float *)(a->state + a->ids[d] * a->state_stride);
+        for (int32_t i = 0; i < D; i++) {
+            const float g = emb__rows_grad(a, d, i);
+            h[i] = h[i] + g * g;
+            const float step = g / (sqrtf(h[i]) + p->eps);
+            emb__store(dt, col, i, emb__load(dt, col, i) - p->lr * step);
+        }
+    }
+}
+
+EMB_INLINE void adam_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    const EmbOptimParams *p = a->params;
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        void *col = a->data + a->ids[d] * a->col_stride;
+        float *m = (float *)(a->state + a->ids[d] * a->state_stride), *v = m + D;
+        for (int32_t i = 0; i < D; i++) {
+            const float g = emb__rows_grad(a, d, i);
+            m[i] = m[i] + (g - m[i]) * (1.0f - p->beta1);
+            v[i] = v[i] + (g * g - v[i]) * (1.0f - p->beta2);
+            const float step = m[i] / (sqrtf(v[i]) + p->eps);
+            emb__store(dt, col, i, emb__load(dt, col, i) - p->step_size * step);
+        }
+    }
+}
+
 /* FTRL's a^(-lr_power), with TF's sqrt special case for lr_power = -0.5. */
 static inline float ftrl_pow(float a, float lr_power)
 {
@@ -187,29 +220,66 @@ ROW_D(adam_d128_bf16_c, adam_body, 128, EMB_BF16)
 ROW_D(adam_d256_bf16_c, adam_body, 256, EMB_BF16)
 
 /* The range copies: NAME, the size (0: a->D), the dtype. */
-#define ROWS(NAME, N, DT)                                                                  \
+#define ROWS(NAME, BODY, N, DT)                                                            \
     static void NAME(const EmbRowsArgs *a)                                                 \
     {                                                                                      \
-        rowwise_rows_body(a, N ? N : a->D, DT);                                            \
+        BODY(a, N ? N : a->D, DT);                                                         \
     }
-ROWS(rowwise_rows_f32_c, 0, EMB_F32)
-ROWS(rowwise_rows_d16_f32_c, 16, EMB_F32)
-ROWS(rowwise_rows_d32_f32_c, 32, EMB_F32)
-ROWS(rowwise_rows_d64_f32_c, 64, EMB_F32)
-ROWS(rowwise_rows_d128_f32_c, 128, EMB_F32)
-ROWS(rowwise_rows_d256_f32_c, 256, EMB_F32)
-ROWS(rowwise_rows_f16_c, 0, EMB_F16)
-ROWS(rowwise_rows_d16_f16_c, 16, EMB_F16)
-ROWS(rowwise_rows_d32_f16_c, 32, EMB_F16)
-ROWS(rowwise_rows_d64_f16_c, 64, EMB_F16)
-ROWS(rowwise_rows_d128_f16_c, 128, EMB_F16)
-ROWS(rowwise_rows_d256_f16_c, 256, EMB_F16)
-ROWS(rowwise_rows_bf16_c, 0, EMB_BF16)
-ROWS(rowwise_rows_d16_bf16_c, 16, EMB_BF16)
-ROWS(rowwise_rows_d32_bf16_c, 32, EMB_BF16)
-ROWS(rowwise_rows_d64_bf16_c, 64, EMB_BF16)
-ROWS(rowwise_rows_d128_bf16_c, 128, EMB_BF16)
-ROWS(rowwise_rows_d256_bf16_c, 256, EMB_BF16)
+ROWS(rowwise_rows_f32_c, rowwise_rows_body, 0, EMB_F32)
+ROWS(rowwise_rows_d16_f32_c, rowwise_rows_body, 16, EMB_F32)
+ROWS(rowwise_rows_d32_f32_c, rowwise_rows_body, 32, EMB_F32)
+ROWS(rowwise_rows_d64_f32_c, rowwise_rows_body, 64, EMB_F32)
+ROWS(rowwise_rows_d128_f32_c, rowwise_rows_body, 128, EMB_F32)
+ROWS(rowwise_rows_d256_f32_c, rowwise_rows_body, 256, EMB_F32)
+ROWS(rowwise_rows_f16_c, rowwise_rows_body, 0, EMB_F16)
+ROWS(rowwise_rows_d16_f16_c, rowwise_rows_body, 16, EMB_F16)
+ROWS(rowwise_rows_d32_f16_c, rowwise_rows_body, 32, EMB_F16)
+ROWS(rowwise_rows_d64_f16_c, rowwise_rows_body, 64, EMB_F16)
+ROWS(rowwise_rows_d128_f16_c, rowwise_rows_body, 128, EMB_F16)
+ROWS(rowwise_rows_d256_f16_c, rowwise_rows_body, 256, EMB_F16)
+ROWS(rowwise_rows_bf16_c, rowwise_rows_body, 0, EMB_BF16)
+ROWS(rowwise_rows_d16_bf16_c, rowwise_rows_body, 16, EMB_BF16)
+ROWS(rowwise_rows_d32_bf16_c, rowwise_rows_body, 32, EMB_BF16)
+ROWS(rowwise_rows_d64_bf16_c, rowwise_rows_body, 64, EMB_BF16)
+ROWS(rowwise_rows_d128_bf16_c, rowwise_rows_body, 128, EMB_BF16)
+ROWS(rowwise_rows_d256_bf16_c, rowwise_rows_body, 256, EMB_BF16)
+
+ROWS(adagrad_rows_f32_c, adagrad_rows_body, 0, EMB_F32)
+ROWS(adagrad_rows_d16_f32_c, adagrad_rows_body, 16, EMB_F32)
+ROWS(adagrad_rows_d32_f32_c, adagrad_rows_body, 32, EMB_F32)
+ROWS(adagrad_rows_d64_f32_c, adagrad_rows_body, 64, EMB_F32)
+ROWS(adagrad_rows_d128_f32_c, adagrad_rows_body, 128, EMB_F32)
+ROWS(adagrad_rows_d256_f32_c, adagrad_rows_body, 256, EMB_F32)
+ROWS(adagrad_rows_f16_c, adagrad_rows_body, 0, EMB_F16)
+ROWS(adagrad_rows_d16_f16_c, adagrad_rows_body, 16, EMB_F16)
+ROWS(adagrad_rows_d32_f16_c, adagrad_rows_body, 32, EMB_F16)
+ROWS(adagrad_rows_d64_f16_c, adagrad_rows_body, 64, EMB_F16)
+ROWS(adagrad_rows_d128_f16_c, adagrad_rows_body, 128, EMB_F16)
+ROWS(adagrad_rows_d256_f16_c, adagrad_rows_body, 256, EMB_F16)
+ROWS(adagrad_rows_bf16_c, adagrad_rows_body, 0, EMB_BF16)
+ROWS(adagrad_rows_d16_bf16_c, adagrad_rows_body, 16, EMB_BF16)
+ROWS(adagrad_rows_d32_bf16_c, adagrad_rows_body, 32, EMB_BF16)
+ROWS(adagrad_rows_d64_bf16_c, adagrad_rows_body, 64, EMB_BF16)
+ROWS(adagrad_rows_d128_bf16_c, adagrad_rows_body, 128, EMB_BF16)
+ROWS(adagrad_rows_d256_bf16_c, adagrad_rows_body, 256, EMB_BF16)
+ROWS(adam_rows_f32_c, adam_rows_body, 0, EMB_F32)
+ROWS(adam_rows_d16_f32_c, adam_rows_body, 16, EMB_F32)
+ROWS(adam_rows_d32_f32_c, adam_rows_body, 32, EMB_F32)
+ROWS(adam_rows_d64_f32_c, adam_rows_body, 64, EMB_F32)
+ROWS(adam_rows_d128_f32_c, adam_rows_body, 128, EMB_F32)
+ROWS(adam_rows_d256_f32_c, adam_rows_body, 256, EMB_F32)
+ROWS(adam_rows_f16_c, adam_rows_body, 0, EMB_F16)
+ROWS(adam_rows_d16_f16_c, adam_rows_body, 16, EMB_F16)
+ROWS(adam_rows_d32_f16_c, adam_rows_body, 32, EMB_F16)
+ROWS(adam_rows_d64_f16_c, adam_rows_body, 64, EMB_F16)
+ROWS(adam_rows_d128_f16_c, adam_rows_body, 128, EMB_F16)
+ROWS(adam_rows_d256_f16_c, adam_rows_body, 256, EMB_F16)
+ROWS(adam_rows_bf16_c, adam_rows_body, 0, EMB_BF16)
+ROWS(adam_rows_d16_bf16_c, adam_rows_body, 16, EMB_BF16)
+ROWS(adam_rows_d32_bf16_c, adam_rows_body, 32, EMB_BF16)
+ROWS(adam_rows_d64_bf16_c, adam_rows_body, 64, EMB_BF16)
+ROWS(adam_rows_d128_bf16_c, adam_rows_body, 128, EMB_BF16)
+ROWS(adam_rows_d256_bf16_c, adam_rows_body, 256, EMB_BF16)
 
 /* The optimizer rows of the C level (no streaming stores: _nt is the plain kernel), and
  * their static-size copies. */
@@ -228,24 +298,60 @@ void emb__kernels_init_optim_c(EmbKernels *k)
     k->opt_row[EMB_OPT_ADAM][EMB_F16] = adam_f16_c;
     k->opt_row[EMB_OPT_ADAM][EMB_BF16] = adam_bf16_c;
     memcpy(k->opt_row_nt, k->opt_row, sizeof k->opt_row);
-    k->rowwise_rows[EMB_F32] = rowwise_rows_f32_c;
-    k->rowwise_rows_d[0][EMB_F32] = rowwise_rows_d16_f32_c;
-    k->rowwise_rows_d[1][EMB_F32] = rowwise_rows_d32_f32_c;
-    k->rowwise_rows_d[2][EMB_F32] = rowwise_rows_d64_f32_c;
-    k->rowwise_rows_d[3][EMB_F32] = rowwise_rows_d128_f32_c;
-    k->rowwise_rows_d[4][EMB_F32] = rowwise_rows_d256_f32_c;
-    k->rowwise_rows[EMB_F16] = rowwise_rows_f16_c;
-    k->rowwise_rows_d[0][EMB_F16] = rowwise_rows_d16_f16_c;
-    k->rowwise_rows_d[1][EMB_F16] = rowwise_rows_d32_f16_c;
-    k->rowwise_rows_d[2][EMB_F16] = rowwise_rows_d64_f16_c;
-    k->rowwise_rows_d[3][EMB_F16] = rowwise_rows_d128_f16_c;
-    k->rowwise_rows_d[4][EMB_F16] = rowwise_rows_d256_f16_c;
-    k->rowwise_rows[EMB_BF16] = rowwise_rows_bf16_c;
-    k->rowwise_rows_d[0][EMB_BF16] = rowwise_rows_d16_bf16_c;
-    k->rowwise_rows_d[1][EMB_BF16] = rowwise_rows_d32_bf16_c;
-    k->rowwise_rows_d[2][EMB_BF16] = rowwise_rows_d64_bf16_c;
-    k->rowwise_rows_d[3][EMB_BF16] = rowwise_rows_d128_bf16_c;
-    k->rowwise_rows_d[4][EMB_BF16] = rowwise_rows_d256_bf16_c;
+    k->rows[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_f32_c;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d16_f32_c;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d32_f32_c;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d64_f32_c;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d128_f32_c;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d256_f32_c;
+    k->rows[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_f16_c;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d16_f16_c;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d32_f16_c;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d64_f16_c;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d128_f16_c;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d256_f16_c;
+    k->rows[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_bf16_c;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d256_bf16_c;
+    k->rows[EMB_OPT_ADAM][EMB_F32] = adam_rows_f32_c;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_F32] = adam_rows_d16_f32_c;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_F32] = adam_rows_d32_f32_c;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_F32] = adam_rows_d64_f32_c;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_F32] = adam_rows_d128_f32_c;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_F32] = adam_rows_d256_f32_c;
+    k->rows[EMB_OPT_ADAM][EMB_F16] = adam_rows_f16_c;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_F16] = adam_rows_d16_f16_c;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_F16] = adam_rows_d32_f16_c;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_F16] = adam_rows_d64_f16_c;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_F16] = adam_rows_d128_f16_c;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_F16] = adam_rows_d256_f16_c;
+    k->rows[EMB_OPT_ADAM][EMB_BF16] = adam_rows_bf16_c;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d256_bf16_c;
+    k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_f32_c;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d16_f32_c;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d32_f32_c;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d64_f32_c;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d128_f32_c;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d256_f32_c;
+    k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_f16_c;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d16_f16_c;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d32_f16_c;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d64_f16_c;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d128_f16_c;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d256_f16_c;
+    k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_bf16_c;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d256_bf16_c;
     k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_c;
     k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d32_f32_c;
     k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d64_f32_c;

@@ -121,8 +121,7 @@ int emb__output_check(const EmbTable *t, const float *out, int64_t nbags, int64_
     if (!out)
         return emb__fail(EMB_ENULL, "%s is NULL for %lld rows (%s)", what, (long long)nbags,
                          emb__table_label(t));
-    int64_t span;
-    if (!emb__mul_ok(nbags - 1, stride, &span) || span > INT64_MAX / 4 - t->featuresize)
+    if (!emb__rows_fit(nbags, stride, t->featuresize))
         return emb__fail(EMB_EOVERFLOW, "%s of %lld rows of stride %lld overflows (%s)", what,
                          (long long)nbags, (long long)stride, emb__table_label(t));
     return 0;

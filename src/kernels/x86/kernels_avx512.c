@@ -334,21 +334,52 @@ SGD_ROWS(sgd_rows_d64_bf16_avx512, 64, EMB_BF16)
 SGD_ROWS(sgd_rows_d128_bf16_avx512, 128, EMB_BF16)
 SGD_ROWS(sgd_rows_d256_bf16_avx512, 256, EMB_BF16)
 
-ROWWISE_ROWS(rowwise_rows_d16_f32_avx512, 16, EMB_F32)
-ROWWISE_ROWS(rowwise_rows_d32_f32_avx512, 32, EMB_F32)
-ROWWISE_ROWS(rowwise_rows_d64_f32_avx512, 64, EMB_F32)
-ROWWISE_ROWS(rowwise_rows_d128_f32_avx512, 128, EMB_F32)
-ROWWISE_ROWS(rowwise_rows_d256_f32_avx512, 256, EMB_F32)
-ROWWISE_ROWS(rowwise_rows_d16_f16_avx512, 16, EMB_F16)
-ROWWISE_ROWS(rowwise_rows_d32_f16_avx512, 32, EMB_F16)
-ROWWISE_ROWS(rowwise_rows_d64_f16_avx512, 64, EMB_F16)
-ROWWISE_ROWS(rowwise_rows_d128_f16_avx512, 128, EMB_F16)
-ROWWISE_ROWS(rowwise_rows_d256_f16_avx512, 256, EMB_F16)
-ROWWISE_ROWS(rowwise_rows_d16_bf16_avx512, 16, EMB_BF16)
-ROWWISE_ROWS(rowwise_rows_d32_bf16_avx512, 32, EMB_BF16)
-ROWWISE_ROWS(rowwise_rows_d64_bf16_avx512, 64, EMB_BF16)
-ROWWISE_ROWS(rowwise_rows_d128_bf16_avx512, 128, EMB_BF16)
-ROWWISE_ROWS(rowwise_rows_d256_bf16_avx512, 256, EMB_BF16)
+OPT_ROWS(rowwise_rows_d16_f32_avx512, rowwise_rows_body, 16, EMB_F32)
+OPT_ROWS(rowwise_rows_d32_f32_avx512, rowwise_rows_body, 32, EMB_F32)
+OPT_ROWS(rowwise_rows_d64_f32_avx512, rowwise_rows_body, 64, EMB_F32)
+OPT_ROWS(rowwise_rows_d128_f32_avx512, rowwise_rows_body, 128, EMB_F32)
+OPT_ROWS(rowwise_rows_d256_f32_avx512, rowwise_rows_body, 256, EMB_F32)
+OPT_ROWS(rowwise_rows_d16_f16_avx512, rowwise_rows_body, 16, EMB_F16)
+OPT_ROWS(rowwise_rows_d32_f16_avx512, rowwise_rows_body, 32, EMB_F16)
+OPT_ROWS(rowwise_rows_d64_f16_avx512, rowwise_rows_body, 64, EMB_F16)
+OPT_ROWS(rowwise_rows_d128_f16_avx512, rowwise_rows_body, 128, EMB_F16)
+OPT_ROWS(rowwise_rows_d256_f16_avx512, rowwise_rows_body, 256, EMB_F16)
+OPT_ROWS(rowwise_rows_d16_bf16_avx512, rowwise_rows_body, 16, EMB_BF16)
+OPT_ROWS(rowwise_rows_d32_bf16_avx512, rowwise_rows_body, 32, EMB_BF16)
+OPT_ROWS(rowwise_rows_d64_bf16_avx512, rowwise_rows_body, 64, EMB_BF16)
+OPT_ROWS(rowwise_rows_d128_bf16_avx512, rowwise_rows_body, 128, EMB_BF16)
+OPT_ROWS(rowwise_rows_d256_bf16_avx512, rowwise_rows_body, 256, EMB_BF16)
+
+OPT_ROWS(adagrad_rows_d16_f32_avx512, adagrad_rows_body, 16, EMB_F32)
+OPT_ROWS(adagrad_rows_d32_f32_avx512, adagrad_rows_body, 32, EMB_F32)
+OPT_ROWS(adagrad_rows_d64_f32_avx512, adagrad_rows_body, 64, EMB_F32)
+OPT_ROWS(adagrad_rows_d128_f32_avx512, adagrad_rows_body, 128, EMB_F32)
+OPT_ROWS(adagrad_rows_d256_f32_avx512, adagrad_rows_body, 256, EMB_F32)
+OPT_ROWS(adam_rows_d16_f32_avx512, adam_rows_body, 16, EMB_F32)
+OPT_ROWS(adam_rows_d32_f32_avx512, adam_rows_body, 32, EMB_F32)
+OPT_ROWS(adam_rows_d64_f32_avx512, adam_rows_body, 64, EMB_F32)
+OPT_ROWS(adam_rows_d128_f32_avx512, adam_rows_body, 128, EMB_F32)
+OPT_ROWS(adam_rows_d256_f32_avx512, adam_rows_body, 256, EMB_F32)
+OPT_ROWS(adagrad_rows_d16_f16_avx512, adagrad_rows_body, 16, EMB_F16)
+OPT_ROWS(adagrad_rows_d32_f16_avx512, adagrad_rows_body, 32, EMB_F16)
+OPT_ROWS(adagrad_rows_d64_f16_avx512, adagrad_rows_body, 64, EMB_F16)
+OPT_ROWS(adagrad_rows_d128_f16_avx512, adagrad_rows_body, 128, EMB_F16)
+OPT_ROWS(adagrad_rows_d256_f16_avx512, adagrad_rows_body, 256, EMB_F16)
+OPT_ROWS(adam_rows_d16_f16_avx512, adam_rows_body, 16, EMB_F16)
+OPT_ROWS(adam_rows_d32_f16_avx512, adam_rows_body, 32, EMB_F16)
+OPT_ROWS(adam_rows_d64_f16_avx512, adam_rows_body, 64, EMB_F16)
+OPT_ROWS(adam_rows_d128_f16_avx512, adam_rows_body, 128, EMB_F16)
+OPT_ROWS(adam_rows_d256_f16_avx512, adam_rows_body, 256, EMB_F16)
+OPT_ROWS(adagrad_rows_d16_bf16_avx512, adagrad_rows_body, 16, EMB_BF16)
+OPT_ROWS(adagrad_rows_d32_bf16_avx512, adagrad_rows_body, 32, EMB_BF16)
+OPT_ROWS(adagrad_rows_d64_bf16_avx512, adagrad_rows_body, 64, EMB_BF16)
+OPT_ROWS(adagrad_rows_d128_bf16_avx512, adagrad_rows_body, 128, EMB_BF16)
+OPT_ROWS(adagrad_rows_d256_bf16_avx512, adagrad_rows_body, 256, EMB_BF16)
+OPT_ROWS(adam_rows_d16_bf16_avx512, adam_rows_body, 16, EMB_BF16)
+OPT_ROWS(adam_rows_d32_bf16_avx512, adam_rows_body, 32, EMB_BF16)
+OPT_ROWS(adam_rows_d64_bf16_avx512, adam_rows_body, 64, EMB_BF16)
+OPT_ROWS(adam_rows_d128_bf16_avx512, adam_rows_body, 128, EMB_BF16)
+OPT_ROWS(adam_rows_d256_bf16_avx512, adam_rows_body, 256, EMB_BF16)
 
 static void scale_avx512(float *x, float s, int32_t D)
 {
@@ -378,36 +409,66 @@ static uint64_t idmax_avx512(const void *ids, int64_t n, int id32)
 void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
 {
     (void)flags;
-    k->sgd_rows_d[0][EMB_F32] = sgd_rows_d16_f32_avx512;
-    k->sgd_rows_d[1][EMB_F32] = sgd_rows_d32_f32_avx512;
-    k->sgd_rows_d[2][EMB_F32] = sgd_rows_d64_f32_avx512;
-    k->sgd_rows_d[3][EMB_F32] = sgd_rows_d128_f32_avx512;
-    k->sgd_rows_d[4][EMB_F32] = sgd_rows_d256_f32_avx512;
-    k->sgd_rows_d[0][EMB_F16] = sgd_rows_d16_f16_avx512;
-    k->sgd_rows_d[1][EMB_F16] = sgd_rows_d32_f16_avx512;
-    k->sgd_rows_d[2][EMB_F16] = sgd_rows_d64_f16_avx512;
-    k->sgd_rows_d[3][EMB_F16] = sgd_rows_d128_f16_avx512;
-    k->sgd_rows_d[4][EMB_F16] = sgd_rows_d256_f16_avx512;
-    k->sgd_rows_d[0][EMB_BF16] = sgd_rows_d16_bf16_avx512;
-    k->sgd_rows_d[1][EMB_BF16] = sgd_rows_d32_bf16_avx512;
-    k->sgd_rows_d[2][EMB_BF16] = sgd_rows_d64_bf16_avx512;
-    k->sgd_rows_d[3][EMB_BF16] = sgd_rows_d128_bf16_avx512;
-    k->sgd_rows_d[4][EMB_BF16] = sgd_rows_d256_bf16_avx512;
-    k->rowwise_rows_d[0][EMB_F32] = rowwise_rows_d16_f32_avx512;
-    k->rowwise_rows_d[1][EMB_F32] = rowwise_rows_d32_f32_avx512;
-    k->rowwise_rows_d[2][EMB_F32] = rowwise_rows_d64_f32_avx512;
-    k->rowwise_rows_d[3][EMB_F32] = rowwise_rows_d128_f32_avx512;
-    k->rowwise_rows_d[4][EMB_F32] = rowwise_rows_d256_f32_avx512;
-    k->rowwise_rows_d[0][EMB_F16] = rowwise_rows_d16_f16_avx512;
-    k->rowwise_rows_d[1][EMB_F16] = rowwise_rows_d32_f16_avx512;
-    k->rowwise_rows_d[2][EMB_F16] = rowwise_rows_d64_f16_avx512;
-    k->rowwise_rows_d[3][EMB_F16] = rowwise_rows_d128_f16_avx512;
-    k->rowwise_rows_d[4][EMB_F16] = rowwise_rows_d256_f16_avx512;
-    k->rowwise_rows_d[0][EMB_BF16] = rowwise_rows_d16_bf16_avx512;
-    k->rowwise_rows_d[1][EMB_BF16] = rowwise_rows_d32_bf16_avx512;
-    k->rowwise_rows_d[2][EMB_BF16] = rowwise_rows_d64_bf16_avx512;
-    k->rowwise_rows_d[3][EMB_BF16] = rowwise_rows_d128_bf16_avx512;
-    k->rowwise_rows_d[4][EMB_BF16] = rowwise_rows_d256_bf16_avx512;
+    k->rows_d[0][EMB_OPT_SGD][EMB_F32] = sgd_rows_d16_f32_avx512;
+    k->rows_d[1][EMB_OPT_SGD][EMB_F32] = sgd_rows_d32_f32_avx512;
+    k->rows_d[2][EMB_OPT_SGD][EMB_F32] = sgd_rows_d64_f32_avx512;
+    k->rows_d[3][EMB_OPT_SGD][EMB_F32] = sgd_rows_d128_f32_avx512;
+    k->rows_d[4][EMB_OPT_SGD][EMB_F32] = sgd_rows_d256_f32_avx512;
+    k->rows_d[0][EMB_OPT_SGD][EMB_F16] = sgd_rows_d16_f16_avx512;
+    k->rows_d[1][EMB_OPT_SGD][EMB_F16] = sgd_rows_d32_f16_avx512;
+    k->rows_d[2][EMB_OPT_SGD][EMB_F16] = sgd_rows_d64_f16_avx512;
+    k->rows_d[3][EMB_OPT_SGD][EMB_F16] = sgd_rows_d128_f16_avx512;
+    k->rows_d[4][EMB_OPT_SGD][EMB_F16] = sgd_rows_d256_f16_avx512;
+    k->rows_d[0][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d16_bf16_avx512;
+    k->rows_d[1][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d32_bf16_avx512;
+    k->rows_d[2][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d64_bf16_avx512;
+    k->rows_d[3][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d128_bf16_avx512;
+    k->rows_d[4][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d256_bf16_avx512;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d16_f32_avx512;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d32_f32_avx512;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d64_f32_avx512;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d128_f32_avx512;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d256_f32_avx512;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d16_f16_avx512;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d32_f16_avx512;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d64_f16_avx512;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d128_f16_avx512;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d256_f16_avx512;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d16_bf16_avx512;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d32_bf16_avx512;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d64_bf16_avx512;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d128_bf16_avx512;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d256_bf16_avx512;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d16_f32_avx512;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d32_f32_avx512;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d64_f32_avx512;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d128_f32_avx512;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d256_f32_avx512;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_F32] = adam_rows_d16_f32_avx512;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_F32] = adam_rows_d32_f32_avx512;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_F32] = adam_rows_d64_f32_avx512;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_F32] = adam_rows_d128_f32_avx512;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_F32] = adam_rows_d256_f32_avx512;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d16_f16_avx512;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d32_f16_avx512;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d64_f16_avx512;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d128_f16_avx512;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d256_f16_avx512;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_F16] = adam_rows_d16_f16_avx512;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_F16] = adam_rows_d32_f16_avx512;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_F16] = adam_rows_d64_f16_avx512;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_F16] = adam_rows_d128_f16_avx512;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_F16] = adam_rows_d256_f16_avx512;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d16_bf16_avx512;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d32_bf16_avx512;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d64_bf16_avx512;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d128_bf16_avx512;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d256_bf16_avx512;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d16_bf16_avx512;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d32_bf16_avx512;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d64_bf16_avx512;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d128_bf16_avx512;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d256_bf16_avx512;
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_avx512;
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_nt_f32_avx512;
     k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_avx512;

@@ -419,91 +419,6 @@ EMB_INLINE float sum8_tree(__m256 acc)
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
 
-/* Distinct column @d's gradient, elements off .. off + nv VL, into @g: its one row
- * loaded, or its rows summed from zeros in row order (EmbRowsArgs). */
-EMB_INLINE void rows_grad(const EmbRowsArgs *a, int64_t d, int32_t off, const int nv, vec *g)
-{
-    const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
-    if (p1 - p0 == 1 && a->gcoef[p0] == 1.0f) {
-        const float *r = (const float *)a->grow[p0] + off;
-        UNROLL_BLK for (int j = 0; j < nv; j++)
-            g[j] = ld_f32(r + j * VL);
-        return;
-    }
-    UNROLL_BLK for (int j = 0; j < nv; j++)
-        g[j] = vzero();
-    for (int64_t p = p0; p < p1; p++) {
-        const vec w = vset1(a->gcoef[p]);
-        const float *r = (const float *)a->grow[p] + off;
-        UNROLL_BLK for (int j = 0; j < nv; j++)
-            g[j] = vadd(g[j], vmul(w, ld_f32(r + j * VL)));
-    }
-}
-
-/* The column (and state row) @pf_dist ahead of @d into L2, within the range. */
-EMB_INLINE void rows_prefetch(const EmbRowsArgs *a, int64_t d, int32_t bytes, const bool state)
-{
-    if (!a->pf_dist || d + a->pf_dist >= a->d1)
-        return;
-    const int64_t id = a->ids[d + a->pf_dist];
-    prefetch_col_to(a->data + id * a->col_stride, bytes, true);
-    if (state)
-        _mm_prefetch(a->state + id * a->state_stride, _MM_HINT_T1);
-}
-
-/*
- * SGD on columns d0 .. d1 of N elements (N whole vectors: at most BLK, or whole blocks of
- * BLK, as bags_run): per block of the column its gradient in nv registers, then col -= lr
- * * g stored in the dtype. No scratch row, no call per column.
- */
-EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
-{
-    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
-    const vec lr = vset1(a->lr);
-    for (int64_t d = a->d0; d < a->d1; d++) {
-        rows_prefetch(a, d, N * esize(dt), false);
-        char *col = a->data + a->ids[d] * a->col_stride;
-        for (int blk = 0; blk < nblk; blk++) {
-            const int32_t off = blk * nv * VL;
-            vec g[BLK];
-            rows_grad(a, d, off, nv, g);
-            UNROLL_BLK for (int j = 0; j < nv; j++)
-                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(lr, g[j])));
-        }
-    }
-}
-
-/* Row-wise Adagrad on columns d0 .. d1 of N elements (blocks as sgd_rows_body): the sum
- * of squares in the reference's 8 lanes over the gradient in registers, then the update;
- * a column of more than one block sums its gradient again for the update (the same
- * values: one order, one rounding). */
-EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
-{
-    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
-    const float lr = a->params->lr, eps = a->params->eps;
-    for (int64_t d = a->d0; d < a->d1; d++) {
-        rows_prefetch(a, d, N * esize(dt), true);
-        char *col = a->data + a->ids[d] * a->col_stride;
-        float *h = (float *)(a->state + a->ids[d] * a->state_stride);
-        vec g[BLK];
-        __m256 acc = _mm256_setzero_ps();
-        for (int blk = 0; blk < nblk; blk++) {
-            rows_grad(a, d, blk * nv * VL, nv, g);
-            UNROLL_BLK for (int j = 0; j < nv; j++)
-                acc = sq8_add(acc, g[j]);
-        }
-        h[0] = h[0] + sum8_tree(acc) / (float)N;
-        const vec m = vset1(lr / (sqrtf(h[0]) + eps));
-        for (int blk = 0; blk < nblk; blk++) {
-            const int32_t off = blk * nv * VL;
-            if (nblk > 1)
-                rows_grad(a, d, off, nv, g);
-            UNROLL_BLK for (int j = 0; j < nv; j++)
-                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(m, g[j])));
-        }
-    }
-}
-
 /* Σ x² in the reference's order: 16 lanes (element i into lane i % 16), then a tree. */
 static inline float sumsq_body(const void *col, int32_t D, const EmbDtype dt)
 {
@@ -643,6 +558,150 @@ EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimPar
     }
 }
 
+/* ---- range kernels (kernels.h, emb_rows_fn): the apply's columns in one call ----- */
+
+/* Distinct column @d's gradient, elements off .. off + nv VL, into @g: its one row
+ * loaded, or its rows summed from zeros in row order (EmbRowsArgs). */
+EMB_INLINE void rows_grad(const EmbRowsArgs *a, int64_t d, int32_t off, const int nv, vec *g)
+{
+    const int64_t p0 = a->starts[d], p1 = a->starts[d + 1];
+    if (p1 - p0 == 1 && a->gcoef[p0] == 1.0f) {
+        const float *r = (const float *)a->grow[p0] + off;
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = ld_f32(r + j * VL);
+        return;
+    }
+    UNROLL_BLK for (int j = 0; j < nv; j++)
+        g[j] = vzero();
+    for (int64_t p = p0; p < p1; p++) {
+        const vec w = vset1(a->gcoef[p]);
+        const float *r = (const float *)a->grow[p] + off;
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vadd(g[j], vmul(w, ld_f32(r + j * VL)));
+    }
+}
+
+/* The column (@bytes) and its state row (@sbytes, 0: none) @pf_dist ahead of @d into L2,
+ * within the range. */
+EMB_INLINE void rows_prefetch(const EmbRowsArgs *a, int64_t d, int32_t bytes,
+                              const int32_t sbytes)
+{
+    if (!a->pf_dist || d + a->pf_dist >= a->d1)
+        return;
+    const int64_t id = a->ids[d + a->pf_dist];
+    prefetch_col_to(a->data + id * a->col_stride, bytes, true);
+    if (sbytes)
+        prefetch_col_to(a->state + id * a->state_stride, sbytes, true);
+}
+
+/*
+ * SGD on columns d0 .. d1 of N elements (N whole vectors: at most BLK, or whole blocks of
+ * BLK, as bags_run): per block of the column its gradient in nv registers, then col -= lr
+ * * g stored in the dtype. No scratch row, no call per column.
+ */
+EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const vec lr = vset1(a->lr);
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        rows_prefetch(a, d, N * esize(dt), 0);
+        char *col = a->data + a->ids[d] * a->col_stride;
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            vec g[BLK];
+            rows_grad(a, d, off, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(lr, g[j])));
+        }
+    }
+}
+
+/* Row-wise Adagrad on columns d0 .. d1 of N elements (blocks as sgd_rows_body): the sum
+ * of squares in the reference's 8 lanes over the gradient in registers, then the update;
+ * a column of more than one block sums its gradient again for the update (the same
+ * values: one order, one rounding). */
+EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const float lr = a->params->lr, eps = a->params->eps;
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        rows_prefetch(a, d, N * esize(dt), (int32_t)sizeof(float));
+        char *col = a->data + a->ids[d] * a->col_stride;
+        float *h = (float *)(a->state + a->ids[d] * a->state_stride);
+        vec g[BLK];
+        __m256 acc = _mm256_setzero_ps();
+        for (int blk = 0; blk < nblk; blk++) {
+            rows_grad(a, d, blk * nv * VL, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                acc = sq8_add(acc, g[j]);
+        }
+        h[0] = h[0] + sum8_tree(acc) / (float)N;
+        const vec m = vset1(lr / (sqrtf(h[0]) + eps));
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            if (nblk > 1)
+                rows_grad(a, d, off, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(m, g[j])));
+        }
+    }
+}
+
+/* One vector of an elementwise optimizer at element i of a column (state row s), the
+ * gradient's vector in g: adagrad_vec (h at s) or adam_vec (m at s, v at s + N). */
+EMB_INLINE vec elem_vec(const EmbOptimizerKind kind, vec w, float *s, int32_t i,
+                        const int32_t N, vec g, const vec c[4])
+{
+    if (kind == EMB_OPT_ADAGRAD) {
+        vec vh = ld_f32(s + i);
+        const vec x = adagrad_vec(w, &vh, g, c[2], c[3]);
+        st_f32(s + i, vh);
+        return x;
+    }
+    vec vm = ld_f32(s + i), vv = ld_f32(s + N + i);
+    const vec x = adam_vec(w, &vm, &vv, g, c);
+    st_f32(s + i, vm);
+    st_f32(s + N + i, vv);
+    return x;
+}
+
+/* Adagrad (state row h[N]) or Adam ([m N | v N]) on columns d0 .. d1 of N elements, blocks
+ * as sgd_rows_body: elem_vec per vector of the gradient in registers. c holds Adam's
+ * 1 - beta1, 1 - beta2, then the step (Adagrad: lr; Adam: step_size) and eps. */
+EMB_INLINE void elem_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt,
+                               const EmbOptimizerKind kind)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const EmbOptimParams *p = a->params;
+    const vec c[4] = {vset1(1.0f - p->beta1), vset1(1.0f - p->beta2),
+                      vset1(kind == EMB_OPT_ADAM ? p->step_size : p->lr), vset1(p->eps)};
+    const int32_t sbytes = (kind == EMB_OPT_ADAM ? 2 : 1) * N * (int32_t)sizeof(float);
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        rows_prefetch(a, d, N * esize(dt), sbytes);
+        char *col = a->data + a->ids[d] * a->col_stride;
+        float *s = (float *)(a->state + a->ids[d] * a->state_stride);
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            vec g[BLK];
+            rows_grad(a, d, off, nv, g);
+            UNROLL_BLK for (int j = 0; j < nv; j++) {
+                const int32_t i = off + j * VL;
+                st(dt, col, i, elem_vec(kind, ld(dt, col, i), s, i, N, g[j], c));
+            }
+        }
+    }
+}
+
+EMB_INLINE void adagrad_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    elem_rows_body(a, N, dt, EMB_OPT_ADAGRAD);
+}
+
+EMB_INLINE void adam_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    elem_rows_body(a, N, dt, EMB_OPT_ADAM);
+}
+
 /* ---- the one-line wrappers of the ISA files ------------------------------------------- */
 
 /* NAME, then the constant size (0: the run-time D) and dtype; the _nt ones stream. */
@@ -688,12 +747,12 @@ EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimPar
         sgd_rows_body(a, N, DT);                                                           \
     }
 /* N: whole vectors, as BAGS. */
-#define ROWWISE_ROWS(NAME, N, DT)                                                          \
+#define OPT_ROWS(NAME, BODY, N, DT)                                                        \
     static void NAME(const EmbRowsArgs *a)                                                 \
     {                                                                                      \
         _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
-                       "rowwise_rows: whole vectors in registers");                        \
-        rowwise_rows_body(a, N, DT);                                                       \
+                       "rows: whole vectors in registers");                                \
+        BODY(a, N, DT);                                                                    \
     }
 #define SUMSQ(NAME, DT)                                                                    \
     static float NAME(const void *col, int32_t D)                                          \
