@@ -9,7 +9,11 @@
     ck.tensors["user/adam.m"]              # optimizer state (float32)
     ck.tables["user"]                      # {"nshards": 4, "partition": "mod", "step": 1000}
 
-bf16 tensors come back as float32 (exact) unless bf16="uint16" (the raw bits). The
+bf16 tensors come back as float32 (exact) unless bf16="uint16" (the raw bits). A
+quantized table's values (its table entry has "format": "int8" or "int4": U8 rows as
+torch's embedding_bag_byte_prepack / embedding_bag_4bit_prepack pack them) come back
+dequantized as float32 (q * scale + bias, as the library computes it) unless
+quantized="raw" (the U8 rows). The
 checksums (XXH3-64 of the header and of every tensor) are verified with the `xxhash`
 module or, without it, the system's libxxhash through ctypes; `ck.verified` says whether
 they were (neither found: read unverified).
@@ -23,12 +27,12 @@ import sys
 
 import numpy as np
 
-__all__ = ["Checkpoint", "read", "load"]
+__all__ = ["Checkpoint", "read", "load", "dequantize"]
 
 # I64 / U16: a dynamic table's ids and last update steps ([rows, 1], rows in id order) and
 # its admission counts ([4, width]), as "<table>/dynamic.ids", ".last", ".sketch"
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
-           "I64": np.dtype("<i8"), "U16": np.dtype("<u2")}
+           "I64": np.dtype("<i8"), "U16": np.dtype("<u2"), "U8": np.dtype("u1")}
 _HEADER_MAX = 64 << 20
 
 
@@ -37,7 +41,7 @@ class Checkpoint:
 
     def __init__(self, tensors, meta, dtypes):
         self.tensors = tensors
-        self.dtypes = dtypes  # name -> "F32" / "F16" / "BF16"
+        self.dtypes = dtypes  # name -> "F32" / "F16" / "BF16" / "U8"
         self.global_step = meta.get("global_step")
         self.optimizer = meta.get("optimizer")
         self.tables = {t["name"]: {k: v for k, v in t.items() if k != "name"}
@@ -70,7 +74,24 @@ def _check(what, got, want):
         raise ValueError(f"{what}: checksum {got:016x} != {want} (a damaged file)")
 
 
-def read(path, bf16="float32"):
+def dequantize(rows, fmt):
+    """Quantized rows (uint8, [n, row bytes]) of `fmt` "int8" (D values, f32 scale and bias)
+    or "int4" (D / 2 bytes, element 2j the low nibble of byte j, f16 scale and bias) as
+    float32 [n, D]: q * scale + bias, multiplied then added in float32."""
+    rows = np.ascontiguousarray(rows)
+    if fmt == "int8":
+        q, sb = rows[:, :-8], rows[:, -8:].copy().view("<f4")
+    elif fmt == "int4":
+        packed, sb = rows[:, :-4], rows[:, -4:].copy().view("<f2").astype(np.float32)
+        q = np.empty((rows.shape[0], 2 * packed.shape[1]), dtype=np.uint8)
+        q[:, 0::2], q[:, 1::2] = packed & 15, packed >> 4
+    else:
+        raise ValueError(f"unknown quantized format {fmt!r}")
+    scale, bias = sb[:, 0:1].astype(np.float32), sb[:, 1:2].astype(np.float32)
+    return (q.astype(np.float32) * scale + bias).astype(np.float32)
+
+
+def read(path, bf16="float32", quantized="float32"):
     """Reads the checkpoint at `path`; raises ValueError for a file that is not one."""
     with open(path, "rb") as f:
         blob = f.read()
@@ -106,6 +127,9 @@ def read(path, bf16="float32"):
         dtypes[name] = t["dtype"]
     ck = Checkpoint(tensors, meta, dtypes)
     ck.verified = verify
+    for name, t in ck.tables.items():
+        if "format" in t and quantized == "float32" and name in tensors:
+            tensors[name] = dequantize(tensors[name], t["format"])
     return ck
 
 
@@ -115,7 +139,7 @@ def load(path):
 
 
 def _inspect(path):
-    ck = read(path, bf16="uint16")
+    ck = read(path, bf16="uint16", quantized="raw")
     print(f"{path}: global step {ck.global_step}, optimizer "
           f"{ck.optimizer['kind'] if ck.optimizer else 'none'}")
     for name, a in ck.tensors.items():

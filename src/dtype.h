@@ -12,8 +12,9 @@
 
 #include "embtables/common.h"
 
-/* EMB_F32, EMB_F16, EMB_BF16: the dtype index of every per-dtype table. */
-#define EMB_NDTYPES 3
+/* EMB_F32, EMB_F16, EMB_BF16, EMB_INT8, EMB_INT4: the dtype index of every per-dtype
+ * table. */
+#define EMB_NDTYPES 5
 
 static inline float emb__u32_as_f32(uint32_t u)
 {
@@ -84,6 +85,99 @@ static inline uint16_t emb__f32_to_f16(float f)
     return (uint16_t)(sign | (a >> 13));
 }
 
+/* ---- row-wise quantized rows (EMB_INT8, EMB_INT4) -------------------------------------- */
+
+/* Whether @dt is a row-wise quantized type: a row is its values, then a scale and a bias. */
+static inline int emb__dtype_quantized(EmbDtype dt)
+{
+    return dt == EMB_INT8 || dt == EMB_INT4;
+}
+
+/* The element type the update computes a row in: f32 for the quantized types (their rows
+ * are dequantized, updated and quantized again), the dtype itself for the others. */
+static inline EmbDtype emb__dtype_compute(EmbDtype dt)
+{
+    return emb__dtype_quantized(dt) ? EMB_F32 : dt;
+}
+
+/* Bytes of the quantized values of a row of D elements (where the scale starts). */
+static inline size_t emb__q_value_bytes(EmbDtype dt, int32_t D)
+{
+    return dt == EMB_INT4 ? (size_t)D / 2 : (size_t)D;
+}
+
+/*
+ * Bytes of one row of D elements of @dt: D x element size, or the values then the scale and
+ * bias of a quantized row (int8: D + 8, int4: D / 2 + 4). 0 for an unknown dtype, D < 1, or
+ * an odd D in int4. Every stride and row size is computed from this, never from D x size.
+ */
+static inline size_t emb__row_bytes(EmbDtype dt, int32_t D)
+{
+    if (D < 1)
+        return 0;
+    switch (dt) {
+    case EMB_F32: return (size_t)D * 4;
+    case EMB_F16:
+    case EMB_BF16: return (size_t)D * 2;
+    case EMB_INT8: return (size_t)D + 8;
+    case EMB_INT4: return D % 2 ? 0 : (size_t)D / 2 + 4;
+    default: return 0;
+    }
+}
+
+/* The scale and bias of a quantized row of D elements (unaligned: memcpy). */
+static inline void emb__q_params(EmbDtype dt, const void *row, int32_t D, float *scale,
+                                 float *bias)
+{
+    const unsigned char *p = (const unsigned char *)row + emb__q_value_bytes(dt, D);
+    if (dt == EMB_INT4) {
+        uint16_t h[2];
+        memcpy(h, p, 4);
+        *scale = emb__f16_to_f32(h[0]);
+        *bias = emb__f16_to_f32(h[1]);
+    } else {
+        float f[2];
+        memcpy(f, p, 8);
+        *scale = f[0];
+        *bias = f[1];
+    }
+}
+
+/* The quantized value of element i (int4: low nibble of byte i / 2 for even i). */
+static inline int emb__q_get(EmbDtype dt, const void *row, int32_t i)
+{
+    const unsigned char *p = (const unsigned char *)row;
+    if (dt == EMB_INT4)
+        return (p[i / 2] >> (4 * (i & 1))) & 15;
+    return p[i];
+}
+
+/* Element i of a quantized row, given its scale and bias: q * scale + bias (multiply, then
+ * add: every kernel computes exactly this). */
+static inline float emb__q_value(EmbDtype dt, const void *row, int32_t i, float scale,
+                                 float bias)
+{
+    return (float)emb__q_get(dt, row, i) * scale + bias;
+}
+
+/* ---- whole rows as f32 (quant.c) ------------------------------------------------------ */
+
+/* x[0 .. D) = the row's values (dequantized for the quantized types). */
+void emb__row_load(EmbDtype dt, const void *row, int32_t D, float *x);
+/* The row = x[0 .. D) in @dt: rounded to nearest even, or quantized with round to nearest
+ * (emb__row_quantize with no key). */
+void emb__row_store(EmbDtype dt, void *row, int32_t D, const float *x);
+/*
+ * A quantized row from x[0 .. D): bias = min x, scale = (max - min) / 255 (int8), or for
+ * int4 bias = f16(min x), scale = f16((max - bias) / 15) (1 when that is 0: FBGEMM's rule);
+ * q = (x - bias) / scale clamped to [0, 255] / [0, 15], rounded to nearest, or with @key =
+ * {seed, stream, step} stochastically: floor(v + u), u uniform from the counter-based
+ * generator at (seed, stream, step * D + i) (rng.h), the same for any thread.
+ */
+void emb__row_quantize(EmbDtype dt, void *row, int32_t D, const float *x, const uint64_t *key);
+/* Whether a quantized row's scale and bias are finite. */
+int emb__q_row_finite(EmbDtype dt, const void *row, int32_t D);
+
 /* Element i of a column, typed: the C reference kernels stamp one copy per dtype. */
 static inline float emb__ld_f32(const void *p, int32_t i)
 {
@@ -129,6 +223,16 @@ static inline void emb__store(EmbDtype dt, void *col, int32_t i, float v)
     case EMB_BF16: emb__st_bf16(col, i, v); break;
     default: emb__st_f32(col, i, v); break;
     }
+}
+
+/* Element i of a row of D elements of any dtype (a quantized row dequantized). */
+static inline float emb__row_elem(EmbDtype dt, const void *row, int32_t D, int32_t i)
+{
+    float s, b;
+    if (!emb__dtype_quantized(dt))
+        return emb__load(dt, row, i);
+    emb__q_params(dt, row, D, &s, &b);
+    return emb__q_value(dt, row, i, s, b);
 }
 
 #endif

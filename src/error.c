@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "internal.h"
 
 static _Thread_local char last_message[512];
@@ -84,12 +85,19 @@ size_t emb_dtype_size(EmbDtype dtype)
     }
 }
 
+size_t emb_dtype_row_bytes(EmbDtype dtype, int32_t featuresize)
+{
+    return emb__row_bytes(dtype, featuresize);
+}
+
 const char *emb_dtype_name(EmbDtype dtype)
 {
     switch (dtype) {
     case EMB_F32: return "f32";
     case EMB_F16: return "f16";
     case EMB_BF16: return "bf16";
+    case EMB_INT8: return "int8";
+    case EMB_INT4: return "int4";
     default: return "?";
     }
 }

@@ -108,6 +108,25 @@ void ca_fill(void *p, EmbDtype dt, int64_t n, uint64_t *s)
         ca_set(p, dt, i, ca_value(s));
 }
 
+void ca_fill_rows(void *p, EmbDtype dt, int32_t D, int64_t nrows, int64_t stride, uint64_t *s)
+{
+    unsigned char *b = p;
+    for (int64_t r = 0; r < nrows; r++) {
+        unsigned char *row = b + r * stride;
+        for (int64_t i = 0; i < stride; i++)
+            row[i] = (unsigned char)tu_rand(s);
+        unsigned char *sb = row + emb__q_value_bytes(dt, D);
+        const float scale = ca_value(s), bias = ca_value(s);
+        if (dt == EMB_INT4) {
+            const uint16_t h[2] = {emb__f32_to_f16(scale), emb__f32_to_f16(bias)};
+            memcpy(sb, h, sizeof h);
+        } else {
+            const float f[2] = {scale, bias};
+            memcpy(sb, f, sizeof f);
+        }
+    }
+}
+
 static void poison_bytes(void *p, size_t bytes)
 {
     memset(p, 0xa5, bytes);
@@ -118,7 +137,9 @@ static void poison_bytes(void *p, size_t bytes)
 typedef struct Data {
     int dt;
     int32_t D;
-    size_t esize;
+    size_t esize;                         /* bytes per element (quantized: 1) */
+    size_t colbytes;                      /* column stride: D + 3 elements, or a quantized
+                                             row and 3 bytes (misaligned) */
     unsigned char *store;                 /* NCOLS columns, stride D + 3, misaligned */
     const void *cols[MAXLEN + AHEAD];     /* a bag's columns, then AHEAD more */
     float w[MAXLEN];
@@ -127,8 +148,8 @@ typedef struct Data {
 
 static void data_bag(Data *d, uint64_t *s)
 {
-    const size_t stride = ((size_t)d->D + 3) * d->esize;
-    const size_t skew = (tu_rand(s) % 4) * d->esize;
+    const size_t stride = d->colbytes;
+    const size_t skew = (tu_rand(s) % 4) * d->esize * !emb__dtype_quantized((EmbDtype)d->dt);
     for (int k = 0; k < MAXLEN + AHEAD; k++)
         d->cols[k] = d->store + skew + (tu_rand(s) % NCOLS) * stride;
     for (int k = 0; k < MAXLEN; k++)
@@ -197,17 +218,17 @@ static void check_bags(Ctx *c, Data *d, emb_bags_fn ref, emb_bags_fn got, uint64
     }
     const int64_t stride = d->D + 3;
     const size_t total = (size_t)(NB * stride + PAD);
-    const size_t skew = (tu_rand(s) % 4) * d->esize;
+    const size_t skew = (tu_rand(s) % 4) * d->esize * !emb__dtype_quantized((EmbDtype)d->dt);
     for (int v = 0; v < 48; v++) {
         const int fixed = v & 1, id32 = (v >> 1) & 1, weighted = (v >> 2) & 1;
         const int def = (v >> 3) & 1, comb = EMB_COMBINER_SUM + (v >> 4);
         EmbBagsArgs a = {
             .out_stride = stride, .data = (const char *)d->store + skew,
-            .col_stride = (int64_t)((d->D + 3) * d->esize),
+            .col_stride = (int64_t)d->colbytes,
             .ids = id32 ? (const void *)ids32 : (const void *)ids64,
             .offsets = fixed ? NULL : offs, .bag_size = lens[v % 5],
             .weights = weighted ? w : NULL,
-            .defcol = def ? (const char *)d->store + skew + 5 * (d->D + 3) * d->esize : NULL,
+            .defcol = def ? (const char *)d->store + skew + 5 * d->colbytes : NULL,
             .bag0 = v % 3 == 0, .bag1 = NB, .pf_dist = (v % 3) * 2,
             .D = d->D, .id32 = id32, .combiner = comb,
         };
@@ -707,6 +728,89 @@ static const Entry entries[] = {
     E(ROWS, rows_d[4][EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 256, EMB_OPT_ADAM,
       "adam_rows_d256_bf16_c", "adam_rows_d256_bf16_avx2", "adam_rows_d256_bf16_avx512"),
 
+    /* row-wise quantized rows (quant_c.c, x86/quant_body.h) */
+    E(GATHER, gather[EMB_INT8], EMB_INT8, 0, 0,
+      "gather_int8_c", "gather_int8_avx2", "gather_int8_avx512"),
+    E(GATHER, gather_d[0][EMB_INT8], EMB_INT8, 16, 0,
+      "gather_d16_int8_c", "gather_d16_int8_avx2", "gather_d16_int8_avx512"),
+    E(GATHER, gather_d[1][EMB_INT8], EMB_INT8, 32, 0,
+      "gather_d32_int8_c", "gather_d32_int8_avx2", "gather_d32_int8_avx512"),
+    E(GATHER, gather_d[2][EMB_INT8], EMB_INT8, 64, 0,
+      "gather_d64_int8_c", "gather_d64_int8_avx2", "gather_d64_int8_avx512"),
+    E(GATHER, gather_d[3][EMB_INT8], EMB_INT8, 128, 0,
+      "gather_d128_int8_c", "gather_d128_int8_avx2", "gather_d128_int8_avx512"),
+    E(GATHER, gather_d[4][EMB_INT8], EMB_INT8, 256, 0,
+      "gather_d256_int8_c", "gather_d256_int8_avx2", "gather_d256_int8_avx512"),
+    E(POOL, pool[EMB_INT8], EMB_INT8, 0, 0,
+      "pool_int8_c", "pool_int8_avx2", "pool_int8_avx512"),
+    E(POOL, pool_nt[EMB_INT8], EMB_INT8, 0, 0,
+      "pool_int8_c", "pool_nt_int8_avx2", "pool_nt_int8_avx512"),
+    E(POOL, pool_d[0][EMB_INT8], EMB_INT8, 16, 0,
+      "pool_d16_int8_c", "pool_d16_int8_avx2", "pool_d16_int8_avx512"),
+    E(POOL, pool_d[1][EMB_INT8], EMB_INT8, 32, 0,
+      "pool_d32_int8_c", "pool_d32_int8_avx2", "pool_d32_int8_avx512"),
+    E(POOL, pool_d[2][EMB_INT8], EMB_INT8, 64, 0,
+      "pool_d64_int8_c", "pool_d64_int8_avx2", "pool_d64_int8_avx512"),
+    E(POOL, pool_d[3][EMB_INT8], EMB_INT8, 128, 0,
+      "pool_d128_int8_c", "pool_d128_int8_avx2", "pool_d128_int8_avx512"),
+    E(POOL, pool_d[4][EMB_INT8], EMB_INT8, 256, 0,
+      "pool_d256_int8_c", "pool_d256_int8_avx2", "pool_d256_int8_avx512"),
+    E(BAGS, bags[EMB_INT8], EMB_INT8, 0, 0,
+      "bags_int8_c", NULL, NULL),
+    E(BAGS, bags_d[0][EMB_INT8], EMB_INT8, 16, 0,
+      "bags_d16_int8_c", "bags_d16_int8_avx2", "bags_d16_int8_avx512"),
+    E(BAGS, bags_d[1][EMB_INT8], EMB_INT8, 32, 0,
+      "bags_d32_int8_c", "bags_d32_int8_avx2", "bags_d32_int8_avx512"),
+    E(BAGS, bags_d[2][EMB_INT8], EMB_INT8, 64, 0,
+      "bags_d64_int8_c", "bags_d64_int8_avx2", "bags_d64_int8_avx512"),
+    E(BAGS, bags_d[3][EMB_INT8], EMB_INT8, 128, 0,
+      "bags_d128_int8_c", "bags_d128_int8_avx2", "bags_d128_int8_avx512"),
+    E(BAGS, bags_d[4][EMB_INT8], EMB_INT8, 256, 0,
+      "bags_d256_int8_c", "bags_d256_int8_avx2", "bags_d256_int8_avx512"),
+    E(SUMSQ, sumsq[EMB_INT8], EMB_INT8, 0, 0,
+      "sumsq_int8_c", "sumsq_int8_avx2", "sumsq_int8_avx512"),
+
+    E(GATHER, gather[EMB_INT4], EMB_INT4, 0, 0,
+      "gather_int4_c", "gather_int4_avx2", "gather_int4_avx512"),
+    E(GATHER, gather_d[0][EMB_INT4], EMB_INT4, 16, 0,
+      "gather_d16_int4_c", "gather_d16_int4_avx2", "gather_d16_int4_avx512"),
+    E(GATHER, gather_d[1][EMB_INT4], EMB_INT4, 32, 0,
+      "gather_d32_int4_c", "gather_d32_int4_avx2", "gather_d32_int4_avx512"),
+    E(GATHER, gather_d[2][EMB_INT4], EMB_INT4, 64, 0,
+      "gather_d64_int4_c", "gather_d64_int4_avx2", "gather_d64_int4_avx512"),
+    E(GATHER, gather_d[3][EMB_INT4], EMB_INT4, 128, 0,
+      "gather_d128_int4_c", "gather_d128_int4_avx2", "gather_d128_int4_avx512"),
+    E(GATHER, gather_d[4][EMB_INT4], EMB_INT4, 256, 0,
+      "gather_d256_int4_c", "gather_d256_int4_avx2", "gather_d256_int4_avx512"),
+    E(POOL, pool[EMB_INT4], EMB_INT4, 0, 0,
+      "pool_int4_c", "pool_int4_avx2", "pool_int4_avx512"),
+    E(POOL, pool_nt[EMB_INT4], EMB_INT4, 0, 0,
+      "pool_int4_c", "pool_nt_int4_avx2", "pool_nt_int4_avx512"),
+    E(POOL, pool_d[0][EMB_INT4], EMB_INT4, 16, 0,
+      "pool_d16_int4_c", "pool_d16_int4_avx2", "pool_d16_int4_avx512"),
+    E(POOL, pool_d[1][EMB_INT4], EMB_INT4, 32, 0,
+      "pool_d32_int4_c", "pool_d32_int4_avx2", "pool_d32_int4_avx512"),
+    E(POOL, pool_d[2][EMB_INT4], EMB_INT4, 64, 0,
+      "pool_d64_int4_c", "pool_d64_int4_avx2", "pool_d64_int4_avx512"),
+    E(POOL, pool_d[3][EMB_INT4], EMB_INT4, 128, 0,
+      "pool_d128_int4_c", "pool_d128_int4_avx2", "pool_d128_int4_avx512"),
+    E(POOL, pool_d[4][EMB_INT4], EMB_INT4, 256, 0,
+      "pool_d256_int4_c", "pool_d256_int4_avx2", "pool_d256_int4_avx512"),
+    E(BAGS, bags[EMB_INT4], EMB_INT4, 0, 0,
+      "bags_int4_c", NULL, NULL),
+    E(BAGS, bags_d[0][EMB_INT4], EMB_INT4, 16, 0,
+      "bags_d16_int4_c", "bags_d16_int4_avx2", "bags_d16_int4_avx512"),
+    E(BAGS, bags_d[1][EMB_INT4], EMB_INT4, 32, 0,
+      "bags_d32_int4_c", "bags_d32_int4_avx2", "bags_d32_int4_avx512"),
+    E(BAGS, bags_d[2][EMB_INT4], EMB_INT4, 64, 0,
+      "bags_d64_int4_c", "bags_d64_int4_avx2", "bags_d64_int4_avx512"),
+    E(BAGS, bags_d[3][EMB_INT4], EMB_INT4, 128, 0,
+      "bags_d128_int4_c", "bags_d128_int4_avx2", "bags_d128_int4_avx512"),
+    E(BAGS, bags_d[4][EMB_INT4], EMB_INT4, 256, 0,
+      "bags_d256_int4_c", "bags_d256_int4_avx2", "bags_d256_int4_avx512"),
+    E(SUMSQ, sumsq[EMB_INT4], EMB_INT4, 0, 0,
+      "sumsq_int4_c", "sumsq_int4_avx2", "sumsq_int4_avx512"),
+
     E(SCALE, scale, EMB_F32, 0, 0,
       "scale_c", "scale_avx2", "scale_avx512"),
 
@@ -931,8 +1035,17 @@ static void check_level(const Level *levels, int l, Data *d, uint64_t *s)
         for (int dt = 0; dt < EMB_NDTYPES; dt++) {
             d->dt = dt;
             d->D = dims[di];
-            d->esize = emb_dtype_size((EmbDtype)dt);
-            ca_fill(d->store, (EmbDtype)dt, (int64_t)NCOLS * (d->D + 3) + 3, s);
+            if (emb__dtype_quantized((EmbDtype)dt)) {
+                if (!emb_dtype_row_bytes((EmbDtype)dt, d->D))
+                    continue; /* int4: even D only */
+                d->esize = 1;
+                d->colbytes = emb_dtype_row_bytes((EmbDtype)dt, d->D) + 3;
+                ca_fill_rows(d->store, (EmbDtype)dt, d->D, NCOLS + 1, (int64_t)d->colbytes, s);
+            } else {
+                d->esize = emb_dtype_size((EmbDtype)dt);
+                d->colbytes = ((size_t)d->D + 3) * d->esize;
+                ca_fill(d->store, (EmbDtype)dt, (int64_t)NCOLS * (d->D + 3) + 3, s);
+            }
             for (size_t i = 0; i < NENTRIES; i++) {
                 const Entry *e = &entries[i];
                 if (e->name[l] && e->dt == dt && (!e->size || e->size == d->D))

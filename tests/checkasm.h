@@ -30,12 +30,15 @@ float ca_value(uint64_t *s);
 
 /* n elements of dtype dt at p: seeded values, stored in the dtype (round to nearest). */
 void ca_fill(void *p, EmbDtype dt, int64_t n, uint64_t *s);
+/* @nrows quantized rows of D elements (dtype @dt) at @p, @stride bytes apart: random bytes
+ * (values and the bytes between rows), then a seeded scale and bias per row. */
+void ca_fill_rows(void *p, EmbDtype dt, int32_t D, int64_t nrows, int64_t stride, uint64_t *s);
 /* Element @i of @p (dtype @dt) = @x, rounded to nearest even. */
 void ca_set(void *p, EmbDtype dt, int64_t i, float x);
 
 static inline const char *ca_dtype_name(int dt)
 {
-    return dt == EMB_F32 ? "f32" : dt == EMB_F16 ? "f16" : "bf16";
+    return emb_dtype_name((EmbDtype)dt);
 }
 
 /* --bench: times every level against C (cache-resident) and static vs generic sizes. */

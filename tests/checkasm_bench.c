@@ -42,7 +42,7 @@ static double now(void)
 typedef struct Bench {
     int32_t D;
     const void *store;
-    size_t esize;
+    size_t rowbytes; /* column stride: D elements, or a quantized row */
     int64_t ids[NBAGS * LEN]; /* the columns of cols[] as ids into store */
     const void *cols[NBAGS * LEN];
     float w[NBAGS * LEN];
@@ -66,7 +66,7 @@ static void run_once(const Bench *b, const Kernel *k)
     if (k->bags) { /* all the bags in one call, as the lookup does */
         const EmbBagsArgs a = {
             .out = b->out, .out_stride = b->D, .data = b->store,
-            .col_stride = b->D * (int64_t)b->esize, .ids = b->ids, .bag_size = LEN,
+            .col_stride = (int64_t)b->rowbytes, .ids = b->ids, .bag_size = LEN,
             .weights = k->weighted ? b->w : NULL, .bag0 = 0, .bag1 = NBAGS,
             .pf_dist = k->resident ? 0 : EMB_PF_DIST, .D = b->D,
             .combiner = EMB_COMBINER_SUM,
@@ -113,16 +113,34 @@ static void bench_fill(void *p, int dt, int64_t n, uint64_t *s)
     }
 }
 
+/* Quantized rows: random values, scale 2^-7 and bias -0.5 (no subnormals either). */
+static void bench_fill_rows(void *store, EmbDtype dt, int32_t D, size_t rowbytes, uint64_t *s)
+{
+    ca_fill_rows(store, dt, D, NCOLS_B, (int64_t)rowbytes, s);
+    for (int64_t r = 0; r < NCOLS_B; r++) {
+        unsigned char *p = (unsigned char *)store + r * rowbytes + emb__q_value_bytes(dt, D);
+        const float f[2] = {0x1p-7f, -0.5f};
+        const uint16_t h[2] = {emb__f32_to_f16(f[0]), emb__f32_to_f16(f[1])};
+        if (dt == EMB_INT4)
+            memcpy(p, h, sizeof h);
+        else
+            memcpy(p, f, sizeof f);
+    }
+}
+
 static void bench_setup(Bench *b, void *store, int dt, int32_t D, uint64_t *s)
 {
-    const size_t esize = emb_dtype_size((EmbDtype)dt);
+    const size_t rowbytes = emb_dtype_row_bytes((EmbDtype)dt, D);
     b->D = D;
     b->store = store;
-    b->esize = esize;
-    bench_fill(store, dt, (int64_t)NCOLS_B * D, s);
+    b->rowbytes = rowbytes;
+    if (emb__dtype_quantized((EmbDtype)dt))
+        bench_fill_rows(store, (EmbDtype)dt, D, rowbytes, s);
+    else
+        bench_fill(store, dt, (int64_t)NCOLS_B * D, s);
     for (int k = 0; k < NBAGS * LEN; k++) {
         b->ids[k] = (int64_t)(tu_rand(s) % NCOLS_B);
-        b->cols[k] = (const char *)store + b->ids[k] * (size_t)D * esize;
+        b->cols[k] = (const char *)store + b->ids[k] * rowbytes;
         b->w[k] = tu_randf(s);
     }
 }
@@ -246,7 +264,8 @@ int ca_bench(const Level levels[NLEVELS], uint64_t seed)
             bench_line(levels, b, "pool", dt);
         bench_line(levels, b, "pool_w", dt);
         bench_line(levels, b, "gather", dt);
-        bench_line(levels, b, "sgd_row", dt);
+        if (!emb__dtype_quantized((EmbDtype)dt)) /* no update kernels */
+            bench_line(levels, b, "sgd_row", dt);
     }
     printf("bags: bags_dN (ids in, %d columns ahead prefetched) against the generic pool "
            "kernel (prefetching); bags_res: neither prefetches; bags_w: weighted\n",

@@ -61,8 +61,9 @@ static inline uint64_t tu_checksum(const EmbTable *t)
 {
     int64_t stride;
     const unsigned char *d = (const unsigned char *)emb_table_data(t, &stride);
-    size_t rowbytes = (size_t)emb_table_featuresize(t) * emb_dtype_size(emb_table_dtype(t));
-    size_t sbytes = (size_t)stride * emb_dtype_size(emb_table_dtype(t));
+    const EmbDtype dt = emb_table_dtype(t);
+    size_t rowbytes = emb_dtype_row_bytes(dt, emb_table_featuresize(t));
+    size_t sbytes = (size_t)stride * (emb_dtype_size(dt) ? emb_dtype_size(dt) : 1); /* bytes */
     uint64_t h = 1469598103934665603ull;
     for (int64_t c = 0; c < emb_table_ncolumns(t); c++)
         for (size_t i = 0; i < rowbytes; i++)

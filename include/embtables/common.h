@@ -62,16 +62,37 @@ enum {
                                (EMB_TABLE_CHECK_FINITE) */
 };
 
-/** Element type of a table's storage. Lookups always accumulate and write f32. */
+/**
+ * Element type of a table's storage. Lookups always accumulate and write f32.
+ *
+ * The row-wise quantized types store a row as its quantized values followed by the row's
+ * scale and bias; element i is `q[i] * scale + bias`. Their rows are the formats of
+ * PyTorch / FBGEMM, so rows prepacked there can be wrapped without a copy:
+ * - EMB_INT8: D uint8, then an f32 scale and an f32 bias (D + 8 bytes; the layout of
+ *   `torch.ops.quantized.embedding_bag_byte_prepack`, FBGEMM's fused 8-bit rows).
+ * - EMB_INT4: D / 2 bytes, element 2j in the low nibble of byte j and 2j + 1 in its high
+ *   nibble, then an f16 scale and an f16 bias (D / 2 + 4 bytes; the layout of
+ *   `torch.ops.quantized.embedding_bag_4bit_prepack`). D must be even.
+ */
 typedef enum EmbDtype {
     EMB_F32 = 0,  /**< IEEE binary32 */
     EMB_F16 = 1,  /**< IEEE binary16 */
     EMB_BF16 = 2, /**< bfloat16 (upper half of a binary32) */
+    EMB_INT8 = 3, /**< row-wise quantized, 8 bits a value, f32 scale and bias */
+    EMB_INT4 = 4, /**< row-wise quantized, 4 bits a value, f16 scale and bias */
 } EmbDtype;
 
-/** Size in bytes of one element of @p dtype, or 0 for an unknown dtype. */
+/**
+ * Size in bytes of one element of @p dtype; 0 for an unknown dtype and for the row-wise
+ * quantized types, whose elements are not whole bytes of their own (emb_dtype_row_bytes()).
+ */
 EMB_API size_t emb_dtype_size(EmbDtype dtype);
-/** Name of @p dtype ("f32", "f16", "bf16"), or "?" */
+/**
+ * Bytes of one row of @p featuresize elements of @p dtype (scale and bias included for the
+ * quantized types); 0 for an unknown dtype, a featuresize < 1 or an odd one for EMB_INT4.
+ */
+EMB_API size_t emb_dtype_row_bytes(EmbDtype dtype, int32_t featuresize);
+/** Name of @p dtype ("f32", "f16", "bf16", "int8", "int4"), or "?" */
 EMB_API const char *emb_dtype_name(EmbDtype dtype);
 
 /** Static description of an error code ("id out of range", ...). Never NULL. */

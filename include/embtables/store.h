@@ -261,10 +261,13 @@ typedef struct EmbCheckpointEntry {
     int dynamic;         /**< 1: a dynamic table's (dynamic.h); ncolumns is then its row
                               count, rows in increasing id order */
     int64_t dyn_step;    /**< a dynamic table's update steps (-1: not dynamic) */
-    const char *type;    /**< the tensor's safetensors dtype: "F32", "F16", "BF16", or "I64"
-                              (a dynamic table's ids and last update steps, [rows, 1]) and
-                              "U16" (its admission counts, [4, width]), whose dtype field
-                              reads EMB_F32 */
+    const char *type;    /**< the tensor's safetensors dtype: "F32", "F16", "BF16", "U8"
+                              (an EMB_INT8 / EMB_INT4 table's rows as they are, [ncolumns,
+                              emb_dtype_row_bytes()]: dtype and featuresize give the table's,
+                              the table's metadata entry its "format"), or "I64" (a dynamic
+                              table's ids and last update steps, [rows, 1]) and "U16" (its
+                              admission counts, [4, width]), whose dtype field reads
+                              EMB_F32 */
 } EmbCheckpointEntry;
 
 /**

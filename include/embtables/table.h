@@ -62,26 +62,33 @@ typedef struct EmbTableOptions {
 } EmbTableOptions;
 
 /**
- * Creates a table with owned, zero-filled memory.
+ * Creates a table with owned, zero-filled memory (a quantized row of zeros: scale and bias
+ * 0, every value 0). A quantized row longer than a cache line is packed at 8 bytes unless
+ * EmbTableOptions::column_align says otherwise (int8 D = 64: 72-byte columns).
  * @param out        receives the table; untouched on failure
  * @param ncolumns   number of columns (>= 0)
  * @param featuresize elements per column (>= 1)
  * @param dtype      element type
  * @param opts       options or NULL for the defaults
- * @return 0, EMB_ENULL, EMB_EINVAL, EMB_EDTYPE, EMB_ESHAPE (static_size), EMB_EOVERFLOW,
- *         EMB_ENOMEM
+ * @return 0, EMB_ENULL, EMB_EINVAL, EMB_EDTYPE, EMB_ESHAPE (static_size; an odd
+ *         featuresize for EMB_INT4), EMB_EOVERFLOW, EMB_ENOMEM
  */
 EMB_API int emb_table_create(EmbTable **out, int64_t ncolumns, int32_t featuresize,
                              EmbDtype dtype, const EmbTableOptions *opts);
 
 /**
  * Wraps caller memory without copying: column i starts at
- * `(char *)data + i * column_stride * emb_dtype_size(dtype)`. The caller keeps ownership
+ * `(char *)data + i * column_stride * emb_dtype_size(dtype)`, or for the quantized types
+ * (EMB_INT8, EMB_INT4) `(char *)data + i * column_stride`: their stride is in bytes, at
+ * least emb_dtype_row_bytes(dtype, featuresize) (torch's prepacked rows: exactly that;
+ * with EMB_TABLE_CHECK_FINITE every row's scale and bias is checked). The caller keeps ownership
  * and must keep the memory alive until the table is destroyed. Any alignment of @p data
  * that is valid for the element type works.
- * @param column_stride elements from one column to the next (>= featuresize)
- * @return 0, EMB_ENULL, EMB_EINVAL, EMB_EDTYPE, EMB_ESTRIDE, EMB_ESHAPE, EMB_EOVERFLOW,
- *         EMB_ENOMEM
+ * @param column_stride elements from one column to the next (>= featuresize; bytes for
+ *        the quantized types)
+ * @return 0, EMB_ENULL, EMB_EINVAL, EMB_EDTYPE, EMB_ESTRIDE, EMB_ESHAPE (an odd featuresize
+ *         for EMB_INT4), EMB_EOVERFLOW, EMB_ENOMEM, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE:
+ *         a NaN or infinite scale or bias in a quantized row)
  */
 EMB_API int emb_table_wrap(EmbTable **out, void *data, int64_t ncolumns, int32_t featuresize,
                            int64_t column_stride, EmbDtype dtype, const EmbTableOptions *opts);
@@ -128,7 +135,7 @@ EMB_API EmbDtype emb_table_dtype(const EmbTable *t);
 EMB_API const char *emb_table_name(const EmbTable *t);
 /**
  * Contiguous storage of a simple (owned or wrapped) table and its column stride in
- * elements; NULL / 0 for custom and partitioned tables.
+ * elements (in bytes for the quantized types); NULL / 0 for custom and partitioned tables.
  */
 EMB_API void *emb_table_data(const EmbTable *t, int64_t *column_stride);
 

@@ -333,10 +333,25 @@ EMB_API int emb_table_assign_sub(EmbTable *t, const float *values, int64_t ncolu
                                  int32_t featuresize, int64_t stride);
 
 /**
- * Copies the whole table out as f32: column c to `out + c * out_stride`.
+ * Copies the whole table out as f32: column c to `out + c * out_stride` (a quantized row
+ * dequantized: q * scale + bias).
  * @return 0, EMB_ENULL, EMB_ESTRIDE, EMB_EOVERFLOW, EMB_ENOTSUP (a dynamic table)
  */
 EMB_API int emb_table_read(const EmbTable *t, float *out, int64_t out_stride);
+
+/**
+ * Sets every row of @p dst from the same row of @p src, converted: typically an f32, f16 or
+ * bf16 table quantized into an EMB_INT8 / EMB_INT4 one (for serving, or to train
+ * quantized). A quantized row gets bias = its minimum and scale = (max - min) / 255 (int8;
+ * int4: both f16, scale (max - bias) / 15), values rounded to nearest (emb_dtype_row_bytes()
+ * and EmbDtype for the layouts); any other pair of dtypes converts element by element
+ * (rounded to nearest even). @p src is only read; both tables stay the caller's.
+ * @return 0, EMB_ENULL, EMB_EINVAL (@p dst is @p src), EMB_ESHAPE (row counts or feature
+ *         sizes differ), EMB_ENONFINITE (@p dst has EMB_TABLE_CHECK_FINITE and a value of
+ *         @p src is NaN or infinite: nothing written), EMB_ENOMEM, EMB_ENOTSUP (a dynamic
+ *         table)
+ */
+EMB_API int emb_table_quantize(EmbTable *dst, const EmbTable *src);
 
 /**
  * Scatter operations: for k = 0 .. n-1 in order, column ids[k] is combined with row k of

@@ -45,9 +45,11 @@ void emb__kernels_init_x86(EmbKernels *k, unsigned flags)
     if (!(flags & EMB_CPU_AVX2))
         return;
     emb__kernels_init_avx2(k, flags);
+    emb__kernels_init_quant_avx2(k);
     if (!(flags & EMB_CPU_AVX512))
         return;
     emb__kernels_init_avx512(k, flags);
+    emb__kernels_init_quant_avx512(k);
 }
 #endif
 

@@ -261,12 +261,16 @@ void emb__sfence(void);
 /* C references: fill every entry of @k (kernels_c.c calls optim_c.c's part). */
 void emb__kernels_init_c(EmbKernels *k);
 void emb__kernels_init_optim_c(EmbKernels *k);
+void emb__kernels_init_quant_c(EmbKernels *k); /* quant_c.c: the EMB_INT8 / EMB_INT4 rows */
 #if EMB_HAVE_X86_KERNELS
 /* x86 variants (dispatch.c): override entries for the ISAs in @flags, in ascending order. */
 void emb__kernels_init_x86(EmbKernels *k, unsigned flags);
 /* One ISA each (x86/kernels_avx2.c, x86/kernels_avx512.c), compiled with its flags. */
 void emb__kernels_init_avx2(EmbKernels *k, unsigned flags);
 void emb__kernels_init_avx512(EmbKernels *k, unsigned flags);
+/* The quantized rows' entries of each ISA (x86/quant_body.h, stamped in the ISA files). */
+void emb__kernels_init_quant_avx2(EmbKernels *k);
+void emb__kernels_init_quant_avx512(EmbKernels *k);
 #endif
 
 #endif

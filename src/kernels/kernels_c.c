@@ -383,4 +383,5 @@ void emb__kernels_init_c(EmbKernels *k)
     k->rows_d[4][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d256_bf16_c;
 
     emb__kernels_init_optim_c(k);
+    emb__kernels_init_quant_c(k);
 }

@@ -71,7 +71,7 @@ static float clip_factor(const Pass *ps, const void *col)
  */
 static void clip_chunk(const Pass *ps, Chunk *c)
 {
-    const size_t bytes = (size_t)ps->t->featuresize * ps->t->elsize;
+    const size_t bytes = emb__row_bytes(ps->t->dtype, ps->t->featuresize);
     for (int32_t j = 0; j < c->ncols; j++) {
         if (j + CLIP_AHEAD < c->ncols)
             for (size_t off = 0; off < bytes; off += 64)
@@ -153,7 +153,7 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
 static bool resident(const EmbTable *t)
 {
     int64_t bytes;
-    return emb__mul_ok(t->ncolumns, t->featuresize * (int64_t)t->elsize, &bytes) &&
+    return emb__mul_ok(t->ncolumns, (int64_t)emb__row_bytes(t->dtype, t->featuresize), &bytes) &&
            bytes <= EMB_RESIDENT_BYTES;
 }
 

@@ -69,17 +69,36 @@ void emb__ckpt_tensors_free(EmbCkpt *c)
 const char *emb__ckpt_dtype_code(EmbDtype dt)
 {
     return dt == EMB_F16 ? "F16" : dt == EMB_BF16 ? "BF16" : dt == EMB_CKPT_I64 ? "I64"
-         : dt == EMB_CKPT_U16 ? "U16" : "F32";
+         : dt == EMB_CKPT_U16 ? "U16" : emb__dtype_quantized(dt) || dt == EMB_CKPT_U8 ? "U8"
+         : "F32";
 }
 
 size_t emb__ckpt_el_size(EmbDtype dt)
 {
+    if (emb__dtype_quantized(dt) || dt == EMB_CKPT_U8)
+        return 1;
     return dt == EMB_CKPT_I64 ? 8 : dt == EMB_CKPT_U16 ? 2 : emb_dtype_size(dt);
+}
+
+size_t emb__ckpt_row_bytes(EmbDtype dt, int32_t width)
+{
+    return emb__dtype_quantized(dt) ? emb__row_bytes(dt, width)
+                                    : (size_t)width * emb__ckpt_el_size(dt);
+}
+
+int64_t emb__ckpt_file_cols(EmbDtype dt, int32_t width)
+{
+    return emb__dtype_quantized(dt) ? (int64_t)emb__row_bytes(dt, width) : width;
 }
 
 bool emb__ckpt_is_float(EmbDtype dt)
 {
     return dt == EMB_F32 || dt == EMB_F16 || dt == EMB_BF16;
+}
+
+bool emb__ckpt_is_table_type(EmbDtype dt)
+{
+    return emb__ckpt_is_float(dt) || emb__dtype_quantized(dt);
 }
 
 static int dtype_parse(const char *s, EmbDtype *dt)
@@ -88,7 +107,7 @@ static int dtype_parse(const char *s, EmbDtype *dt)
         const char *name;
         EmbDtype dt;
     } map[] = {{"F32", EMB_F32}, {"F16", EMB_F16}, {"BF16", EMB_BF16}, {"I64", EMB_CKPT_I64},
-               {"U16", EMB_CKPT_U16}};
+               {"U16", EMB_CKPT_U16}, {"U8", EMB_CKPT_U8}};
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (strcmp(s, map[i].name) == 0) {
             *dt = map[i].dt;
@@ -174,7 +193,8 @@ static char *header_text(const EmbCkpt *c, json_t *model, size_t *len)
         json_t *jt = json_object();
         emb__json_set(jt, "dtype", json_string(emb__ckpt_dtype_code(t->dtype)), &err);
         emb__json_set(jt, "shape",
-                      json_pack("[II]", (json_int_t)t->ncolumns, (json_int_t)t->width), &err);
+                      json_pack("[II]", (json_int_t)t->ncolumns,
+                                (json_int_t)emb__ckpt_file_cols(t->dtype, t->width)), &err);
         emb__json_set(jt, "data_offsets",
                       json_pack("[II]", (json_int_t)t->begin, (json_int_t)t->end),
             &err);
@@ -261,8 +281,7 @@ static int read_all(int fd, void *p, size_t n, uint64_t off)
 /* Writes tensor @t's bytes at file offset @off through @buf, hashing them. */
 static int write_tensor(EmbCkptTensor *t, int fd, uint64_t off, unsigned char *buf)
 {
-    const size_t el = emb__ckpt_el_size(t->dtype);
-    const size_t cb = (size_t)t->width * el;
+    const size_t cb = emb__ckpt_row_bytes(t->dtype, t->width);
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     size_t fill = 0;
@@ -295,16 +314,16 @@ static int write_tensor(EmbCkptTensor *t, int fd, uint64_t off, unsigned char *b
 
 int emb__ckpt_write(EmbCkpt *c, json_t *meta, int fd, const char *path)
 {
-    /* the 8-byte tensors first, then the 4-byte and the 2-byte ones: each aligned for its
+    /* the 8-byte tensors first, then the 4-byte, 2-byte and byte ones: each aligned for its
        type */
     uint64_t pos = 0;
-    for (size_t el = 8; el >= 2; el /= 2)
+    for (size_t el = 8; el >= 1; el /= 2)
         for (int64_t i = 0; i < c->ntensors; i++) {
             EmbCkptTensor *t = &c->tensors[i];
             if (emb__ckpt_el_size(t->dtype) != el)
                 continue;
             t->begin = pos;
-            t->end = pos += (uint64_t)t->ncolumns * (uint64_t)t->width * el;
+            t->end = pos += (uint64_t)t->ncolumns * emb__ckpt_row_bytes(t->dtype, t->width);
             t->hash = 0;
         }
     size_t n = 0, n2 = 0;
@@ -576,7 +595,7 @@ int emb__ckpt_load_fn(const EmbCkpt *c, int64_t k, int fd, void *(*dst)(void *ct
                       void *ctx, unsigned char *buf, const char *path)
 {
     const EmbCkptTensor *ts = &c->tensors[k];
-    const size_t el = emb__ckpt_el_size(ts->dtype), cb = (size_t)ts->width * el;
+    const size_t cb = emb__ckpt_row_bytes(ts->dtype, ts->width);
     const int64_t per = (int64_t)EMB_MAX(EMB_CKPT_CHUNK / cb, 1);
     int e = 0;
     for (int64_t c0 = 0; c0 < ts->ncolumns && !e; c0 += per) {

@@ -28,10 +28,21 @@
    tensor's dtype (the same values as table_ops.h's EmbElem). */
 #define EMB_CKPT_I64 ((EmbDtype)16)
 #define EMB_CKPT_U16 ((EmbDtype)17)
-/* Bytes per element of a tensor's dtype (0: unknown), and whether it is a table's type. */
+/* A "U8" tensor as parsed, before its table's "format" (int8 / int4) makes it a quantized
+   table's rows: a tensor of dtype EMB_INT8 / EMB_INT4 and width D is saved as U8 of shape
+   [ncolumns, emb_dtype_row_bytes(dtype, D)], the rows' bytes as they are. */
+#define EMB_CKPT_U8 ((EmbDtype)18)
+/* Bytes per element of a tensor's dtype (0: unknown; 1 for the quantized types), and
+   whether it is a table's float type. */
 size_t emb__ckpt_el_size(EmbDtype dt);
 bool emb__ckpt_is_float(EmbDtype dt);
-/* The safetensors name of a tensor's dtype ("F32", "F16", "BF16", "I64", "U16"). */
+/* Whether a table's values may be of @dt (a float type or a quantized one). */
+bool emb__ckpt_is_table_type(EmbDtype dt);
+/* Bytes of one row (tensor column) of a tensor of @dt and @width, and its columns in the
+   file (the row bytes of a quantized tensor, else width). */
+size_t emb__ckpt_row_bytes(EmbDtype dt, int32_t width);
+int64_t emb__ckpt_file_cols(EmbDtype dt, int32_t width);
+/* The safetensors name of a tensor's dtype ("F32", "F16", "BF16", "I64", "U16", "U8"). */
 const char *emb__ckpt_dtype_code(EmbDtype dt);
 
 typedef struct EmbCkptTensor {

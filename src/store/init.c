@@ -4,6 +4,8 @@
  * uniform unit scaling). Element i of column c is a pure function of (seed, c, i): the
  * same table whatever the order, the thread count or the table type.
  */
+#include <stdlib.h>
+
 #include "dtype.h"
 #include "initval.h"
 #include "tables/table_impl.h"
@@ -25,10 +27,15 @@ int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
         return r;
     if (t->ops->initialize) /* its rows now, and the rows it creates later */
         return t->ops->initialize(t, in);
-    for (int64_t c = 0; c < t->ncolumns; c++) {
-        void *col = emb__column(t, c, EMB_CTX_UPDATE);
+    float *row = malloc((size_t)t->featuresize * sizeof(float));
+    if (!row)
+        return emb__fail(EMB_ENOMEM, "out of memory for a row of %d floats (%s)",
+                         (int)t->featuresize, emb__table_label(t));
+    for (int64_t c = 0; c < t->ncolumns; c++) { /* each row computed, then stored whole */
         for (int32_t i = 0; i < t->featuresize; i++)
-            emb__store(t->dtype, col, i, emb__init_value(in, t->ncolumns, c, i));
+            row[i] = emb__init_value(in, t->ncolumns, c, i);
+        emb__row_store(t->dtype, emb__column(t, c, EMB_CTX_UPDATE), t->featuresize, row);
     }
+    free(row);
     return 0;
 }

@@ -234,6 +234,9 @@ static json_t *meta_json(const EmbCkpt *c, int *err)
         emb__json_set(jt, "nshards", json_integer(t->nshards), err);
         emb__json_set(jt, "partition", json_string(partition_name(t->partition)), err);
         emb__json_set(jt, "step", json_integer(t->step), err);
+        const EmbDtype vd = c->tensors[t->values].dtype;
+        if (emb__dtype_quantized(vd)) /* its U8 tensor holds rows of this format */
+            emb__json_set(jt, "format", json_string(emb_dtype_name(vd)), err);
         if (t->dynamic) {
             json_t *jd = json_object();
             emb__json_set(jd, "step", json_integer(t->dyn_step), err);
@@ -328,13 +331,34 @@ static int parse_dynamic(EmbCkpt *c, EmbCkptTable *tb, json_t *jd, const char *p
     return 0;
 }
 
+/* A table's "format" (int8 / int4: its values are U8 rows of that layout) or none: makes
+   the U8 tensor @v a quantized one of featuresize D. 0, or -1 when they disagree. */
+static int quantized_values(EmbCkptTensor *v, const char *format)
+{
+    if (!format)
+        return v->dtype == EMB_CKPT_U8 ? -1 : 0;
+    const EmbDtype dt = strcmp(format, "int8") == 0 ? EMB_INT8
+                      : strcmp(format, "int4") == 0 ? EMB_INT4 : EMB_F32;
+    if (dt == EMB_F32 || v->dtype != EMB_CKPT_U8)
+        return -1;
+    const int64_t D = dt == EMB_INT8 ? (int64_t)v->width - 8 : ((int64_t)v->width - 4) * 2;
+    if (D < 1 || D > INT32_MAX || emb__row_bytes(dt, (int32_t)D) != (size_t)v->width)
+        return -1;
+    v->dtype = dt;
+    v->width = (int32_t)D;
+    return 0;
+}
+
 /* One entry of "tables": its values tensor and, with a step, its slot tensors. */
 static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
 {
     const char *name = emb__json_str(jt, "name"), *part = emb__json_str(jt, "partition");
     int64_t nshards, step;
     const int64_t v = name ? emb__ckpt_tensor_find(c, name) : -1;
-    if (v < 0 || c->tensors[v].table >= 0 || !emb__ckpt_is_float(c->tensors[v].dtype) ||
+    if (v >= 0 && quantized_values(&c->tensors[v], emb__json_str(jt, "format")))
+        return emb__ckpt_corrupt(path, "table \"%.200s\": its format and its tensor disagree",
+                                 name);
+    if (v < 0 || c->tensors[v].table >= 0 || !emb__ckpt_is_table_type(c->tensors[v].dtype) ||
         emb__json_int(jt, "nshards", 1, INT32_MAX, &nshards) ||
         emb__json_int(jt, "step", -1, INT64_MAX, &step) || !part)
         return emb__ckpt_corrupt(path, "a table entry has no tensor, a bad shard count or step");

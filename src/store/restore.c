@@ -335,14 +335,14 @@ static int map_tables(EmbCheckpoint *ck, int fd, const char *path)
     for (int64_t i = 0; i < ck->c.ntensors && !r; i++) {
         const EmbCkptTensor *t = &ck->c.tensors[i];
         const uint64_t at = ck->c.data_start + t->begin;
-        if (!emb__ckpt_is_float(t->dtype))
+        if (!emb__ckpt_is_table_type(t->dtype))
             continue; /* a dynamic table's ids, steps or counts: no table */
-        if (at % emb_dtype_size(t->dtype) != 0)
+        if (at % emb__ckpt_el_size(t->dtype) != 0)
             return emb__fail(EMB_ENOTSUP, "tensor \"%.200s\" of %s is not aligned for its type "
                              "and cannot be mapped", t->name, path);
         const EmbTableOptions to = {.name = t->name};
-        r = emb_table_wrap(&ck->tables[i], ck->map + at, t->ncolumns, t->width, t->width,
-                           t->dtype, &to);
+        r = emb_table_wrap(&ck->tables[i], ck->map + at, t->ncolumns, t->width,
+                           emb__ckpt_file_cols(t->dtype, t->width), t->dtype, &to);
     }
     return r;
 }
@@ -400,7 +400,7 @@ int emb_checkpoint_entry(const EmbCheckpoint *ck, int64_t i, EmbCheckpointEntry 
                                                                           : NULL;
     *out = (EmbCheckpointEntry){.name = t->name, .table = tb->name, .slot = slot,
                                 .ncolumns = t->ncolumns, .featuresize = t->width,
-                                .dtype = emb__ckpt_is_float(t->dtype) ? t->dtype : EMB_F32,
+                                .dtype = emb__ckpt_is_table_type(t->dtype) ? t->dtype : EMB_F32,
                                 .nshards = tb->nshards, .partition = tb->partition,
                                 .step = tb->step, .dynamic = tb->dynamic,
                                 .dyn_step = tb->dynamic ? tb->dyn_step : -1,

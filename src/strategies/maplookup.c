@@ -35,7 +35,7 @@
 typedef struct Slot {
     float *out;
     int64_t stride;
-    double work; /* bytes moved: (nnz x elsize + nbags x 4) x D */
+    double work; /* bytes moved: nnz x row bytes + nbags x 4 x D */
     int result;  /* validation result, then the lookup's (a table's resolve failed) */
 } Slot;
 
@@ -78,7 +78,8 @@ static int check_layout(Call *c)
         const EmbBatch *b = &c->batches[i];
         Slot *s = &c->slots[i];
         s->out = emb__outputs_next(c->outputs, c->tables, i, &col, &s->stride);
-        s->work = ((double)b->nnz * (double)t->elsize + (double)b->nbags * 4.0) * t->featuresize;
+        s->work = (double)b->nnz * (double)emb__row_bytes(t->dtype, t->featuresize) +
+                  (double)b->nbags * 4.0 * t->featuresize;
     }
     return 0;
 }

@@ -738,6 +738,9 @@ int emb_table_dynamic_create(EmbTable **out, int32_t featuresize, EmbDtype dtype
     const EmbDynamicOptions o = opts ? *opts : (EmbDynamicOptions){0};
     const char *name = o.table.name ? o.table.name : "";
     int r = options_check(&o, name);
+    if (!r && emb__dtype_quantized(dtype))
+        r = emb__fail(EMB_ENOTSUP, "dtype %s: dynamic tables of quantized rows are not "
+                      "supported (table \"%s\")", emb_dtype_name(dtype), name);
     EmbTable *t = NULL;
     r = r ? r : emb__table_alloc(&t, INT64_MAX, featuresize, dtype, &o.table);
     if (r)

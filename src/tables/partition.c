@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "embtables/partition.h"
 #include "platform.h"
 #include "tables/partition_impl.h"
@@ -105,6 +106,10 @@ static int check_shard_kinds(EmbTable *const *shards, int32_t nshards, unsigned 
             return emb__fail(EMB_EDTYPE, "shard %d has dtype %s, shard 0 has %s (partitioned "
                              "table \"%s\")", (int)i, emb_dtype_name(s->dtype),
                              emb_dtype_name(s0->dtype), name);
+        if (emb__dtype_quantized(s->dtype))
+            return emb__fail(EMB_ENOTSUP, "shard %d is %s: partitioned tables of quantized "
+                             "rows are not supported (partitioned table \"%s\")", (int)i,
+                             emb_dtype_name(s->dtype), name);
         for (int32_t j = 0; j < i; j++)
             if (shards[j] == s)
                 return emb__fail(EMB_EINVAL, "shard %d is shard %d again (partitioned table "
@@ -229,6 +234,9 @@ static int check_create(int64_t nrows, int32_t featuresize, EmbDtype dtype, int3
         return emb__fail(EMB_EINVAL, "nshards %d is not >= 1", (int)nshards);
     if (featuresize < 1)
         return emb__fail(EMB_EINVAL, "featuresize %d is not >= 1", (int)featuresize);
+    if (emb__dtype_quantized(dtype))
+        return emb__fail(EMB_ENOTSUP, "dtype %s: partitioned tables of quantized rows are not "
+                         "supported", emb_dtype_name(dtype));
     if (emb_dtype_size(dtype) == 0)
         return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16", (int)dtype);
     double need = 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "platform.h"
 #include "tables/table_impl.h"
 
@@ -51,9 +52,12 @@ int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     if (featuresize < 1)
         return emb__fail(EMB_EINVAL, "featuresize %d is not >= 1 (table \"%s\")",
                          (int)featuresize, name);
-    if (emb_dtype_size(dtype) == 0)
-        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16 or bf16 (table \"%s\")",
+    if (emb__row_bytes(dtype, 1) == 0 && emb__row_bytes(dtype, 2) == 0)
+        return emb__fail(EMB_EDTYPE, "dtype %d is not f32, f16, bf16, int8 or int4 (table \"%s\")",
                          (int)dtype, name);
+    if (emb__row_bytes(dtype, featuresize) == 0)
+        return emb__fail(EMB_ESHAPE, "featuresize %d is odd: int4 rows hold two values a byte "
+                         "(table \"%s\")", (int)featuresize, name);
     if (opts) {
         const int r = emb__placement_check(opts->placement, opts->numa_node, name[0] ? name : "unnamed table");
         if (r)
@@ -73,7 +77,7 @@ int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
     t->static_size = opts ? opts->static_size : 0;
     t->check_finite = opts && (opts->flags & EMB_TABLE_CHECK_FINITE);
     t->ncolumns = ncolumns;
-    t->elsize = emb_dtype_size(dtype);
+    t->elsize = emb__dtype_quantized(dtype) ? 1 : emb_dtype_size(dtype); /* stride unit */
     snprintf(t->name, sizeof t->name, "%s", name);
     t->ops = &emb__simple_ops;
     *out = t;
@@ -111,6 +115,21 @@ int emb__finite_check(const EmbTable *t, const float *rows, int64_t n, int32_t w
     return 0;
 }
 
+/*
+ * The options the column stride follows. A quantized row longer than a cache line (int8 at
+ * D >= 57) is packed at 8 bytes instead of padded to whole lines: at 8-byte offsets such a
+ * row touches as many lines as an aligned one (D = 64: 72 bytes, 2 lines either way), and
+ * the table is 44 % smaller than with 128-byte columns.
+ */
+static const EmbTableOptions *stride_opts(EmbDtype dt, int32_t D, const EmbTableOptions *opts)
+{
+    static const EmbTableOptions packed = {.column_align = 8};
+    if (!emb__dtype_quantized(dt) || (opts && opts->column_align) ||
+        emb__row_bytes(dt, D) <= EMB_ALIGN)
+        return opts;
+    return &packed;
+}
+
 int emb_table_create(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbDtype dtype,
                      const EmbTableOptions *opts)
 {
@@ -121,7 +140,8 @@ int emb_table_create(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
         return r;
     size_t stride = 0, align = EMB_ALIGN;
     int64_t bytes;
-    r = emb__column_stride((size_t)featuresize * t->elsize, opts, &stride, &align);
+    r = emb__column_stride(emb__row_bytes(dtype, featuresize), stride_opts(dtype, featuresize,
+                                                                            opts), &stride, &align);
     if (r)
         goto fail;
     if (!emb__mul_ok(ncolumns, (int64_t)stride, &bytes) || (uint64_t)bytes > SIZE_MAX / 2) {
@@ -149,19 +169,35 @@ fail:
     return r;
 }
 
+/* EMB_TABLE_CHECK_FINITE on a wrapped quantized table: every row's scale and bias finite. */
+static int wrapped_rows_check(const EmbTable *t)
+{
+    if (!t->check_finite || !emb__dtype_quantized(t->dtype))
+        return 0;
+    for (int64_t c = 0; c < t->ncolumns; c++)
+        if (!emb__q_row_finite(t->dtype, t->data + (size_t)c * t->stride, t->featuresize))
+            return emb__fail(EMB_ENONFINITE, "row %lld has a NaN or infinite scale or bias "
+                             "(%s checks for finite values)", (long long)c, emb__table_label(t));
+    return 0;
+}
+
 int emb_table_wrap(EmbTable **out, void *data, int64_t ncolumns, int32_t featuresize,
                    int64_t column_stride, EmbDtype dtype, const EmbTableOptions *opts)
 {
     EMB_CHECK_NULL(out);
     if (ncolumns > 0)
         EMB_CHECK_NULL(data);
-    if (column_stride < featuresize)
-        return emb__fail(EMB_ESTRIDE, "column_stride %lld < featuresize %d",
-                         (long long)column_stride, (int)featuresize);
     EmbTable *t = NULL;
     int r = emb__table_alloc(&t, ncolumns, featuresize, dtype, opts);
     if (r)
         return r;
+    const int64_t min_stride = (int64_t)(emb__row_bytes(dtype, featuresize) / t->elsize);
+    if (column_stride < min_stride) {
+        emb_table_destroy(&t);
+        return emb__fail(EMB_ESTRIDE, "column_stride %lld < %lld (featuresize %d in %s)",
+                         (long long)column_stride, (long long)min_stride, (int)featuresize,
+                         emb_dtype_name(dtype));
+    }
     int64_t sb, total;
     if (!emb__mul_ok(column_stride, (int64_t)t->elsize, &sb) ||
         !emb__mul_ok(ncolumns, sb, &total)) {
@@ -171,6 +207,11 @@ int emb_table_wrap(EmbTable **out, void *data, int64_t ncolumns, int32_t feature
     }
     t->data = data;
     t->stride = (size_t)sb;
+    r = wrapped_rows_check(t);
+    if (r) {
+        emb_table_destroy(&t);
+        return r;
+    }
     *out = t;
     return 0;
 }

@@ -281,6 +281,15 @@ int emb_optimizer_set_step(EmbOptimizer *opt, const EmbTable *table, int64_t ste
     return 0;
 }
 
+/* A table's seed for the stochastic rounding of its quantized rows: FNV-1a of its name. */
+static uint64_t table_seed(const EmbTable *t)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = t->name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return h;
+}
+
 void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *plan,
                          unsigned flags)
 {
@@ -306,9 +315,14 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     plan->sgd = NULL;
     plan->row = NULL;
     plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);
+    const EmbDtype cdt = emb__dtype_compute(t->dtype);
+    plan->requant = cdt != t->dtype;
+    plan->qseed = table_seed(t);
+    plan->step = st->step;
     if (c->kind == EMB_OPT_SGD)
-        plan->sgd = emb__kernel_sgd_row(t->dtype, t->featuresize, nt);
+        plan->sgd = emb__kernel_sgd_row(cdt, t->featuresize, nt && !plan->requant);
     else
-        plan->row = emb__kernel_opt_row(c->kind, t->dtype, t->featuresize, nt);
-    plan->range = nt ? NULL : emb__kernel_rows(c->kind, t->dtype, t->featuresize);
+        plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
+    plan->range = nt || plan->requant ? NULL
+                                      : emb__kernel_rows(c->kind, t->dtype, t->featuresize);
 }

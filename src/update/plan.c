@@ -66,6 +66,10 @@ int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids)
     int r = emb__grad_check_ex(plan->table, g, check_ids);
     if (r)
         return r;
+    const EmbTable *t = plan->table;
+    if (!emb__kernel_sgd_row(emb__dtype_compute(t->dtype), t->featuresize, 0))
+        return emb__fail(EMB_ENOTSUP, "%s is %s: training it is not supported (no update "
+                         "kernel for its rows)", emb__table_label(t), emb_dtype_name(t->dtype));
     const int64_t rows = emb__grad_max_rows(g);
     r = emb__indexer_reserve(plan->ix, rows);
     if (!r && g->kind == EMB_GRAD_PULLBACK)
@@ -157,7 +161,7 @@ static void prefetch(const EmbPlan *plan, int64_t d)
     const EmbTable *t = plan->table;
     const int64_t id = plan->ix->ids[d];
     if (t->data)
-        prefetch_rows(t->data + (size_t)id * t->stride, (size_t)t->featuresize * t->elsize);
+        prefetch_rows(t->data + (size_t)id * t->stride, emb__row_bytes(t->dtype, t->featuresize));
     if (plan->state && plan->state->data)
         prefetch_rows(plan->state->data + (size_t)id * plan->state->stride,
                       (size_t)plan->state->featuresize * sizeof(float));
@@ -167,38 +171,51 @@ static void prefetch(const EmbPlan *plan, int64_t d)
 static void prefetch_planned(const EmbPlan *plan, const void *col, const float *st)
 {
     if (col)
-        prefetch_rows(col, (size_t)plan->table->featuresize * plan->table->elsize);
+        prefetch_rows(col, emb__row_bytes(plan->table->dtype, plan->table->featuresize));
     if (col && st)
         prefetch_rows((const char *)st, (size_t)plan->state->featuresize * sizeof(float));
 }
 
-/* Weight decay of column @col before its step: L2 returns g + wd * w (into @out),
- * decoupled scales the column (rounded to its dtype) and returns g. */
-static const float *weight_decay(const EmbPlan *plan, void *col, const float *g, float *out)
+/* Weight decay of column @col (of dtype @dt) before its step: L2 returns g + wd * w (into
+ * @out), decoupled scales the column (rounded to its dtype) and returns g. */
+static const float *weight_decay(const EmbPlan *plan, EmbDtype dt, void *col, const float *g,
+                                 float *out)
 {
-    const EmbTable *t = plan->table;
-    const int32_t D = t->featuresize;
+    const int32_t D = plan->table->featuresize;
     if (plan->decay_l2 != 0.0f) {
         for (int32_t i = 0; i < D; i++)
-            out[i] = g[i] + plan->decay_l2 * emb__load(t->dtype, col, i);
+            out[i] = g[i] + plan->decay_l2 * emb__load(dt, col, i);
         return out;
     }
     for (int32_t i = 0; i < D; i++)
-        emb__store(t->dtype, col, i, emb__load(t->dtype, col, i) * plan->decay_scale);
+        emb__store(dt, col, i, emb__load(dt, col, i) * plan->decay_scale);
     return g;
 }
 
-/* One distinct column's step: its gradient (summed), weight decay, the row kernel. */
+/* One distinct column's step: its gradient (summed), weight decay, the row kernel. A
+ * quantized row (plan->requant) is stepped as f32 in @row, then quantized again with
+ * stochastic rounding keyed by (the table's seed, the id, the step). */
 static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *state,
-                             float *acc, float *tmp)
+                             float *acc, float *tmp, float *row)
 {
+    const EmbTable *t = plan->table;
+    const int32_t D = t->featuresize;
     const float *g = column_grad(plan, d, acc, tmp);
+    void *w = col;
+    if (plan->requant) {
+        emb__row_load(t->dtype, col, D, row);
+        w = row;
+    }
     if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
-        g = weight_decay(plan, col, g, g == tmp ? acc : tmp);
+        g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, g == tmp ? acc : tmp);
     if (plan->sgd)
-        plan->sgd(col, g, plan->params.lr, plan->table->featuresize);
+        plan->sgd(w, g, plan->params.lr, D);
     else
-        plan->row(col, state, g, &plan->params, plan->table->featuresize);
+        plan->row(w, state, g, &plan->params, D);
+    if (plan->requant) {
+        const uint64_t key[3] = {plan->qseed, (uint64_t)plan->ix->ids[d], (uint64_t)plan->step};
+        emb__row_quantize(t->dtype, col, D, row, key);
+    }
 }
 
 /* Rows (and state rows: NULL with SGD) of distinct ids [d, d + n) of a planned table. */
@@ -212,7 +229,8 @@ static void planned_rows(const EmbPlan *plan, int64_t d, int64_t n, void **cols,
 /* A table whose rows its update steps resolve (table_ops.h: update_rows), in spans of
    ROWS_SPAN, the next span resolved before the current one is applied so that rows
    PREFETCH_AHEAD ahead are known across spans. */
-static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc, float *tmp)
+static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc, float *tmp,
+                          float *row)
 {
     void *cols[2][ROWS_SPAN];
     float *st[2][ROWS_SPAN];
@@ -229,16 +247,16 @@ static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *ac
                 prefetch_planned(plan, a < ROWS_SPAN ? cols[b][a] : cols[b ^ 1][a - ROWS_SPAN],
                                  a < ROWS_SPAN ? st[b][a] : st[b ^ 1][a - ROWS_SPAN]);
             if (cols[b][k]) /* NULL: skipped (dynamic: not admitted, the gradient dropped) */
-                apply_one(plan, s0 + k, cols[b][k], st[b][k], acc, tmp);
+                apply_one(plan, s0 + k, cols[b][k], st[b][k], acc, tmp, row);
         }
     }
 }
 
 /* Whether @plan takes apply_plain: a table (and state) in memory, no max_norm Jacobian,
- * no weight decay, not dynamic. */
+ * no weight decay, not dynamic, rows not quantized. */
 static bool plain(const EmbPlan *plan)
 {
-    return !plan->planned && plan->table->data && !plan->max_norm &&
+    return !plan->planned && !plan->requant && plan->table->data && !plan->max_norm &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }
@@ -272,7 +290,7 @@ static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
     const EmbTable *t = plan->table, *st = plan->state;
     const int64_t *ids = plan->ix->ids;
     const int32_t D = t->featuresize;
-    const size_t rb = (size_t)D * t->elsize;
+    const size_t rb = emb__row_bytes(t->dtype, D);
     const size_t sb = plan->sgd ? 0 : (size_t)st->featuresize * sizeof(float);
     for (int64_t d = d0; d < EMB_MIN(d1, d0 + PREFETCH_AHEAD); d++)
         prefetch_plain(plan, d, rb, sb);
@@ -300,7 +318,7 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
     float *acc = scratch, *tmp = scratch + t->featuresize;
     if (plan->planned) {
         if (d0 < d1)
-            apply_planned(plan, d0, d1, acc, tmp);
+            apply_planned(plan, d0, d1, acc, tmp, tmp + t->featuresize);
         return;
     }
     for (int64_t d = d0; d < EMB_MIN(d1, d0 + PREFETCH_AHEAD); d++)
@@ -311,7 +329,7 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
         const int64_t id = ix->ids[d];
         void *col = emb__column(t, id, EMB_CTX_UPDATE);
         float *state = plan->sgd ? NULL : (float *)emb__column(plan->state, id, EMB_CTX_UPDATE);
-        apply_one(plan, d, col, state, acc, tmp);
+        apply_one(plan, d, col, state, acc, tmp, tmp + t->featuresize);
     }
 }
 

@@ -36,7 +36,7 @@ void emb__pullback_row(const EmbTable *t, const EmbPooling *p, const EmbPullEntr
     const void *col = emb__column(t, e->id, EMB_CTX_NONE);
     double ss = 0.0, xg = 0.0;
     for (int32_t i = 0; i < D; i++) {
-        const double x = emb__load(t->dtype, col, i);
+        const double x = emb__row_elem(t->dtype, col, D, i);
         ss += x * x;
         xg += x * g[i];
     }
@@ -47,5 +47,5 @@ void emb__pullback_row(const EmbTable *t, const EmbPooling *p, const EmbPullEntr
         return;
     const double n = sqrt(ss), k = xg / ss;
     for (int32_t i = 0; i < D; i++)
-        g[i] = (float)(c / n * (g[i] - emb__load(t->dtype, col, i) * k));
+        g[i] = (float)(c / n * (g[i] - emb__row_elem(t->dtype, col, D, i) * k));
 }

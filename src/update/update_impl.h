@@ -89,7 +89,7 @@ struct EmbIndexer {
        from emb__plan_rows_prepare / _commit */
     int64_t *handle;
     int64_t handle_cap;
-    /* emb_update's scratch: two rows of the largest feature size */
+    /* emb_update's scratch: three rows of the largest feature size */
     float *scratch;
     int32_t scratch_d;
 };
@@ -129,6 +129,11 @@ struct EmbPlan {
     bool planned;              /* rows by the table's update_rows (emb__plan_rows_commit) */
     EmbRowPlan rp;             /* the table's row plan, for a planned table */
     int64_t ost_index;         /* emb_update_many: the optimizer state's index in states */
+    bool requant;              /* quantized rows: the kernels run on the row as f32, which
+                                  is then quantized again, rounded stochastically by the
+                                  generator at (qseed, column, step) */
+    uint64_t qseed;            /* the table's seed: a hash of its name */
+    int64_t step;              /* the optimizer's step count of the table before this one */
     int rc;                    /* emb_update_many: phase 1 result */
 };
 
@@ -246,7 +251,8 @@ void emb__plan_rows_cancel(EmbPlan *plan);
    the gradient itself, or @acc (featuresize floats; @tmp as many, used with max_norm).
    The apply phase's sum, exposed for emb_collection_grad_rows. */
 const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp);
-/* Phase 2: applies distinct columns [d0, d1) using @scratch (2 * featuresize floats). */
+/* Phase 2: applies distinct columns [d0, d1) using @scratch (3 * featuresize floats: the
+ * column's gradient, a second row for weight decay, the f32 row of a quantized one). */
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);
 
 /* ---- parallel indexing (pindex.c) -------------------------------------------------------

@@ -5,6 +5,7 @@
  * every table type through the column pointer and compute in f32, rounding each result to
  * the table's dtype. Every argument and id is checked before the first write.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,22 +15,35 @@
 
 typedef enum Op { OP_SET, OP_ADD, OP_SUB, OP_MUL, OP_DIV } Op;
 
-/* col = col op x, elementwise over the table's featuresize. */
-static void combine(const EmbTable *t, void *col, const float *x, Op op)
+/* col = col op x, elementwise over the table's featuresize, through @row (featuresize
+ * floats): the row is read as f32 and written back whole in its dtype (rounded to nearest;
+ * a quantized row gets a new scale and bias). */
+static void combine(const EmbTable *t, void *col, const float *x, Op op, float *row)
 {
-    const EmbDtype dt = t->dtype;
-    for (int32_t i = 0; i < t->featuresize; i++) {
-        const float a = op == OP_SET ? 0.0f : emb__load(dt, col, i);
-        float v;
+    const int32_t D = t->featuresize;
+    if (op != OP_SET)
+        emb__row_load(t->dtype, col, D, row);
+    for (int32_t i = 0; i < D; i++) {
+        const float a = row[i];
         switch (op) {
-        case OP_ADD: v = a + x[i]; break;
-        case OP_SUB: v = a - x[i]; break;
-        case OP_MUL: v = a * x[i]; break;
-        case OP_DIV: v = a / x[i]; break;
-        default: v = x[i]; break;
+        case OP_ADD: row[i] = a + x[i]; break;
+        case OP_SUB: row[i] = a - x[i]; break;
+        case OP_MUL: row[i] = a * x[i]; break;
+        case OP_DIV: row[i] = a / x[i]; break;
+        default: row[i] = x[i]; break;
         }
-        emb__store(dt, col, i, v);
     }
+    emb__row_store(t->dtype, col, D, row);
+}
+
+/* A row of featuresize floats for combine (before anything is written). */
+static float *row_buffer(const EmbTable *t)
+{
+    float *row = malloc((size_t)t->featuresize * sizeof(float));
+    if (!row)
+        emb__fail(EMB_ENOMEM, "out of memory for a row of %d floats (%s)", (int)t->featuresize,
+                  emb__table_label(t));
+    return row;
 }
 
 /* Checks rows of featuresize f32 at @p (named @what) with @stride (named @sname): @n rows
@@ -71,8 +85,12 @@ static int assign_op(EmbTable *t, const float *values, int64_t ncolumns, int32_t
     r = r ? r : emb__finite_check(t, values, ncolumns, t->featuresize, stride, "values");
     if (r)
         return r;
+    float *row = row_buffer(t);
+    if (!row)
+        return EMB_ENOMEM;
     for (int64_t c = 0; c < t->ncolumns; c++)
-        combine(t, emb__column(t, c, EMB_CTX_UPDATE), values + c * stride, op);
+        combine(t, emb__column(t, c, EMB_CTX_UPDATE), values + c * stride, op, row);
+    free(row);
     return 0;
 }
 
@@ -102,12 +120,51 @@ int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
     const int r = rows_check(t, out, t->ncolumns, out_stride, "out", "out_stride");
     if (r)
         return r;
-    for (int64_t c = 0; c < t->ncolumns; c++) {
-        const void *col = emb__column(t, c, EMB_CTX_NONE);
-        for (int32_t i = 0; i < t->featuresize; i++)
-            out[c * out_stride + i] = emb__load(t->dtype, col, i);
+    for (int64_t c = 0; c < t->ncolumns; c++)
+        emb__row_load(t->dtype, emb__column(t, c, EMB_CTX_NONE), t->featuresize,
+                      out + c * out_stride);
+    return 0;
+}
+
+/* With EMB_TABLE_CHECK_FINITE on @dst: every row of @src finite (read through @row). */
+static int quantize_check(const EmbTable *dst, const EmbTable *src, float *row)
+{
+    if (!dst->check_finite)
+        return 0;
+    for (int64_t c = 0; c < src->ncolumns; c++) {
+        emb__row_load(src->dtype, emb__column(src, c, EMB_CTX_NONE), src->featuresize, row);
+        char what[64];
+        snprintf(what, sizeof what, "source row %lld", (long long)c);
+        const int r = emb__finite_check(dst, row, 1, src->featuresize, src->featuresize, what);
+        if (r)
+            return r;
     }
     return 0;
+}
+
+int emb_table_quantize(EmbTable *dst, const EmbTable *src)
+{
+    EMB_CHECK_NULL(dst);
+    EMB_CHECK_NULL(src);
+    if (dst == src)
+        return emb__fail(EMB_EINVAL, "emb_table_quantize: %s is both source and destination",
+                         emb__table_label(dst));
+    if (whole_check(dst) || whole_check(src))
+        return EMB_ENOTSUP;
+    if (dst->ncolumns != src->ncolumns || dst->featuresize != src->featuresize)
+        return emb__fail(EMB_ESHAPE, "emb_table_quantize: %lld x %d source into %s of %lld x %d",
+                         (long long)src->ncolumns, (int)src->featuresize,
+                         emb__table_label(dst), (long long)dst->ncolumns, (int)dst->featuresize);
+    float *row = row_buffer(dst);
+    if (!row)
+        return EMB_ENOMEM;
+    const int r = quantize_check(dst, src, row);
+    for (int64_t c = 0; c < src->ncolumns && !r; c++) {
+        emb__row_load(src->dtype, emb__column(src, c, EMB_CTX_NONE), src->featuresize, row);
+        emb__row_store(dst->dtype, emb__column(dst, c, EMB_CTX_UPDATE), dst->featuresize, row);
+    }
+    free(row);
+    return r;
 }
 
 static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
@@ -127,13 +184,19 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
             return emb__fail(EMB_ERANGE, "scatter id %lld at position %lld is not in [0, %lld) "
                              "(%s)", (long long)ids[k], (long long)k, (long long)t->ncolumns,
                              emb__table_label(t));
+    float *row = row_buffer(t);
+    if (!row)
+        return EMB_ENOMEM;
     if (t->ops->reserve_ids) { /* rows of unknown ids are created: room for them first */
         r = t->ops->reserve_ids(t, ids, n);
-        if (r)
+        if (r) {
+            free(row);
             return r;
+        }
     }
     for (int64_t k = 0; k < n; k++)
-        combine(t, emb__column(t, ids[k], EMB_CTX_UPDATE), updates + k * stride, op);
+        combine(t, emb__column(t, ids[k], EMB_CTX_UPDATE), updates + k * stride, op, row);
+    free(row);
     return 0;
 }
 

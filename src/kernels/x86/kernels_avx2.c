@@ -152,6 +152,39 @@ static inline void zip_even_odd(vec even, vec odd, vec *lo, vec *hi)
     *hi = _mm256_permute2f128_ps(a, b, 0x31);
 }
 
+/* ---- row-wise quantized rows (x86/quant_body.h) --------------------------------------- */
+
+/* 8 uint8 as f32. */
+static inline vec ld_q8(const uint8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+static inline vec ldn_q8(const uint8_t *p, int r)
+{
+    uint8_t t[8] = {0};
+    memcpy(t, p, (size_t)r);
+    return ld_q8(t);
+}
+/* The 8 nibbles of the 4 low bytes of @x (element 2j: the low nibble of byte j) as f32. */
+static inline vec q4_expand(__m128i x)
+{
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(x, x)); /* b0 b0 b1 b1 .. */
+    const __m256i sh = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(v, sh), _mm256_set1_epi32(15)));
+}
+static inline vec ld_q4(const uint8_t *p)
+{
+    int32_t u;
+    memcpy(&u, p, 4);
+    return q4_expand(_mm_cvtsi32_si128(u));
+}
+static inline vec ldn_q4(const uint8_t *p, int r)
+{
+    uint8_t t[4] = {0};
+    memcpy(t, p, (size_t)r / 2);
+    return ld_q4(t);
+}
+
 #include "kernels/x86/simd_body.h"
 
 GATHER(gather_f32_avx2, 0, EMB_F32)
@@ -613,4 +646,89 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->opt_row_d[2][EMB_OPT_ADAM][EMB_F16] = adam_d64_f16_avx2;
     k->opt_row_d[3][EMB_OPT_ADAM][EMB_F16] = adam_d128_f16_avx2;
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_avx2;
+}
+
+
+QGATHER(gather_int8_avx2, 0, EMB_INT8)
+QGATHER(gather_d16_int8_avx2, 16, EMB_INT8)
+QGATHER(gather_d32_int8_avx2, 32, EMB_INT8)
+QGATHER(gather_d64_int8_avx2, 64, EMB_INT8)
+QGATHER(gather_d128_int8_avx2, 128, EMB_INT8)
+QGATHER(gather_d256_int8_avx2, 256, EMB_INT8)
+POOL(pool_int8_avx2, 0, 0, EMB_INT8)
+POOL(pool_nt_int8_avx2, 0, 1, EMB_INT8)
+POOL(pool_d16_int8_avx2, 16, 0, EMB_INT8)
+POOL(pool_d32_int8_avx2, 32, 0, EMB_INT8)
+POOL(pool_d64_int8_avx2, 64, 0, EMB_INT8)
+POOL(pool_d128_int8_avx2, 128, 0, EMB_INT8)
+POOL(pool_d256_int8_avx2, 256, 0, EMB_INT8)
+BAGS(bags_d16_int8_avx2, 16, EMB_INT8)
+BAGS(bags_d32_int8_avx2, 32, EMB_INT8)
+BAGS(bags_d64_int8_avx2, 64, EMB_INT8)
+BAGS(bags_d128_int8_avx2, 128, EMB_INT8)
+BAGS(bags_d256_int8_avx2, 256, EMB_INT8)
+QSUMSQ(sumsq_int8_avx2, EMB_INT8)
+
+QGATHER(gather_int4_avx2, 0, EMB_INT4)
+QGATHER(gather_d16_int4_avx2, 16, EMB_INT4)
+QGATHER(gather_d32_int4_avx2, 32, EMB_INT4)
+QGATHER(gather_d64_int4_avx2, 64, EMB_INT4)
+QGATHER(gather_d128_int4_avx2, 128, EMB_INT4)
+QGATHER(gather_d256_int4_avx2, 256, EMB_INT4)
+POOL(pool_int4_avx2, 0, 0, EMB_INT4)
+POOL(pool_nt_int4_avx2, 0, 1, EMB_INT4)
+POOL(pool_d16_int4_avx2, 16, 0, EMB_INT4)
+POOL(pool_d32_int4_avx2, 32, 0, EMB_INT4)
+POOL(pool_d64_int4_avx2, 64, 0, EMB_INT4)
+POOL(pool_d128_int4_avx2, 128, 0, EMB_INT4)
+POOL(pool_d256_int4_avx2, 256, 0, EMB_INT4)
+BAGS(bags_d16_int4_avx2, 16, EMB_INT4)
+BAGS(bags_d32_int4_avx2, 32, EMB_INT4)
+BAGS(bags_d64_int4_avx2, 64, EMB_INT4)
+BAGS(bags_d128_int4_avx2, 128, EMB_INT4)
+BAGS(bags_d256_int4_avx2, 256, EMB_INT4)
+QSUMSQ(sumsq_int4_avx2, EMB_INT4)
+
+/* The quantized rows' entries (kernels.h). */
+void emb__kernels_init_quant_avx2(EmbKernels *k)
+{
+    k->gather[EMB_INT8] = gather_int8_avx2;
+    k->gather_d[0][EMB_INT8] = gather_d16_int8_avx2;
+    k->gather_d[1][EMB_INT8] = gather_d32_int8_avx2;
+    k->gather_d[2][EMB_INT8] = gather_d64_int8_avx2;
+    k->gather_d[3][EMB_INT8] = gather_d128_int8_avx2;
+    k->gather_d[4][EMB_INT8] = gather_d256_int8_avx2;
+    k->pool[EMB_INT8] = pool_int8_avx2;
+    k->pool_nt[EMB_INT8] = pool_nt_int8_avx2;
+    k->pool_d[0][EMB_INT8] = pool_d16_int8_avx2;
+    k->pool_d[1][EMB_INT8] = pool_d32_int8_avx2;
+    k->pool_d[2][EMB_INT8] = pool_d64_int8_avx2;
+    k->pool_d[3][EMB_INT8] = pool_d128_int8_avx2;
+    k->pool_d[4][EMB_INT8] = pool_d256_int8_avx2;
+    k->bags_d[0][EMB_INT8] = bags_d16_int8_avx2;
+    k->bags_d[1][EMB_INT8] = bags_d32_int8_avx2;
+    k->bags_d[2][EMB_INT8] = bags_d64_int8_avx2;
+    k->bags_d[3][EMB_INT8] = bags_d128_int8_avx2;
+    k->bags_d[4][EMB_INT8] = bags_d256_int8_avx2;
+    k->sumsq[EMB_INT8] = sumsq_int8_avx2;
+
+    k->gather[EMB_INT4] = gather_int4_avx2;
+    k->gather_d[0][EMB_INT4] = gather_d16_int4_avx2;
+    k->gather_d[1][EMB_INT4] = gather_d32_int4_avx2;
+    k->gather_d[2][EMB_INT4] = gather_d64_int4_avx2;
+    k->gather_d[3][EMB_INT4] = gather_d128_int4_avx2;
+    k->gather_d[4][EMB_INT4] = gather_d256_int4_avx2;
+    k->pool[EMB_INT4] = pool_int4_avx2;
+    k->pool_nt[EMB_INT4] = pool_nt_int4_avx2;
+    k->pool_d[0][EMB_INT4] = pool_d16_int4_avx2;
+    k->pool_d[1][EMB_INT4] = pool_d32_int4_avx2;
+    k->pool_d[2][EMB_INT4] = pool_d64_int4_avx2;
+    k->pool_d[3][EMB_INT4] = pool_d128_int4_avx2;
+    k->pool_d[4][EMB_INT4] = pool_d256_int4_avx2;
+    k->bags_d[0][EMB_INT4] = bags_d16_int4_avx2;
+    k->bags_d[1][EMB_INT4] = bags_d32_int4_avx2;
+    k->bags_d[2][EMB_INT4] = bags_d64_int4_avx2;
+    k->bags_d[3][EMB_INT4] = bags_d128_int4_avx2;
+    k->bags_d[4][EMB_INT4] = bags_d256_int4_avx2;
+    k->sumsq[EMB_INT4] = sumsq_int4_avx2;
 }

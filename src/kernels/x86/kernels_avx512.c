@@ -144,6 +144,33 @@ static inline void zip_even_odd(vec even, vec odd, vec *lo, vec *hi)
     *hi = _mm512_permutex2var_ps(even, i1, odd);
 }
 
+/* ---- row-wise quantized rows (x86/quant_body.h) --------------------------------------- */
+
+/* 16 uint8 as f32. */
+static inline vec ld_q8(const uint8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+static inline vec ldn_q8(const uint8_t *p, int r)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(tail_mask(r), p)));
+}
+/* The 16 nibbles of the 8 low bytes of @x (element 2j: the low nibble of byte j) as f32. */
+static inline vec q4_expand(__m128i x)
+{
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(x, x)); /* b0 b0 b1 b1 .. */
+    const __m512i sh = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
+    return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(v, sh), _mm512_set1_epi32(15)));
+}
+static inline vec ld_q4(const uint8_t *p)
+{
+    return q4_expand(_mm_loadl_epi64((const __m128i *)p));
+}
+static inline vec ldn_q4(const uint8_t *p, int r)
+{
+    return q4_expand(_mm_maskz_loadu_epi8(tail_mask(r / 2), p));
+}
+
 #include "kernels/x86/simd_body.h"
 
 GATHER(gather_f32_avx512, 0, EMB_F32)
@@ -588,4 +615,89 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
 
     k->scale = scale_avx512;
     k->idmax = idmax_avx512;
+}
+
+
+QGATHER(gather_int8_avx512, 0, EMB_INT8)
+QGATHER(gather_d16_int8_avx512, 16, EMB_INT8)
+QGATHER(gather_d32_int8_avx512, 32, EMB_INT8)
+QGATHER(gather_d64_int8_avx512, 64, EMB_INT8)
+QGATHER(gather_d128_int8_avx512, 128, EMB_INT8)
+QGATHER(gather_d256_int8_avx512, 256, EMB_INT8)
+POOL(pool_int8_avx512, 0, 0, EMB_INT8)
+POOL(pool_nt_int8_avx512, 0, 1, EMB_INT8)
+POOL(pool_d16_int8_avx512, 16, 0, EMB_INT8)
+POOL(pool_d32_int8_avx512, 32, 0, EMB_INT8)
+POOL(pool_d64_int8_avx512, 64, 0, EMB_INT8)
+POOL(pool_d128_int8_avx512, 128, 0, EMB_INT8)
+POOL(pool_d256_int8_avx512, 256, 0, EMB_INT8)
+BAGS(bags_d16_int8_avx512, 16, EMB_INT8)
+BAGS(bags_d32_int8_avx512, 32, EMB_INT8)
+BAGS(bags_d64_int8_avx512, 64, EMB_INT8)
+BAGS(bags_d128_int8_avx512, 128, EMB_INT8)
+BAGS(bags_d256_int8_avx512, 256, EMB_INT8)
+QSUMSQ(sumsq_int8_avx512, EMB_INT8)
+
+QGATHER(gather_int4_avx512, 0, EMB_INT4)
+QGATHER(gather_d16_int4_avx512, 16, EMB_INT4)
+QGATHER(gather_d32_int4_avx512, 32, EMB_INT4)
+QGATHER(gather_d64_int4_avx512, 64, EMB_INT4)
+QGATHER(gather_d128_int4_avx512, 128, EMB_INT4)
+QGATHER(gather_d256_int4_avx512, 256, EMB_INT4)
+POOL(pool_int4_avx512, 0, 0, EMB_INT4)
+POOL(pool_nt_int4_avx512, 0, 1, EMB_INT4)
+POOL(pool_d16_int4_avx512, 16, 0, EMB_INT4)
+POOL(pool_d32_int4_avx512, 32, 0, EMB_INT4)
+POOL(pool_d64_int4_avx512, 64, 0, EMB_INT4)
+POOL(pool_d128_int4_avx512, 128, 0, EMB_INT4)
+POOL(pool_d256_int4_avx512, 256, 0, EMB_INT4)
+BAGS(bags_d16_int4_avx512, 16, EMB_INT4)
+BAGS(bags_d32_int4_avx512, 32, EMB_INT4)
+BAGS(bags_d64_int4_avx512, 64, EMB_INT4)
+BAGS(bags_d128_int4_avx512, 128, EMB_INT4)
+BAGS(bags_d256_int4_avx512, 256, EMB_INT4)
+QSUMSQ(sumsq_int4_avx512, EMB_INT4)
+
+/* The quantized rows' entries (kernels.h). */
+void emb__kernels_init_quant_avx512(EmbKernels *k)
+{
+    k->gather[EMB_INT8] = gather_int8_avx512;
+    k->gather_d[0][EMB_INT8] = gather_d16_int8_avx512;
+    k->gather_d[1][EMB_INT8] = gather_d32_int8_avx512;
+    k->gather_d[2][EMB_INT8] = gather_d64_int8_avx512;
+    k->gather_d[3][EMB_INT8] = gather_d128_int8_avx512;
+    k->gather_d[4][EMB_INT8] = gather_d256_int8_avx512;
+    k->pool[EMB_INT8] = pool_int8_avx512;
+    k->pool_nt[EMB_INT8] = pool_nt_int8_avx512;
+    k->pool_d[0][EMB_INT8] = pool_d16_int8_avx512;
+    k->pool_d[1][EMB_INT8] = pool_d32_int8_avx512;
+    k->pool_d[2][EMB_INT8] = pool_d64_int8_avx512;
+    k->pool_d[3][EMB_INT8] = pool_d128_int8_avx512;
+    k->pool_d[4][EMB_INT8] = pool_d256_int8_avx512;
+    k->bags_d[0][EMB_INT8] = bags_d16_int8_avx512;
+    k->bags_d[1][EMB_INT8] = bags_d32_int8_avx512;
+    k->bags_d[2][EMB_INT8] = bags_d64_int8_avx512;
+    k->bags_d[3][EMB_INT8] = bags_d128_int8_avx512;
+    k->bags_d[4][EMB_INT8] = bags_d256_int8_avx512;
+    k->sumsq[EMB_INT8] = sumsq_int8_avx512;
+
+    k->gather[EMB_INT4] = gather_int4_avx512;
+    k->gather_d[0][EMB_INT4] = gather_d16_int4_avx512;
+    k->gather_d[1][EMB_INT4] = gather_d32_int4_avx512;
+    k->gather_d[2][EMB_INT4] = gather_d64_int4_avx512;
+    k->gather_d[3][EMB_INT4] = gather_d128_int4_avx512;
+    k->gather_d[4][EMB_INT4] = gather_d256_int4_avx512;
+    k->pool[EMB_INT4] = pool_int4_avx512;
+    k->pool_nt[EMB_INT4] = pool_nt_int4_avx512;
+    k->pool_d[0][EMB_INT4] = pool_d16_int4_avx512;
+    k->pool_d[1][EMB_INT4] = pool_d32_int4_avx512;
+    k->pool_d[2][EMB_INT4] = pool_d64_int4_avx512;
+    k->pool_d[3][EMB_INT4] = pool_d128_int4_avx512;
+    k->pool_d[4][EMB_INT4] = pool_d256_int4_avx512;
+    k->bags_d[0][EMB_INT4] = bags_d16_int4_avx512;
+    k->bags_d[1][EMB_INT4] = bags_d32_int4_avx512;
+    k->bags_d[2][EMB_INT4] = bags_d64_int4_avx512;
+    k->bags_d[3][EMB_INT4] = bags_d128_int4_avx512;
+    k->bags_d[4][EMB_INT4] = bags_d256_int4_avx512;
+    k->sumsq[EMB_INT4] = sumsq_int4_avx512;
 }

@@ -16,6 +16,7 @@
  *   ld_bf16_pairs(p, &even, &odd)   2 VL bf16 from p as the f32 vectors of the even and
  *                                   the odd elements; zip_even_odd(even, odd, &lo, &hi)
  *                                   interleaves them back (elements 0 .. VL, VL .. 2 VL)
+ *   ld_q8 ldn_q8 ld_q4 ldn_q4       quantized rows' values as f32 (x86/quant_body.h)
  *
  * Every body is a forced-inline function whose dtype, and in the `_dN` copies whose size,
  * are constant parameters (zstd's habit): the compiler folds the dtype switches of the
@@ -146,6 +147,10 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
 #define UNROLL_BLK
 #endif
 
+/* Quantized rows (EMB_INT8, EMB_INT4): their access helpers, gather and sumsq bodies; the
+ * pool and bags bodies below take them through qadd_vecs. */
+#include "kernels/x86/quant_body.h"
+
 /* ---- pool ------------------------------------------------------------------------------ */
 
 /*
@@ -155,7 +160,8 @@ EMB_INLINE bool aligned_to(const void *p, uintptr_t bytes)
  */
 EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, int64_t n,
                          int64_t npf, int32_t off, const int nv, const int partial, int tail,
-                         int32_t pf_bytes, int acc, const int nt, const EmbDtype dt)
+                         int32_t pf_bytes, int acc, const int nt, const int32_t D,
+                         const EmbDtype dt)
 {
     vec a[BLK];
     float *o = out + off;
@@ -166,6 +172,10 @@ EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, in
     for (int64_t k = 0; k < n; k++) {
         if (pf_bytes && k + EMB_PF_DIST < npf)
             prefetch_col(cols[k + EMB_PF_DIST], pf_bytes);
+        if (emb__dtype_quantized(dt)) { /* q * (w * scale) + w * bias: quant_body.h */
+            qadd_vecs(a, cols[k], off, nv, partial, tail, w ? w[k] : 1.0f, D, dt);
+            continue;
+        }
         const void *p = at(dt, cols[k], off);
         if (w) {
             const vec wk = vset1(w[k]);
@@ -195,12 +205,12 @@ EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, in
 /* The last block of a pooling: nv = 1 .. BLK vectors, the last one full or partial. */
 EMB_INLINE void pool_last(float *out, const void *const *cols, const float *w, int64_t n,
                           int64_t npf, int32_t off, const int nv, int tail, int32_t pf,
-                          int acc, const int nt, const EmbDtype dt)
+                          int acc, const int nt, const int32_t D, const EmbDtype dt)
 {
     if (tail == VL)
-        pool_blk(out, cols, w, n, npf, off, nv, 0, VL, pf, acc, nt, dt);
+        pool_blk(out, cols, w, n, npf, off, nv, 0, VL, pf, acc, nt, D, dt);
     else
-        pool_blk(out, cols, w, n, npf, off, nv, 1, tail, pf, acc, nt, dt);
+        pool_blk(out, cols, w, n, npf, off, nv, 1, tail, pf, acc, nt, D, dt);
 }
 
 /* out (+)= Σ_k w[k] cols[k]: full blocks of BLK vectors, then one last block. */
@@ -208,22 +218,22 @@ EMB_INLINE void pool_body(float *out, const void *const *cols, const float *w, i
                           int64_t ahead, const int32_t D, int acc, const int nt,
                           const EmbDtype dt)
 {
-    const int32_t bytes = D * esize(dt);
+    const int32_t bytes = (int32_t)emb__row_bytes(dt, D);
     const int64_t npf = ahead < 0 ? 0 : n + ahead;
     int32_t off = 0;
     for (; off + BLK * VL <= D; off += BLK * VL)
-        pool_blk(out, cols, w, n, npf, off, BLK, 0, VL, off ? 0 : bytes, acc, nt, dt);
+        pool_blk(out, cols, w, n, npf, off, BLK, 0, VL, off ? 0 : bytes, acc, nt, D, dt);
     const int32_t rem = D - off, pf = off ? 0 : bytes;
     const int tail = rem % VL ? rem % VL : VL;
     switch ((rem + VL - 1) / VL) {
-    case 1: pool_last(out, cols, w, n, npf, off, 1, tail, pf, acc, nt, dt); break;
-    case 2: pool_last(out, cols, w, n, npf, off, 2, tail, pf, acc, nt, dt); break;
-    case 3: pool_last(out, cols, w, n, npf, off, 3, tail, pf, acc, nt, dt); break;
-    case 4: pool_last(out, cols, w, n, npf, off, 4, tail, pf, acc, nt, dt); break;
-    case 5: pool_last(out, cols, w, n, npf, off, 5, tail, pf, acc, nt, dt); break;
-    case 6: pool_last(out, cols, w, n, npf, off, 6, tail, pf, acc, nt, dt); break;
-    case 7: pool_last(out, cols, w, n, npf, off, 7, tail, pf, acc, nt, dt); break;
-    case 8: pool_last(out, cols, w, n, npf, off, 8, tail, pf, acc, nt, dt); break;
+    case 1: pool_last(out, cols, w, n, npf, off, 1, tail, pf, acc, nt, D, dt); break;
+    case 2: pool_last(out, cols, w, n, npf, off, 2, tail, pf, acc, nt, D, dt); break;
+    case 3: pool_last(out, cols, w, n, npf, off, 3, tail, pf, acc, nt, D, dt); break;
+    case 4: pool_last(out, cols, w, n, npf, off, 4, tail, pf, acc, nt, D, dt); break;
+    case 5: pool_last(out, cols, w, n, npf, off, 5, tail, pf, acc, nt, D, dt); break;
+    case 6: pool_last(out, cols, w, n, npf, off, 6, tail, pf, acc, nt, D, dt); break;
+    case 7: pool_last(out, cols, w, n, npf, off, 7, tail, pf, acc, nt, D, dt); break;
+    case 8: pool_last(out, cols, w, n, npf, off, 8, tail, pf, acc, nt, D, dt); break;
     default: break;
     }
 }
@@ -237,16 +247,24 @@ EMB_INLINE int64_t bag_id(const void *ids, int64_t k, const int id32)
 }
 
 /*
- * Adds column @p (times @w when weighted) to the bag's nv accumulators. Paired (bf16 with
+ * Adds the row at @row from element @off (times @w when weighted; a quantized row of N
+ * elements: qadd_vecs, weight 1 when not) to the bag's nv accumulators. Paired (bf16 with
  * an even nv): each full vector of 2 VL bf16 is read once as VL 32-bit lanes, lane l
  * holding elements 2l (low half) and 2l + 1 (high half): a shift gives the even elements'
  * f32 values, a mask the odd ones' (2 integer ops per 2 VL elements instead of 2 widening
  * shuffles and 2 shifts), kept in acc[2m] (even) and acc[2m + 1] (odd) until bag_store
  * interleaves them. Every element is still summed alone and in bag order: bit-identical.
  */
-EMB_INLINE void bag_add(vec *acc, const void *p, const int nv, const bool paired,
-                        const int weighted, vec w, const EmbDtype dt)
+EMB_INLINE void bag_add(vec *acc, const void *row, int32_t off, const int nv,
+                        const bool paired, const int weighted, float wk, const int32_t N,
+                        const EmbDtype dt)
 {
+    if (emb__dtype_quantized(dt)) {
+        qadd_vecs(acc, row, off, nv, 0, VL, weighted ? wk : 1.0f, N, dt);
+        return;
+    }
+    const void *p = at(dt, row, off);
+    const vec w = vset1(wk);
     if (paired) {
         UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
             vec e, o;
@@ -312,22 +330,23 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
             double sw = 0.0, sw2 = 0.0;
             for (int64_t k = start; k < end; k++) {
                 if (pf && blk == 0 && k + pf < kend)
-                    prefetch_col(data + bag_id(ids, k + pf, id32) * cs, N * esize(dt));
-                const void *p = at(dt, data + bag_id(ids, k, id32) * cs, off);
+                    prefetch_col(data + bag_id(ids, k + pf, id32) * cs,
+                                 (int32_t)emb__row_bytes(dt, N));
+                const void *row = data + bag_id(ids, k, id32) * cs;
                 if (weighted) {
                     const float wk = a->weights[k];
-                    bag_add(acc, p, nv, paired, 1, vset1(wk), dt);
+                    bag_add(acc, row, off, nv, paired, 1, wk, N, dt);
                     if (scaled && blk == 0) {
                         sw += wk;
                         sw2 += (double)wk * wk;
                     }
                 } else {
-                    bag_add(acc, p, nv, paired, 0, vzero(), dt);
+                    bag_add(acc, row, off, nv, paired, 0, 0.0f, N, dt);
                 }
             }
             if (end == start) {
                 if (a->defcol)
-                    bag_add(acc, at(dt, a->defcol, off), nv, paired, 0, vzero(), dt);
+                    bag_add(acc, a->defcol, off, nv, paired, 0, 0.0f, N, dt);
             } else if (scaled && blk == 0) {
                 if (!weighted)
                     sw = sw2 = (double)(end - start);

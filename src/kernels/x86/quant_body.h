@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * quant_body.h — row-wise quantized rows (EMB_INT8, EMB_INT4) in the SIMD bodies: the
+ * access helpers that simd_body.h's pool and bags bodies use for a quantized dtype, and the
+ * gather and sumsq bodies of those rows. Included by simd_body.h (after its element access
+ * and prefetch helpers), with these primitives of the ISA file:
+ *
+ *   ld_q8(p) ldn_q8(p, r)   VL (or r < VL) uint8 from p as an f32 vector (zeros after)
+ *   ld_q4(p) ldn_q4(p, r)   VL (or r < VL, r even) 4-bit values from the VL / 2 (r / 2)
+ *                           bytes at p, element 2j the low nibble of byte j, as f32
+ *
+ * Exact with quant_c.c: per row a = w * scale and c = w * bias (scalars), per element
+ * acc + (q * a + c), rows in bag order, sumsq in the 16 lanes of the reference.
+ */
+#ifndef EMB_QUANT_BODY_H
+#define EMB_QUANT_BODY_H
+
+#include "dtype.h"
+
+/* VL values of the row from element @i (even for int4). */
+static inline vec qld(const EmbDtype dt, const void *row, int32_t i)
+{
+    const uint8_t *p = (const uint8_t *)row;
+    return dt == EMB_INT4 ? ld_q4(p + i / 2) : ld_q8(p + i);
+}
+
+static inline vec qldn(const EmbDtype dt, const void *row, int32_t i, int r)
+{
+    const uint8_t *p = (const uint8_t *)row;
+    return dt == EMB_INT4 ? ldn_q4(p + i / 2, r) : ldn_q8(p + i, r);
+}
+
+/* The row's w * scale and w * bias, broadcast. */
+EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, vec *a, vec *c)
+{
+    float s, b;
+    emb__q_params(dt, row, D, &s, &b);
+    *a = vset1(w * s);
+    *c = vset1(w * b);
+}
+
+/* q * a + c: multiply, then add. */
+EMB_INLINE vec qval(vec q, vec a, vec c)
+{
+    return vadd(vmul(q, a), c);
+}
+
+/* Adds nv vectors of the row (weight w) from element @off to acc (the last one partial:
+ * @tail elements); the pool and bags bodies of simd_body.h. */
+EMB_INLINE void qadd_vecs(vec *acc, const void *row, int32_t off, const int nv,
+                          const int partial, int tail, float w, const int32_t D,
+                          const EmbDtype dt)
+{
+    vec s, b;
+    qparams(dt, row, D, w, &s, &b);
+    UNROLL_BLK for (int j = 0; j < nv; j++) {
+        const bool part = partial && j == nv - 1;
+        const int32_t i = off + j * VL;
+        acc[j] = vadd(acc[j], qval(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, b));
+    }
+}
+
+/* ---- gather, sumsq --------------------------------------------------------------------- */
+
+EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols, int64_t n,
+                             const int32_t D, const EmbDtype dt)
+{
+    const int32_t bytes = (int32_t)emb__row_bytes(dt, D);
+    for (int64_t k = 0; k < n; k++) {
+        if (k + EMB_PF_DIST < n)
+            prefetch_col(cols[k + EMB_PF_DIST], bytes);
+        const void *p = cols[k];
+        float *o = out + k * stride;
+        vec s, b;
+        qparams(dt, p, D, 1.0f, &s, &b);
+        int32_t i = 0;
+        for (; i + VL <= D; i += VL)
+            st_f32(o + i, qval(qld(dt, p, i), s, b));
+        if (i < D)
+            stn_f32(o + i, qval(qldn(dt, p, i, D - i), s, b), D - i);
+    }
+}
+
+/* Σ x² of the dequantized row: element i into lane i % 16, then the reference's tree. A
+ * partial vector's lanes past the row hold q = 0, so x = bias there: masked off. */
+static inline float qsumsq_body(const void *col, int32_t D, const EmbDtype dt)
+{
+    vec a[16 / VL], s, b;
+    qparams(dt, col, D, 1.0f, &s, &b);
+    for (int j = 0; j < 16 / VL; j++)
+        a[j] = vzero();
+    int32_t i = 0;
+    for (; i + 16 <= D; i += 16)
+        for (int j = 0; j < 16 / VL; j++) {
+            const vec x = qval(qld(dt, col, i + j * VL), s, b);
+            a[j] = vadd(a[j], vmul(x, x));
+        }
+    for (int j = 0; j < 16 / VL && i + j * VL < D; j++) {
+        const int r = EMB_MIN(VL, D - (i + j * VL));
+        float t[VL];
+        st_f32(t, qval(r == VL ? qld(dt, col, i + j * VL) : qldn(dt, col, i + j * VL, r), s, b));
+        const vec x = ldn_f32(t, r);
+        a[j] = vadd(a[j], vmul(x, x));
+    }
+    float l[16];
+    for (int j = 0; j < 16 / VL; j++)
+        st_f32(l + j * VL, a[j]);
+    return emb__sumsq_lanes(l);
+}
+
+/* ---- the one-line wrappers of the ISA files ------------------------------------------- */
+
+#define QGATHER(NAME, N, DT)                                                               \
+    static void NAME(float *out, int64_t stride, const void *const *cols, int64_t n,      \
+                     int32_t D)                                                            \
+    {                                                                                      \
+        qgather_body(out, stride, cols, n, N ? N : D, DT);                                 \
+    }
+#define QSUMSQ(NAME, DT)                                                                   \
+    static float NAME(const void *col, int32_t D)                                          \
+    {                                                                                      \
+        return qsumsq_body(col, D, DT);                                                    \
+    }
+
+#endif
