@@ -80,8 +80,8 @@ typedef struct EmbTieredOptions {
  * @param out receives the table; untouched on failure
  * @return 0, EMB_ENULL, EMB_EINVAL (a bad option, a cache smaller than one record),
  *         EMB_EDTYPE, EMB_ESHAPE, EMB_EOVERFLOW, EMB_EIO (the file cannot be created or
- *         sized: the message names it), EMB_ENOTSUP (io_uring asked for and unavailable),
- *         EMB_ENOMEM
+ *         sized: the message names it), EMB_ENOTSUP (io_uring asked for and unavailable;
+ *         a quantized dtype: not supported yet), EMB_ENOMEM
  */
 EMB_API int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
                                     int32_t featuresize, EmbDtype dtype,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "tables/table_impl.h"
 #include "tables/tier_impl.h"
 #include "tables/tiered_impl.h"
@@ -200,6 +201,9 @@ int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
     EMB_CHECK_NULL(path);
     const EmbTieredOptions o = opts ? *opts : (EmbTieredOptions){0};
     int r = check_opts(&o, path);
+    if (!r && emb__dtype_quantized(dtype))
+        r = emb__fail(EMB_ENOTSUP, "dtype %s: tiered tables of quantized rows are not "
+                      "supported (%s)", emb_dtype_name(dtype), path);
     EmbTable *t = NULL;
     r = r ? r : emb__table_alloc(&t, ncolumns, featuresize, dtype, &o.table);
     int64_t bytes;
