@@ -8,7 +8,7 @@
 #   build      meson, ninja, a C compiler, pkg-config      tests   the above + Criterion
 #   jansson xxhash doxygen torch clang clang-fuzzer clang-openmp
 #   optional (the build goes on without them; installed where apt-get is):
-#   hwloc  cxx (the GPU emulation's tests)  python (the Python package: headers, numpy,
+#   hwloc  liburing (tiered tables' io_uring)  cxx (the GPU emulation's tests)  python (the Python package: headers, numpy,
 #   pytest, torch for /usr/bin/python3)  mpi (the MPI library and its tests)
 #   blas (a fast CBLAS for examples/dlrm_train: OpenBLAS or BLIS; netlib's does not count)
 #   gnuplot (the main job's plot)
@@ -53,6 +53,7 @@ for n in "$@"; do
             "Criterion (the test framework): libcriterion-dev, or https://github.com/Snaipe/Criterion"
         ;;
     hwloc) optional "have_pc hwloc" libhwloc-dev "hwloc (topology, NUMA): libhwloc-dev / hwloc-devel" ;;
+    liburing) optional "have_pc liburing" liburing-dev "liburing (io_uring for tiered tables; else pread threads): liburing-dev / liburing-devel" ;;
     cxx) optional "have_cmd c++ || have_cmd g++ || have_cmd clang++" g++ "a C++ compiler (the GPU emulation's tests)" ;;
     python) optional "have_cmd python3-config && /usr/bin/python3 -c 'import numpy, pytest, torch, mesonpy, build, venv, ensurepip' 2>/dev/null" \
         "python3-dev python3-numpy python3-pytest python3-torch python3-mesonpy python3-build python3-venv" \

@@ -64,6 +64,7 @@ typedef struct Outs {
     EmbOptimizerConfig cfg;
     EmbCheckpointEntry entry;
     EmbDynamicStats stats;
+    EmbTieredStats tstats;
     EmbSparseGrad sparse;
     EmbUpdateTimes times;
     char path[8];
@@ -1547,6 +1548,82 @@ static int cases_collection(int i, int *kp, Fx *f, CaseInfo *info)
 }
 
 /* The sections, in order: a new header gets its own. */
+/* emb_table_tiered_create of a D-wide f32 table of @n rows in the fixture's directory,
+   option @field set to @v (1 cache_bytes, 2 policy, 3 engine, 4 state_width); the file
+   must not exist afterwards (a failed create leaves none). */
+static int tier_create(Fx *f, int64_t n, int32_t fs, int dtype, int field, int64_t v)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/tier", f->dir);
+    EmbTieredOptions o = {.table.name = "tier"};
+    if (field == 1)
+        o.cache_bytes = v;
+    else if (field == 2)
+        o.policy = (EmbTierPolicy)v;
+    else if (field == 3)
+        o.engine = (EmbTierEngine)v;
+    else if (field == 4)
+        o.state_width = (int32_t)v;
+    const int r = emb_table_tiered_create(&f->o.table, path, n, fs, (EmbDtype)dtype, &o);
+    return access(path, F_OK) == 0 ? 1 : r;
+}
+
+/* emb_table_tiered_open of @name in the fixture's directory (the checkpoint: not a tiered
+   table's file). */
+static int tier_open(Fx *f, const char *name)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s", name ? name : f->ckpt);
+    if (name)
+        snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    return emb_table_tiered_open(&f->o.table, path, NULL);
+}
+
+/* A tiered table's call with a NULL output (the table made and destroyed here). */
+static int tier_stats_null(Fx *f)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/tier-ok", f->dir);
+    EmbTable *t = NULL;
+    if (emb_table_tiered_create(&t, path, 4, D, EMB_F32, NULL))
+        return 1;
+    const int r = emb_table_tiered_stats(t, NULL);
+    emb_table_destroy(&t);
+    unlink(path);
+    return r;
+}
+
+/* tiered.h */
+static int cases_tiered(int i, int *kp, Fx *f, CaseInfo *info)
+{
+    SECTION_BEGIN
+    C(emb_table_tiered_create, EMB_ENULL, "'out'", emb_table_tiered_create(NULL, f->dir, NC, D, EMB_F32, NULL))
+    C(emb_table_tiered_create, EMB_ENULL, "'path'", emb_table_tiered_create(&o->table, NULL, NC, D, EMB_F32, NULL))
+    C(emb_table_tiered_create, EMB_EINVAL, "ncolumns -1", tier_create(f, -1, D, EMB_F32, 0, 0))
+    C(emb_table_tiered_create, EMB_EINVAL, "featuresize 0", tier_create(f, NC, 0, EMB_F32, 0, 0))
+    C(emb_table_tiered_create, EMB_EDTYPE, "dtype 3", tier_create(f, NC, D, 3, 0, 0))
+    C(emb_table_tiered_create, EMB_EINVAL, "cache_bytes -1", tier_create(f, NC, D, EMB_F32, 1, -1))
+    C(emb_table_tiered_create, EMB_EINVAL, "cache_bytes", tier_create(f, NC, D, EMB_F32, 1, 8))
+    C(emb_table_tiered_create, EMB_EINVAL, "policy 2", tier_create(f, NC, D, EMB_F32, 2, 2))
+    C(emb_table_tiered_create, EMB_EINVAL, "engine 3", tier_create(f, NC, D, EMB_F32, 3, 3))
+    C(emb_table_tiered_create, EMB_EINVAL, "state_width -1", tier_create(f, NC, D, EMB_F32, 4, -1))
+    C(emb_table_tiered_create, EMB_EIO, "cannot open", emb_table_tiered_create(&o->table, f->dir, NC, D, EMB_F32, NULL))
+    C(emb_table_tiered_open, EMB_ENULL, "'out'", emb_table_tiered_open(NULL, f->ckpt, NULL))
+    C(emb_table_tiered_open, EMB_ENULL, "'path'", emb_table_tiered_open(&o->table, NULL, NULL))
+    C(emb_table_tiered_open, EMB_ENOTFOUND, "none.tier", tier_open(f, "none.tier"))
+    C(emb_table_tiered_open, EMB_ECORRUPT, "not a tiered table's file", tier_open(f, NULL))
+    V(emb_table_is_tiered, 0, emb_table_is_tiered(NULL) + emb_table_is_tiered(f->t))
+    C(emb_table_tiered_flush, EMB_ENULL, "'t'", emb_table_tiered_flush(NULL))
+    C(emb_table_tiered_flush, EMB_EINVAL, "not a tiered table", emb_table_tiered_flush(f->dyn))
+    C(emb_table_tiered_stats, EMB_ENULL, "'t'", emb_table_tiered_stats(NULL, &o->tstats))
+    C(emb_table_tiered_stats, EMB_EINVAL, "not a tiered table", emb_table_tiered_stats(f->t, &o->tstats))
+    C(emb_table_tiered_stats, EMB_ENULL, "'out'", tier_stats_null(f))
+    C(emb_table_prefetch, EMB_ENULL, "'t'", emb_table_prefetch(NULL, &f->b))
+    C(emb_table_prefetch, EMB_ENULL, "'batch'", emb_table_prefetch(f->t, NULL))
+    V(emb_table_prefetch, 0, emb_table_prefetch(f->part, &f->b))
+    SECTION_END
+}
+
 static int (*const sections[])(int, int *, Fx *, CaseInfo *) = {
     cases_common,
     cases_table,
@@ -1561,6 +1638,7 @@ static int (*const sections[])(int, int *, Fx *, CaseInfo *) = {
     cases_partition,
     cases_dynamic,
     cases_collection,
+    cases_tiered,
 };
 
 static int run_case(int i, Fx *f, CaseInfo *info)

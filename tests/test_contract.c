@@ -127,6 +127,26 @@ static EmbTable *make_part_dynamic(const char *name)
     return t;
 }
 
+/* Tiered tables (a file and a cache of 3 rows: most rows go through the disk and the
+   scratch pad), in a directory of the test's own, removed by battery(). */
+static char tierdir[64];
+static int ntiered;
+
+static EmbTable *make_tiered(const char *name)
+{
+    if (!tierdir[0])
+        tmpdir(tierdir);
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s-%d", tierdir, name, ntiered++);
+    const EmbTieredOptions o = {.table = {.name = name}, .cache_bytes = 3 * (32 + 4 * 2 * D),
+                                .state_width = 2 * D};
+    EmbTable *t;
+    cr_assert_eq(emb_table_tiered_create(&t, path, NCOL, D, EMB_F32, &o), 0, "%s",
+                 emb_last_error());
+    fill(t);
+    return t;
+}
+
 /* Every table kind: (test name, constructor). A new kind (tiered, quantized ...) is one more
    line here; the battery then runs on it as the test contract::<name>. */
 #define KINDS(X)                                                                           \
@@ -136,7 +156,8 @@ static EmbTable *make_part_dynamic(const char *name)
     X(partitioned_mod, make_mod)                                                           \
     X(partitioned_div, make_div)                                                           \
     X(dynamic, make_dynamic)                                                               \
-    X(partitioned_dynamic, make_part_dynamic)
+    X(partitioned_dynamic, make_part_dynamic)                                              \
+    X(tiered, make_tiered)
 
 typedef struct Kind {
     const char *name;
@@ -398,6 +419,10 @@ static void battery(const Kind *k)
     battery_checkpoint(k);
     while (nwrapped > 0)
         free(wrapped[--nwrapped]);
+    if (tierdir[0]) { /* the next test makes its own (the nofork runner runs all in one) */
+        rmdir_all(tierdir);
+        tierdir[0] = '\0';
+    }
 }
 
 #define KIND_TEST(name, make)                                                              \

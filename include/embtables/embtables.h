@@ -18,5 +18,6 @@
 #include "embtables/store.h"
 #include "embtables/dynamic.h"
 #include "embtables/collection.h"
+#include "embtables/tiered.h"
 
 #endif

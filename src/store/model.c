@@ -149,7 +149,8 @@ static int push_table(EmbCkpt *c, const EmbTable *t, char *name, const EmbOptSta
         return r;
     EmbCkptTable *tb = &c->tables[c->ntables];
     *tb = (EmbCkptTable){name, EMB_MAX(emb_table_nshards(t), 1), emb_table_partition_mode(t),
-                         st ? st->step : -1, c->ntensors, {-1, -1}, .dynamic = l != NULL,
+                         st ? st->step : -1, c->ntensors, {-1, -1},
+                         .dynamic = l != NULL && emb__table_rows_appear(t),
                          .dyn_step = l ? l->step : 0, .ids = -1, .last = -1, .sketch = -1,
                          .list = l};
     const int64_t first = c->ntensors;

@@ -84,7 +84,8 @@ static int match(const EmbCkpt *c, EmbStore *s, const EmbRestoreOptions *o, Targ
         }
         const EmbCkptTensor *v = &c->tensors[c->tables[tg[i].table].values];
         const EmbTable *t = tg[i].t;
-        const bool dyn = t->ops->save_list != NULL; /* a kind that lists its rows */
+        const bool dyn = emb__table_rows_appear(t); /* keyed rows (a tiered table lists
+                                                       its rows but is plain) */
         if (dyn != c->tables[tg[i].table].dynamic)
             return emb__fail(EMB_ESHAPE, "checkpoint %s has \"%s\" as a %s table; %s is %s",
                              path, v->name, dyn ? "plain" : "dynamic", emb__table_label(t),
@@ -215,7 +216,8 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
     for (int64_t i = 0; i < n; i++) {
         const EmbCkptTable *tb = &c->tables[tg[i].table];
         int r = 0;
-        if (tg[i].stage) { /* swapped in whole: state and all */
+        const bool staged = tg[i].stage != NULL;
+        if (staged) { /* swapped in whole: state and all */
             tg[i].t->ops->stage_commit(tg[i].t, tg[i].stage);
             tg[i].stage = NULL;
         } else {
@@ -234,7 +236,7 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
         }
         EmbOptState *st = emb__optimizer_find(opt, tg[i].t);
         EmbOptSlot slots[2];
-        const int ns = tb->dynamic ? 0 : emb__optimizer_slots(opt->cfg.kind,
+        const int ns = staged ? 0 : emb__optimizer_slots(opt->cfg.kind,
                                                                tg[i].t->featuresize, slots);
         for (int k = 0; k < ns && !r; k++)
             r = emb__ckpt_load(c, tb->state[k], fd, st->slot, slots[k].off, buf, path);

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/**
+ * @file tiered.h
+ * Tiered tables: tables larger than memory. The rows (and, when trained, their optimizer
+ * state, kept beside each row so that both move together) live in a file; a DRAM cache of
+ * a configurable byte size holds the hot rows; dirty rows are written back when evicted and
+ * on emb_table_tiered_flush(). Results are bit-identical to the same table in memory, for
+ * any cache size (down to one row), thread count, strategy and prefetch depth: the cache
+ * changes where a row's bytes are, never what they are.
+ *
+ * - **The file is a working store, not a checkpoint.** Its rows are current only after
+ *   emb_table_tiered_flush() (or emb_table_destroy(), which flushes). After a crash the
+ *   file may hold a mix of old and new rows: restore the last checkpoint (store.h), which
+ *   a tiered table saves and restores like any table.
+ * - **Cache**: set-associative, 8 ways (fewer when it holds fewer rows), LRU or LFU within
+ *   a set; 16 bytes of index per cached row besides the records themselves. A step whose
+ *   rows do not fit (every way of a set pinned by the step) keeps the rest in a scratch
+ *   pad for the step's duration, so no cache size is too small.
+ * - **Pinning**: the rows an operation (a lookup, an update step, a save) uses stay
+ *   resident until it ends; no eviction moves a row under a running step.
+ * - **Prefetch**: emb_table_prefetch() with the next batch starts asynchronous, batched
+ *   reads of its missing rows, so the step that uses them waits only for what has not
+ *   arrived. A hint: it never fails and never changes results.
+ * - **I/O**: io_uring (liburing) where the kernel allows it, else a pool of pread / pwrite
+ *   threads; chosen at creation (EmbTieredOptions::engine, or the environment variable
+ *   EMB_TIER_IO=uring|pread). Buffered I/O (records are smaller than a disk block).
+ * - **Faults**: a failed read or write-back returns EMB_EIO naming the file and the rows;
+ *   nothing is lost (a dirty row whose write-back failed stays cached and dirty) and the
+ *   call can be retried. An operation that fails writes nothing, as for any table.
+ *
+ * Concurrency: one operation at a time per tiered table (lookups of one table from two
+ * user threads at once are not supported); inside an operation any number of the library's
+ * threads may resolve rows. The I/O threads are the library's own.
+ *
+ * Limits: a pointer from emb_table_column_pointer() stays valid until the table's next
+ * lookup ends (the row stays pinned till then; a row that cannot be read gives a row of
+ * zeros there: use lookups to see I/O errors). Whole-table calls (emb_table_read(),
+ * emb_table_assign()) pin every row, so they need memory for the whole table. A failed
+ * lookup may have written some outputs (the update and the checkpoint calls write
+ * nothing when they fail).
+ */
+#ifndef EMBTABLES_TIERED_H
+#define EMBTABLES_TIERED_H
+
+#include "embtables/lookup.h"
+#include "embtables/table.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Which cached row of a full set is evicted. */
+typedef enum EmbTierPolicy {
+    EMB_TIER_LRU = 0, /**< the least recently used */
+    EMB_TIER_LFU = 1, /**< the least frequently used (counts halved when one saturates) */
+} EmbTierPolicy;
+
+/** The I/O engine of a tiered table. */
+typedef enum EmbTierEngine {
+    EMB_TIER_ENGINE_AUTO = 0,  /**< EMB_TIER_IO from the environment, else io_uring, else pread */
+    EMB_TIER_ENGINE_URING = 1, /**< io_uring (EMB_ENOTSUP where unavailable) */
+    EMB_TIER_ENGINE_PREAD = 2, /**< a pool of pread / pwrite threads */
+} EmbTierEngine;
+
+/** Options of emb_table_tiered_create() / _open(); zero-initialise and set what you need. */
+typedef struct EmbTieredOptions {
+    EmbTableOptions table;  /**< name, static_size, flags (placement, column_align: unused) */
+    int64_t cache_bytes;    /**< DRAM for cached records (0: 64 MiB); at least one record */
+    EmbTierPolicy policy;   /**< eviction policy */
+    EmbTierEngine engine;   /**< I/O engine */
+    int32_t state_width;    /**< create only: f32 of optimizer state kept beside each row
+                                 (0: none, so SGD only). Per optimizer: Adagrad D, row-wise
+                                 Adagrad 1, FTRL and Adam 2 x D; more is fine */
+} EmbTieredOptions;
+
+/**
+ * Creates a tiered table of @p ncolumns rows of @p featuresize elements of @p dtype in the
+ * file @p path (created, or truncated when it exists; rows start as zeros: see
+ * emb_table_initialize()). The file is sized at once (sparse where the file system allows).
+ * @param out receives the table; untouched on failure
+ * @return 0, EMB_ENULL, EMB_EINVAL (a bad option, a cache smaller than one record),
+ *         EMB_EDTYPE, EMB_ESHAPE, EMB_EOVERFLOW, EMB_EIO (the file cannot be created or
+ *         sized: the message names it), EMB_ENOTSUP (io_uring asked for and unavailable),
+ *         EMB_ENOMEM
+ */
+EMB_API int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
+                                    int32_t featuresize, EmbDtype dtype,
+                                    const EmbTieredOptions *opts);
+
+/**
+ * Opens the tiered table in @p path (written by emb_table_tiered_create() and flushed),
+ * with its shape and state room from the file's header.
+ * @return 0, EMB_ENULL, EMB_EINVAL, EMB_ENOTFOUND (no such file), EMB_EIO (it cannot be
+ *         opened for reading and writing), EMB_ECORRUPT (not a tiered table's file, or
+ *         short: the message names the missing rows), EMB_ENOTSUP, EMB_ENOMEM
+ */
+EMB_API int emb_table_tiered_open(EmbTable **out, const char *path,
+                                  const EmbTieredOptions *opts);
+
+/** 1 when @p t is a tiered table, else 0. */
+EMB_API int emb_table_is_tiered(const EmbTable *t);
+
+/**
+ * Writes every dirty row back and syncs the file. Rows whose write fails stay cached and
+ * dirty: calling again retries them.
+ * @return 0, EMB_ENULL, EMB_EINVAL (not a tiered table), EMB_EIO (naming the file and
+ *         the rows), EMB_ENOMEM
+ */
+EMB_API int emb_table_tiered_flush(EmbTable *t);
+
+/** Counters of a tiered table since its creation. */
+typedef struct EmbTieredStats {
+    int64_t hits;          /**< rows found resident when resolved */
+    int64_t misses;        /**< rows read because they were not */
+    int64_t prefetched;    /**< rows whose read a prefetch started */
+    int64_t rows_read;     /**< records read from the file */
+    int64_t rows_written;  /**< records written back */
+    int64_t evictions;     /**< cached rows replaced */
+    int64_t scratch_rows;  /**< rows a step kept in the scratch pad (its sets were pinned) */
+    int64_t cache_rows;    /**< records the cache holds */
+    int64_t record_bytes;  /**< bytes of one record (row + state, padded) */
+    int64_t dirty_rows;    /**< rows not yet written back now */
+    const char *engine;    /**< "io_uring" or "pread" (static) */
+} EmbTieredStats;
+
+/** @return 0, EMB_ENULL, EMB_EINVAL (not a tiered table) */
+EMB_API int emb_table_tiered_stats(const EmbTable *t, EmbTieredStats *out);
+
+/**
+ * Tells @p t that @p batch will be looked up or trained soon: the rows it misses are read
+ * asynchronously, in one batch. For any table (a no-op for tables held in memory); a hint
+ * that never changes results. Ids out of range are ignored (the lookup reports them).
+ * @return 0, EMB_ENULL
+ */
+EMB_API int emb_table_prefetch(EmbTable *t, const EmbBatch *batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tier_impl.h — the inside of a tiered table (public tiered.h): the backing file, the I/O
+ * engine, the DRAM cache, the scratch pad, the current operation's pins and the prefetch
+ * requests in flight. tier_table.c owns the data movement (resolve, release, prefetch,
+ * flush); tiered.c the public API and the table contract's entries.
+ *
+ * File layout: a 4096-byte header (struct TierHeader), then record r at
+ * EMB_TIER_HEADER + r * recbytes: the row (rowbytes, padded to 16) then state_room floats
+ * of optimizer state. A record in DRAM (a cache slot or a scratch row) has the same bytes.
+ *
+ * Pins: every row a resolve or an update's prepare hands out is pinned (its slot cannot be
+ * evicted) until release() ends the operation; the pinned slots are listed once each in
+ * `pinned`. A row that finds its cache set full of pinned rows goes to the scratch pad
+ * (FBGEMM's SSD-TBE habit): a growable side store, pinned the same way; at release its
+ * clean rows are dropped and dirty ones written back (kept, still dirty, if that fails),
+ * so a step's working set may exceed the cache and results never depend on its size.
+ */
+#ifndef EMB_TIER_IMPL_H
+#define EMB_TIER_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "embtables/tiered.h"
+#include "tables/tier_cache.h"
+#include "tables/tier_io.h"
+
+#define EMB_TIER_HEADER 4096
+#define EMB_TIER_MAGIC "EMBTIER1"
+
+/* The scratch pad: rows that did not fit their cache set. */
+typedef struct TierScratch {
+    int64_t *ids;
+    uint8_t *flags;     /* EMB_TIER_* (VALID, DIRTY), plus TIER_SP_PINNED */
+    char **blocks;      /* row k at blocks[k / SP_BLOCK] + (k % SP_BLOCK) * stride */
+    int64_t n, cap, nblocks;
+    int64_t *map;       /* open addressing: id -> k + 1 (0 empty); mapcap a power of two */
+    int64_t mapcap;
+} TierScratch;
+
+typedef struct Tier {
+    pthread_mutex_t mu;  /* every entry below runs under it */
+    int fd;
+    char *path;
+    EmbTierIo *io;
+    EmbTierCache cache;
+    TierScratch sp;
+    int64_t nrows;
+    int32_t D;
+    int32_t dtype;       /* EmbDtype */
+    size_t rowbytes;     /* featuresize x elsize */
+    size_t state_off;    /* the state's offset in a record (rowbytes padded to 16) */
+    size_t recbytes;     /* state_off + state_room x 4 */
+    int32_t state_room;  /* floats of state a record has room for */
+    int32_t state_width; /* floats attached (0: none) */
+    /* the current operation's pins: cache slots s >= 0, scratch rows as -1 - k */
+    int64_t *pinned;
+    int64_t npinned, pinned_cap;
+    bool release_pending; /* emb__tier_release_later: unpin before the next operation */
+    int64_t release_mark; /* the pins [0, release_mark) are the update's */
+    /* requests of one resolve / flush (grown), and the prefetch's in flight */
+    EmbTierReq *rq;
+    int64_t rq_cap;
+    EmbTierReq *pf;
+    int64_t *pf_order;   /* pf's indices in slot order (a resolve waits for one of them) */
+    int64_t npf, pf_cap;
+    EmbTieredStats st;
+    char label[96];      /* the table's label for messages */
+    /* tiered.c's */
+    int refs;            /* the table and its state view */
+    struct EmbTable *view; /* the optimizer's state view (NULL: no state attached) */
+    char *sink;          /* a zero record: column() of a row that could not be read */
+    int64_t *ids;        /* emb_table_prefetch's ids */
+    int64_t ids_cap;
+} Tier;
+
+/* A tiered table file's shape (its header). */
+typedef struct EmbTierShape {
+    int64_t nrows;
+    int32_t D, dtype, state_room;
+} EmbTierShape;
+
+/* The shape in the header of the file @path: 0, EMB_ENOTFOUND, EMB_EIO, EMB_ECORRUPT. */
+int emb__tier_read_shape(const char *path, EmbTierShape *sh);
+/* Writes @x's header into the file @fd and sizes it for x->nrows records: 0 or EMB_EIO. */
+int emb__tier_format(const Tier *x, int fd, const char *path);
+/* Switches @x to the file @fd (a restored copy, named @path; @x takes both): every cached
+   and scratch row is dropped, dirty or not. */
+void emb__tier_swap_file(Tier *x, int fd, char *path);
+/* The counters (the dirty rows counted now). */
+void emb__tier_stats(Tier *x, EmbTieredStats *out);
+/* emb__tier_prefetch of the in-range ids of a batch (int32 when @id32). */
+void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n);
+
+/* Opens (or, with @create, creates and sizes) the file and the engine, sets up the cache.
+   With @create, nrows, D, dtype, rowbytes and state_room are the caller's; else read from
+   the file's header (rowbytes from D and dtype). 0 or an error naming the file; on error
+   nothing is left open. */
+int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
+                   EmbTierIoKind kind);
+void emb__tier_fini(Tier *x);
+/* Pins and makes resident the rows of @n ids (repeats allowed); rows[k] receives id k's
+   record. 0, or EMB_EIO / EMB_ENOMEM naming the file and rows: what this call pinned is
+   unpinned, nothing is lost (dirty rows stay). With @dirty the rows are marked dirty. */
+int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty);
+/* emb__tier_resolve of one id for column(): never ends a pending release (it runs inside an
+   update's apply phase, or early in the next operation). */
+int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty);
+/* Marks the records of @n ids resolved in this operation dirty. */
+void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n);
+/* Ends the operation: unpins its rows; writes back the scratch pad's dirty rows. */
+void emb__tier_release(Tier *x);
+/* Ends the operation when the next one starts (an update's commit: its apply phase still
+   uses the rows; the update path calls no release). */
+void emb__tier_release_later(Tier *x);
+/* Starts asynchronous reads of the missing rows of @n ids (a hint: never fails). */
+void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n);
+/* Writes every dirty row back: 0 or EMB_EIO naming the file and rows (those stay dirty). */
+int emb__tier_flush(Tier *x);
+/* Calls @fn on every resident record (cache and scratch pad; prefetches waited for) with
+   its row: whole-file passes change these as they change the file. */
+typedef void (*emb_tier_rec_fn)(const Tier *x, char *rec, int64_t row, const void *arg);
+void emb__tier_each_resident(Tier *x, emb_tier_rec_fn fn, const void *arg);
+/* Drops every cached row (after a flush): the next resolve reads from the file. */
+void emb__tier_drop(Tier *x);
+/* Reads / writes @n records from row @r0 directly (no cache): 0 or EMB_EIO. */
+int emb__tier_file_rw(Tier *x, int64_t r0, int64_t n, void *buf, bool write);
+
+#endif

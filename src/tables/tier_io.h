@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tier_io.h — the tiered table's I/O engine: batched asynchronous reads and writes of
+ * records of one file, through io_uring (liburing) where the kernel allows it, else through
+ * a small pool of pread / pwrite threads. Chosen at run time (EMB_TIER_IO=uring|pread forces
+ * one; auto tries io_uring first). Submitting never fails: a request that cannot be queued
+ * waits for room. Each request completes with res 0 or a negative errno (-ENODATA: the file
+ * ended before the request did).
+ *
+ * Calls on one engine are serialised by the caller (the tiered table's lock). The fault hook
+ * (tests only) lets a test fail any request with an errno of its choice, on both engines.
+ */
+#ifndef EMB_TIER_IO_H
+#define EMB_TIER_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct EmbTierIo EmbTierIo;
+
+/** One read or write of len bytes at offset of the engine's file. */
+typedef struct EmbTierReq {
+    void *buf;
+    int64_t offset;
+    uint32_t len;
+    uint8_t write;
+    int32_t res;   /* set on completion: 0 or -errno */
+    uint32_t done; /* bytes done so far (the engine's) */
+    uint8_t complete; /* set with res (the engine's; read it through emb__tier_io_wait_one) */
+    int64_t tag;   /* the caller's (a row, a slot) */
+} EmbTierReq;
+
+typedef enum EmbTierIoKind {
+    EMB_TIER_IO_AUTO = 0,  /* EMB_TIER_IO from the environment, else io_uring, else pread */
+    EMB_TIER_IO_URING = 1,
+    EMB_TIER_IO_PREAD = 2,
+} EmbTierIoKind;
+
+/*
+ * Fault injection (tests): when set, called for every request before its I/O; a nonzero
+ * return (a negative errno) completes the request with it and does no I/O.
+ */
+typedef int (*emb_tier_fault_fn)(const EmbTierReq *req);
+void emb__tier_io_set_fault(emb_tier_fault_fn fn);
+
+/* 0, or EMB_ENOMEM / EMB_ENOTSUP (io_uring asked for and unavailable) with a message. */
+int emb__tier_io_create(EmbTierIo **out, int fd, EmbTierIoKind kind);
+/* Waits for every request in flight, then frees the engine. NULL is fine. */
+void emb__tier_io_destroy(EmbTierIo **io);
+/* Switches to the file @fd (no request in flight: the caller waited). */
+void emb__tier_io_set_fd(EmbTierIo *io, int fd);
+/* "io_uring" or "pread" */
+const char *emb__tier_io_name(const EmbTierIo *io);
+/* Starts @n requests (their memory stays the caller's until emb__tier_io_wait returns). */
+void emb__tier_io_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n);
+/* Requests in flight (without waiting; io_uring's completions that are there are reaped). */
+int64_t emb__tier_io_pending(EmbTierIo *io);
+/* Waits until every request submitted so far has completed. */
+void emb__tier_io_wait(EmbTierIo *io);
+/* Waits until request @r (submitted) has completed. */
+void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r);
+/* Submits @n requests and waits for them. */
+void emb__tier_io_run(EmbTierIo *io, EmbTierReq *reqs, int64_t n);
+
+#endif

@@ -1,0 +1,830 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tier_table.c — a tiered table's data movement (tier_impl.h): the file and its header,
+ * resolving rows into the cache (batched reads, dirty victims written back first), the
+ * scratch pad, release, prefetch and flush. Every entry runs under the table's lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtype.h"
+#include "internal.h"
+#include "tables/tier_impl.h"
+
+#define SP_BLOCK 64
+#define TIER_SP_PINNED 0x80
+
+typedef struct TierHeader {
+    char magic[8];
+    uint32_t version;
+    int32_t dtype, D, state_room;
+    int64_t nrows, recbytes;
+} TierHeader;
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* EMB_EIO naming the file, the rows of the failed requests among @n and the first errno. */
+static int io_fail(const Tier *x, const EmbTierReq *r, int64_t n, const char *what)
+{
+    int64_t lo = INT64_MAX, hi = -1, bad = 0;
+    int err = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (r[i].res) {
+            lo = EMB_MIN(lo, r[i].tag), hi = EMB_MAX(hi, r[i].tag), bad++;
+            err = err ? err : -r[i].res;
+        }
+    const char *why = err == ENODATA ? "the file is shorter than the table" : strerror(err);
+    return emb__fail(EMB_EIO, "%s: %s rows %lld..%lld (%lld failed) of %s: %s", x->label, what,
+                     (long long)lo, (long long)hi, (long long)bad, x->path, why);
+}
+
+static int64_t count_failed(const EmbTierReq *r, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += r[i].res != 0;
+    return bad;
+}
+
+static bool any_failed(const EmbTierReq *r, int64_t n)
+{
+    return count_failed(r, n) != 0;
+}
+
+/* ---- the file -------------------------------------------------------------------------- */
+
+static int64_t rec_offset(const Tier *x, int64_t row)
+{
+    return EMB_TIER_HEADER + row * (int64_t)x->recbytes;
+}
+
+int emb__tier_format(const Tier *x, int fd, const char *path)
+{
+    char page[EMB_TIER_HEADER] = {0};
+    TierHeader h = {.version = 1, .dtype = x->dtype, .D = x->D, .state_room = x->state_room,
+                    .nrows = x->nrows, .recbytes = (int64_t)x->recbytes};
+    memcpy(h.magic, EMB_TIER_MAGIC, 8);
+    memcpy(page, &h, sizeof h);
+    if (pwrite(fd, page, sizeof page, 0) != (ssize_t)sizeof page ||
+        ftruncate(fd, rec_offset(x, x->nrows)) != 0)
+        return emb__fail(EMB_EIO, "%s: cannot size %s for %lld rows: %s", x->label, path,
+                         (long long)x->nrows, strerror(errno));
+    return 0;
+}
+
+/* Reads and checks the header of @fd (@path for messages) into @sh; @size: the file's. */
+static int read_header(int fd, const char *path, EmbTierShape *sh, int64_t *recbytes)
+{
+    TierHeader h;
+    struct stat st;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, EMB_TIER_MAGIC, 8))
+        return emb__fail(EMB_ECORRUPT, "%s is not a tiered table's file (no header)", path);
+    size_t el = 0;
+    if (h.version != 1 || h.D < 1 || h.nrows < 0 || h.state_room < 0 ||
+        (el = emb_dtype_size((EmbDtype)h.dtype)) == 0 ||
+        (int64_t)(((size_t)h.D * el + 15) / 16 * 16 + 4 * (size_t)h.state_room) != h.recbytes)
+        return emb__fail(EMB_ECORRUPT, "%s: the header of a tiered table is corrupt", path);
+    if (fstat(fd, &st) != 0)
+        return emb__fail(EMB_EIO, "%s: %s", path, strerror(errno));
+    const int64_t have = st.st_size < EMB_TIER_HEADER ? 0
+                         : (st.st_size - EMB_TIER_HEADER) / h.recbytes;
+    if (have < h.nrows)
+        return emb__fail(EMB_ECORRUPT, "%s is short: rows %lld..%lld of %lld are missing",
+                         path, (long long)have, (long long)h.nrows - 1, (long long)h.nrows);
+    *sh = (EmbTierShape){.nrows = h.nrows, .D = h.D, .dtype = h.dtype,
+                         .state_room = h.state_room};
+    *recbytes = h.recbytes;
+    return 0;
+}
+
+int emb__tier_read_shape(const char *path, EmbTierShape *sh)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "cannot open %s: %s",
+                         path, strerror(errno));
+    int64_t rec;
+    const int r = read_header(fd, path, sh, &rec);
+    close(fd);
+    return r;
+}
+
+static void set_layout(Tier *x)
+{
+    x->state_off = (x->rowbytes + 15) / 16 * 16;
+    x->recbytes = x->state_off + 4 * (size_t)x->state_room;
+}
+
+/* Opens the file: an existing one (its shape from the header), or, with @create, creates
+   (or truncates) and formats it, the last step of a create. */
+static int open_file(Tier *x, bool create)
+{
+    x->fd = open(x->path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
+    if (x->fd < 0)
+        return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "%s: cannot open %s: %s",
+                         x->label, x->path, strerror(errno));
+    if (create)
+        return emb__tier_format(x, x->fd, x->path);
+    EmbTierShape sh;
+    int64_t rec;
+    const int r = read_header(x->fd, x->path, &sh, &rec);
+    if (r)
+        return r;
+    x->nrows = sh.nrows, x->D = sh.D, x->dtype = sh.dtype, x->state_room = sh.state_room;
+    x->rowbytes = (size_t)sh.D * emb_dtype_size((EmbDtype)sh.dtype);
+    set_layout(x);
+    return 0;
+}
+
+/* The cache and the engine (on no file yet: fd -1 until the file is opened). */
+static int setup_memory(Tier *x, int64_t cache_bytes, int lfu, EmbTierIoKind kind)
+{
+    if (cache_bytes < (int64_t)x->recbytes || !x->recbytes)
+        return emb__fail(EMB_EINVAL, "%s: a cache of %lld bytes (cache_bytes) holds no "
+                         "record of %zu bytes", x->label, (long long)cache_bytes, x->recbytes);
+    const int r = emb__tier_io_create(&x->io, -1, kind);
+    return r ? r : emb__tier_cache_init(&x->cache, cache_bytes / (int64_t)x->recbytes,
+                                        x->recbytes, lfu);
+}
+
+int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
+                   EmbTierIoKind kind)
+{
+    x->fd = -1;
+    pthread_mutex_init(&x->mu, NULL);
+    x->path = strdup(path);
+    if (!x->path)
+        return emb__fail(EMB_ENOMEM, "out of memory for a tiered table");
+    int r = 0;
+    if (create) { /* everything that can fail but the file first: a failed create leaves no file */
+        set_layout(x);
+        r = setup_memory(x, cache_bytes, lfu, kind);
+        r = r ? r : open_file(x, true);
+    } else {
+        r = open_file(x, false);
+        r = r ? r : setup_memory(x, cache_bytes, lfu, kind);
+    }
+    if (!r) {
+        emb__tier_io_set_fd(x->io, x->fd);
+        posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);
+    }
+    return r;
+}
+
+static void sp_free(TierScratch *sp)
+{
+    for (int64_t b = 0; b < sp->nblocks; b++)
+        free(sp->blocks[b]);
+    free(sp->blocks), free(sp->ids), free(sp->flags), free(sp->map);
+    memset(sp, 0, sizeof *sp);
+}
+
+void emb__tier_fini(Tier *x)
+{
+    emb__tier_io_destroy(&x->io);
+    emb__tier_cache_free(&x->cache);
+    sp_free(&x->sp);
+    if (x->fd >= 0)
+        close(x->fd);
+    free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order);
+    pthread_mutex_destroy(&x->mu);
+}
+
+int emb__tier_file_rw(Tier *x, int64_t r0, int64_t n, void *buf, bool write)
+{
+    int64_t done = 0;
+    while (done < n) { /* requests of at most 1 MiB */
+        const int64_t k = EMB_MIN(n - done, EMB_MAX(1, (1 << 20) / (int64_t)x->recbytes));
+        EmbTierReq q = {.buf = (char *)buf + done * (int64_t)x->recbytes,
+                        .offset = rec_offset(x, r0 + done), .write = write,
+                        .len = (uint32_t)(k * (int64_t)x->recbytes), .tag = r0 + done};
+        emb__tier_io_run(x->io, &q, 1);
+        if (q.res)
+            return io_fail(x, &q, 1, write ? "writing" : "reading");
+        done += k;
+    }
+    return 0;
+}
+
+/* ---- requests -------------------------------------------------------------------------- */
+
+/* Room for @n requests in x->rq: 0 or EMB_ENOMEM. */
+static int rq_room(Tier *x, int64_t n)
+{
+    if (n <= x->rq_cap)
+        return 0;
+    EmbTierReq *q = realloc(x->rq, (size_t)n * sizeof *q);
+    if (!q)
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld I/O requests", x->label,
+                         (long long)n);
+    x->rq = q, x->rq_cap = n;
+    return 0;
+}
+
+static EmbTierReq req(const Tier *x, int64_t row, void *buf, bool write)
+{
+    return (EmbTierReq){.buf = buf, .offset = rec_offset(x, row), .len = (uint32_t)x->recbytes,
+                        .write = write, .tag = row};
+}
+
+/* ---- the scratch pad ------------------------------------------------------------------- */
+
+static uint64_t mix(int64_t id)
+{
+    uint64_t z = (uint64_t)id * 0x9e3779b97f4a7c15ull;
+    return z ^ (z >> 29);
+}
+
+static char *sp_row(const Tier *x, int64_t k)
+{
+    return x->sp.blocks[k / SP_BLOCK] + (size_t)(k % SP_BLOCK) * x->recbytes;
+}
+
+static int64_t sp_find(const TierScratch *sp, int64_t id)
+{
+    if (!sp->n)
+        return -1;
+    for (uint64_t h = mix(id) & (uint64_t)(sp->mapcap - 1);; h = (h + 1) & (uint64_t)(sp->mapcap - 1)) {
+        const int64_t v = sp->map[h];
+        if (!v)
+            return -1;
+        if (sp->ids[v - 1] == id)
+            return v - 1;
+    }
+}
+
+static void sp_map_put(TierScratch *sp, int64_t k)
+{
+    uint64_t h = mix(sp->ids[k]) & (uint64_t)(sp->mapcap - 1);
+    while (sp->map[h])
+        h = (h + 1) & (uint64_t)(sp->mapcap - 1);
+    sp->map[h] = k + 1;
+}
+
+/* Rebuilds the map for the n rows (at a load <= 1/2); it never shrinks, so a rebuild for
+   fewer rows cannot fail. */
+static int sp_rehash(TierScratch *sp, int64_t need)
+{
+    int64_t cap = EMB_MAX(16, sp->mapcap);
+    while (cap < 2 * need)
+        cap *= 2;
+    if (cap != sp->mapcap) {
+        int64_t *m = calloc((size_t)cap, sizeof *m);
+        if (!m)
+            return EMB_ENOMEM;
+        free(sp->map);
+        sp->map = m, sp->mapcap = cap;
+    } else {
+        memset(sp->map, 0, (size_t)cap * sizeof *sp->map);
+    }
+    for (int64_t k = 0; k < sp->n; k++)
+        sp_map_put(sp, k);
+    return 0;
+}
+
+/* Room for one more scratch row: 0 or EMB_ENOMEM (nothing changed). */
+static int sp_room(Tier *x)
+{
+    TierScratch *sp = &x->sp;
+    if (sp->n == sp->cap) {
+        const int64_t cap = sp->cap ? 2 * sp->cap : SP_BLOCK;
+        int64_t *ids = realloc(sp->ids, (size_t)cap * sizeof *ids);
+        sp->ids = ids ? ids : sp->ids;
+        uint8_t *fl = ids ? realloc(sp->flags, (size_t)cap) : NULL;
+        sp->flags = fl ? fl : sp->flags;
+        char **bl = fl ? realloc(sp->blocks, (size_t)(cap / SP_BLOCK) * sizeof *bl) : NULL;
+        sp->blocks = bl ? bl : sp->blocks;
+        if (!bl)
+            return EMB_ENOMEM;
+        sp->cap = cap;
+    }
+    if (sp->n == sp->nblocks * SP_BLOCK) {
+        char *b = malloc((size_t)SP_BLOCK * x->recbytes);
+        if (!b)
+            return EMB_ENOMEM;
+        sp->blocks[sp->nblocks++] = b;
+    }
+    return 2 * (sp->n + 1) > sp->mapcap ? sp_rehash(sp, sp->n + 1) : 0;
+}
+
+/* ---- pins ------------------------------------------------------------------------------ */
+
+static int pin_room(Tier *x, int64_t n)
+{
+    if (x->npinned + n <= x->pinned_cap)
+        return 0;
+    const int64_t cap = EMB_MAX(2 * x->pinned_cap, x->npinned + n + 64);
+    int64_t *p = realloc(x->pinned, (size_t)cap * sizeof *p);
+    if (!p)
+        return EMB_ENOMEM;
+    x->pinned = p, x->pinned_cap = cap;
+    return 0;
+}
+
+/* Pins cache slot @s (once per operation); the room was made by pin_room. */
+static void pin_slot(Tier *x, int64_t s)
+{
+    if (!x->cache.slots[s].pins) {
+        x->cache.slots[s].pins = 1;
+        x->pinned[x->npinned++] = s;
+    }
+}
+
+static void pin_sp(Tier *x, int64_t k)
+{
+    if (!(x->sp.flags[k] & TIER_SP_PINNED)) {
+        x->sp.flags[k] |= TIER_SP_PINNED;
+        x->pinned[x->npinned++] = -1 - k;
+    }
+}
+
+/* Unpins the pins of indices [from, to) (the list itself is the caller's). */
+static void unpin_from(Tier *x, int64_t from, int64_t to)
+{
+    for (int64_t i = from; i < to; i++) {
+        const int64_t p = x->pinned[i];
+        if (p >= 0)
+            x->cache.slots[p].pins = 0;
+        else
+            x->sp.flags[-1 - p] &= (uint8_t)~TIER_SP_PINNED;
+    }
+}
+
+/* ---- prefetch bookkeeping -------------------------------------------------------------- */
+
+static int64_t slot_of(const Tier *x, const void *buf)
+{
+    return (int64_t)(((const char *)buf - x->cache.data) / (ptrdiff_t)x->cache.stride);
+}
+
+/* Settles the prefetch's reads once they are all done (with @wait, waits for them): each
+   slot becomes valid, or free when its read failed (a resolve reads it again and reports). */
+static void pf_settle(Tier *x, bool wait)
+{
+    if (!x->npf || (!wait && emb__tier_io_pending(x->io)))
+        return;
+    emb__tier_io_wait(x->io);
+    for (int64_t i = 0; i < x->npf; i++) {
+        EmbTierSlot *e = &x->cache.slots[slot_of(x, x->pf[i].buf)];
+        if (!(e->flags & EMB_TIER_LOADING) || e->id != x->pf[i].tag)
+            continue;
+        e->flags = x->pf[i].res ? 0 : EMB_TIER_VALID | EMB_TIER_AHEAD;
+        x->st.rows_read += !x->pf[i].res;
+    }
+    x->npf = 0;
+}
+
+/* ---- resolve --------------------------------------------------------------------------- */
+
+/* Undoes a failed resolve: slots whose dirty row could not be written back hold it again,
+   the rows this call started loading are dropped, its scratch rows and pins too. */
+static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTierReq *rd,
+                         int64_t nr, int64_t mark, int64_t sp0)
+{
+    unpin_from(x, mark, x->npinned);
+    x->npinned = mark;
+    for (int64_t i = 0; i < nr; i++)
+        if (rd[i].buf >= (void *)x->cache.data &&
+            (const char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
+            x->cache.slots[slot_of(x, rd[i].buf)].flags = 0;
+    for (int64_t i = 0; i < nw; i++)
+        if (w[i].res) {
+            EmbTierSlot *e = &x->cache.slots[slot_of(x, w[i].buf)];
+            e->id = w[i].tag;
+            e->flags = EMB_TIER_VALID | EMB_TIER_DIRTY;
+        }
+    if (x->sp.n != sp0) {
+        x->sp.n = sp0;
+        sp_rehash(&x->sp, sp0); /* cannot fail: the map only shrinks or stays */
+    }
+}
+
+/* Waits for the prefetch's read into slot @s (its index found by bisection of pf_order)
+   and settles that slot alone: the step waits only for the rows it needs. */
+static void pf_wait_slot(Tier *x, int64_t s)
+{
+    int64_t lo = 0, hi = x->npf;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if (slot_of(x, x->pf[x->pf_order[mid]].buf) < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    EmbTierReq *q = lo < x->npf ? &x->pf[x->pf_order[lo]] : NULL;
+    if (!q || slot_of(x, q->buf) != s) {
+        pf_settle(x, true); /* cannot happen: every LOADING slot not pinned is the prefetch's */
+        return;
+    }
+    emb__tier_io_wait_one(x->io, q);
+    EmbTierSlot *e = &x->cache.slots[s];
+    e->flags = q->res ? 0 : EMB_TIER_VALID | EMB_TIER_AHEAD;
+    x->st.rows_read += !q->res;
+    q->tag = -1; /* settled */
+}
+
+/* Row of a hit (cache or scratch, pinned), or NULL for a miss. */
+static char *hit(Tier *x, int64_t id)
+{
+    int64_t s = emb__tier_cache_find(&x->cache, id);
+    if (s >= 0 && (x->cache.slots[s].flags & EMB_TIER_LOADING) && !x->cache.slots[s].pins) {
+        pf_wait_slot(x, s); /* a prefetched row still in flight */
+        s = emb__tier_cache_find(&x->cache, id);
+    }
+    if (s >= 0) {
+        emb__tier_cache_touch(&x->cache, s);
+        x->cache.slots[s].flags &= (uint8_t)~EMB_TIER_AHEAD;
+        pin_slot(x, s);
+        return emb__tier_cache_row(&x->cache, s);
+    }
+    const int64_t k = sp_find(&x->sp, id);
+    if (k < 0)
+        return NULL;
+    pin_sp(x, k);
+    return sp_row(x, k);
+}
+
+/* A slot (or a scratch row) for the missing row @id, pinned, its read queued in rd and a
+   dirty victim's write-back in w. NULL: out of memory for the scratch pad. */
+static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *rd,
+                   int64_t *nr)
+{
+    char *row;
+    const int64_t v = emb__tier_cache_victim(&x->cache, id, 0);
+    if (v >= 0) {
+        EmbTierSlot *e = &x->cache.slots[v];
+        row = emb__tier_cache_row(&x->cache, v);
+        if (e->flags & EMB_TIER_DIRTY)
+            w[(*nw)++] = req(x, e->id, row, true);
+        x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
+        emb__tier_cache_install(&x->cache, v, id, EMB_TIER_LOADING);
+        pin_slot(x, v);
+    } else {
+        if (sp_room(x))
+            return NULL;
+        const int64_t k = x->sp.n++;
+        x->sp.ids[k] = id;
+        x->sp.flags[k] = EMB_TIER_VALID;
+        sp_map_put(&x->sp, k);
+        pin_sp(x, k);
+        row = sp_row(x, k);
+        x->st.scratch_rows++;
+    }
+    rd[(*nr)++] = req(x, id, row, false);
+    return row;
+}
+
+static void release_locked(Tier *x);
+
+static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
+{
+    if (pin_room(x, n) || rq_room(x, 2 * n))
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld rows", x->label, (long long)n);
+    const int64_t mark = x->npinned, sp0 = x->sp.n;
+    EmbTierReq *w = x->rq, *rd = x->rq + n;
+    int64_t nw = 0, nr = 0;
+    for (int64_t k = 0; k < n; k++) {
+        rows[k] = hit(x, ids[k]);
+        x->st.hits += rows[k] != NULL;
+        if (!rows[k] && !(rows[k] = place(x, ids[k], w, &nw, rd, &nr))) {
+            resolve_undo(x, w, nw, rd, nr, mark, sp0);
+            return emb__fail(EMB_ENOMEM, "%s: out of memory for the scratch pad", x->label);
+        }
+    }
+    x->st.misses += nr;
+    emb__tier_io_run(x->io, w, nw);
+    int r = any_failed(w, nw) ? io_fail(x, w, nw, "writing back") : 0;
+    if (!r) {
+        emb__tier_io_run(x->io, rd, nr);
+        r = any_failed(rd, nr) ? io_fail(x, rd, nr, "reading") : 0;
+    }
+    pf_settle(x, false);
+    x->st.rows_written += nw - count_failed(w, nw);
+    if (r) {
+        resolve_undo(x, w, nw, rd, nr, mark, sp0);
+        return r;
+    }
+    for (int64_t i = 0; i < nr; i++)
+        if ((char *)rd[i].buf >= x->cache.data &&
+            (char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
+            x->cache.slots[slot_of(x, rd[i].buf)].flags = EMB_TIER_VALID;
+    x->st.rows_read += nr;
+    return 0;
+}
+
+int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty)
+{
+    pthread_mutex_lock(&x->mu);
+    if (x->release_pending)
+        release_locked(x);
+    int r = resolve_locked(x, ids, n, rows);
+    pthread_mutex_unlock(&x->mu);
+    if (!r && dirty)
+        emb__tier_mark_dirty(x, ids, n);
+    return r;
+}
+
+void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t s = emb__tier_cache_find(&x->cache, ids[k]);
+        if (s >= 0) {
+            x->cache.slots[s].flags |= EMB_TIER_DIRTY;
+            continue;
+        }
+        const int64_t j = sp_find(&x->sp, ids[k]);
+        if (j >= 0)
+            x->sp.flags[j] |= EMB_TIER_DIRTY;
+    }
+    pthread_mutex_unlock(&x->mu);
+}
+
+int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty)
+{
+    pthread_mutex_lock(&x->mu);
+    int r = resolve_locked(x, &id, 1, row);
+    pthread_mutex_unlock(&x->mu);
+    if (!r && dirty)
+        emb__tier_mark_dirty(x, &id, 1);
+    return r;
+}
+
+/* ---- release, flush, prefetch ---------------------------------------------------------- */
+
+/* Writes back the scratch pad's unpinned dirty rows and drops its clean unpinned ones;
+   rows whose write fails stay (dirty), to be retried by the next release or flush. */
+static void sp_settle(Tier *x)
+{
+    TierScratch *sp = &x->sp;
+    int64_t nw = 0;
+    if (!sp->n || rq_room(x, sp->n))
+        return;
+    for (int64_t k = 0; k < sp->n; k++)
+        if ((sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)) == EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, sp->ids[k], sp_row(x, k), true);
+    emb__tier_io_run(x->io, x->rq, nw);
+    for (int64_t i = 0, k = 0; i < nw; i++) {
+        while (sp_row(x, k) != x->rq[i].buf)
+            k++;
+        if (!x->rq[i].res)
+            sp->flags[k] &= (uint8_t)~EMB_TIER_DIRTY, x->st.rows_written++;
+    }
+    for (int64_t k = 0; k < sp->n; k++)
+        if (sp->flags[k] & TIER_SP_PINNED)
+            return; /* rows handed out stay where they are */
+    int64_t m = 0;
+    for (int64_t k = 0; k < sp->n; k++) {
+        if (!(sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)))
+            continue;
+        if (m != k) {
+            memcpy(sp_row(x, m), sp_row(x, k), x->recbytes);
+            sp->ids[m] = sp->ids[k], sp->flags[m] = sp->flags[k];
+        }
+        m++;
+    }
+    sp->n = m;
+    sp_rehash(sp, m);
+}
+
+/* Ends the operation: unpins its rows (with release_pending, only those pinned before the
+   update's commit: column() calls since then may belong to the next operation). */
+static void release_locked(Tier *x)
+{
+    const int64_t upto = x->release_pending ? x->release_mark : x->npinned;
+    x->release_pending = false;
+    pf_settle(x, false);
+    const int64_t rest = x->npinned - upto;
+    unpin_from(x, 0, upto);
+    memmove(x->pinned, x->pinned + upto, (size_t)rest * sizeof *x->pinned);
+    x->npinned = rest;
+    sp_settle(x);
+}
+
+void emb__tier_release(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    release_locked(x);
+    pthread_mutex_unlock(&x->mu);
+}
+
+void emb__tier_release_later(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    x->release_pending = true;
+    x->release_mark = x->npinned;
+    pthread_mutex_unlock(&x->mu);
+}
+
+static int flush_locked(Tier *x)
+{
+    pf_settle(x, true);
+    if (rq_room(x, x->cache.nslots + x->sp.n))
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for a flush", x->label);
+    int64_t nw = 0;
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        if (x->cache.slots[s].flags & EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, x->cache.slots[s].id, emb__tier_cache_row(&x->cache, s), true);
+    const int64_t ncache = nw;
+    for (int64_t k = 0; k < x->sp.n; k++)
+        if (x->sp.flags[k] & EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, x->sp.ids[k], sp_row(x, k), true);
+    emb__tier_io_run(x->io, x->rq, nw);
+    for (int64_t i = 0; i < nw; i++) {
+        if (x->rq[i].res)
+            continue;
+        x->st.rows_written++;
+        if (i < ncache)
+            x->cache.slots[slot_of(x, x->rq[i].buf)].flags &= (uint8_t)~EMB_TIER_DIRTY;
+        else
+            x->sp.flags[sp_find(&x->sp, x->rq[i].tag)] &= (uint8_t)~EMB_TIER_DIRTY;
+    }
+    if (any_failed(x->rq, nw))
+        return io_fail(x, x->rq, nw, "writing back");
+    return fdatasync(x->fd) ? emb__fail(EMB_EIO, "%s: syncing %s: %s", x->label, x->path,
+                                        strerror(errno))
+                            : 0;
+}
+
+int emb__tier_flush(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    if (x->release_pending)
+        release_locked(x);
+    const int r = flush_locked(x);
+    if (!r && !x->npinned)
+        sp_settle(x);
+    pthread_mutex_unlock(&x->mu);
+    return r;
+}
+
+void emb__tier_each_resident(Tier *x, emb_tier_rec_fn fn, const void *arg)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, true);
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        if (x->cache.slots[s].flags & EMB_TIER_VALID)
+            fn(x, emb__tier_cache_row(&x->cache, s), x->cache.slots[s].id, arg);
+    for (int64_t k = 0; k < x->sp.n; k++)
+        fn(x, sp_row(x, k), x->sp.ids[k], arg);
+    pthread_mutex_unlock(&x->mu);
+}
+
+void emb__tier_drop(Tier *x)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, true);
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        if (!(x->cache.slots[s].flags & EMB_TIER_DIRTY) && !x->cache.slots[s].pins)
+            x->cache.slots[s].flags = 0;
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* Room for @n more prefetch requests (the array is not in flight): false when none. */
+static bool pf_room(Tier *x, int64_t n)
+{
+    if (x->npf + n <= x->pf_cap)
+        return true;
+    const int64_t cap = EMB_MAX(2 * x->pf_cap, x->npf + n);
+    EmbTierReq *p = realloc(x->pf, (size_t)cap * sizeof *p);
+    if (p)
+        x->pf = p;
+    int64_t *o = p ? realloc(x->pf_order, (size_t)cap * sizeof *o) : NULL;
+    if (!o)
+        return false;
+    x->pf_order = o, x->pf_cap = cap;
+    return true;
+}
+
+/* Sorts @n indices of x->pf by their slots (heapsort: n log n, in place, no allocation). */
+static void sift(const Tier *x, int64_t *a, int64_t i, int64_t n)
+{
+    for (int64_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && x->pf[a[c + 1]].buf > x->pf[a[c]].buf)
+            c++;
+        if (x->pf[a[c]].buf <= x->pf[a[i]].buf)
+            return;
+        const int64_t t = a[i];
+        a[i] = a[c], a[c] = t;
+    }
+}
+
+static void sort_by_slot(const Tier *x, int64_t *a, int64_t n)
+{
+    for (int64_t i = n / 2 - 1; i >= 0; i--)
+        sift(x, a, i, n);
+    for (int64_t k = n - 1; k > 0; k--) {
+        const int64_t t = a[0];
+        a[0] = a[k], a[k] = t;
+        sift(x, a, 0, k);
+    }
+}
+
+/* Queues reads of the missing rows of @ids into free or clean evictable slots (a dirty
+   victim is written back first; where that fails the victim stays and the id is skipped). */
+static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
+{
+    if (x->release_pending)
+        release_locked(x);
+    pf_settle(x, true);
+    if (!pf_room(x, n) || rq_room(x, n))
+        return;
+    int64_t nw = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (emb__tier_cache_find(&x->cache, ids[k]) >= 0 || sp_find(&x->sp, ids[k]) >= 0)
+            continue;
+        const int64_t v = emb__tier_cache_victim(&x->cache, ids[k], 1);
+        if (v < 0)
+            continue;
+        EmbTierSlot *e = &x->cache.slots[v];
+        char *row = emb__tier_cache_row(&x->cache, v);
+        if (e->flags & EMB_TIER_DIRTY)
+            x->rq[nw++] = req(x, e->id, row, true);
+        x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
+        emb__tier_cache_install(&x->cache, v, ids[k], EMB_TIER_LOADING);
+        x->pf[x->npf++] = req(x, ids[k], row, false);
+    }
+    emb__tier_io_run(x->io, x->rq, nw);
+    for (int64_t i = 0; i < nw; i++) { /* keep the victims that could not be written */
+        const int64_t s = slot_of(x, x->rq[i].buf);
+        if (!x->rq[i].res) {
+            x->st.rows_written++;
+            continue;
+        }
+        for (int64_t j = 0; j < x->npf; j++)
+            if (x->pf[j].buf == x->rq[i].buf)
+                x->pf[j] = x->pf[--x->npf];
+        x->cache.slots[s] = (EmbTierSlot){.id = x->rq[i].tag, .flags = EMB_TIER_VALID | EMB_TIER_DIRTY};
+    }
+    x->st.prefetched += x->npf;
+    emb__tier_io_submit(x->io, x->pf, x->npf);
+    for (int64_t i = 0; i < x->npf; i++)
+        x->pf_order[i] = i;
+    sort_by_slot(x, x->pf_order, x->npf);
+}
+
+void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    prefetch_locked(x, ids, n);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- the rest -------------------------------------------------------------------------- */
+
+void emb__tier_swap_file(Tier *x, int fd, char *path)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, true);
+    emb__tier_io_set_fd(x->io, fd);
+    close(x->fd);
+    free(x->path);
+    x->fd = fd, x->path = path;
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        x->cache.slots[s].flags = 0, x->cache.slots[s].pins = 0;
+    x->npinned = 0;
+    x->sp.n = 0;
+    sp_rehash(&x->sp, 0);
+    pthread_mutex_unlock(&x->mu);
+}
+
+void emb__tier_stats(Tier *x, EmbTieredStats *out)
+{
+    pthread_mutex_lock(&x->mu);
+    *out = x->st;
+    out->dirty_rows = 0;
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        out->dirty_rows += (x->cache.slots[s].flags & EMB_TIER_DIRTY) != 0;
+    for (int64_t k = 0; k < x->sp.n; k++)
+        out->dirty_rows += (x->sp.flags[k] & EMB_TIER_DIRTY) != 0;
+    out->cache_rows = x->cache.nslots;
+    out->record_bytes = (int64_t)x->recbytes;
+    out->engine = emb__tier_io_name(x->io);
+    pthread_mutex_unlock(&x->mu);
+}
+
+void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n)
+{
+    pthread_mutex_lock(&x->mu);
+    if (n > x->ids_cap) {
+        int64_t *p = realloc(x->ids, (size_t)n * sizeof *p);
+        if (!p) {
+            pthread_mutex_unlock(&x->mu);
+            return; /* a hint */
+        }
+        x->ids = p, x->ids_cap = n;
+    }
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t id = id32 ? ((const int32_t *)ids)[k] : ((const int64_t *)ids)[k];
+        if (id >= 0 && id < x->nrows)
+            x->ids[m++] = id;
+    }
+    prefetch_locked(x, x->ids, m);
+    pthread_mutex_unlock(&x->mu);
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tiered_file.c — a tiered table's passes over its whole file (tiered_impl.h): initialize
+ * and the optimizer state's initial values (streamed in 1 MiB chunks of records, the cache
+ * flushed and emptied first), the state view, and checkpoints. A save maps the flushed
+ * file read-only: the store reads row k where it lies, through the page cache, so nothing
+ * is staged in RAM. A restore maps a new copy of the file (its blocks allocated first, so
+ * a full disk fails in stage, before any table changes), the store writes the rows into
+ * it, and the commit renames it over the old file and drops the cache.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dtype.h"
+#include "initval.h"
+#include "tables/table_impl.h"
+#include "tables/tiered_impl.h"
+
+/* ---- whole-file passes ----------------------------------------------------------------- */
+
+/* Flushes and empties the cache, then rewrites every record through @fn in chunks; the
+   records that stay resident (pinned by the operation under way) are changed in place. */
+static int each_record(Tier *x, emb_tier_rec_fn fn, const void *arg)
+{
+    int r = emb__tier_flush(x);
+    if (r)
+        return r;
+    emb__tier_drop(x);
+    emb__tier_each_resident(x, fn, arg);
+    const int64_t chunk = EMB_MAX(1, (1 << 20) / (int64_t)x->recbytes);
+    char *buf = malloc((size_t)chunk * x->recbytes);
+    if (!buf)
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for a pass over its file", x->label);
+    for (int64_t r0 = 0; r0 < x->nrows && !r; r0 += chunk) {
+        const int64_t n = EMB_MIN(chunk, x->nrows - r0);
+        r = emb__tier_file_rw(x, r0, n, buf, false);
+        for (int64_t k = 0; k < n && !r; k++)
+            fn(x, buf + (size_t)k * x->recbytes, r0 + k, arg);
+        r = r ? r : emb__tier_file_rw(x, r0, n, buf, true);
+    }
+    free(buf);
+    return r;
+}
+
+static void init_rec(const Tier *x, char *rec, int64_t row, const void *arg)
+{
+    const EmbInitializer *in = arg;
+    for (int32_t i = 0; i < x->D; i++)
+        emb__store((EmbDtype)x->dtype, rec, i, emb__init_value(in, x->nrows, row, i));
+}
+
+int emb__tiered_initialize(EmbTable *t, const struct EmbInitializer *in)
+{
+    return each_record((Tier *)t->impl, init_rec, in);
+}
+
+typedef struct StateInit {
+    const float *init;
+    int32_t width;
+} StateInit;
+
+static void state_rec(const Tier *x, char *rec, int64_t row, const void *arg)
+{
+    (void)row;
+    const StateInit *si = arg;
+    memcpy(rec + x->state_off, si->init, (size_t)si->width * sizeof(float));
+}
+
+/* ---- the state view -------------------------------------------------------------------- */
+
+/* The state rows of a tiered table: the parent's records, offset to their state. */
+static void *view_column(const EmbTable *v, int64_t id, EmbContext ctx)
+{
+    Tier *x = v->impl;
+    char *rec;
+    if (emb__tier_column(x, id, &rec, ctx == EMB_CTX_UPDATE))
+        return x->sink + x->state_off;
+    return rec + x->state_off;
+}
+
+static int view_resolve(const EmbTable *v, const EmbIdSpan *s, EmbContext ctx,
+                        const void **cols, unsigned *hint)
+{
+    Tier *x = v->impl;
+    *hint = 0;
+    return emb__tiered_resolve_span(x, s, ctx, cols, x->state_off);
+}
+
+static void view_release(const EmbTable *v)
+{
+    emb__tier_release(v->impl);
+}
+
+static void view_destroy(EmbTable *v)
+{
+    Tier *x = v->impl;
+    x->state_width = 0;
+    x->view = NULL;
+    emb__tiered_unref(x);
+    v->impl = NULL;
+}
+
+static const EmbTableOps view_ops = {
+    .kind = "tiered state",
+    .flags = EMB_OPS_PINS,
+    .column = view_column,
+    .resolve = view_resolve,
+    .release = view_release,
+    .destroy = view_destroy,
+};
+
+int emb__tiered_state_attach(EmbTable *t, int32_t width, const float *init, EmbTable **view)
+{
+    Tier *x = t->impl;
+    if (x->view)
+        return emb__fail(EMB_ENOTSUP, "%s keeps another optimizer's state already", x->label);
+    if (width > x->state_room)
+        return emb__fail(EMB_ENOTSUP, "%s has room for %d floats of optimizer state per row; "
+                         "the optimizer needs %d (EmbTieredOptions::state_width)", x->label,
+                         (int)x->state_room, (int)width);
+    EmbTable *v = NULL;
+    const EmbTableOptions vo = {.name = t->name};
+    int r = emb__table_alloc(&v, t->ncolumns, width, EMB_F32, &vo);
+    const StateInit si = {init, width};
+    r = r ? r : each_record(x, state_rec, &si);
+    if (r) {
+        emb_table_destroy(&v);
+        return r;
+    }
+    v->ops = &view_ops;
+    v->impl = x;
+    x->refs++;
+    x->view = v;
+    x->state_width = width;
+    *view = v;
+    return 0;
+}
+
+const EmbTable *emb__tiered_state_view(const EmbTable *t)
+{
+    return ((const Tier *)t->impl)->view;
+}
+
+/* ---- save ------------------------------------------------------------------------------ */
+
+typedef struct Mapped {
+    char *map;
+    size_t bytes;
+    const Tier *x;
+} Mapped;
+
+static const void *saved_row(const EmbRowList *l, int64_t k)
+{
+    const Mapped *m = l->priv;
+    return m->map + EMB_TIER_HEADER + (size_t)k * m->x->recbytes;
+}
+
+static const float *saved_state(const EmbRowList *l, int64_t k)
+{
+    const Mapped *m = l->priv;
+    return (const float *)((const char *)saved_row(l, k) + m->x->state_off);
+}
+
+static void saved_close(EmbRowList *l)
+{
+    Mapped *m = l->priv;
+    if (m)
+        munmap(m->map, m->bytes);
+    free(m);
+    l->priv = NULL;
+}
+
+int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
+{
+    Tier *x = t->impl;
+    int r = emb__tier_flush(x);
+    if (r)
+        return r;
+    Mapped *m = calloc(1, sizeof *m);
+    if (!m)
+        return emb__fail(EMB_ENOMEM, "out of memory to save %s", x->label);
+    m->x = x;
+    m->bytes = EMB_TIER_HEADER + (size_t)x->nrows * x->recbytes;
+    m->map = mmap(NULL, m->bytes, PROT_READ, MAP_SHARED, x->fd, 0);
+    if (m->map == MAP_FAILED) {
+        free(m);
+        return emb__fail(EMB_EIO, "%s: cannot map %s to save it: %s", x->label, x->path,
+                         strerror(errno));
+    }
+    madvise(m->map, m->bytes, MADV_SEQUENTIAL);
+    *out = (EmbRowList){.n = x->nrows, .row = saved_row, .close = saved_close, .priv = m,
+                        .state = state && x->state_width ? saved_state : NULL};
+    return 0;
+}
+
+void emb__tiered_restore_extras(const EmbTable *t, EmbExtraTensor *extra, int *n)
+{
+    (void)t, (void)extra;
+    *n = 0;
+}
+
+/* ---- restore --------------------------------------------------------------------------- */
+
+struct EmbRowStage {
+    Tier *x;
+    int fd;
+    char *path;
+    char *map;
+    size_t bytes;
+};
+
+void emb__tiered_stage_free(EmbRowStage *s)
+{
+    if (!s)
+        return;
+    if (s->map && s->map != MAP_FAILED)
+        munmap(s->map, s->bytes);
+    if (s->fd >= 0) {
+        close(s->fd);
+        unlink(s->path);
+    }
+    free(s->path);
+    free(s);
+}
+
+/* Opens, formats and allocates the copy @s->path: 0 or EMB_EIO naming it. */
+static int stage_file(EmbRowStage *s)
+{
+    const Tier *x = s->x;
+    s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (s->fd < 0)
+        return emb__fail(EMB_EIO, "%s: cannot create %s to restore into: %s", x->label,
+                         s->path, strerror(errno));
+    int r = emb__tier_format(x, s->fd, s->path);
+    const int e = r ? 0 : posix_fallocate(s->fd, 0, (off_t)s->bytes);
+    if (e)
+        r = emb__fail(EMB_EIO, "%s: cannot allocate %zu bytes for %s: %s", x->label, s->bytes,
+                      s->path, strerror(e));
+    if (r)
+        return r;
+    s->map = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+    if (s->map == MAP_FAILED)
+        return emb__fail(EMB_EIO, "%s: cannot map %s: %s", x->label, s->path, strerror(errno));
+    return 0;
+}
+
+int emb__tiered_stage(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out)
+{
+    Tier *x = t->impl;
+    if (in->nrows != x->nrows)
+        return emb__fail(EMB_ESHAPE, "%s: %s holds %lld rows for it, the table has %lld",
+                         x->label, in->path, (long long)in->nrows, (long long)x->nrows);
+    EmbRowStage *s = calloc(1, sizeof *s);
+    const size_t plen = strlen(x->path) + 16;
+    char *path = s ? malloc(plen) : NULL;
+    if (!path) {
+        free(s);
+        return emb__fail(EMB_ENOMEM, "out of memory to restore %s", x->label);
+    }
+    snprintf(path, plen, "%s.restore", x->path);
+    *s = (EmbRowStage){.x = x, .fd = -1, .path = path,
+                       .bytes = EMB_TIER_HEADER + (size_t)x->nrows * x->recbytes};
+    const int r = stage_file(s);
+    if (r) {
+        emb__tiered_stage_free(s);
+        return r;
+    }
+    *out = s;
+    return 0;
+}
+
+void *emb__tiered_stage_dst(EmbRowStage *s, int what, int64_t k)
+{
+    char *rec = s->map + EMB_TIER_HEADER + (size_t)k * s->x->recbytes;
+    if (what == EMB_STAGE_STATE)
+        return s->x->state_width ? rec + s->x->state_off : NULL;
+    return rec;
+}
+
+/* The copy replaces the file (renamed over it; where the rename fails the table goes on
+   in the copy, under its own name) and every cached row is dropped. */
+void emb__tiered_stage_commit(EmbTable *t, EmbRowStage *s)
+{
+    Tier *x = t->impl;
+    munmap(s->map, s->bytes);
+    char *path = s->path;
+    if (rename(s->path, x->path) == 0) {
+        path = x->path;
+        x->path = NULL;
+        free(s->path);
+    }
+    emb__tier_swap_file(x, s->fd, path);
+    free(s);
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tiered.c — tiered tables (tiered.h) against the same tables in memory: every
+ * forward output and the final rows bit for bit, for cache sizes down to one row, both I/O
+ * engines, LRU and LFU, every optimizer, emb_update and emb_update_many under every
+ * strategy, prefetch depths 0..2; reopening a flushed file; faults injected into the I/O
+ * (tier_fault.h): errors name the file and rows, nothing is lost, a retry gives the same
+ * bits. Internal (the static library) for the fault hook only.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "embtables/tiered.h"
+#include "test_files.h"
+#include "test_ensemble.h"
+#include "tier_fault.h"
+
+#define NB 24
+#define NNZ (NB * 7)
+
+
+/* The ensemble's batches, table 1's ids as int32. */
+static void make_batches(Data *d, uint64_t seed)
+{
+    make_data(d, seed);
+    d->b[1].ids = d->ids32;
+    d->b[1].id_type = EMB_ID_I32;
+}
+
+/* How the tiered model is set up (cache_rows 0: the tables in memory). */
+typedef struct Cfg {
+    int64_t cache_rows;
+    EmbTierEngine engine;
+    EmbTierPolicy policy;
+    int prefetch;  /* batches handed ahead */
+} Cfg;
+
+static int64_t record_bytes(int i)
+{
+    return ((int64_t)dims[i] * (int64_t)emb_dtype_size(dtypes[i]) + 15) / 16 * 16 + 8 * dims[i];
+}
+
+static EmbTable *tiered(int i, const Cfg *cfg)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/t%d", dir, i);
+    const EmbTieredOptions o = {.cache_bytes = cfg->cache_rows * record_bytes(i),
+                                .engine = cfg->engine, .policy = cfg->policy,
+                                .state_width = 2 * dims[i]};
+    EmbTable *t = NULL;
+    cr_assert_eq(emb_table_tiered_create(&t, path, ncols[i], dims[i], dtypes[i], &o), 0, "%s",
+                 emb_last_error());
+    return t;
+}
+
+/* Table @i of a model of @arg (a Cfg): tiered, or in memory when cache_rows is 0; both
+   initialised alike. */
+static EmbTable *make_table(int i, const void *arg)
+{
+    const Cfg *cfg = arg;
+    EmbTable *t = NULL;
+    if (cfg->cache_rows)
+        t = tiered(i, cfg);
+    else
+        cr_assert_eq(emb_table_create(&t, ncols[i], dims[i], dtypes[i], NULL), 0);
+    const EmbInitializer in = {EMB_INIT_UNIFORM, -1.0f, 1.0f, 100 + (uint64_t)i};
+    cr_assert_eq(emb_table_initialize(t, &in), 0, "%s", emb_last_error());
+    return t;
+}
+
+static void model_make(Model *m, EmbOptimizerConfig c, const Cfg *cfg)
+{
+    model_init_with(m, c, make_table, cfg);
+}
+
+/* Every row of every table as f32 (through lookups: a gather of all ids). */
+static float *content(Model *m)
+{
+    int64_t n = 0;
+    for (int i = 0; i < NT; i++)
+        n += ncols[i] * dims[i];
+    float *out = malloc((size_t)n * sizeof *out), *o = out;
+    for (int i = 0; i < NT; i++) {
+        int64_t *ids = malloc((size_t)ncols[i] * sizeof *ids);
+        for (int64_t c = 0; c < ncols[i]; c++)
+            ids[c] = c;
+        cr_assert_eq(emb_gather(m->t[i], ids, ncols[i], o, dims[i]), 0, "%s", emb_last_error());
+        o += ncols[i] * dims[i];
+        free(ids);
+    }
+    return out;
+}
+
+#define STEPS 3
+static Data data[STEPS + 3];
+
+static void make_all(void)
+{
+    for (int k = 0; k < STEPS + 3; k++)
+        make_batches(&data[k], 500 + (uint64_t)k);
+}
+
+/* Training steps [from, to) of @m: a forward (maplookup under @s, or emb_lookup per table),
+   its outputs into @fwd (step k's at fwd + k * NT * NB * 64; NULL: a scratch buffer); the
+   backward; the update (emb_update_many under @s, or emb_update per table). Prefetches
+   @prefetch batches ahead. Returns the first error (0). */
+static int steps(Model *m, int from, int to, EmbStrategy *s, float *fwd, int prefetch)
+{
+    static float scratch[NT * NB * 64];
+    for (int k = from; k < from + prefetch; k++)
+        for (int i = 0; i < NT; i++)
+            cr_assert_eq(emb_table_prefetch(m->t[i], &data[k].b[i]), 0);
+    int r = 0;
+    for (int step = from; step < to && !r; step++) {
+        Data *dd = &data[step];
+        for (int i = 0; prefetch && i < NT; i++)
+            emb_table_prefetch(m->t[i], &data[step + prefetch].b[i]);
+        float *outs[NT];
+        for (int i = 0; i < NT; i++)
+            outs[i] = (fwd ? fwd + (int64_t)step * NT * NB * 64 : scratch) + i * NB * 64;
+        const EmbOutputs eo = {.per_table = outs};
+        if (s)
+            r = emb_maplookup(s, m->t, NT, dd->b, dd->p, &eo);
+        for (int i = 0; i < NT && !s && !r; i++)
+            r = emb_lookup(m->t[i], &dd->b[i], &dd->p[i], outs[i], dims[i]);
+        float *dys[NT] = {dd->dy[0], dd->dy[1], dd->dy[2], dd->dy[3]};
+        const int64_t strides[NT] = {64, 64, 64, 64};
+        const EmbOutputs go = {.per_table = dys, .strides = strides};
+        r = r ? r : emb_maplookup_backward(m->t, NT, dd->b, dd->p, &go, m->g);
+        if (s && !r)
+            r = emb_update_many(s, m->opt, m->t, (const EmbGrad *const *)m->g, NT, m->ix, 0);
+        for (int i = 0; i < NT && !s && !r; i++)
+            r = emb_update(m->opt, m->t[i], m->g[i], m->ix[i], 0);
+    }
+    return r;
+}
+
+/* STEPS steps of a fresh model; returns its rows. */
+static float *train(EmbOptimizerConfig c, const Cfg *cfg, EmbStrategy *s, float *fwd)
+{
+    Model m;
+    model_make(&m, c, cfg);
+    make_all();
+    cr_assert_eq(steps(&m, 0, STEPS, s, fwd, cfg->prefetch), 0, "%s", emb_last_error());
+    float *rows = content(&m);
+    model_free(&m);
+    return rows;
+}
+
+static int64_t total_rows(void)
+{
+    int64_t n = 0;
+    for (int i = 0; i < NT; i++)
+        n += ncols[i] * dims[i];
+    return n;
+}
+
+static void compare(EmbOptimizerConfig c, const Cfg *cfg, EmbStrategy *s, const float *want_rows,
+                    const float *want_fwd, const char *what)
+{
+    static float fwd[STEPS * NT * NB * 64];
+    memset(fwd, 0, sizeof fwd);
+    float *rows = train(c, cfg, s, fwd);
+    cr_assert_eq(memcmp(fwd, want_fwd, sizeof fwd), 0, "%s: forward differs (optimizer %d, "
+                 "cache %lld rows)", what, (int)c.kind, (long long)cfg->cache_rows);
+    cr_assert_eq(memcmp(rows, want_rows, (size_t)total_rows() * sizeof(float)), 0,
+                 "%s: rows differ (optimizer %d, cache %lld rows)", what, (int)c.kind,
+                 (long long)cfg->cache_rows);
+    free(rows);
+}
+
+Test(tiered, bit_identical_to_memory_for_every_cache_size_strategy_and_optimizer,
+     .init = setup, .fini = teardown, .timeout = 600)
+{
+    static const Cfg cfgs[] = {
+        {1, EMB_TIER_ENGINE_URING, EMB_TIER_LRU, 0},  {3, EMB_TIER_ENGINE_PREAD, EMB_TIER_LFU, 1},
+        {16, EMB_TIER_ENGINE_AUTO, EMB_TIER_LFU, 2},  {2000, EMB_TIER_ENGINE_PREAD, EMB_TIER_LRU, 1},
+    };
+    const Cfg mem = {0};
+    static float want_fwd[STEPS * NT * NB * 64];
+    for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+        const EmbOptimizerConfig c = emb_optimizer_defaults((EmbOptimizerKind)kind, 0.05f);
+        memset(want_fwd, 0, sizeof want_fwd);
+        float *want = train(c, &mem, NULL, want_fwd);
+        EmbStrategy *ss[4] = {NULL};
+        const EmbStrategyOptions o2 = {.nthreads = 2}, o3 = {.nthreads = 2, .num_splits = 3};
+        cr_assert_eq(emb_strategy_sequential(&ss[0]), 0);
+        cr_assert_eq(emb_strategy_parallel(&ss[1], &o2), 0);
+        cr_assert_eq(emb_strategy_prealloc_concat(&ss[2], &o3), 0);
+        cr_assert_eq(emb_strategy_auto(&ss[3], &o2), 0);
+        for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; k++) {
+            if (cfgs[k].engine == EMB_TIER_ENGINE_URING) { /* skipped where io_uring is not */
+                EmbTable *t = NULL;
+                char path[128];
+                snprintf(path, sizeof path, "%s/probe", dir);
+                const EmbTieredOptions po = {.engine = EMB_TIER_ENGINE_URING};
+                if (emb_table_tiered_create(&t, path, 1, 1, EMB_F32, &po))
+                    continue;
+                emb_table_destroy(&t);
+            }
+            compare(c, &cfgs[k], NULL, want, want_fwd, "emb_update");
+            for (int si = 0; si < 4; si++)
+                compare(c, &cfgs[k], ss[si], want, want_fwd, "emb_update_many");
+        }
+        for (int si = 0; si < 4; si++)
+            emb_strategy_destroy(&ss[si]);
+        free(want);
+    }
+}
+
+/* ---- reopening, checkpoints ------------------------------------------------------------ */
+
+static const char *names[NT] = {"t0", "t1", "t2", "t3"};
+
+static void save(Model *m, const char *sub, char *path)
+{
+    char d[128];
+    snprintf(d, sizeof d, "%s/%s", dir, sub);
+    mkdir(d, 0755);
+    EmbCheckpointVar vars[NT];
+    for (int i = 0; i < NT; i++)
+        vars[i] = (EmbCheckpointVar){names[i], m->t[i]};
+    const EmbSaverOptions so = {.var_list = vars, .nvars = NT, .optimizer = m->opt};
+    EmbSaver *sv = NULL;
+    cr_assert_eq(emb_saver_create(&sv, d, "ck", &so), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_saver_save(sv, NULL, 7, path, 256), 0, "%s", emb_last_error());
+    emb_saver_destroy(&sv);
+}
+
+static void restore(Model *m, const char *path)
+{
+    EmbCheckpointVar vars[NT];
+    for (int i = 0; i < NT; i++)
+        vars[i] = (EmbCheckpointVar){names[i], m->t[i]};
+    const EmbRestoreOptions ro = {.var_list = vars, .nvars = NT, .optimizer = m->opt};
+    cr_assert_eq(emb_checkpoint_restore_ex(NULL, path, &ro, NULL), 0, "%s", emb_last_error());
+}
+
+/* Train 2 steps tiered, save; restore into memory and train on; save that and restore into
+   fresh tiered tables, train on: every path gives the bits of training straight through. */
+Test(tiered, checkpoints_into_memory_and_back, .init = setup, .fini = teardown)
+{
+    const Cfg tier = {3, EMB_TIER_ENGINE_AUTO, EMB_TIER_LRU, 1}, mem = {0};
+    const EmbOptimizerKind kinds[] = {EMB_OPT_SGD, EMB_OPT_ADAGRAD, EMB_OPT_ADAM};
+    make_all();
+    for (int k = 0; k < 3; k++) {
+        const EmbOptimizerConfig c = emb_optimizer_defaults(kinds[k], 0.05f);
+        Model a, b, ref;
+        model_make(&ref, c, &mem);
+        cr_assert_eq(steps(&ref, 0, 4, NULL, NULL, 0), 0);
+        float *want = content(&ref);
+        model_free(&ref);
+
+        model_make(&a, c, &tier);
+        cr_assert_eq(steps(&a, 0, 2, NULL, NULL, 1), 0, "%s", emb_last_error());
+        char p1[256], p2[256];
+        save(&a, "a", p1);
+        model_free(&a);
+        model_make(&b, c, &mem);
+        restore(&b, p1);
+        cr_assert_eq(steps(&b, 2, 3, NULL, NULL, 0), 0);
+        save(&b, "b", p2);
+        model_free(&b);
+        model_make(&a, c, &tier); /* files created anew */
+        restore(&a, p2);
+        cr_assert_eq(steps(&a, 3, 4, NULL, NULL, 1), 0, "%s", emb_last_error());
+        float *got = content(&a);
+        cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0,
+                     "optimizer %d: rows differ after save / restore", (int)kinds[k]);
+        model_free(&a);
+        free(got);
+        free(want);
+    }
+}
+
+/* ---- faults, reopening, bad input ------------------------------------------------------ */
+
+static float *reference_rows(EmbOptimizerConfig c, int nsteps)
+{
+    const Cfg mem = {0};
+    Model m;
+    model_make(&m, c, &mem);
+    cr_assert_eq(steps(&m, 0, nsteps, NULL, NULL, 0), 0);
+    float *rows = content(&m);
+    model_free(&m);
+    return rows;
+}
+
+/* A write-back that fails (ENOSPC, EIO) or a read that fails stops the step with an error
+   naming the file and rows; nothing is lost: the retried steps give the bits of a run
+   without faults, and a failed flush succeeds when retried. */
+Test(tiered, faults_lose_nothing_and_retry, .init = setup, .fini = teardown)
+{
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.05f);
+    make_all();
+    float *want = reference_rows(c, 4);
+    for (int e = 0; e < 2; e++) {
+        const Cfg cfg = {3, e ? EMB_TIER_ENGINE_PREAD : EMB_TIER_ENGINE_AUTO, EMB_TIER_LRU, 0};
+        Model m;
+        model_make(&m, c, &cfg);
+        cr_assert_eq(steps(&m, 0, 1, NULL, NULL, 0), 0, "%s", emb_last_error());
+        fault_set(-ENOSPC, 1, 0, 0);
+        cr_assert_eq(steps(&m, 1, 2, NULL, NULL, 0), EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "writing back rows") &&
+                  strstr(emb_last_error(), dir) && strstr(emb_last_error(), "No space left"),
+                  "%s", emb_last_error());
+        fault_set(-EIO, 0, 1, 0);
+        cr_assert_eq(steps(&m, 1, 2, NULL, NULL, 0), EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "reading rows"), "%s", emb_last_error());
+        fault_set(0, 1, 1, 0);
+        cr_assert_eq(steps(&m, 1, 4, NULL, NULL, 0), 0, "%s", emb_last_error());
+        fault_set(-EIO, 1, 0, 0);
+        EmbTieredStats st;
+        cr_assert_eq(emb_table_tiered_stats(m.t[3], &st), 0);
+        cr_assert(st.dirty_rows > 0);
+        cr_assert_eq(emb_table_tiered_flush(m.t[3]), EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "/t3"), "%s", emb_last_error());
+        fault_set(0, 1, 1, 0);
+        cr_assert_eq(emb_table_tiered_flush(m.t[3]), 0);
+        cr_assert_eq(emb_table_tiered_stats(m.t[3], &st), 0);
+        cr_assert_eq(st.dirty_rows, 0);
+        float *got = content(&m);
+        cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0);
+        free(got);
+        model_free(&m);
+    }
+    free(want);
+}
+
+/* A flushed file reopens with the same rows (SGD: no optimizer state to carry). */
+Test(tiered, reopen_a_flushed_file, .init = setup, .fini = teardown)
+{
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 0.05f);
+    make_all();
+    float *want = reference_rows(c, 2);
+    const Cfg cfg = {2, EMB_TIER_ENGINE_AUTO, EMB_TIER_LFU, 1};
+    Model m;
+    model_make(&m, c, &cfg);
+    cr_assert_eq(steps(&m, 0, 2, NULL, NULL, 1), 0, "%s", emb_last_error());
+    for (int i = 0; i < NT; i++) { /* destroy flushes */
+        emb_table_destroy(&m.t[i]);
+        char path[128];
+        snprintf(path, sizeof path, "%s/t%d", dir, i);
+        const EmbTieredOptions o = {.cache_bytes = 5 * record_bytes(i)};
+        cr_assert_eq(emb_table_tiered_open(&m.t[i], path, &o), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_table_ncolumns(m.t[i]), ncols[i]);
+    }
+    float *got = content(&m);
+    cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0);
+    free(got);
+    free(want);
+    model_free(&m);
+}
+
+Test(tiered, bad_input_and_files, .init = setup, .fini = teardown)
+{
+    EmbTable *t = NULL, *mem = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/x", dir);
+    EmbTieredOptions o = {.cache_bytes = -1};
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 4, EMB_F32, &o), EMB_EINVAL);
+    o = (EmbTieredOptions){.cache_bytes = 8};
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 4, EMB_F32, &o), EMB_EINVAL);
+    cr_assert(strstr(emb_last_error(), "holds no record"), "%s", emb_last_error());
+    cr_assert_eq(emb_table_tiered_create(&t, NULL, 10, 4, EMB_F32, NULL), EMB_ENULL);
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 0, EMB_F32, NULL), EMB_EINVAL);
+    cr_assert_eq(emb_table_tiered_create(&t, dir, 10, 4, EMB_F32, NULL), EMB_EIO);
+    cr_assert(strstr(emb_last_error(), dir), "%s", emb_last_error());
+    cr_assert_null(t);
+    snprintf(path, sizeof path, "%s/none", dir);
+    cr_assert_eq(emb_table_tiered_open(&t, path, NULL), EMB_ENOTFOUND);
+    cr_assert(strstr(emb_last_error(), path));
+    snprintf(path, sizeof path, "%s/short", dir);
+    cr_assert_eq(emb_table_tiered_create(&t, path, 100, 4, EMB_F32, NULL), 0);
+    emb_table_destroy(&t);
+    cr_assert_eq(truncate(path, 4096 + 50 * 16), 0);
+    cr_assert_eq(emb_table_tiered_open(&t, path, NULL), EMB_ECORRUPT);
+    cr_assert(strstr(emb_last_error(), "rows 50..99"), "%s", emb_last_error());
+    cr_assert_eq(truncate(path, 100), 0);
+    cr_assert_eq(emb_table_tiered_open(&t, path, NULL), EMB_ECORRUPT);
+    cr_assert_null(t);
+    /* calls on other tables */
+    cr_assert_eq(emb_table_create(&mem, 10, 4, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_tiered_flush(mem), EMB_EINVAL);
+    cr_assert_eq(emb_table_tiered_flush(NULL), EMB_ENULL);
+    cr_assert_eq(emb_table_is_tiered(mem), 0);
+    const int64_t ids[2] = {1, 2};
+    const EmbBatch b = {.ids = ids, .nnz = 2, .nbags = 2, .bag_size = 1};
+    cr_assert_eq(emb_table_prefetch(mem, &b), 0);
+    cr_assert_eq(emb_table_prefetch(mem, NULL), EMB_ENULL);
+    emb_table_destroy(&mem);
+    /* no room for the optimizer's state */
+    snprintf(path, sizeof path, "%s/nostate", dir);
+    cr_assert_eq(emb_table_tiered_create(&t, path, 10, 4, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_is_tiered(t), 1);
+    EmbOptimizer *opt = NULL;
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    cr_assert_eq(emb_optimizer_create(&opt, &c), 0);
+    EmbGrad *g = NULL;
+    EmbIndexer *ix = NULL;
+    cr_assert_eq(emb_grad_create(&g), 0);
+    cr_assert_eq(emb_indexer_create(&ix), 0);
+    float dy[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    cr_assert_eq(emb_lookup_backward(t, &b, NULL, dy, 4, g), 0);
+    cr_assert_eq(emb_update(opt, t, g, ix, 0), EMB_ENOTSUP);
+    cr_assert(strstr(emb_last_error(), "state_width"), "%s", emb_last_error());
+    emb_optimizer_destroy(&opt);
+    emb_grad_destroy(&g);
+    emb_indexer_destroy(&ix);
+    emb_table_destroy(&t);
+}
