@@ -18,29 +18,7 @@
 #include <embtables/dist.h>
 #include <embtables/embtables.h>
 
-static int rank, nranks, failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__);                 \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, " [%s]\n", emb_dist_last_error());                             \
-        }                                                                                  \
-    } while (0)
-
-static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t z = a * 0x9e3779b97f4a7c15ull ^ b * 0xbf58476d1ce4e5b9ull ^ c * 0x94d049bb133111ebull;
-    z = (z ^ (z >> 31)) * 0xd6e8feb86659fd93ull;
-    return z ^ (z >> 29);
-}
-
-static float value(int64_t t, int64_t id, int64_t j)
-{
-    return (float)((int64_t)(hash3(t + 1, id, j) % 4001) - 2000) / 997.0f;
-}
+#include "dist_check.h"
 
 #define NT 4
 

@@ -14,17 +14,7 @@
 #include <embtables/dist.h>
 #include <embtables/embtables.h>
 
-static int rank, nranks, failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            failures++;                                                                    \
-            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__);                 \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, " [%s]\n", emb_last_error());                                  \
-        }                                                                                  \
-    } while (0)
+#include "dist_check.h"
 
 #define NT 3
 #define G 24     /* global bags: 24 / ranks each (1, 2, 4 ranks) */
@@ -33,18 +23,6 @@ static int rank, nranks, failures;
 #define W (PRE + 8 + 16 + 4)
 static const int64_t nrows[NT] = {50, 200, 3};
 static const int32_t dims[NT] = {8, 16, 4};
-
-static uint64_t mix(uint64_t a, uint64_t b, uint64_t c)
-{
-    uint64_t z = a * 0x9e3779b97f4a7c15ull ^ b * 0xbf58476d1ce4e5b9ull ^ c * 0x94d049bb133111ebull;
-    z = (z ^ (z >> 31)) * 0xd6e8feb86659fd93ull;
-    return z ^ (z >> 29);
-}
-
-static float value(int64_t t, int64_t id, int64_t j)
-{
-    return (float)((int64_t)(mix(t + 1, id, j) % 4001) - 2000) / 997.0f;
-}
 
 static void specs(EmbCollectionTable *ct)
 {
@@ -114,7 +92,8 @@ static void step(EmbCollection *sh, EmbCollection *ref, int s, int bad)
     EmbBatch gb[NT], lb[NT];
     for (int t = 0; t < NT; t++) {
         for (int k = 0; k < G * BAG; k++)
-            ids[t][k] = (int64_t)(mix((uint64_t)s, (uint64_t)t, (uint64_t)k) % (uint64_t)nrows[t]);
+            ids[t][k] = (int64_t)(hash3((uint64_t)s, (uint64_t)t, (uint64_t)k)
+                                  % (uint64_t)nrows[t]);
         gb[t] = (EmbBatch){.ids = ids[t], .nnz = G * BAG, .nbags = G, .bag_size = BAG};
         lb[t] = (EmbBatch){.ids = ids[t] + b0 * BAG, .nnz = nb * BAG, .nbags = nb,
                            .bag_size = BAG};
@@ -133,7 +112,7 @@ static void step(EmbCollection *sh, EmbCollection *ref, int s, int bad)
         CHECK(memcmp(lout + b * W + PRE, gout + (b0 + b) * W + PRE, 4 * (W - PRE)) == 0,
               "step %d: row %lld", s, (long long)b);
     for (int64_t k = 0; k < G * W; k++)
-        gout[k] = (float)((int64_t)(mix(99, (uint64_t)(k / W), (uint64_t)(k % W)) % 201) - 100)
+        gout[k] = (float)((int64_t)(hash3(99, (uint64_t)(k / W), (uint64_t)(k % W)) % 201) - 100)
                   / 64;
     memcpy(lout, gout + b0 * W, sizeof(float) * (size_t)(nb * W));
     CHECK(emb_collection_backward(sh, &lo) == 0, "backward");
