@@ -212,7 +212,8 @@ static bool bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
         .defcol = p->flags & EMB_USE_DEFAULT_ID ? emb__column(t, p->default_id, EMB_CTX_FORWARD)
                                                 : NULL,
         .bag0 = bag0, .bag1 = bag1,
-        .pf_dist = resident(t) ? 0 : EMB_PF_DIST,
+        .pf_dist = resident(t) ? 0 : emb__pf_rows(
+                                         (int64_t)emb__row_bytes(t->dtype, t->featuresize)),
         .D = t->featuresize, .id32 = b->id_type == EMB_ID_I32, .combiner = p->combiner,
     };
     f(&a);
