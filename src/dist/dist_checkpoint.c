@@ -116,6 +116,49 @@ typedef struct Old {
     char (*files)[FILE_CAP + 16]; /* nranks: each old rank's file, relative to dir */
 } Old;
 
+/* The index's table lines: each table's old placement, checked against the ensemble. */
+static int read_placements(const EmbDist *d, FILE *f, const char *path, int ranks, int64_t n,
+                           Old *old)
+{
+    int r = 0;
+    for (int64_t i = 0; i < n && !r; i++) {
+        long long idx, rows;
+        int D, dtype, kind, rank;
+        unsigned part;
+        const DistTable *t = &d->t[i];
+        if (fscanf(f, "%lld %lld %d %d %d %d %u", &idx, &rows, &D, &dtype, &kind, &rank,
+                   &part) != 7 || idx != i || kind < 0 || kind > 1 ||
+            (kind == EMB_DIST_TABLEWISE && (rank < 0 || rank >= ranks)) ||
+            (kind == EMB_DIST_ROWWISE && part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV))
+            r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
+                          (long long)i);
+        else if (rows != t->desc.nrows || D != t->desc.featuresize || dtype != (int)t->desc.dtype)
+            r = dist_fail(EMB_ESHAPE, "'%s': table %lld is %lld x %d of dtype %d, the "
+                          "ensemble's %lld x %d of dtype %d", path, (long long)i, rows, D,
+                          dtype, (long long)t->desc.nrows, (int)t->desc.featuresize,
+                          (int)t->desc.dtype);
+        else
+            old->place[i] = (EmbDistPlacement){(EmbDistKind)kind, rank, part};
+    }
+    return r;
+}
+
+/* The index's file lines: each old rank's file, relative to the directory. */
+static int read_files(FILE *f, const char *path, int ranks, Old *old)
+{
+    int r = 0;
+    for (int32_t q = 0; q < ranks && !r; q++) {
+        int qq;
+        char name[FILE_CAP + 16];
+        if (fscanf(f, " file %d %143s", &qq, name) != 2 || qq != q ||
+            strncmp(name, "rank", 4) || strstr(name, ".."))
+            r = dist_fail(EMB_ECORRUPT, "'%s': file line %d is malformed", path, (int)q);
+        else
+            memcpy(old->files[q], name, sizeof name);
+    }
+    return r;
+}
+
 static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
 {
     char path[PATH_CAP], magic[32] = "";
@@ -148,34 +191,9 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
         fclose(f);
         return dist_fail(EMB_ENOMEM, "out of memory for the index");
     }
-    for (int64_t i = 0; i < n && !r; i++) {
-        long long idx, rows;
-        int D, dtype, kind, rank;
-        unsigned part;
-        const DistTable *t = &d->t[i];
-        if (fscanf(f, "%lld %lld %d %d %d %d %u", &idx, &rows, &D, &dtype, &kind, &rank,
-                   &part) != 7 || idx != i || kind < 0 || kind > 1 ||
-            (kind == EMB_DIST_TABLEWISE && (rank < 0 || rank >= ranks)) ||
-            (kind == EMB_DIST_ROWWISE && part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV))
-            r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
-                          (long long)i);
-        else if (rows != t->desc.nrows || D != t->desc.featuresize || dtype != (int)t->desc.dtype)
-            r = dist_fail(EMB_ESHAPE, "'%s': table %lld is %lld x %d of dtype %d, the "
-                          "ensemble's %lld x %d of dtype %d", path, (long long)i, rows, D,
-                          dtype, (long long)t->desc.nrows, (int)t->desc.featuresize,
-                          (int)t->desc.dtype);
-        else
-            old->place[i] = (EmbDistPlacement){(EmbDistKind)kind, rank, part};
-    }
-    for (int32_t q = 0; q < ranks && !r; q++) {
-        int qq;
-        char name[FILE_CAP + 16];
-        if (fscanf(f, " file %d %143s", &qq, name) != 2 || qq != q ||
-            strncmp(name, "rank", 4) || strstr(name, ".."))
-            r = dist_fail(EMB_ECORRUPT, "'%s': file line %d is malformed", path, (int)q);
-        else
-            memcpy(old->files[q], name, sizeof name);
-    }
+    r = read_placements(d, f, path, ranks, n, old);
+    if (!r)
+        r = read_files(f, path, ranks, old);
     fclose(f);
     return r;
 }

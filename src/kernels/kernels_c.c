@@ -277,10 +277,9 @@ static void scale_c(float *x, float s, int32_t D)
         x[i] *= s;
 }
 
-/* The C level: every entry (the _nt ones are the plain ones: no streaming stores). */
-void emb__kernels_init_c(EmbKernels *k)
+/* The gather kernels and their static-size copies. */
+static void init_gather(EmbKernels *k)
 {
-    memset(k, 0, sizeof *k);
     k->gather[EMB_F32] = gather_f32_c;
     k->gather[EMB_F16] = gather_f16_c;
     k->gather[EMB_BF16] = gather_bf16_c;
@@ -299,7 +298,11 @@ void emb__kernels_init_c(EmbKernels *k)
     k->gather_d[4][EMB_F32] = gather_d256_f32_c;
     k->gather_d[4][EMB_F16] = gather_d256_f16_c;
     k->gather_d[4][EMB_BF16] = gather_d256_bf16_c;
+}
 
+/* The pooling kernels and their static-size copies. */
+static void init_pool(EmbKernels *k)
+{
     k->pool[EMB_F32] = k->pool_nt[EMB_F32] = pool_f32_c;
     k->pool[EMB_F16] = k->pool_nt[EMB_F16] = pool_f16_c;
     k->pool[EMB_BF16] = k->pool_nt[EMB_BF16] = pool_bf16_c;
@@ -318,7 +321,11 @@ void emb__kernels_init_c(EmbKernels *k)
     k->pool_d[4][EMB_F32] = pool_d256_f32_c;
     k->pool_d[4][EMB_F16] = pool_d256_f16_c;
     k->pool_d[4][EMB_BF16] = pool_d256_bf16_c;
+}
 
+/* The multi-bag pooling kernels and their static-size copies. */
+static void init_bags(EmbKernels *k)
+{
     k->bags[EMB_F32] = bags_f32_c;
     k->bags[EMB_F16] = bags_f16_c;
     k->bags[EMB_BF16] = bags_bf16_c;
@@ -337,13 +344,11 @@ void emb__kernels_init_c(EmbKernels *k)
     k->bags_d[2][EMB_BF16] = bags_d64_bf16_c;
     k->bags_d[3][EMB_BF16] = bags_d128_bf16_c;
     k->bags_d[4][EMB_BF16] = bags_d256_bf16_c;
+}
 
-    k->sumsq[EMB_F32] = sumsq_f32_c;
-    k->sumsq[EMB_F16] = sumsq_f16_c;
-    k->sumsq[EMB_BF16] = sumsq_bf16_c;
-    k->scale = scale_c;
-    k->idmax = idmax_c;
-
+/* The SGD kernels (one row, range) and their static-size copies. */
+static void init_sgd(EmbKernels *k)
+{
     k->sgd_row[EMB_F32] = k->sgd_row_nt[EMB_F32] = sgd_row_f32_c;
     k->sgd_row[EMB_F16] = k->sgd_row_nt[EMB_F16] = sgd_row_f16_c;
     k->sgd_row[EMB_BF16] = k->sgd_row_nt[EMB_BF16] = sgd_row_bf16_c;
@@ -381,7 +386,21 @@ void emb__kernels_init_c(EmbKernels *k)
     k->rows_d[4][EMB_OPT_SGD][EMB_F32] = sgd_rows_d256_f32_c;
     k->rows_d[4][EMB_OPT_SGD][EMB_F16] = sgd_rows_d256_f16_c;
     k->rows_d[4][EMB_OPT_SGD][EMB_BF16] = sgd_rows_d256_bf16_c;
+}
 
+/* The C level: every entry (the _nt ones are the plain ones: no streaming stores). */
+void emb__kernels_init_c(EmbKernels *k)
+{
+    memset(k, 0, sizeof *k);
+    init_gather(k);
+    init_pool(k);
+    init_bags(k);
+    k->sumsq[EMB_F32] = sumsq_f32_c;
+    k->sumsq[EMB_F16] = sumsq_f16_c;
+    k->sumsq[EMB_BF16] = sumsq_bf16_c;
+    k->scale = scale_c;
+    k->idmax = idmax_c;
+    init_sgd(k);
     emb__kernels_init_optim_c(k);
     emb__kernels_init_quant_c(k);
 }

@@ -281,19 +281,133 @@ ROWS(adam_rows_d64_bf16_c, adam_rows_body, 64, EMB_BF16)
 ROWS(adam_rows_d128_bf16_c, adam_rows_body, 128, EMB_BF16)
 ROWS(adam_rows_d256_bf16_c, adam_rows_body, 256, EMB_BF16)
 
-/* The five static-size copies (d16 .. d256: emb__dclass_size's order) of kernel PRE for
- * optimizer OPT and dtype T, into the table ARR ([slot][optimizer][dtype]). */
-#define SIZED(arr, opt, t, pre, dt)                                                        \
-    do {                                                                                   \
-        (arr)[0][opt][t] = pre##_d16_##dt##_c;                                             \
-        (arr)[1][opt][t] = pre##_d32_##dt##_c;                                             \
-        (arr)[2][opt][t] = pre##_d64_##dt##_c;                                             \
-        (arr)[3][opt][t] = pre##_d128_##dt##_c;                                            \
-        (arr)[4][opt][t] = pre##_d256_##dt##_c;                                            \
-    } while (0)
+/* The one-row kernels' static-size copies (d16 .. d256: emb__dclass_size's order):
+ * Adagrad and row-wise Adagrad. */
+static void init_opt_row_d_adagrad(EmbKernels *k)
+{
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d256_bf16_c;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_d256_bf16_c;
+}
 
-/* The one-row kernels and their static-size copies (no streaming stores: _nt is the plain
- * kernel). */
+/* The one-row kernels' static-size copies: FTRL and Adam. */
+static void init_opt_row_d_ftrl_adam(EmbKernels *k)
+{
+    k->opt_row_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_d256_bf16_c;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F32] = adam_d16_f32_c;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F32] = adam_d32_f32_c;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F32] = adam_d64_f32_c;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F32] = adam_d128_f32_c;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F32] = adam_d256_f32_c;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_F16] = adam_d16_f16_c;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_F16] = adam_d32_f16_c;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_F16] = adam_d64_f16_c;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_F16] = adam_d128_f16_c;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_c;
+    k->opt_row_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_d16_bf16_c;
+    k->opt_row_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_d32_bf16_c;
+    k->opt_row_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_d64_bf16_c;
+    k->opt_row_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_d128_bf16_c;
+    k->opt_row_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_d256_bf16_c;
+}
+
+/* The range kernels' static-size copies: Adagrad and Adam. */
+static void init_rows_d_adagrad_adam(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d16_f32_c;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d32_f32_c;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d64_f32_c;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d128_f32_c;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d256_f32_c;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d16_f16_c;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d32_f16_c;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d64_f16_c;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d128_f16_c;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d256_f16_c;
+    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d256_bf16_c;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_F32] = adam_rows_d16_f32_c;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_F32] = adam_rows_d32_f32_c;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_F32] = adam_rows_d64_f32_c;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_F32] = adam_rows_d128_f32_c;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_F32] = adam_rows_d256_f32_c;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_F16] = adam_rows_d16_f16_c;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_F16] = adam_rows_d32_f16_c;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_F16] = adam_rows_d64_f16_c;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_F16] = adam_rows_d128_f16_c;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_F16] = adam_rows_d256_f16_c;
+    k->rows_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d256_bf16_c;
+}
+
+/* The range kernels' static-size copies: row-wise Adagrad. */
+static void init_rows_d_rowwise(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d16_f32_c;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d32_f32_c;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d64_f32_c;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d128_f32_c;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d256_f32_c;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d16_f16_c;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d32_f16_c;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d64_f16_c;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d128_f16_c;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d256_f16_c;
+    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d256_bf16_c;
+}
+
+/* The one-row kernels (no streaming stores: _nt is the plain kernel) and their copies. */
 static void init_opt_row(EmbKernels *k)
 {
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_c;
@@ -309,21 +423,11 @@ static void init_opt_row(EmbKernels *k)
     k->opt_row[EMB_OPT_ADAM][EMB_F16] = adam_f16_c;
     k->opt_row[EMB_OPT_ADAM][EMB_BF16] = adam_bf16_c;
     memcpy(k->opt_row_nt, k->opt_row, sizeof k->opt_row);
-    SIZED(k->opt_row_d, EMB_OPT_ADAGRAD, EMB_F32, adagrad, f32);
-    SIZED(k->opt_row_d, EMB_OPT_ADAGRAD, EMB_F16, adagrad, f16);
-    SIZED(k->opt_row_d, EMB_OPT_ADAGRAD, EMB_BF16, adagrad, bf16);
-    SIZED(k->opt_row_d, EMB_OPT_ROWWISE_ADAGRAD, EMB_F32, rowwise, f32);
-    SIZED(k->opt_row_d, EMB_OPT_ROWWISE_ADAGRAD, EMB_F16, rowwise, f16);
-    SIZED(k->opt_row_d, EMB_OPT_ROWWISE_ADAGRAD, EMB_BF16, rowwise, bf16);
-    SIZED(k->opt_row_d, EMB_OPT_FTRL, EMB_F32, ftrl, f32);
-    SIZED(k->opt_row_d, EMB_OPT_FTRL, EMB_F16, ftrl, f16);
-    SIZED(k->opt_row_d, EMB_OPT_FTRL, EMB_BF16, ftrl, bf16);
-    SIZED(k->opt_row_d, EMB_OPT_ADAM, EMB_F32, adam, f32);
-    SIZED(k->opt_row_d, EMB_OPT_ADAM, EMB_F16, adam, f16);
-    SIZED(k->opt_row_d, EMB_OPT_ADAM, EMB_BF16, adam, bf16);
+    init_opt_row_d_adagrad(k);
+    init_opt_row_d_ftrl_adam(k);
 }
 
-/* The range kernels (Adagrad, Adam, row-wise Adagrad) and their static-size copies. */
+/* The range kernels (Adagrad, Adam, row-wise Adagrad) and their copies. */
 static void init_rows(EmbKernels *k)
 {
     k->rows[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_f32_c;
@@ -335,18 +439,9 @@ static void init_rows(EmbKernels *k)
     k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_f32_c;
     k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_f16_c;
     k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_bf16_c;
-    SIZED(k->rows_d, EMB_OPT_ADAGRAD, EMB_F32, adagrad_rows, f32);
-    SIZED(k->rows_d, EMB_OPT_ADAGRAD, EMB_F16, adagrad_rows, f16);
-    SIZED(k->rows_d, EMB_OPT_ADAGRAD, EMB_BF16, adagrad_rows, bf16);
-    SIZED(k->rows_d, EMB_OPT_ADAM, EMB_F32, adam_rows, f32);
-    SIZED(k->rows_d, EMB_OPT_ADAM, EMB_F16, adam_rows, f16);
-    SIZED(k->rows_d, EMB_OPT_ADAM, EMB_BF16, adam_rows, bf16);
-    SIZED(k->rows_d, EMB_OPT_ROWWISE_ADAGRAD, EMB_F32, rowwise_rows, f32);
-    SIZED(k->rows_d, EMB_OPT_ROWWISE_ADAGRAD, EMB_F16, rowwise_rows, f16);
-    SIZED(k->rows_d, EMB_OPT_ROWWISE_ADAGRAD, EMB_BF16, rowwise_rows, bf16);
+    init_rows_d_adagrad_adam(k);
+    init_rows_d_rowwise(k);
 }
-
-#undef SIZED
 
 /* The optimizer kernels of the C level. */
 void emb__kernels_init_optim_c(EmbKernels *k)

@@ -437,7 +437,8 @@ static uint64_t idmax_avx2(const void *ids, int64_t n, int id32)
     return r;
 }
 
-void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
+/* f32: gather, pool, bags, sum of squares, SGD row. */
+static void init_f32(EmbKernels *k)
 {
     k->gather[EMB_F32] = gather_f32_avx2;
     k->gather_d[0][EMB_F32] = gather_d16_f32_avx2;
@@ -465,7 +466,11 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_F32] = sgd_row_d64_f32_avx2;
     k->sgd_row_d[3][EMB_F32] = sgd_row_d128_f32_avx2;
     k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_avx2;
+}
 
+/* bf16: gather, pool, bags, sum of squares, SGD row. */
+static void init_bf16(EmbKernels *k)
+{
     k->gather[EMB_BF16] = gather_bf16_avx2;
     k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx2;
     k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx2;
@@ -492,6 +497,11 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx2;
     k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx2;
     k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx2;
+}
+
+/* The static-size range kernels of f32 and bf16. */
+static void init_rows_f32_bf16(EmbKernels *k)
+{
     k->rows_d[0][EMB_OPT_SGD][EMB_F32] = sgd_rows_d16_f32_avx2;
     k->rows_d[1][EMB_OPT_SGD][EMB_F32] = sgd_rows_d32_f32_avx2;
     k->rows_d[2][EMB_OPT_SGD][EMB_F32] = sgd_rows_d64_f32_avx2;
@@ -532,9 +542,11 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->rows_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d64_bf16_avx2;
     k->rows_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d128_bf16_avx2;
     k->rows_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d256_bf16_avx2;
+}
 
-    k->scale = scale_avx2;
-    k->idmax = idmax_avx2;
+/* The one-row optimizer kernels of f32 and bf16. */
+static void init_opt_row_f32_bf16(EmbKernels *k)
+{
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_avx2;
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_nt_f32_avx2;
     k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_avx2;
@@ -577,8 +589,11 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->opt_row_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_d64_bf16_avx2;
     k->opt_row_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_d128_bf16_avx2;
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_d256_bf16_avx2;
-    if (!(flags & EMB_CPU_F16C))
-        return;
+}
+
+/* f16 (F16C): gather, pool, bags, sum of squares, SGD row. */
+static void init_f16(EmbKernels *k)
+{
     k->gather[EMB_F16] = gather_f16_avx2;
     k->gather_d[0][EMB_F16] = gather_d16_f16_avx2;
     k->gather_d[1][EMB_F16] = gather_d32_f16_avx2;
@@ -605,6 +620,11 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx2;
     k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx2;
     k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx2;
+}
+
+/* f16 (F16C): the static-size range kernels and the one-row optimizer kernels. */
+static void init_optim_f16(EmbKernels *k)
+{
     k->rows_d[0][EMB_OPT_SGD][EMB_F16] = sgd_rows_d16_f16_avx2;
     k->rows_d[1][EMB_OPT_SGD][EMB_F16] = sgd_rows_d32_f16_avx2;
     k->rows_d[2][EMB_OPT_SGD][EMB_F16] = sgd_rows_d64_f16_avx2;
@@ -646,6 +666,21 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->opt_row_d[2][EMB_OPT_ADAM][EMB_F16] = adam_d64_f16_avx2;
     k->opt_row_d[3][EMB_OPT_ADAM][EMB_F16] = adam_d128_f16_avx2;
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_avx2;
+}
+
+/* The AVX2 level over the C one; the f16 entries need F16C too. */
+void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
+{
+    init_f32(k);
+    init_bf16(k);
+    init_rows_f32_bf16(k);
+    k->scale = scale_avx2;
+    k->idmax = idmax_avx2;
+    init_opt_row_f32_bf16(k);
+    if (!(flags & EMB_CPU_F16C))
+        return;
+    init_f16(k);
+    init_optim_f16(k);
 }
 
 

@@ -406,9 +406,9 @@ static uint64_t idmax_avx512(const void *ids, int64_t n, int id32)
     return _mm512_reduce_max_epu64(m);
 }
 
-void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
+/* The static-size range kernels of SGD and row-wise Adagrad. */
+static void init_rows_sgd_rowwise(EmbKernels *k)
 {
-    (void)flags;
     k->rows_d[0][EMB_OPT_SGD][EMB_F32] = sgd_rows_d16_f32_avx512;
     k->rows_d[1][EMB_OPT_SGD][EMB_F32] = sgd_rows_d32_f32_avx512;
     k->rows_d[2][EMB_OPT_SGD][EMB_F32] = sgd_rows_d64_f32_avx512;
@@ -439,6 +439,11 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d64_bf16_avx512;
     k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d128_bf16_avx512;
     k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d256_bf16_avx512;
+}
+
+/* The static-size range kernels of Adagrad and Adam. */
+static void init_rows_adagrad_adam(EmbKernels *k)
+{
     k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d16_f32_avx512;
     k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d32_f32_avx512;
     k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d64_f32_avx512;
@@ -469,6 +474,11 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->rows_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d64_bf16_avx512;
     k->rows_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d128_bf16_avx512;
     k->rows_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d256_bf16_avx512;
+}
+
+/* The one-row optimizer kernels of f32. */
+static void init_opt_row_f32(EmbKernels *k)
+{
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_f32_avx512;
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_nt_f32_avx512;
     k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_d16_f32_avx512;
@@ -490,6 +500,11 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->opt_row_d[2][EMB_OPT_ADAM][EMB_F32] = adam_d64_f32_avx512;
     k->opt_row_d[3][EMB_OPT_ADAM][EMB_F32] = adam_d128_f32_avx512;
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_F32] = adam_d256_f32_avx512;
+}
+
+/* The one-row optimizer kernels of f16. */
+static void init_opt_row_f16(EmbKernels *k)
+{
     k->opt_row[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_f16_avx512;
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_nt_f16_avx512;
     k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_d16_f16_avx512;
@@ -511,6 +526,11 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->opt_row_d[2][EMB_OPT_ADAM][EMB_F16] = adam_d64_f16_avx512;
     k->opt_row_d[3][EMB_OPT_ADAM][EMB_F16] = adam_d128_f16_avx512;
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_avx512;
+}
+
+/* The one-row optimizer kernels of bf16. */
+static void init_opt_row_bf16(EmbKernels *k)
+{
     k->opt_row[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_bf16_avx512;
     k->opt_row_nt[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_nt_bf16_avx512;
     k->opt_row_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_d16_bf16_avx512;
@@ -532,6 +552,11 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->opt_row_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_d64_bf16_avx512;
     k->opt_row_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_d128_bf16_avx512;
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_d256_bf16_avx512;
+}
+
+/* f32: gather, pool, bags, sum of squares, SGD row. */
+static void init_f32(EmbKernels *k)
+{
     k->gather[EMB_F32] = gather_f32_avx512;
     k->gather_d[0][EMB_F32] = gather_d16_f32_avx512;
     k->gather_d[1][EMB_F32] = gather_d32_f32_avx512;
@@ -558,7 +583,11 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_F32] = sgd_row_d64_f32_avx512;
     k->sgd_row_d[3][EMB_F32] = sgd_row_d128_f32_avx512;
     k->sgd_row_d[4][EMB_F32] = sgd_row_d256_f32_avx512;
+}
 
+/* f16: gather, pool, bags, sum of squares, SGD row. */
+static void init_f16(EmbKernels *k)
+{
     k->gather[EMB_F16] = gather_f16_avx512;
     k->gather_d[0][EMB_F16] = gather_d16_f16_avx512;
     k->gather_d[1][EMB_F16] = gather_d32_f16_avx512;
@@ -585,7 +614,11 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_F16] = sgd_row_d64_f16_avx512;
     k->sgd_row_d[3][EMB_F16] = sgd_row_d128_f16_avx512;
     k->sgd_row_d[4][EMB_F16] = sgd_row_d256_f16_avx512;
+}
 
+/* bf16: gather, pool, bags, sum of squares, SGD row. */
+static void init_bf16(EmbKernels *k)
+{
     k->gather[EMB_BF16] = gather_bf16_avx512;
     k->gather_d[0][EMB_BF16] = gather_d16_bf16_avx512;
     k->gather_d[1][EMB_BF16] = gather_d32_bf16_avx512;
@@ -612,7 +645,20 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     k->sgd_row_d[2][EMB_BF16] = sgd_row_d64_bf16_avx512;
     k->sgd_row_d[3][EMB_BF16] = sgd_row_d128_bf16_avx512;
     k->sgd_row_d[4][EMB_BF16] = sgd_row_d256_bf16_avx512;
+}
 
+/* The AVX-512 level over the AVX2 one. */
+void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
+{
+    (void)flags;
+    init_rows_sgd_rowwise(k);
+    init_rows_adagrad_adam(k);
+    init_opt_row_f32(k);
+    init_opt_row_f16(k);
+    init_opt_row_bf16(k);
+    init_f32(k);
+    init_f16(k);
+    init_bf16(k);
     k->scale = scale_avx512;
     k->idmax = idmax_avx512;
 }
