@@ -305,6 +305,8 @@ int bench_run(const BenchConfig *cfg, BenchResults *res, int verdicts)
     }
     if (rc == 0)
         rc = bench_workload_create(w, cfg, cfg->peer != NULL);
+    if (rc == 0 && w->ntiered)
+        bench_tier_header(w, cfg, stdout);
     if (rc == 0) {
         measure_workload_roofs(plan, cfg);
         rc = run_all(plan, res);
@@ -315,6 +317,8 @@ int bench_run(const BenchConfig *cfg, BenchResults *res, int verdicts)
             fprintf(stderr, "emb-bench: the peer did not run; see above\n");
         rc = report(res, cfg, verdicts);
     }
+    if (rc == 0 && w->ntiered && verdicts)
+        rc = bench_tier_compare(cfg, w, stdout);
     if (w) {
         bench_optimizers_destroy(w);
         bench_workload_destroy(w);

@@ -30,6 +30,9 @@ typedef struct BenchTableSpec {
     int32_t dim;
     EmbDtype dtype;
     int dynamic; /* a dynamic table (dyn:): row r under the sparse id bench_dyn_id(r) */
+    int tiered;  /* a tiered table (tier:, tiered.h): rows in a file of --tier-dir */
+    double cache_frac;   /* tiered: the cache as a fraction of the table's records, or */
+    int64_t cache_bytes; /* tiered: the cache in bytes (when cache_frac is 0) */
 } BenchTableSpec;
 
 typedef enum BenchBagKind { BAG_FIXED = 0, BAG_RAGGED_UNIFORM = 1 } BenchBagKind;
@@ -96,6 +99,7 @@ typedef struct BenchConfig {
     EmbDtype dtypes[3];
     int64_t hot_rows, cold_mib;
     int bags_given, strategies_given, threads_given; /* set by the user, not defaulted */
+    const char *tier_dir; /* the tiered tables' files (--tier-dir; NULL: $TMPDIR or /var/tmp) */
 } BenchConfig;
 
 /* Fills @c with the DLRM-shaped default. */
@@ -139,6 +143,11 @@ typedef struct BenchWorkload {
     float *grad;          /* batch x concat_width: the output gradient of training phases */
     EmbOptimizer *opt[3]; /* per BenchOpt, shared by every runner (created on first use) */
     BenchIdSet sets[BENCH_MAX_VARIANTS][BENCH_NSETS];
+    int ntiered;          /* tiered tables (tier:) among the tables */
+    char **tier_paths;    /* ntables: tiered table t's file (else NULL), removed at destroy */
+    int twin;             /* this workload is another's in-memory twin (bench_tier_twin) */
+    double disk_rate[2];  /* the disk's random reads / s of the first tiered table's
+                             records, at depth 1 and at depth 16 (measured at creation) */
 } BenchWorkload;
 
 /* Draws id set @set of variant @v (every table's ids and CSR offsets; fixed bags also get
@@ -158,6 +167,24 @@ double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v);
 /* Optimizer state bytes one update of the variant reads and writes (Adagrad: one f32
    accumulator per element of each distinct row; SGD: none). */
 double bench_bytes_state(const BenchWorkload *w, const BenchConfig *c, int v, BenchOpt opt);
+
+/* ---- tiered tables (emb_bench_tier.c, emb_bench_tier_compare.c) ------------------- */
+
+/* Creates tiered table @t (c->tables[t].tiered) in a file of c->tier_dir (its name in
+   w->tier_paths), its rows from the seed's initializer, as the in-memory twin of
+   bench_tier_compare has them. 0 or an EMB_E* code (printed). */
+int bench_tier_make(BenchWorkload *w, const BenchConfig *c, int t, const char *name);
+/* The initializer of tiered table @t's rows (and its in-memory twin's). */
+EmbInitializer bench_tier_initializer(const BenchConfig *c, int t);
+/* Header lines of a workload with tiered tables: the I/O engine, the files, the caches and
+   the disk's random-read rate for the record size (measured now, into w->disk_rate). */
+void bench_tier_header(BenchWorkload *w, const BenchConfig *c, FILE *f);
+/* Removes the tiered tables' files (after the tables were destroyed) and their names. */
+void bench_tier_unlink(BenchWorkload *w);
+/* Every tiered table's step against the same ensemble held in memory (the same ids, in
+   the same run, in alternating blocks of steps), with the tiered counters; printed. 0 or
+   -1. */
+int bench_tier_compare(const BenchConfig *c, BenchWorkload *w, FILE *f);
 
 /* ---- the memory roof (emb_bench_roof.c): gather_roof's method --------------------- */
 

@@ -30,6 +30,12 @@ static const char usage[] =
     "                    a group dyn:NxROWSxD[:dtype]: N dynamic tables (dynamic.h) each\n"
     "                    holding ROWS rows under sparse 62-bit ids, looked up and updated\n"
     "                    by them (no --peer)\n"
+    "                    a group tier:NxROWSxD[:dtype]:CACHE: N tiered tables (tiered.h),\n"
+    "                    rows in files of --tier-dir, a DRAM cache of CACHE each: P% of\n"
+    "                    the table's records, or bytes (suffix K, M, G: KiB, MiB, GiB);\n"
+    "                    each step prefetches the next batch; then their step is timed\n"
+    "                    against the same ensemble in memory (no --peer)\n"
+    "  --tier-dir DIR    the tiered tables' files              [$TMPDIR or /var/tmp]\n"
     "  --batch N         bags per table per iteration                            [2048]\n"
     "  --bags LIST       bag variants: N (fixed) or ragged:LO:HI (uniform lengths) [1,20]\n"
     "  --ids DIST        uniform | zipf:S (exponent S > 0)                    [zipf:1.05]\n"
@@ -115,11 +121,50 @@ static int set_criteo(BenchConfig *c, const char *v)
     int64_t cap = criteo_cap((int64_t)mib << 20, dim * (int64_t)emb_dtype_size(d));
     c->ntables = 26;
     for (int i = 0; i < 26; i++)
-        c->tables[i] = (BenchTableSpec){criteo_rows[i] < cap ? criteo_rows[i] : cap,
-                                        (int32_t)dim, d, 0};
+        c->tables[i] = (BenchTableSpec){.rows = criteo_rows[i] < cap ? criteo_rows[i] : cap,
+                                        .dim = (int32_t)dim, .dtype = d};
     snprintf(c->tables_desc, sizeof c->tables_desc, "26 Criteo-Kaggle tables capped at %lld rows, D=%ld %s",
              (long long)cap, dim, emb_dtype_name(d));
     return 0;
+}
+
+/* A tiered group's cache, "P%" of the records or bytes with an optional K/M/G suffix. */
+static int parse_cache(const char *s, BenchTableSpec *t)
+{
+    char *end;
+    errno = 0;
+    const double x = strtod(s, &end);
+    const char *units = "KMG";
+    const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+    if (errno || end == s || !(x > 0))
+        return -1;
+    if (*end == '%' && !end[1] && x <= 100)
+        return (t->cache_frac = x / 100), 0;
+    if (*end && (!u || (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))))
+        return -1;
+    t->cache_bytes = (int64_t)(x * (double)(u ? 1ll << (10 * (u - units + 1)) : 1));
+    return t->cache_bytes > 0 ? 0 : -1;
+}
+
+/* One group NxROWSxD[:dtype] (after its dyn: / tier: prefix; tier: ends with :CACHE). */
+static int parse_group(BenchConfig *c, char *g, int dynamic, int tiered)
+{
+    BenchTableSpec spec = {.dynamic = dynamic, .tiered = tiered};
+    char *cache = tiered ? strrchr(g, ':') : NULL;
+    if (tiered && (!cache || parse_cache(cache + 1, &spec) != 0))
+        return -1;
+    if (cache)
+        *cache = '\0';
+    long n, dim;
+    long long rows;
+    char dt[16] = "f32";
+    if (sscanf(g, "%ldx%lldx%ld:%15s", &n, &rows, &dim, dt) < 3 || n < 1 || rows < 1 ||
+        dim < 1 || parse_dtype(dt, &spec.dtype) != 0 || c->ntables + n > BENCH_MAX_TABLES)
+        return -1;
+    spec.rows = rows, spec.dim = (int32_t)dim;
+    for (long i = 0; i < n; i++)
+        c->tables[c->ntables++] = spec;
+    return (int)n;
 }
 
 static int set_tables(BenchConfig *c, const char *v)
@@ -128,25 +173,19 @@ static int set_tables(BenchConfig *c, const char *v)
         return set_criteo(c, v);
     char buf[512];
     snprintf(buf, sizeof buf, "%s", v);
-    int ndyn = 0;
+    int ndyn = 0, ntier = 0;
     c->ntables = 0;
     for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
-        const int dynamic = strncmp(g, "dyn:", 4) == 0;
-        g += dynamic ? 4 : 0;
-        long n, dim;
-        long long rows;
-        char dt[16] = "f32";
-        EmbDtype d;
-        if (sscanf(g, "%ldx%lldx%ld:%15s", &n, &rows, &dim, dt) < 3 || n < 1 || rows < 1 ||
-            dim < 1 || parse_dtype(dt, &d) != 0 || c->ntables + n > BENCH_MAX_TABLES)
+        const int dynamic = strncmp(g, "dyn:", 4) == 0, tiered = strncmp(g, "tier:", 5) == 0;
+        const int n = parse_group(c, g + (dynamic ? 4 : tiered ? 5 : 0), dynamic, tiered);
+        if (n < 0)
             return bad("tables", v);
-        for (long i = 0; i < n; i++)
-            c->tables[c->ntables++] = (BenchTableSpec){rows, (int32_t)dim, d, dynamic};
-        ndyn += dynamic ? (int)n : 0;
+        ndyn += dynamic ? n : 0;
+        ntier += tiered ? n : 0;
     }
-    if (ndyn)
-        snprintf(c->tables_desc, sizeof c->tables_desc, "%d tables (%d dynamic) %.96s",
-                 c->ntables, ndyn, v);
+    if (ndyn || ntier)
+        snprintf(c->tables_desc, sizeof c->tables_desc, "%d tables (%d dynamic, %d tiered) %.60s",
+                 c->ntables, ndyn, ntier, v);
     else
         snprintf(c->tables_desc, sizeof c->tables_desc, "%d tables %.96s", c->ntables, v);
     return c->ntables > 0 ? 0 : bad("tables", v);
@@ -329,7 +368,7 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
         if (!isspace((unsigned char)*q))
             list[n++] = *q;
     list[n] = '\0';
-    if (strchr("tbspd", k[0]) && strcmp(k, "seed") != 0)
+    if (strchr("tbspd", k[0]) && strcmp(k, "seed") != 0 && strcmp(k, "tier-dir") != 0)
         v = list;
     if (strcmp(k, "tables") == 0) return set_tables(c, v);
     if (strcmp(k, "bags") == 0) return (c->bags_given = 1), set_bags(c, v);
@@ -345,6 +384,7 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "csv") == 0) return (c->csv = strdup(v)) ? 0 : -1;
     if (strcmp(k, "plot") == 0) return (c->plot = strdup(v)) ? 0 : -1;
     if (strcmp(k, "peer-script") == 0) return (c->peer_script = strdup(v)) ? 0 : -1;
+    if (strcmp(k, "tier-dir") == 0) return (c->tier_dir = strdup(v)) ? 0 : -1;
     if (strcmp(k, "peer") == 0)
         return strcmp(v, "torch") == 0 ? ((c->peer = "torch"), 0) : bad(k, v);
     if (strcmp(k, "min-time") == 0) return set_number(k, v, 0, &c->min_time);
@@ -437,7 +477,8 @@ static const struct option long_options[] = {
     {"config", required_argument, 0, 0},     {"quick", no_argument, 0, 0},
     {"sweep", required_argument, 0, 0},      {"dims", required_argument, 0, 0},
     {"dtypes", required_argument, 0, 0},     {"hot-rows", required_argument, 0, 0},
-    {"cold-mib", required_argument, 0, 0},   {"help", no_argument, 0, 'h'},
+    {"cold-mib", required_argument, 0, 0},   {"tier-dir", required_argument, 0, 0},
+    {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
 int bench_config_parse(BenchConfig *c, int argc, char **argv)

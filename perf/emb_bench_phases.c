@@ -5,6 +5,7 @@
  *   update:OPT  emb_collection_backward_batches of the concat gradient: the pullback, then
  *               one fused dedup + optimizer pass (emb_update_many under the strategy)
  *   train:OPT   forward, then update:OPT: one training step of the embedding part
+ * With tiered tables (tier:), each iteration first prefetches the next id set's batches.
  * A runner holds one EmbCollection per optimizer kind over the workload's tables, sharing
  * its strategy and the workload's optimizers (whose state every runner shares): everything
  * a step needs is created once, so the timed iterations allocate nothing.
@@ -125,6 +126,8 @@ int bench_runner_iter(BenchRunner *r, const BenchPhaseSpec *phase, int v, int se
     const BenchOpt kind = phase->kind == PHASE_FORWARD ? OPT_NONE : phase->opt;
     EmbCollection *c;
     int rc = collection(r, kind, &c);
+    if (!rc && r->w->ntiered) /* tiered tables: the next batch's misses start loading */
+        rc = emb_collection_prefetch(c, r->w->sets[v][(set + 1) % BENCH_NSETS].batches);
     if (!rc && phase->kind != PHASE_UPDATE) {
         const double t0 = bench_now();
         rc = emb_collection_forward(c, ids->batches, &r->outputs);

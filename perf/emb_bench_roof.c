@@ -197,7 +197,8 @@ int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int6
 int bench_roof_on_workload(const BenchConfig *c)
 {
     for (int t = 0; t < c->ntables; t++)
-        if (c->tables[t].dtype != EMB_F32 || c->tables[t].dim > 1024 || c->tables[t].dynamic)
+        if (c->tables[t].dtype != EMB_F32 || c->tables[t].dim > 1024 || c->tables[t].dynamic ||
+            c->tables[t].tiered)
             return 0;
     return 1;
 }

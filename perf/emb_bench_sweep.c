@@ -64,8 +64,9 @@ int bench_sweep(const BenchConfig *base)
         c->sweep = 0;
         const int64_t row_bytes = (int64_t)D * (int64_t)emb_dtype_size(dt);
         c->ntables = 1;
-        c->tables[0] = (BenchTableSpec){cold ? (base->cold_mib << 20) / row_bytes
-                                             : base->hot_rows, D, dt, 0};
+        c->tables[0] = (BenchTableSpec){
+            .rows = cold ? (base->cold_mib << 20) / row_bytes : base->hot_rows, .dim = D,
+            .dtype = dt};
         if (c->tables[0].rows < 1)
             c->tables[0].rows = 1;
         snprintf(c->tables_desc, sizeof c->tables_desc, "%s: 1 table %lldx%d %s",

@@ -226,7 +226,7 @@ static int make_dynamic(BenchWorkload *w, const BenchConfig *c, int t, const cha
     float *rows = malloc((size_t)CHUNK * (size_t)s->dim * sizeof *rows);
     if (!rc && (!ids || !rows))
         rc = EMB_ENOMEM;
-    const BenchTableSpec f32 = {CHUNK, s->dim, EMB_F32, 0};
+    const BenchTableSpec f32 = {.rows = CHUNK, .dim = s->dim, .dtype = EMB_F32};
     const uint64_t seed = c->seed * 1000003u + (uint64_t)t;
     for (int64_t r0 = 0; !rc && r0 < s->rows; r0 += CHUNK) {
         const int64_t n = s->rows - r0 < CHUNK ? s->rows - r0 : CHUNK;
@@ -250,6 +250,8 @@ static int make_table(BenchWorkload *w, const BenchConfig *c, int t, size_t *shm
     snprintf(name, sizeof name, "t%02d", t);
     if (s->dynamic)
         return make_dynamic(w, c, t, name);
+    if (s->tiered)
+        return bench_tier_make(w, c, t, name);
     EmbTableOptions o = {.name = name};
     int rc;
     if (w->shm) {
@@ -274,9 +276,9 @@ int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared)
 {
     memset(w, 0, sizeof *w);
     for (int t = 0; shared && t < c->ntables; t++)
-        if (c->tables[t].dynamic) {
-            fprintf(stderr, "emb-bench: dynamic tables (dyn:) have no memory to share with a "
-                    "peer\n");
+        if (c->tables[t].dynamic || c->tables[t].tiered) {
+            fprintf(stderr, "emb-bench: %s tables have no memory to share with a peer\n",
+                    c->tables[t].dynamic ? "dynamic (dyn:)" : "tiered (tier:)");
             return -1;
         }
     w->ntables = c->ntables;
@@ -332,6 +334,7 @@ void bench_workload_destroy(BenchWorkload *w)
     for (int t = 0; w->tables && t < w->ntables; t++)
         emb_table_destroy(&w->tables[t]);
     free(w->tables);
+    bench_tier_unlink(w);
     for (int v = 0; v < BENCH_MAX_VARIANTS; v++)
         for (int s = 0; s < BENCH_NSETS; s++)
             bench_idset_free(&w->sets[v][s]);

@@ -12,10 +12,7 @@
  *              [--policy lru|lfu] [--dir PATH] [--no-memory] [--quick]
  */
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +20,8 @@
 #include <unistd.h>
 
 #include "embtables/embtables.h"
+
+#include "bench_disk.h"
 
 typedef struct Opts {
     int64_t rows, batch, bag, steps;
@@ -124,56 +123,6 @@ static int64_t *make_ids(const Opts *o)
     for (int64_t k = 0; k < nb * nnz; k++)
         ids[k] = draw(&s, o->rows, o->zipf);
     return ids;
-}
-
-/* Drops the file's pages from the page cache (the next reads come from the disk). */
-static void drop_pages(const char *path)
-{
-    const int fd = open(path, O_RDONLY);
-    if (fd >= 0) {
-        fdatasync(fd);
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-    }
-}
-
-typedef struct Reader {
-    const char *path;
-    int64_t rows, rec, n;
-    uint64_t seed;
-} Reader;
-
-static void *reader(void *arg)
-{
-    const Reader *r = arg;
-    const int fd = open(r->path, O_RDONLY);
-    char *buf = malloc((size_t)r->rec);
-    uint64_t s = r->seed;
-    for (int64_t k = 0; k < r->n && fd >= 0; k++)
-        if (pread(fd, buf, (size_t)r->rec, 4096 + (off_t)(rng(&s) % (uint64_t)r->rows) * r->rec) < 0)
-            break;
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    return NULL;
-}
-
-/* The disk's random-read rate for @rec-byte records of the file: @n preads at random
-   record offsets from @depth threads (the queue depth), after the file's pages were
-   dropped; reads per second. */
-static double disk_rate(const char *path, int64_t rows, int64_t rec, int64_t n, int depth)
-{
-    drop_pages(path);
-    pthread_t th[64];
-    Reader rd[64];
-    const double t0 = now();
-    for (int i = 0; i < depth; i++) {
-        rd[i] = (Reader){path, rows, rec, n / depth, 7 + (uint64_t)i * 1000003};
-        pthread_create(&th[i], NULL, reader, &rd[i]);
-    }
-    for (int i = 0; i < depth; i++)
-        pthread_join(th[i], NULL);
-    return (double)(n / depth * depth) / (now() - t0);
 }
 
 typedef struct Run {
@@ -311,8 +260,8 @@ int main(int argc, char **argv)
         printf("tier-bench: zipf exponent %.2f\n", o.zipf);
     emb_table_tiered_flush(t);
     const int64_t nread = o.steps > 10 ? 20000 : 500;
-    const double disk1 = disk_rate(path, o.rows, rec, nread, 1);
-    const double disk = disk_rate(path, o.rows, rec, 4 * nread, 16);
+    const double disk1 = bench_disk_rate(path, 4096, o.rows, rec, nread, 1);
+    const double disk = bench_disk_rate(path, 4096, o.rows, rec, 4 * nread, 16);
     printf("disk random reads of %lld-byte records (pread, pages dropped): %.0f reads/s at "
            "depth 1, %.0f at depth 16\n", (long long)rec, disk1, disk);
     int64_t *ids = make_ids(&o);
@@ -331,7 +280,7 @@ int main(int argc, char **argv)
     }
     for (int pf = 0; pf <= 1; pf++) {
         emb_table_tiered_flush(t);
-        drop_pages(path);
+        bench_disk_drop_pages(path);
         const Run rt = train(t, &o, ids, pf ? o.prefetch : 0);
         char what[64];
         snprintf(what, sizeof what, "tiered, prefetch %d", pf ? o.prefetch : 0);
