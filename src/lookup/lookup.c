@@ -316,14 +316,16 @@ static int span_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling
 }
 
 /* A table whose rows must be made resident (EMB_OPS_PINS): every row of bags [bag0, bag1)
-   resolved (pinned until the caller's release) before the generic path addresses them. */
+   resolved (pinned until the caller's release) before any path addresses them, so that a
+   failed fetch writes no output (and a tiered table reads the range's misses at once). */
 static int pin_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, int64_t bag0,
                      int64_t bag1)
 {
     const void *cols[CHUNK];
     const int64_t k0 = emb__bag_start(b, bag0), k1 = emb__bag_end(b, bag1 - 1);
-    int r = 0;
-    for (int64_t k = k0; k < k1 && !r; k += CHUNK)
+    const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0};
+    int r = t->ops->resolve_batch ? t->ops->resolve_batch(t, &all) : 0;
+    for (int64_t k = k0; k < k1 && !r && !t->ops->resolve_batch; k += CHUNK)
         r = resolve_rows(t, b, k, EMB_MIN(CHUNK, k1 - k), cols, NULL);
     if (!r && (p->flags & EMB_USE_DEFAULT_ID)) {
         const EmbIdSpan s = {&p->default_id, 0, 0, 1};
@@ -362,6 +364,11 @@ int emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
         return 0; /* nothing to do (and ids may be NULL: no pointer arithmetic on it) */
     if (!p)
         p = &emb__pooling_sum;
+    if (t->ops->flags & EMB_OPS_PINS) {
+        const int r = pin_range(t, b, p, bag0, bag1);
+        if (r)
+            return r;
+    }
     /* one id per bag, nothing to weigh, clip or prune: every combiner is a copy */
     const bool one_id_bags = p->combiner == EMB_COMBINER_NONE || (!b->offsets && b->bag_size == 1);
     if (one_id_bags && !b->weights && p->max_norm == 0.0f &&
@@ -376,10 +383,8 @@ int emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
     const emb_bags_fn f = span_bags_kernel(t, p);
     if (f)
         return span_bags_path(t, b, p, f, out, stride, bag0, bag1);
-    const int r = t->ops->flags & EMB_OPS_PINS ? pin_range(t, b, p, bag0, bag1) : 0;
-    if (!r)
-        generic_range(t, b, p, out, stride, bag0, bag1);
-    return r;
+    generic_range(t, b, p, out, stride, bag0, bag1);
+    return 0;
 }
 
 int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,

@@ -212,6 +212,13 @@ typedef struct EmbTableOps {
     int (*resolve)(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx, const void **cols,
                    unsigned *hint);
 
+    /* [serial] Resolves (pins until the operation's release) the rows of the in-range ids
+       of @s (any length, not bound by EMB_SPAN_MAX) for FORWARD at once (tiered: every
+       miss in one batch of reads), so that resolve() of them in this operation finds
+       them; the lookup calls it before it writes any output. 0, or EMB_EIO / EMB_ENOMEM
+       (what the call pinned is unpinned). NULL: the lookup resolves the rows in spans. */
+    int (*resolve_batch)(const EmbTable *t, const EmbIdSpan *s);
+
     /* [parallel] A hint that @id will be resolved soon (a lookup, a few ids ahead): start
        fetching its index slot / its row (tiered: an asynchronous read). NULL: none. */
     void (*prefetch)(const EmbTable *t, int64_t id);

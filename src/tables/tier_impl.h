@@ -58,6 +58,7 @@ typedef struct Tier {
     int64_t *pinned;
     int64_t npinned, pinned_cap;
     bool release_pending; /* emb__tier_release_later: unpin before the next operation */
+    bool counted;        /* the operation's rows were resolved (and counted) as a batch */
     int64_t release_mark; /* the pins [0, release_mark) are the update's */
     /* requests of one resolve / flush (grown), and the prefetch's in flight */
     EmbTierReq *rq;
@@ -71,7 +72,7 @@ typedef struct Tier {
     int refs;            /* the table and its state view */
     struct EmbTable *view; /* the optimizer's state view (NULL: no state attached) */
     char *sink;          /* a zero record: column() of a row that could not be read */
-    int64_t *ids;        /* emb_table_prefetch's ids */
+    int64_t *ids;        /* a batch's ids (emb_table_prefetch, the lookup's resolve_batch) */
     int64_t ids_cap;
 } Tier;
 
@@ -104,6 +105,9 @@ void emb__tier_fini(Tier *x);
    record. 0, or EMB_EIO / EMB_ENOMEM naming the file and rows: what this call pinned is
    unpinned, nothing is lost (dirty rows stay). With @dirty the rows are marked dirty. */
 int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty);
+/* emb__tier_resolve of the in-range ids [k0, k1) of a batch's ids (int32 when @id32), no
+   rows handed out: the lookup's resolve of its whole range before it writes output. */
+int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int64_t k1);
 /* emb__tier_resolve of one id for column(): never ends a pending release (it runs inside an
    update's apply phase, or early in the next operation). */
 int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tier_io.h — the tiered table's I/O engine: batched asynchronous reads and writes of
- * records of one file, through io_uring (liburing) where the kernel allows it, else through
- * a small pool of pread / pwrite threads. Chosen at run time (EMB_TIER_IO=uring|pread forces
- * one; auto tries io_uring first). Submitting never fails: a request that cannot be queued
- * waits for room. Each request completes with res 0 or a negative errno (-ENODATA: the file
+ * records of one file, through a small pool of pread / pwrite threads, or io_uring
+ * (liburing) for the reads where asked for (EMB_TIER_IO=uring|pread chooses; auto: the
+ * pool, tier_io.c says why). Submitting never fails: a request that cannot be queued waits
+ * for room. Each request completes with res 0 or a negative errno (-ENODATA: the file
  * ended before the request did).
  *
  * Calls on one engine are serialised by the caller (the tiered table's lock). The fault hook
@@ -31,7 +31,7 @@ typedef struct EmbTierReq {
 } EmbTierReq;
 
 typedef enum EmbTierIoKind {
-    EMB_TIER_IO_AUTO = 0,  /* EMB_TIER_IO from the environment, else io_uring, else pread */
+    EMB_TIER_IO_AUTO = 0,  /* EMB_TIER_IO from the environment, else pread */
     EMB_TIER_IO_URING = 1,
     EMB_TIER_IO_PREAD = 2,
 } EmbTierIoKind;
@@ -59,7 +59,7 @@ int64_t emb__tier_io_pending(EmbTierIo *io);
 void emb__tier_io_wait(EmbTierIo *io);
 /* Waits until request @r (submitted) has completed. */
 void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r);
-/* Submits @n requests and waits for them. */
+/* Submits @n requests and waits for them (not for other requests in flight). */
 void emb__tier_io_run(EmbTierIo *io, EmbTierReq *reqs, int64_t n);
 
 #endif

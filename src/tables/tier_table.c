@@ -489,12 +489,14 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
     EmbTierReq *w = x->rq, *rd = x->rq + n;
     int64_t nw = 0, nr = 0;
     for (int64_t k = 0; k < n; k++) {
-        rows[k] = hit(x, ids[k]);
-        x->st.hits += rows[k] != NULL;
-        if (!rows[k] && !(rows[k] = place(x, ids[k], w, &nw, rd, &nr))) {
+        char *row = hit(x, ids[k]);
+        x->st.hits += row && !x->counted;
+        if (!row && !(row = place(x, ids[k], w, &nw, rd, &nr))) {
             resolve_undo(x, w, nw, rd, nr, mark, sp0);
             return emb__fail(EMB_ENOMEM, "%s: out of memory for the scratch pad", x->label);
         }
+        if (rows)
+            rows[k] = row;
     }
     x->st.misses += nr;
     emb__tier_io_run(x->io, w, nw);
@@ -526,6 +528,38 @@ int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool 
     pthread_mutex_unlock(&x->mu);
     if (!r && dirty)
         emb__tier_mark_dirty(x, ids, n);
+    return r;
+}
+
+/* The in-range ids of a batch's ids [k0, k1) into x->ids: their count, or -1 (no memory). */
+static int64_t batch_ids(Tier *x, const void *ids, bool id32, int64_t k0, int64_t k1)
+{
+    if (k1 - k0 > x->ids_cap) {
+        int64_t *p = realloc(x->ids, (size_t)(k1 - k0) * sizeof *p);
+        if (!p)
+            return -1;
+        x->ids = p, x->ids_cap = k1 - k0;
+    }
+    int64_t m = 0;
+    for (int64_t k = k0; k < k1; k++) {
+        const int64_t id = id32 ? ((const int32_t *)ids)[k] : ((const int64_t *)ids)[k];
+        if (id >= 0 && id < x->nrows)
+            x->ids[m++] = id;
+    }
+    return m;
+}
+
+int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int64_t k1)
+{
+    pthread_mutex_lock(&x->mu);
+    if (x->release_pending)
+        release_locked(x);
+    const int64_t m = batch_ids(x, ids, id32, k0, k1);
+    int r = m < 0 ? emb__fail(EMB_ENOMEM, "%s: out of memory for %lld ids", x->label,
+                              (long long)(k1 - k0))
+                  : resolve_locked(x, x->ids, m, NULL);
+    x->counted = !r; /* the operation's resolves of these rows are not counted again */
+    pthread_mutex_unlock(&x->mu);
     return r;
 }
 
@@ -598,6 +632,7 @@ static void release_locked(Tier *x)
 {
     const int64_t upto = x->release_pending ? x->release_mark : x->npinned;
     x->release_pending = false;
+    x->counted = false;
     pf_settle(x, false);
     const int64_t rest = x->npinned - upto;
     unpin_from(x, 0, upto);
@@ -811,20 +846,8 @@ void emb__tier_stats(Tier *x, EmbTieredStats *out)
 void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n)
 {
     pthread_mutex_lock(&x->mu);
-    if (n > x->ids_cap) {
-        int64_t *p = realloc(x->ids, (size_t)n * sizeof *p);
-        if (!p) {
-            pthread_mutex_unlock(&x->mu);
-            return; /* a hint */
-        }
-        x->ids = p, x->ids_cap = n;
-    }
-    int64_t m = 0;
-    for (int64_t k = 0; k < n; k++) {
-        const int64_t id = id32 ? ((const int32_t *)ids)[k] : ((const int64_t *)ids)[k];
-        if (id >= 0 && id < x->nrows)
-            x->ids[m++] = id;
-    }
-    prefetch_locked(x, x->ids, m);
+    const int64_t m = batch_ids(x, ids, id32, 0, n);
+    if (m >= 0) /* else out of memory: a hint */
+        prefetch_locked(x, x->ids, m);
     pthread_mutex_unlock(&x->mu);
 }

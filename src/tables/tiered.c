@@ -61,6 +61,11 @@ static int tiered_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
     return emb__tiered_resolve_span(tier(t), s, ctx, cols, 0);
 }
 
+static int tiered_resolve_batch(const EmbTable *t, const EmbIdSpan *s)
+{
+    return emb__tier_resolve_batch(tier(t), s->ids, s->id32, s->k0, s->k0 + s->n);
+}
+
 static void tiered_release(const EmbTable *t)
 {
     emb__tier_release(tier(t));
@@ -125,6 +130,7 @@ static const EmbTableOps tiered_ops = {
     .flags = EMB_OPS_PINS | EMB_OPS_OWN_STATE,
     .column = tiered_column,
     .resolve = tiered_resolve,
+    .resolve_batch = tiered_resolve_batch,
     .release = tiered_release,
     .initialize = emb__tiered_initialize,
     .update_prepare = tiered_update_prepare,
