@@ -62,10 +62,13 @@ typedef struct Tier {
     int64_t release_mark; /* the pins [0, release_mark) are the update's */
     /* requests of one resolve / flush (grown), and the prefetch's in flight */
     EmbTierReq *rq;
+    int64_t *wslot;      /* a resolve's write-backs: the slot each victim came from */
     int64_t rq_cap;
     EmbTierReq *pf;
     int64_t *pf_order;   /* pf's indices in slot order (a resolve waits for one of them) */
     int64_t npf, pf_cap;
+    EmbTierReq *pfw;     /* the prefetch's write-backs of parked dirty victims in flight */
+    int64_t npfw, pfw_cap;
     EmbTieredStats st;
     char label[96];      /* the table's label for messages */
     /* tiered.c's */

@@ -18,6 +18,7 @@
 
 #define SP_BLOCK 64
 #define TIER_SP_PINNED 0x80
+#define TIER_SP_WB 0x40 /* a prefetch's write-back of the row is in flight (x->pfw) */
 
 typedef struct TierHeader {
     char magic[8];
@@ -191,7 +192,8 @@ void emb__tier_fini(Tier *x)
     sp_free(&x->sp);
     if (x->fd >= 0)
         close(x->fd);
-    free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order);
+    free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order), free(x->pfw);
+    free(x->wslot);
     pthread_mutex_destroy(&x->mu);
 }
 
@@ -219,10 +221,12 @@ static int rq_room(Tier *x, int64_t n)
     if (n <= x->rq_cap)
         return 0;
     EmbTierReq *q = realloc(x->rq, (size_t)n * sizeof *q);
-    if (!q)
+    x->rq = q ? q : x->rq;
+    int64_t *v = q ? realloc(x->wslot, (size_t)n * sizeof *v) : NULL;
+    if (!v)
         return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld I/O requests", x->label,
                          (long long)n);
-    x->rq = q, x->rq_cap = n;
+    x->wslot = v, x->rq_cap = n;
     return 0;
 }
 
@@ -366,9 +370,18 @@ static int64_t slot_of(const Tier *x, const void *buf)
    slot becomes valid, or free when its read failed (a resolve reads it again and reports). */
 static void pf_settle(Tier *x, bool wait)
 {
-    if (!x->npf || (!wait && emb__tier_io_pending(x->io)))
+    if ((!x->npf && !x->npfw) || (!wait && emb__tier_io_pending(x->io)))
         return;
     emb__tier_io_wait(x->io);
+    for (int64_t i = 0; i < x->npfw; i++) { /* parked victims: clean, or dirty to retry */
+        const int64_t k = sp_find(&x->sp, x->pfw[i].tag);
+        if (k < 0)
+            continue; /* cannot happen: a parked row stays until its write is settled */
+        x->sp.flags[k] &= (uint8_t)~TIER_SP_WB;
+        x->sp.flags[k] |= x->pfw[i].res ? EMB_TIER_DIRTY : 0;
+        x->st.rows_written += !x->pfw[i].res;
+    }
+    x->npfw = 0;
     for (int64_t i = 0; i < x->npf; i++) {
         EmbTierSlot *e = &x->cache.slots[slot_of(x, x->pf[i].buf)];
         if (!(e->flags & EMB_TIER_LOADING) || e->id != x->pf[i].tag)
@@ -381,8 +394,9 @@ static void pf_settle(Tier *x, bool wait)
 
 /* ---- resolve --------------------------------------------------------------------------- */
 
-/* Undoes a failed resolve: slots whose dirty row could not be written back hold it again,
-   the rows this call started loading are dropped, its scratch rows and pins too. */
+/* Undoes a failed resolve: the rows this call started loading are dropped, the victims
+   (parked in the scratch pad) go back to their slots (dirty where their write failed), the
+   call's scratch rows and pins are dropped. */
 static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTierReq *rd,
                          int64_t nr, int64_t mark, int64_t sp0)
 {
@@ -392,12 +406,12 @@ static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTier
         if (rd[i].buf >= (void *)x->cache.data &&
             (const char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
             x->cache.slots[slot_of(x, rd[i].buf)].flags = 0;
-    for (int64_t i = 0; i < nw; i++)
-        if (w[i].res) {
-            EmbTierSlot *e = &x->cache.slots[slot_of(x, w[i].buf)];
-            e->id = w[i].tag;
-            e->flags = EMB_TIER_VALID | EMB_TIER_DIRTY;
-        }
+    for (int64_t i = 0; i < nw; i++) {
+        EmbTierSlot *e = &x->cache.slots[x->wslot[i]];
+        memcpy(emb__tier_cache_row(&x->cache, x->wslot[i]), w[i].buf, x->recbytes);
+        e->id = w[i].tag;
+        e->flags = EMB_TIER_VALID | (w[i].res ? EMB_TIER_DIRTY : 0);
+    }
     if (x->sp.n != sp0) {
         x->sp.n = sp0;
         sp_rehash(&x->sp, sp0); /* cannot fail: the map only shrinks or stays */
@@ -449,8 +463,24 @@ static char *hit(Tier *x, int64_t id)
     return sp_row(x, k);
 }
 
+/* Copies the dirty row of slot @v into the scratch pad, its write-back queued in w (slot
+   in x->wslot): sent with the reads, as the slot is free. false: no memory. */
+static bool park(Tier *x, int64_t v, EmbTierReq *w, int64_t *nw)
+{
+    if (sp_room(x))
+        return false;
+    const int64_t k = x->sp.n++;
+    x->sp.ids[k] = x->cache.slots[v].id;
+    x->sp.flags[k] = EMB_TIER_VALID;
+    sp_map_put(&x->sp, k);
+    memcpy(sp_row(x, k), emb__tier_cache_row(&x->cache, v), x->recbytes);
+    x->wslot[*nw] = v;
+    w[(*nw)++] = req(x, x->sp.ids[k], sp_row(x, k), true);
+    return true;
+}
+
 /* A slot (or a scratch row) for the missing row @id, pinned, its read queued in rd and a
-   dirty victim's write-back in w. NULL: out of memory for the scratch pad. */
+   dirty victim parked (park). NULL: out of memory for the scratch pad. */
 static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *rd,
                    int64_t *nr)
 {
@@ -459,8 +489,8 @@ static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *
     if (v >= 0) {
         EmbTierSlot *e = &x->cache.slots[v];
         row = emb__tier_cache_row(&x->cache, v);
-        if (e->flags & EMB_TIER_DIRTY)
-            w[(*nw)++] = req(x, e->id, row, true);
+        if ((e->flags & EMB_TIER_DIRTY) && !park(x, v, w, nw))
+            return NULL;
         x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
         emb__tier_cache_install(&x->cache, v, id, EMB_TIER_LOADING);
         pin_slot(x, v);
@@ -492,6 +522,8 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
         char *row = hit(x, ids[k]);
         x->st.hits += row && !x->counted;
         if (!row && !(row = place(x, ids[k], w, &nw, rd, &nr))) {
+            for (int64_t i = 0; i < nw; i++)
+                w[i].res = -ENOMEM; /* not written: the victims go back dirty */
             resolve_undo(x, w, nw, rd, nr, mark, sp0);
             return emb__fail(EMB_ENOMEM, "%s: out of memory for the scratch pad", x->label);
         }
@@ -499,12 +531,12 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
             rows[k] = row;
     }
     x->st.misses += nr;
-    emb__tier_io_run(x->io, w, nw);
+    emb__tier_io_submit(x->io, w, nw); /* from the parked copies: with the reads */
+    emb__tier_io_run(x->io, rd, nr);
+    for (int64_t i = 0; i < nw; i++)
+        emb__tier_io_wait_one(x->io, &w[i]);
     int r = any_failed(w, nw) ? io_fail(x, w, nw, "writing back") : 0;
-    if (!r) {
-        emb__tier_io_run(x->io, rd, nr);
-        r = any_failed(rd, nr) ? io_fail(x, rd, nr, "reading") : 0;
-    }
+    r = r ? r : any_failed(rd, nr) ? io_fail(x, rd, nr, "reading") : 0;
     pf_settle(x, false);
     x->st.rows_written += nw - count_failed(w, nw);
     if (r) {
@@ -600,7 +632,7 @@ static void sp_settle(Tier *x)
     if (!sp->n || rq_room(x, sp->n))
         return;
     for (int64_t k = 0; k < sp->n; k++)
-        if ((sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)) == EMB_TIER_DIRTY)
+        if ((sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED | TIER_SP_WB)) == EMB_TIER_DIRTY)
             x->rq[nw++] = req(x, sp->ids[k], sp_row(x, k), true);
     emb__tier_io_run(x->io, x->rq, nw);
     for (int64_t i = 0, k = 0; i < nw; i++) {
@@ -610,8 +642,8 @@ static void sp_settle(Tier *x)
             sp->flags[k] &= (uint8_t)~EMB_TIER_DIRTY, x->st.rows_written++;
     }
     for (int64_t k = 0; k < sp->n; k++)
-        if (sp->flags[k] & TIER_SP_PINNED)
-            return; /* rows handed out stay where they are */
+        if (sp->flags[k] & (TIER_SP_PINNED | TIER_SP_WB))
+            return; /* rows handed out or being written stay where they are */
     int64_t m = 0;
     for (int64_t k = 0; k < sp->n; k++) {
         if (!(sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)))
@@ -760,43 +792,70 @@ static void sort_by_slot(const Tier *x, int64_t *a, int64_t n)
     }
 }
 
-/* Queues reads of the missing rows of @ids into free or clean evictable slots (a dirty
-   victim is written back first; where that fails the victim stays and the id is skipped). */
+/* Room for @n parked write-backs in x->pfw (none in flight): false when none. */
+static bool pfw_room(Tier *x, int64_t n)
+{
+    if (n <= x->pfw_cap)
+        return true;
+    EmbTierReq *p = realloc(x->pfw, (size_t)n * sizeof *p);
+    if (!p)
+        return false;
+    x->pfw = p, x->pfw_cap = n;
+    return true;
+}
+
+/* Parks the dirty row of slot @v in the scratch pad, its write-back queued in x->pfw (sent
+   with the prefetch's reads): the slot is free at once and the row stays found (hit()
+   looks in the scratch pad) until the write has landed; a write that fails leaves it
+   there, dirty (pf_settle). false: no memory for it (the slot is not taken). */
+static bool park_victim(Tier *x, int64_t v)
+{
+    if (sp_room(x))
+        return false;
+    const int64_t k = x->sp.n++;
+    x->sp.ids[k] = x->cache.slots[v].id;
+    x->sp.flags[k] = EMB_TIER_VALID | TIER_SP_WB;
+    sp_map_put(&x->sp, k);
+    memcpy(sp_row(x, k), emb__tier_cache_row(&x->cache, v), x->recbytes);
+    x->pfw[x->npfw++] = req(x, x->sp.ids[k], sp_row(x, k), true);
+    return true;
+}
+
+/* A slot for the prefetch of @id: a free or evictable one (a dirty victim parked), or -1. */
+static int64_t pf_slot(Tier *x, int64_t id)
+{
+    const int64_t v = emb__tier_cache_victim(&x->cache, id, 1);
+    if (v < 0 || ((x->cache.slots[v].flags & EMB_TIER_DIRTY) && !park_victim(x, v)))
+        return -1;
+    x->st.evictions += (x->cache.slots[v].flags & EMB_TIER_VALID) != 0;
+    emb__tier_cache_install(&x->cache, v, id, EMB_TIER_LOADING);
+    return v;
+}
+
+/* Queues reads of the missing rows of @ids into free or evictable slots, dirty victims'
+   write-backs in the same submission (park_victim); the resident rows of @ids are marked
+   as read ahead, so that the next prefetch does not evict them before they are used. */
 static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
 {
     if (x->release_pending)
         release_locked(x);
     pf_settle(x, true);
-    if (!pf_room(x, n) || rq_room(x, n))
+    if (!pf_room(x, n) || !pfw_room(x, n))
         return;
-    int64_t nw = 0;
     for (int64_t k = 0; k < n; k++) {
-        if (emb__tier_cache_find(&x->cache, ids[k]) >= 0 || sp_find(&x->sp, ids[k]) >= 0)
-            continue;
-        const int64_t v = emb__tier_cache_victim(&x->cache, ids[k], 1);
-        if (v < 0)
-            continue;
-        EmbTierSlot *e = &x->cache.slots[v];
-        char *row = emb__tier_cache_row(&x->cache, v);
-        if (e->flags & EMB_TIER_DIRTY)
-            x->rq[nw++] = req(x, e->id, row, true);
-        x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
-        emb__tier_cache_install(&x->cache, v, ids[k], EMB_TIER_LOADING);
-        x->pf[x->npf++] = req(x, ids[k], row, false);
-    }
-    emb__tier_io_run(x->io, x->rq, nw);
-    for (int64_t i = 0; i < nw; i++) { /* keep the victims that could not be written */
-        const int64_t s = slot_of(x, x->rq[i].buf);
-        if (!x->rq[i].res) {
-            x->st.rows_written++;
-            continue;
+        const int64_t s = emb__tier_cache_find(&x->cache, ids[k]);
+        if (s >= 0 && (x->cache.slots[s].flags & EMB_TIER_VALID)) {
+            emb__tier_cache_touch(&x->cache, s);
+            x->cache.slots[s].flags |= EMB_TIER_AHEAD;
         }
-        for (int64_t j = 0; j < x->npf; j++)
-            if (x->pf[j].buf == x->rq[i].buf)
-                x->pf[j] = x->pf[--x->npf];
-        x->cache.slots[s] = (EmbTierSlot){.id = x->rq[i].tag, .flags = EMB_TIER_VALID | EMB_TIER_DIRTY};
+        if (s >= 0 || sp_find(&x->sp, ids[k]) >= 0)
+            continue;
+        const int64_t v = pf_slot(x, ids[k]);
+        if (v >= 0)
+            x->pf[x->npf++] = req(x, ids[k], emb__tier_cache_row(&x->cache, v), false);
     }
     x->st.prefetched += x->npf;
+    emb__tier_io_submit(x->io, x->pfw, x->npfw);
     emb__tier_io_submit(x->io, x->pf, x->npf);
     for (int64_t i = 0; i < x->npf; i++)
         x->pf_order[i] = i;
