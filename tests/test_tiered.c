@@ -377,6 +377,73 @@ Test(tiered, faults_lose_nothing_and_retry, .init = setup, .fini = teardown)
     free(want);
 }
 
+/* The write-backs a running prefetch sends (dirty victims parked in the scratch pad,
+   written asynchronously) may fail too: the rows stay dirty, the steps fail and retry, and
+   the run ends with the bits of a run without faults. Flushes (failing under the fault)
+   settle the I/O in flight before the fault hook changes. */
+Test(tiered, prefetch_write_back_faults_lose_nothing, .init = setup, .fini = teardown)
+{
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.05f);
+    make_all();
+    float *want = reference_rows(c, 4);
+    const Cfg cfg = {3, EMB_TIER_ENGINE_PREAD, EMB_TIER_LRU, 1};
+    Model m;
+    model_make(&m, c, &cfg);
+    cr_assert_eq(steps(&m, 0, 1, NULL, NULL, 0), 0, "%s", emb_last_error());
+    fault_set(-EIO, 1, 0, 0);
+    int step = 1;
+    for (int tries = 0; tries < 3 && step < 4; tries++) /* may fail: nothing is applied */
+        if (steps(&m, step, step + 1, NULL, NULL, 1) == 0)
+            step++;
+    for (int i = 0; i < NT; i++)
+        cr_assert_eq(emb_table_tiered_flush(m.t[i]), EMB_EIO);
+    fault_set(0, 1, 1, 0);
+    cr_assert_eq(steps(&m, step, 4, NULL, NULL, 1), 0, "%s", emb_last_error());
+    for (int i = 0; i < NT; i++)
+        cr_assert_eq(emb_table_tiered_flush(m.t[i]), 0, "%s", emb_last_error());
+    float *got = content(&m);
+    cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0);
+    free(got);
+    model_free(&m);
+    free(want);
+}
+
+/* A lookup whose reads fail writes no output (every row is resolved before any output is
+   written), for bags and for one-id bags; retried, it gives the in-memory table's values. */
+Test(tiered, a_failed_lookup_writes_no_output, .init = setup, .fini = teardown)
+{
+    enum { ROWS = 1000, D = 16, N = 600 };
+    char path[128];
+    snprintf(path, sizeof path, "%s/lk", dir);
+    EmbTable *t = NULL, *mem = NULL;
+    const EmbTieredOptions o = {.cache_bytes = 4 * D * 4, .engine = EMB_TIER_ENGINE_PREAD};
+    const EmbInitializer in = {EMB_INIT_UNIFORM, -1.0f, 1.0f, 7};
+    cr_assert_eq(emb_table_tiered_create(&t, path, ROWS, D, EMB_F32, &o), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_create(&mem, ROWS, D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_initialize(t, &in), 0);
+    cr_assert_eq(emb_table_initialize(mem, &in), 0);
+    static int64_t ids[N];
+    static float out[N * D], ref[N * D];
+    for (int k = 0; k < N; k++) /* rows >= 500 only in the last bags */
+        ids[k] = k < N - 6 ? (k * 37) % 500 : 500 + k % 100;
+    for (int bag = 1; bag <= 3; bag += 2) {
+        const EmbBatch b = {.ids = ids, .nnz = N, .nbags = N / bag, .bag_size = bag};
+        memset(out, 0xab, sizeof out);
+        fault_set(-EIO, 0, 1, 500);
+        cr_assert_eq(emb_lookup(t, &b, NULL, out, D), EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "reading rows") && strstr(emb_last_error(), path),
+                  "%s", emb_last_error());
+        for (size_t i = 0; i < sizeof out; i++)
+            cr_assert_eq(((const unsigned char *)out)[i], 0xab, "byte %zu written", i);
+        fault_set(0, 1, 1, 0);
+        cr_assert_eq(emb_lookup(t, &b, NULL, out, D), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_lookup(mem, &b, NULL, ref, D), 0);
+        cr_assert_eq(memcmp(out, ref, (size_t)(N / bag * D) * sizeof *out), 0);
+    }
+    emb_table_destroy(&t);
+    emb_table_destroy(&mem);
+}
+
 /* A flushed file reopens with the same rows (SGD: no optimizer state to carry). */
 Test(tiered, reopen_a_flushed_file, .init = setup, .fini = teardown)
 {

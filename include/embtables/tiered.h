@@ -37,9 +37,11 @@
  * Limits: a pointer from emb_table_column_pointer() stays valid until the table's next
  * lookup ends (the row stays pinned till then; a row that cannot be read gives a row of
  * zeros there: use lookups to see I/O errors). Whole-table calls (emb_table_read(),
- * emb_table_assign()) pin every row, so they need memory for the whole table. A failed
- * lookup may have written some outputs (the update and the checkpoint calls write
- * nothing when they fail).
+ * emb_table_assign()) pin every row, so they need memory for the whole table. A lookup
+ * resolves every row it reads (one batch of reads for its misses) before it writes any
+ * output, so a failed emb_lookup() writes nothing; a strategy that splits one table's bags
+ * among threads (emb_maplookup()) may have written the bags of the threads whose rows
+ * were read. The update and the checkpoint calls write nothing when they fail.
  */
 #ifndef EMBTABLES_TIERED_H
 #define EMBTABLES_TIERED_H
