@@ -40,7 +40,11 @@ static int64_t set_of(const EmbTierCache *c, int64_t id)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
+#ifdef __SIZEOF_INT128__ /* z scaled to [0, nsets): a multiply, not a division (Lemire) */
+    return (int64_t)(((unsigned __int128)z * (uint64_t)c->nsets) >> 64) * c->ways;
+#else
     return (int64_t)(z % (uint64_t)c->nsets) * c->ways;
+#endif
 }
 
 int64_t emb__tier_cache_find(const EmbTierCache *c, int64_t id)
