@@ -24,6 +24,8 @@
 #include "embtables/table.h"
 #include "embtables/update.h"
 
+struct EmbTieredOptions;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -81,6 +83,12 @@ typedef struct EmbVariableSpec {
                                   read); nshards > 1: a table partitioned (partition must be
                                   EMB_PARTITION_MOD) over dynamic shards "<name>/part_<i>",
                                   capacity and max_rows split evenly (rounded up) */
+    const char *tiered_path; /**< non-NULL: a tiered table (tiered.h) of ncolumns rows in
+                                  this file (created, or truncated when it exists), rows
+                                  from `init`; nshards 0 or 1 and dynamic NULL, else
+                                  EMB_EINVAL */
+    const struct EmbTieredOptions *tiered; /**< with tiered_path: its options (NULL: the
+                                  defaults; its field `table` is not read: `options` is) */
 } EmbVariableSpec;
 
 /**
@@ -89,8 +97,9 @@ typedef struct EmbVariableSpec {
  * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name; a dynamic spec with ncolumns
  *         other than 0), EMB_EEXIST, EMB_ENOTFOUND, EMB_ESHAPE (an existing table of another
  *         shape or dtype, or dynamic where the spec is not or back), EMB_EINVAL (a dynamic
- *         spec with nshards > 1 not EMB_PARTITION_MOD), and the codes of emb_table_create()
- *         or emb_table_dynamic_create()
+ *         spec with nshards > 1 not EMB_PARTITION_MOD; a tiered spec that is also dynamic or
+ *         sharded), and the codes of emb_table_create(), emb_table_dynamic_create() or
+ *         emb_table_tiered_create()
  */
 EMB_API int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse,
                           EmbTable **out);

@@ -10,6 +10,7 @@
 
 #include "embtables/dynamic.h"
 #include "embtables/partition.h"
+#include "embtables/tiered.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
 
@@ -87,6 +88,14 @@ static int create_dynamic_part(EmbTable **out, const EmbVariableSpec *spec, EmbD
     return r;
 }
 
+static int create_tiered(EmbTable **out, const EmbVariableSpec *spec, EmbTableOptions o)
+{
+    EmbTieredOptions to = spec->tiered ? *spec->tiered : (EmbTieredOptions){0};
+    to.table = o;
+    return emb_table_tiered_create(out, spec->tiered_path, spec->ncolumns, spec->featuresize,
+                                   spec->dtype, &to);
+}
+
 static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out)
 {
     int r = emb__grow(&s->entries, s->n, &s->cap, sizeof *s->entries, "the store's index");
@@ -102,6 +111,8 @@ static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out
         r = create_dynamic_part(&t, spec, dyn);
     else if (spec->dynamic)
         r = emb_table_dynamic_create(&t, spec->featuresize, spec->dtype, &dyn);
+    else if (spec->tiered_path)
+        r = create_tiered(&t, spec, o);
     else if (spec->nshards > 1)
         r = emb_table_partitioned_create(&t, spec->ncolumns, spec->featuresize, spec->dtype,
                                          spec->nshards, spec->partition, &o);
@@ -142,6 +153,9 @@ int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse, EmbT
     if (spec->dynamic && spec->nshards > 1 && spec->partition != EMB_PARTITION_MOD)
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\": %d shards need EMB_PARTITION_MOD",
                          spec->name, (int)spec->nshards);
+    if (spec->tiered_path && (spec->dynamic || spec->nshards > 1))
+        return emb__fail(EMB_EINVAL, "tiered table \"%s\" (%s) cannot be %s", spec->name,
+                         spec->tiered_path, spec->dynamic ? "dynamic" : "sharded");
     const EmbStoreEntry *e = emb__store_entry(s, spec->name);
     if (e && reuse == EMB_REUSE_NO)
         return emb__fail(EMB_EEXIST, "table \"%s\" exists already (reuse it with "
