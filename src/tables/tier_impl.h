@@ -59,6 +59,13 @@ typedef struct Tier {
     int64_t npinned, pinned_cap;
     bool release_pending; /* emb__tier_release_later: unpin before the next operation */
     bool counted;        /* the operation's rows were resolved (and counted) as a batch */
+    /* the operation's batch resolves: range i covers ids [k0, k1) of the id array `ids`,
+       their records at brow[at ..] (NULL: an id out of range), so that the lookup's span
+       resolves of them copy pointers instead of probing the cache again */
+    struct TierRange { const void *ids; int64_t k0, k1, at; } *br;
+    int64_t nbr, br_cap;
+    char **brow;
+    int64_t nbrow, brow_cap;
     int64_t release_mark; /* the pins [0, release_mark) are the update's */
     /* requests of one resolve / flush (grown), and the prefetch's in flight */
     EmbTierReq *rq;
@@ -111,6 +118,9 @@ int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool 
 /* emb__tier_resolve of the in-range ids [k0, k1) of a batch's ids (int32 when @id32), no
    rows handed out: the lookup's resolve of its whole range before it writes output. */
 int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int64_t k1);
+/* The records of span ids [k0, k0 + n) of the id array @ids when this operation's batch
+   resolves hold them all (then true; rows[k] = the record), else false. */
+bool emb__tier_resolved_span(Tier *x, const void *ids, int64_t k0, int64_t n, char **rows);
 /* emb__tier_resolve of one id for column(): never ends a pending release (it runs inside an
    update's apply phase, or early in the next operation). */
 int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty);

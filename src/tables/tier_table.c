@@ -193,7 +193,7 @@ void emb__tier_fini(Tier *x)
     if (x->fd >= 0)
         close(x->fd);
     free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order), free(x->pfw);
-    free(x->wslot);
+    free(x->wslot), free(x->br), free(x->brow);
     pthread_mutex_destroy(&x->mu);
 }
 
@@ -581,18 +581,68 @@ static int64_t batch_ids(Tier *x, const void *ids, bool id32, int64_t k0, int64_
     return m;
 }
 
+/* Room for one more batch range of @n records: 0 or EMB_ENOMEM. */
+static int range_room(Tier *x, int64_t n)
+{
+    if (x->nbr == x->br_cap) {
+        const int64_t cap = EMB_MAX(8, 2 * x->br_cap);
+        struct TierRange *b = realloc(x->br, (size_t)cap * sizeof *b);
+        if (!b)
+            return EMB_ENOMEM;
+        x->br = b, x->br_cap = cap;
+    }
+    if (x->nbrow + n > x->brow_cap) {
+        const int64_t cap = EMB_MAX(2 * x->brow_cap, x->nbrow + n);
+        char **r = realloc(x->brow, (size_t)cap * sizeof *r);
+        if (!r)
+            return EMB_ENOMEM;
+        x->brow = r, x->brow_cap = cap;
+    }
+    return 0;
+}
+
+/* Spreads the @m records of the in-range ids of [k0, k1) (at brow[at ..]) to their
+   positions, NULL at ids out of range (backwards: in place). */
+static void spread_rows(Tier *x, const void *ids, bool id32, int64_t k0, int64_t k1, int64_t m)
+{
+    char **r = x->brow + x->nbrow;
+    for (int64_t k = k1 - 1, j = m - 1; k >= k0; k--) {
+        const int64_t id = id32 ? ((const int32_t *)ids)[k] : ((const int64_t *)ids)[k];
+        r[k - k0] = id >= 0 && id < x->nrows ? r[j--] : NULL;
+    }
+}
+
 int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int64_t k1)
 {
     pthread_mutex_lock(&x->mu);
     if (x->release_pending)
         release_locked(x);
-    const int64_t m = batch_ids(x, ids, id32, k0, k1);
+    const int64_t m = range_room(x, k1 - k0) ? -1 : batch_ids(x, ids, id32, k0, k1);
     int r = m < 0 ? emb__fail(EMB_ENOMEM, "%s: out of memory for %lld ids", x->label,
                               (long long)(k1 - k0))
-                  : resolve_locked(x, x->ids, m, NULL);
-    x->counted = !r; /* the operation's resolves of these rows are not counted again */
+                  : resolve_locked(x, x->ids, m, x->brow + x->nbrow);
+    if (!r) {
+        spread_rows(x, ids, id32, k0, k1, m);
+        x->br[x->nbr++] = (struct TierRange){ids, k0, k1, x->nbrow};
+        x->nbrow += k1 - k0;
+        x->counted = true; /* the operation's resolves of these rows are not counted again */
+    }
     pthread_mutex_unlock(&x->mu);
     return r;
+}
+
+bool emb__tier_resolved_span(Tier *x, const void *ids, int64_t k0, int64_t n, char **rows)
+{
+    pthread_mutex_lock(&x->mu);
+    const struct TierRange *g = NULL;
+    for (int64_t i = 0; i < x->nbr && !g; i++)
+        if (x->br[i].ids == ids && x->br[i].k0 <= k0 && k0 + n <= x->br[i].k1)
+            g = &x->br[i];
+    bool all = g != NULL;
+    for (int64_t k = 0; all && k < n; k++)
+        all = (rows[k] = x->brow[g->at + k0 - g->k0 + k]) != NULL;
+    pthread_mutex_unlock(&x->mu);
+    return all;
 }
 
 void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n)
@@ -665,6 +715,7 @@ static void release_locked(Tier *x)
     const int64_t upto = x->release_pending ? x->release_mark : x->npinned;
     x->release_pending = false;
     x->counted = false;
+    x->nbr = x->nbrow = 0;
     pf_settle(x, false);
     const int64_t rest = x->npinned - upto;
     unpin_from(x, 0, upto);

@@ -45,9 +45,13 @@ int emb__tiered_resolve_span(Tier *x, const EmbIdSpan *s, EmbContext ctx, const 
     int r = 0;
     for (int64_t k0 = 0; k0 < s->n && !r; k0 += EMB_SPAN_MAX) { /* any span length */
         const int64_t n = EMB_MIN(EMB_SPAN_MAX, s->n - k0);
-        for (int64_t k = 0; k < n; k++)
+        char **rows = (char **)cols + k0;
+        /* pinned by the lookup's batch resolve: its pointers copied */
+        const bool done = ctx != EMB_CTX_UPDATE &&
+                          emb__tier_resolved_span(x, s->ids, s->k0 + k0, n, rows);
+        for (int64_t k = 0; k < n && !done; k++)
             ids[k] = emb__span_id(s, k0 + k);
-        r = emb__tier_resolve(x, ids, n, (char **)cols + k0, ctx == EMB_CTX_UPDATE);
+        r = done ? 0 : emb__tier_resolve(x, ids, n, rows, ctx == EMB_CTX_UPDATE);
         for (int64_t k = 0; k < n && !r && offset; k++)
             cols[k0 + k] = (const char *)cols[k0 + k] + offset;
     }
