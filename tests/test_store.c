@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "embtables/tiered.h"
 #include "test_files.h"
 #include "test_util.h"
 
@@ -115,37 +114,6 @@ Test(store, get_or_create_with_reuse)
     cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_AUTO, &b), EMB_EINVAL);
     emb_store_destroy(&s);
     cr_assert_null(s);
-}
-
-/* A tiered spec makes a tiered table in its file, its rows from the spec's initializer
-   (those of the same spec in memory); dynamic or sharded tiered specs are EMB_EINVAL. */
-Test(store, a_tiered_spec_makes_a_tiered_table)
-{
-    char dir[64], path[96];
-    tmpdir(dir);
-    snprintf(path, sizeof path, "%s/items.tier", dir);
-    EmbStore *s = NULL;
-    cr_assert_eq(emb_store_create(&s), 0);
-    const EmbTieredOptions to = {.cache_bytes = 4096};
-    EmbVariableSpec v = {.name = "items", .ncolumns = 500, .featuresize = 16, .dtype = EMB_F32,
-                         .init = {EMB_INIT_UNIFORM, -1, 1, 3}, .tiered_path = path,
-                         .tiered = &to};
-    EmbTable *t = NULL, *m = NULL;
-    v.nshards = 2;
-    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &t), EMB_EINVAL);
-    cr_assert(strstr(emb_last_error(), "sharded") && strstr(emb_last_error(), path));
-    v.nshards = 0;
-    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &t), 0, "%s", emb_last_error());
-    cr_assert(emb_table_is_tiered(t));
-    cr_assert_eq(access(path, F_OK), 0);
-    v.name = "items_in_memory", v.tiered_path = NULL;
-    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &m), 0);
-    static float a[500 * 16], b[500 * 16];
-    cr_assert_eq(emb_table_read(t, a, 16), 0, "%s", emb_last_error());
-    cr_assert_eq(emb_table_read(m, b, 16), 0);
-    cr_assert_eq(memcmp(a, b, sizeof a), 0);
-    emb_store_destroy(&s);
-    rmdir_all(dir);
 }
 
 /* A store of two tables filled from a seed. */

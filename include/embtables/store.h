@@ -24,8 +24,6 @@
 #include "embtables/table.h"
 #include "embtables/update.h"
 
-struct EmbTieredOptions;
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -60,6 +58,7 @@ typedef enum EmbReuse {
 } EmbReuse;
 
 struct EmbDynamicOptions; /* dynamic.h */
+struct EmbTieredSpec;     /* tiered.h */
 
 /** What a table in the store looks like. */
 typedef struct EmbVariableSpec {
@@ -83,12 +82,9 @@ typedef struct EmbVariableSpec {
                                   read); nshards > 1: a table partitioned (partition must be
                                   EMB_PARTITION_MOD) over dynamic shards "<name>/part_<i>",
                                   capacity and max_rows split evenly (rounded up) */
-    const char *tiered_path; /**< non-NULL: a tiered table (tiered.h) of ncolumns rows in
-                                  this file (created, or truncated when it exists), rows
-                                  from `init`; nshards 0 or 1 and dynamic NULL, else
-                                  EMB_EINVAL */
-    const struct EmbTieredOptions *tiered; /**< with tiered_path: its options (NULL: the
-                                  defaults; its field `table` is not read: `options` is) */
+    const struct EmbTieredSpec *tiered; /**< non-NULL: a tiered table (tiered.h) in the
+                                  file tiered->path, with its cache options; neither
+                                  dynamic nor partitioned (EMB_EINVAL) */
 } EmbVariableSpec;
 
 /**
@@ -97,8 +93,9 @@ typedef struct EmbVariableSpec {
  * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name; a dynamic spec with ncolumns
  *         other than 0), EMB_EEXIST, EMB_ENOTFOUND, EMB_ESHAPE (an existing table of another
  *         shape or dtype, or dynamic where the spec is not or back), EMB_EINVAL (a dynamic
- *         spec with nshards > 1 not EMB_PARTITION_MOD; a tiered spec that is also dynamic or
- *         sharded), and the codes of emb_table_create(), emb_table_dynamic_create() or
+ *         spec with nshards > 1 not EMB_PARTITION_MOD; a tiered spec that is dynamic or
+ *         partitioned), EMB_ESHAPE (an existing table tiered where the spec is not or back),
+ *         and the codes of emb_table_create(), emb_table_dynamic_create() or
  *         emb_table_tiered_create()
  */
 EMB_API int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse,
@@ -189,8 +186,11 @@ EMB_API void emb_saver_destroy(EmbSaver **s);
  * name unique to the call, synced and renamed into place; then the index is replaced
  * atomically the same way, and only then are checkpoints beyond max_to_keep deleted (a
  * crash at any point leaves an index whose every entry exists). Temporaries left by
- * crashed saves of this prefix are deleted first. Thread-safe for one saver or several.
- * The checkpoint's path goes to @p path (cap bytes; may be NULL).
+ * crashed saves of this prefix are deleted first. Thread-safe for one saver or several:
+ * the saves of every saver of the directory, in this process or another, take turns (an
+ * exclusive flock() of the directory) and each re-reads the index first, so savers of one
+ * directory and prefix keep one list and one max_to_keep. The checkpoint's path goes to
+ * @p path (cap bytes; may be NULL).
  * @return 0, EMB_ENULL, EMB_EIO, EMB_ENOMEM, EMB_EINVAL (global_step < 0, path does not
  *         fit in cap, two tensors of one name, an unnamed table); on failure the index is
  *         unchanged
