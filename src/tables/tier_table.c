@@ -891,6 +891,8 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
     if (x->release_pending)
         release_locked(x);
     pf_settle(x, true);
+    if (!x->npinned) /* between operations: the last prefetch's parked rows dropped */
+        sp_settle(x);
     if (!pf_room(x, n) || !pfw_room(x, n))
         return;
     for (int64_t k = 0; k < n; k++) {
