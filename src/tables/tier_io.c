@@ -6,9 +6,10 @@
  * buffered writes to one file in one io-wq worker (hashed by inode), one at a time, and a
  * record's write that must first read its page blocks there. Buffered reads through the
  * ring were slower too than the pool's 16 blocking preads here (tier-bench, 500k x 64
- * rows, 10 % cache, Zipf, lookups of whole batches: 52-113 ms a step against 14-17 ms;
- * kernel 6.18, ext4 on a virtual disk), so EMB_TIER_IO_AUTO is the pool; io_uring stays
- * for whoever asks (EMB_TIER_IO=uring, EmbTieredOptions::engine) and for other disks.
+ * rows, 10 % cache, Zipf, lookups of whole batches, 3 runs of each interleaved: a median
+ * 66 ms a step against 52 ms, with prefetch 69 against 21 ms; kernel 6.18, ext4 on a
+ * virtual disk), so EMB_TIER_IO_AUTO is the pool; io_uring stays for whoever asks
+ * (EMB_TIER_IO=uring, EmbTieredOptions::engine) and for other disks.
  * Buffered I/O, not O_DIRECT: a record (a row and its state) is usually smaller than a
  * logical block, so O_DIRECT writes would need a read-modify-write of whole blocks; the
  * page cache is reclaimable, so it does not count against the table's memory bound.
