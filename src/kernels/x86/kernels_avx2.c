@@ -46,6 +46,14 @@ static inline vec vsqrt(vec a)
 {
     return _mm256_sqrt_ps(a);
 }
+/* FTRL's new weight: |l| > l1 ? (copysign(l1, l) - l) / quad : +0 (l1 >= 0). */
+static inline vec vftrl_w(vec l, vec l1, vec quad)
+{
+    const vec sign = _mm256_set1_ps(-0.0f);
+    const vec over = _mm256_cmp_ps(_mm256_andnot_ps(sign, l), l1, _CMP_GT_OQ);
+    const vec cs = _mm256_or_ps(_mm256_and_ps(sign, l), _mm256_andnot_ps(sign, l1));
+    return _mm256_and_ps(over, _mm256_div_ps(_mm256_sub_ps(cs, l), quad));
+}
 /* acc + x² (lanes i % 8 are the vector's lanes). */
 static inline __m256 sq8_add(__m256 acc, vec x)
 {
@@ -330,13 +338,28 @@ OPT_ROWS(adam_rows_d32_bf16_avx2, adam_rows_body, 32, EMB_BF16)
 OPT_ROWS(adam_rows_d64_bf16_avx2, adam_rows_body, 64, EMB_BF16)
 OPT_ROWS(adam_rows_d128_bf16_avx2, adam_rows_body, 128, EMB_BF16)
 OPT_ROWS(adam_rows_d256_bf16_avx2, adam_rows_body, 256, EMB_BF16)
+OPT_ROWS(ftrl_rows_d16_f32_avx2, ftrl_rows_body, 16, EMB_F32)
+OPT_ROWS(ftrl_rows_d32_f32_avx2, ftrl_rows_body, 32, EMB_F32)
+OPT_ROWS(ftrl_rows_d64_f32_avx2, ftrl_rows_body, 64, EMB_F32)
+OPT_ROWS(ftrl_rows_d128_f32_avx2, ftrl_rows_body, 128, EMB_F32)
+OPT_ROWS(ftrl_rows_d256_f32_avx2, ftrl_rows_body, 256, EMB_F32)
+OPT_ROWS(ftrl_rows_d16_f16_avx2, ftrl_rows_body, 16, EMB_F16)
+OPT_ROWS(ftrl_rows_d32_f16_avx2, ftrl_rows_body, 32, EMB_F16)
+OPT_ROWS(ftrl_rows_d64_f16_avx2, ftrl_rows_body, 64, EMB_F16)
+OPT_ROWS(ftrl_rows_d128_f16_avx2, ftrl_rows_body, 128, EMB_F16)
+OPT_ROWS(ftrl_rows_d256_f16_avx2, ftrl_rows_body, 256, EMB_F16)
+OPT_ROWS(ftrl_rows_d16_bf16_avx2, ftrl_rows_body, 16, EMB_BF16)
+OPT_ROWS(ftrl_rows_d32_bf16_avx2, ftrl_rows_body, 32, EMB_BF16)
+OPT_ROWS(ftrl_rows_d64_bf16_avx2, ftrl_rows_body, 64, EMB_BF16)
+OPT_ROWS(ftrl_rows_d128_bf16_avx2, ftrl_rows_body, 128, EMB_BF16)
+OPT_ROWS(ftrl_rows_d256_bf16_avx2, ftrl_rows_body, 256, EMB_BF16)
 
 static void scale_avx2(float *x, float s, int32_t D)
 {
     scale_body(x, s, D);
 }
 
-/* ---- optimizer rows: every (optimizer, dtype) but FTRL (its pow stays C) ------------ */
+/* ---- optimizer rows: every (optimizer, dtype) but FTRL's one-row kernels (pow: C) -- */
 
 OPT_ROW(adagrad_f32_avx2, adagrad_body, 0, 0, EMB_F32)
 OPT_ROW(adagrad_nt_f32_avx2, adagrad_body, 0, 1, EMB_F32)
@@ -668,12 +691,38 @@ static void init_optim_f16(EmbKernels *k)
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_avx2;
 }
 
+/* The static-size range kernels of FTRL (lr_power = -0.5) of f32 and bf16. */
+static void init_rows_ftrl_f32_bf16(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d16_f32_avx2;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d32_f32_avx2;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d64_f32_avx2;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d128_f32_avx2;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d256_f32_avx2;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d16_bf16_avx2;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d32_bf16_avx2;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d64_bf16_avx2;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d128_bf16_avx2;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d256_bf16_avx2;
+}
+
+/* f16 (F16C): the static-size range kernels of FTRL. */
+static void init_rows_ftrl_f16(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d16_f16_avx2;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d32_f16_avx2;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d64_f16_avx2;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d128_f16_avx2;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d256_f16_avx2;
+}
+
 /* The AVX2 level over the C one; the f16 entries need F16C too. */
 void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
 {
     init_f32(k);
     init_bf16(k);
     init_rows_f32_bf16(k);
+    init_rows_ftrl_f32_bf16(k);
     k->scale = scale_avx2;
     k->idmax = idmax_avx2;
     init_opt_row_f32_bf16(k);
@@ -681,6 +730,7 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
         return;
     init_f16(k);
     init_optim_f16(k);
+    init_rows_ftrl_f16(k);
 }
 
 

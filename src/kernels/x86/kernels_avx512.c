@@ -4,7 +4,8 @@
  * simd_body.h stamped as one-line wrappers. Compiled in its own static library with the
  * AVX-512 flags of kernels/meson.build (-ffp-contract=off); called only after the dispatch
  * saw AVX-512. Tails use masked loads and stores (no fault past the mask). f16 conversions
- * are AVX-512F's vcvtph2ps/vcvtps2ph. FTRL's optimizer row stays C.
+ * are AVX-512F's vcvtph2ps/vcvtps2ph. FTRL's one-row kernels stay C; its range copies
+ * take lr_power = -0.5 (a square root).
  */
 #include <immintrin.h>
 
@@ -41,6 +42,14 @@ static inline vec vdiv(vec a, vec b)
 static inline vec vsqrt(vec a)
 {
     return _mm512_sqrt_ps(a);
+}
+/* FTRL's new weight: |l| > l1 ? (copysign(l1, l) - l) / quad : +0 (l1 >= 0). */
+static inline vec vftrl_w(vec l, vec l1, vec quad)
+{
+    const vec sign = _mm512_set1_ps(-0.0f);
+    const __mmask16 over = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, l), l1, _CMP_GT_OQ);
+    const vec cs = _mm512_or_ps(_mm512_and_ps(sign, l), _mm512_andnot_ps(sign, l1));
+    return _mm512_maskz_div_ps(over, _mm512_sub_ps(cs, l), quad);
 }
 /* acc + x²: elements 0 .. 7 of the vector, then 8 .. 15, as the reference's lanes i % 8. */
 static inline __m256 sq8_add(__m256 acc, vec x)
@@ -380,6 +389,21 @@ OPT_ROWS(adam_rows_d32_bf16_avx512, adam_rows_body, 32, EMB_BF16)
 OPT_ROWS(adam_rows_d64_bf16_avx512, adam_rows_body, 64, EMB_BF16)
 OPT_ROWS(adam_rows_d128_bf16_avx512, adam_rows_body, 128, EMB_BF16)
 OPT_ROWS(adam_rows_d256_bf16_avx512, adam_rows_body, 256, EMB_BF16)
+OPT_ROWS(ftrl_rows_d16_f32_avx512, ftrl_rows_body, 16, EMB_F32)
+OPT_ROWS(ftrl_rows_d32_f32_avx512, ftrl_rows_body, 32, EMB_F32)
+OPT_ROWS(ftrl_rows_d64_f32_avx512, ftrl_rows_body, 64, EMB_F32)
+OPT_ROWS(ftrl_rows_d128_f32_avx512, ftrl_rows_body, 128, EMB_F32)
+OPT_ROWS(ftrl_rows_d256_f32_avx512, ftrl_rows_body, 256, EMB_F32)
+OPT_ROWS(ftrl_rows_d16_f16_avx512, ftrl_rows_body, 16, EMB_F16)
+OPT_ROWS(ftrl_rows_d32_f16_avx512, ftrl_rows_body, 32, EMB_F16)
+OPT_ROWS(ftrl_rows_d64_f16_avx512, ftrl_rows_body, 64, EMB_F16)
+OPT_ROWS(ftrl_rows_d128_f16_avx512, ftrl_rows_body, 128, EMB_F16)
+OPT_ROWS(ftrl_rows_d256_f16_avx512, ftrl_rows_body, 256, EMB_F16)
+OPT_ROWS(ftrl_rows_d16_bf16_avx512, ftrl_rows_body, 16, EMB_BF16)
+OPT_ROWS(ftrl_rows_d32_bf16_avx512, ftrl_rows_body, 32, EMB_BF16)
+OPT_ROWS(ftrl_rows_d64_bf16_avx512, ftrl_rows_body, 64, EMB_BF16)
+OPT_ROWS(ftrl_rows_d128_bf16_avx512, ftrl_rows_body, 128, EMB_BF16)
+OPT_ROWS(ftrl_rows_d256_bf16_avx512, ftrl_rows_body, 256, EMB_BF16)
 
 static void scale_avx512(float *x, float s, int32_t D)
 {
@@ -404,6 +428,26 @@ static uint64_t idmax_avx512(const void *ids, int64_t n, int id32)
     if (k < n)
         m = _mm512_max_epu64(m, _mm512_maskz_loadu_epi64((__mmask8)tail_mask((int)(n - k)), p + k));
     return _mm512_reduce_max_epu64(m);
+}
+
+/* The static-size range kernels of FTRL (lr_power = -0.5). */
+static void init_rows_ftrl(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d16_f32_avx512;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d32_f32_avx512;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d64_f32_avx512;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d128_f32_avx512;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d256_f32_avx512;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d16_f16_avx512;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d32_f16_avx512;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d64_f16_avx512;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d128_f16_avx512;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d256_f16_avx512;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d16_bf16_avx512;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d32_bf16_avx512;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d64_bf16_avx512;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d128_bf16_avx512;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d256_bf16_avx512;
 }
 
 /* The static-size range kernels of SGD and row-wise Adagrad. */
@@ -653,6 +697,7 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     (void)flags;
     init_rows_sgd_rowwise(k);
     init_rows_adagrad_adam(k);
+    init_rows_ftrl(k);
     init_opt_row_f32(k);
     init_opt_row_f16(k);
     init_opt_row_bf16(k);
