@@ -227,7 +227,7 @@ typedef struct BenchRow {
     double median_s, p90_s, p99_s, max_s;
     double spread;     /* the median's 95% interval half-width / median (box-plot notch) */
     int n;             /* timed iterations */
-    double bd[BD_COUNT]; /* mean seconds per iteration of each phase */
+    double bd[BD_COUNT]; /* median seconds per iteration of each phase */
     double bytes;      /* table bytes moved per iteration */
     double roof_s;     /* the time the roof needs for the same bytes */
     double bytes_rd, bytes_up; /* of which forward rows read; update rows (+ state) moved */

@@ -45,7 +45,7 @@ static const char usage[] =
     "                    variant and phase run interleaved, round after round; 0: just\n"
     "                    --iters                                                 [0.2]\n"
     "  --breakdown       print the training step's phases: forward, record (backward),\n"
-    "                    serial, pullback, index, apply (mean ms per iteration)\n"
+    "                    serial, pullback, index, apply (median ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
     "  --roof-mib N      buffer of the roof measurement                          [512]\n"

@@ -132,7 +132,7 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
 {
     static const char *const names[BD_COUNT] = {"forward", "record", "serial", "pullback",
                                                 "index", "apply"};
-    fprintf(f, "\n# breakdown: mean ms per iteration; record = emb_maplookup_backward "
+    fprintf(f, "\n# breakdown: median ms per iteration (each phase its own median); record = emb_maplookup_backward "
                "(checks, on the caller), serial / pullback / index / apply = "
                "emb_update_many's phases\n%-14s %-13s %-16s %3s", "bags", "phase", "strategy",
             "thr");
