@@ -180,8 +180,10 @@ EMB_API void emb_saver_destroy(EmbSaver **s);
  * name unique to the call, synced and renamed into place; then the index is replaced
  * atomically the same way, and only then are checkpoints beyond max_to_keep deleted (a
  * crash at any point leaves an index whose every entry exists). Temporaries left by
- * crashed saves of this prefix are deleted first. Thread-safe for one saver or several.
- * The checkpoint's path goes to @p path (cap bytes; may be NULL).
+ * crashed saves of this prefix are deleted first. Thread-safe for one saver or several:
+ * the saves of every saver of the directory, in this process or another, take turns (an
+ * exclusive flock() of the directory) and each re-reads the index first, so savers of one
+ * directory and prefix keep one list and one max_to_keep. The checkpoint's path goes to @p path (cap bytes; may be NULL).
  * @return 0, EMB_ENULL, EMB_EIO, EMB_ENOMEM, EMB_EINVAL (global_step < 0, path does not
  *         fit in cap, two tensors of one name, an unnamed table); on failure the index is
  *         unchanged
