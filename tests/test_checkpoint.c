@@ -734,6 +734,31 @@ Test(saver, threads_saving_at_once)
     rmdir_all(dir);
 }
 
+/* Two savers of one directory and prefix, saving in turn, keep one list: the index names
+ * only files that exist, and max_to_keep holds for the directory (each saver re-reads the
+ * index under the directory's lock). */
+Test(saver, two_savers_of_one_directory_keep_one_list)
+{
+    char dir[64], latest[600];
+    tmpdir(dir);
+    EmbStore *s = const_store();
+    fill_store(s, 2.0f);
+    EmbSaver *a = saver(dir, "k", 3, NULL), *b = saver(dir, "k", 3, NULL);
+    cr_assert_eq(emb_saver_save(a, s, 100, NULL, 0), 0);
+    for (int64_t step = 100; step < 104; step++) /* b retires a's k-100 */
+        cr_assert_eq(emb_saver_save(b, s, step, NULL, 0), 0);
+    cr_assert_eq(emb_saver_save(a, s, 300, NULL, 0), 0);
+    index_entries_exist(dir);
+    cr_assert_eq(count_files(dir, ".safetensors"), 3);
+    cr_assert(!exists(dir, "k-101.safetensors"));
+    cr_assert_eq(emb_checkpoint_latest(dir, latest, sizeof latest), 0);
+    cr_assert(strstr(latest, "k-300.safetensors"), "%s", latest);
+    emb_saver_destroy(&a);
+    emb_saver_destroy(&b);
+    emb_store_destroy(&s);
+    rmdir_all(dir);
+}
+
 /* Audit defect 3: index entries are file names of the directory, nothing else. */
 Test(saver, crafted_index_entries_are_never_followed)
 {

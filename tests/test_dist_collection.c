@@ -4,7 +4,7 @@
  * run under mpirun: tests/run_mpi.sh) against a one-process EmbCollection running the
  * global batch: the forward's rows and every table after each Adagrad step, bit for bit,
  * with table-wise and row-wise tables; a checkpoint restored into a fresh sharded
- * collection trains on with the same bits; a bad id on one rank fails every rank. Exit 0
+ * collection of tiered parts (tiered.h, caches of 2 to 3 rows) trains on with the same bits; a bad id on one rank fails every rank. Exit 0
  * on success, 1 on a failure.
  */
 #include <stdio.h>
@@ -13,6 +13,7 @@
 
 #include <embtables/dist.h>
 #include <embtables/embtables.h>
+#include <embtables/tiered.h>
 
 #include "dist_check.h"
 
@@ -56,10 +57,21 @@ static void fill(EmbCollection *c, EmbDist *d)
     }
 }
 
-static EmbCollection *sharded(void)
+/* The sharded collection; with @tier_dir, every rank's parts are tiered tables in files
+   <tier_dir>/<name>.rank<R> with a cache of 2 to 3 records (state room from the
+   optimizer). */
+static EmbCollection *sharded(const char *tier_dir)
 {
     EmbCollectionTable ct[NT];
     specs(ct);
+    char paths[NT][128];
+    EmbTieredSpec ts[NT];
+    for (int t = 0; t < NT && tier_dir; t++) {
+        snprintf(paths[t], sizeof paths[t], "%s/%s", tier_dir, ct[t].name);
+        ts[t] = (EmbTieredSpec){paths[t], {.cache_bytes = 2 * 4 * 3 * dims[t],
+                                           .engine = EMB_TIER_ENGINE_PREAD}};
+        ct[t].spec.tiered = &ts[t];
+    }
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
     const EmbCollectionOptions o = {.optimizer = &oc, .prependrows = PRE};
     const EmbDistOptions dopts = {.place = {.plan = EMB_DIST_PLAN_AUTO,
@@ -146,7 +158,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    EmbCollection *sh = sharded(), *ref = reference();
+    EmbCollection *sh = sharded(NULL), *ref = reference();
     for (int s = 0; s < 3 && sh && ref; s++) {
         step(sh, ref, s, 0);
         compare(sh, ref, "train");
@@ -156,9 +168,13 @@ int main(int argc, char **argv)
         dir[0] = '\0';
     MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
     int64_t gstep = -1;
-    EmbCollection *back = sh ? sharded() : NULL;
+    EmbCollection *back = sh ? sharded(dir) : NULL; /* tiered parts, restored */
     CHECK(back && emb_collection_save(sh, dir, "ckpt", 3, 0, path, sizeof path) == 0, "save");
     CHECK(back && emb_collection_restore(back, path, &gstep) == 0 && gstep == 3, "restore");
+    for (int t = 0; t < NT && back; t++) {
+        const EmbTable *lt = emb_collection_table(back, t);
+        CHECK(!lt || emb_table_is_tiered(lt), "table %d is not tiered", t);
+    }
     if (back) {
         step(back, ref, 3, 0);
         compare(back, ref, "restored");

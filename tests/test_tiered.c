@@ -240,18 +240,10 @@ static void restore(Model *m, const char *path)
 
 /* Train 2 steps tiered, save; restore into memory and train on; save that and restore into
    fresh tiered tables, train on: every path gives the bits of training straight through. */
-/* STEPS steps of @m's tables as one collection (Adagrad), each step prefetching the next
-   step's batches through emb_collection_prefetch(); forward outputs into @fwd. */
-static void collection_steps(Model *m, float *fwd)
+/* STEPS steps of collection @c, each step prefetching the next step's batches through
+   emb_collection_prefetch(); forward outputs into @fwd. */
+static void run_collection(EmbCollection *c, float *fwd)
 {
-    EmbCollectionTable ct[NT];
-    for (int i = 0; i < NT; i++)
-        ct[i] = (EmbCollectionTable){.name = (const char *[]){"a", "b", "c", "d"}[i],
-                                     .table = m->t[i], .pooling = data[0].p[i]};
-    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.05f);
-    const EmbCollectionOptions o = {.optimizer = &cfg, .strategy_options = {.nthreads = 2}};
-    EmbCollection *c = NULL;
-    cr_assert_eq(emb_collection_create(&c, ct, NT, &o), 0, "%s", emb_last_error());
     cr_assert_eq(emb_collection_prefetch(c, data[0].b), 0);
     for (int step = 0; step < STEPS; step++) {
         cr_assert_eq(emb_collection_prefetch(c, data[step + 1].b), 0);
@@ -263,7 +255,54 @@ static void collection_steps(Model *m, float *fwd)
         cr_assert_eq(emb_collection_forward(c, data[step].b, &eo), 0, "%s", emb_last_error());
         cr_assert_eq(emb_collection_backward(c, &go), 0, "%s", emb_last_error());
     }
+}
+
+/* STEPS steps of @m's tables as one collection (Adagrad). */
+static void collection_steps(Model *m, float *fwd)
+{
+    EmbCollectionTable ct[NT];
+    for (int i = 0; i < NT; i++)
+        ct[i] = (EmbCollectionTable){.name = (const char *[]){"a", "b", "c", "d"}[i],
+                                     .table = m->t[i], .pooling = data[0].p[i]};
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.05f);
+    const EmbCollectionOptions o = {.optimizer = &cfg, .strategy_options = {.nthreads = 2}};
+    EmbCollection *c = NULL;
+    cr_assert_eq(emb_collection_create(&c, ct, NT, &o), 0, "%s", emb_last_error());
+    run_collection(c, fwd);
     emb_collection_destroy(&c);
+}
+
+/* A collection of the ensemble's tables created from specs (tiered ones in files of 3
+   records' cache, their state room left to the collection: 0), trained STEPS steps with
+   optimizer @kind; its forward outputs into @fwd, every table's rows returned. */
+static float *spec_collection(bool tiered_tables, EmbOptimizerKind kind, float *fwd)
+{
+    EmbCollectionTable ct[NT];
+    EmbTieredSpec ts[NT];
+    char paths[NT][128];
+    for (int i = 0; i < NT; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/spec%d", dir, i);
+        ts[i] = (EmbTieredSpec){paths[i], {.cache_bytes = 3 * record_bytes(i),
+                                           .engine = EMB_TIER_ENGINE_PREAD}};
+        ct[i] = (EmbCollectionTable){
+            .name = names[i], .pooling = data[0].p[i],
+            .spec = {.ncolumns = ncols[i], .featuresize = dims[i], .dtype = dtypes[i],
+                     .init = {EMB_INIT_UNIFORM, -1.0f, 1.0f, 100 + (uint64_t)i},
+                     .tiered = tiered_tables ? &ts[i] : NULL}};
+    }
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(kind, 0.05f);
+    const EmbCollectionOptions o = {.optimizer = &cfg};
+    EmbCollection *c = NULL;
+    cr_assert_eq(emb_collection_create(&c, ct, NT, &o), 0, "%s", emb_last_error());
+    for (int i = 0; i < NT; i++)
+        cr_assert_eq(emb_table_is_tiered(emb_collection_table(c, i)), tiered_tables);
+    run_collection(c, fwd);
+    Model m;
+    for (int i = 0; i < NT; i++)
+        m.t[i] = emb_collection_table(c, i);
+    float *rows = content(&m);
+    emb_collection_destroy(&c);
+    return rows;
 }
 
 Test(tiered, a_collection_prefetches_and_gives_the_bits_of_memory, .init = setup,
@@ -286,6 +325,55 @@ Test(tiered, a_collection_prefetches_and_gives_the_bits_of_memory, .init = setup
     cr_assert_gt(st.prefetched, 0, "the collection's prefetch reached no table");
     free(want), free(got);
     model_free(&a), model_free(&b);
+}
+
+/* A tiered spec (store.h's EmbVariableSpec::tiered) through the collection: its state room
+   comes from the collection's optimizer, and it trains to the bits of the in-memory spec. */
+Test(tiered, collection_specs_create_tiered_tables, .init = setup, .fini = teardown)
+{
+    static float want_fwd[STEPS * NT * NB * 64], fwd[STEPS * NT * NB * 64];
+    make_all();
+    const EmbOptimizerKind kinds[2] = {EMB_OPT_ADAGRAD, EMB_OPT_ADAM};
+    for (int k = 0; k < 2; k++) {
+        float *want = spec_collection(false, kinds[k], want_fwd);
+        float *got = spec_collection(true, kinds[k], fwd);
+        cr_assert_eq(memcmp(fwd, want_fwd, sizeof fwd), 0, "forward differs (%d)", k);
+        cr_assert_eq(memcmp(got, want, (size_t)total_rows() * sizeof(float)), 0,
+                     "rows differ (%d)", k);
+        free(want), free(got);
+    }
+}
+
+/* The store's checks of a tiered spec, and reuse by name. */
+Test(tiered, store_specs, .init = setup, .fini = teardown)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/store", dir);
+    const EmbDynamicOptions dyn = {.capacity = 8};
+    EmbTieredSpec ts = {path, {.cache_bytes = 1 << 16}};
+    EmbVariableSpec v = {.name = "t", .ncolumns = 10, .featuresize = 4, .dtype = EMB_F32,
+                         .tiered = &ts};
+    EmbStore *s = NULL;
+    EmbTable *t = NULL, *u = NULL;
+    cr_assert_eq(emb_store_create(&s), 0);
+    v.nshards = 2;
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &t), EMB_EINVAL);
+    cr_assert(strstr(emb_last_error(), "partitioned"), "%s", emb_last_error());
+    v.nshards = 0, v.ncolumns = 0, v.dynamic = &dyn;
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &t), EMB_EINVAL);
+    v.ncolumns = 10, v.dynamic = NULL, ts.path = NULL;
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &t), EMB_ENULL);
+    cr_assert(strstr(emb_last_error(), "path"), "%s", emb_last_error());
+    ts.path = path;
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_NO, &t), 0, "%s", emb_last_error());
+    cr_assert(emb_table_is_tiered(t));
+    cr_assert_eq(access(path, F_OK), 0, "no backing file");
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_AUTO, &u), 0);
+    cr_assert_eq(u, t);
+    v.tiered = NULL;
+    cr_assert_eq(emb_store_get(s, &v, EMB_REUSE_AUTO, &u), EMB_ESHAPE);
+    cr_assert(strstr(emb_last_error(), "tiered"), "%s", emb_last_error());
+    emb_store_destroy(&s);
 }
 
 Test(tiered, checkpoints_into_memory_and_back, .init = setup, .fini = teardown)

@@ -48,6 +48,8 @@
 #include "embtables/collection.h"
 #include "embtables/update.h"
 
+struct EmbTieredSpec; /* tiered.h */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -63,6 +65,10 @@ typedef struct EmbDistTableDesc {
     EmbDtype dtype;      /**< storage type */
     double lookups;      /**< expected ids per step over the global batch, for placement
                               (0: unknown, counted as 1) */
+    const struct EmbTieredSpec *tiered; /**< non-NULL: the rank's part (whole table or
+                              shard) is a tiered table (tiered.h) in the file
+                              `<tiered->path>.rank<R>` of that rank, with these cache
+                              options; NULL: in memory. Every rank passes the same choice */
 } EmbDistTableDesc;
 
 /** How one table is placed. */

@@ -58,6 +58,7 @@ typedef enum EmbReuse {
 } EmbReuse;
 
 struct EmbDynamicOptions; /* dynamic.h */
+struct EmbTieredSpec;     /* tiered.h */
 
 /** What a table in the store looks like. */
 typedef struct EmbVariableSpec {
@@ -81,6 +82,9 @@ typedef struct EmbVariableSpec {
                                   read); nshards > 1: a table partitioned (partition must be
                                   EMB_PARTITION_MOD) over dynamic shards "<name>/part_<i>",
                                   capacity and max_rows split evenly (rounded up) */
+    const struct EmbTieredSpec *tiered; /**< non-NULL: a tiered table (tiered.h) in the
+                                  file tiered->path, with its cache options; neither
+                                  dynamic nor partitioned (EMB_EINVAL) */
 } EmbVariableSpec;
 
 /**
@@ -89,8 +93,10 @@ typedef struct EmbVariableSpec {
  * @return 0, EMB_ENULL, EMB_EINVAL (empty or too long name; a dynamic spec with ncolumns
  *         other than 0), EMB_EEXIST, EMB_ENOTFOUND, EMB_ESHAPE (an existing table of another
  *         shape or dtype, or dynamic where the spec is not or back), EMB_EINVAL (a dynamic
- *         spec with nshards > 1 not EMB_PARTITION_MOD), and the codes of emb_table_create()
- *         or emb_table_dynamic_create()
+ *         spec with nshards > 1 not EMB_PARTITION_MOD; a tiered spec that is dynamic or
+ *         partitioned), EMB_ESHAPE (an existing table tiered where the spec is not or back),
+ *         and the codes of emb_table_create(), emb_table_dynamic_create() or
+ *         emb_table_tiered_create()
  */
 EMB_API int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse,
                           EmbTable **out);
@@ -180,8 +186,11 @@ EMB_API void emb_saver_destroy(EmbSaver **s);
  * name unique to the call, synced and renamed into place; then the index is replaced
  * atomically the same way, and only then are checkpoints beyond max_to_keep deleted (a
  * crash at any point leaves an index whose every entry exists). Temporaries left by
- * crashed saves of this prefix are deleted first. Thread-safe for one saver or several.
- * The checkpoint's path goes to @p path (cap bytes; may be NULL).
+ * crashed saves of this prefix are deleted first. Thread-safe for one saver or several:
+ * the saves of every saver of the directory, in this process or another, take turns (an
+ * exclusive flock() of the directory) and each re-reads the index first, so savers of one
+ * directory and prefix keep one list and one max_to_keep. The checkpoint's path goes to
+ * @p path (cap bytes; may be NULL).
  * @return 0, EMB_ENULL, EMB_EIO, EMB_ENOMEM, EMB_EINVAL (global_step < 0, path does not
  *         fit in cap, two tensors of one name, an unnamed table); on failure the index is
  *         unchanged

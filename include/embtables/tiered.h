@@ -74,6 +74,20 @@ typedef struct EmbTieredOptions {
 } EmbTieredOptions;
 
 /**
+ * A tiered table in a spec: EmbVariableSpec::tiered (store.h; so EmbCollection's specs
+ * too) and EmbDistTableDesc::tiered (dist.h). The spec's shape, dtype, initializer and
+ * table options are the table's; `options.table` is not read. A collection with an
+ * optimizer sets `options.state_width` to what its optimizer keeps when it is 0
+ * (emb_optimizer_state_width()).
+ */
+typedef struct EmbTieredSpec {
+    const char *path;          /**< the backing file (created, or truncated when it
+                                    exists); under MPI, each rank's part is the file
+                                    `<path>.rank<R>` */
+    EmbTieredOptions options;  /**< cache size, policy, engine, state room */
+} EmbTieredSpec;
+
+/**
  * Creates a tiered table of @p ncolumns rows of @p featuresize elements of @p dtype in the
  * file @p path (created, or truncated when it exists; rows start as zeros: see
  * emb_table_initialize()). The file is sized at once (sparse where the file system allows).

@@ -175,6 +175,14 @@ typedef struct EmbOptimizerConfig {
 EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr);
 
 /**
+ * The f32 elements of optimizer state @p kind keeps per row of @p featuresize elements
+ * (SGD 0, Adagrad D, row-wise Adagrad 1, FTRL and Adam 2 x D): what a tiered table's
+ * EmbTieredOptions::state_width needs.
+ * @return the width, or EMB_EINVAL (an unknown kind, featuresize < 1)
+ */
+EMB_API int32_t emb_optimizer_state_width(EmbOptimizerKind kind, int32_t featuresize);
+
+/**
  * Checks @p cfg as emb_optimizer_create() does (the GPU back end checks with it too).
  * @return 0, EMB_ENULL, EMB_EINVAL (naming the hyper-parameter out of range)
  */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "collection/collection_impl.h"
+#include "embtables/tiered.h"
 
 /* ---- creation ------------------------------------------------------------------------ */
 
@@ -72,8 +73,20 @@ static int alloc_arrays(EmbCollection *c, int64_t n)
     return 0;
 }
 
-/* Table i: borrowed, or created in the collection's store under its name. */
-static int table_of(EmbCollection *c, const EmbCollectionTable *d, int64_t i)
+/* The optimizer kind of @o's optimizer; -1: none. */
+static int optimizer_kind(const EmbCollectionOptions *o)
+{
+    EmbOptimizerConfig cfg;
+    if (o->optimizer)
+        return (int)o->optimizer->kind;
+    if (o->shared_optimizer && emb_optimizer_get_config(o->shared_optimizer, &cfg) == 0)
+        return (int)cfg.kind;
+    return -1;
+}
+
+/* Table i: borrowed, or created in the collection's store under its name (a tiered spec
+   with no state room gets what optimizer kind @kind keeps: tiered.h). */
+static int table_of(EmbCollection *c, const EmbCollectionTable *d, int64_t i, int kind)
 {
     c->vars[i] = (EmbCheckpointVar){c->names[i], NULL};
     if (d->table) {
@@ -85,6 +98,14 @@ static int table_of(EmbCollection *c, const EmbCollectionTable *d, int64_t i)
     spec.name = c->names[i];
     spec.trainable = 1;
     spec.options.name = NULL;
+    EmbTieredSpec tiered;
+    const int32_t w = spec.tiered && spec.tiered->options.state_width == 0 && kind >= 0
+                      ? emb_optimizer_state_width((EmbOptimizerKind)kind, spec.featuresize) : 0;
+    if (w > 0) {
+        tiered = *spec.tiered;
+        tiered.options.state_width = w;
+        spec.tiered = &tiered;
+    }
     if (!r)
         r = emb_store_get(c->store, &spec, EMB_REUSE_NO, &c->tables[i]);
     if (r)
@@ -140,7 +161,7 @@ static int fill(EmbCollection *c, const EmbCollectionTable *tables,
 {
     int r = 0;
     for (int64_t i = 0; i < c->n && !r; i++)
-        r = table_of(c, &tables[i], i);
+        r = table_of(c, &tables[i], i, optimizer_kind(o));
     for (int64_t i = 0; i < c->n && !r; i++)
         r = check_pooling(c, i);
     for (int64_t i = 0; i < c->n && !r; i++)

@@ -227,6 +227,10 @@ static int desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
     if (t->nrows > INT64_MAX / ((int64_t)es * t->featuresize))
         return dist_fail(EMB_EOVERFLOW, "tables[%lld]: %lld rows of %d elements overflow",
                          (long long)i, (long long)t->nrows, (int)t->featuresize);
+    if (t->tiered && (!t->tiered->path || strlen(t->tiered->path) > DIST_PATH_MAX))
+        return dist_fail(t->tiered->path ? EMB_EINVAL : EMB_ENULL, "tables[%lld]: "
+                         "tiered->path is %s", (long long)i,
+                         t->tiered->path ? "too long" : "NULL");
     *bytes = t->nrows * (int64_t)es * t->featuresize;
     return 0;
 }
@@ -322,6 +326,24 @@ void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank,
         snprintf(name, EMB_NAME_MAX + 1, "%lld:%.40s", (long long)i, n);
 }
 
+/* This rank's part of table @t: in memory, or tiered in `<path>.rank<R>`. */
+static int make_local(EmbDist *d, DistTable *t, int64_t rows, const char *name,
+                      const EmbDistOptions *o)
+{
+    EmbVariableSpec spec = {.name = name, .ncolumns = rows, .featuresize = t->desc.featuresize,
+                            .dtype = t->desc.dtype, .trainable = 1, .options = o->table};
+    char path[DIST_PATH_MAX + 32];
+    EmbTieredSpec ts;
+    if (t->desc.tiered) {
+        ts = *t->desc.tiered;
+        snprintf(path, sizeof path, "%s.rank%d", ts.path, (int)d->rank);
+        ts.path = path;
+        spec.tiered = &ts;
+    }
+    const int r = emb_store_get(d->store, &spec, EMB_REUSE_NO, &t->local);
+    return r ? dist_fail_core(r, "local table") : 0;
+}
+
 static int make_table(EmbDist *d, DistTable *t, int64_t i, const EmbDistOptions *o)
 {
     snprintf(t->name, sizeof t->name, "%s", t->desc.name ? t->desc.name : "");
@@ -347,12 +369,8 @@ static int make_table(EmbDist *d, DistTable *t, int64_t i, const EmbDistOptions 
     if (rows >= 0) {
         char name[EMB_NAME_MAX + 1];
         dist_part_name(d, i, p->kind, d->rank, name);
-        const EmbVariableSpec spec = {.name = name, .ncolumns = rows,
-                                      .featuresize = t->desc.featuresize,
-                                      .dtype = t->desc.dtype, .trainable = 1,
-                                      .options = o->table};
-        if ((r = emb_store_get(d->store, &spec, EMB_REUSE_NO, &t->local)))
-            return dist_fail_core(r, "local table");
+        if ((r = make_local(d, t, rows, name, o)))
+            return r;
         if ((r = emb_grad_create(&t->grad)) || (r = emb_indexer_create(&t->indexer)))
             return dist_fail_core(r, "gradient holder");
     }
@@ -454,9 +472,10 @@ static uint64_t ensemble_hash(const EmbDist *d)
         h = (h ^ (uint64_t)head[k]) * 0x100000001b3ull;
     for (int64_t i = 0; i < d->ntables; i++) {
         const DistTable *t = &d->t[i];
-        const int64_t v[6] = {t->desc.nrows, t->desc.featuresize, t->desc.dtype,
-                              t->place.kind, t->place.rank, t->place.partition};
-        for (int k = 0; k < 6; k++)
+        const int64_t v[7] = {t->desc.nrows, t->desc.featuresize, t->desc.dtype,
+                              t->place.kind, t->place.rank, t->place.partition,
+                              t->desc.tiered != NULL};
+        for (int k = 0; k < 7; k++)
             h = (h ^ (uint64_t)v[k]) * 0x100000001b3ull;
     }
     return h;

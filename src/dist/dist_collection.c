@@ -95,8 +95,8 @@ static int check_tables(const EmbCollectionTable *tables, int64_t n)
         const EmbInitKind k = t->spec.init.kind;
         if (t->table || t->spec.dynamic || t->spec.nshards > 1)
             return dist_fail(EMB_ENOTSUP, "emb_dist_collection_create: tables[%lld]: a "
-                             "sharded collection creates plain tables (no table, dynamic "
-                             "or partitioned spec)", (long long)i);
+                             "sharded collection creates plain or tiered tables (no table, "
+                             "dynamic or partitioned spec)", (long long)i);
         if (k != EMB_INIT_NONE && k != EMB_INIT_ZEROS && k != EMB_INIT_ONES &&
             k != EMB_INIT_CONSTANT)
             return dist_fail(EMB_ENOTSUP, "emb_dist_collection_create: tables[%lld]: "
@@ -106,20 +106,40 @@ static int check_tables(const EmbCollectionTable *tables, int64_t n)
     return 0;
 }
 
+/* @s's tiered spec, with the state room optimizer kind @kind keeps when it has none. */
+static const EmbTieredSpec *with_state(const EmbVariableSpec *s, int kind, EmbTieredSpec *out)
+{
+    *out = *s->tiered;
+    const int32_t w = kind >= 0 && out->options.state_width == 0
+                      ? emb_optimizer_state_width((EmbOptimizerKind)kind, s->featuresize) : 0;
+    if (w > 0)
+        out->options.state_width = w;
+    return out;
+}
+
 /* The ensemble and the optimizer of @x; every rank returns the same code. */
 static int make_dist(DistColl *x, MPI_Comm comm, const EmbCollectionTable *tables, int64_t n,
                      const EmbCollectionOptions *o, const EmbDistOptions *dopts)
 {
     EmbDistTableDesc *desc = calloc((size_t)n, sizeof *desc);
+    EmbTieredSpec *tiered = calloc((size_t)n, sizeof *tiered);
     x->poolings = calloc((size_t)n, sizeof *x->poolings);
-    if (!desc || !x->poolings) {
+    if (!desc || !tiered || !x->poolings) {
         free(desc);
+        free(tiered);
         return dist_fail(EMB_ENOMEM, "emb_dist_collection_create: out of memory");
     }
+    EmbOptimizerConfig shared;
+    const int kind = o->optimizer ? (int)o->optimizer->kind
+                     : o->shared_optimizer && !emb_optimizer_get_config(o->shared_optimizer,
+                                                                         &shared)
+                     ? (int)shared.kind : -1;
     for (int64_t i = 0; i < n; i++) {
         const EmbVariableSpec *s = &tables[i].spec;
         desc[i] = (EmbDistTableDesc){.name = tables[i].name, .nrows = s->ncolumns,
                                      .featuresize = s->featuresize, .dtype = s->dtype};
+        if (s->tiered) /* state room for the collection's optimizer, as emb_collection_create */
+            desc[i].tiered = with_state(s, kind, &tiered[i]);
         x->poolings[i] = tables[i].pooling;
     }
     EmbDistOptions dist = dopts ? *dopts : (EmbDistOptions){0};
@@ -127,6 +147,7 @@ static int make_dist(DistColl *x, MPI_Comm comm, const EmbCollectionTable *table
         dist.strategy = o->strategy;
     int r = emb_dist_create(&x->d, comm, desc, n, &dist);
     free(desc);
+    free(tiered);
     x->opt = o->shared_optimizer;
     x->flags = o->update_flags;
     if (!r && o->optimizer) {

@@ -33,8 +33,10 @@ float dist_get_f32(const uint32_t **p);
 int dist_grow(void **p, int64_t *cap, int64_t bytes);
 
 /* One table of the ensemble on this rank. */
+#define DIST_PATH_MAX 4000 /* bytes of a tiered part's path prefix (EmbTieredSpec::path) */
+
 typedef struct DistTable {
-    EmbDistTableDesc desc;
+    EmbDistTableDesc desc;  /* desc.tiered is the caller's: read while creating only */
     char name[EMB_NAME_MAX + 1];
     EmbDistPlacement place;
     EmbTable *proxy;   /* a custom table of the whole shape: validates ids, reads nothing */

@@ -8,7 +8,7 @@
  *   1. deletes the temporaries of crashed saves of this prefix (and of the index): a
  *      temporary is held under an exclusive flock() by the save writing it, so one whose
  *      lock can be taken has no writer left; and the checkpoints an index read at the
- *      saver's creation lists as pending but not kept (a save killed after its rename);
+ *      start of the save lists as pending but not kept (a save killed after its rename);
  *   2. writes the checkpoint under a temporary name unique to the call
  *      (`<name>.tmp-<pid>-<n>`) and syncs it;
  *   3. replaces the index (through a temporary, synced, renamed) by the old one plus
@@ -17,8 +17,11 @@
  *      checkpoints it retires as pending;
  *   5. only then deletes those.
  * A kill at any point leaves an index whose every entry exists, and the next saver of the
- * directory removes what the killed save left. One saver per directory and prefix at a
- * time (threads may share it: saves are serialised). Index entries are trusted
+ * directory removes what the killed save left. Saves are serialised: threads sharing a
+ * saver by its mutex, and every saver of the directory, in any process, by an exclusive
+ * flock() of the directory held for the whole save, under which the saver re-reads the
+ * index (another saver may have changed it), so savers of one directory and prefix keep
+ * one list; where the index was deleted, a saver keeps the list it remembers. Index entries are trusted
  * only as plain file names of this saver's prefix (`<prefix>-<step>.safetensors`, or .emb
  * of the older format): anything else in the index is ignored and never deleted.
  */
@@ -60,7 +63,7 @@ struct EmbSaver {
     double last_preserved;
     Kept *kept; /* oldest first */
     int64_t nkept, capkept;
-    Kept *pending; /* pending entries of the index read at creation */
+    Kept *pending; /* pending entries of the index last read */
     int64_t npending, cappending;
     const EmbCheckpointVar *vars;
     int64_t nvars;
@@ -218,14 +221,29 @@ static int index_line(char *line, const char *word, char **name, double *time)
     return errno == 0 && end != sp + 1 && *end == '\0' ? 2 : 0;
 }
 
-static int read_index(EmbSaver *s)
+/* The lists an index names: its `kept` and `pending` entries of this saver's prefix. */
+typedef struct Index {
+    Kept *kept, *pending;
+    int64_t nkept, capkept, npending, cappending;
+    bool found; /* the file exists */
+} Index;
+
+/* Reads the index into @ix (zeroed first; freed on failure). */
+static int read_index(const EmbSaver *s, Index *ix)
 {
     char path[PATH_CAP + 16], line[INDEX_LINE_MAX];
+    memset(ix, 0, sizeof *ix);
     snprintf(path, sizeof path, "%s/" INDEX_NAME, s->dir);
     FILE *f = fopen(path, "r");
     if (!f)
         return errno == ENOENT ? 0 : emb__fail(EMB_EIO, "cannot read %s: %s", path,
                                                strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return emb__fail(EMB_EIO, "checkpoint index %s is not a regular file", path);
+    }
+    ix->found = true;
     int r = 0;
     bool whole = true;
     while (!r && fgets(line, sizeof line, f)) {
@@ -233,14 +251,31 @@ static int read_index(EmbSaver *s)
         char *name;
         double t;
         if (whole && complete && index_line(line, "kept", &name, &t) == 2 && own_name(s, name))
-            r = kept_push(&s->kept, &s->nkept, &s->capkept, name, t);
+            r = kept_push(&ix->kept, &ix->nkept, &ix->capkept, name, t);
         else if (whole && complete && index_line(line, "pending", &name, &t) == 1 &&
                  own_name(s, name))
-            r = kept_push(&s->pending, &s->npending, &s->cappending, name, 0.0);
+            r = kept_push(&ix->pending, &ix->npending, &ix->cappending, name, 0.0);
         whole = complete; /* the rest of an over-long line is no line */
     }
     fclose(f);
+    if (r) {
+        free(ix->kept);
+        free(ix->pending);
+    }
     return r;
+}
+
+/* Makes the lists of @ix the saver's (frees its old ones). */
+static void adopt_index(EmbSaver *s, const Index *ix)
+{
+    free(s->kept);
+    free(s->pending);
+    s->kept = ix->kept;
+    s->nkept = ix->nkept;
+    s->capkept = ix->capkept;
+    s->pending = ix->pending;
+    s->npending = ix->npending;
+    s->cappending = ix->cappending;
 }
 
 /* The index text of @kept and `pending` lines for the @npend names of @pend (malloc'ed;
@@ -324,15 +359,15 @@ int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
     s->nvars = opts ? opts->nvars : 0;
     s->opt = opts ? opts->optimizer : NULL;
     s->last_preserved = (double)time(NULL);
+    Index ix;
     r = pthread_mutex_init(&s->lock, NULL) ? emb__fail(EMB_ENOMEM, "cannot make a mutex") : 0;
-    if (!r && (r = read_index(s)) != 0)
+    if (!r && (r = read_index(s, &ix)) != 0)
         pthread_mutex_destroy(&s->lock);
     if (r) {
-        free(s->kept);
-        free(s->pending);
         free(s);
         return r;
     }
+    adopt_index(s, &ix);
     *out = s;
     return 0;
 }
@@ -508,6 +543,31 @@ static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *p
     return 0;
 }
 
+/* Serialises the saves of every saver of the directory, in any process (an exclusive
+ * flock() of the directory itself, released when @*dfd is closed), and re-reads the index
+ * they share: it may have changed since this saver last saw it. */
+static int lock_directory(EmbSaver *s, int *dfd)
+{
+    *dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int e = *dfd < 0 ? errno : 0;
+    while (!e && flock(*dfd, LOCK_EX) != 0)
+        e = errno == EINTR ? 0 : errno;
+    if (e) {
+        if (*dfd >= 0)
+            close(*dfd);
+        return emb__fail(EMB_EIO, "cannot lock checkpoint directory %s: %s", s->dir,
+                         strerror(e));
+    }
+    Index ix;
+    const int r = read_index(s, &ix);
+    if (r)
+        close(*dfd);
+    else if (ix.found)
+        adopt_index(s, &ix);
+    /* no index (deleted by hand): the saver goes on with the list it remembers */
+    return r;
+}
+
 int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_step, char *path,
                    size_t cap)
 {
@@ -515,7 +575,12 @@ int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_step, char
     if (global_step < 0) /* a restore refuses it (EMB_ECORRUPT) */
         return emb__fail(EMB_EINVAL, "global_step %lld is negative", (long long)global_step);
     pthread_mutex_lock(&s->lock);
-    const int r = save_locked(s, store, global_step, path, cap);
+    int dfd;
+    int r = lock_directory(s, &dfd);
+    if (!r) {
+        r = save_locked(s, store, global_step, path, cap);
+        close(dfd);
+    }
     pthread_mutex_unlock(&s->lock);
     return r;
 }

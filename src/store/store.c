@@ -10,6 +10,7 @@
 
 #include "embtables/dynamic.h"
 #include "embtables/partition.h"
+#include "embtables/tiered.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
 
@@ -50,6 +51,10 @@ static int check_existing(const EmbStoreEntry *e, const EmbVariableSpec *spec)
     if (dyn != (spec->dynamic != NULL))
         return emb__fail(EMB_ESHAPE, "table \"%s\" exists as a %s table, asked for a %s one",
                          spec->name, dyn ? "dynamic" : "fixed", dyn ? "fixed" : "dynamic");
+    if (emb_table_is_tiered(t) != (spec->tiered != NULL))
+        return emb__fail(EMB_ESHAPE, "table \"%s\" exists %s, asked for one %s", spec->name,
+                         spec->tiered ? "in memory" : "tiered",
+                         spec->tiered ? "tiered" : "in memory");
     if ((!dyn && t->ncolumns != spec->ncolumns) || t->featuresize != spec->featuresize ||
         t->dtype != spec->dtype)
         return emb__fail(EMB_ESHAPE,
@@ -87,6 +92,14 @@ static int create_dynamic_part(EmbTable **out, const EmbVariableSpec *spec, EmbD
     return r;
 }
 
+static int create_tiered(EmbTable **out, const EmbVariableSpec *spec, EmbTableOptions o)
+{
+    EmbTieredOptions to = spec->tiered->options;
+    to.table = o;
+    return emb_table_tiered_create(out, spec->tiered->path, spec->ncolumns, spec->featuresize,
+                                   spec->dtype, &to);
+}
+
 static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out)
 {
     int r = emb__grow(&s->entries, s->n, &s->cap, sizeof *s->entries, "the store's index");
@@ -102,6 +115,8 @@ static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out
         r = create_dynamic_part(&t, spec, dyn);
     else if (spec->dynamic)
         r = emb_table_dynamic_create(&t, spec->featuresize, spec->dtype, &dyn);
+    else if (spec->tiered)
+        r = create_tiered(&t, spec, o);
     else if (spec->nshards > 1)
         r = emb_table_partitioned_create(&t, spec->ncolumns, spec->featuresize, spec->dtype,
                                          spec->nshards, spec->partition, &o);
@@ -139,6 +154,11 @@ int emb_store_get(EmbStore *s, const EmbVariableSpec *spec, EmbReuse reuse, EmbT
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\" has no row count: ncolumns %lld "
                          "must be 0 (EmbDynamicOptions.capacity sizes it)", spec->name,
                          (long long)spec->ncolumns);
+    if (spec->tiered && (spec->dynamic || spec->nshards > 1))
+        return emb__fail(EMB_EINVAL, "tiered table \"%s\" cannot be %s", spec->name,
+                         spec->dynamic ? "dynamic" : "partitioned (nshards > 1)");
+    if (spec->tiered && !spec->tiered->path)
+        return emb__fail(EMB_ENULL, "tiered table \"%s\": tiered->path is NULL", spec->name);
     if (spec->dynamic && spec->nshards > 1 && spec->partition != EMB_PARTITION_MOD)
         return emb__fail(EMB_EINVAL, "dynamic table \"%s\": %d shards need EMB_PARTITION_MOD",
                          spec->name, (int)spec->nshards);

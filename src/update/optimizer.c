@@ -139,6 +139,14 @@ static int32_t state_width(EmbOptimizerKind kind, int32_t D)
     }
 }
 
+int32_t emb_optimizer_state_width(EmbOptimizerKind kind, int32_t featuresize)
+{
+    if (kind < EMB_OPT_SGD || kind > EMB_OPT_ADAM || featuresize < 1)
+        return emb__fail(EMB_EINVAL, "emb_optimizer_state_width: optimizer kind %d, "
+                         "featuresize %d", (int)kind, (int)featuresize);
+    return state_width(kind, featuresize);
+}
+
 /* Creates the shadow table of @t and writes the initial state. */
 static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, EmbTable **out)
 {
