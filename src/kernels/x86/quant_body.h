@@ -114,6 +114,13 @@ EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols
         vec s, b;
         qparams(dt, p, D, 1.0f, &s, &b);
         int32_t i = 0;
+        if (dt == EMB_INT4)
+            for (; i + 2 * VL <= D; i += 2 * VL) {
+                vec x0, x1;
+                ld_q4x2((const uint8_t *)p + i / 2, &x0, &x1);
+                st_f32(o + i, qval(x0, s, b));
+                st_f32(o + i + VL, qval(x1, s, b));
+            }
         for (; i + VL <= D; i += VL)
             st_f32(o + i, qval(qld(dt, p, i), s, b));
         if (i < D)
