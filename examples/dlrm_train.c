@@ -148,6 +148,20 @@ static int64_t parse_i64(const char *s, int64_t lo, int64_t hi, const char *what
     return v;
 }
 
+/* --table-sizes: 26 positive numbers, comma-separated. */
+static void parse_sizes(const char *arg, int64_t sizes[NT])
+{
+    const char *s = arg;
+    for (int t = 0; t < NT; t++) {
+        char *end;
+        const long long v = strtoll(s, &end, 10);
+        if (end == s || v <= 0 || (t < NT - 1 && *end != ','))
+            die("--table-sizes wants 26 positive numbers, comma-separated: ", arg);
+        sizes[t] = v;
+        s = end + (t < NT - 1);
+    }
+}
+
 static void parse_args(int argc, char **argv, Args *a)
 {
     static const struct option opts[] = {
@@ -170,18 +184,7 @@ static void parse_args(int argc, char **argv, Args *a)
         case 'B': a->batch = parse_i64(optarg, 1, 1 << 20, "bad --batch: "); break;
         case 'd': a->dim = (int)parse_i64(optarg, 1, 4096, "bad --dim: "); break;
         case 'm': a->max_ind_range = parse_i64(optarg, 1, INT64_C(1) << 40, "bad --max-ind-range: "); break;
-        case 'S': {
-            const char *s = optarg;
-            for (int t = 0; t < NT; t++) {
-                char *end;
-                const long long v = strtoll(s, &end, 10);
-                if (end == s || v <= 0 || (t < NT - 1 && *end != ','))
-                    die("--table-sizes wants 26 positive numbers, comma-separated: ", optarg);
-                table_sizes[t] = v;
-                s = end + (t < NT - 1);
-            }
-            break;
-        }
+        case 'S': parse_sizes(optarg, table_sizes); break;
         case 'H': a->hash = 1; break;
         case 'o':
             if (strcmp(optarg, "sgd") && strcmp(optarg, "adagrad"))
