@@ -165,3 +165,26 @@ def test_plain_mode_mixed_tables():
     assert q.weights[0].shape == (30, 8) and q.weights[0].dtype == torch.uint8
     with pytest.raises(et.InvalidError, match="even"):
         EmbeddingBagCollection([(10, 7)], dtype="int4")
+
+
+def test_saver_round_trip(tmp_path):
+    """A trained int4 config table and its Adagrad state through saver() / restore(): the
+    same rows and state; read_checkpoint dequantizes them as the table does."""
+    from embtables.torch import KeyedJaggedTensor
+
+    def make(seed):
+        torch.manual_seed(seed)
+        return EmbeddingBagCollection([EmbeddingBagConfig(
+            name="a", embedding_dim=8, num_embeddings=10, feature_names=["a"], dtype="int4")],
+            optimizer="adagrad", lr=0.1)
+    e = make(0)
+    e(KeyedJaggedTensor(["a"], torch.tensor([1, 2, 3]), lengths=torch.tensor([2, 1]))) \
+        .values().sum().backward()
+    e.saver(tmp_path).save(1)
+    f = make(5)
+    assert not torch.equal(f.weights[0], e.weights[0])
+    path = et.latest_checkpoint(tmp_path)
+    assert f.restore(path) == 1
+    assert torch.equal(f.weights[0], e.weights[0])
+    assert torch.equal(f.optimizer_state(0)[0], e.optimizer_state(0)[0])
+    np.testing.assert_array_equal(et.read_checkpoint(path).tensors["a"], e.tables[0].to_float())
