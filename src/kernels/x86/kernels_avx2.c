@@ -192,6 +192,23 @@ static inline vec ldn_q4(const uint8_t *p, int r)
     memcpy(t, p, (size_t)r / 2);
     return ld_q4(t);
 }
+/* The 8 bytes at @p widened: their low nibbles (elements 0, 2, .. 14) and high ones. */
+static inline void ld_q4_pairs(const uint8_t *p, vec *even, vec *odd)
+{
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    *even = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(15)));
+    *odd = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+}
+/* 16 nibbles of the 8 bytes at @p: low and high nibbles split, interleaved back into 16
+ * bytes (element order), widened to 8 + 8 f32. */
+static inline void ld_q4x2(const uint8_t *p, vec *x0, vec *x1)
+{
+    const __m128i x = _mm_loadl_epi64((const __m128i *)p), m = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(x, m), hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+    const __m128i e = _mm_unpacklo_epi8(lo, hi);
+    *x0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(e));
+    *x1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(e, e)));
+}
 
 #include "kernels/x86/simd_body.h"
 

@@ -175,6 +175,22 @@ static inline vec ld_q4(const uint8_t *p)
 {
     return q4_expand(_mm_loadl_epi64((const __m128i *)p));
 }
+/* The 16 bytes at @p widened: their low nibbles (elements 0, 2, .. 30) and high ones. */
+static inline void ld_q4_pairs(const uint8_t *p, vec *even, vec *odd)
+{
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+    *even = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)));
+    *odd = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+}
+/* 32 nibbles of the 16 bytes at @p: low and high nibbles split, interleaved back into
+ * bytes 0 .. 15 (elements 0 .. 15) and 16 .. 31, each widened to 16 f32. */
+static inline void ld_q4x2(const uint8_t *p, vec *x0, vec *x1)
+{
+    const __m128i x = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(x, m), hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+    *x0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)));
+    *x1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)));
+}
 static inline vec ldn_q4(const uint8_t *p, int r)
 {
     return q4_expand(_mm_maskz_loadu_epi8(tail_mask(r / 2), p));

@@ -248,7 +248,8 @@ EMB_INLINE int64_t bag_id(const void *ids, int64_t k, const int id32)
 
 /*
  * Adds the row at @row from element @off (times @w when weighted; a quantized row of N
- * elements: qadd_vecs, weight 1 when not) to the bag's nv accumulators. Paired (bf16 with
+ * elements: qadd_vecs, weight 1 when not) to the bag's nv accumulators (int4 paired:
+ * qadd_pairs, even and odd nibbles). Paired (bf16 with
  * an even nv): each full vector of 2 VL bf16 is read once as VL 32-bit lanes, lane l
  * holding elements 2l (low half) and 2l + 1 (high half): a shift gives the even elements'
  * f32 values, a mask the odd ones' (2 integer ops per 2 VL elements instead of 2 widening
@@ -260,7 +261,10 @@ EMB_INLINE void bag_add(vec *acc, const void *row, int32_t off, const int nv,
                         const EmbDtype dt)
 {
     if (emb__dtype_quantized(dt)) {
-        qadd_vecs(acc, row, off, nv, 0, VL, weighted ? wk : 1.0f, N, dt);
+        if (paired) /* int4 */
+            qadd_pairs(acc, row, off, nv, weighted ? wk : 1.0f, N);
+        else
+            qadd_vecs(acc, row, off, nv, 0, VL, weighted ? wk : 1.0f, N, dt);
         return;
     }
     const void *p = at(dt, row, off);
@@ -310,7 +314,7 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
                          const int id32, const int weighted)
 {
     const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
-    const bool paired = dt == EMB_BF16 && nv % 2 == 0;
+    const bool paired = (dt == EMB_BF16 || dt == EMB_INT4) && nv % 2 == 0;
     const void *ids = a->ids;
     const char *data = a->data;
     const int64_t cs = a->col_stride, pf = a->pf_dist;
