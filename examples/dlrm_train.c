@@ -93,6 +93,7 @@ typedef struct Args {
     const char *train, *test, *ckpt_dir;
     int epochs, dim, threads, reader_threads, resume, hash, adagrad;
     int64_t batch, max_ind_range, sizes[NT];
+    EmbDtype emb_dtype; /* the tables' element type (--emb-dtype) */
     float lr;
     uint64_t seed;
     int bot[MAXL], nbot, top[MAXL], ntop; /* hidden sizes (bottom ends with D, top with 1) */
@@ -103,13 +104,25 @@ static const char usage[] =
     "         [--dim D (16)] [--max-ind-range N (100000)] [--table-sizes N,N,..(26)]\n"
     "         [--hash] [--optimizer sgd|adagrad (adagrad)] [--lr X (0.2)] [--threads T (0: cores)]\n"
     "         [--reader-threads T (2)] [--bot 512-256-64] [--top 512-256] [--seed S (1)]\n"
-    "         [--checkpoint-dir DIR] [--resume]\n"
+    "         [--emb-dtype f32|f16|bf16|int8|int4 (f32)] [--checkpoint-dir DIR] [--resume]\n"
     "The defaults train a real model in one pass: Adagrad on the tables (SGD on the\n"
     "MLPs), lr 0.2. On scripts/criteo_gen.py's 200k / 40k rows they beat a hashed\n"
     "logistic regression (scripts/criteo_linear.py); SGD at DLRM's lr 0.1 needs 2 epochs\n"
     "or more for that. Criteo Kaggle: --train on train.txt's first 6/7 of lines, --test on\n"
     "the rest (test.txt has no labels); Terabyte: day_0 .. day_22 (concatenated) as --train,\n"
-    "day_23 as --test, --max-ind-range 10000000 (DLRM's); the README has the details.\n";
+    "day_23 as --test, --max-ind-range 10000000 (DLRM's); the README has the details.\n"
+    "--emb-dtype int8 / int4: row-wise quantized tables (the initial rows quantized to\n"
+    "nearest; each update in f32, stored again with stochastic rounding).\n";
+
+static EmbDtype parse_dtype(const char *s)
+{
+    static const EmbDtype all[] = {EMB_F32, EMB_F16, EMB_BF16, EMB_INT8, EMB_INT4};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(s, emb_dtype_name(all[i])))
+            return all[i];
+    die("--emb-dtype is f32, f16, bf16, int8 or int4, not ", s);
+    return EMB_F32;
+}
 
 static int parse_list(const char *s, int *out, int cap)
 {
@@ -135,6 +148,20 @@ static int64_t parse_i64(const char *s, int64_t lo, int64_t hi, const char *what
     return v;
 }
 
+/* --table-sizes: 26 positive numbers, comma-separated. */
+static void parse_sizes(const char *arg, int64_t sizes[NT])
+{
+    const char *s = arg;
+    for (int t = 0; t < NT; t++) {
+        char *end;
+        const long long v = strtoll(s, &end, 10);
+        if (end == s || v <= 0 || (t < NT - 1 && *end != ','))
+            die("--table-sizes wants 26 positive numbers, comma-separated: ", arg);
+        sizes[t] = v;
+        s = end + (t < NT - 1);
+    }
+}
+
 static void parse_args(int argc, char **argv, Args *a)
 {
     static const struct option opts[] = {
@@ -143,7 +170,7 @@ static void parse_args(int argc, char **argv, Args *a)
         {"hash", 0, 0, 'H'}, {"optimizer", 1, 0, 'o'}, {"lr", 1, 0, 'l'}, {"threads", 1, 0, 't'},
         {"reader-threads", 1, 0, 'r'}, {"bot", 1, 0, 'x'}, {"top", 1, 0, 'y'},
         {"seed", 1, 0, 's'}, {"checkpoint-dir", 1, 0, 'c'}, {"resume", 0, 0, 'R'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"emb-dtype", 1, 0, 'T'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .adagrad = 1,
                 .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
                 .top = {512, 256}, .ntop = 2};
@@ -157,18 +184,7 @@ static void parse_args(int argc, char **argv, Args *a)
         case 'B': a->batch = parse_i64(optarg, 1, 1 << 20, "bad --batch: "); break;
         case 'd': a->dim = (int)parse_i64(optarg, 1, 4096, "bad --dim: "); break;
         case 'm': a->max_ind_range = parse_i64(optarg, 1, INT64_C(1) << 40, "bad --max-ind-range: "); break;
-        case 'S': {
-            const char *s = optarg;
-            for (int t = 0; t < NT; t++) {
-                char *end;
-                const long long v = strtoll(s, &end, 10);
-                if (end == s || v <= 0 || (t < NT - 1 && *end != ','))
-                    die("--table-sizes wants 26 positive numbers, comma-separated: ", optarg);
-                table_sizes[t] = v;
-                s = end + (t < NT - 1);
-            }
-            break;
-        }
+        case 'S': parse_sizes(optarg, table_sizes); break;
         case 'H': a->hash = 1; break;
         case 'o':
             if (strcmp(optarg, "sgd") && strcmp(optarg, "adagrad"))
@@ -189,6 +205,7 @@ static void parse_args(int argc, char **argv, Args *a)
         case 's': a->seed = (uint64_t)parse_i64(optarg, 0, INT64_MAX, "bad --seed: "); break;
         case 'c': a->ckpt_dir = optarg; break;
         case 'R': a->resume = 1; break;
+        case 'T': a->emb_dtype = parse_dtype(optarg); break;
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); exit(2);
         }
@@ -476,7 +493,7 @@ static void model_init(Model *m, const Args *a)
         snprintf(name, sizeof name, "C%d", t + 1);
         const float bound = (float)sqrt(1.0 / (double)a->sizes[t]);
         const EmbVariableSpec v = {.name = name, .ncolumns = a->sizes[t], .featuresize = a->dim,
-                                   .dtype = EMB_F32, .trainable = 1,
+                                   .dtype = a->emb_dtype, .trainable = 1,
                                    .init = {EMB_INIT_UNIFORM, -bound, bound, a->seed + (uint64_t)t}};
         tables[t] = (EmbCollectionTable){.pooling = EMB_POOLING_SUM};
         CHECK(emb_store_get(m->store, &v, EMB_REUSE_NO, &tables[t].table));
@@ -726,9 +743,10 @@ static void print_header(const Args *a)
 {
     char blas[256];
     dlrm_blas_init(blas, sizeof blas);
-    printf("dlrm_train: D %d, batch %lld, %d epoch%s, %s lr %g, %d threads; BLAS: %s\n",
-           a->dim, (long long)a->batch, a->epochs, a->epochs == 1 ? "" : "s",
-           a->adagrad ? "adagrad" : "sgd", (double)a->lr, nthreads, blas);
+    printf("dlrm_train: D %d %s tables, batch %lld, %d epoch%s, %s lr %g, %d threads; "
+           "BLAS: %s\n", a->dim, emb_dtype_name(a->emb_dtype), (long long)a->batch, a->epochs,
+           a->epochs == 1 ? "" : "s", a->adagrad ? "adagrad" : "sgd", (double)a->lr, nthreads,
+           blas);
     fflush(stdout);
 }
 

@@ -4,6 +4,7 @@
 # 1 and 2 threads must give the same bits, and a run resumed from its epoch-1 checkpoint must end with the very same test AUC and
 # log loss as an uninterrupted run, with SGD and with Adagrad (checkpoints hold every
 # parameter and the tables' Adagrad accumulators).
+# int8 tables (--emb-dtype int8) likewise.
 # Usage: test_dlrm_train.sh DLRM_TRAIN CRITEO_GEN_PY [PYTHON]
 set -eu
 train_bin=$1 gen=$2 py=${3:-python3}
@@ -53,3 +54,25 @@ for optimizer in sgd adagrad; do
     [ "$full" = "$resumed" ] || { echo "FAIL: $optimizer: uninterrupted '$full', resumed '$resumed'"; exit 1; }
     echo "ok: $optimizer: $full (uninterrupted and resumed)"
 done
+
+# int8 tables (--emb-dtype): learns, the same bits on 1 and 2 threads (stochastic rounding
+# keyed by table, row and step), and resumes from its checkpoint (U8 rows) to the same end
+q="--emb-dtype int8 --optimizer adagrad"
+# shellcheck disable=SC2086
+q1=$("$train_bin" $opts $q --epochs 2 --threads 1 | tail -n 1 | sed 's/ samples_per_s=.*//')
+# shellcheck disable=SC2086
+q2=$("$train_bin" $opts $q --epochs 2 --threads 2 | tail -n 1 | sed 's/ samples_per_s=.*//')
+[ -n "$q1" ] && [ "$q1" = "$q2" ] || { echo "FAIL: int8: 1 thread '$q1', 2 threads '$q2'"; exit 1; }
+auc=$(echo "$q2" | metric auc)
+awk -v a="$auc" 'BEGIN { exit !(a >= 0.6) }' || { echo "FAIL: int8: test AUC $auc < 0.6"; exit 1; }
+rm -rf "$tmp/ck"
+# shellcheck disable=SC2086
+"$train_bin" $opts $q --epochs 1 --checkpoint-dir "$tmp/ck" >/dev/null
+# shellcheck disable=SC2086
+qr=$("$train_bin" $opts $q --epochs 2 --checkpoint-dir "$tmp/ck" --resume | tail -n 1 |
+    sed 's/ samples_per_s=.*//')
+[ "$q2" = "$qr" ] || { echo "FAIL: int8: uninterrupted '$q2', resumed '$qr'"; exit 1; }
+echo "ok: int8 tables: $q2 (1 and 2 threads, resumed)"
+if "$train_bin" $opts --emb-dtype int3 >/dev/null 2>&1; then
+    echo "FAIL: --emb-dtype int3 accepted"; exit 1
+fi

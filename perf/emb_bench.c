@@ -84,13 +84,12 @@ static void measure_workload_roofs(Plan *p, const BenchConfig *c)
     bench_progress_end();
 }
 
-/* One row being timed: its runner, its samples and its phase sums. */
+/* One row being timed: its runner, its samples and its phases' (BD_COUNT per sample). */
 typedef struct Timed {
     BenchRunner *r;
     BenchRow row;
-    double *t;
-    int n, it;
-    double bd[BD_COUNT];
+    double *t, *bd; /* bd: BD_COUNT per sample, then cap of scratch */
+    int n, it, cap;
 } Timed;
 
 #define SPREAD_TARGET 0.02 /* stop when every row's median is known within 2% (95%) */
@@ -114,8 +113,13 @@ static void row_stats(Timed *x)
     const double iqr = quantile(x->t, n, 0.75) - quantile(x->t, n, 0.25);
     row->spread = 1.57 * iqr / sqrt((double)n) / row->median_s;
     row->n = n;
-    for (int k = 0; k < BD_COUNT; k++)
-        row->bd[k] = x->bd[k] / n;
+    double *tmp = x->bd + (size_t)x->cap * BD_COUNT; /* the samples' scratch */
+    for (int k = 0; k < BD_COUNT; k++) { /* each phase's median */
+        for (int i = 0; i < n; i++)
+            tmp[i] = x->bd[(size_t)i * BD_COUNT + k];
+        qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+        row->bd[k] = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+    }
 }
 
 /* The largest notch of the rows (their samples left unsorted). */
@@ -136,9 +140,11 @@ static double worst_spread(Timed *rows, int nrows, double *tmp)
 static int iterate(const Plan *p, Timed *x, int timed)
 {
     const BenchPhaseSpec *ph = &p->cfg->phases[x->row.phase];
+    double *bd = timed ? x->bd + (size_t)x->n * BD_COUNT : NULL;
+    for (int k = 0; bd && k < BD_COUNT; k++)
+        bd[k] = 0;
     const double t0 = bench_now();
-    if (bench_runner_iter(x->r, ph, x->row.variant, x->it++ % BENCH_NSETS,
-                          timed ? x->bd : NULL) != 0) {
+    if (bench_runner_iter(x->r, ph, x->row.variant, x->it++ % BENCH_NSETS, bd) != 0) {
         fprintf(stderr, "emb-bench: %s failed: %s\n", ph->name, emb_last_error());
         return -1;
     }
@@ -172,9 +178,13 @@ static int time_rows(const Plan *p, Timed *rows, int nrows)
     const BenchConfig *c = p->cfg;
     const int cap = c->min_time > 0 ? 1000 * c->iters : c->iters;
     double *tmp = malloc((size_t)cap * sizeof *tmp);
-    for (int i = 0; i < nrows && tmp; i++)
-        if (!(rows[i].t = malloc((size_t)cap * sizeof *rows[i].t)))
+    for (int i = 0; i < nrows && tmp; i++) {
+        rows[i].t = malloc((size_t)cap * sizeof *rows[i].t);
+        rows[i].bd = malloc((size_t)cap * (BD_COUNT + 1) * sizeof *rows[i].bd);
+        rows[i].cap = cap;
+        if (!rows[i].t || !rows[i].bd)
             tmp = (free(tmp), NULL);
+    }
     if (!tmp)
         return fprintf(stderr, "emb-bench: out of memory\n"), -1;
     int rc = 0;
@@ -257,6 +267,7 @@ static int run_group(Plan *p, BenchResults *res, int v, int ph)
         }
         bench_runner_destroy(&rows[i].r);
         free(rows[i].t);
+        free(rows[i].bd);
     }
     return rc;
 }

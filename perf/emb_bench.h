@@ -60,12 +60,21 @@ typedef enum BenchPhaseKind {
     PHASE_TRAIN = 2,   /* forward + backward + update: one training step */
 } BenchPhaseKind;
 
-typedef enum BenchOpt { OPT_NONE = 0, OPT_SGD = 1, OPT_ADAGRAD = 2 } BenchOpt;
+/* The optimizers of update:OPT / train:OPT: every EmbOptimizerKind (bench_opt_kind). */
+typedef enum BenchOpt {
+    OPT_NONE = 0,
+    OPT_SGD = 1,
+    OPT_ADAGRAD = 2,
+    OPT_ROWWISE_ADAGRAD = 3,
+    OPT_FTRL = 4,
+    OPT_ADAM = 5,
+    OPT_COUNT = 6
+} BenchOpt;
 
 typedef struct BenchPhaseSpec {
     BenchPhaseKind kind;
     BenchOpt opt;
-    char name[24]; /* "forward", "update:sgd", "train:adagrad" */
+    char name[32]; /* "forward", "update:sgd", "train:rowwise_adagrad" */
 } BenchPhaseSpec;
 
 typedef struct BenchConfig {
@@ -106,6 +115,8 @@ typedef struct BenchConfig {
 void bench_config_default(BenchConfig *c);
 /* Parses argv (flags and --config FILE) over @c. 0, 1 (help printed, exit 0) or -1. */
 int bench_config_parse(BenchConfig *c, int argc, char **argv);
+/* The library's optimizer of @o (OPT_SGD ... OPT_ADAM; not OPT_NONE). */
+EmbOptimizerKind bench_opt_kind(BenchOpt o);
 /* Prints the configuration in one or two lines (to @f). */
 void bench_config_print(const BenchConfig *c, FILE *f);
 const char *bench_strategy_name(int s);
@@ -141,7 +152,7 @@ typedef struct BenchWorkload {
     int64_t prepend;
     float *out;           /* batch x concat_width */
     float *grad;          /* batch x concat_width: the output gradient of training phases */
-    EmbOptimizer *opt[3]; /* per BenchOpt, shared by every runner (created on first use) */
+    EmbOptimizer *opt[OPT_COUNT]; /* per BenchOpt, shared by every runner (on first use) */
     BenchIdSet sets[BENCH_MAX_VARIANTS][BENCH_NSETS];
     int ntiered;          /* tiered tables (tier:) among the tables */
     char **tier_paths;    /* ntables: tiered table t's file (else NULL), removed at destroy */
@@ -164,8 +175,9 @@ int32_t bench_roof_dim(const BenchConfig *c);
 /* Table bytes one iteration of the variant reads (forward) and updates (read + write). */
 double bench_bytes_read(const BenchWorkload *w, const BenchConfig *c, int v);
 double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v);
-/* Optimizer state bytes one update of the variant reads and writes (Adagrad: one f32
-   accumulator per element of each distinct row; SGD: none). */
+/* Optimizer state bytes one update of the variant reads and writes: per distinct row its
+   f32 state (Adagrad D, row-wise Adagrad 1, FTRL and Adam 2 D; SGD none), a state row of
+   less than a cache line counted as one line (64 B: what a random access moves). */
 double bench_bytes_state(const BenchWorkload *w, const BenchConfig *c, int v, BenchOpt opt);
 
 /* ---- tiered tables (emb_bench_tier.c, emb_bench_tier_compare.c) ------------------- */
@@ -242,7 +254,7 @@ typedef struct BenchRow {
     double median_s, p90_s, p99_s, max_s;
     double spread;     /* the median's 95% interval half-width / median (box-plot notch) */
     int n;             /* timed iterations */
-    double bd[BD_COUNT]; /* mean seconds per iteration of each phase */
+    double bd[BD_COUNT]; /* median seconds per iteration of each phase */
     double bytes;      /* table bytes moved per iteration */
     double roof_s;     /* the time the roof needs for the same bytes */
     double bytes_rd, bytes_up; /* of which forward rows read; update rows (+ state) moved */

@@ -41,7 +41,8 @@ static const char usage[] =
     "  --ids DIST        uniform | zipf:S (exponent S > 0)                    [zipf:1.05]\n"
     "  --strategies LIST sequential,parallel,prealloc-concat,auto | all           [all]\n"
     "  --threads LIST    thread counts, or auto (1..physical cores)              [auto]\n"
-    "  --phases LIST     forward, update:OPT, train:OPT; OPT = sgd | adagrad\n"
+    "  --phases LIST     forward, update:OPT, train:OPT; OPT = sgd | adagrad |\n"
+    "                    rowwise_adagrad | ftrl | adam\n"
     "                                                             [forward,train:sgd]\n"
     "  --iters N         at least N timed iterations per row                       [9]\n"
     "  --warmup N        untimed iterations first                                  [1]\n"
@@ -50,7 +51,7 @@ static const char usage[] =
     "                    variant and phase run interleaved, round after round; 0: just\n"
     "                    --iters                                                 [0.2]\n"
     "  --breakdown       print the training step's phases: forward, record (backward),\n"
-    "                    serial, pullback, index, apply (mean ms per iteration)\n"
+    "                    serial, pullback, index, apply (median ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
     "  --roof-mib N      buffer of the roof measurement                          [512]\n"
@@ -267,6 +268,29 @@ static int set_threads(BenchConfig *c, const char *v)
                ? 0 : bad("threads", v);
 }
 
+/* The optimizers' names in --phases, indexed by BenchOpt (OPT_NONE: none). */
+static const char *const opt_names[OPT_COUNT] = {"", "sgd", "adagrad", "rowwise_adagrad",
+                                                 "ftrl", "adam"};
+
+EmbOptimizerKind bench_opt_kind(BenchOpt o)
+{
+    switch (o) {
+    case OPT_ADAGRAD: return EMB_OPT_ADAGRAD;
+    case OPT_ROWWISE_ADAGRAD: return EMB_OPT_ROWWISE_ADAGRAD;
+    case OPT_FTRL: return EMB_OPT_FTRL;
+    case OPT_ADAM: return EMB_OPT_ADAM;
+    default: return EMB_OPT_SGD;
+    }
+}
+
+static BenchOpt parse_opt(const char *name)
+{
+    for (int o = OPT_SGD; o < OPT_COUNT; o++)
+        if (strcmp(name, opt_names[o]) == 0)
+            return (BenchOpt)o;
+    return OPT_NONE;
+}
+
 static int set_phases(BenchConfig *c, const char *v)
 {
     char buf[256];
@@ -280,8 +304,7 @@ static int set_phases(BenchConfig *c, const char *v)
             *colon = '\0';
         if (strcmp(g, "update") == 0 || strcmp(g, "train") == 0) {
             p.kind = g[0] == 'u' ? PHASE_UPDATE : PHASE_TRAIN;
-            p.opt = strcmp(opt, "sgd") == 0 ? OPT_SGD : strcmp(opt, "adagrad") == 0 ? OPT_ADAGRAD : OPT_NONE;
-            if (p.opt == OPT_NONE)
+            if ((p.opt = parse_opt(opt)) == OPT_NONE)
                 return bad("phases", v);
         } else if (strcmp(g, "forward") != 0 || colon || c->nphases == BENCH_MAX_PHASES) {
             return bad("phases", v);

@@ -24,7 +24,7 @@ struct BenchRunner {
     int strategy, threads;
     EmbStrategy *s;
     EmbOutputs outputs, grad_outputs;
-    EmbCollection *coll[3]; /* per BenchOpt (OPT_NONE: the forward's), on first use */
+    EmbCollection *coll[OPT_COUNT]; /* per BenchOpt (OPT_NONE: the forward's), on first use */
 };
 
 static int make_strategy(BenchRunner *r)
@@ -40,7 +40,7 @@ static int make_strategy(BenchRunner *r)
 
 void bench_optimizers_destroy(BenchWorkload *w)
 {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < OPT_COUNT; k++)
         emb_optimizer_destroy(&w->opt[k]);
 }
 
@@ -69,8 +69,8 @@ static int optimizer(BenchRunner *r, BenchOpt kind)
 {
     if (kind == OPT_NONE || r->w->opt[kind])
         return 0;
-    const EmbOptimizerKind k = kind == OPT_ADAGRAD ? EMB_OPT_ADAGRAD : EMB_OPT_SGD; /* as torch */
-    const EmbOptimizerConfig cfg = emb_optimizer_defaults(k, (float)r->cfg->lr);
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(bench_opt_kind(kind),
+                                                          (float)r->cfg->lr);
     return emb_optimizer_create(&r->w->opt[kind], &cfg);
 }
 
@@ -144,7 +144,7 @@ void bench_runner_destroy(BenchRunner **rp)
     BenchRunner *r = rp ? *rp : NULL;
     if (!r)
         return;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < OPT_COUNT; k++)
         emb_collection_destroy(&r->coll[k]);
     emb_strategy_destroy(&r->s);
     free(r);

@@ -68,12 +68,13 @@ static double roof_fraction(const BenchRow *x)
 void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f)
 {
     const int peer = c->peer != NULL;
-    int adagrad = 0;
+    int state = 0;
     for (int p = 0; p < c->nphases; p++)
-        adagrad |= c->phases[p].opt == OPT_ADAGRAD;
+        state |= c->phases[p].opt > OPT_SGD;
     fprintf(f, "\n# GB/s and roof count table bytes read (forward) and read + written "
                "(update)%s; spread: the median's 95%% interval, +-%% of it\n",
-            adagrad ? ", plus Adagrad's accumulator read + written" : "");
+            state ? ", plus the optimizer's state read + written (a state row of less than "
+                    "a cache line counts as 64 B)" : "");
     fprintf(f, "%-14s %-13s %-16s %3s %10s %6s %9s %9s %9s %5s %7s %5s %7s", "bags", "phase",
             "strategy", "thr", "median ms", "spread", "p90 ms", "p99 ms", "max ms", "n",
             "GB/s", "roof", "vs seq");
@@ -131,7 +132,7 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
 {
     static const char *const names[BD_COUNT] = {"forward", "record", "serial", "pullback",
                                                 "index", "apply"};
-    fprintf(f, "\n# breakdown: mean ms per iteration; record = emb_maplookup_backward "
+    fprintf(f, "\n# breakdown: median ms per iteration (each phase its own median); record = emb_maplookup_backward "
                "(checks, on the caller), serial / pullback / index / apply = "
                "emb_update_many's phases\n%-14s %-13s %-16s %3s", "bags", "phase", "strategy",
             "thr");
@@ -279,6 +280,37 @@ static void roof_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
                   "skewed id distribution's cache hits beat it");
 }
 
+/* The fastest row of variant @v and phase @ph at @threads that the peer timed, or NULL. */
+static const BenchRow *fastest_with_peer(const BenchResults *r, int v, int ph, int threads)
+{
+    const BenchRow *best = NULL;
+    for (int i = 0; i < r->nrows; i++) {
+        const BenchRow *x = &r->rows[i];
+        if (x->variant == v && x->phase == ph && x->threads == threads && x->peer_s > 0 &&
+            (!best || x->median_s < best->median_s))
+            best = x;
+    }
+    return best;
+}
+
+/* Against the peer, per bag variant, phase and thread count: the fastest strategy's median
+ * against the peer's (issue #28's target: >= 5x torch's sparse SGD step at 1 and 2
+ * threads). A --peer-script's lines may time another thing (peer_embtables.py: Python). */
+static void peer_verdict(const BenchResults *r, const BenchConfig *c, FILE *f)
+{
+    for (int v = 0; v < c->nvariants; v++)
+        for (int ph = 0; ph < c->nphases; ph++)
+            for (int t = 0; t < c->nthreads; t++) {
+                const BenchRow *x = fastest_with_peer(r, v, ph, c->threads[t]);
+                if (x)
+                    fprintf(f, "vs %s %s %s %d thread%s: %.2fx (%s %.3f ms, peer %.3f ms)\n",
+                            c->peer_script ? "peer" : c->peer, c->variants[v].name,
+                            c->phases[ph].name, x->threads, x->threads > 1 ? "s" : "",
+                            x->peer_s / x->median_s, bench_strategy_name(x->strategy),
+                            x->median_s * 1e3, x->peer_s * 1e3);
+            }
+}
+
 /* The load while the rows were timed; a warning when it exceeded the cores (some thread
  * of another program waited for a CPU beside the rows): those rows are unreliable. */
 static void load_verdict(const BenchResults *r, FILE *f)
@@ -328,6 +360,7 @@ void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f)
     auto_verdict(r, c, f);
     tail_verdict(r, c, f);
     roof_verdict(r, c, f);
+    peer_verdict(r, c, f);
     load_verdict(r, f);
 }
 

@@ -21,10 +21,24 @@ EmbInitializer bench_tier_initializer(const BenchConfig *c, int t)
     return (EmbInitializer){EMB_INIT_UNIFORM, -0.05f, 0.05f, c->seed * 1000003u + (uint64_t)t};
 }
 
-/* A record: the row padded to 16 bytes, then room for Adagrad's state (D floats). */
-static int64_t record_bytes(const BenchTableSpec *s)
+/* The state room of table @t: the widest state of the phases' optimizers. */
+static int32_t state_width(const BenchConfig *c, int t)
 {
-    return (s->dim * (int64_t)emb_dtype_size(s->dtype) + 15) / 16 * 16 + 4 * (int64_t)s->dim;
+    int32_t w = 0;
+    for (int p = 0; p < c->nphases; p++) {
+        const int32_t k = c->phases[p].opt == OPT_NONE ? 0
+                          : emb_optimizer_state_width(bench_opt_kind(c->phases[p].opt),
+                                                      c->tables[t].dim);
+        w = k > w ? k : w;
+    }
+    return w;
+}
+
+/* A record: the row padded to 16 bytes, then room for the optimizers' state. */
+static int64_t record_bytes(const BenchConfig *c, int t)
+{
+    const BenchTableSpec *s = &c->tables[t];
+    return (s->dim * (int64_t)emb_dtype_size(s->dtype) + 15) / 16 * 16 + 4 * (int64_t)state_width(c, t);
 }
 
 static const char *tier_dir(const BenchConfig *c)
@@ -42,11 +56,11 @@ int bench_tier_make(BenchWorkload *w, const BenchConfig *c, int t, const char *n
     if (!(w->tier_paths[t] = malloc(len)))
         return EMB_ENOMEM;
     snprintf(w->tier_paths[t], len, "%s/emb-bench-%ld-%s.tier", tier_dir(c), (long)getpid(), name);
-    const int64_t rec = record_bytes(s);
+    const int64_t rec = record_bytes(c, t);
     int64_t cache = s->cache_frac > 0 ? (int64_t)(s->cache_frac * (double)(s->rows * rec))
                                       : s->cache_bytes;
     const EmbTieredOptions o = {.table = {.name = name}, .cache_bytes = cache < rec ? rec : cache,
-                                .state_width = s->dim};
+                                .state_width = state_width(c, t)};
     int rc = emb_table_tiered_create(&w->tables[t], w->tier_paths[t], s->rows, s->dim, s->dtype, &o);
     const EmbInitializer in = bench_tier_initializer(c, t);
     rc = rc ? rc : emb_table_initialize(w->tables[t], &in);

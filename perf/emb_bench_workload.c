@@ -384,12 +384,33 @@ double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v)
     return sum / BENCH_NSETS;
 }
 
+/* f32 state elements per element of a row (as the library's optimizer.c). */
+static double state_per_element(BenchOpt opt, int32_t dim)
+{
+    switch (opt) {
+    case OPT_ADAGRAD: return 1;
+    case OPT_ROWWISE_ADAGRAD: return 1.0 / dim;
+    case OPT_FTRL:
+    case OPT_ADAM: return 2;
+    default: return 0;
+    }
+}
+
+/* Mean state bytes of one distinct row, rounded up to a cache line (0: no state). */
+static double state_row_bytes(const BenchConfig *c, BenchOpt opt)
+{
+    double b = 0;
+    for (int t = 0; t < c->ntables; t++) {
+        const double row = state_per_element(opt, c->tables[t].dim) * c->tables[t].dim * 4;
+        b += row <= 0 ? 0 : row < 64 ? 64 : row;
+    }
+    return b / c->ntables;
+}
+
 double bench_bytes_state(const BenchWorkload *w, const BenchConfig *c, int v, BenchOpt opt)
 {
-    if (opt != OPT_ADAGRAD)
-        return 0;
     double sum = 0;
     for (int s = 0; s < BENCH_NSETS; s++)
-        sum += 2.0 * (double)w->sets[v][s].distinct * bench_roof_dim(c) * sizeof(float);
+        sum += 2.0 * (double)w->sets[v][s].distinct * state_row_bytes(c, opt);
     return sum / BENCH_NSETS;
 }

@@ -7,7 +7,8 @@ Usage: /usr/bin/python3 perf/peer_torch.py /dev/shm/emb-bench-PID/manifest.json
 too, shared, so both work on the very same bytes); the ids and CSR offsets of every id set
 are files next to it. Per bag variant, phase and thread count it times, like emb-bench:
   forward      F.embedding_bag(mode='sum') per table, torch.cat into the concat output
-  update:OPT   backward of that output (sparse gradients) + optimizer step (SGD, Adagrad);
+  update:OPT   backward of that output (sparse gradients) + optimizer step (SGD, Adagrad,
+               SparseAdam for adam; rowwise_adagrad and ftrl: no torch optimizer, no line);
                the forward runs untimed before each iteration
   train:OPT    forward + backward + step: one training step
 and prints one line per row: "peer BAGS PHASE THREADS MEDIAN_S P90_S".
@@ -75,7 +76,9 @@ def make_optimizer(name, params, lr):
         return torch.optim.SGD(params, lr=lr)
     if name == "adagrad":
         return torch.optim.Adagrad(params, lr=lr)
-    raise ValueError("unknown optimizer " + name)
+    if name == "adam":
+        return torch.optim.SparseAdam(params, lr=lr)
+    return None  # rowwise_adagrad, ftrl: torch has no such optimizer
 
 
 class Step:
@@ -148,6 +151,8 @@ def main():
             for threads in m["threads"]:
                 torch.set_num_threads(threads)
                 step = Step(phase, tables, params, grad, m["lr"])
+                if step.kind != "forward" and step.opt is None:
+                    continue
                 med, p90 = time_row(step, sets, m["iters"], m["warmup"])
                 print(f"peer {name} {phase} {threads} {med:.9f} {p90:.9f}", flush=True)
 

@@ -110,6 +110,7 @@ static int kind_of(const Py_buffer *b)
     case 'f': return b->itemsize == 4 ? K_F32 : 0;
     case 'e': return K_F16;
     case 'H': case 'h': return K_U16;
+    case 'B': return b->itemsize == 1 ? K_U8 : 0;
     default: return 0;
     }
 }
@@ -210,30 +211,68 @@ static void table_dealloc(TableObject *self)
 static const EmbDtype dtype_of_kind[] = {[K_F32] = EMB_F32, [K_F16] = EMB_F16,
                                          [K_U16] = EMB_BF16};
 
-/* wrap(array, name=None): a table over a 2-D array (rows = columns), without copying. */
+/* The feature size of quantized rows of `cols` bytes (torch's prepacked [n, row bytes]),
+ * or 0 when no D gives that row size. */
+static int32_t quantized_dim(EmbDtype dt, Py_ssize_t cols)
+{
+    const Py_ssize_t d = dt == EMB_INT8 ? cols - 8 : (cols - 4) * 2;
+    if (d < 1 || d > INT32_MAX || emb_dtype_row_bytes(dt, (int32_t)d) != (size_t)cols)
+        return 0;
+    return (int32_t)d;
+}
+
+/* The dtype and feature size of the wrapped buffer: its element kind, or for quantized
+ * rows (qdtype EMB_INT8 / EMB_INT4) bytes whose row size gives D. -1 with an exception. */
+static int wrap_shape(const Py_buffer *v, int kind, int qdtype, EmbDtype *dt, int32_t *d)
+{
+    if (qdtype < 0) {
+        *dt = dtype_of_kind[kind];
+        *d = (int32_t)v->shape[1];
+        return v->shape[1] > INT32_MAX ? (py_emb_invalid("table: feature size too large"), -1)
+                                       : 0;
+    }
+    *dt = (EmbDtype)qdtype;
+    *d = quantized_dim(*dt, v->shape[1]);
+    if (!*d) {
+        py_emb_invalid("table: rows of %zd bytes are no %s rows (%s)", v->shape[1],
+                       emb_dtype_name(*dt), *dt == EMB_INT8 ? "D + 8 bytes, D >= 1"
+                                                            : "D / 2 + 4 bytes, D even >= 2");
+        return -1;
+    }
+    return 0;
+}
+
+/* wrap(array, name=None, qdtype=-1): a table over a 2-D array (rows = columns), without
+ * copying; qdtype EMB_INT8 / EMB_INT4: a uint8 array of prepacked rows. */
 static PyObject *table_wrap(PyObject *mod, PyObject *args)
 {
     (void)mod;
     PyObject *o;
     const char *name = NULL;
-    if (!PyArg_ParseTuple(args, "O|z", &o, &name))
+    int qdtype = -1;
+    if (!PyArg_ParseTuple(args, "O|zi", &o, &name, &qdtype))
         return NULL;
+    if (qdtype >= 0 && qdtype != EMB_INT8 && qdtype != EMB_INT4)
+        return py_emb_invalid("table: dtype %d is not a quantized one", qdtype);
     TableObject *self = table_new();
     if (!self)
         return NULL;
     int kind;
     int64_t stride;
-    if (py_buf_get_rows(o, &self->view, K_F32 | K_F16 | K_U16, &kind, &stride, "table") < 0) {
+    const unsigned kinds = qdtype < 0 ? K_F32 | K_F16 | K_U16 : K_U8;
+    EmbDtype dt;
+    int32_t d;
+    if (py_buf_get_rows(o, &self->view, kinds, &kind, &stride, "table") < 0 ||
+        wrap_shape(&self->view, kind, qdtype, &dt, &d) < 0) {
         Py_DECREF(self);
         return NULL;
     }
     const EmbTableOptions opts = {.name = name};
-    const int rc = emb_table_wrap(&self->t, self->view.buf, self->view.shape[0],
-                                  (int32_t)self->view.shape[1], stride, dtype_of_kind[kind],
+    const int rc = emb_table_wrap(&self->t, self->view.buf, self->view.shape[0], d, stride, dt,
                                   &opts);
-    if (rc || self->view.shape[1] > INT32_MAX) {
+    if (rc) {
         Py_DECREF(self);
-        return rc ? py_emb_raise(rc) : py_emb_invalid("table: feature size too large");
+        return py_emb_raise(rc);
     }
     return (PyObject *)self;
 }
@@ -262,7 +301,30 @@ static PyObject *table_create(PyObject *mod, PyObject *args)
     return (PyObject *)self;
 }
 
-/* The buffer of a simple table: 2-D, rows = columns, strided; bf16 as uint16. */
+static const char *buffer_format(EmbDtype dt)
+{
+    return dt == EMB_F32 ? "f" : dt == EMB_F16 ? "e" : dt == EMB_BF16 ? "H" : "B";
+}
+
+/* quantize(dst, src): emb_table_quantize (every row of src converted into dst). */
+static PyObject *table_quantize(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "OO", &a, &b))
+        return NULL;
+    TableObject *dst = py_as_table(a), *src = dst ? py_as_table(b) : NULL;
+    if (!src)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = emb_table_quantize(dst->t, src->t);
+    Py_END_ALLOW_THREADS
+    return rc ? py_emb_raise(rc) : Py_NewRef(Py_None);
+}
+
+/* The buffer of a simple table: 2-D, rows = columns, strided; bf16 as uint16, quantized
+ * rows as bytes (ncolumns x emb_dtype_row_bytes()). */
 static int table_getbuffer(TableObject *self, Py_buffer *view, int flags)
 {
     int64_t stride;
@@ -271,12 +333,16 @@ static int table_getbuffer(TableObject *self, Py_buffer *view, int flags)
         PyErr_SetString(PyExc_BufferError, "this table has no contiguous storage");
         return -1;
     }
-    if (!(flags & PyBUF_STRIDES) && stride != emb_table_featuresize(self->t)) {
+    const EmbDtype dt = emb_table_dtype(self->t);
+    /* quantized rows: [ncolumns, row bytes] of uint8 (torch's prepacked layout) */
+    const int quant = dt == EMB_INT8 || dt == EMB_INT4;
+    const Py_ssize_t es = quant ? 1 : (Py_ssize_t)emb_dtype_size(dt);
+    const Py_ssize_t width = quant ? (Py_ssize_t)emb_dtype_row_bytes(dt, emb_table_featuresize(self->t))
+                                   : emb_table_featuresize(self->t);
+    if (!(flags & PyBUF_STRIDES) && stride != width) {
         PyErr_SetString(PyExc_BufferError, "the table's columns are padded: ask for strides");
         return -1;
     }
-    const EmbDtype dt = emb_table_dtype(self->t);
-    const Py_ssize_t es = (Py_ssize_t)emb_dtype_size(dt);
     /* shape and strides live in the Py_buffer's internal slot: two pairs of Py_ssize_t */
     Py_ssize_t *dims = PyMem_Malloc(4 * sizeof *dims);
     if (!dims) {
@@ -284,7 +350,7 @@ static int table_getbuffer(TableObject *self, Py_buffer *view, int flags)
         return -1;
     }
     dims[0] = (Py_ssize_t)emb_table_ncolumns(self->t);
-    dims[1] = emb_table_featuresize(self->t);
+    dims[1] = width;
     dims[2] = (Py_ssize_t)stride * es;
     dims[3] = es;
     view->buf = data;
@@ -293,9 +359,7 @@ static int table_getbuffer(TableObject *self, Py_buffer *view, int flags)
     view->len = dims[0] * dims[1] * es;
     view->readonly = 0;
     view->itemsize = es;
-    view->format = (flags & PyBUF_FORMAT) ? (char *)(dt == EMB_F32 ? "f" : dt == EMB_F16 ? "e"
-                                                                                        : "H")
-                                          : NULL;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)buffer_format(dt) : NULL;
     view->ndim = 2;
     view->shape = dims;
     view->strides = dims + 2;
@@ -667,8 +731,9 @@ static PyObject *mod_version(PyObject *mod, PyObject *args)
 
 static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> the library's version (emb_version())"},
-    {"table_wrap", table_wrap, METH_VARARGS, "table_wrap(array, name=None)"},
+    {"table_wrap", table_wrap, METH_VARARGS, "table_wrap(array, name=None, qdtype=-1)"},
     {"table_create", table_create, METH_VARARGS, "table_create(n, d, dtype, name=None)"},
+    {"table_quantize", table_quantize, METH_VARARGS, "table_quantize(dst, src)"},
     {"cpu_flags", mod_cpu_mask, METH_VARARGS, "cpu_flags(mask=-1): set (>= 0) and get"},
     {"physical_cores", mod_physical_cores, METH_NOARGS, "physical cores"},
     {NULL, NULL, 0, NULL},

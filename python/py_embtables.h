@@ -19,6 +19,7 @@ enum {
     K_F32 = 1 << 2,
     K_F16 = 1 << 3,
     K_U16 = 1 << 4, /* raw 16-bit storage: bfloat16 tables */
+    K_U8 = 1 << 5,  /* bytes: the rows of quantized (EMB_INT8 / EMB_INT4) tables */
 };
 
 typedef struct TableObject {

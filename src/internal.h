@@ -74,6 +74,12 @@ static inline bool emb__rows_fit(int64_t n, int64_t stride, int64_t width)
 
 /* Aligned allocation (alignment a power of two >= sizeof(void *)); NULL on failure. */
 void *emb__aligned_alloc(size_t alignment, size_t bytes);
+/* emb__aligned_alloc for memory read at random (tables, their optimizer state, a dynamic
+ * table's index and slabs): from 2 MiB up, 2 MiB aligned and (Linux) advised as
+ * transparent huge pages, so that random rows miss the TLB less. Freed by
+ * emb__aligned_free. */
+void *emb__big_alloc(size_t alignment, size_t bytes);
+#define EMB_HUGE_BYTES ((size_t)2 << 20) /* a transparent huge page */
 void emb__aligned_free(void *p);
 
 /*

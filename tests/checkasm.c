@@ -325,8 +325,9 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
     poison_bytes(a, (size_t)(NC * cs));
     ca_fill(a, d->dt, nel, s);
     memcpy(b, a, (size_t)(NC * cs));
-    for (int64_t k = 0; k < NC * sw; k++) /* accumulators (h, Adam's m and v) positive */
-        ha[k] = hb[k] = fabsf(ca_value(s)) + 0.1f;
+    for (int64_t k = 0; k < NC * sw; k++) /* accumulators (h, Adam's m and v) positive, */
+        ha[k] = hb[k] = kind == EMB_OPT_FTRL && k % sw >= d->D /* FTRL's linear any sign */
+                            ? ca_value(s) : fabsf(ca_value(s)) + 0.1f;
     for (int k = 0; k < NC; k++) {
         ids[k] = (k * 5 + 3) % NC; /* distinct, out of order */
         const int64_t n = 1 + (int64_t)(tu_rand(s) % NR / NC);
@@ -340,7 +341,10 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
     }
     const EmbOptimParams prm = {.lr = 0.01f + fabsf(tu_randf(s)),
                                 .eps = tu_rand(s) % 2 ? 1e-8f : 1e-10f, .beta1 = 0.9f,
-                                .beta2 = 0.999f, .step_size = fabsf(tu_randf(s))};
+                                .beta2 = 0.999f, .step_size = fabsf(tu_randf(s)),
+                                /* FTRL's SIMD copies: lr_power -0.5 only; l1 cuts some */
+                                .lr_power = -0.5f, .l1 = tu_rand(s) % 2 ? 0.01f : 0.5f,
+                                .l2 = 0.002f};
     static unsigned char o[NC * (MAXD + 3) * sizeof(float)]; /* the per-column path's */
     memcpy(o, a, (size_t)(NC * cs));
     memcpy(ho, ha, (size_t)(NC * sw) * sizeof(float));
@@ -727,6 +731,39 @@ static const Entry entries[] = {
       "adam_rows_d128_bf16_c", "adam_rows_d128_bf16_avx2", "adam_rows_d128_bf16_avx512"),
     E(ROWS, rows_d[4][EMB_OPT_ADAM][EMB_BF16], EMB_BF16, 256, EMB_OPT_ADAM,
       "adam_rows_d256_bf16_c", "adam_rows_d256_bf16_avx2", "adam_rows_d256_bf16_avx512"),
+    E(ROWS, rows[EMB_OPT_FTRL][EMB_F32], EMB_F32, 0, EMB_OPT_FTRL, "ftrl_rows_f32_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_FTRL][EMB_F32], EMB_F32, 16, EMB_OPT_FTRL,
+      "ftrl_rows_d16_f32_c", "ftrl_rows_d16_f32_avx2", "ftrl_rows_d16_f32_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_FTRL][EMB_F32], EMB_F32, 32, EMB_OPT_FTRL,
+      "ftrl_rows_d32_f32_c", "ftrl_rows_d32_f32_avx2", "ftrl_rows_d32_f32_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_FTRL][EMB_F32], EMB_F32, 64, EMB_OPT_FTRL,
+      "ftrl_rows_d64_f32_c", "ftrl_rows_d64_f32_avx2", "ftrl_rows_d64_f32_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_FTRL][EMB_F32], EMB_F32, 128, EMB_OPT_FTRL,
+      "ftrl_rows_d128_f32_c", "ftrl_rows_d128_f32_avx2", "ftrl_rows_d128_f32_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_FTRL][EMB_F32], EMB_F32, 256, EMB_OPT_FTRL,
+      "ftrl_rows_d256_f32_c", "ftrl_rows_d256_f32_avx2", "ftrl_rows_d256_f32_avx512"),
+    E(ROWS, rows[EMB_OPT_FTRL][EMB_F16], EMB_F16, 0, EMB_OPT_FTRL, "ftrl_rows_f16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_FTRL][EMB_F16], EMB_F16, 16, EMB_OPT_FTRL,
+      "ftrl_rows_d16_f16_c", "ftrl_rows_d16_f16_avx2", "ftrl_rows_d16_f16_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_FTRL][EMB_F16], EMB_F16, 32, EMB_OPT_FTRL,
+      "ftrl_rows_d32_f16_c", "ftrl_rows_d32_f16_avx2", "ftrl_rows_d32_f16_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_FTRL][EMB_F16], EMB_F16, 64, EMB_OPT_FTRL,
+      "ftrl_rows_d64_f16_c", "ftrl_rows_d64_f16_avx2", "ftrl_rows_d64_f16_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_FTRL][EMB_F16], EMB_F16, 128, EMB_OPT_FTRL,
+      "ftrl_rows_d128_f16_c", "ftrl_rows_d128_f16_avx2", "ftrl_rows_d128_f16_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_FTRL][EMB_F16], EMB_F16, 256, EMB_OPT_FTRL,
+      "ftrl_rows_d256_f16_c", "ftrl_rows_d256_f16_avx2", "ftrl_rows_d256_f16_avx512"),
+    E(ROWS, rows[EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 0, EMB_OPT_FTRL, "ftrl_rows_bf16_c", NULL, NULL),
+    E(ROWS, rows_d[0][EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 16, EMB_OPT_FTRL,
+      "ftrl_rows_d16_bf16_c", "ftrl_rows_d16_bf16_avx2", "ftrl_rows_d16_bf16_avx512"),
+    E(ROWS, rows_d[1][EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 32, EMB_OPT_FTRL,
+      "ftrl_rows_d32_bf16_c", "ftrl_rows_d32_bf16_avx2", "ftrl_rows_d32_bf16_avx512"),
+    E(ROWS, rows_d[2][EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 64, EMB_OPT_FTRL,
+      "ftrl_rows_d64_bf16_c", "ftrl_rows_d64_bf16_avx2", "ftrl_rows_d64_bf16_avx512"),
+    E(ROWS, rows_d[3][EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 128, EMB_OPT_FTRL,
+      "ftrl_rows_d128_bf16_c", "ftrl_rows_d128_bf16_avx2", "ftrl_rows_d128_bf16_avx512"),
+    E(ROWS, rows_d[4][EMB_OPT_FTRL][EMB_BF16], EMB_BF16, 256, EMB_OPT_FTRL,
+      "ftrl_rows_d256_bf16_c", "ftrl_rows_d256_bf16_avx2", "ftrl_rows_d256_bf16_avx512"),
 
     /* row-wise quantized rows (quant_c.c, x86/quant_body.h) */
     E(GATHER, gather[EMB_INT8], EMB_INT8, 0, 0,

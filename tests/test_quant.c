@@ -299,6 +299,69 @@ Test(quant, sgd_step_int4)
     sgd_like_f32(EMB_INT4);
 }
 
+static float max8(const float x[8])
+{
+    float m = x[0];
+    for (int i = 1; i < 8; i++)
+        m = fmaxf(m, x[i]);
+    return m;
+}
+
+/* One SGD step (lr 1) of gradient @g on row 0 of a 1-row int8 table of 0, 1, .. 7; its
+ * scale and bias after, and its values in @out. */
+static void sgd_one_row(const float g[8], float sb[2], float out[8])
+{
+    EmbTable *q = NULL;
+    cr_assert_eq(emb_table_create(&q, 1, 8, EMB_INT8, NULL), 0);
+    const float v[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    cr_assert_eq(emb_table_assign(q, v, 1, 8, 8), 0);
+    const int64_t ids[] = {0};
+    const EmbBatch b = {.ids = ids, .nnz = 1, .nbags = 1, .bag_size = 1};
+    const EmbOptimizerConfig cfg = emb_optimizer_defaults(EMB_OPT_SGD, 1.0f);
+    EmbGrad *gr = NULL;
+    EmbOptimizer *opt = NULL;
+    EmbIndexer *ix = NULL;
+    cr_assert_eq(emb_grad_create(&gr) | emb_optimizer_create(&opt, &cfg) |
+                 emb_indexer_create(&ix), 0);
+    cr_assert_eq(emb_lookup_backward(q, &b, NULL, g, 8, gr), 0);
+    cr_assert_eq(emb_update(opt, q, gr, ix, 0), 0, "%s", emb_last_error());
+    memcpy(sb, (const unsigned char *)emb_table_data(q, NULL) + 8, 8);
+    cr_assert_eq(emb_table_read(q, out, 8), 0);
+    emb_indexer_destroy(&ix);
+    emb_optimizer_destroy(&opt);
+    emb_grad_destroy(&gr);
+    emb_table_destroy(&q);
+}
+
+/* Training keeps a row's grid while the new values fit it and span over half of it (an
+ * element then moves by whole steps around its new value); values out of the grid, or in
+ * less than half of it, get the grid of their min and max. */
+Test(quant, training_keeps_the_grid)
+{
+    const float step = 7.0f / 255;
+    float small[8], sb[2], out[8];
+    for (int i = 0; i < 8; i++)
+        small[i] = (i == 0 ? -1.0f : i == 7 ? 1.0f : 0.5f) * step * 3.3f; /* in the grid */
+    sgd_one_row(small, sb, out);
+    cr_assert(sb[0] == step && sb[1] == 0.0f, "kept: scale %g bias %g", (double)sb[0],
+              (double)sb[1]);
+    for (int i = 0; i < 8; i++) {
+        const float want = (float)i - small[i];
+        cr_assert(fabsf(out[i] - want) < step * 1.501f, "%d: %g, want %g", i, (double)out[i],
+                  (double)want);
+        const float k = out[i] / step; /* on the grid: a whole number of steps */
+        cr_assert(fabsf(k - nearbyintf(k)) < 1e-3f, "%d: %g steps", i, (double)k);
+    }
+    const float out_of[8] = {0, 0, 0, 0, 0, 0, 0, -1}; /* 7 + 1 > the grid's top */
+    sgd_one_row(out_of, sb, out);
+    cr_assert(sb[0] > step && fabsf(sb[0] - max8(out) / 255) < 1e-5f && sb[1] == 0.0f,
+              "regrid: %g %g", (double)sb[0], (double)sb[1]);
+    const float shrink[8] = {0, 0, 0, 0, 1, 2, 3, 4}; /* 0 .. 3: under half of 0 .. 7 */
+    sgd_one_row(shrink, sb, out);
+    cr_assert(sb[0] < step / 2 && fabsf(sb[0] - max8(out) / 255) < 1e-5f && sb[1] == 0.0f,
+              "shrunk: %g %g", (double)sb[0], (double)sb[1]);
+}
+
 #define NQ 3
 /* Two Adagrad steps on NQ quantized tables: mode 0 emb_update per table, 1 the sequential
  * strategy, 2 parallel on 2 threads, 3 auto on 2 threads with 8 splits. The checksums of

@@ -27,12 +27,14 @@ __all__ = ["__version__", "Table", "Strategy", "Optimizer", "lookup", "lookup_ja
            "Saver", "restore", "latest_checkpoint", "read_checkpoint",
            "pooling", "as_array", "Error", "RangeError", "InvalidError", "NoMemoryError",
            "FileError", "NotFoundError", "physical_cores", "cpu_flags", "COMBINERS", "DTYPES",
+           "QUANTIZED",
            "OPTIMIZERS", "INITIALIZERS", "PRUNE_INVALID", "PRUNE_NONPOSITIVE_WEIGHTS",
            "USE_DEFAULT_ID"]
 
 COMBINERS = {"none": 0, "gather": 0, "sum": 1, "mean": 2, "sqrtn": 3}
 PRUNE_INVALID, PRUNE_NONPOSITIVE_WEIGHTS, USE_DEFAULT_ID = 1, 2, 4
-DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
+DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "int8": 3, "int4": 4}
+QUANTIZED = ("int8", "int4")
 OPTIMIZERS = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 2, "ftrl": 3, "adam": 4}
 INITIALIZERS = {"none": 0, "zeros": 1, "ones": 2, "constant": 3, "uniform": 4, "normal": 5,
                 "truncated_normal": 6, "uniform_unit_scaling": 7}
@@ -130,11 +132,21 @@ class Table:
     Table(array) wraps a 2-D array or torch CPU tensor (f32, f16; bf16 tensors, or uint16
     arrays with dtype="bf16") without copying: the library reads and writes its memory,
     whose rows may be strided. Table.create() makes an owned table; .numpy() is a view.
+    dtype="int8" / "int4": array is uint8 rows in torch's prepacked layouts (the output
+    of torch.ops.quantized.embedding_bag_byte_prepack / embedding_bag_4bit_prepack: D
+    bytes then f32 scale and bias; D / 2 bytes, low nibble first, then f16 scale and bias),
+    wrapped without a copy; dim is D, .numpy() gives the rows' bytes.
     """
 
     def __init__(self, array, name=None, dtype=None):
         self.source = array
         a = as_array(array)
+        if dtype in QUANTIZED:
+            if a.dtype != _np.uint8:
+                raise InvalidError(f"table: dtype {dtype} wraps uint8 rows, not {a.dtype}")
+            self._array = a
+            self._t = _C.table_wrap(a, name, DTYPES[dtype])
+            return
         if dtype == "bf16" or (dtype is None and a.dtype == _np.int16 and _is_torch(array)):
             a = a.view(_np.uint16)
         elif dtype is not None and _np.dtype({"f32": _np.float32, "f16": _np.float16}
@@ -160,8 +172,15 @@ class Table:
         normal mean a stddev b, ...), counter-based: the same bits for any thread count."""
         self._t.initialize(INITIALIZERS[kind], a, b, seed)
 
+    def quantize_from(self, src):
+        """Sets every row from the same row of src (a Table of the same shape), converted:
+        an f32 / f16 / bf16 table quantized into this int8 / int4 one, rounded to nearest
+        (bias = the row's minimum, emb_table_quantize), or any other pair of dtypes."""
+        _C.table_quantize(self._t, src._t)
+
     def numpy(self):
-        """The table's memory as a 2-D array (bf16 as uint16): a view, not a copy."""
+        """The table's memory as a 2-D array (bf16 as uint16, int8 / int4 rows as their
+        uint8 bytes): a view, not a copy."""
         return self._array if self._array is not None else _np.asarray(self._t)
 
     def to_float(self):
@@ -172,7 +191,7 @@ class Table:
 
     num_embeddings = property(lambda self: self._t.info()[0], doc="The number of rows.")
     dim = property(lambda self: self._t.info()[1], doc="The row width (embedding_dim).")
-    dtype = property(lambda self: self._t.info()[2], doc="'f32', 'f16' or 'bf16'.")
+    dtype = property(lambda self: self._t.info()[2], doc="'f32', 'f16', 'bf16', 'int8' or 'int4'.")
     name = property(lambda self: self._t.info()[3], doc="The table's name, or None.")
 
     def __repr__(self):

@@ -45,7 +45,8 @@ class PoolingType(_enum.Enum):
 
 
 class DataType(_enum.Enum):
-    """A table's element type (TorchRec's DataType). INT8 / INT4 are not supported yet."""
+    """A table's element type (TorchRec's DataType). INT8 / INT4: row-wise quantized rows
+    (torch's prepacked layouts), dequantized in the lookup, trained by the fused optimizer."""
     FP32 = "FP32"
     FP16 = "FP16"
     BF16 = "BF16"
@@ -53,8 +54,11 @@ class DataType(_enum.Enum):
     INT4 = "INT4"
 
 
-_DTYPES = {"FP32": _torch.float32, "FP16": _torch.float16, "BF16": _torch.bfloat16}
+_DTYPES = {"FP32": _torch.float32, "FP16": _torch.float16, "BF16": _torch.bfloat16,
+           "INT8": "int8", "INT4": "int4"}
 _TABLE_DTYPES = (_torch.float32, _torch.float16, _torch.bfloat16)
+# quantized tables: the dtype names, and torch's quantized dtypes of the same rows
+_QUANTIZED = {"int8": "int8", "int4": "int4", _torch.quint8: "int8", _torch.quint4x2: "int4"}
 
 
 @_dc.dataclass
@@ -63,8 +67,10 @@ class EmbeddingBagConfig:
 
     num_embeddings x embedding_dim rows; name: the table's (unique); feature_names: the
     input features looked up in it (one per table here); pooling: PoolingType or 'sum' /
-    'mean' / 'sqrtn'; data_type (DataType) or dtype (torch.float32, float16, bfloat16): the
-    table's element type; init_fn(weight) initialises the float32 weight in place, else
+    'mean' / 'sqrtn'; data_type (DataType) or dtype (torch.float32, float16, bfloat16;
+    "int8" / torch.quint8, "int4" / torch.quint4x2: row-wise quantized): the table's element
+    type (a quantized table's weight is its uint8 rows, drawn in f32 then quantized to
+    nearest); init_fn(weight) initialises the float32 weight in place, else
     uniform in [weight_init_min, weight_init_max], default ±sqrt(1 / num_embeddings)
     (TorchRec's). need_pos and num_embeddings_post_pruning are accepted and unused.
     """
@@ -90,18 +96,43 @@ def _enum_name(x):
 def _config_dtype(cfg):
     """The torch dtype of a config (dtype wins over data_type)."""
     if getattr(cfg, "dtype", None) is not None:
-        return _check_dtype(cfg.dtype, cfg.name)
+        return _check_dtype(cfg.dtype, f"table '{cfg.name}'")
     name = _enum_name(getattr(cfg, "data_type", DataType.FP32))
     if name not in _DTYPES:
         raise NotImplementedError(f"table '{cfg.name}': data_type {name} is not supported yet "
-                                  "(FP32, FP16, BF16)")
+                                  "(FP32, FP16, BF16, INT8, INT4)")
     return _DTYPES[name]
 
 
 def _check_dtype(dtype, what):
+    """A table's torch float dtype, or "int8" / "int4" for quantized rows."""
+    if isinstance(dtype, (str, _torch.dtype)) and dtype in _QUANTIZED:
+        return _QUANTIZED[dtype]
     if dtype not in _TABLE_DTYPES:
-        raise TypeError(f"{what}: tables are float32, float16 or bfloat16, not {dtype}")
+        raise TypeError(f"{what}: tables are float32, float16 or bfloat16 (or quantized: "
+                        f"'int8' / torch.quint8, 'int4' / torch.quint4x2), not {dtype}")
     return dtype
+
+
+def _row_bytes(q, d):
+    return d + 8 if q == "int8" else d // 2 + 4
+
+
+def _quantize(w, q, what):
+    """The uint8 rows (torch's prepacked layout) of the float weight w quantized by the
+    library to nearest (bias = the row's minimum: emb_table_quantize)."""
+    n, d = w.shape
+    if q == "int4" and d % 2:
+        raise _et.InvalidError(f"{what}: int4 rows need an even embedding_dim, not {d}")
+    out = _torch.empty(n, _row_bytes(q, d), dtype=_torch.uint8)
+    _et.Table(out, dtype=q).quantize_from(_et.Table(w.detach().contiguous()))
+    return out
+
+
+def _dim(weight, q):
+    """The embedding_dim of a weight: its width, or for quantized rows the D of their size."""
+    return weight.shape[1] if q is None else \
+        weight.shape[1] - 8 if q == "int8" else (weight.shape[1] - 4) * 2
 
 
 class KeyedJaggedTensor:
@@ -229,8 +260,10 @@ def _config_weights(configs):
     the same seed): every table made as nn.EmbeddingBag makes it (normal), then each one's
     init_fn, default uniform in [weight_init_min, weight_init_max] = ±sqrt(1 / rows)."""
     ws = []
-    for c in configs:
-        w = _torch.empty(int(c.num_embeddings), int(c.embedding_dim), dtype=_config_dtype(c))
+    dts = [_config_dtype(c) for c in configs]
+    for c, dt in zip(configs, dts):
+        w = _torch.empty(int(c.num_embeddings), int(c.embedding_dim),
+                         dtype=_torch.float32 if isinstance(dt, str) else dt)
         _nn.init.normal_(w)
         ws.append(w)
     with _torch.no_grad():
@@ -241,7 +274,8 @@ def _config_weights(configs):
             bound = _math.sqrt(1 / w.shape[0])
             _nn.init.uniform_(w, c.weight_init_min if c.weight_init_min is not None else -bound,
                               c.weight_init_max if c.weight_init_max is not None else bound)
-    return ws
+    return [_quantize(w, dt, f"table '{c.name}'") if isinstance(dt, str) else w
+            for c, w, dt in zip(configs, ws, dts)]
 
 
 @_dc.dataclass
@@ -252,10 +286,21 @@ class _Spec:
     weight: object
     mode: str
     max_norm: float = None
+    qdtype: str = None  # "int8" / "int4": weight is uint8 rows
 
 
 def _legacy_spec(i, spec, dtype):
-    """_Spec of one entry of the older `tables` forms."""
+    """_Spec of one entry of the older `tables` forms; with a quantized dtype, uint8
+    weights are prepacked rows (wrapped as they are) and float ones are quantized."""
+    s = _legacy_float_spec(i, spec, dtype)
+    if isinstance(dtype, str):
+        s.qdtype = dtype
+        if s.weight.dtype != _torch.uint8:
+            s.weight = _quantize(s.weight, dtype, f"table '{s.name}'")
+    return s
+
+
+def _legacy_float_spec(i, spec, dtype):
     name = f"table_{i}"
     if isinstance(spec, _nn.EmbeddingBag):
         return _Spec(name, name, spec.weight.data, spec.mode, spec.max_norm)
@@ -273,18 +318,20 @@ def _legacy_spec(i, spec, dtype):
 
 
 def _config_spec(cfg, weight):
+    q = _config_dtype(cfg)
     if len(cfg.feature_names) != 1:
         raise NotImplementedError(f"table '{cfg.name}': {len(cfg.feature_names)} features; "
                                   "one feature per table is supported (shared tables: not yet)")
     if not cfg.name:
         raise ValueError(f"a table of feature '{cfg.feature_names[0]}' has no name")
-    return _Spec(cfg.name, cfg.feature_names[0], weight, _enum_name(cfg.pooling).lower())
+    return _Spec(cfg.name, cfg.feature_names[0], weight, _enum_name(cfg.pooling).lower(),
+                 qdtype=q if isinstance(q, str) else None)
 
 
 def _new_weight(n, d, dtype):
     w = _torch.empty(int(n), int(d), dtype=_torch.float32)
     _nn.init.normal_(w)  # nn.EmbeddingBag's initialisation
-    return w.to(dtype)
+    return w if isinstance(dtype, str) else w.to(dtype)  # quantized by _legacy_spec
 
 
 class _Lookup(_torch.autograd.Function):
@@ -319,13 +366,14 @@ class _Lookup(_torch.autograd.Function):
 class _Bag(_nn.Module):
     """One table of an EmbeddingBagCollection (embedding_bags[name]): its weight and, with
     a fused optimizer, the optimizer's state (optimizer_state, optimizer_step in the
-    state_dict)."""
+    state_dict). A quantized table's weight is a buffer of its uint8 rows (no gradient:
+    trained by the fused optimizer only)."""
 
     def __init__(self, spec, parameter):
         super().__init__()
-        self.feature, self.mode = spec.feature, spec.mode
+        self.feature, self.mode, self.qdtype = spec.feature, spec.mode, spec.qdtype
         self._table = self._opt = None
-        if parameter:
+        if parameter and spec.qdtype is None:
             self.weight = spec.weight if isinstance(spec.weight, _nn.Parameter) \
                 else _nn.Parameter(spec.weight)
         else:
@@ -361,8 +409,8 @@ class _Bag(_nn.Module):
     def extra_repr(self):
         """rows x dim, dtype, pooling, feature."""
         w = self.weight
-        return (f"{w.shape[0]} x {w.shape[1]}, {str(w.dtype)[6:]}, {self.mode}, "
-                f"feature={self.feature!r}")
+        return (f"{w.shape[0]} x {_dim(w, self.qdtype)}, "
+                f"{self.qdtype or str(w.dtype)[6:]}, {self.mode}, feature={self.feature!r}")
 
 
 _ABSENT = object()
@@ -396,6 +444,14 @@ class EmbeddingBagCollection(_nn.Module):
     optimizer's state kept); other dtypes and devices are refused. state_dict() holds
     each table's weight (embedding_bags.<name>.weight) and the fused optimizer's state
     (optimizer_state, optimizer_step), bit for bit; torch.save of the module works.
+
+    Quantized tables (dtype "int8" / torch.quint8 or "int4" / torch.quint4x2, here or in a
+    config): the weight is the table's uint8 rows in torch's prepacked layouts
+    (embedding_bag_byte_prepack / embedding_bag_4bit_prepack), in the state_dict as such;
+    with the older forms a uint8 tensor is such rows, wrapped without a copy (float ones
+    are quantized). They keep their dtype through .half() / .float(), are dequantized in
+    the lookup and trained by the fused optimizer (f32 update, re-quantized with
+    stochastic rounding); in plain mode they get no gradient.
     """
 
     def __init__(self, tables, optimizer=_ABSENT, lr=0.01, strategy="prealloc-concat",
@@ -413,8 +469,8 @@ class EmbeddingBagCollection(_nn.Module):
         if configs:
             specs = [_config_spec(c, w) for c, w in zip(tables, _config_weights(tables))]
         else:
-            _check_dtype(dtype, "EmbeddingBagCollection")
-            specs = [_legacy_spec(i, s, dtype) for i, s in enumerate(tables)]
+            q = _check_dtype(dtype, "EmbeddingBagCollection")
+            specs = [_legacy_spec(i, s, q) for i, s in enumerate(tables)]
             modes = mode if isinstance(mode, (list, tuple)) else [mode] * len(specs)
             for s, m in zip(specs, modes):
                 s.mode = s.mode or m
@@ -424,7 +480,8 @@ class EmbeddingBagCollection(_nn.Module):
         # what __setstate__ rebuilds from (the weights come from the state_dict)
         self._args = ([_dc.replace(c, init_fn=None) if _dc.is_dataclass(c) else c
                        for c in tables] if configs else
-                      [{"num_embeddings": s.weight.shape[0], "embedding_dim": s.weight.shape[1],
+                      [{"num_embeddings": s.weight.shape[0],
+                        "embedding_dim": _dim(s.weight, s.qdtype),
                         "mode": s.mode, "max_norm": s.max_norm} for s in specs],
                       dict(strategy=strategy, threads=threads, mode=mode, max_norm=max_norm,
                            include_last_offset=include_last_offset, prune_invalid=prune_invalid,
@@ -456,7 +513,8 @@ class EmbeddingBagCollection(_nn.Module):
 
     def _build(self):
         """The C tables over the current weights, and the collection over them."""
-        self.tables = [_et.Table(b.weight.data, name=n) for n, b in self.embedding_bags.items()]
+        self.tables = [_et.Table(b.weight.data, name=n, dtype=b.qdtype)
+                       for n, b in self.embedding_bags.items()]
         self._coll = _et.Collection(self.tables, self.poolings, self._strategy, 0,
                                     self.optimizer, self._include_last_offset)
         for b, t in zip(self.embedding_bags.values(), self.tables):
@@ -603,8 +661,13 @@ class EmbeddingBagCollection(_nn.Module):
 
     # ---- dtype and device moves: the tables themselves, or refused -----------------------
 
+    @property
+    def _float_weights(self):
+        return [b.weight for b in self.embedding_bags.values() if b.qdtype is None]
+
     def _apply(self, fn, *args, **kw):
-        w = self._weights[0]
+        floats = self._float_weights  # quantized tables keep their dtype
+        w = floats[0] if floats else self._weights[0]
         try:
             probe = fn(_torch.empty(0, dtype=w.dtype))
         except Exception as e:  # e.g. .cuda() without CUDA
@@ -612,8 +675,12 @@ class EmbeddingBagCollection(_nn.Module):
         if probe.device.type != "cpu":
             raise RuntimeError(f"{self._label()}: the module's tables stay on the CPU (GPU "
                                "tables: embtables.gpu.GpuEmbeddingBagCollection)")
-        if probe.dtype != w.dtype or any(x.dtype != w.dtype for x in self._weights):
-            self._retype(_check_dtype(probe.dtype, self._label()))
+        if floats and (probe.dtype != w.dtype or any(x.dtype != w.dtype for x in floats)):
+            dt = _check_dtype(probe.dtype, self._label())
+            if isinstance(dt, str):
+                raise TypeError(f"{self._label()}: float tables are not quantized by a move: "
+                                "build the module with dtype='int8' / 'int4'")
+            self._retype(dt)
         return self
 
     def _retype(self, dtype):
@@ -622,6 +689,8 @@ class EmbeddingBagCollection(_nn.Module):
         saved = [self.optimizer.state(t) for t in self.tables] if self.optimizer else None
         saved = saved and [(None if s is None else s.copy(), n) for s, n in saved]
         for b in self.embedding_bags.values():
+            if b.qdtype is not None:
+                continue
             new = b.weight.data.to(dtype)
             if isinstance(b.weight, _nn.Parameter):
                 b.weight.data = new
@@ -642,7 +711,7 @@ class EmbeddingBagCollection(_nn.Module):
         o = self.optimizer
         return {"args": self._args, "training": self.training,
                 "optimizer": None if o is None else (o.kind, o.lr, o.hyper),
-                "dtype": self._weights[0].dtype,
+                "dtype": self._float_weights[0].dtype if self._float_weights else None,
                 "state": {k: v.clone() for k, v in self.state_dict().items()}}
 
     def __setstate__(self, st):
@@ -651,7 +720,7 @@ class EmbeddingBagCollection(_nn.Module):
         tables, kw = st["args"]
         kind, lr, hyper = st["optimizer"] or (None, 0.01, {})
         EmbeddingBagCollection.__init__(self, tables, optimizer=kind, lr=lr, **kw, **hyper)
-        if self._weights[0].dtype != st["dtype"]:
+        if st["dtype"] is not None and self._float_weights[0].dtype != st["dtype"]:
             self._retype(st["dtype"])
         self.load_state_dict(st["state"])
         self.train(st["training"])
@@ -668,7 +737,12 @@ class EmbeddingBagCollection(_nn.Module):
     def _sparse_grads(self, step, batch, grad):
         form, ids, _, w = batch
         grads, col = [], 0
-        for t, (weight, pool) in enumerate(zip(self._weights, self.poolings)):
+        for t, (bag, pool) in enumerate(zip(self.embedding_bags.values(), self.poolings)):
+            weight = bag.weight
+            if bag.qdtype is not None:  # no gradient of quantized rows (a buffer)
+                grads.append(None)
+                col += self.dims[t]
+                continue
             first, nnz, nbags, bag_size, off = self._coll._c.batch(step, t)
             flat = ids[t].reshape(-1) if form == 0 else ids[first:first + nnz]
             tw = (w[t] if form == 0 else w[first:first + nnz]) if w is not None else None

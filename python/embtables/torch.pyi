@@ -31,14 +31,14 @@ class EmbeddingBagConfig:
     init_fn: Optional[Callable[[torch.Tensor], Any]]
     need_pos: bool
     pooling: PoolingType
-    dtype: Optional[torch.dtype]
+    dtype: Optional[Union[torch.dtype, str]]
     def __init__(self, num_embeddings: int, embedding_dim: int, name: str = ...,
                  data_type: DataType = ..., feature_names: List[str] = ...,
                  weight_init_max: Optional[float] = ..., weight_init_min: Optional[float] = ...,
                  num_embeddings_post_pruning: Optional[int] = ...,
                  init_fn: Optional[Callable[[torch.Tensor], Any]] = ..., need_pos: bool = ...,
                  pooling: Union[PoolingType, str] = ...,
-                 dtype: Optional[torch.dtype] = ...) -> None: ...
+                 dtype: Optional[Union[torch.dtype, str]] = ...) -> None: ...
 
 class KeyedJaggedTensor:
     def __init__(self, keys: Sequence[str], values: torch.Tensor,
@@ -84,7 +84,7 @@ class EmbeddingBagCollection(torch.nn.Module):
                  threads: int = ..., mode: Union[str, Sequence[str]] = ...,
                  max_norm: Optional[float] = ..., include_last_offset: bool = ...,
                  prune_invalid: bool = ..., prune_nonpositive_weights: bool = ...,
-                 default_id: Optional[int] = ..., dtype: torch.dtype = ...,
+                 default_id: Optional[int] = ..., dtype: Union[torch.dtype, str] = ...,
                  is_weighted: bool = ..., device: Optional[Union[str, torch.device]] = ...,
                  **hyper: Any) -> None: ...
     @property

@@ -22,8 +22,9 @@
  *
  * Variants (tests/checkasm.c runs each against the C reference, bit for bit):
  *   C        kernels_c.c, optim_c.c  every entry, `_d` for all sizes (constant-size loops)
- *   AVX2     x86/kernels_avx2.c      every entry but FTRL's rows (f16 ones need F16C)
- *   AVX-512  x86/kernels_avx512.c    F+BW+VL+DQ; every entry but FTRL's rows
+ *   AVX2     x86/kernels_avx2.c      every entry but FTRL's one-row kernels (f16 ones
+ *                                    need F16C); FTRL's range copies: lr_power = -0.5
+ *   AVX-512  x86/kernels_avx512.c    F+BW+VL+DQ; as AVX2
  * All of them are exact with the reference: multiply then add (never FMA), bags summed
  * in bag order, sumsq in 16 fixed lanes (element i into lane i % 16, then a tree),
  * conversions rounding to nearest even. AVX512-BF16's vcvtneps2bf16 flushes subnormals,
@@ -229,7 +230,7 @@ typedef struct EmbKernels {
     emb_opt_row_fn opt_row_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
     /* an optimizer on a range of distinct columns (EmbRowsArgs): rows[kind][dt] the C
      * reference for any D, rows_d the copies for the static sizes (the apply uses only
-     * these); SGD, Adagrad, row-wise Adagrad and Adam (FTRL: NULL) */
+     * these); every optimizer (FTRL's SIMD copies: lr_power = -0.5 only) */
     emb_rows_fn rows[EMB_NOPT][EMB_NDTYPES];
     emb_rows_fn rows_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
 } EmbKernels;
@@ -267,8 +268,8 @@ emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
 /* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
-/* The range kernel of @kind for (dt, D), or NULL when there is none (FTRL, or D without
- * a copy). */
+/* The range kernel of @kind for (dt, D), or NULL when D has no copy (FTRL's SIMD copies
+ * take lr_power = -0.5 only: emb__plan_optimizer checks). */
 emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D);
 /* The optimizer row kernel of @kind (not EMB_OPT_SGD) for (@dt, @D). */
 emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D,

@@ -102,19 +102,36 @@ EMB_INLINE void rowwise_body(void *col, float *h, const float *g, const EmbOptim
         emb__store(dt, col, i, emb__load(dt, col, i) - m * g[i]);
 }
 
+/* One element of FTRL: updates *acc and *lin for gradient g, returns the new weight. */
+static inline float ftrl_elem(float w, float *acc, float *lin, float g, const EmbOptimParams *p)
+{
+    const float a1 = *acc + g * g;
+    const float pa1 = ftrl_pow(a1, p->lr_power);
+    *lin = *lin + (g - (pa1 - ftrl_pow(*acc, p->lr_power)) / p->lr * w);
+    const float quad = pa1 / p->lr + 2.0f * p->l2;
+    const float l = *lin;
+    *acc = a1;
+    return fabsf(l) > p->l1 ? (copysignf(p->l1, l) - l) / quad : 0.0f;
+}
+
 EMB_INLINE void ftrl_body(void *col, float *s, const float *g, const EmbOptimParams *p,
                           int32_t D, const EmbDtype dt)
 {
     float *acc = s, *lin = s + D;
-    for (int32_t i = 0; i < D; i++) {
-        const float w = emb__load(dt, col, i), a1 = acc[i] + g[i] * g[i];
-        const float pa1 = ftrl_pow(a1, p->lr_power);
-        lin[i] = lin[i] + (g[i] - (pa1 - ftrl_pow(acc[i], p->lr_power)) / p->lr * w);
-        const float quad = pa1 / p->lr + 2.0f * p->l2;
-        const float l = lin[i];
-        const float nw = fabsf(l) > p->l1 ? (copysignf(p->l1, l) - l) / quad : 0.0f;
-        emb__store(dt, col, i, nw);
-        acc[i] = a1;
+    for (int32_t i = 0; i < D; i++)
+        emb__store(dt, col, i, ftrl_elem(emb__load(dt, col, i), &acc[i], &lin[i], g[i], p));
+}
+
+/* FTRL on columns d0 .. d1 (EmbRowsArgs): ftrl_body's steps per element, any lr_power
+ * (the SIMD copies: lr_power = -0.5 only, which emb__plan_optimizer checks). */
+EMB_INLINE void ftrl_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    for (int64_t d = a->d0; d < a->d1; d++) {
+        void *col = a->data + a->ids[d] * a->col_stride;
+        float *acc = (float *)(a->state + a->ids[d] * a->state_stride), *lin = acc + D;
+        for (int32_t i = 0; i < D; i++)
+            emb__store(dt, col, i, ftrl_elem(emb__load(dt, col, i), &acc[i], &lin[i],
+                                             emb__rows_grad(a, d, i), a->params));
     }
 }
 
@@ -280,6 +297,24 @@ ROWS(adam_rows_d32_bf16_c, adam_rows_body, 32, EMB_BF16)
 ROWS(adam_rows_d64_bf16_c, adam_rows_body, 64, EMB_BF16)
 ROWS(adam_rows_d128_bf16_c, adam_rows_body, 128, EMB_BF16)
 ROWS(adam_rows_d256_bf16_c, adam_rows_body, 256, EMB_BF16)
+ROWS(ftrl_rows_f32_c, ftrl_rows_body, 0, EMB_F32)
+ROWS(ftrl_rows_d16_f32_c, ftrl_rows_body, 16, EMB_F32)
+ROWS(ftrl_rows_d32_f32_c, ftrl_rows_body, 32, EMB_F32)
+ROWS(ftrl_rows_d64_f32_c, ftrl_rows_body, 64, EMB_F32)
+ROWS(ftrl_rows_d128_f32_c, ftrl_rows_body, 128, EMB_F32)
+ROWS(ftrl_rows_d256_f32_c, ftrl_rows_body, 256, EMB_F32)
+ROWS(ftrl_rows_f16_c, ftrl_rows_body, 0, EMB_F16)
+ROWS(ftrl_rows_d16_f16_c, ftrl_rows_body, 16, EMB_F16)
+ROWS(ftrl_rows_d32_f16_c, ftrl_rows_body, 32, EMB_F16)
+ROWS(ftrl_rows_d64_f16_c, ftrl_rows_body, 64, EMB_F16)
+ROWS(ftrl_rows_d128_f16_c, ftrl_rows_body, 128, EMB_F16)
+ROWS(ftrl_rows_d256_f16_c, ftrl_rows_body, 256, EMB_F16)
+ROWS(ftrl_rows_bf16_c, ftrl_rows_body, 0, EMB_BF16)
+ROWS(ftrl_rows_d16_bf16_c, ftrl_rows_body, 16, EMB_BF16)
+ROWS(ftrl_rows_d32_bf16_c, ftrl_rows_body, 32, EMB_BF16)
+ROWS(ftrl_rows_d64_bf16_c, ftrl_rows_body, 64, EMB_BF16)
+ROWS(ftrl_rows_d128_bf16_c, ftrl_rows_body, 128, EMB_BF16)
+ROWS(ftrl_rows_d256_bf16_c, ftrl_rows_body, 256, EMB_BF16)
 
 /* The one-row kernels' static-size copies (d16 .. d256: emb__dclass_size's order):
  * Adagrad and row-wise Adagrad. */
@@ -407,6 +442,26 @@ static void init_rows_d_rowwise(EmbKernels *k)
     k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d256_bf16_c;
 }
 
+/* The range kernels' static-size copies: FTRL. */
+static void init_rows_d_ftrl(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d16_f32_c;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d32_f32_c;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d64_f32_c;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d128_f32_c;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d256_f32_c;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d16_f16_c;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d32_f16_c;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d64_f16_c;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d128_f16_c;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d256_f16_c;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d16_bf16_c;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d32_bf16_c;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d64_bf16_c;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d128_bf16_c;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d256_bf16_c;
+}
+
 /* The one-row kernels (no streaming stores: _nt is the plain kernel) and their copies. */
 static void init_opt_row(EmbKernels *k)
 {
@@ -427,7 +482,7 @@ static void init_opt_row(EmbKernels *k)
     init_opt_row_d_ftrl_adam(k);
 }
 
-/* The range kernels (Adagrad, Adam, row-wise Adagrad) and their copies. */
+/* The range kernels (Adagrad, Adam, row-wise Adagrad, FTRL) and their copies. */
 static void init_rows(EmbKernels *k)
 {
     k->rows[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_f32_c;
@@ -439,8 +494,12 @@ static void init_rows(EmbKernels *k)
     k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_f32_c;
     k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_f16_c;
     k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_bf16_c;
+    k->rows[EMB_OPT_FTRL][EMB_F32] = ftrl_rows_f32_c;
+    k->rows[EMB_OPT_FTRL][EMB_F16] = ftrl_rows_f16_c;
+    k->rows[EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_bf16_c;
     init_rows_d_adagrad_adam(k);
     init_rows_d_rowwise(k);
+    init_rows_d_ftrl(k);
 }
 
 /* The optimizer kernels of the C level. */

@@ -17,9 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "dtype.h"
 #include "initval.h"
@@ -163,25 +160,6 @@ static void slot_insert(DynSlot *slots, int64_t nslots, int64_t id, int64_t row)
     slots[h] = (DynSlot){id, row};
 }
 
-#define HUGE_BYTES ((size_t)2 << 20)
-
-/*
- * @bytes for the index or a slab, zeroed when @zero: from 2 MiB up, 2 MiB aligned and (on
- * Linux) advised as transparent huge pages, so that the random reads of a lookup (an index
- * slot, a row) miss the TLB less (without it 16 MiB of index are 4096 pages).
- */
-static void *big_alloc(size_t align, size_t bytes)
-{
-    if (bytes < HUGE_BYTES)
-        return emb__aligned_alloc(align, bytes);
-    void *p = emb__aligned_alloc(EMB_MAX(align, HUGE_BYTES), bytes);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p)
-        madvise(p, bytes / HUGE_BYTES * HUGE_BYTES, MADV_HUGEPAGE); /* advice only */
-#endif
-    return p;
-}
-
 /* An index of at least @want slots holding every row; old index kept on failure. */
 static int index_grow(Dyn *d, int64_t want)
 {
@@ -191,7 +169,7 @@ static int index_grow(Dyn *d, int64_t want)
     while (n < want)
         n *= 2;
     DynSlot *s = (uint64_t)n <= SIZE_MAX / sizeof *s
-                     ? big_alloc(EMB_ALIGN, (size_t)n * sizeof *s) : NULL;
+                     ? emb__big_alloc(EMB_ALIGN, (size_t)n * sizeof *s) : NULL;
     if (!s)
         return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table index of %lld slots",
                          (long long)n);
@@ -225,7 +203,7 @@ static void *zalloc_aligned(size_t align, size_t bytes)
 
 static void *zalloc_big(size_t align, size_t bytes)
 {
-    void *p = big_alloc(align, bytes ? bytes : align);
+    void *p = emb__big_alloc(align, bytes ? bytes : align);
     if (p)
         memset(p, 0, bytes);
     return p;
@@ -692,7 +670,7 @@ static void dyn_configure(Dyn *d, const EmbDynamicOptions *o, int32_t featuresiz
     d->align = EMB_MAX(align, (size_t)EMB_ALIGN);
     /* slabs of 256 KiB, or 2 MiB (huge pages) for a table meant to hold 16 MiB or more */
     const size_t slab_bytes = (double)o->capacity * (double)stride >= 16.0 * 1048576.0
-                                  ? HUGE_BYTES : SLAB_BYTES;
+                                  ? EMB_HUGE_BYTES : SLAB_BYTES;
     d->shift = 4;
     while (d->shift < 16 && ((size_t)2 << d->shift) * stride <= slab_bytes)
         d->shift++;

@@ -149,7 +149,7 @@ int emb_table_create(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbD
                       (long long)ncolumns, stride, emb__table_label(t));
         goto fail;
     }
-    t->data = emb__aligned_alloc(align, (size_t)bytes);
+    t->data = emb__big_alloc(align, (size_t)bytes);
     if (!t->data) {
         r = emb__fail(EMB_ENOMEM, "cannot allocate %lld bytes (%s)", (long long)bytes,
                       emb__table_label(t));

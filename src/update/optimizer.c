@@ -331,6 +331,8 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
         plan->sgd = emb__kernel_sgd_row(cdt, t->featuresize, nt && !plan->requant);
     else
         plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
-    plan->range = nt || plan->requant ? NULL
-                                      : emb__kernel_rows(c->kind, t->dtype, t->featuresize);
+    /* FTRL's range copies take the square root of lr_power = -0.5 (TF's special case) */
+    const bool ranged = !nt && !plan->requant &&
+                        (c->kind != EMB_OPT_FTRL || c->lr_power == -0.5f);
+    plan->range = ranged ? emb__kernel_rows(c->kind, t->dtype, t->featuresize) : NULL;
 }

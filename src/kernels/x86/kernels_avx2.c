@@ -46,6 +46,14 @@ static inline vec vsqrt(vec a)
 {
     return _mm256_sqrt_ps(a);
 }
+/* FTRL's new weight: |l| > l1 ? (copysign(l1, l) - l) / quad : +0 (l1 >= 0). */
+static inline vec vftrl_w(vec l, vec l1, vec quad)
+{
+    const vec sign = _mm256_set1_ps(-0.0f);
+    const vec over = _mm256_cmp_ps(_mm256_andnot_ps(sign, l), l1, _CMP_GT_OQ);
+    const vec cs = _mm256_or_ps(_mm256_and_ps(sign, l), _mm256_andnot_ps(sign, l1));
+    return _mm256_and_ps(over, _mm256_div_ps(_mm256_sub_ps(cs, l), quad));
+}
 /* acc + x² (lanes i % 8 are the vector's lanes). */
 static inline __m256 sq8_add(__m256 acc, vec x)
 {
@@ -183,6 +191,23 @@ static inline vec ldn_q4(const uint8_t *p, int r)
     uint8_t t[4] = {0};
     memcpy(t, p, (size_t)r / 2);
     return ld_q4(t);
+}
+/* The 8 bytes at @p widened: their low nibbles (elements 0, 2, .. 14) and high ones. */
+static inline void ld_q4_pairs(const uint8_t *p, vec *even, vec *odd)
+{
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    *even = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(15)));
+    *odd = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+}
+/* 16 nibbles of the 8 bytes at @p: low and high nibbles split, interleaved back into 16
+ * bytes (element order), widened to 8 + 8 f32. */
+static inline void ld_q4x2(const uint8_t *p, vec *x0, vec *x1)
+{
+    const __m128i x = _mm_loadl_epi64((const __m128i *)p), m = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(x, m), hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+    const __m128i e = _mm_unpacklo_epi8(lo, hi);
+    *x0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(e));
+    *x1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(e, e)));
 }
 
 #include "kernels/x86/simd_body.h"
@@ -330,13 +355,28 @@ OPT_ROWS(adam_rows_d32_bf16_avx2, adam_rows_body, 32, EMB_BF16)
 OPT_ROWS(adam_rows_d64_bf16_avx2, adam_rows_body, 64, EMB_BF16)
 OPT_ROWS(adam_rows_d128_bf16_avx2, adam_rows_body, 128, EMB_BF16)
 OPT_ROWS(adam_rows_d256_bf16_avx2, adam_rows_body, 256, EMB_BF16)
+OPT_ROWS(ftrl_rows_d16_f32_avx2, ftrl_rows_body, 16, EMB_F32)
+OPT_ROWS(ftrl_rows_d32_f32_avx2, ftrl_rows_body, 32, EMB_F32)
+OPT_ROWS(ftrl_rows_d64_f32_avx2, ftrl_rows_body, 64, EMB_F32)
+OPT_ROWS(ftrl_rows_d128_f32_avx2, ftrl_rows_body, 128, EMB_F32)
+OPT_ROWS(ftrl_rows_d256_f32_avx2, ftrl_rows_body, 256, EMB_F32)
+OPT_ROWS(ftrl_rows_d16_f16_avx2, ftrl_rows_body, 16, EMB_F16)
+OPT_ROWS(ftrl_rows_d32_f16_avx2, ftrl_rows_body, 32, EMB_F16)
+OPT_ROWS(ftrl_rows_d64_f16_avx2, ftrl_rows_body, 64, EMB_F16)
+OPT_ROWS(ftrl_rows_d128_f16_avx2, ftrl_rows_body, 128, EMB_F16)
+OPT_ROWS(ftrl_rows_d256_f16_avx2, ftrl_rows_body, 256, EMB_F16)
+OPT_ROWS(ftrl_rows_d16_bf16_avx2, ftrl_rows_body, 16, EMB_BF16)
+OPT_ROWS(ftrl_rows_d32_bf16_avx2, ftrl_rows_body, 32, EMB_BF16)
+OPT_ROWS(ftrl_rows_d64_bf16_avx2, ftrl_rows_body, 64, EMB_BF16)
+OPT_ROWS(ftrl_rows_d128_bf16_avx2, ftrl_rows_body, 128, EMB_BF16)
+OPT_ROWS(ftrl_rows_d256_bf16_avx2, ftrl_rows_body, 256, EMB_BF16)
 
 static void scale_avx2(float *x, float s, int32_t D)
 {
     scale_body(x, s, D);
 }
 
-/* ---- optimizer rows: every (optimizer, dtype) but FTRL (its pow stays C) ------------ */
+/* ---- optimizer rows: every (optimizer, dtype) but FTRL's one-row kernels (pow: C) -- */
 
 OPT_ROW(adagrad_f32_avx2, adagrad_body, 0, 0, EMB_F32)
 OPT_ROW(adagrad_nt_f32_avx2, adagrad_body, 0, 1, EMB_F32)
@@ -668,12 +708,38 @@ static void init_optim_f16(EmbKernels *k)
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_F16] = adam_d256_f16_avx2;
 }
 
+/* The static-size range kernels of FTRL (lr_power = -0.5) of f32 and bf16. */
+static void init_rows_ftrl_f32_bf16(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d16_f32_avx2;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d32_f32_avx2;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d64_f32_avx2;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d128_f32_avx2;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d256_f32_avx2;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d16_bf16_avx2;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d32_bf16_avx2;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d64_bf16_avx2;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d128_bf16_avx2;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d256_bf16_avx2;
+}
+
+/* f16 (F16C): the static-size range kernels of FTRL. */
+static void init_rows_ftrl_f16(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d16_f16_avx2;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d32_f16_avx2;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d64_f16_avx2;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d128_f16_avx2;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d256_f16_avx2;
+}
+
 /* The AVX2 level over the C one; the f16 entries need F16C too. */
 void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
 {
     init_f32(k);
     init_bf16(k);
     init_rows_f32_bf16(k);
+    init_rows_ftrl_f32_bf16(k);
     k->scale = scale_avx2;
     k->idmax = idmax_avx2;
     init_opt_row_f32_bf16(k);
@@ -681,6 +747,7 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
         return;
     init_f16(k);
     init_optim_f16(k);
+    init_rows_ftrl_f16(k);
 }
 
 

@@ -4,7 +4,8 @@
  * simd_body.h stamped as one-line wrappers. Compiled in its own static library with the
  * AVX-512 flags of kernels/meson.build (-ffp-contract=off); called only after the dispatch
  * saw AVX-512. Tails use masked loads and stores (no fault past the mask). f16 conversions
- * are AVX-512F's vcvtph2ps/vcvtps2ph. FTRL's optimizer row stays C.
+ * are AVX-512F's vcvtph2ps/vcvtps2ph. FTRL's one-row kernels stay C; its range copies
+ * take lr_power = -0.5 (a square root).
  */
 #include <immintrin.h>
 
@@ -41,6 +42,14 @@ static inline vec vdiv(vec a, vec b)
 static inline vec vsqrt(vec a)
 {
     return _mm512_sqrt_ps(a);
+}
+/* FTRL's new weight: |l| > l1 ? (copysign(l1, l) - l) / quad : +0 (l1 >= 0). */
+static inline vec vftrl_w(vec l, vec l1, vec quad)
+{
+    const vec sign = _mm512_set1_ps(-0.0f);
+    const __mmask16 over = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, l), l1, _CMP_GT_OQ);
+    const vec cs = _mm512_or_ps(_mm512_and_ps(sign, l), _mm512_andnot_ps(sign, l1));
+    return _mm512_maskz_div_ps(over, _mm512_sub_ps(cs, l), quad);
 }
 /* acc + x²: elements 0 .. 7 of the vector, then 8 .. 15, as the reference's lanes i % 8. */
 static inline __m256 sq8_add(__m256 acc, vec x)
@@ -165,6 +174,22 @@ static inline vec q4_expand(__m128i x)
 static inline vec ld_q4(const uint8_t *p)
 {
     return q4_expand(_mm_loadl_epi64((const __m128i *)p));
+}
+/* The 16 bytes at @p widened: their low nibbles (elements 0, 2, .. 30) and high ones. */
+static inline void ld_q4_pairs(const uint8_t *p, vec *even, vec *odd)
+{
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+    *even = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)));
+    *odd = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+}
+/* 32 nibbles of the 16 bytes at @p: low and high nibbles split, interleaved back into
+ * bytes 0 .. 15 (elements 0 .. 15) and 16 .. 31, each widened to 16 f32. */
+static inline void ld_q4x2(const uint8_t *p, vec *x0, vec *x1)
+{
+    const __m128i x = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(x, m), hi = _mm_and_si128(_mm_srli_epi16(x, 4), m);
+    *x0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)));
+    *x1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)));
 }
 static inline vec ldn_q4(const uint8_t *p, int r)
 {
@@ -380,6 +405,21 @@ OPT_ROWS(adam_rows_d32_bf16_avx512, adam_rows_body, 32, EMB_BF16)
 OPT_ROWS(adam_rows_d64_bf16_avx512, adam_rows_body, 64, EMB_BF16)
 OPT_ROWS(adam_rows_d128_bf16_avx512, adam_rows_body, 128, EMB_BF16)
 OPT_ROWS(adam_rows_d256_bf16_avx512, adam_rows_body, 256, EMB_BF16)
+OPT_ROWS(ftrl_rows_d16_f32_avx512, ftrl_rows_body, 16, EMB_F32)
+OPT_ROWS(ftrl_rows_d32_f32_avx512, ftrl_rows_body, 32, EMB_F32)
+OPT_ROWS(ftrl_rows_d64_f32_avx512, ftrl_rows_body, 64, EMB_F32)
+OPT_ROWS(ftrl_rows_d128_f32_avx512, ftrl_rows_body, 128, EMB_F32)
+OPT_ROWS(ftrl_rows_d256_f32_avx512, ftrl_rows_body, 256, EMB_F32)
+OPT_ROWS(ftrl_rows_d16_f16_avx512, ftrl_rows_body, 16, EMB_F16)
+OPT_ROWS(ftrl_rows_d32_f16_avx512, ftrl_rows_body, 32, EMB_F16)
+OPT_ROWS(ftrl_rows_d64_f16_avx512, ftrl_rows_body, 64, EMB_F16)
+OPT_ROWS(ftrl_rows_d128_f16_avx512, ftrl_rows_body, 128, EMB_F16)
+OPT_ROWS(ftrl_rows_d256_f16_avx512, ftrl_rows_body, 256, EMB_F16)
+OPT_ROWS(ftrl_rows_d16_bf16_avx512, ftrl_rows_body, 16, EMB_BF16)
+OPT_ROWS(ftrl_rows_d32_bf16_avx512, ftrl_rows_body, 32, EMB_BF16)
+OPT_ROWS(ftrl_rows_d64_bf16_avx512, ftrl_rows_body, 64, EMB_BF16)
+OPT_ROWS(ftrl_rows_d128_bf16_avx512, ftrl_rows_body, 128, EMB_BF16)
+OPT_ROWS(ftrl_rows_d256_bf16_avx512, ftrl_rows_body, 256, EMB_BF16)
 
 static void scale_avx512(float *x, float s, int32_t D)
 {
@@ -404,6 +444,26 @@ static uint64_t idmax_avx512(const void *ids, int64_t n, int id32)
     if (k < n)
         m = _mm512_max_epu64(m, _mm512_maskz_loadu_epi64((__mmask8)tail_mask((int)(n - k)), p + k));
     return _mm512_reduce_max_epu64(m);
+}
+
+/* The static-size range kernels of FTRL (lr_power = -0.5). */
+static void init_rows_ftrl(EmbKernels *k)
+{
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d16_f32_avx512;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d32_f32_avx512;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d64_f32_avx512;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d128_f32_avx512;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d256_f32_avx512;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d16_f16_avx512;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d32_f16_avx512;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d64_f16_avx512;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d128_f16_avx512;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d256_f16_avx512;
+    k->rows_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d16_bf16_avx512;
+    k->rows_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d32_bf16_avx512;
+    k->rows_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d64_bf16_avx512;
+    k->rows_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d128_bf16_avx512;
+    k->rows_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d256_bf16_avx512;
 }
 
 /* The static-size range kernels of SGD and row-wise Adagrad. */
@@ -653,6 +713,7 @@ void emb__kernels_init_avx512(EmbKernels *k, unsigned flags)
     (void)flags;
     init_rows_sgd_rowwise(k);
     init_rows_adagrad_adam(k);
+    init_rows_ftrl(k);
     init_opt_row_f32(k);
     init_opt_row_f16(k);
     init_opt_row_bf16(k);

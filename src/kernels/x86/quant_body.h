@@ -8,6 +8,10 @@
  *   ld_q8(p) ldn_q8(p, r)   VL (or r < VL) uint8 from p as an f32 vector (zeros after)
  *   ld_q4(p) ldn_q4(p, r)   VL (or r < VL, r even) 4-bit values from the VL / 2 (r / 2)
  *                           bytes at p, element 2j the low nibble of byte j, as f32
+ *   ld_q4x2(p, &x0, &x1)    2 VL 4-bit values from the VL bytes at p, as two f32 vectors
+ *                           (nibbles split by and / shift, interleaved by byte unpacks)
+ *   ld_q4_pairs(p, &e, &o)  the same 2 VL values as the even elements (low nibbles) and
+ *                           the odd ones (high nibbles): bytes widened, then and / shift
  *
  * Exact with quant_c.c: per row a = w * scale and c = w * bias (scalars), per element
  * acc + (q * a + c), rows in bag order, sumsq in the 16 lanes of the reference.
@@ -30,11 +34,20 @@ static inline vec qldn(const EmbDtype dt, const void *row, int32_t i, int r)
     return dt == EMB_INT4 ? ldn_q4(p + i / 2, r) : ldn_q8(p + i, r);
 }
 
-/* The row's w * scale and w * bias, broadcast. */
+/* The row's w * scale and w * bias, broadcast. int4's f16 pair converted by F16C in one
+ * instruction (exact, as emb__f16_to_f32; a NaN comes out quiet, and NaN it stays). */
 EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, vec *a, vec *c)
 {
     float s, b;
-    emb__q_params(dt, row, D, &s, &b);
+    if (dt == EMB_INT4) {
+        int32_t u;
+        memcpy(&u, (const uint8_t *)row + D / 2, 4);
+        const __m128 sb = _mm_cvtph_ps(_mm_cvtsi32_si128(u));
+        s = _mm_cvtss_f32(sb);
+        b = _mm_cvtss_f32(_mm_movehdup_ps(sb));
+    } else {
+        emb__q_params(dt, row, D, &s, &b);
+    }
     *a = vset1(w * s);
     *c = vset1(w * b);
 }
@@ -53,10 +66,37 @@ EMB_INLINE void qadd_vecs(vec *acc, const void *row, int32_t off, const int nv,
 {
     vec s, b;
     qparams(dt, row, D, w, &s, &b);
+    if (dt == EMB_INT4 && !partial && nv % 2 == 0) { /* two vectors a load */
+        const uint8_t *p = (const uint8_t *)row + off / 2;
+        UNROLL_BLK for (int j = 0; j < nv; j += 2) {
+            vec x0, x1;
+            ld_q4x2(p + j * VL / 2, &x0, &x1);
+            acc[j] = vadd(acc[j], qval(x0, s, b));
+            acc[j + 1] = vadd(acc[j + 1], qval(x1, s, b));
+        }
+        return;
+    }
     UNROLL_BLK for (int j = 0; j < nv; j++) {
         const bool part = partial && j == nv - 1;
         const int32_t i = off + j * VL;
         acc[j] = vadd(acc[j], qval(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, b));
+    }
+}
+
+/* int4 rows of the bags body's paired layout (simd_body.h's bag_add): VL bytes give the
+ * even elements of 2 VL in acc[2m] and the odd ones in acc[2m + 1] (one widening, an and
+ * and a shift a load), bag_store interleaves them; each element summed as qadd_vecs sums it. */
+EMB_INLINE void qadd_pairs(vec *acc, const void *row, int32_t off, const int nv, float w,
+                           const int32_t D)
+{
+    vec s, b;
+    qparams(EMB_INT4, row, D, w, &s, &b);
+    const uint8_t *p = (const uint8_t *)row + off / 2;
+    UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
+        vec e, o;
+        ld_q4_pairs(p + m * VL, &e, &o);
+        acc[2 * m] = vadd(acc[2 * m], qval(e, s, b));
+        acc[2 * m + 1] = vadd(acc[2 * m + 1], qval(o, s, b));
     }
 }
 
@@ -74,6 +114,13 @@ EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols
         vec s, b;
         qparams(dt, p, D, 1.0f, &s, &b);
         int32_t i = 0;
+        if (dt == EMB_INT4)
+            for (; i + 2 * VL <= D; i += 2 * VL) {
+                vec x0, x1;
+                ld_q4x2((const uint8_t *)p + i / 2, &x0, &x1);
+                st_f32(o + i, qval(x0, s, b));
+                st_f32(o + i + VL, qval(x1, s, b));
+            }
         for (; i + VL <= D; i += VL)
             st_f32(o + i, qval(qld(dt, p, i), s, b));
         if (i < D)

@@ -248,7 +248,8 @@ EMB_INLINE int64_t bag_id(const void *ids, int64_t k, const int id32)
 
 /*
  * Adds the row at @row from element @off (times @w when weighted; a quantized row of N
- * elements: qadd_vecs, weight 1 when not) to the bag's nv accumulators. Paired (bf16 with
+ * elements: qadd_vecs, weight 1 when not) to the bag's nv accumulators (int4 paired:
+ * qadd_pairs, even and odd nibbles). Paired (bf16 with
  * an even nv): each full vector of 2 VL bf16 is read once as VL 32-bit lanes, lane l
  * holding elements 2l (low half) and 2l + 1 (high half): a shift gives the even elements'
  * f32 values, a mask the odd ones' (2 integer ops per 2 VL elements instead of 2 widening
@@ -260,7 +261,10 @@ EMB_INLINE void bag_add(vec *acc, const void *row, int32_t off, const int nv,
                         const EmbDtype dt)
 {
     if (emb__dtype_quantized(dt)) {
-        qadd_vecs(acc, row, off, nv, 0, VL, weighted ? wk : 1.0f, N, dt);
+        if (paired) /* int4 */
+            qadd_pairs(acc, row, off, nv, weighted ? wk : 1.0f, N);
+        else
+            qadd_vecs(acc, row, off, nv, 0, VL, weighted ? wk : 1.0f, N, dt);
         return;
     }
     const void *p = at(dt, row, off);
@@ -310,7 +314,7 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
                          const int id32, const int weighted)
 {
     const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
-    const bool paired = dt == EMB_BF16 && nv % 2 == 0;
+    const bool paired = (dt == EMB_BF16 || dt == EMB_INT4) && nv % 2 == 0;
     const void *ids = a->ids;
     const char *data = a->data;
     const int64_t cs = a->col_stride, pf = a->pf_dist;
@@ -647,8 +651,20 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
     }
 }
 
+/* One vector of FTRL with lr_power = -0.5 (optim_c.c's ftrl_elem, the pow a square
+ * root): acc and lin updated, the new weight returned. c holds lr, 2 l2, l1. */
+static inline vec ftrl_vec(vec w, vec *acc, vec *lin, vec g, const vec c[4])
+{
+    const vec a1 = vadd(*acc, vmul(g, g)), pa1 = vsqrt(a1);
+    *lin = vadd(*lin, vsub(g, vmul(vdiv(vsub(pa1, vsqrt(*acc)), c[0]), w)));
+    const vec quad = vadd(vdiv(pa1, c[0]), c[1]);
+    *acc = a1;
+    return vftrl_w(*lin, c[2], quad);
+}
+
 /* One vector of an elementwise optimizer at element i of a column (state row s), the
- * gradient's vector in g: adagrad_vec (h at s) or adam_vec (m at s, v at s + N). */
+ * gradient's vector in g: adagrad_vec (h at s), adam_vec (m at s, v at s + N) or
+ * ftrl_vec (accumulator at s, linear at s + N). */
 EMB_INLINE vec elem_vec(const EmbOptimizerKind kind, vec w, float *s, int32_t i,
                         const int32_t N, vec g, const vec c[4])
 {
@@ -659,23 +675,28 @@ EMB_INLINE vec elem_vec(const EmbOptimizerKind kind, vec w, float *s, int32_t i,
         return x;
     }
     vec vm = ld_f32(s + i), vv = ld_f32(s + N + i);
-    const vec x = adam_vec(w, &vm, &vv, g, c);
+    const vec x = kind == EMB_OPT_FTRL ? ftrl_vec(w, &vm, &vv, g, c)
+                                       : adam_vec(w, &vm, &vv, g, c);
     st_f32(s + i, vm);
     st_f32(s + N + i, vv);
     return x;
 }
 
-/* Adagrad (state row h[N]) or Adam ([m N | v N]) on columns d0 .. d1 of N elements, blocks
- * as sgd_rows_body: elem_vec per vector of the gradient in registers. c holds Adam's
- * 1 - beta1, 1 - beta2, then the step (Adagrad: lr; Adam: step_size) and eps. */
+/* Adagrad (state row h[N]), Adam ([m N | v N]) or FTRL with lr_power = -0.5 ([accum N |
+ * linear N]) on columns d0 .. d1 of N elements, blocks as sgd_rows_body: elem_vec per
+ * vector of the gradient in registers. c holds Adam's 1 - beta1, 1 - beta2, then the step
+ * (Adagrad: lr; Adam: step_size) and eps; FTRL's lr, 2 l2, l1. */
 EMB_INLINE void elem_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt,
                                const EmbOptimizerKind kind)
 {
     const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
     const EmbOptimParams *p = a->params;
-    const vec c[4] = {vset1(1.0f - p->beta1), vset1(1.0f - p->beta2),
-                      vset1(kind == EMB_OPT_ADAM ? p->step_size : p->lr), vset1(p->eps)};
-    const int32_t sbytes = (kind == EMB_OPT_ADAM ? 2 : 1) * N * (int32_t)sizeof(float);
+    const bool ftrl = kind == EMB_OPT_FTRL;
+    const vec c[4] = {vset1(ftrl ? p->lr : 1.0f - p->beta1),
+                      vset1(ftrl ? 2.0f * p->l2 : 1.0f - p->beta2),
+                      vset1(ftrl ? p->l1 : kind == EMB_OPT_ADAM ? p->step_size : p->lr),
+                      vset1(p->eps)};
+    const int32_t sbytes = (kind == EMB_OPT_ADAGRAD ? 1 : 2) * N * (int32_t)sizeof(float);
     for (int64_t d = a->d0; d < a->d1; d++) {
         rows_prefetch(a, d, N * esize(dt), sbytes);
         char *col = a->data + a->ids[d] * a->col_stride;
@@ -700,6 +721,12 @@ EMB_INLINE void adagrad_rows_body(const EmbRowsArgs *a, const int32_t N, const E
 EMB_INLINE void adam_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
 {
     elem_rows_body(a, N, dt, EMB_OPT_ADAM);
+}
+
+/* lr_power = -0.5 only (emb__plan_optimizer takes no range kernel for another). */
+EMB_INLINE void ftrl_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    elem_rows_body(a, N, dt, EMB_OPT_FTRL);
 }
 
 /* ---- the one-line wrappers of the ISA files ------------------------------------------- */
