@@ -50,6 +50,14 @@ static const char *tier_dir(const BenchConfig *c)
 int bench_tier_make(BenchWorkload *w, const BenchConfig *c, int t, const char *name)
 {
     const BenchTableSpec *s = &c->tables[t];
+    for (int p = 0; p < c->nphases; p++)
+        for (int q = 0; q < p; q++)
+            if (c->phases[p].opt && c->phases[q].opt && c->phases[p].opt != c->phases[q].opt) {
+                fprintf(stderr, "emb-bench: a tiered table keeps one optimizer's state: "
+                        "%s and %s cannot both train it (one optimizer in --phases)\n",
+                        c->phases[q].name, c->phases[p].name);
+                return EMB_EINVAL;
+            }
     if (!w->tier_paths && !(w->tier_paths = calloc((size_t)c->ntables, sizeof *w->tier_paths)))
         return EMB_ENOMEM;
     const size_t len = strlen(tier_dir(c)) + 48;
@@ -99,7 +107,7 @@ void bench_tier_header(BenchWorkload *w, const BenchConfig *c, FILE *f)
         return;
     emb_table_tiered_stats(w->tables[first], &st);
     fprintf(f, "# tiered: %d tables, files in %s; I/O engine %s; caches %.1f of %.1f MiB of "
-            "records (%.1f%%); records of %lld bytes (row + Adagrad room); every step "
+            "records (%.1f%%); records of %lld bytes (row + optimizer state); every step "
             "prefetches the next batch\n", w->ntiered, tier_dir(c), st.engine, cache / 1048576.0,
             file / 1048576.0, 100.0 * cache / file, (long long)st.record_bytes);
     const int64_t n = c->quick ? 256 : 20000, rows = c->tables[first].rows;
