@@ -22,39 +22,15 @@ void emb__row_load(EmbDtype dt, const void *row, int32_t D, float *x)
         x[i] = emb__q_value(dt, row, i, s, b);
 }
 
-/*
- * Training (stochastic rounding) keeps the row's grid, its scale and bias, while the new
- * values lie in it and span more than half of it: a moved grid re-rounds every element,
- * up to half a step of noise each at every update, while on a kept one an element moves
- * only in proportion to its change (unbiased either way). A row whose values leave the
- * grid, or shrink into less than half of it, gets the grid of its min and max.
- */
-static int kept_grid(EmbDtype dt, const void *row, int32_t D, float lo, float hi,
-                     float *scale, float *bias, float *inv)
-{
-    float s, b;
-    emb__q_params(dt, row, D, &s, &b);
-    const float top = b + (dt == EMB_INT4 ? 15.0f : 255.0f) * s;
-    if (!(s > 0.0f) || !(lo >= b) || !(hi <= top) || !(hi - lo > 0.5f * (top - b)) ||
-        isinf(1.0f / s))
-        return 0;
-    *scale = s;
-    *bias = b;
-    *inv = 1.0f / s;
-    return 1;
-}
-
 /* The row's scale and bias (int4: both rounded to f16 first, bias = the rounded minimum). */
 static void q_params_of(EmbDtype dt, const float *x, int32_t D, float *scale, float *bias,
-                        float *inv, const void *old)
+                        float *inv)
 {
     float lo = x[0], hi = x[0];
     for (int32_t i = 1; i < D; i++) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
-    if (old && kept_grid(dt, old, D, lo, hi, scale, bias, inv))
-        return;
     if (dt == EMB_INT8) {
         *bias = lo;
         *scale = (hi - lo) / 255.0f;
@@ -81,7 +57,7 @@ static int q_of(float x, float bias, float inv, int qmax, float u, int stochasti
 void emb__row_quantize(EmbDtype dt, void *row, int32_t D, const float *x, const uint64_t *key)
 {
     float s, b, inv;
-    q_params_of(dt, x, D, &s, &b, &inv, key ? row : NULL);
+    q_params_of(dt, x, D, &s, &b, &inv);
     const int qmax = dt == EMB_INT4 ? 15 : 255;
     unsigned char *p = (unsigned char *)row;
     if (dt == EMB_INT4)

@@ -12,6 +12,7 @@
 
 #include "dtype.h"
 #include "internal.h"
+#include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
 EMB_INLINE void gather_body(float *out, int64_t stride, const void *const *cols, int64_t n,
@@ -60,36 +61,12 @@ EMB_INLINE void pool_fixed_body(float *out, const void *const *cols, const float
     memcpy(out, a, (size_t)N * sizeof(float));
 }
 
-/* Bags a->bag0 .. bag1: each summed in bag order into its output row (pool_body with
- * accumulate 0), then scaled by the combiner's factor when it is not 1 (scale_c). */
-EMB_INLINE void bags_body(const EmbBagsArgs *a, const int32_t D, const EmbDtype dt)
+/* acc += a row in the table's dtype (EmbRowAdd): o + x unweighted, o + w * x weighted. */
+EMB_INLINE void add_row(float *acc, const void *row, float w, int weighted, const int32_t D,
+                        const EmbDtype dt)
 {
-    int64_t k = a->offsets ? a->offsets[a->bag0] : a->bag0 * a->bag_size;
-    for (int64_t bag = a->bag0; bag < a->bag1; bag++) {
-        const int64_t end = a->offsets ? a->offsets[bag + 1] : k + a->bag_size;
-        float *o = a->out + bag * a->out_stride;
-        const int64_t start = k;
-        double sw = 0.0, sw2 = 0.0;
-        memset(o, 0, (size_t)D * sizeof(float));
-        if (k == end && a->defcol)
-            for (int32_t i = 0; i < D; i++)
-                o[i] = o[i] + emb__load(dt, a->defcol, i);
-        for (; k < end; k++) {
-            const int64_t id = a->id32 ? ((const int32_t *)a->ids)[k]
-                                       : ((const int64_t *)a->ids)[k];
-            const void *col = a->data + id * a->col_stride;
-            const float w = a->weights ? a->weights[k] : 1.0f;
-            for (int32_t i = 0; i < D; i++)
-                o[i] = a->weights ? o[i] + w * emb__load(dt, col, i)
-                                  : o[i] + emb__load(dt, col, i);
-            sw += w;
-            sw2 += (double)w * w;
-        }
-        const float f = end > start ? emb__combiner_factor(a->combiner, sw, sw2) : 1.0f;
-        if (f != 1.0f)
-            for (int32_t i = 0; i < D; i++)
-                o[i] *= f;
-    }
+    for (int32_t i = 0; i < D; i++)
+        acc[i] = weighted ? acc[i] + w * emb__load(dt, row, i) : acc[i] + emb__load(dt, row, i);
 }
 
 EMB_INLINE float sumsq_body(const void *col, int32_t D, const EmbDtype dt)
@@ -143,7 +120,7 @@ EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDt
 #define BAGS(NAME, N, DT)                                                                  \
     static void NAME(const EmbBagsArgs *a)                                                 \
     {                                                                                      \
-        bags_body(a, N ? N : a->D, DT);                                                    \
+        emb__bags_ref(a, N ? N : a->D, DT, add_row);                                                    \
     }
 #define SGD_ROWS(NAME, N, DT)                                                              \
     static void NAME(const EmbRowsArgs *a)                                              \

@@ -16,11 +16,15 @@
 
 #include "dtype.h"
 #include "internal.h"
+#include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
-/* acc[0 .. D) += row of weight w, as the header says. */
-EMB_INLINE void qadd(float *acc, const void *row, float w, const int32_t D, const EmbDtype dt)
+/* acc[0 .. D) += row of weight w, as the header says (EmbRowAdd: an unweighted row is
+ * w = 1, the same formula). */
+EMB_INLINE void qadd(float *acc, const void *row, float w, int weighted, const int32_t D,
+                     const EmbDtype dt)
 {
+    (void)weighted;
     float s, b;
     emb__q_params(dt, row, D, &s, &b);
     s = w * s;
@@ -51,37 +55,9 @@ EMB_INLINE void qpool_body(float *out, const void *const *cols, const float *w, 
     else if (acc != out)
         memcpy(acc, out, (size_t)D * sizeof(float));
     for (int64_t k = 0; k < n; k++)
-        qadd(acc, cols[k], w ? w[k] : 1.0f, D, dt);
+        qadd(acc, cols[k], w ? w[k] : 1.0f, w != NULL, D, dt);
     if (acc != out)
         memcpy(out, acc, (size_t)D * sizeof(float));
-}
-
-/* Bags a->bag0 .. bag1 (EmbBagsArgs): each summed from zero in bag order, an empty one its
- * default column or zeros, then scaled by the combiner's factor when it is not 1. */
-EMB_INLINE void qbags_body(const EmbBagsArgs *a, const int32_t D, const EmbDtype dt)
-{
-    int64_t k = a->offsets ? a->offsets[a->bag0] : a->bag0 * a->bag_size;
-    for (int64_t bag = a->bag0; bag < a->bag1; bag++) {
-        const int64_t end = a->offsets ? a->offsets[bag + 1] : k + a->bag_size;
-        float *o = a->out + bag * a->out_stride;
-        const int64_t start = k;
-        double sw = 0.0, sw2 = 0.0;
-        memset(o, 0, (size_t)D * sizeof(float));
-        if (k == end && a->defcol)
-            qadd(o, a->defcol, 1.0f, D, dt);
-        for (; k < end; k++) {
-            const int64_t id = a->id32 ? ((const int32_t *)a->ids)[k]
-                                       : ((const int64_t *)a->ids)[k];
-            const float w = a->weights ? a->weights[k] : 1.0f;
-            qadd(o, a->data + id * a->col_stride, w, D, dt);
-            sw += w;
-            sw2 += (double)w * w;
-        }
-        const float f = end > start ? emb__combiner_factor(a->combiner, sw, sw2) : 1.0f;
-        if (f != 1.0f)
-            for (int32_t i = 0; i < D; i++)
-                o[i] *= f;
-    }
 }
 
 /* Σ x² of the dequantized row in 16 lanes (element i into lane i % 16), then the tree. */
@@ -113,7 +89,7 @@ EMB_INLINE float qsumsq_body(const void *col, int32_t D, const EmbDtype dt)
 #define QBAGS(NAME, N, DT)                                                                 \
     static void NAME(const EmbBagsArgs *a)                                                 \
     {                                                                                      \
-        qbags_body(a, N ? N : a->D, DT);                                                   \
+        emb__bags_ref(a, N ? N : a->D, DT, qadd);                                                   \
     }
 #define QSUMSQ(NAME, DT)                                                                   \
     static float NAME(const void *col, int32_t D)                                          \
