@@ -18,8 +18,9 @@ typedef void (*EmbRowAdd)(float *acc, const void *row, float w, int weighted, in
 
 /* Bags a->bag0 .. bag1 (EmbBagsArgs): each summed from zero in bag order into its output
  * row by @add, an empty bag its default column (unweighted) or zeros, then scaled by the
- * combiner's factor when it is not 1. @add is a constant where this is stamped, so the
- * compiler inlines it. */
+ * combiner's factor when it is not 1. @add is a constant where this is stamped, so an
+ * optimising compiler inlines it (a plain static inline function: always_inline cannot
+ * be asked of a call through a pointer, which -O0 builds keep). */
 EMB_INLINE void emb__bags_ref(const EmbBagsArgs *a, const int32_t D, const EmbDtype dt,
                               const EmbRowAdd add)
 {

@@ -62,7 +62,7 @@ EMB_INLINE void pool_fixed_body(float *out, const void *const *cols, const float
 }
 
 /* acc += a row in the table's dtype (EmbRowAdd): o + x unweighted, o + w * x weighted. */
-EMB_INLINE void add_row(float *acc, const void *row, float w, int weighted, const int32_t D,
+static inline void add_row(float *acc, const void *row, float w, int weighted, const int32_t D,
                         const EmbDtype dt)
 {
     for (int32_t i = 0; i < D; i++)

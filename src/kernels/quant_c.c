@@ -21,7 +21,7 @@
 
 /* acc[0 .. D) += row of weight w, as the header says (EmbRowAdd: an unweighted row is
  * w = 1, the same formula). */
-EMB_INLINE void qadd(float *acc, const void *row, float w, int weighted, const int32_t D,
+static inline void qadd(float *acc, const void *row, float w, int weighted, const int32_t D,
                      const EmbDtype dt)
 {
     (void)weighted;
