@@ -494,7 +494,8 @@ static int dyn_update_prepare(EmbTable *t, EmbRowPlan *rp)
     for (int p = 0; p < rp->nparts; p++) {
         int64_t d0, n;
         emb__rowplan_part(rp, p, &d0, &n);
-        emb__dynamic_decide(t, rp->ids + d0, n, rp->handle + d0, &extra);
+        if (n > 0) /* an empty update may have no arrays at all */
+            emb__dynamic_decide(t, rp->ids + d0, n, rp->handle + d0, &extra);
     }
     return emb__dynamic_reserve(t, extra);
 }
@@ -505,7 +506,8 @@ static void dyn_update_commit(EmbTable *t, EmbRowPlan *rp)
     for (int p = 0; p < rp->nparts; p++) {
         int64_t d0, n;
         emb__rowplan_part(rp, p, &d0, &n);
-        emb__dynamic_commit(t, rp->ids + d0, n, rp->handle + d0);
+        if (n > 0)
+            emb__dynamic_commit(t, rp->ids + d0, n, rp->handle + d0);
     }
 }
 

@@ -85,6 +85,8 @@ static int tiered_update_prepare(EmbTable *t, EmbRowPlan *rp)
     for (int p = 0; p < rp->nparts; p++) {
         int64_t d0, n;
         emb__rowplan_part(rp, p, &d0, &n);
+        if (n == 0) /* an empty update may have no arrays at all */
+            continue;
         const int r = emb__tier_resolve(x, rp->ids + d0, n, (char **)(rp->handle + d0), false);
         if (r) {
             emb__tier_release(x);
@@ -100,7 +102,8 @@ static void tiered_update_commit(EmbTable *t, EmbRowPlan *rp)
     for (int p = 0; p < rp->nparts; p++) {
         int64_t d0, n;
         emb__rowplan_part(rp, p, &d0, &n);
-        emb__tier_mark_dirty(x, rp->ids + d0, n);
+        if (n > 0) /* an empty update may have no arrays at all */
+            emb__tier_mark_dirty(x, rp->ids + d0, n);
     }
     emb__tier_release_later(x);
 }
