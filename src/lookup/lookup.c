@@ -323,10 +323,14 @@ static int pin_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, 
 {
     const void *cols[CHUNK];
     const int64_t k0 = emb__bag_start(b, bag0), k1 = emb__bag_end(b, bag1 - 1);
-    const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0};
-    int r = t->ops->resolve_batch ? t->ops->resolve_batch(t, &all) : 0;
-    for (int64_t k = k0; k < k1 && !r && !t->ops->resolve_batch; k += CHUNK)
-        r = resolve_rows(t, b, k, EMB_MIN(CHUNK, k1 - k), cols, NULL);
+    int r = 0;
+    if (t->ops->resolve_batch) {
+        const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0};
+        r = t->ops->resolve_batch(t, &all);
+    } else {
+        for (int64_t k = k0; k < k1 && !r; k += CHUNK)
+            r = resolve_rows(t, b, k, EMB_MIN(CHUNK, k1 - k), cols, NULL);
+    }
     if (!r && (p->flags & EMB_USE_DEFAULT_ID)) {
         const EmbIdSpan s = {&p->default_id, 0, 0, 1};
         unsigned hint;
