@@ -55,9 +55,9 @@ for n in "$@"; do
     hwloc) optional "have_pc hwloc" libhwloc-dev "hwloc (topology, NUMA): libhwloc-dev / hwloc-devel" ;;
     liburing) optional "have_pc liburing" liburing-dev "liburing (io_uring for tiered tables; else pread threads): liburing-dev / liburing-devel" ;;
     cxx) optional "have_cmd c++ || have_cmd g++ || have_cmd clang++" g++ "a C++ compiler (the GPU emulation's tests)" ;;
-    python) optional "have_cmd python3-config && /usr/bin/python3 -c 'import numpy, pytest, torch, mesonpy, build, venv, ensurepip' 2>/dev/null" \
-        "python3-dev python3-numpy python3-pytest python3-torch python3-mesonpy python3-build python3-venv" \
-        "the Python package: python3-dev, numpy, pytest and torch for /usr/bin/python3; meson-python, build and venv to install it (pip install .)" ;;
+    python) optional "have_cmd python3-config && have_cmd patchelf && /usr/bin/python3 -c 'import numpy, pytest, torch, mesonpy, build, venv, ensurepip' 2>/dev/null" \
+        "python3-dev python3-numpy python3-pytest python3-torch python3-mesonpy python3-build python3-venv patchelf" \
+        "the Python package: python3-dev, numpy, pytest and torch for /usr/bin/python3; meson-python, build, venv and patchelf (meson-python asks for it when it builds a wheel) to install it (pip install .)" ;;
     mpi) optional "have_cmd mpicc && have_cmd mpirun" "openmpi-bin libopenmpi-dev" \
         "MPI (library embtables_mpi): Open MPI or MPICH with mpicc and mpirun" ;;
     jansson) need "have_pc jansson" libjansson-dev "jansson (checkpoint headers): libjansson-dev / jansson-devel" ;;

@@ -19,10 +19,11 @@ if [ "${3:-none}" != none ]; then
 fi
 py=/usr/bin/python3
 if ! "$py" -c 'import mesonpy, build, venv, ensurepip, numpy, torch, os, sysconfig
-assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null
+assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null ||
+    ! command -v patchelf >/dev/null
 then
     echo "install_python: skipped: needs python3-dev python3-mesonpy python3-build" \
-        "python3-venv python3-numpy python3-torch (scripts/deps.sh python)"
+        "python3-venv python3-numpy python3-torch patchelf (scripts/deps.sh python)"
     exit 77
 fi
 tmp=$(mktemp -d)
