@@ -27,9 +27,17 @@
 #include <liburing.h>
 #endif
 
-#define POOL_THREADS 16 /* the queue depth of the pread engine */
-#define POOL_RING 1024   /* request pointers queued for the pool */
+#define POOL_THREADS 16  /* the queue depth of the pread engine */
+#define POOL_BATCHES 256 /* submitted batches queued for the pool */
+#define POOL_CHUNK 32    /* the most reads one thread takes at a time */
+#define POOL_WRITE_CHUNK 4096 /* the most writes one thread takes at a time */
 #define URING_ENTRIES 256
+
+/* A submitted batch: reqs[next .. n) not taken yet. */
+typedef struct PoolBatch {
+    EmbTierReq *reqs;
+    int64_t n, next;
+} PoolBatch;
 
 struct EmbTierIo {
     EmbTierIoKind kind;
@@ -41,9 +49,10 @@ struct EmbTierIo {
     /* the pool */
     pthread_mutex_t mu;
     pthread_cond_t work, room, idle;
-    EmbTierReq *queue[POOL_RING];
-    int64_t head, count; /* queue[head .. head + count) mod POOL_RING */
+    PoolBatch queue[POOL_BATCHES];
+    int64_t head, count; /* queue[head .. head + count) mod POOL_BATCHES */
     int64_t pinflight;   /* the pool's requests submitted, not completed */
+    int waiters;         /* threads waiting on idle */
     int nthreads;
     int stop;
     pthread_t threads[POOL_THREADS];
@@ -65,6 +74,15 @@ static int injected(const EmbTierReq *r)
 
 /* ---- the pread / pwrite pool ------------------------------------------------------- */
 
+/*
+ * Requests go to the pool as whole batches (one queue entry a submit), and a thread takes
+ * them in chunks (a share of what is left, at most POOL_CHUNK), does them without the lock
+ * and marks the chunk complete under it, waking waiters once a chunk. A thread that waits
+ * for requests (wait_one, wait, a full queue) does queued chunks itself first: a
+ * synchronous resolve whose rows are in the page cache then costs its own preads, with no
+ * hand-off, while the pool's threads keep the disk's queue full when they are not.
+ */
+
 /* Does all of @r with pread / pwrite; 0 or -errno (-ENODATA at the end of the file). */
 static int32_t rw_all(int fd, EmbTierReq *r)
 {
@@ -84,6 +102,55 @@ static int32_t rw_all(int fd, EmbTierReq *r)
     return 0;
 }
 
+/* Takes a chunk of the head batch (io->mu held, io->count > 0): its first request and its
+   length through @k. */
+static EmbTierReq *take(EmbTierIo *io, int64_t *k)
+{
+    PoolBatch *b = &io->queue[io->head];
+    const int64_t left = b->n - b->next;
+    /* writes to one file take its inode lock one at a time (ext4, xfs): one thread writes a
+       whole run of them rather than many spinning on that lock */
+    *k = b->reqs[b->next].write ? EMB_MIN(left, (int64_t)POOL_WRITE_CHUNK)
+                                : EMB_MAX((int64_t)1, EMB_MIN((int64_t)POOL_CHUNK,
+                                                              left / (io->nthreads + 1)));
+    EmbTierReq *r = b->reqs + b->next;
+    b->next += *k;
+    if (b->next == b->n) {
+        io->head = (io->head + 1) % POOL_BATCHES;
+        io->count--;
+        pthread_cond_signal(&io->room);
+    }
+    return r;
+}
+
+/* Does a chunk taken by take() (io->mu held on entry and on return; released meanwhile). */
+static void run_chunk(EmbTierIo *io, EmbTierReq *r, int64_t k)
+{
+    const int fd = io->fd;
+    pthread_mutex_unlock(&io->mu);
+    for (int64_t i = 0; i < k; i++) {
+        const int f = injected(&r[i]);
+        r[i].res = f ? f : rw_all(fd, &r[i]);
+    }
+    pthread_mutex_lock(&io->mu);
+    for (int64_t i = 0; i < k; i++)
+        r[i].complete = 1;
+    io->pinflight -= k;
+    if (io->waiters)
+        pthread_cond_broadcast(&io->idle);
+}
+
+/* Does one queued chunk if there is one (io->mu held); whether it did. */
+static bool help(EmbTierIo *io)
+{
+    if (!io->count)
+        return false;
+    int64_t k;
+    EmbTierReq *r = take(io, &k);
+    run_chunk(io, r, k);
+    return true;
+}
+
 static void *pool_main(void *arg)
 {
     EmbTierIo *io = arg;
@@ -91,21 +158,8 @@ static void *pool_main(void *arg)
     for (;;) {
         while (!io->count && !io->stop)
             pthread_cond_wait(&io->work, &io->mu);
-        if (!io->count)
+        if (!help(io))
             break;
-        EmbTierReq *r = io->queue[io->head];
-        const int fd = io->fd;
-        io->head = (io->head + 1) % POOL_RING;
-        io->count--;
-        pthread_cond_signal(&io->room);
-        pthread_mutex_unlock(&io->mu);
-        const int f = injected(r);
-        const int32_t res = f ? f : rw_all(fd, r);
-        pthread_mutex_lock(&io->mu);
-        r->res = res;
-        r->complete = 1;
-        --io->pinflight;
-        pthread_cond_broadcast(&io->idle);
     }
     pthread_mutex_unlock(&io->mu);
     return NULL;
@@ -113,24 +167,40 @@ static void *pool_main(void *arg)
 
 static void pool_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
 {
+    if (n <= 0)
+        return;
     pthread_mutex_lock(&io->mu);
-    for (int64_t i = 0; i < n; i++) {
-        while (io->count == POOL_RING)
+    while (io->count == POOL_BATCHES)
+        if (!help(io))
             pthread_cond_wait(&io->room, &io->mu);
-        io->queue[(io->head + io->count) % POOL_RING] = &reqs[i];
-        io->count++;
-        io->pinflight++;
+    io->queue[(io->head + io->count) % POOL_BATCHES] = (PoolBatch){reqs, n, 0};
+    io->count++;
+    io->pinflight += n;
+    if (n == 1)
         pthread_cond_signal(&io->work);
+    else
+        pthread_cond_broadcast(&io->work);
+    pthread_mutex_unlock(&io->mu);
+}
+
+/* Waits (doing queued chunks meanwhile) until @r is complete, or with @r NULL, until no
+   request of the pool is in flight. */
+static void pool_wait_for(EmbTierIo *io, const EmbTierReq *r)
+{
+    pthread_mutex_lock(&io->mu);
+    while (r ? !r->complete : io->pinflight != 0) {
+        if (help(io))
+            continue;
+        io->waiters++;
+        pthread_cond_wait(&io->idle, &io->mu);
+        io->waiters--;
     }
     pthread_mutex_unlock(&io->mu);
 }
 
 static void pool_wait(EmbTierIo *io)
 {
-    pthread_mutex_lock(&io->mu);
-    while (io->pinflight)
-        pthread_cond_wait(&io->idle, &io->mu);
-    pthread_mutex_unlock(&io->mu);
+    pool_wait_for(io, NULL);
 }
 
 static int pool_start(EmbTierIo *io)
@@ -206,14 +276,21 @@ static void uring_queue(EmbTierIo *io, EmbTierReq *r)
 /* Reads through the ring; writes go to the pool (see the file's comment). */
 static void uring_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) {
-        const int f = reqs[i].write ? 0 : injected(&reqs[i]);
+    for (int64_t i = 0; i < n;) {
+        int64_t k = 0; /* a run of writes: one batch of the pool */
+        while (i + k < n && reqs[i + k].write)
+            k++;
+        if (k) {
+            pool_submit(io, &reqs[i], k);
+            i += k;
+            continue;
+        }
+        const int f = injected(&reqs[i]);
         if (f)
             reqs[i].res = f, reqs[i].complete = 1;
-        else if (reqs[i].write)
-            pool_submit(io, &reqs[i], 1);
         else
             uring_queue(io, &reqs[i]);
+        i++;
     }
     io_uring_submit(&io->ring);
 }
@@ -352,10 +429,7 @@ void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
         return;
     }
 #endif
-    pthread_mutex_lock(&io->mu);
-    while (!r->complete)
-        pthread_cond_wait(&io->idle, &io->mu);
-    pthread_mutex_unlock(&io->mu);
+    pool_wait_for(io, r);
 }
 
 void emb__tier_io_run(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
