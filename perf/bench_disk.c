@@ -2,7 +2,8 @@
 /*
  * bench_disk.c — the disk's random-read rate for one record size (bench_disk.h): threads
  * of blocking preads at random record offsets, the file's pages dropped first, so that
- * the rate is the disk's (and the kernel's), not the page cache's.
+ * the rate is the disk's (and the kernel's), not the page cache's; and the kernel's cost
+ * of a record's pread / pwrite when its page is cached, the floor of a buffered engine.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -85,4 +86,36 @@ double bench_disk_rate(const char *path, int64_t header, int64_t rows, int64_t r
     }
     const double dt = seconds() - t0;
     return done > 0 && dt > 0 ? (double)done / dt : 0;
+}
+
+void bench_disk_cached_cost(const char *path, int64_t header, int64_t rows, int64_t rec,
+                            int64_t n, double *read_s, double *write_s)
+{
+    *read_s = *write_s = 0;
+    const int fd = open(path, O_RDWR);
+    char *buf = malloc((size_t)(n * rec));
+    int64_t *at = malloc((size_t)n * sizeof *at);
+    if (fd < 0 || !buf || !at || rows < 1 || n < 1)
+        goto out;
+    uint64_t s = 11;
+    for (int64_t k = 0; k < n; k++) {
+        at[k] = header + (int64_t)(next(&s) % (uint64_t)rows) * rec;
+        if (pread(fd, buf + k * rec, (size_t)rec, (off_t)at[k]) != (ssize_t)rec)
+            goto out;
+    }
+    double t0 = seconds();
+    for (int64_t k = 0; k < n; k++)
+        if (pread(fd, buf + k * rec, (size_t)rec, (off_t)at[k]) != (ssize_t)rec)
+            goto out;
+    const double t1 = seconds();
+    for (int64_t k = 0; k < n; k++) /* the same bytes back: in file order of the draws */
+        if (pwrite(fd, buf + k * rec, (size_t)rec, (off_t)at[k]) != (ssize_t)rec)
+            goto out;
+    const double t2 = seconds();
+    *read_s = (t1 - t0) / (double)n, *write_s = (t2 - t1) / (double)n;
+out:
+    free(at);
+    free(buf);
+    if (fd >= 0)
+        close(fd);
 }

@@ -20,4 +20,13 @@ void bench_disk_drop_pages(const char *path);
 double bench_disk_rate(const char *path, int64_t header, int64_t rows, int64_t rec, int64_t n,
                        int depth);
 
+/* The kernel's cost of one record's pread and pwrite when its page is in the page cache
+   (the floor of any buffered-I/O engine: a tiered step's I/O roof is its reads and writes
+   at these costs): @n random records of @path read once (their pages cached), then timed
+   read again and written back with the bytes just read (the file is unchanged), on one
+   thread. Seconds per pread / pwrite through @read_s / @write_s (0 when the file cannot be
+   opened). Call it with no write of the file in flight. */
+void bench_disk_cached_cost(const char *path, int64_t header, int64_t rows, int64_t rec,
+                            int64_t n, double *read_s, double *write_s);
+
 #endif

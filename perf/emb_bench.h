@@ -159,6 +159,8 @@ typedef struct BenchWorkload {
     int twin;             /* this workload is another's in-memory twin (bench_tier_twin) */
     double disk_rate[2];  /* the disk's random reads / s of the first tiered table's
                              records, at depth 1 and at depth 16 (measured at creation) */
+    double cached_cost[2]; /* seconds of one record's pread and pwrite with its page in the
+                              page cache (bench_disk_cached_cost, at creation) */
 } BenchWorkload;
 
 /* Draws id set @set of variant @v (every table's ids and CSR offsets; fixed bags also get

@@ -145,8 +145,14 @@ static void print_row(const BenchConfig *c, const BenchWorkload *w, int v, int p
             quant(ratio, rounds, 0.25), quant(ratio, rounds, 0.75), s[0].cpu / s[1].cpu,
             looked > 0 ? 100.0 * (double)d->hits / looked : 0.0, rd,
             (double)d->written / secs, d->bytes_read / 1048576.0);
-    if (w->disk_rate[1] > 0)
-        fprintf(f, " %6.2f", rd / w->disk_rate[1]);
+    fprintf(f, " %6.2f", w->disk_rate[1] > 0 ? rd / w->disk_rate[1] : 0.0);
+    /* the I/O roof: the in-memory step plus this step's reads and writes at the page
+       cache's cost per record (the floor of any buffered-I/O engine) */
+    const double mem = quant(s[1].step, s[1].n, 0.5), steps = (double)s[0].n;
+    const double roof = mem + ((double)d->read * w->cached_cost[0] +
+                               (double)d->written * w->cached_cost[1]) / steps;
+    if (w->cached_cost[0] > 0)
+        fprintf(f, " %8.2fx %7.2f", roof / mem, roof / quant(s[0].step, s[0].n, 0.5));
     fputc('\n', f);
 }
 
@@ -229,9 +235,13 @@ int bench_tier_compare(const BenchConfig *c, BenchWorkload *w, FILE *f)
     if (!rc)
         fprintf(f, "\ntiered vs in memory: %s, %d threads, the same ids, alternating blocks of "
                 "%d steps (ratio: median [quartiles] of the rounds'; cpu: process CPU time)\n"
-                "%-13s %-14s %9s %9s %20s %7s %7s %11s %11s %9s %6s\n", bench_strategy_name(strategy),
-                threads, BLOCK, "bags", "phase", "tier ms", "mem ms", "ratio", "cpu", "hits",
-                "read/s", "written/s", "disk MiB", "of disk");
+                "(I/O roof: the in-memory step plus the tiered step's reads and writes at the page "
+                "cache's cost; io roof x: it against the in-memory step; of roof: it against the "
+                "tiered step)\n"
+                "%-13s %-14s %9s %9s %20s %7s %7s %11s %11s %9s %6s %9s %7s\n",
+                bench_strategy_name(strategy), threads, BLOCK, "bags", "phase", "tier ms", "mem ms",
+                "ratio", "cpu", "hits", "read/s", "written/s", "disk MiB", "of disk", "io roof x",
+                "of roof");
     for (int v = 0; v < c->nvariants && !rc; v++)
         for (int ph = 0; ph < c->nphases && !rc; ph++) {
             for (int t = 0; t < w->ntables; t++) /* start from the disk, not the page cache */

@@ -5,7 +5,10 @@
  * look-ahead prefetch; hit rate, rows read / written per second, bytes from the disk; and
  * the disk's own random-read rate for the record size, measured in the same run on the same
  * file (its pages dropped from the page cache first with posix_fadvise, as before each
- * timed run). A table larger than RAM: --no-memory (the in-memory run is skipped).
+ * timed run); and the step's I/O roof: the in-memory step plus the step's reads and writes
+ * at the page cache's cost per record (bench_disk_cached_cost, measured in the run), the
+ * floor of any buffered-I/O engine. A table larger than RAM: --no-memory (the in-memory run
+ * is skipped).
  *
  *   tier-bench [--rows N] [--dim D] [--cache-frac F | --cache-mib M] [--batch B] [--bag L]
  *              [--steps S] [--zipf A | --uniform] [--prefetch P] [--engine auto|uring|pread]
@@ -264,6 +267,10 @@ int main(int argc, char **argv)
     const double disk = bench_disk_rate(path, 4096, o.rows, rec, 4 * nread, 16);
     printf("disk random reads of %lld-byte records (pread, pages dropped): %.0f reads/s at "
            "depth 1, %.0f at depth 16\n", (long long)rec, disk1, disk);
+    double rd_s, wr_s;
+    bench_disk_cached_cost(path, 4096, o.rows, rec, nread, &rd_s, &wr_s);
+    printf("page cache: a record's pread %.2f us, pwrite %.2f us (pages cached, one thread)\n",
+           1e6 * rd_s, 1e6 * wr_s);
     int64_t *ids = make_ids(&o);
     double mem_ms = 0;
     if (o.memory) {
@@ -285,6 +292,14 @@ int main(int argc, char **argv)
         char what[64];
         snprintf(what, sizeof what, "tiered, prefetch %d", pf ? o.prefetch : 0);
         report(what, &rt, mem_ms, rec);
+        if (mem_ms > 0 && rd_s > 0) { /* the floor of a buffered engine: I/O at cache cost */
+            const double rd = (double)rt.d.rows_read / (double)o.steps;
+            const double wr = (double)rt.d.rows_written / (double)o.steps;
+            const double roof = mem_ms + 1e3 * (rd * rd_s + wr * wr_s);
+            printf("%-22s I/O roof %.3f ms (memory step + %.0f reads and %.0f writes a step at "
+                   "the page cache's cost, one thread: %.2fx memory); step at %.2f of it\n", "",
+                   roof, rd, wr, roof / mem_ms, roof / rt.step_ms);
+        }
         if (rt.d.misses > 0 && disk > 0)
             printf("%-22s rows read at %.2f of the disk's random-read rate at depth 16\n", "",
                    (double)rt.d.rows_read / rt.secs / disk);
