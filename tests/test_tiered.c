@@ -411,6 +411,151 @@ Test(tiered, checkpoints_into_memory_and_back, .init = setup, .fini = teardown)
     }
 }
 
+/* ---- quantized rows -------------------------------------------------------------------- */
+
+#define QROWS 61
+#define QD 16
+#define QBAGS 8
+#define QBAG 5
+#define QSTEPS 4
+
+/* A model of one @dt table named "q" (the stochastic rounding's key: the same name in
+   memory and tiered) and @kind's optimizer; tiered with a cache of @cache rows, or in
+   memory (cache 0). */
+typedef struct QModel {
+    EmbTable *t;
+    EmbOptimizer *opt;
+    EmbGrad *g;
+    EmbIndexer *ix;
+    int64_t ids[QSTEPS + 2][QBAGS * QBAG];
+    EmbBatch b[QSTEPS + 2];
+} QModel;
+
+static void q_make(QModel *m, EmbDtype dt, EmbOptimizerKind kind, int64_t cache, const char *file)
+{
+    memset(m, 0, sizeof *m);
+    const EmbTableOptions to = {.name = "q"};
+    const int32_t sw = emb_optimizer_state_width(kind, QD);
+    if (cache) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        const int64_t rec = ((int64_t)emb_dtype_row_bytes(dt, QD) + 15) / 16 * 16 + 4 * sw;
+        const EmbTieredOptions o = {.table = to, .cache_bytes = cache * rec, .state_width = sw};
+        cr_assert_eq(emb_table_tiered_create(&m->t, path, QROWS, QD, dt, &o), 0, "%s",
+                     emb_last_error());
+    } else {
+        cr_assert_eq(emb_table_create(&m->t, QROWS, QD, dt, &to), 0, "%s", emb_last_error());
+    }
+    const EmbInitializer in = {EMB_INIT_UNIFORM, -1.0f, 1.0f, 5};
+    cr_assert_eq(emb_table_initialize(m->t, &in), 0, "%s", emb_last_error());
+    const EmbOptimizerConfig c = emb_optimizer_defaults(kind, 0.05f);
+    cr_assert_eq(emb_optimizer_create(&m->opt, &c) | emb_grad_create(&m->g) |
+                 emb_indexer_create(&m->ix), 0);
+    for (int k = 0; k < QSTEPS + 2; k++) {
+        uint64_t s = 99 + (uint64_t)k;
+        for (int i = 0; i < QBAGS * QBAG; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            m->ids[k][i] = (int64_t)((s >> 33) % QROWS);
+        }
+        m->b[k] = (EmbBatch){.ids = m->ids[k], .nnz = QBAGS * QBAG, .nbags = QBAGS,
+                             .bag_size = QBAG};
+    }
+}
+
+static void q_free(QModel *m)
+{
+    emb_indexer_destroy(&m->ix);
+    emb_grad_destroy(&m->g);
+    emb_optimizer_destroy(&m->opt);
+    emb_table_destroy(&m->t);
+}
+
+/* Steps [from, to): lookup (outputs into @fwd at step k's place, NULL: none kept), backward,
+   update; @prefetch batches handed ahead. */
+static void q_steps(QModel *m, int from, int to, int prefetch, float *fwd)
+{
+    for (int k = from; k < from + prefetch; k++)
+        cr_assert_eq(emb_table_prefetch(m->t, &m->b[k]), 0);
+    for (int k = from; k < to; k++) {
+        if (prefetch)
+            cr_assert_eq(emb_table_prefetch(m->t, &m->b[k + prefetch]), 0);
+        float out[QBAGS * QD], dy[QBAGS * QD];
+        cr_assert_eq(emb_lookup(m->t, &m->b[k], NULL, out, QD), 0, "%s", emb_last_error());
+        if (fwd)
+            memcpy(fwd + k * QBAGS * QD, out, sizeof out);
+        for (int i = 0; i < QBAGS * QD; i++)
+            dy[i] = 0.3f * out[i] - 0.01f * (float)(i % 11) + 0.02f * (float)k;
+        cr_assert_eq(emb_lookup_backward(m->t, &m->b[k], NULL, dy, QD, m->g), 0);
+        cr_assert_eq(emb_update(m->opt, m->t, m->g, m->ix, 0), 0, "%s", emb_last_error());
+    }
+}
+
+/* Every row of @t, dequantized (a gather of every id). */
+static void q_rows(EmbTable *t, float *rows)
+{
+    int64_t ids[QROWS];
+    for (int64_t c = 0; c < QROWS; c++)
+        ids[c] = c;
+    cr_assert_eq(emb_gather(t, ids, QROWS, rows, QD), 0, "%s", emb_last_error());
+}
+
+/* int8 and int4 rows in tiered tables: the forward outputs and the trained rows (stochastic
+   rounding included) of the same table in memory, bit for bit, for every optimizer, caches
+   of 1 row up to all rows and prefetch depths 0..2; a checkpoint of the tiered table
+   restores into an in-memory table and trains on to the same bits. */
+Test(tiered, quantized_rows_bit_identical_to_memory, .init = setup, .fini = teardown)
+{
+    static const int64_t caches[] = {1, 3, 12, QROWS};
+    const EmbDtype dts[] = {EMB_INT8, EMB_INT4};
+    for (int d = 0; d < 2; d++)
+        for (int kind = EMB_OPT_SGD; kind <= EMB_OPT_ADAM; kind++) {
+            QModel m;
+            float want_fwd[QSTEPS * QBAGS * QD], fwd[QSTEPS * QBAGS * QD];
+            float want[QROWS * QD], got[QROWS * QD];
+            q_make(&m, dts[d], (EmbOptimizerKind)kind, 0, NULL);
+            q_steps(&m, 0, QSTEPS, 0, want_fwd);
+            q_rows(m.t, want);
+            q_free(&m);
+            for (int c = 0; c < 4; c++) {
+                q_make(&m, dts[d], (EmbOptimizerKind)kind, caches[c], "q");
+                q_steps(&m, 0, QSTEPS, c % 3, fwd);
+                q_rows(m.t, got);
+                cr_assert_eq(memcmp(fwd, want_fwd, sizeof fwd), 0,
+                             "%s, optimizer %d, cache %lld: forward differs",
+                             emb_dtype_name(dts[d]), kind, (long long)caches[c]);
+                cr_assert_eq(memcmp(got, want, sizeof got), 0,
+                             "%s, optimizer %d, cache %lld: rows differ",
+                             emb_dtype_name(dts[d]), kind, (long long)caches[c]);
+                q_free(&m);
+            }
+            /* 2 steps tiered, saved; restored into memory, 2 steps more */
+            q_make(&m, dts[d], (EmbOptimizerKind)kind, 3, "q");
+            q_steps(&m, 0, 2, 1, NULL);
+            char sub[128], path[256];
+            snprintf(sub, sizeof sub, "%s/ck%d%d", dir, d, kind);
+            mkdir(sub, 0755);
+            EmbCheckpointVar var = {"q", m.t};
+            const EmbSaverOptions so = {.var_list = &var, .nvars = 1, .optimizer = m.opt};
+            EmbSaver *sv = NULL;
+            cr_assert_eq(emb_saver_create(&sv, sub, "ck", &so), 0, "%s", emb_last_error());
+            cr_assert_eq(emb_saver_save(sv, NULL, 2, path, sizeof path), 0, "%s",
+                         emb_last_error());
+            emb_saver_destroy(&sv);
+            q_free(&m);
+            q_make(&m, dts[d], (EmbOptimizerKind)kind, 0, NULL);
+            var.table = m.t;
+            const EmbRestoreOptions ro = {.var_list = &var, .nvars = 1, .optimizer = m.opt};
+            cr_assert_eq(emb_checkpoint_restore_ex(NULL, path, &ro, NULL), 0, "%s",
+                         emb_last_error());
+            q_steps(&m, 2, QSTEPS, 0, NULL);
+            q_rows(m.t, got);
+            cr_assert_eq(memcmp(got, want, sizeof got), 0,
+                         "%s, optimizer %d: rows differ after a checkpoint into memory",
+                         emb_dtype_name(dts[d]), kind);
+            q_free(&m);
+        }
+}
+
 /* ---- faults, reopening, bad input ------------------------------------------------------ */
 
 static float *reference_rows(EmbOptimizerConfig c, int nsteps)

@@ -49,7 +49,7 @@ typedef struct Tier {
     int64_t nrows;
     int32_t D;
     int32_t dtype;       /* EmbDtype */
-    size_t rowbytes;     /* featuresize x elsize */
+    size_t rowbytes;     /* a row's bytes (emb__row_bytes: quantized rows too) */
     size_t state_off;    /* the state's offset in a record (rowbytes padded to 16) */
     size_t recbytes;     /* state_off + state_room x 4 */
     int32_t state_room;  /* floats of state a record has room for */

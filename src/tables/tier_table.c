@@ -85,10 +85,10 @@ static int read_header(int fd, const char *path, EmbTierShape *sh, int64_t *recb
     struct stat st;
     if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, EMB_TIER_MAGIC, 8))
         return emb__fail(EMB_ECORRUPT, "%s is not a tiered table's file (no header)", path);
-    size_t el = 0;
+    size_t rb = 0;
     if (h.version != 1 || h.D < 1 || h.nrows < 0 || h.state_room < 0 ||
-        (el = emb_dtype_size((EmbDtype)h.dtype)) == 0 ||
-        (int64_t)(((size_t)h.D * el + 15) / 16 * 16 + 4 * (size_t)h.state_room) != h.recbytes)
+        (rb = emb__row_bytes((EmbDtype)h.dtype, h.D)) == 0 ||
+        (int64_t)((rb + 15) / 16 * 16 + 4 * (size_t)h.state_room) != h.recbytes)
         return emb__fail(EMB_ECORRUPT, "%s: the header of a tiered table is corrupt", path);
     if (fstat(fd, &st) != 0)
         return emb__fail(EMB_EIO, "%s: %s", path, strerror(errno));
@@ -131,13 +131,13 @@ static int open_file(Tier *x, bool create)
                          x->label, x->path, strerror(errno));
     if (create)
         return emb__tier_format(x, x->fd, x->path);
-    EmbTierShape sh;
-    int64_t rec;
+    EmbTierShape sh = {0};
+    int64_t rec = 0;
     const int r = read_header(x->fd, x->path, &sh, &rec);
     if (r)
         return r;
     x->nrows = sh.nrows, x->D = sh.D, x->dtype = sh.dtype, x->state_room = sh.state_room;
-    x->rowbytes = (size_t)sh.D * emb_dtype_size((EmbDtype)sh.dtype);
+    x->rowbytes = emb__row_bytes((EmbDtype)sh.dtype, sh.D);
     set_layout(x);
     return 0;
 }

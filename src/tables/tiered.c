@@ -197,7 +197,7 @@ static int attach(EmbTable *t, const char *path, bool create, const EmbTieredOpt
     x->refs = 1;
     snprintf(x->label, sizeof x->label, "%s", emb__table_label(t));
     x->nrows = t->ncolumns, x->D = t->featuresize, x->dtype = (int32_t)t->dtype;
-    x->rowbytes = (size_t)t->featuresize * t->elsize;
+    x->rowbytes = emb__row_bytes(t->dtype, t->featuresize);
     x->state_room = o->state_width;
     const int64_t cache = o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE;
     int r = emb__tier_init(x, path, create, cache, o->policy == EMB_TIER_LFU,
@@ -214,13 +214,10 @@ int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
     EMB_CHECK_NULL(path);
     const EmbTieredOptions o = opts ? *opts : (EmbTieredOptions){0};
     int r = check_opts(&o, path);
-    if (!r && emb__dtype_quantized(dtype))
-        r = emb__fail(EMB_ENOTSUP, "dtype %s: tiered tables of quantized rows are not "
-                      "supported (%s)", emb_dtype_name(dtype), path);
     EmbTable *t = NULL;
     r = r ? r : emb__table_alloc(&t, ncolumns, featuresize, dtype, &o.table);
     int64_t bytes;
-    if (!r && !emb__mul_ok(ncolumns, (int64_t)featuresize * (int64_t)t->elsize + 16 +
+    if (!r && !emb__mul_ok(ncolumns, (int64_t)emb__row_bytes(dtype, featuresize) + 16 +
                                          4 * (int64_t)o.state_width, &bytes))
         r = emb__fail(EMB_EOVERFLOW, "tiered table %s: %lld rows overflow", path,
                       (long long)ncolumns);

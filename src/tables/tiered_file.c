@@ -47,16 +47,29 @@ static int each_record(Tier *x, emb_tier_rec_fn fn, const void *arg)
     return r;
 }
 
+typedef struct RowInit {
+    const EmbInitializer *in;
+    float *row; /* D floats: a row is computed whole, then stored (quantized rows too) */
+} RowInit;
+
 static void init_rec(const Tier *x, char *rec, int64_t row, const void *arg)
 {
-    const EmbInitializer *in = arg;
+    const RowInit *ri = arg;
     for (int32_t i = 0; i < x->D; i++)
-        emb__store((EmbDtype)x->dtype, rec, i, emb__init_value(in, x->nrows, row, i));
+        ri->row[i] = emb__init_value(ri->in, x->nrows, row, i);
+    emb__row_store((EmbDtype)x->dtype, rec, x->D, ri->row); /* as store/init.c does */
 }
 
 int emb__tiered_initialize(EmbTable *t, const struct EmbInitializer *in)
 {
-    return each_record((Tier *)t->impl, init_rec, in);
+    Tier *x = t->impl;
+    const RowInit ri = {in, malloc((size_t)x->D * sizeof(float))};
+    if (!ri.row)
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for a row of %d floats", x->label,
+                         (int)x->D);
+    const int r = each_record(x, init_rec, &ri);
+    free(ri.row);
+    return r;
 }
 
 typedef struct StateInit {
