@@ -556,6 +556,70 @@ Test(tiered, quantized_rows_bit_identical_to_memory, .init = setup, .fini = tear
         }
 }
 
+/* tf.Variable operations on a tiered table of 3000 rows with a 16-row cache: whole-table
+   assign / read / quantize and scatters give the in-memory results; a failed read is
+   reported (EMB_EIO naming the file), never read as zeros; a scatter that fails writes no
+   row; every operation drops its pins (the cache stays usable). */
+Test(tiered, variable_ops_through_the_fallible_resolve, .init = setup, .fini = teardown)
+{
+    enum { R = 3000, D = 8 };
+    char path[128];
+    snprintf(path, sizeof path, "%s/v", dir);
+    const EmbTieredOptions o = {.cache_bytes = 16 * 32};
+    EmbTable *t = NULL, *m = NULL;
+    cr_assert_eq(emb_table_tiered_create(&t, path, R, D, EMB_F32, &o), 0, "%s",
+                 emb_last_error());
+    cr_assert_eq(emb_table_create(&m, R, D, EMB_F32, NULL), 0);
+    static float v[R * D], got[R * D], want[R * D];
+    for (int i = 0; i < R * D; i++)
+        v[i] = 0.001f * (float)(i % 997) - 0.4f;
+    cr_assert_eq(emb_table_assign(t, v, R, D, D), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_assign(m, v, R, D, D), 0);
+    EmbTieredStats st;
+    cr_assert_eq(emb_table_tiered_stats(t, &st), 0);
+    cr_assert(st.dirty_rows <= st.cache_rows, "the pass dropped its pins (the scratch pad "
+              "written back): %lld dirty rows", (long long)st.dirty_rows);
+    cr_assert_eq(emb_table_assign_add(t, v, R, D, D), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_assign_add(m, v, R, D, D), 0);
+    const int64_t ids[] = {5, 2999, 5, 17, 1200};
+    const float up[5 * D] = {1, 2, 3, 4, 5, 6, 7, 8, -1, -2};
+    cr_assert_eq(emb_table_scatter_add(t, ids, 5, up, D), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_scatter_add(m, ids, 5, up, D), 0);
+    cr_assert_eq(emb_table_read(t, got, D), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_read(m, want, D), 0);
+    cr_assert_eq(memcmp(got, want, sizeof got), 0);
+
+    cr_assert_eq(emb_table_tiered_flush(t), 0);
+    fault_set(-EIO, 0, 1, 2000); /* rows 2000.. cannot be read */
+    memset(got, 0, sizeof got);
+    cr_assert_eq(emb_table_read(t, got, D), EMB_EIO);
+    cr_assert(strstr(emb_last_error(), path), "%s", emb_last_error());
+    const int64_t bad[] = {3, 2500};
+    cr_assert_eq(emb_table_scatter_update(t, bad, 2, up, D), EMB_EIO);
+    EmbTable *q = NULL;
+    cr_assert_eq(emb_table_create(&q, R, D, EMB_INT8, NULL), 0);
+    cr_assert_eq(emb_table_quantize(q, t), EMB_EIO);
+    fault_set(0, 1, 1, 0);
+    cr_assert_eq(emb_table_read(t, got, D), 0, "%s", emb_last_error());
+    cr_assert_eq(memcmp(got, want, sizeof got), 0, "the failed scatter wrote nothing");
+
+    EmbTable *qm = NULL, *qt = NULL;
+    char qpath[128];
+    snprintf(qpath, sizeof qpath, "%s/q", dir);
+    cr_assert_eq(emb_table_create(&qm, R, D, EMB_INT8, NULL), 0);
+    cr_assert_eq(emb_table_tiered_create(&qt, qpath, R, D, EMB_INT8, &o), 0);
+    cr_assert_eq(emb_table_quantize(qm, m), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_quantize(qt, t), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_read(qm, want, D), 0);
+    cr_assert_eq(emb_table_read(qt, got, D), 0, "%s", emb_last_error());
+    cr_assert_eq(memcmp(got, want, sizeof got), 0);
+    emb_table_destroy(&qt);
+    emb_table_destroy(&qm);
+    emb_table_destroy(&q);
+    emb_table_destroy(&m);
+    emb_table_destroy(&t);
+}
+
 /* ---- faults, reopening, bad input ------------------------------------------------------ */
 
 static float *reference_rows(EmbOptimizerConfig c, int nsteps)

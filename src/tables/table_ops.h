@@ -206,7 +206,8 @@ typedef struct EmbTableOps {
     void *(*column)(const EmbTable *t, int64_t id, EmbContext ctx);
 
     /* [parallel] Batched resolution: cols[k] = the row of span id k for @ctx (FORWARD or
-       NONE: reads only, never creates), k < s->n <= EMB_SPAN_MAX. A kind hashes, prefetches or fetches
+       NONE: reads only, never creates; UPDATE on an EMB_OPS_PINS kind only: the rows are
+       also marked dirty, for the variable ops' writes), k < s->n <= EMB_SPAN_MAX. A kind hashes, prefetches or fetches
        the whole span at once; it may set EMB_RESOLVE_PREFETCHED in *hint. Returns 0, or
        EMB_EIO / EMB_ENOMEM (tiered: a fetch failed; cols undefined). NULL: column() per id. */
     int (*resolve)(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx, const void **cols,

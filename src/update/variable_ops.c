@@ -4,6 +4,14 @@
  * assign_sub / read, scatter update / add / sub / mul / div, and sparse_mask. They work on
  * every table type through the column pointer and compute in f32, rounding each result to
  * the table's dtype. Every argument and id is checked before the first write.
+ *
+ * A kind whose rows must be fetched (EMB_OPS_PINS: a tiered table, whose rows live on disk)
+ * is worked through its fallible resolve, never column() (which cannot report a failed
+ * read): a scatter pins every row it writes before the first write (a failed read writes
+ * nothing); a whole-table pass goes CHUNK rows at a time, each chunk resolved, done and
+ * released, so its memory stays bounded for a table larger than RAM (a read that fails
+ * mid-way stops the pass: the message names the file and the rows; an assign has then
+ * written the rows before them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +70,50 @@ static int rows_check(const EmbTable *t, const float *p, int64_t n, int64_t stri
     return 0;
 }
 
+/* ---- rows of a kind that fetches them ----------------------------------------------- */
+
+#define CHUNK 1024 /* rows a whole-table pass over a fetching kind pins at a time */
+
+static bool fetches(const EmbTable *t)
+{
+    return (t->ops->flags & EMB_OPS_PINS) != 0;
+}
+
+/* cols[k] = the row of ids[k] (ids NULL: column first + k), k < n, for @ctx: through column()
+   for a kind that does not fetch rows; else resolved in spans and pinned until
+   emb__table_release (UPDATE: marked dirty too). 0, or the kind's error (a failed read:
+   EMB_EIO naming the file and rows; then nothing stays pinned). */
+static int rows_of(const EmbTable *t, const int64_t *ids, int64_t first, int64_t n,
+                   EmbContext ctx, void **cols)
+{
+    if (!fetches(t)) {
+        for (int64_t k = 0; k < n; k++)
+            cols[k] = emb__column(t, ids ? ids[k] : first + k, ctx);
+        return 0;
+    }
+    int64_t span[EMB_SPAN_MAX];
+    for (int64_t k0 = 0; k0 < n; k0 += EMB_SPAN_MAX) {
+        const int64_t m = EMB_MIN((int64_t)EMB_SPAN_MAX, n - k0);
+        for (int64_t j = 0; j < m; j++)
+            span[j] = ids ? ids[k0 + j] : first + k0 + j;
+        const EmbIdSpan s = {span, 0, 0, m};
+        unsigned hint;
+        const int r = emb__table_resolve(t, &s, ctx, (const void **)(cols + k0), &hint);
+        if (r) {
+            emb__table_release(t);
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* The end of a pass over rows from rows_of(). */
+static void rows_done(const EmbTable *t)
+{
+    if (fetches(t))
+        emb__table_release(t);
+}
+
 /* Whole-table operations need a row count: not on a dynamic table. */
 static int whole_check(const EmbTable *t)
 {
@@ -88,10 +140,17 @@ static int assign_op(EmbTable *t, const float *values, int64_t ncolumns, int32_t
     float *row = row_buffer(t);
     if (!row)
         return EMB_ENOMEM;
-    for (int64_t c = 0; c < t->ncolumns; c++)
-        combine(t, emb__column(t, c, EMB_CTX_UPDATE), values + c * stride, op, row);
+    void *cols[CHUNK];
+    for (int64_t c0 = 0; c0 < t->ncolumns && !r; c0 += CHUNK) {
+        const int64_t m = EMB_MIN((int64_t)CHUNK, t->ncolumns - c0);
+        r = rows_of(t, NULL, c0, m, EMB_CTX_UPDATE, cols);
+        for (int64_t j = 0; j < m && !r; j++)
+            combine(t, cols[j], values + (c0 + j) * stride, op, row);
+        if (!r)
+            rows_done(t);
+    }
     free(row);
-    return 0;
+    return r;
 }
 
 int emb_table_assign(EmbTable *t, const float *values, int64_t ncolumns, int32_t featuresize,
@@ -117,13 +176,17 @@ int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
     EMB_CHECK_NULL(t);
     if (whole_check(t))
         return EMB_ENOTSUP;
-    const int r = rows_check(t, out, t->ncolumns, out_stride, "out", "out_stride");
-    if (r)
-        return r;
-    for (int64_t c = 0; c < t->ncolumns; c++)
-        emb__row_load(t->dtype, emb__column(t, c, EMB_CTX_NONE), t->featuresize,
-                      out + c * out_stride);
-    return 0;
+    int r = rows_check(t, out, t->ncolumns, out_stride, "out", "out_stride");
+    void *cols[CHUNK];
+    for (int64_t c0 = 0; c0 < t->ncolumns && !r; c0 += CHUNK) {
+        const int64_t m = EMB_MIN((int64_t)CHUNK, t->ncolumns - c0);
+        r = rows_of(t, NULL, c0, m, EMB_CTX_NONE, cols);
+        for (int64_t j = 0; j < m && !r; j++)
+            emb__row_load(t->dtype, cols[j], t->featuresize, out + (c0 + j) * out_stride);
+        if (!r)
+            rows_done(t);
+    }
+    return r;
 }
 
 /* With EMB_TABLE_CHECK_FINITE on @dst: every row of @src finite (read through @row). */
@@ -131,15 +194,21 @@ static int quantize_check(const EmbTable *dst, const EmbTable *src, float *row)
 {
     if (!dst->check_finite)
         return 0;
-    for (int64_t c = 0; c < src->ncolumns; c++) {
-        emb__row_load(src->dtype, emb__column(src, c, EMB_CTX_NONE), src->featuresize, row);
-        char what[64];
-        snprintf(what, sizeof what, "source row %lld", (long long)c);
-        const int r = emb__finite_check(dst, row, 1, src->featuresize, src->featuresize, what);
-        if (r)
-            return r;
+    void *cols[CHUNK];
+    int r = 0;
+    for (int64_t c0 = 0; c0 < src->ncolumns && !r; c0 += CHUNK) {
+        const int64_t m = EMB_MIN((int64_t)CHUNK, src->ncolumns - c0);
+        if ((r = rows_of(src, NULL, c0, m, EMB_CTX_NONE, cols)) != 0)
+            break;
+        for (int64_t j = 0; j < m && !r; j++) {
+            emb__row_load(src->dtype, cols[j], src->featuresize, row);
+            char what[64];
+            snprintf(what, sizeof what, "source row %lld", (long long)(c0 + j));
+            r = emb__finite_check(dst, row, 1, src->featuresize, src->featuresize, what);
+        }
+        rows_done(src);
     }
-    return 0;
+    return r;
 }
 
 int emb_table_quantize(EmbTable *dst, const EmbTable *src)
@@ -158,10 +227,19 @@ int emb_table_quantize(EmbTable *dst, const EmbTable *src)
     float *row = row_buffer(dst);
     if (!row)
         return EMB_ENOMEM;
-    const int r = quantize_check(dst, src, row);
-    for (int64_t c = 0; c < src->ncolumns && !r; c++) {
-        emb__row_load(src->dtype, emb__column(src, c, EMB_CTX_NONE), src->featuresize, row);
-        emb__row_store(dst->dtype, emb__column(dst, c, EMB_CTX_UPDATE), dst->featuresize, row);
+    int r = quantize_check(dst, src, row);
+    void *from[CHUNK], *to[CHUNK];
+    for (int64_t c0 = 0; c0 < src->ncolumns && !r; c0 += CHUNK) {
+        const int64_t m = EMB_MIN((int64_t)CHUNK, src->ncolumns - c0);
+        r = rows_of(src, NULL, c0, m, EMB_CTX_NONE, from);
+        if (!r && (r = rows_of(dst, NULL, c0, m, EMB_CTX_UPDATE, to)) != 0)
+            rows_done(src);
+        for (int64_t j = 0; j < m && !r; j++) {
+            emb__row_load(src->dtype, from[j], src->featuresize, row);
+            emb__row_store(dst->dtype, to[j], dst->featuresize, row);
+        }
+        if (!r)
+            rows_done(src), rows_done(dst);
     }
     free(row);
     return r;
@@ -194,10 +272,22 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
             return r;
         }
     }
-    for (int64_t k = 0; k < n; k++)
-        combine(t, emb__column(t, ids[k], EMB_CTX_UPDATE), updates + k * stride, op, row);
+    void **cols = fetches(t) ? malloc((size_t)EMB_MAX(n, 1) * sizeof *cols) : NULL;
+    if (fetches(t)) { /* every row pinned before the first write */
+        r = cols ? rows_of(t, ids, 0, n, EMB_CTX_UPDATE, cols)
+                 : emb__fail(EMB_ENOMEM, "out of memory for %lld row pointers (%s)",
+                             (long long)n, emb__table_label(t));
+        for (int64_t k = 0; k < n && !r; k++)
+            combine(t, cols[k], updates + k * stride, op, row);
+        if (!r)
+            rows_done(t);
+    } else {
+        for (int64_t k = 0; k < n; k++)
+            combine(t, emb__column(t, ids[k], EMB_CTX_UPDATE), updates + k * stride, op, row);
+    }
+    free(cols);
     free(row);
-    return 0;
+    return r;
 }
 
 int emb_table_scatter_update(EmbTable *t, const int64_t *ids, int64_t n, const float *updates,
