@@ -14,8 +14,10 @@ int emb__tier_cache_init(EmbTierCache *c, int64_t nslots, size_t stride, int lfu
     c->nslots = c->nsets * c->ways;
     c->stride = stride;
     c->lfu = lfu;
-    c->slots = emb__aligned_alloc(EMB_ALIGN, (size_t)c->nslots * sizeof *c->slots);
-    c->data = emb__aligned_alloc(EMB_ALIGN, (size_t)c->nslots * stride);
+    /* read at random: huge pages (emb__big_alloc) against TLB misses; a set's 8 entries
+       (128 bytes) in one aligned pair of cache lines, fetched together */
+    c->slots = emb__big_alloc(2 * EMB_ALIGN, (size_t)c->nslots * sizeof *c->slots);
+    c->data = emb__big_alloc(EMB_ALIGN, (size_t)c->nslots * stride);
     if (!c->slots || !c->data) {
         emb__tier_cache_free(c);
         return emb__fail(EMB_ENOMEM, "out of memory for a tiered table's cache of %lld rows",
