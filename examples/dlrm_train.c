@@ -94,6 +94,9 @@ typedef struct Args {
     int epochs, dim, threads, reader_threads, resume, hash, adagrad;
     int64_t batch, max_ind_range, sizes[NT];
     EmbDtype emb_dtype; /* the tables' element type (--emb-dtype) */
+    const char *tier_dir; /* --tier-dir: tables of more than --tier-min rows tiered there */
+    double tier_cache;    /* --tier-cache: each tiered table's cache, a fraction of its rows */
+    int64_t tier_min;
     float lr;
     uint64_t seed;
     int bot[MAXL], nbot, top[MAXL], ntop; /* hidden sizes (bottom ends with D, top with 1) */
@@ -105,6 +108,7 @@ static const char usage[] =
     "         [--hash] [--optimizer sgd|adagrad (adagrad)] [--lr X (0.2)] [--threads T (0: cores)]\n"
     "         [--reader-threads T (2)] [--bot 512-256-64] [--top 512-256] [--seed S (1)]\n"
     "         [--emb-dtype f32|f16|bf16|int8|int4 (f32)] [--checkpoint-dir DIR] [--resume]\n"
+    "         [--tier-dir DIR [--tier-cache F (0.1)] [--tier-min ROWS (10000)]]\n"
     "The defaults train a real model in one pass: Adagrad on the tables (SGD on the\n"
     "MLPs), lr 0.2. On scripts/criteo_gen.py's 200k / 40k rows they beat a hashed\n"
     "logistic regression (scripts/criteo_linear.py); SGD at DLRM's lr 0.1 needs 2 epochs\n"
@@ -112,7 +116,10 @@ static const char usage[] =
     "the rest (test.txt has no labels); Terabyte: day_0 .. day_22 (concatenated) as --train,\n"
     "day_23 as --test, --max-ind-range 10000000 (DLRM's); the README has the details.\n"
     "--emb-dtype int8 / int4: row-wise quantized tables (the initial rows quantized to\n"
-    "nearest; each update in f32, stored again with stochastic rounding).\n";
+    "nearest; each update in f32, stored again with stochastic rounding).\n"
+    "--tier-dir: the tables of more than --tier-min rows are tiered tables (tiered.h) in\n"
+    "DIR, with a DRAM cache of --tier-cache of their rows: the model trains to the bits\n"
+    "of the in-memory run.\n";
 
 static EmbDtype parse_dtype(const char *s)
 {
@@ -170,10 +177,11 @@ static void parse_args(int argc, char **argv, Args *a)
         {"hash", 0, 0, 'H'}, {"optimizer", 1, 0, 'o'}, {"lr", 1, 0, 'l'}, {"threads", 1, 0, 't'},
         {"reader-threads", 1, 0, 'r'}, {"bot", 1, 0, 'x'}, {"top", 1, 0, 'y'},
         {"seed", 1, 0, 's'}, {"checkpoint-dir", 1, 0, 'c'}, {"resume", 0, 0, 'R'},
-        {"emb-dtype", 1, 0, 'T'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"emb-dtype", 1, 0, 'T'}, {"tier-dir", 1, 0, 'D'}, {"tier-cache", 1, 0, 'C'},
+        {"tier-min", 1, 0, 'M'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .adagrad = 1,
                 .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
-                .top = {512, 256}, .ntop = 2};
+                .top = {512, 256}, .ntop = 2, .tier_cache = 0.1, .tier_min = 10000};
     int64_t table_sizes[NT] = {0};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -206,6 +214,15 @@ static void parse_args(int argc, char **argv, Args *a)
         case 'c': a->ckpt_dir = optarg; break;
         case 'R': a->resume = 1; break;
         case 'T': a->emb_dtype = parse_dtype(optarg); break;
+        case 'D': a->tier_dir = optarg; break;
+        case 'C': {
+            char *end;
+            a->tier_cache = strtod(optarg, &end);
+            if (*end || !(a->tier_cache > 0 && a->tier_cache <= 1))
+                die("--tier-cache is a fraction in (0, 1], not ", optarg);
+            break;
+        }
+        case 'M': a->tier_min = parse_i64(optarg, 0, INT64_MAX, "bad --tier-min: "); break;
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); exit(2);
         }
@@ -492,9 +509,24 @@ static void model_init(Model *m, const Args *a)
         char name[16];
         snprintf(name, sizeof name, "C%d", t + 1);
         const float bound = (float)sqrt(1.0 / (double)a->sizes[t]);
+        /* a large table tiered (--tier-dir): its file, a cache of a fraction of its records
+           (row padded to 16 bytes + the optimizer's state), room for that state */
+        char path[4096];
+        EmbTieredSpec ts = {.path = path};
+        const int tier = a->tier_dir && a->sizes[t] > a->tier_min;
+        if (tier) {
+            snprintf(path, sizeof path, "%s/%s.tier", a->tier_dir, name);
+            const int32_t sw = emb_optimizer_state_width(
+                a->adagrad ? EMB_OPT_ADAGRAD : EMB_OPT_SGD, a->dim);
+            const int64_t rec = ((int64_t)emb_dtype_row_bytes(a->emb_dtype, a->dim) + 15) / 16 * 16 +
+                                4 * (int64_t)sw;
+            ts.options.state_width = sw;
+            ts.options.cache_bytes = rec * (int64_t)ceil(a->tier_cache * (double)a->sizes[t]);
+        }
         const EmbVariableSpec v = {.name = name, .ncolumns = a->sizes[t], .featuresize = a->dim,
                                    .dtype = a->emb_dtype, .trainable = 1,
-                                   .init = {EMB_INIT_UNIFORM, -bound, bound, a->seed + (uint64_t)t}};
+                                   .init = {EMB_INIT_UNIFORM, -bound, bound, a->seed + (uint64_t)t},
+                                   .tiered = tier ? &ts : NULL};
         tables[t] = (EmbCollectionTable){.pooling = EMB_POOLING_SUM};
         CHECK(emb_store_get(m->store, &v, EMB_REUSE_NO, &tables[t].table));
     }

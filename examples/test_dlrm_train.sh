@@ -4,7 +4,8 @@
 # 1 and 2 threads must give the same bits, and a run resumed from its epoch-1 checkpoint must end with the very same test AUC and
 # log loss as an uninterrupted run, with SGD and with Adagrad (checkpoints hold every
 # parameter and the tables' Adagrad accumulators).
-# int8 tables (--emb-dtype int8) likewise.
+# int8 tables (--emb-dtype int8) likewise. Tiered tables (--tier-dir, caches of 5 % of the
+# rows), f32 and int8, resumed from a checkpoint too: the in-memory runs' bits.
 # Usage: test_dlrm_train.sh DLRM_TRAIN CRITEO_GEN_PY [PYTHON]
 set -eu
 train_bin=$1 gen=$2 py=${3:-python3}
@@ -73,6 +74,25 @@ qr=$("$train_bin" $opts $q --epochs 2 --checkpoint-dir "$tmp/ck" --resume | tail
     sed 's/ samples_per_s=.*//')
 [ "$q2" = "$qr" ] || { echo "FAIL: int8: uninterrupted '$q2', resumed '$qr'"; exit 1; }
 echo "ok: int8 tables: $q2 (1 and 2 threads, resumed)"
+
+# tiered tables: the tables of more than 100 rows on disk, caches of 5 % of their rows
+tier="--tier-dir $tmp/tiers --tier-cache 0.05 --tier-min 100"
+mkdir "$tmp/tiers"
+# shellcheck disable=SC2086
+tq=$("$train_bin" $opts $q $tier --epochs 2 | tail -n 1 | sed 's/ samples_per_s=.*//')
+[ "$tq" = "$q2" ] || { echo "FAIL: tiered int8: '$tq', in memory '$q2'"; exit 1; }
+rm -rf "$tmp/ck"
+# shellcheck disable=SC2086
+"$train_bin" $opts --optimizer adagrad $tier --epochs 1 --checkpoint-dir "$tmp/ck" >/dev/null
+# shellcheck disable=SC2086
+tr=$("$train_bin" $opts --optimizer adagrad $tier --epochs 2 --checkpoint-dir "$tmp/ck" --resume |
+    tail -n 1 | sed 's/ samples_per_s=.*//')
+[ "$tr" = "$full" ] || { echo "FAIL: tiered f32 resumed '$tr', in memory '$full'"; exit 1; }
+ls "$tmp/tiers" | grep -q '\.tier$' || { echo "FAIL: no tiered table's file"; exit 1; }
+echo "ok: tiered tables: int8 $tq, f32 resumed $tr"
+if "$train_bin" $opts $tier --tier-cache 2 >/dev/null 2>&1; then
+    echo "FAIL: --tier-cache 2 accepted"; exit 1
+fi
 if "$train_bin" $opts --emb-dtype int3 >/dev/null 2>&1; then
     echo "FAIL: --emb-dtype int3 accepted"; exit 1
 fi
