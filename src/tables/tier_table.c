@@ -59,6 +59,13 @@ static bool any_failed(const EmbTierReq *r, int64_t n)
 
 /* ---- the file -------------------------------------------------------------------------- */
 
+/* Records are read at random: no readahead (the kernel's default reads up to 128 KiB
+   around each missing page, 256 records of 512 bytes for one). Advice only. */
+static void random_access(int fd)
+{
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+}
+
 static int64_t rec_offset(const Tier *x, int64_t row)
 {
     return EMB_TIER_HEADER + row * (int64_t)x->recbytes;
@@ -129,6 +136,7 @@ static int open_file(Tier *x, bool create)
     if (x->fd < 0)
         return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "%s: cannot open %s: %s",
                          x->label, x->path, strerror(errno));
+    random_access(x->fd);
     if (create)
         return emb__tier_format(x, x->fd, x->path);
     EmbTierShape sh = {0};
@@ -929,6 +937,7 @@ void emb__tier_swap_file(Tier *x, int fd, char *path)
     pthread_mutex_lock(&x->mu);
     pf_settle(x, true);
     emb__tier_io_set_fd(x->io, fd);
+    random_access(fd);
     close(x->fd);
     free(x->path);
     x->fd = fd, x->path = path;
