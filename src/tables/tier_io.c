@@ -30,6 +30,7 @@
 #define POOL_THREADS 16  /* the queue depth of the pread engine */
 #define POOL_BATCHES 256 /* submitted batches queued for the pool */
 #define POOL_CHUNK 32    /* the most reads one thread takes at a time */
+#define POOL_MIN_CHUNK 8 /* the fewest (where there are as many) */
 #define POOL_WRITE_CHUNK 4096 /* the most writes one thread takes at a time */
 #define URING_ENTRIES 256
 
@@ -110,9 +111,10 @@ static EmbTierReq *take(EmbTierIo *io, int64_t *k)
     const int64_t left = b->n - b->next;
     /* writes to one file take its inode lock one at a time (ext4, xfs): one thread writes a
        whole run of them rather than many spinning on that lock */
-    *k = b->reqs[b->next].write ? EMB_MIN(left, (int64_t)POOL_WRITE_CHUNK)
-                                : EMB_MAX((int64_t)1, EMB_MIN((int64_t)POOL_CHUNK,
-                                                              left / (io->nthreads + 1)));
+    *k = b->reqs[b->next].write
+             ? EMB_MIN(left, (int64_t)POOL_WRITE_CHUNK)
+             : EMB_MIN(left, EMB_MAX((int64_t)POOL_MIN_CHUNK,
+                                     EMB_MIN((int64_t)POOL_CHUNK, left / (io->nthreads + 1))));
     EmbTierReq *r = b->reqs + b->next;
     b->next += *k;
     if (b->next == b->n) {
@@ -176,10 +178,11 @@ static void pool_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
     io->queue[(io->head + io->count) % POOL_BATCHES] = (PoolBatch){reqs, n, 0};
     io->count++;
     io->pinflight += n;
-    if (n == 1)
+    /* a thread per POOL_MIN_CHUNK requests (a wake-up costs more than a cached record's
+       pread); the submitter's own wait does chunks too */
+    const int64_t wake = EMB_MIN((int64_t)io->nthreads, (n + POOL_MIN_CHUNK - 1) / POOL_MIN_CHUNK);
+    for (int64_t i = 0; i < wake; i++)
         pthread_cond_signal(&io->work);
-    else
-        pthread_cond_broadcast(&io->work);
     pthread_mutex_unlock(&io->mu);
 }
 
