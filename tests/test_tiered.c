@@ -557,8 +557,8 @@ Test(tiered, quantized_rows_bit_identical_to_memory, .init = setup, .fini = tear
 }
 
 /* tf.Variable operations on a tiered table of 3000 rows with a 16-row cache: whole-table
-   assign / read / quantize and scatters give the in-memory results; a failed read is
-   reported (EMB_EIO naming the file), never read as zeros; a scatter that fails writes no
+   assign / read / quantize, scatters and emb_table_column_pointer give the in-memory
+   results; a failed read is reported (EMB_EIO naming the file), never read as zeros; a scatter that fails writes no
    row; every operation drops its pins (the cache stays usable). */
 Test(tiered, variable_ops_through_the_fallible_resolve, .init = setup, .fini = teardown)
 {
@@ -599,6 +599,11 @@ Test(tiered, variable_ops_through_the_fallible_resolve, .init = setup, .fini = t
     EmbTable *q = NULL;
     cr_assert_eq(emb_table_create(&q, R, D, EMB_INT8, NULL), 0);
     cr_assert_eq(emb_table_quantize(q, t), EMB_EIO);
+    void *col = NULL;
+    cr_assert_eq(emb_table_column_pointer(t, 2222, EMB_CTX_NONE, &col), EMB_EIO);
+    cr_assert(strstr(emb_last_error(), path), "%s", emb_last_error());
+    cr_assert_eq(emb_table_column_pointer(t, 22, EMB_CTX_NONE, &col), 0);
+    cr_assert_eq(*(const float *)col, want[22 * D]);
     fault_set(0, 1, 1, 0);
     cr_assert_eq(emb_table_read(t, got, D), 0, "%s", emb_last_error());
     cr_assert_eq(memcmp(got, want, sizeof got), 0, "the failed scatter wrote nothing");

@@ -116,9 +116,12 @@ EMB_API int emb_table_custom(EmbTable **out, int64_t ncolumns, int32_t featuresi
 EMB_API void emb_table_destroy(EmbTable **t);
 
 /**
- * Pointer to column @p column for context @p ctx, in `*out`.
+ * Pointer to column @p column for context @p ctx, in `*out`. A tiered table's row
+ * (tiered.h) is read into its cache and pinned until the table's next operation ends
+ * (UPDATE: marked dirty, written back later).
  * @return 0, EMB_ENULL, EMB_EINVAL (ctx not an EmbContext), EMB_ERANGE (column outside
- *         [0, ncolumns))
+ *         [0, ncolumns)), EMB_EIO (a tiered table's read failed: the message names the file
+ *         and the row), EMB_ENOMEM
  */
 EMB_API int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx,
                                      void **out);
