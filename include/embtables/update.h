@@ -326,10 +326,12 @@ EMB_API int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTime
 /**
  * Whole-table operations with a dense f32 value of @p ncolumns x @p featuresize (row c at
  * `values + c * stride`), which must equal the table's shape: assign sets, assign_add
- * adds, assign_sub subtracts (results rounded to the table's dtype).
+ * adds, assign_sub subtracts (results rounded to the table's dtype). A tiered table
+ * (tiered.h) is worked 1024 rows at a time, so memory stays bounded.
  * @return 0, EMB_ENULL, EMB_ESHAPE, EMB_ESTRIDE, EMB_EOVERFLOW (the rows at stride are not
  *         addressable), EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE), EMB_ENOTSUP (a dynamic
- *         table)
+ *         table), EMB_EIO (a tiered table's read failed, naming the file and rows: the
+ *         rows before them are assigned), EMB_ENOMEM
  */
 EMB_API int emb_table_assign(EmbTable *t, const float *values, int64_t ncolumns,
                              int32_t featuresize, int64_t stride);
@@ -343,7 +345,9 @@ EMB_API int emb_table_assign_sub(EmbTable *t, const float *values, int64_t ncolu
 /**
  * Copies the whole table out as f32: column c to `out + c * out_stride` (a quantized row
  * dequantized: q * scale + bias).
- * @return 0, EMB_ENULL, EMB_ESTRIDE, EMB_EOVERFLOW, EMB_ENOTSUP (a dynamic table)
+ * @return 0, EMB_ENULL, EMB_ESTRIDE, EMB_EOVERFLOW, EMB_ENOTSUP (a dynamic table), EMB_EIO
+ *         (a tiered table's read failed, naming the file and rows; @p out then holds the
+ *         rows before them), EMB_ENOMEM
  */
 EMB_API int emb_table_read(const EmbTable *t, float *out, int64_t out_stride);
 
@@ -357,7 +361,7 @@ EMB_API int emb_table_read(const EmbTable *t, float *out, int64_t out_stride);
  * @return 0, EMB_ENULL, EMB_EINVAL (@p dst is @p src), EMB_ESHAPE (row counts or feature
  *         sizes differ), EMB_ENONFINITE (@p dst has EMB_TABLE_CHECK_FINITE and a value of
  *         @p src is NaN or infinite: nothing written), EMB_ENOMEM, EMB_ENOTSUP (a dynamic
- *         table)
+ *         table), EMB_EIO (a tiered table's read failed, naming the file and rows)
  */
 EMB_API int emb_table_quantize(EmbTable *dst, const EmbTable *src);
 
@@ -367,10 +371,11 @@ EMB_API int emb_table_quantize(EmbTable *dst, const EmbTable *src);
  * subtracts, mul multiplies, div divides (elementwise). With duplicate ids the rows are
  * applied one after another, so add / sub accumulate, mul / div compose and update keeps
  * the last row; each application is rounded to the table's dtype. All ids are checked
- * before anything is written.
+ * (and a tiered table's rows all read) before anything is written.
  * @return 0, EMB_ENULL, EMB_EINVAL (n < 0), EMB_ERANGE (naming the id and position),
  *         EMB_ESTRIDE, EMB_EOVERFLOW (n rows of stride are not addressable), EMB_ENONFINITE
- *         (EMB_TABLE_CHECK_FINITE)
+ *         (EMB_TABLE_CHECK_FINITE), EMB_EIO (a tiered table's read failed: nothing
+ *         written), EMB_ENOMEM
  */
 EMB_API int emb_table_scatter_update(EmbTable *t, const int64_t *ids, int64_t n,
                                      const float *updates, int64_t stride);
