@@ -12,7 +12,8 @@
  *
  *   tier-bench [--rows N] [--dim D] [--cache-frac F | --cache-mib M] [--batch B] [--bag L]
  *              [--steps S] [--zipf A | --uniform] [--prefetch P] [--engine auto|uring|pread]
- *              [--policy lru|lfu] [--dir PATH] [--no-memory] [--quick]
+ *              [--policy lru|lfu] [--dtype f32|f16|bf16|int8|int4] [--dir PATH]
+ *              [--no-memory] [--quick]
  */
 
 #include <math.h>
@@ -33,6 +34,7 @@ typedef struct Opts {
     int prefetch, memory;
     EmbTierEngine engine;
     EmbTierPolicy policy;
+    EmbDtype dtype;
     const char *dir;
 } Opts;
 
@@ -69,12 +71,24 @@ static int64_t draw(uint64_t *s, int64_t n, double a)
     return (int64_t)(((unsigned __int128)(uint64_t)k * 0x9e3779b97f4a7c15ull) % (uint64_t)n);
 }
 
+static void usage(void);
+
+static EmbDtype dtype_of(const char *s)
+{
+    static const EmbDtype all[] = {EMB_F32, EMB_F16, EMB_BF16, EMB_INT8, EMB_INT4};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!strcmp(s, emb_dtype_name(all[i])))
+            return all[i];
+    usage();
+    return EMB_F32;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: tier-bench [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
             "[--batch B] [--bag L] [--steps S] [--zipf A | --uniform] [--prefetch P] "
-            "[--engine auto|uring|pread] [--policy lru|lfu] [--dir PATH] [--no-memory] "
-            "[--quick]\n");
+            "[--engine auto|uring|pread] [--policy lru|lfu] [--dtype f32|f16|bf16|int8|int4] "
+            "[--dir PATH] [--no-memory] [--quick]\n");
     exit(2);
 }
 
@@ -99,6 +113,7 @@ static void parse(Opts *o, int argc, char **argv)
             o->engine = !strcmp(v, "uring") ? EMB_TIER_ENGINE_URING
                         : !strcmp(v, "pread") ? EMB_TIER_ENGINE_PREAD : EMB_TIER_ENGINE_AUTO;
         else if (ARG("--policy")) o->policy = !strcmp(v, "lfu") ? EMB_TIER_LFU : EMB_TIER_LRU;
+        else if (ARG("--dtype")) o->dtype = dtype_of(v);
         else if (!strcmp(a, "--uniform")) o->zipf = 0.0;
         else if (!strcmp(a, "--no-memory")) o->memory = 0;
         else if (!strcmp(a, "--quick"))
@@ -212,14 +227,15 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
 
 static EmbTable *tiered_table(const Opts *o, const char *path, int64_t *rec)
 {
-    const int64_t rowbytes = ((int64_t)o->dim * 4 + 15) / 16 * 16 + 4 * o->dim;
+    const int64_t rowbytes = ((int64_t)emb_dtype_row_bytes(o->dtype, o->dim) + 15) / 16 * 16 +
+                             4 * o->dim;
     const int64_t cache = o->cache_mib > 0 ? (int64_t)(o->cache_mib * 1048576.0)
                           : (int64_t)(o->cache_frac * (double)(o->rows * rowbytes));
     const EmbTieredOptions to = {.cache_bytes = cache > rowbytes ? cache : rowbytes,
                                  .engine = o->engine, .policy = o->policy,
                                  .state_width = o->dim, .table = {.name = "tier"}};
     EmbTable *t = NULL;
-    int r = emb_table_tiered_create(&t, path, o->rows, o->dim, EMB_F32, &to);
+    int r = emb_table_tiered_create(&t, path, o->rows, o->dim, o->dtype, &to);
     const EmbInitializer in = {EMB_INIT_UNIFORM, -0.05f, 0.05f, 1};
     r = r ? r : emb_table_initialize(t, &in);
     if (r)
@@ -253,9 +269,10 @@ int main(int argc, char **argv)
     EmbTable *t = tiered_table(&o, path, &rec);
     EmbTieredStats st;
     emb_table_tiered_stats(t, &st);
-    printf("tier-bench: %lld rows x %d f32 (+ Adagrad state) = %.1f MiB in %s; cache %lld rows "
+    printf("tier-bench: %lld rows x %d %s (+ Adagrad state) = %.1f MiB in %s; cache %lld rows "
            "(%.1f%%, %.1f MiB); engine %s; ids %s; batch %lld x bags of %lld\n",
-           (long long)o.rows, (int)o.dim, (double)(o.rows * rec) / 1048576.0, path,
+           (long long)o.rows, (int)o.dim, emb_dtype_name(o.dtype),
+           (double)(o.rows * rec) / 1048576.0, path,
            (long long)st.cache_rows, 100.0 * (double)st.cache_rows / (double)o.rows,
            (double)(st.cache_rows * rec) / 1048576.0, st.engine,
            o.zipf > 0 ? "zipf" : "uniform", (long long)o.batch, (long long)o.bag);
@@ -275,7 +292,8 @@ int main(int argc, char **argv)
     double mem_ms = 0;
     if (o.memory) {
         EmbTable *m = NULL;
-        int r = emb_table_create(&m, o.rows, o.dim, EMB_F32, NULL);
+        const EmbTableOptions mo = {.name = "tier"}; /* the stochastic rounding's key */
+        int r = emb_table_create(&m, o.rows, o.dim, o.dtype, &mo);
         const EmbInitializer in = {EMB_INIT_UNIFORM, -0.05f, 0.05f, 1};
         r = r ? r : emb_table_initialize(m, &in);
         if (r)
