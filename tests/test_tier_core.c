@@ -149,12 +149,13 @@ static void make(Tier *x, const char *name, int64_t cache_rows, EmbTierIoKind k,
     cr_assert_eq(x->recbytes, 48);
 }
 
-/* Resolves @ids, checks each against ref, writes new values into some (dirty). */
+/* Resolves @ids (with @write: for an update, marked dirty), checks each against ref, writes
+   new values into some. */
 static void step(Tier *x, float (*ref)[12], const int64_t *ids, int n, uint64_t seed,
                  bool write)
 {
     char *rows[64];
-    const int r = emb__tier_resolve(x, ids, n, rows, false);
+    const int r = emb__tier_resolve(x, ids, n, rows, write);
     cr_assert_eq(r, 0, "%s", emb_last_error());
     for (int k = 0; k < n; k++)
         cr_assert_eq(memcmp(rows[k], ref[ids[k]], 48), 0, "row %lld", (long long)ids[k]);
@@ -164,7 +165,6 @@ static void step(Tier *x, float (*ref)[12], const int64_t *ids, int n, uint64_t 
         for (int i = 0; i < 12; i++)
             ref[ids[k]][i] = (float)emb__rng_unit(seed, (uint64_t)ids[k], (uint64_t)i);
         memcpy(rows[k], ref[ids[k]], 48);
-        emb__tier_mark_dirty(x, &ids[k], 1);
     }
     /* the rows stay put while pinned: check them again */
     for (int k = 0; k < n; k++)

@@ -52,8 +52,8 @@
  * ---- A tiered kind (disk + DRAM cache), for example ----
  * resolve fetches missing rows synchronously and pins them (EMB_EIO when a read fails);
  * prefetch starts an asynchronous read; update_prepare fetches and pins every distinct
- * id's row (the step's only failure point), update_commit marks them dirty, update_rows
- * returns the pinned rows, update_cancel and release unpin; save_list reads dirty rows
+ * id's row (the step's only failure point) and marks it dirty, update_rows returns the
+ * pinned rows, update_cancel and release unpin; save_list reads dirty rows
  * through the cache; stage builds the new content aside (a new file) and stage_commit
  * swaps it in. The rows it hands out are featuresize elements of t->dtype, as every kind's.
  *

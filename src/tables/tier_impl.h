@@ -124,8 +124,6 @@ bool emb__tier_resolved_span(Tier *x, const void *ids, int64_t k0, int64_t n, ch
 /* emb__tier_resolve of one id for column(): never ends a pending release (it runs inside an
    update's apply phase, or early in the next operation). */
 int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty);
-/* Marks the records of @n ids resolved in this operation dirty. */
-void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n);
 /* Ends the operation: unpins its rows; writes back the scratch pad's dirty rows. */
 void emb__tier_release(Tier *x);
 /* Ends the operation when the next one starts (an update's commit: its apply phase still

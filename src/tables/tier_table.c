@@ -450,8 +450,8 @@ static void pf_wait_slot(Tier *x, int64_t s)
     q->tag = -1; /* settled */
 }
 
-/* Row of a hit (cache or scratch, pinned), or NULL for a miss. */
-static char *hit(Tier *x, int64_t id)
+/* Row of a hit (cache or scratch, pinned; @dirty: marked dirty), or NULL for a miss. */
+static char *hit(Tier *x, int64_t id, uint8_t dirty)
 {
     int64_t s = emb__tier_cache_find(&x->cache, id);
     if (s >= 0 && (x->cache.slots[s].flags & EMB_TIER_LOADING) && !x->cache.slots[s].pins) {
@@ -460,13 +460,14 @@ static char *hit(Tier *x, int64_t id)
     }
     if (s >= 0) {
         emb__tier_cache_touch(&x->cache, s);
-        x->cache.slots[s].flags &= (uint8_t)~EMB_TIER_AHEAD;
+        x->cache.slots[s].flags = (uint8_t)((x->cache.slots[s].flags & ~EMB_TIER_AHEAD) | dirty);
         pin_slot(x, s);
         return emb__tier_cache_row(&x->cache, s);
     }
     const int64_t k = sp_find(&x->sp, id);
     if (k < 0)
         return NULL;
+    x->sp.flags[k] |= dirty;
     pin_sp(x, k);
     return sp_row(x, k);
 }
@@ -489,8 +490,8 @@ static bool park(Tier *x, int64_t v, EmbTierReq *w, int64_t *nw)
 
 /* A slot (or a scratch row) for the missing row @id, pinned, its read queued in rd and a
    dirty victim parked (park). NULL: out of memory for the scratch pad. */
-static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *rd,
-                   int64_t *nr)
+static char *place(Tier *x, int64_t id, uint8_t dirty, EmbTierReq *w, int64_t *nw,
+                   EmbTierReq *rd, int64_t *nr)
 {
     char *row;
     const int64_t v = emb__tier_cache_victim(&x->cache, id, 0);
@@ -507,7 +508,7 @@ static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *
             return NULL;
         const int64_t k = x->sp.n++;
         x->sp.ids[k] = id;
-        x->sp.flags[k] = EMB_TIER_VALID;
+        x->sp.flags[k] = EMB_TIER_VALID | dirty;
         sp_map_put(&x->sp, k);
         pin_sp(x, k);
         row = sp_row(x, k);
@@ -519,17 +520,20 @@ static char *place(Tier *x, int64_t id, EmbTierReq *w, int64_t *nw, EmbTierReq *
 
 static void release_locked(Tier *x);
 
-static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
+/* Resolves and pins the rows of @ids into @rows (NULL: not handed out); with @dirty they
+   are marked dirty as they are found or read (an UPDATE: one pass, no second find). */
+static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty)
 {
+    const uint8_t d = dirty ? EMB_TIER_DIRTY : 0;
     if (pin_room(x, n) || rq_room(x, 2 * n))
         return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld rows", x->label, (long long)n);
     const int64_t mark = x->npinned, sp0 = x->sp.n;
     EmbTierReq *w = x->rq, *rd = x->rq + n;
     int64_t nw = 0, nr = 0;
     for (int64_t k = 0; k < n; k++) {
-        char *row = hit(x, ids[k]);
+        char *row = hit(x, ids[k], d);
         x->st.hits += row && !x->counted;
-        if (!row && !(row = place(x, ids[k], w, &nw, rd, &nr))) {
+        if (!row && !(row = place(x, ids[k], d, w, &nw, rd, &nr))) {
             for (int64_t i = 0; i < nw; i++)
                 w[i].res = -ENOMEM; /* not written: the victims go back dirty */
             resolve_undo(x, w, nw, rd, nr, mark, sp0);
@@ -554,7 +558,7 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
     for (int64_t i = 0; i < nr; i++)
         if ((char *)rd[i].buf >= x->cache.data &&
             (char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
-            x->cache.slots[slot_of(x, rd[i].buf)].flags = EMB_TIER_VALID;
+            x->cache.slots[slot_of(x, rd[i].buf)].flags = EMB_TIER_VALID | d;
     x->st.rows_read += nr;
     return 0;
 }
@@ -564,10 +568,8 @@ int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool 
     pthread_mutex_lock(&x->mu);
     if (x->release_pending)
         release_locked(x);
-    int r = resolve_locked(x, ids, n, rows);
+    const int r = resolve_locked(x, ids, n, rows, dirty);
     pthread_mutex_unlock(&x->mu);
-    if (!r && dirty)
-        emb__tier_mark_dirty(x, ids, n);
     return r;
 }
 
@@ -628,7 +630,7 @@ int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int
     const int64_t m = range_room(x, k1 - k0) ? -1 : batch_ids(x, ids, id32, k0, k1);
     int r = m < 0 ? emb__fail(EMB_ENOMEM, "%s: out of memory for %lld ids", x->label,
                               (long long)(k1 - k0))
-                  : resolve_locked(x, x->ids, m, x->brow + x->nbrow);
+                  : resolve_locked(x, x->ids, m, x->brow + x->nbrow, false);
     if (!r) {
         spread_rows(x, ids, id32, k0, k1, m);
         x->br[x->nbr++] = (struct TierRange){ids, k0, k1, x->nbrow};
@@ -653,29 +655,11 @@ bool emb__tier_resolved_span(Tier *x, const void *ids, int64_t k0, int64_t n, ch
     return all;
 }
 
-void emb__tier_mark_dirty(Tier *x, const int64_t *ids, int64_t n)
-{
-    pthread_mutex_lock(&x->mu);
-    for (int64_t k = 0; k < n; k++) {
-        const int64_t s = emb__tier_cache_find(&x->cache, ids[k]);
-        if (s >= 0) {
-            x->cache.slots[s].flags |= EMB_TIER_DIRTY;
-            continue;
-        }
-        const int64_t j = sp_find(&x->sp, ids[k]);
-        if (j >= 0)
-            x->sp.flags[j] |= EMB_TIER_DIRTY;
-    }
-    pthread_mutex_unlock(&x->mu);
-}
-
 int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty)
 {
     pthread_mutex_lock(&x->mu);
-    int r = resolve_locked(x, &id, 1, row);
+    const int r = resolve_locked(x, &id, 1, row, dirty);
     pthread_mutex_unlock(&x->mu);
-    if (!r && dirty)
-        emb__tier_mark_dirty(x, &id, 1);
     return r;
 }
 

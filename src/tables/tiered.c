@@ -6,8 +6,8 @@
  *
  * Row pointers handed out (resolve, column, update_rows) are records in the cache or the
  * scratch pad, pinned until the operation's release. An update's prepare resolves the
- * step's distinct rows (the only step that reads the disk, and the only one that may fail);
- * its handles are the records' addresses; the commit marks them dirty.
+ * step's distinct rows (the only step that reads the disk, and the only one that may fail)
+ * and marks them dirty as it finds them; its handles are the records' addresses.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +87,9 @@ static int tiered_update_prepare(EmbTable *t, EmbRowPlan *rp)
         emb__rowplan_part(rp, p, &d0, &n);
         if (n == 0) /* an empty update may have no arrays at all */
             continue;
-        const int r = emb__tier_resolve(x, rp->ids + d0, n, (char **)(rp->handle + d0), false);
+        /* marked dirty here, found once (a cancelled update leaves them dirty: written
+           back unchanged) */
+        const int r = emb__tier_resolve(x, rp->ids + d0, n, (char **)(rp->handle + d0), true);
         if (r) {
             emb__tier_release(x);
             return r;
@@ -98,14 +100,8 @@ static int tiered_update_prepare(EmbTable *t, EmbRowPlan *rp)
 
 static void tiered_update_commit(EmbTable *t, EmbRowPlan *rp)
 {
-    Tier *x = tier(t);
-    for (int p = 0; p < rp->nparts; p++) {
-        int64_t d0, n;
-        emb__rowplan_part(rp, p, &d0, &n);
-        if (n > 0) /* an empty update may have no arrays at all */
-            emb__tier_mark_dirty(x, rp->ids + d0, n);
-    }
-    emb__tier_release_later(x);
+    (void)rp; /* the rows were marked dirty by the prepare */
+    emb__tier_release_later(tier(t));
 }
 
 static void tiered_update_cancel(EmbTable *t, EmbRowPlan *rp)
