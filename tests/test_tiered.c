@@ -501,7 +501,8 @@ static void q_rows(EmbTable *t, float *rows)
 
 /* int8 and int4 rows in tiered tables: the forward outputs and the trained rows (stochastic
    rounding included) of the same table in memory, bit for bit, for every optimizer, caches
-   of 1 row up to all rows and prefetch depths 0..2; a checkpoint of the tiered table
+   of 1 row up to all rows and prefetch depths 0..2; the flushed file reopens to the same
+   rows; a checkpoint of the tiered table
    restores into an in-memory table and trains on to the same bits. */
 Test(tiered, quantized_rows_bit_identical_to_memory, .init = setup, .fini = teardown)
 {
@@ -526,12 +527,21 @@ Test(tiered, quantized_rows_bit_identical_to_memory, .init = setup, .fini = tear
                 cr_assert_eq(memcmp(got, want, sizeof got), 0,
                              "%s, optimizer %d, cache %lld: rows differ",
                              emb_dtype_name(dts[d]), kind, (long long)caches[c]);
-                q_free(&m);
+                q_free(&m); /* flushes */
             }
+            char path[256];
+            snprintf(path, sizeof path, "%s/q", dir);
+            EmbTable *re = NULL;
+            cr_assert_eq(emb_table_tiered_open(&re, path, NULL), 0, "%s", emb_last_error());
+            cr_assert_eq(emb_table_dtype(re), dts[d]);
+            q_rows(re, got);
+            cr_assert_eq(memcmp(got, want, sizeof got), 0, "%s: the reopened file differs",
+                         emb_dtype_name(dts[d]));
+            emb_table_destroy(&re);
             /* 2 steps tiered, saved; restored into memory, 2 steps more */
             q_make(&m, dts[d], (EmbOptimizerKind)kind, 3, "q");
             q_steps(&m, 0, 2, 1, NULL);
-            char sub[128], path[256];
+            char sub[128];
             snprintf(sub, sizeof sub, "%s/ck%d%d", dir, d, kind);
             mkdir(sub, 0755);
             EmbCheckpointVar var = {"q", m.t};
