@@ -502,8 +502,8 @@ static void q_rows(EmbTable *t, float *rows)
 /* int8 and int4 rows in tiered tables: the forward outputs and the trained rows (stochastic
    rounding included) of the same table in memory, bit for bit, for every optimizer, caches
    of 1 row up to all rows and prefetch depths 0..2; the flushed file reopens to the same
-   rows; a checkpoint of the tiered table
-   restores into an in-memory table and trains on to the same bits. */
+   rows; a checkpoint of the tiered table restores into an in-memory table and trains on
+   to the same bits. */
 Test(tiered, quantized_rows_bit_identical_to_memory, .init = setup, .fini = teardown)
 {
     static const int64_t caches[] = {1, 3, 12, QROWS};
