@@ -301,6 +301,74 @@ static PyObject *table_create(PyObject *mod, PyObject *args)
     return (PyObject *)self;
 }
 
+/* table_tiered(path, n, d, dtype, cache_bytes, state_width, name=None): a tiered table
+   (tiered.h), its rows in the file path (created), a DRAM cache of cache_bytes. */
+static PyObject *table_tiered(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *path, *name = NULL;
+    long long n, cache;
+    int d, dtype, sw;
+    if (!PyArg_ParseTuple(args, "sLiiLi|z", &path, &n, &d, &dtype, &cache, &sw, &name))
+        return NULL;
+    TableObject *self = table_new();
+    if (!self)
+        return NULL;
+    const EmbTieredOptions o = {.table = {.name = name}, .cache_bytes = cache,
+                                .state_width = sw};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = emb_table_tiered_create(&self->t, path, n, d, (EmbDtype)dtype, &o);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        Py_DECREF(self);
+        return py_emb_raise(rc);
+    }
+    return (PyObject *)self;
+}
+
+/* table_tiered_flush(table): emb_table_tiered_flush. */
+static PyObject *table_tiered_flush(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *o;
+    if (!PyArg_ParseTuple(args, "O!", &Table_Type, &o))
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = emb_table_tiered_flush(((TableObject *)o)->t);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return py_emb_raise(rc);
+    Py_RETURN_NONE;
+}
+
+/* table_tiered_stats(table): (hits, misses, rows_read, rows_written, cache_rows, engine). */
+static PyObject *table_tiered_stats(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *o;
+    if (!PyArg_ParseTuple(args, "O!", &Table_Type, &o))
+        return NULL;
+    EmbTieredStats st;
+    const int rc = emb_table_tiered_stats(((TableObject *)o)->t, &st);
+    if (rc)
+        return py_emb_raise(rc);
+    return Py_BuildValue("LLLLLs", (long long)st.hits, (long long)st.misses,
+                         (long long)st.rows_read, (long long)st.rows_written,
+                         (long long)st.cache_rows, st.engine);
+}
+
+/* state_width(optimizer kind, dim): the state room a tiered table keeps for it. */
+static PyObject *mod_state_width(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int kind, d;
+    if (!PyArg_ParseTuple(args, "ii", &kind, &d))
+        return NULL;
+    return PyLong_FromLong((long)emb_optimizer_state_width((EmbOptimizerKind)kind, d));
+}
+
 static const char *buffer_format(EmbDtype dt)
 {
     return dt == EMB_F32 ? "f" : dt == EMB_F16 ? "e" : dt == EMB_BF16 ? "H" : "B";
@@ -734,6 +802,11 @@ static PyMethodDef module_methods[] = {
     {"table_wrap", table_wrap, METH_VARARGS, "table_wrap(array, name=None, qdtype=-1)"},
     {"table_create", table_create, METH_VARARGS, "table_create(n, d, dtype, name=None)"},
     {"table_quantize", table_quantize, METH_VARARGS, "table_quantize(dst, src)"},
+    {"table_tiered", table_tiered, METH_VARARGS,
+     "table_tiered(path, n, d, dtype, cache_bytes, state_width, name=None)"},
+    {"table_tiered_flush", table_tiered_flush, METH_VARARGS, "table_tiered_flush(table)"},
+    {"table_tiered_stats", table_tiered_stats, METH_VARARGS, "table_tiered_stats(table)"},
+    {"state_width", mod_state_width, METH_VARARGS, "state_width(optimizer kind, dim)"},
     {"cpu_flags", mod_cpu_mask, METH_VARARGS, "cpu_flags(mask=-1): set (>= 0) and get"},
     {"physical_cores", mod_physical_cores, METH_NOARGS, "physical cores"},
     {NULL, NULL, 0, NULL},

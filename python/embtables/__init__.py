@@ -167,6 +167,38 @@ class Table:
             self.initialize(*init, seed=seed)
         return self
 
+    @classmethod
+    def tiered(cls, path, num_embeddings, dim, dtype="f32", cache_bytes=64 << 20,
+               optimizer=None, name=None, init=None, seed=0):
+        """A table larger than memory (tiered.h): its rows, and the state of optimizer (a
+        kind name or an Optimizer: the room is kept beside each row), in the file path
+        (created, or truncated); a DRAM cache of cache_bytes holds the hot rows. Every
+        lookup, Collection and optimizer gives the bits of the same table in memory. The
+        file is a working store: flush() writes the dirty rows back; checkpoint with
+        Saver. A read or write the disk refuses raises FileError naming the file."""
+        kind = optimizer.kind if isinstance(optimizer, Optimizer) else optimizer
+        if kind is not None and kind not in OPTIMIZERS:
+            raise InvalidError(f"optimizer '{kind}' is not one of {', '.join(OPTIMIZERS)}")
+        width = _C.state_width(OPTIMIZERS[kind], int(dim)) if kind else 0
+        self = cls.__new__(cls)
+        self._t = _C.table_tiered(str(path), int(num_embeddings), int(dim), DTYPES[dtype],
+                                  int(cache_bytes), width, name)
+        self._array = None
+        self.source = None
+        if init is not None:
+            self.initialize(*init, seed=seed)
+        return self
+
+    def flush(self):
+        """A tiered table's dirty rows written back to its file (Table.tiered)."""
+        _C.table_tiered_flush(self._t)
+
+    def tiered_stats(self):
+        """A tiered table's counters: a dict of hits, misses, rows_read, rows_written,
+        cache_rows and the I/O engine."""
+        keys = ("hits", "misses", "rows_read", "rows_written", "cache_rows", "engine")
+        return dict(zip(keys, _C.table_tiered_stats(self._t)))
+
     def initialize(self, kind, a=0.0, b=0.0, seed=0):
         """Fills the table by an initializer (INITIALIZERS: TF's kinds; uniform [a, b),
         normal mean a stddev b, ...), counter-based: the same bits for any thread count."""
@@ -181,7 +213,9 @@ class Table:
     def numpy(self):
         """The table's memory as a 2-D array (bf16 as uint16, int8 / int4 rows as their
         uint8 bytes): a view, not a copy."""
-        return self._array if self._array is not None else _np.asarray(self._t)
+        if self._array is not None:
+            return self._array
+        return _np.asarray(memoryview(self._t))  # BufferError where there is no memory (tiered)
 
     def to_float(self):
         """A copy of the table as f32."""
