@@ -26,15 +26,16 @@
 #include <omp.h>
 #endif
 
-/* How long a thread spins at a barrier before it sleeps: about a serial step between
- * phases (a few us), less than a passive team's wake-up (45-50 us on the 2-core machine).
- * Bounded by the clock, not by a count of polls: a pause takes 24 ns on this Zen 5 (20000
- * polls, meant as 20-50 us, spun 0.5 ms), a few ns on other cores. Then the thread sleeps
- * (a futex), and does not poll with sched_yield: on a machine whose cores other programs
- * keep busy, a long spin held the core the awaited thread needed. A 2-thread step of a
- * 1M x 64 table, 0.79 ms when quiet either way, took 4.4 ms at a load of 2-2.2 on 2 cores
- * with the 0.5 ms spin and yields, 1.7 ms with a 50 us spin, 1.6 ms with 20 us. */
-#define SPIN_NS 20000
+/* How long a thread spins at a barrier before it sleeps: about what a sleep's wake-up costs
+ * (45-50 us on the 2-core machine), so that waiting costs at most twice the better choice
+ * in hindsight; a serial step between phases is a few us. Bounded by the clock, not by a
+ * count of polls: a pause takes 24 ns on this Zen 5 (20000 polls, meant as 20-50 us, spun
+ * 0.5 ms), a few ns on other cores. Then the thread sleeps (a futex), and does not poll
+ * with sched_yield: on a machine whose cores other programs keep busy, a long spin held
+ * the core the awaited thread needed. A 2-thread step of a 1M x 64 table, 0.79 ms when
+ * quiet, took 4.4 ms at a load of 2-2.2 on 2 cores with the 0.5 ms spin and yields,
+ * 1.7 ms with a 50 us spin (1.6 ms with 20 us). */
+#define SPIN_NS 50000
 #define POLLS_PER_CLOCK 16 /* polls between two reads of the clock */
 
 /* (index + 1) * 4 + pinning this OS thread was last pinned as; 0: never. */
