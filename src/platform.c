@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* platform.c — topology, NUMA binding and pinning through hwloc, with sysconf fallbacks. */
+#include <limits.h>
 #include <sched.h>
 #include <pthread.h> /* pthread_once: ThreadSanitizer sees it (not C11 call_once) */
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 
 #include "internal.h"
 #include "platform.h"
@@ -208,6 +213,28 @@ void emb__platform_pin_thread(int k, EmbPinning pinning)
         bind_to(o, k);
 #else
     (void)k;
+#endif
+}
+
+/* The futex word is the atomic's object representation (an unsigned int: 32 bits on every
+   Linux target), as libgomp and glibc use theirs. */
+void emb__platform_wait(atomic_uint *word, unsigned value)
+{
+#if defined(__linux__) && defined(SYS_futex)
+    syscall(SYS_futex, (void *)word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
+#else
+    (void)word;
+    (void)value;
+    sched_yield();
+#endif
+}
+
+void emb__platform_wake(atomic_uint *word)
+{
+#if defined(__linux__) && defined(SYS_futex)
+    syscall(SYS_futex, (void *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)word;
 #endif
 }
 

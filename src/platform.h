@@ -11,6 +11,7 @@
 #ifndef EMB_PLATFORM_H
 #define EMB_PLATFORM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "embtables/common.h" /* EmbPlacement, EmbPinning */
@@ -34,5 +35,14 @@ int emb__placement_check(EmbPlacement placement, int node, const char *what);
 
 /* Pins the calling thread, the k-th of a team, to a core chosen by @p pinning. */
 void emb__platform_pin_thread(int k, EmbPinning pinning);
+
+/*
+ * Sleeps while *@word holds @value: returns when another thread's emb__platform_wake
+ * (after it changed *@word) wakes it, at once when *@word differs, or spuriously; the
+ * caller loops on its own test. A futex on Linux; elsewhere a sched_yield.
+ */
+void emb__platform_wait(atomic_uint *word, unsigned value);
+/* Wakes every thread sleeping in emb__platform_wait on @word. */
+void emb__platform_wake(atomic_uint *word);
 
 #endif

@@ -6,7 +6,10 @@
  * uses (per-thread scratch, the task launcher). Links the static library (internal dep).
  */
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <criterion/criterion.h>
 
@@ -729,6 +732,64 @@ Test(strategies, run_every_task_once)
         }
         emb_strategy_destroy(&t->s);
         free(t);
+    }
+}
+
+/* A run of phases whose serial steps and some tasks outlast the barrier's spin (1 ms
+ * sleeps), so that the waiting threads go to sleep there and must be woken. */
+typedef struct Phased {
+    atomic_int done[4][64];
+    int steps;
+    bool stopped;
+} Phased;
+
+static void nap(void)
+{
+    const struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static void phased_task(void *ctx, int64_t task, int thread)
+{
+    (void)thread;
+    Phased *p = ctx;
+    if (task % 16 == 0) /* a slow task: the others finish first and wait */
+        nap();
+    atomic_fetch_add(&p->done[p->steps - 1][task], 1);
+}
+
+static int64_t phased_step(void *ctx, int phase, emb_task_fn *fn)
+{
+    Phased *p = ctx;
+    cr_assert_eq(p->steps, phase, "the steps in order, once each");
+    for (int q = 0; q < phase; q++) /* every task of the phases before done, once */
+        for (int i = 0; i < 64; i++)
+            cr_assert_eq(atomic_load(&p->done[q][i]), 1, "phase %d task %d", q, i);
+    p->steps++;
+    if (phase == 3) {
+        p->stopped = true;
+        return -1; /* ends the run */
+    }
+    nap(); /* a long serial step: the team waits asleep */
+    *fn = phased_task;
+    return 64;
+}
+
+Test(strategies, phases_wake_sleeping_threads)
+{
+    for (int nt = 1; nt <= 3; nt++) {
+        EmbStrategy *s = NULL;
+        const EmbStrategyOptions o = {.nthreads = nt};
+        cr_assert_eq(emb_strategy_prealloc_concat(&s, &o), 0);
+        Phased *p = calloc(1, sizeof *p);
+        emb__strategy_run_phases(s, nt, 5, phased_step, p);
+        cr_assert_eq(p->steps, 4, "%d threads: the run ends at the step that says -1", nt);
+        cr_assert(p->stopped);
+        for (int q = 0; q < 3; q++)
+            for (int i = 0; i < 64; i++)
+                cr_assert_eq(atomic_load(&p->done[q][i]), 1);
+        free(p);
+        emb_strategy_destroy(&s);
     }
 }
 

@@ -3,8 +3,8 @@
  * test_update_scaling.c — a training step's backward (emb_maplookup_backward of a concat
  * gradient, then emb_update_many) gives the same bits under every strategy, thread count
  * 1..8 and split count, for every optimizer: on one table and on 26, with Zipf-skewed ids
- * and one id in half of all bags. And the auto strategy's choices for a few shapes (the
- * internal rule: links the static library).
+ * and one id in half of all bags; the partitions' sorted and hashed groupings. And the auto
+ * strategy's choices for a few shapes (the internal rule: links the static library).
  */
 #include <math.h>
 #include <stdio.h>
@@ -215,6 +215,81 @@ Test(update_scaling, distinct_ids_after_a_partitioned_update)
             emb_indexer_destroy(&ref);
             model_free(&m);
         }
+}
+
+/* Ids for the partitions' two groupings (update/pindex.c), of kind @kind: 0 mostly distinct
+ * (each partition sorted, runs of a shared key mixing a few ids), 1 few distinct (hashed),
+ * 2 mostly distinct with 64 ids whose hashes share their top 14 bits, each 3 times (a
+ * run mixing more than the sort takes: that partition hashed). */
+#define GROUP_ROWS (1 << 20)
+#define GROUP_NNZ 2048
+static void grouping_ids(int64_t *ids, int kind, uint64_t seed)
+{
+    int64_t same[64];
+    int ns = 0;
+    for (int64_t x = 0; x < GROUP_ROWS && ns < 64; x++) /* top 14 bits of hash() 0x155 */
+        if (((uint64_t)x * 0x9e3779b97f4a7c15ull) >> 50 == 0x155)
+            same[ns++] = x;
+    cr_assert_eq(ns, 64);
+    for (int64_t k = 0; k < GROUP_NNZ; k++)
+        ids[k] = kind == 1 ? (int64_t)(tu_rand(&seed) % 100)
+                           : (int64_t)(tu_rand(&seed) % GROUP_ROWS);
+    for (int64_t k = 0; kind == 2 && k < 3 * 64; k++)
+        ids[k * 10] = same[k % 64];
+}
+
+/* The partitions' groupings, sorted or hashed, give emb_update's bits and distinct ids. */
+Test(update_scaling, sorted_and_hashed_partitions_agree, .timeout = 120)
+{
+    static int64_t ids[GROUP_NNZ], want[2 * GROUP_NNZ], got[2 * GROUP_NNZ];
+    static float dy[GROUP_NNZ / 4 * 4];
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.05f);
+    for (int kind = 0; kind < 3; kind++) {
+        uint64_t seed = 50 + (uint64_t)kind;
+        grouping_ids(ids, kind, seed);
+        for (int k = 0; k < GROUP_NNZ; k++)
+            dy[k] = tu_randf(&seed);
+        const EmbBatch b = {.ids = ids, .nnz = GROUP_NNZ, .nbags = GROUP_NNZ / 4,
+                            .bag_size = 4};
+        const EmbPooling pool = EMB_POOLING_SUM;
+        EmbTable *ref = tu_table(GROUP_ROWS, 4, EMB_F32, 9);
+        EmbOptimizer *o = NULL;
+        EmbGrad *g = NULL;
+        EmbIndexer *ix = NULL;
+        cr_assert_eq(emb_optimizer_create(&o, &oc), 0);
+        cr_assert_eq(emb_grad_create(&g), 0);
+        cr_assert_eq(emb_indexer_create(&ix), 0);
+        cr_assert_eq(emb_lookup_backward(ref, &b, &pool, dy, 4, g), 0);
+        cr_assert_eq(emb_update(o, ref, g, ix, 0), 0, "%s", emb_last_error());
+        const int64_t *id, *cnt;
+        const int64_t nd = emb_indexer_distinct(ix, &id, &cnt);
+        sorted_pairs(id, cnt, nd, want);
+        emb_optimizer_destroy(&o);
+        for (int sp = 2; sp <= 8; sp *= 2)
+            for (int nth = 1; nth <= 3; nth += 2) {
+                EmbTable *t = tu_table(GROUP_ROWS, 4, EMB_F32, 9);
+                const EmbStrategyOptions so = {.nthreads = nth, .num_splits = sp};
+                EmbStrategy *s = NULL;
+                cr_assert_eq(emb_strategy_prealloc_concat(&s, &so), 0);
+                cr_assert_eq(emb_optimizer_create(&o, &oc), 0);
+                cr_assert_eq(emb_lookup_backward(t, &b, &pool, dy, 4, g), 0);
+                cr_assert_eq(emb_update_many(s, o, &t, (const EmbGrad *const *)&g, 1, &ix, 0),
+                             0, "%s", emb_last_error());
+                cr_assert_eq(tu_checksum(t), tu_checksum(ref), "ids %d, %d splits, %d threads",
+                             kind, sp, nth);
+                cr_assert_eq(emb_indexer_distinct(ix, &id, &cnt), nd);
+                sorted_pairs(id, cnt, nd, got);
+                cr_assert(!memcmp(want, got, (size_t)(2 * nd) * sizeof *want),
+                          "ids %d, %d splits, %d threads: distinct ids or counts differ", kind,
+                          sp, nth);
+                emb_optimizer_destroy(&o);
+                emb_strategy_destroy(&s);
+                emb_table_destroy(&t);
+            }
+        emb_indexer_destroy(&ix);
+        emb_grad_destroy(&g);
+        emb_table_destroy(&ref);
+    }
 }
 
 static EmbStrategyKind forward_kind(int nthreads, const double *work, int64_t n)

@@ -134,7 +134,9 @@ EMB_API int emb_indexer_index(EmbIndexer *ix, const int64_t *ids, int64_t n);
  * The result of the last indexing (by emb_indexer_index() or an update): the number of
  * distinct ids; `*ids` and `*counts` (either may be NULL) receive arrays owned by the
  * indexer, valid until it is used again. After emb_update_many() under a strategy that
- * splits tables, the ids are grouped by hash partition first (still deterministic).
+ * splits tables, the ids are grouped by hash partition first, and within a partition of
+ * mostly distinct ids come in the order of their hash (still deterministic: a function of
+ * the ids and the split count).
  */
 EMB_API int64_t emb_indexer_distinct(const EmbIndexer *ix, const int64_t **ids,
                                      const int64_t **counts);

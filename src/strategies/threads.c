@@ -11,12 +11,13 @@
  *
  * A run of phases (emb__threads_run_phases) is one region too: before each phase the
  * caller's thread runs the serial step that says the phase's tasks, while the others wait
- * at a barrier of this file (a bounded spin, then sched_yield), so that a training step's
- * three parallel phases wake the team once. The team then leaves the region and waits
- * between calls as the user's OMP_WAIT_POLICY says.
+ * at a barrier of this file (a bounded spin, then asleep on a futex), so that a training
+ * step's three parallel phases wake the team once. The team then leaves the region and
+ * waits between calls as the user's OMP_WAIT_POLICY says.
  */
-#include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
 
 #include "platform.h"
 #include "strategies/strategy_impl.h"
@@ -25,9 +26,17 @@
 #include <omp.h>
 #endif
 
-/* Barrier polls spent spinning before each further poll yields the CPU: about 20-50 us,
- * the length of a serial step between phases, less than a passive team's wake-up. */
-#define SPIN_POLLS 20000
+/* How long a thread spins at a barrier before it sleeps: about what a sleep's wake-up costs
+ * (45-50 us on the 2-core machine), so that waiting costs at most twice the better choice
+ * in hindsight; a serial step between phases is a few us. Bounded by the clock, not by a
+ * count of polls: a pause takes 24 ns on this Zen 5 (20000 polls, meant as 20-50 us, spun
+ * 0.5 ms), a few ns on other cores. Then the thread sleeps (a futex), and does not poll
+ * with sched_yield: on a machine whose cores other programs keep busy, a long spin held
+ * the core the awaited thread needed. A 2-thread step of a 1M x 64 table, 0.79 ms when
+ * quiet, took 4.4 ms at a load of 2-2.2 on 2 cores with the 0.5 ms spin and yields,
+ * 1.7 ms with a 50 us spin (1.6 ms with 20 us). */
+#define SPIN_NS 50000
+#define POLLS_PER_CLOCK 16 /* polls between two reads of the clock */
 
 /* (index + 1) * 4 + pinning this OS thread was last pinned as; 0: never. */
 static _Thread_local int pinned_as;
@@ -87,11 +96,20 @@ static void phases_serial(EmbPinning pinning, int nphases, emb_step_fn step, voi
 }
 
 #if EMB_HAVE_OPENMP
-/* A sense-counting barrier of n threads: arrivals counted, the last one bumps gen. */
+/* A sense-counting barrier of n threads: arrivals counted, the last one bumps gen and
+   wakes the sleepers, if any. */
 typedef struct Barrier {
     atomic_int count;
     atomic_uint gen;
+    atomic_int sleepers;
 } Barrier;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static inline void cpu_relax(void)
 {
@@ -100,20 +118,31 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* The sleepers' count and gen are sequentially consistent on both sides: a waiter that
+ * counted itself and still saw the old gen is seen by the last arrival, which wakes it (a
+ * wake before the futex sleeps finds gen changed, and the futex returns at once). */
 static void barrier_wait(Barrier *b, int n)
 {
     const unsigned g = atomic_load_explicit(&b->gen, memory_order_acquire);
     if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == n - 1) {
         atomic_store_explicit(&b->count, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+        atomic_fetch_add(&b->gen, 1);
+        if (atomic_load(&b->sleepers) > 0)
+            emb__platform_wake(&b->gen);
         return;
     }
-    for (long i = 0; atomic_load_explicit(&b->gen, memory_order_acquire) == g; i++) {
-        if (i < SPIN_POLLS)
-            cpu_relax();
-        else
-            sched_yield();
+    const int64_t t0 = now_ns();
+    for (long i = 1;; i++) {
+        if (atomic_load_explicit(&b->gen, memory_order_acquire) != g)
+            return;
+        if (i % POLLS_PER_CLOCK == 0 && now_ns() - t0 > SPIN_NS)
+            break;
+        cpu_relax();
     }
+    atomic_fetch_add(&b->sleepers, 1);
+    while (atomic_load(&b->gen) == g)
+        emb__platform_wait(&b->gen, g);
+    atomic_fetch_sub(&b->sleepers, 1);
 }
 
 /* What thread 0's serial step hands the team: the phase's tasks and the counter. */

@@ -259,8 +259,9 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
  * The index phase of one table cut into @nparts chunks of rows and @nparts partitions of
  * ids (by hash): prepare (serial: checks, room), chunk c (checks its ids, expands its rows
  * and sorts them by partition within its own range), offsets (serial, nparts^2: where each
- * partition's rows go), group p (hash of partition p over its segment of every chunk, in
- * chunk order, i.e. row order), finish (serial, nparts: where each partition's distinct ids
+ * partition's rows go), group p (partition p over its segment of every chunk, in chunk
+ * order, i.e. row order: a stable radix sort by hash when most ids are distinct, else a
+ * hash), finish (serial, nparts: where each partition's distinct ids
  * go). Partition p's distinct ids stay at index part_start[p] on (ids / counts / starts),
  * and its last one's rows end at starts[part_start[p] + pdist[p]], so the apply tasks work
  * on them in place (emb__pindex_apply_range) and each compacts the ids it applied into the
