@@ -239,7 +239,7 @@ static void grouping_ids(int64_t *ids, int kind, uint64_t seed)
 }
 
 /* The partitions' groupings, sorted or hashed, give emb_update's bits and distinct ids. */
-Test(update_scaling, sorted_and_hashed_partitions_agree, .timeout = 120)
+Test(update_scaling, sorted_and_hashed_partitions_agree)
 {
     static int64_t ids[GROUP_NNZ], want[2 * GROUP_NNZ], got[2 * GROUP_NNZ];
     static float dy[GROUP_NNZ / 4 * 4];
