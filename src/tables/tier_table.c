@@ -464,7 +464,13 @@ static char *hit(Tier *x, int64_t id, uint8_t dirty)
         pin_slot(x, s);
         return emb__tier_cache_row(&x->cache, s);
     }
-    const int64_t k = sp_find(&x->sp, id);
+    int64_t k = sp_find(&x->sp, id);
+    if (k >= 0 && (x->sp.flags[k] & TIER_SP_WB)) {
+        /* a row a prefetch parked, its write-back still in flight from these bytes: the
+           caller may write the row, so that write completes first */
+        pf_settle(x, true);
+        k = sp_find(&x->sp, id);
+    }
     if (k < 0)
         return NULL;
     x->sp.flags[k] |= dirty;
