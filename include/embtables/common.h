@@ -73,6 +73,13 @@ enum {
  * - EMB_INT4: D / 2 bytes, element 2j in the low nibble of byte j and 2j + 1 in its high
  *   nibble, then an f16 scale and an f16 bias (D / 2 + 4 bytes; the layout of
  *   `torch.ops.quantized.embedding_bag_4bit_prepack`). D must be even.
+ *
+ * A pooled lookup over quantized rows sums, in bag order, fma(q[i], w * scale, acc[i]) per
+ * element (one rounding) and the rows' w * bias apart, adding that bias sum to every
+ * element once the bag is summed (then the combiner's factor). A gather or a bag of one
+ * row gives the dequantized value `q[i] * scale + bias` exactly; longer bags agree with
+ * torch's quantized embedding bags (and with f32 rows of the dequantized values) within
+ * f32 rounding, not bit for bit.
  */
 typedef enum EmbDtype {
     EMB_F32 = 0,  /**< IEEE binary32 */

@@ -5,13 +5,18 @@
  * compute in f32. The definition of correct, which x86/quant_body.h reproduces bit for bit:
  *
  *   a row of weight w (1 when unweighted) with scale s and bias b adds, element by element,
- *   acc[i] = acc[i] + (q[i] * (w * s) + (w * b))
+ *   acc[i] = fma(q[i], w * s, acc[i])      (one rounding: fmaf)
+ *   and its bias term to one sum per pooling, bias = bias + w * b,
  *
- * a multiply and two adds per element (never FMA), rows in bag order. Unweighted, w * s and
- * w * b are s and b exactly, so a gather or a one-id bag gives q * s + b, the dequantized
- * value (emb__q_value). The weighted form rounds differently from w * (q * s + b): the same
- * formula as FBGEMM's SpMDM (which fuses its multiply-add).
+ * rows in pooling (bag) order; when the rows are summed, each element gets the bias sum
+ * once: out[i] = acc[i] + bias (a pool that accumulates starts acc from out). Per row that
+ * is one fused multiply-add per element and one scalar add (FBGEMM's SpMDM adds the bias to
+ * every element of every row: an add more per element), the same terms in another order:
+ * within f32 rounding of torch's quantized bags (tests/python_quant). Unweighted, w * s and
+ * w * b are s and b exactly, so a gather or a one-id bag gives round(q * s) + b, the
+ * dequantized value (emb__q_value).
  */
+#include <math.h>
 #include <string.h>
 
 #include "dtype.h"
@@ -19,18 +24,18 @@
 #include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
-/* acc[0 .. D) += row of weight w, as the header says (EmbRowAdd: an unweighted row is
- * w = 1, the same formula). */
+/* acc[0 .. D) += q * (w * s) fused, *bias += w * b: a row of weight w, as the header says
+ * (EmbRowAdd: an unweighted row is w = 1, the same formula). */
 static inline void qadd(float *acc, const void *row, float w, int weighted, const int32_t D,
-                     const EmbDtype dt)
+                        const EmbDtype dt, float *bias)
 {
     (void)weighted;
     float s, b;
     emb__q_params(dt, row, D, &s, &b);
     s = w * s;
-    b = w * b;
+    *bias = *bias + w * b;
     for (int32_t i = 0; i < D; i++)
-        acc[i] = acc[i] + ((float)emb__q_get(dt, row, i) * s + b);
+        acc[i] = fmaf((float)emb__q_get(dt, row, i), s, acc[i]);
 }
 
 EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols, int64_t n,
@@ -44,7 +49,8 @@ EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols
     }
 }
 
-/* out (+)= Σ_k w[k] cols[k] in bag order; the constant-N copies sum into a local array. */
+/* out (+)= Σ_k w[k] cols[k] in bag order, then the bias sum; the constant-N copies sum into
+ * a local array. */
 EMB_INLINE void qpool_body(float *out, const void *const *cols, const float *w, int64_t n,
                            const int32_t D, int accumulate, const EmbDtype dt)
 {
@@ -54,8 +60,11 @@ EMB_INLINE void qpool_body(float *out, const void *const *cols, const float *w, 
         memset(acc, 0, (size_t)D * sizeof(float));
     else if (acc != out)
         memcpy(acc, out, (size_t)D * sizeof(float));
+    float bias = 0.0f;
     for (int64_t k = 0; k < n; k++)
-        qadd(acc, cols[k], w ? w[k] : 1.0f, w != NULL, D, dt);
+        qadd(acc, cols[k], w ? w[k] : 1.0f, w != NULL, D, dt, &bias);
+    for (int32_t i = 0; i < D; i++)
+        acc[i] = acc[i] + bias;
     if (acc != out)
         memcpy(out, acc, (size_t)D * sizeof(float));
 }
@@ -89,7 +98,7 @@ EMB_INLINE float qsumsq_body(const void *col, int32_t D, const EmbDtype dt)
 #define QBAGS(NAME, N, DT)                                                                 \
     static void NAME(const EmbBagsArgs *a)                                                 \
     {                                                                                      \
-        emb__bags_ref(a, N ? N : a->D, DT, qadd);                                                   \
+        emb__bags_ref(a, N ? N : a->D, DT, qadd);                                          \
     }
 #define QSUMSQ(NAME, DT)                                                                   \
     static float NAME(const void *col, int32_t D)                                          \

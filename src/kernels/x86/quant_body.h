@@ -13,8 +13,10 @@
  *   ld_q4_pairs(p, &e, &o)  the same 2 VL values as the even elements (low nibbles) and
  *                           the odd ones (high nibbles): bytes widened, then and / shift
  *
- * Exact with quant_c.c: per row a = w * scale and c = w * bias (scalars), per element
- * acc + (q * a + c), rows in bag order, sumsq in the 16 lanes of the reference.
+ * Exact with quant_c.c: per row a = w * scale (broadcast) and c = w * bias (a scalar), per
+ * element acc = fma(q, a, acc) (vfma), c added to the pooling's one bias sum, rows in bag
+ * order, the bias sum added to each element once the rows are summed (qadd_bias); gather
+ * q * scale + bias; sumsq in the 16 lanes of the reference.
  */
 #ifndef EMB_QUANT_BODY_H
 #define EMB_QUANT_BODY_H
@@ -52,51 +54,77 @@ EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, 
     *c = vset1(w * b);
 }
 
-/* q * a + c: multiply, then add. */
+/* q * a + c: multiply, then add (gather, sumsq). */
 EMB_INLINE vec qval(vec q, vec a, vec c)
 {
     return vadd(vmul(q, a), c);
 }
 
+/* The row's w * scale, broadcast; its w * bias added to *@bias (a scalar: one add per row,
+ * the bias of int8 read as a memory operand). */
+EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, float *bias)
+{
+    float s, b;
+    if (dt == EMB_INT4) {
+        int32_t u;
+        memcpy(&u, (const uint8_t *)row + D / 2, 4);
+        const __m128 sb = _mm_cvtph_ps(_mm_cvtsi32_si128(u));
+        s = _mm_cvtss_f32(sb);
+        b = _mm_cvtss_f32(_mm_movehdup_ps(sb));
+    } else {
+        memcpy(&s, (const uint8_t *)row + D, 4);
+        memcpy(&b, (const uint8_t *)row + D + 4, 4);
+    }
+    *bias = *bias + w * b;
+    return vset1(w * s);
+}
+
+/* acc[0 .. nv) + bias, every element: a pooling's rows summed (quant_c.c's order). */
+EMB_INLINE void qadd_bias(vec *acc, const int nv, float bias)
+{
+    const vec b = vset1(bias);
+    UNROLL_BLK for (int j = 0; j < nv; j++)
+        acc[j] = vadd(acc[j], b);
+}
+
 /* Adds nv vectors of the row (weight w) from element @off to acc (the last one partial:
- * @tail elements); the pool and bags bodies of simd_body.h. */
-EMB_INLINE void qadd_vecs(vec *acc, const void *row, int32_t off, const int nv,
+ * @tail elements, the lanes past it fma(0, a, acc): left to the masked store), its bias
+ * term to *@bias; the pool and bags bodies of simd_body.h. */
+EMB_INLINE void qadd_vecs(vec *acc, float *bias, const void *row, int32_t off, const int nv,
                           const int partial, int tail, float w, const int32_t D,
                           const EmbDtype dt)
 {
-    vec s, b;
-    qparams(dt, row, D, w, &s, &b);
+    const vec s = qscale(dt, row, D, w, bias);
     if (dt == EMB_INT4 && !partial && nv % 2 == 0) { /* two vectors a load */
         const uint8_t *p = (const uint8_t *)row + off / 2;
         UNROLL_BLK for (int j = 0; j < nv; j += 2) {
             vec x0, x1;
             ld_q4x2(p + j * VL / 2, &x0, &x1);
-            acc[j] = vadd(acc[j], qval(x0, s, b));
-            acc[j + 1] = vadd(acc[j + 1], qval(x1, s, b));
+            acc[j] = vfma(x0, s, acc[j]);
+            acc[j + 1] = vfma(x1, s, acc[j + 1]);
         }
         return;
     }
     UNROLL_BLK for (int j = 0; j < nv; j++) {
         const bool part = partial && j == nv - 1;
         const int32_t i = off + j * VL;
-        acc[j] = vadd(acc[j], qval(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, b));
+        acc[j] = vfma(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, acc[j]);
     }
 }
 
 /* int4 rows of the bags body's paired layout (simd_body.h's bag_add): VL bytes give the
  * even elements of 2 VL in acc[2m] and the odd ones in acc[2m + 1] (one widening, an and
  * and a shift a load), bag_store interleaves them; each element summed as qadd_vecs sums it. */
-EMB_INLINE void qadd_pairs(vec *acc, const void *row, int32_t off, const int nv, float w,
-                           const int32_t D)
+EMB_INLINE void qadd_pairs(vec *acc, float *bias, const void *row, int32_t off, const int nv,
+                           float w, const int32_t D)
 {
-    vec s, b;
-    qparams(EMB_INT4, row, D, w, &s, &b);
+    const vec s = qscale(EMB_INT4, row, D, w, bias);
     const uint8_t *p = (const uint8_t *)row + off / 2;
     UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
         vec e, o;
         ld_q4_pairs(p + m * VL, &e, &o);
-        acc[2 * m] = vadd(acc[2 * m], qval(e, s, b));
-        acc[2 * m + 1] = vadd(acc[2 * m + 1], qval(o, s, b));
+        acc[2 * m] = vfma(e, s, acc[2 * m]);
+        acc[2 * m + 1] = vfma(o, s, acc[2 * m + 1]);
     }
 }
 
