@@ -96,7 +96,12 @@ Test(quant, owned_strides)
     emb_table_destroy(&f);
     make_pair(EMB_INT4, 10, 64, &q, &f);
     emb_table_data(q, &s);
-    cr_assert_eq(s, 64, "int4 D = 64: one line (%lld)", (long long)s);
+    cr_assert_eq(s, 36, "int4 D = 64: packed at 4 bytes, torch's stride (%lld)", (long long)s);
+    emb_table_destroy(&q);
+    emb_table_destroy(&f);
+    make_pair(EMB_INT4, 10, 32, &q, &f);
+    emb_table_data(q, &s);
+    cr_assert_eq(s, 32, "int4 D = 32: 20 bytes, half a line (%lld)", (long long)s);
     emb_table_destroy(&q);
     emb_table_destroy(&f);
 }
