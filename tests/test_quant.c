@@ -168,6 +168,36 @@ static void every_form(EmbDtype dt, int32_t D)
     emb_table_destroy(&f);
 }
 
+/* The generic path (pruning asked for) pools a bag longer than its chunk in pieces, cut
+ * where the bags before it leave the chunk: the pool kernel adds each row's bias with its
+ * own terms, so a bag's bits do not depend on the cut (nor on a strategy's ranges). */
+static void pieces_same_bits(EmbDtype dt)
+{
+    EmbTable *q = NULL, *f = NULL;
+    make_pair(dt, 50, 64, &q, &f);
+    int64_t ids[400];
+    uint64_t seed = 7;
+    for (int i = 0; i < 400; i++)
+        ids[i] = (int64_t)(tu_rand(&seed) % 50);
+    const int64_t offs_a[] = {0, 100, 400}, offs_b[] = {0, 300};
+    const EmbBatch a = {.ids = ids, .nnz = 400, .nbags = 2, .offsets = offs_a};
+    const EmbBatch b = {.ids = ids + 100, .nnz = 300, .nbags = 1, .offsets = offs_b};
+    const EmbPooling p = {.combiner = EMB_COMBINER_SUM, .flags = EMB_PRUNE_INVALID};
+    float oa[2 * 64], ob[64];
+    cr_assert_eq(emb_lookup(q, &a, &p, oa, 64), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_lookup(q, &b, &p, ob, 64), 0, "%s", emb_last_error());
+    cr_assert_eq(memcmp(oa + 64, ob, sizeof ob), 0, "%s: a bag of 300 cut at 156 / 256",
+                 emb_dtype_name(dt));
+    emb_table_destroy(&q);
+    emb_table_destroy(&f);
+}
+
+Test(quant, bag_bits_do_not_depend_on_its_pieces)
+{
+    pieces_same_bits(EMB_INT8);
+    pieces_same_bits(EMB_INT4);
+}
+
 Test(quant, every_lookup_form_int8)
 {
     const int32_t dims[] = {2, 17, 32, 64, 100, 256};

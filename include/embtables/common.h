@@ -74,11 +74,14 @@ enum {
  *   nibble, then an f16 scale and an f16 bias (D / 2 + 4 bytes; the layout of
  *   `torch.ops.quantized.embedding_bag_4bit_prepack`). D must be even.
  *
- * A pooled lookup over quantized rows sums, in bag order, fma(q[i], w * scale, acc[i]) per
- * element (one rounding) and the rows' w * bias apart, adding that bias sum to every
- * element once the bag is summed (then the combiner's factor). A gather or a bag of one
- * row gives the dequantized value `q[i] * scale + bias` exactly; longer bags agree with
- * torch's quantized embedding bags (and with f32 rows of the dequantized values) within
+ * A pooled lookup over quantized rows adds a bag's rows in bag order, each element as
+ * fma(q[i], w * scale, acc[i]) (one rounding), and the rows' w * bias either apart, added
+ * to every element once the bag is summed (the fast path: a simple table, no pruning,
+ * max_norm or non-temporal output), or row by row after each row's fma (the other
+ * lookups, which may pool a long bag in pieces). Either way the bits do not depend on the
+ * strategy or the threads; a gather or a bag of one row gives the dequantized value
+ * `q[i] * scale + bias` exactly; longer bags agree with torch's quantized embedding bags
+ * (and with f32 rows of the dequantized values, and the two paths with each other) within
  * f32 rounding, not bit for bit.
  */
 typedef enum EmbDtype {

@@ -3,18 +3,22 @@
  * quant_c.c — the C references of the lookup kernels over row-wise quantized rows (EMB_INT8,
  * EMB_INT4; dtype.h): gather, pool, bags, sumsq. They dequantize inside the kernel and
  * compute in f32. The definition of correct, which x86/quant_body.h reproduces bit for bit:
+ * a row of weight w (1 when unweighted) with scale s and bias b has a = w * s, c = w * b,
+ * and its rows are added in bag order, each element of a row
  *
- *   a row of weight w (1 when unweighted) with scale s and bias b adds, element by element,
- *   acc[i] = fma(q[i], w * s, acc[i])      (one rounding: fmaf)
- *   and its bias term to one sum per pooling, bias = bias + w * b,
+ *   bags:  acc[i] = fma(q[i], a, acc[i])   (one rounding: fmaf), and bias = bias + c:
+ *          one bias sum per bag, added to each element once its rows are summed,
+ *          out[i] = acc[i] + bias (then the combiner's factor);
+ *   pool:  acc[i] = fma(q[i], a, acc[i]) + c   (every row's bias on its own terms).
  *
- * rows in pooling (bag) order; when the rows are summed, each element gets the bias sum
- * once: out[i] = acc[i] + bias (a pool that accumulates starts acc from out). Per row that
- * is one fused multiply-add per element and one scalar add (FBGEMM's SpMDM adds the bias to
- * every element of every row: an add more per element), the same terms in another order:
- * within f32 rounding of torch's quantized bags (tests/python_quant). Unweighted, w * s and
- * w * b are s and b exactly, so a gather or a one-id bag gives round(q * s) + b, the
- * dequantized value (emb__q_value).
+ * The bags kernel always gets whole bags, so it sums the biases apart: a row is one fused
+ * multiply-add per element and one scalar add (a multiply and two adds per element before;
+ * FBGEMM's SpMDM adds the bias to every element of every row). The pool kernel may get a
+ * bag in pieces (the lookup's generic path: accumulate), so each row is complete in acc and
+ * the result does not depend on where a bag was cut (strategies, thread counts). Both are
+ * within f32 rounding of torch's quantized bags (tests/python_quant), not of each other bit
+ * for bit. Unweighted, a and c are s and b exactly, so a gather or a one-id bag (either
+ * kernel) gives round(q * s) + b, the dequantized value (emb__q_value).
  */
 #include <math.h>
 #include <string.h>
@@ -24,8 +28,8 @@
 #include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
-/* acc[0 .. D) += q * (w * s) fused, *bias += w * b: a row of weight w, as the header says
- * (EmbRowAdd: an unweighted row is w = 1, the same formula). */
+/* acc[0 .. D) = fma(q, w * s, acc), *bias += w * b: a row of the bags kernel of weight w,
+ * as the header says (EmbRowAdd: an unweighted row is w = 1, the same formula). */
 static inline void qadd(float *acc, const void *row, float w, int weighted, const int32_t D,
                         const EmbDtype dt, float *bias)
 {
@@ -49,8 +53,19 @@ EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols
     }
 }
 
-/* out (+)= Σ_k w[k] cols[k] in bag order, then the bias sum; the constant-N copies sum into
- * a local array. */
+/* acc[0 .. D) = fma(q, w * s, acc) + w * b: a row of the pool kernel (the header). */
+static inline void qadd_row(float *acc, const void *row, float w, const int32_t D,
+                            const EmbDtype dt)
+{
+    float s, b;
+    emb__q_params(dt, row, D, &s, &b);
+    s = w * s;
+    b = w * b;
+    for (int32_t i = 0; i < D; i++)
+        acc[i] = fmaf((float)emb__q_get(dt, row, i), s, acc[i]) + b;
+}
+
+/* out (+)= Σ_k w[k] cols[k] in bag order; the constant-N copies sum into a local array. */
 EMB_INLINE void qpool_body(float *out, const void *const *cols, const float *w, int64_t n,
                            const int32_t D, int accumulate, const EmbDtype dt)
 {
@@ -60,11 +75,8 @@ EMB_INLINE void qpool_body(float *out, const void *const *cols, const float *w, 
         memset(acc, 0, (size_t)D * sizeof(float));
     else if (acc != out)
         memcpy(acc, out, (size_t)D * sizeof(float));
-    float bias = 0.0f;
     for (int64_t k = 0; k < n; k++)
-        qadd(acc, cols[k], w ? w[k] : 1.0f, w != NULL, D, dt, &bias);
-    for (int32_t i = 0; i < D; i++)
-        acc[i] = acc[i] + bias;
+        qadd_row(acc, cols[k], w ? w[k] : 1.0f, D, dt);
     if (acc != out)
         memcpy(out, acc, (size_t)D * sizeof(float));
 }

@@ -13,10 +13,11 @@
  *   ld_q4_pairs(p, &e, &o)  the same 2 VL values as the even elements (low nibbles) and
  *                           the odd ones (high nibbles): bytes widened, then and / shift
  *
- * Exact with quant_c.c: per row a = w * scale (broadcast) and c = w * bias (a scalar), per
- * element acc = fma(q, a, acc) (vfma), c added to the pooling's one bias sum, rows in bag
- * order, the bias sum added to each element once the rows are summed (qadd_bias); gather
- * q * scale + bias; sumsq in the 16 lanes of the reference.
+ * Exact with quant_c.c: per row a = w * scale (broadcast) and c = w * bias (a scalar), rows
+ * in bag order; per element the bags body acc = fma(q, a, acc) (vfma) with c added to the
+ * bag's one bias sum, added to each element once the bag is summed (qadd_bias), the pool
+ * body acc = fma(q, a, acc) + c; gather q * scale + bias; sumsq in the 16 lanes of the
+ * reference.
  */
 #ifndef EMB_QUANT_BODY_H
 #define EMB_QUANT_BODY_H
@@ -60,9 +61,9 @@ EMB_INLINE vec qval(vec q, vec a, vec c)
     return vadd(vmul(q, a), c);
 }
 
-/* The row's w * scale, broadcast; its w * bias added to *@bias (a scalar: one add per row,
- * the bias of int8 read as a memory operand). */
-EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, float *bias)
+/* The row's w * scale, broadcast, and its w * bias in *@c (int8's bias read as a memory
+ * operand by the add that takes it). */
+EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, float *c)
 {
     float s, b;
     if (dt == EMB_INT4) {
@@ -75,11 +76,11 @@ EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, fl
         memcpy(&s, (const uint8_t *)row + D, 4);
         memcpy(&b, (const uint8_t *)row + D + 4, 4);
     }
-    *bias = *bias + w * b;
+    *c = w * b;
     return vset1(w * s);
 }
 
-/* acc[0 .. nv) + bias, every element: a pooling's rows summed (quant_c.c's order). */
+/* acc[0 .. nv) + bias, every element: a bag's rows summed (quant_c.c's order). */
 EMB_INLINE void qadd_bias(vec *acc, const int nv, float bias)
 {
     const vec b = vset1(bias);
@@ -88,27 +89,34 @@ EMB_INLINE void qadd_bias(vec *acc, const int nv, float bias)
 }
 
 /* Adds nv vectors of the row (weight w) from element @off to acc (the last one partial:
- * @tail elements, the lanes past it fma(0, a, acc): left to the masked store), its bias
- * term to *@bias; the pool and bags bodies of simd_body.h. */
+ * @tail elements, the lanes past it left to the masked store): fma(q, a, acc), the row's
+ * bias term added to *@bias (the bags body), or, @bias NULL (a constant), to every element
+ * after its fma (the pool body). */
 EMB_INLINE void qadd_vecs(vec *acc, float *bias, const void *row, int32_t off, const int nv,
                           const int partial, int tail, float w, const int32_t D,
                           const EmbDtype dt)
 {
-    const vec s = qscale(dt, row, D, w, bias);
+    float c;
+    const vec s = qscale(dt, row, D, w, &c), cv = vset1(c);
+    if (bias)
+        *bias = *bias + c;
     if (dt == EMB_INT4 && !partial && nv % 2 == 0) { /* two vectors a load */
         const uint8_t *p = (const uint8_t *)row + off / 2;
         UNROLL_BLK for (int j = 0; j < nv; j += 2) {
             vec x0, x1;
             ld_q4x2(p + j * VL / 2, &x0, &x1);
-            acc[j] = vfma(x0, s, acc[j]);
-            acc[j + 1] = vfma(x1, s, acc[j + 1]);
+            x0 = vfma(x0, s, acc[j]);
+            x1 = vfma(x1, s, acc[j + 1]);
+            acc[j] = bias ? x0 : vadd(x0, cv);
+            acc[j + 1] = bias ? x1 : vadd(x1, cv);
         }
         return;
     }
     UNROLL_BLK for (int j = 0; j < nv; j++) {
         const bool part = partial && j == nv - 1;
         const int32_t i = off + j * VL;
-        acc[j] = vfma(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, acc[j]);
+        const vec x = vfma(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, acc[j]);
+        acc[j] = bias ? x : vadd(x, cv);
     }
 }
 
@@ -118,7 +126,9 @@ EMB_INLINE void qadd_vecs(vec *acc, float *bias, const void *row, int32_t off, c
 EMB_INLINE void qadd_pairs(vec *acc, float *bias, const void *row, int32_t off, const int nv,
                            float w, const int32_t D)
 {
-    const vec s = qscale(EMB_INT4, row, D, w, bias);
+    float c;
+    const vec s = qscale(EMB_INT4, row, D, w, &c);
+    *bias = *bias + c;
     const uint8_t *p = (const uint8_t *)row + off / 2;
     UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
         vec e, o;

@@ -170,12 +170,11 @@ EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, in
         const bool part = partial && j == nv - 1;
         a[j] = !acc ? vzero() : part ? ldn_f32(o + j * VL, tail) : ld_f32(o + j * VL);
     }
-    float bias = 0.0f; /* quantized rows: Σ w * bias, added once (quant_body.h) */
     for (int64_t k = 0; k < n; k++) {
         if (pf_bytes && k + EMB_PF_DIST < npf)
             prefetch_col(cols[k + EMB_PF_DIST], pf_bytes);
-        if (emb__dtype_quantized(dt)) { /* fma(q, w * scale, a): quant_body.h */
-            qadd_vecs(a, &bias, cols[k], off, nv, partial, tail, w ? w[k] : 1.0f, D, dt);
+        if (emb__dtype_quantized(dt)) { /* fma(q, w * scale, a) + w * bias: quant_body.h */
+            qadd_vecs(a, NULL, cols[k], off, nv, partial, tail, w ? w[k] : 1.0f, D, dt);
             continue;
         }
         const void *p = at(dt, cols[k], off);
@@ -193,8 +192,6 @@ EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, in
             }
         }
     }
-    if (emb__dtype_quantized(dt))
-        qadd_bias(a, nv, bias);
     const bool stream = nt && aligned_to(o, VL * sizeof(float));
     UNROLL_BLK for (int j = 0; j < nv; j++) {
         if (partial && j == nv - 1)
