@@ -61,9 +61,9 @@ EMB_INLINE vec qval(vec q, vec a, vec c)
     return vadd(vmul(q, a), c);
 }
 
-/* The row's w * scale, broadcast, and its w * bias in *@c (int8's bias read as a memory
- * operand by the add that takes it). */
-EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, float *c)
+/* The row's w * scale and w * bias. int4's f16 pair converted by F16C in one instruction. */
+EMB_INLINE void qscalars(const EmbDtype dt, const void *row, int32_t D, float w, float *a,
+                         float *c)
 {
     float s, b;
     if (dt == EMB_INT4) {
@@ -76,8 +76,18 @@ EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, fl
         memcpy(&s, (const uint8_t *)row + D, 4);
         memcpy(&b, (const uint8_t *)row + D + 4, 4);
     }
+    *a = w * s;
     *c = w * b;
-    return vset1(w * s);
+}
+
+/* The row's w * scale, broadcast; its w * bias added to the bag's sum *@bias (one scalar
+ * add a row, int8's bias read as its memory operand). */
+EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, float *bias)
+{
+    float a, c;
+    qscalars(dt, row, D, w, &a, &c);
+    *bias = *bias + c;
+    return vset1(a);
 }
 
 /* acc[0 .. nv) + bias, every element: a bag's rows summed (quant_c.c's order). */
@@ -96,10 +106,15 @@ EMB_INLINE void qadd_vecs(vec *acc, float *bias, const void *row, int32_t off, c
                           const int partial, int tail, float w, const int32_t D,
                           const EmbDtype dt)
 {
-    float c;
-    const vec s = qscale(dt, row, D, w, &c), cv = vset1(c);
-    if (bias)
-        *bias = *bias + c;
+    vec s, cv = vzero();
+    if (bias) {
+        s = qscale(dt, row, D, w, bias);
+    } else {
+        float a, c;
+        qscalars(dt, row, D, w, &a, &c);
+        s = vset1(a);
+        cv = vset1(c);
+    }
     if (dt == EMB_INT4 && !partial && nv % 2 == 0) { /* two vectors a load */
         const uint8_t *p = (const uint8_t *)row + off / 2;
         UNROLL_BLK for (int j = 0; j < nv; j += 2) {
@@ -126,9 +141,7 @@ EMB_INLINE void qadd_vecs(vec *acc, float *bias, const void *row, int32_t off, c
 EMB_INLINE void qadd_pairs(vec *acc, float *bias, const void *row, int32_t off, const int nv,
                            float w, const int32_t D)
 {
-    float c;
-    const vec s = qscale(EMB_INT4, row, D, w, &c);
-    *bias = *bias + c;
+    const vec s = qscale(EMB_INT4, row, D, w, bias);
     const uint8_t *p = (const uint8_t *)row + off / 2;
     UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
         vec e, o;
