@@ -37,31 +37,8 @@ static inline vec qldn(const EmbDtype dt, const void *row, int32_t i, int r)
     return dt == EMB_INT4 ? ldn_q4(p + i / 2, r) : ldn_q8(p + i, r);
 }
 
-/* The row's w * scale and w * bias, broadcast. int4's f16 pair converted by F16C in one
- * instruction (exact, as emb__f16_to_f32; a NaN comes out quiet, and NaN it stays). */
-EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, vec *a, vec *c)
-{
-    float s, b;
-    if (dt == EMB_INT4) {
-        int32_t u;
-        memcpy(&u, (const uint8_t *)row + D / 2, 4);
-        const __m128 sb = _mm_cvtph_ps(_mm_cvtsi32_si128(u));
-        s = _mm_cvtss_f32(sb);
-        b = _mm_cvtss_f32(_mm_movehdup_ps(sb));
-    } else {
-        emb__q_params(dt, row, D, &s, &b);
-    }
-    *a = vset1(w * s);
-    *c = vset1(w * b);
-}
-
-/* q * a + c: multiply, then add (gather, sumsq). */
-EMB_INLINE vec qval(vec q, vec a, vec c)
-{
-    return vadd(vmul(q, a), c);
-}
-
-/* The row's w * scale and w * bias. int4's f16 pair converted by F16C in one instruction. */
+/* The row's w * scale and w * bias. int4's f16 pair converted by F16C in one instruction
+ * (exact, as emb__f16_to_f32; a NaN comes out quiet, and NaN it stays). */
 EMB_INLINE void qscalars(const EmbDtype dt, const void *row, int32_t D, float w, float *a,
                          float *c)
 {
@@ -78,6 +55,21 @@ EMB_INLINE void qscalars(const EmbDtype dt, const void *row, int32_t D, float w,
     }
     *a = w * s;
     *c = w * b;
+}
+
+/* The same, broadcast (gather, sumsq). */
+EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, vec *a, vec *c)
+{
+    float s, b;
+    qscalars(dt, row, D, w, &s, &b);
+    *a = vset1(s);
+    *c = vset1(b);
+}
+
+/* q * a + c: multiply, then add (gather, sumsq). */
+EMB_INLINE vec qval(vec q, vec a, vec c)
+{
+    return vadd(vmul(q, a), c);
 }
 
 /* The row's w * scale, broadcast; its w * bias added to the bag's sum *@bias (one scalar
