@@ -106,9 +106,8 @@ Test(quant, owned_strides)
     emb_table_destroy(&f);
 }
 
-/* Every pooling form on q and on f: within f32 rounding (q sums its rows' fma(q, s, acc) and
- * their biases apart, quant_c.c; f sums the dequantized values q * s + b), the same bits
- * where @exact says so. */
+/* Every pooling form on q and on f: within f32 rounding (q sums its rows' terms fma(q, s, b),
+ * quant_c.c; f sums the dequantized values q * s + b), the same bits where @exact says so. */
 static void compare(EmbTable *q, EmbTable *f, const EmbBatch *b, const EmbPooling *p, int exact)
 {
     const int32_t D = emb_table_featuresize(q);
@@ -154,8 +153,8 @@ static void every_form(EmbDtype dt, int32_t D)
         }
         if (special == 3)
             p.flags |= EMB_OUT_NONTEMPORAL;
-        /* int4 unweighted: q * s (4 + 11 bits) and the f16 biases sum exactly in f32 over
-         * these bags of <= 6 rows, in either order */
+        /* int4 unweighted: q * s (4 + 11 bits) + the f16 bias is exact in f32, and so are
+         * their sums over these bags of <= 6 rows */
         const int exact = dt == EMB_INT4 && !weighted && p.max_norm == 0.0f;
         compare(q, f, &b, &p, exact);
     }
@@ -169,8 +168,9 @@ static void every_form(EmbDtype dt, int32_t D)
 }
 
 /* The generic path (pruning asked for) pools a bag longer than its chunk in pieces, cut
- * where the bags before it leave the chunk: the pool kernel adds each row's bias with its
- * own terms, so a bag's bits do not depend on the cut (nor on a strategy's ranges). */
+ * where the bags before it leave the chunk: each row is complete in the sum (its bias with
+ * its own terms), so a bag's bits do not depend on the cut (nor on a strategy's ranges),
+ * and equal the bags kernel's (no pruning asked for). */
 static void pieces_same_bits(EmbDtype dt)
 {
     EmbTable *q = NULL, *f = NULL;
@@ -187,6 +187,10 @@ static void pieces_same_bits(EmbDtype dt)
     cr_assert_eq(emb_lookup(q, &a, &p, oa, 64), 0, "%s", emb_last_error());
     cr_assert_eq(emb_lookup(q, &b, &p, ob, 64), 0, "%s", emb_last_error());
     cr_assert_eq(memcmp(oa + 64, ob, sizeof ob), 0, "%s: a bag of 300 cut at 156 / 256",
+                 emb_dtype_name(dt));
+    const EmbPooling fast = {.combiner = EMB_COMBINER_SUM};
+    cr_assert_eq(emb_lookup(q, &b, &fast, ob, 64), 0, "%s", emb_last_error());
+    cr_assert_eq(memcmp(oa + 64, ob, sizeof ob), 0, "%s: generic path and bags kernel",
                  emb_dtype_name(dt));
     emb_table_destroy(&q);
     emb_table_destroy(&f);

@@ -75,13 +75,11 @@ enum {
  *   `torch.ops.quantized.embedding_bag_4bit_prepack`). D must be even.
  *
  * A pooled lookup over quantized rows adds a bag's rows in bag order, each element as
- * fma(q[i], w * scale, acc[i]) (one rounding), and the rows' w * bias either apart, added
- * to every element once the bag is summed (the fast path: a simple table, no pruning,
- * max_norm or non-temporal output), or row by row after each row's fma (the other
- * lookups, which may pool a long bag in pieces). Either way the bits do not depend on the
- * strategy or the threads; a gather or a bag of one row gives the dequantized value
- * `q[i] * scale + bias` exactly; longer bags agree with torch's quantized embedding bags
- * (and with f32 rows of the dequantized values, and the two paths with each other) within
+ * acc[i] + fma(q[i], w * scale, w * bias): the row's term in one rounding, then one add.
+ * Every path (any strategy, thread count, table kind, a bag pooled at once or in pieces)
+ * gives the same bits. A gather gives the dequantized value `q[i] * scale + bias`
+ * (rounded twice), which a bag of one row may differ from in the last bit; bags agree with
+ * torch's quantized embedding bags (and with f32 rows of the dequantized values) within
  * f32 rounding, not bit for bit.
  */
 typedef enum EmbDtype {

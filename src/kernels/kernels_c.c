@@ -63,9 +63,8 @@ EMB_INLINE void pool_fixed_body(float *out, const void *const *cols, const float
 
 /* acc += a row in the table's dtype (EmbRowAdd): o + x unweighted, o + w * x weighted. */
 static inline void add_row(float *acc, const void *row, float w, int weighted, const int32_t D,
-                           const EmbDtype dt, float *bias)
+                        const EmbDtype dt)
 {
-    (void)bias;
     for (int32_t i = 0; i < D; i++)
         acc[i] = weighted ? acc[i] + w * emb__load(dt, row, i) : acc[i] + emb__load(dt, row, i);
 }

@@ -3,22 +3,17 @@
  * quant_c.c — the C references of the lookup kernels over row-wise quantized rows (EMB_INT8,
  * EMB_INT4; dtype.h): gather, pool, bags, sumsq. They dequantize inside the kernel and
  * compute in f32. The definition of correct, which x86/quant_body.h reproduces bit for bit:
- * a row of weight w (1 when unweighted) with scale s and bias b has a = w * s, c = w * b,
- * and its rows are added in bag order, each element of a row
  *
- *   bags:  acc[i] = fma(q[i], a, acc[i])   (one rounding: fmaf), and bias = bias + c:
- *          one bias sum per bag, added to each element once its rows are summed,
- *          out[i] = acc[i] + bias (then the combiner's factor);
- *   pool:  acc[i] = fma(q[i], a, acc[i]) + c   (every row's bias on its own terms).
+ *   a row of weight w (1 when unweighted) with scale s and bias b adds, element by element,
+ *   acc[i] = acc[i] + fma(q[i], w * s, w * b)      (the term in one rounding: fmaf)
  *
- * The bags kernel always gets whole bags, so it sums the biases apart: a row is one fused
- * multiply-add per element and one scalar add (a multiply and two adds per element before;
- * FBGEMM's SpMDM adds the bias to every element of every row). The pool kernel may get a
- * bag in pieces (the lookup's generic path: accumulate), so each row is complete in acc and
- * the result does not depend on where a bag was cut (strategies, thread counts). Both are
- * within f32 rounding of torch's quantized bags (tests/python_quant), not of each other bit
- * for bit. Unweighted, a and c are s and b exactly, so a gather or a one-id bag (either
- * kernel) gives round(q * s) + b, the dequantized value (emb__q_value).
+ * rows in bag order. Per row and element that is a fused multiply-add and one add (a
+ * multiply and two adds before), and the sum's dependency chain holds only the add. Each
+ * row is complete in acc, so a bag pooled in pieces (the generic path, dynamic and tiered
+ * tables) gets the bits of a bag pooled at once. The term rounds once where the dequantized
+ * value q * s + b (emb__q_value: gather, reads) rounds twice, so a one-row bag may differ
+ * from it in the last bit; bags agree with torch's quantized bags within f32 rounding
+ * (tests/python_quant). FBGEMM's SpMDM computes fma(q, w * s, acc + w * b).
  */
 #include <math.h>
 #include <string.h>
@@ -28,18 +23,18 @@
 #include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
-/* acc[0 .. D) = fma(q, w * s, acc), *bias += w * b: a row of the bags kernel of weight w,
- * as the header says (EmbRowAdd: an unweighted row is w = 1, the same formula). */
+/* acc[0 .. D) += fma(q, w * s, w * b): a row of weight w, as the header says (EmbRowAdd: an
+ * unweighted row is w = 1, the same formula). */
 static inline void qadd(float *acc, const void *row, float w, int weighted, const int32_t D,
-                        const EmbDtype dt, float *bias)
+                        const EmbDtype dt)
 {
     (void)weighted;
     float s, b;
     emb__q_params(dt, row, D, &s, &b);
     s = w * s;
-    *bias = *bias + w * b;
+    b = w * b;
     for (int32_t i = 0; i < D; i++)
-        acc[i] = fmaf((float)emb__q_get(dt, row, i), s, acc[i]);
+        acc[i] = acc[i] + fmaf((float)emb__q_get(dt, row, i), s, b);
 }
 
 EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols, int64_t n,
@@ -53,18 +48,6 @@ EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols
     }
 }
 
-/* acc[0 .. D) = fma(q, w * s, acc) + w * b: a row of the pool kernel (the header). */
-static inline void qadd_row(float *acc, const void *row, float w, const int32_t D,
-                            const EmbDtype dt)
-{
-    float s, b;
-    emb__q_params(dt, row, D, &s, &b);
-    s = w * s;
-    b = w * b;
-    for (int32_t i = 0; i < D; i++)
-        acc[i] = fmaf((float)emb__q_get(dt, row, i), s, acc[i]) + b;
-}
-
 /* out (+)= Σ_k w[k] cols[k] in bag order; the constant-N copies sum into a local array. */
 EMB_INLINE void qpool_body(float *out, const void *const *cols, const float *w, int64_t n,
                            const int32_t D, int accumulate, const EmbDtype dt)
@@ -76,7 +59,7 @@ EMB_INLINE void qpool_body(float *out, const void *const *cols, const float *w, 
     else if (acc != out)
         memcpy(acc, out, (size_t)D * sizeof(float));
     for (int64_t k = 0; k < n; k++)
-        qadd_row(acc, cols[k], w ? w[k] : 1.0f, D, dt);
+        qadd(acc, cols[k], w ? w[k] : 1.0f, w != NULL, D, dt);
     if (acc != out)
         memcpy(out, acc, (size_t)D * sizeof(float));
 }

@@ -13,11 +13,9 @@
  *   ld_q4_pairs(p, &e, &o)  the same 2 VL values as the even elements (low nibbles) and
  *                           the odd ones (high nibbles): bytes widened, then and / shift
  *
- * Exact with quant_c.c: per row a = w * scale (broadcast) and c = w * bias (a scalar), rows
- * in bag order; per element the bags body acc = fma(q, a, acc) (vfma) with c added to the
- * bag's one bias sum, added to each element once the bag is summed (qadd_bias), the pool
- * body acc = fma(q, a, acc) + c; gather q * scale + bias; sumsq in the 16 lanes of the
- * reference.
+ * Exact with quant_c.c: per row a = w * scale and c = w * bias (scalars), per element
+ * acc + fma(q, a, c) (vfma: the row's term in one rounding, then one add to the sum), rows
+ * in bag order; gather q * scale + bias; sumsq in the 16 lanes of the reference.
  */
 #ifndef EMB_QUANT_BODY_H
 #define EMB_QUANT_BODY_H
@@ -37,10 +35,9 @@ static inline vec qldn(const EmbDtype dt, const void *row, int32_t i, int r)
     return dt == EMB_INT4 ? ldn_q4(p + i / 2, r) : ldn_q8(p + i, r);
 }
 
-/* The row's w * scale and w * bias. int4's f16 pair converted by F16C in one instruction
- * (exact, as emb__f16_to_f32; a NaN comes out quiet, and NaN it stays). */
-EMB_INLINE void qscalars(const EmbDtype dt, const void *row, int32_t D, float w, float *a,
-                         float *c)
+/* The row's w * scale and w * bias, broadcast. int4's f16 pair converted by F16C in one
+ * instruction (exact, as emb__f16_to_f32; a NaN comes out quiet, and NaN it stays). */
+EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, vec *a, vec *c)
 {
     float s, b;
     if (dt == EMB_INT4) {
@@ -49,97 +46,67 @@ EMB_INLINE void qscalars(const EmbDtype dt, const void *row, int32_t D, float w,
         const __m128 sb = _mm_cvtph_ps(_mm_cvtsi32_si128(u));
         s = _mm_cvtss_f32(sb);
         b = _mm_cvtss_f32(_mm_movehdup_ps(sb));
-    } else {
+    } else { /* two 4-byte reads: each a broadcast from memory (one 8-byte read was split
+              * by shifts and moves, 6 instructions a row) */
         memcpy(&s, (const uint8_t *)row + D, 4);
         memcpy(&b, (const uint8_t *)row + D + 4, 4);
     }
-    *a = w * s;
-    *c = w * b;
+    *a = vset1(w * s);
+    *c = vset1(w * b);
 }
 
-/* The same, broadcast (gather, sumsq). */
-EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, vec *a, vec *c)
-{
-    float s, b;
-    qscalars(dt, row, D, w, &s, &b);
-    *a = vset1(s);
-    *c = vset1(b);
-}
-
-/* q * a + c: multiply, then add (gather, sumsq). */
+/* q * a + c: multiply, then add (gather, sumsq: the dequantized value). */
 EMB_INLINE vec qval(vec q, vec a, vec c)
 {
     return vadd(vmul(q, a), c);
 }
 
-/* The row's w * scale, broadcast; its w * bias added to the bag's sum *@bias (one scalar
- * add a row, int8's bias read as its memory operand). */
-EMB_INLINE vec qscale(const EmbDtype dt, const void *row, int32_t D, float w, float *bias)
+/* acc + fma(q, a, c): a row's term added to a sum (pool, bags). The fused term is off the
+ * sum's dependency chain: one add a row on it. */
+EMB_INLINE vec qacc(vec acc, vec q, vec a, vec c)
 {
-    float a, c;
-    qscalars(dt, row, D, w, &a, &c);
-    *bias = *bias + c;
-    return vset1(a);
-}
-
-/* acc[0 .. nv) + bias, every element: a bag's rows summed (quant_c.c's order). */
-EMB_INLINE void qadd_bias(vec *acc, const int nv, float bias)
-{
-    const vec b = vset1(bias);
-    UNROLL_BLK for (int j = 0; j < nv; j++)
-        acc[j] = vadd(acc[j], b);
+    return vadd(acc, vfma(q, a, c));
 }
 
 /* Adds nv vectors of the row (weight w) from element @off to acc (the last one partial:
- * @tail elements, the lanes past it left to the masked store): fma(q, a, acc), the row's
- * bias term added to *@bias (the bags body), or, @bias NULL (a constant), to every element
- * after its fma (the pool body). */
-EMB_INLINE void qadd_vecs(vec *acc, float *bias, const void *row, int32_t off, const int nv,
+ * @tail elements); the pool and bags bodies of simd_body.h. */
+EMB_INLINE void qadd_vecs(vec *acc, const void *row, int32_t off, const int nv,
                           const int partial, int tail, float w, const int32_t D,
                           const EmbDtype dt)
 {
-    vec s, cv = vzero();
-    if (bias) {
-        s = qscale(dt, row, D, w, bias);
-    } else {
-        float a, c;
-        qscalars(dt, row, D, w, &a, &c);
-        s = vset1(a);
-        cv = vset1(c);
-    }
+    vec s, b;
+    qparams(dt, row, D, w, &s, &b);
     if (dt == EMB_INT4 && !partial && nv % 2 == 0) { /* two vectors a load */
         const uint8_t *p = (const uint8_t *)row + off / 2;
         UNROLL_BLK for (int j = 0; j < nv; j += 2) {
             vec x0, x1;
             ld_q4x2(p + j * VL / 2, &x0, &x1);
-            x0 = vfma(x0, s, acc[j]);
-            x1 = vfma(x1, s, acc[j + 1]);
-            acc[j] = bias ? x0 : vadd(x0, cv);
-            acc[j + 1] = bias ? x1 : vadd(x1, cv);
+            acc[j] = qacc(acc[j], x0, s, b);
+            acc[j + 1] = qacc(acc[j + 1], x1, s, b);
         }
         return;
     }
     UNROLL_BLK for (int j = 0; j < nv; j++) {
         const bool part = partial && j == nv - 1;
         const int32_t i = off + j * VL;
-        const vec x = vfma(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, acc[j]);
-        acc[j] = bias ? x : vadd(x, cv);
+        acc[j] = qacc(acc[j], part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, b);
     }
 }
 
 /* int4 rows of the bags body's paired layout (simd_body.h's bag_add): VL bytes give the
  * even elements of 2 VL in acc[2m] and the odd ones in acc[2m + 1] (one widening, an and
  * and a shift a load), bag_store interleaves them; each element summed as qadd_vecs sums it. */
-EMB_INLINE void qadd_pairs(vec *acc, float *bias, const void *row, int32_t off, const int nv,
-                           float w, const int32_t D)
+EMB_INLINE void qadd_pairs(vec *acc, const void *row, int32_t off, const int nv, float w,
+                           const int32_t D)
 {
-    const vec s = qscale(EMB_INT4, row, D, w, bias);
+    vec s, b;
+    qparams(EMB_INT4, row, D, w, &s, &b);
     const uint8_t *p = (const uint8_t *)row + off / 2;
     UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
         vec e, o;
         ld_q4_pairs(p + m * VL, &e, &o);
-        acc[2 * m] = vfma(e, s, acc[2 * m]);
-        acc[2 * m + 1] = vfma(o, s, acc[2 * m + 1]);
+        acc[2 * m] = qacc(acc[2 * m], e, s, b);
+        acc[2 * m + 1] = qacc(acc[2 * m + 1], o, s, b);
     }
 }
 

@@ -24,7 +24,7 @@
  * access helpers below and unrolls the fixed sizes completely. The ISA file stamps one-line
  * wrappers named as registered (pool_d64_f16_avx2, ...). Every body is exact with the C
  * reference: the same operations in the same order per element (multiply, then add; no
- * FMA but where the reference has fmaf, the quantized rows' sums; a bag summed in bag
+ * FMA but where the reference has fmaf, the quantized rows' terms; a bag summed in bag
  * order; sumsq in the reference's 16 lanes), tails handled with partial loads and stores.
  */
 #ifndef EMB_SIMD_BODY_H
@@ -173,8 +173,8 @@ EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, in
     for (int64_t k = 0; k < n; k++) {
         if (pf_bytes && k + EMB_PF_DIST < npf)
             prefetch_col(cols[k + EMB_PF_DIST], pf_bytes);
-        if (emb__dtype_quantized(dt)) { /* fma(q, w * scale, a) + w * bias: quant_body.h */
-            qadd_vecs(a, NULL, cols[k], off, nv, partial, tail, w ? w[k] : 1.0f, D, dt);
+        if (emb__dtype_quantized(dt)) { /* fma(q, w * scale, w * bias): quant_body.h */
+            qadd_vecs(a, cols[k], off, nv, partial, tail, w ? w[k] : 1.0f, D, dt);
             continue;
         }
         const void *p = at(dt, cols[k], off);
@@ -249,23 +249,23 @@ EMB_INLINE int64_t bag_id(const void *ids, int64_t k, const int id32)
 
 /*
  * Adds the row at @row from element @off (times @w when weighted; a quantized row of N
- * elements: qadd_vecs, weight 1 when not, its bias term to *@bias) to the bag's nv
- * accumulators (int4 paired: qadd_pairs, even and odd nibbles). Paired (bf16 with
+ * elements: qadd_vecs, weight 1 when not) to the bag's nv accumulators (int4 paired:
+ * qadd_pairs, even and odd nibbles). Paired (bf16 with
  * an even nv): each full vector of 2 VL bf16 is read once as VL 32-bit lanes, lane l
  * holding elements 2l (low half) and 2l + 1 (high half): a shift gives the even elements'
  * f32 values, a mask the odd ones' (2 integer ops per 2 VL elements instead of 2 widening
  * shuffles and 2 shifts), kept in acc[2m] (even) and acc[2m + 1] (odd) until bag_store
  * interleaves them. Every element is still summed alone and in bag order: bit-identical.
  */
-EMB_INLINE void bag_add(vec *acc, float *bias, const void *row, int32_t off, const int nv,
+EMB_INLINE void bag_add(vec *acc, const void *row, int32_t off, const int nv,
                         const bool paired, const int weighted, float wk, const int32_t N,
                         const EmbDtype dt)
 {
     if (emb__dtype_quantized(dt)) {
         if (paired) /* int4 */
-            qadd_pairs(acc, bias, row, off, nv, weighted ? wk : 1.0f, N);
+            qadd_pairs(acc, row, off, nv, weighted ? wk : 1.0f, N);
         else
-            qadd_vecs(acc, bias, row, off, nv, 0, VL, weighted ? wk : 1.0f, N, dt);
+            qadd_vecs(acc, row, off, nv, 0, VL, weighted ? wk : 1.0f, N, dt);
         return;
     }
     const void *p = at(dt, row, off);
@@ -333,7 +333,6 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 acc[j] = vzero();
             double sw = 0.0, sw2 = 0.0;
-            float bias = 0.0f; /* quantized rows: Σ w * bias (quant_body.h) */
             for (int64_t k = start; k < end; k++) {
                 if (pf && blk == 0 && k + pf < kend)
                     prefetch_col(data + bag_id(ids, k + pf, id32) * cs,
@@ -341,25 +340,23 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
                 const void *row = data + bag_id(ids, k, id32) * cs;
                 if (weighted) {
                     const float wk = a->weights[k];
-                    bag_add(acc, &bias, row, off, nv, paired, 1, wk, N, dt);
+                    bag_add(acc, row, off, nv, paired, 1, wk, N, dt);
                     if (scaled && blk == 0) {
                         sw += wk;
                         sw2 += (double)wk * wk;
                     }
                 } else {
-                    bag_add(acc, &bias, row, off, nv, paired, 0, 0.0f, N, dt);
+                    bag_add(acc, row, off, nv, paired, 0, 0.0f, N, dt);
                 }
             }
             if (end == start) {
                 if (a->defcol)
-                    bag_add(acc, &bias, a->defcol, off, nv, paired, 0, 0.0f, N, dt);
+                    bag_add(acc, a->defcol, off, nv, paired, 0, 0.0f, N, dt);
             } else if (scaled && blk == 0) {
                 if (!weighted)
                     sw = sw2 = (double)(end - start);
                 f = emb__combiner_factor(a->combiner, sw, sw2);
             }
-            if (emb__dtype_quantized(dt))
-                qadd_bias(acc, nv, bias);
             if (f != 1.0f) {
                 const vec fv = vset1(f);
                 UNROLL_BLK for (int j = 0; j < nv; j++)
