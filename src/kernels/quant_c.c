@@ -13,7 +13,7 @@
  * tables) gets the bits of a bag pooled at once. The term rounds once where the dequantized
  * value q * s + b (emb__q_value: gather, reads) rounds twice, so a one-row bag may differ
  * from it in the last bit; bags agree with torch's quantized bags within f32 rounding
- * (tests/python_quant). FBGEMM's SpMDM computes fma(q, w * s, acc + w * b).
+ * (tests/python_quant).
  */
 #include <math.h>
 #include <string.h>
