@@ -73,6 +73,14 @@ enum {
  * - EMB_INT4: D / 2 bytes, element 2j in the low nibble of byte j and 2j + 1 in its high
  *   nibble, then an f16 scale and an f16 bias (D / 2 + 4 bytes; the layout of
  *   `torch.ops.quantized.embedding_bag_4bit_prepack`). D must be even.
+ *
+ * A pooled lookup over quantized rows adds a bag's rows in bag order, each element as
+ * acc[i] + fma(q[i], w * scale, w * bias): the row's term in one rounding, then one add.
+ * Every path (any strategy, thread count, table kind, a bag pooled at once or in pieces)
+ * gives the same bits. A gather gives the dequantized value `q[i] * scale + bias`
+ * (rounded twice), which a bag of one row may differ from in the last bit; bags agree with
+ * torch's quantized embedding bags (and with f32 rows of the dequantized values) within
+ * f32 rounding, not bit for bit.
  */
 typedef enum EmbDtype {
     EMB_F32 = 0,  /**< IEEE binary32 */

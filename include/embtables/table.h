@@ -63,8 +63,9 @@ typedef struct EmbTableOptions {
 
 /**
  * Creates a table with owned, zero-filled memory (a quantized row of zeros: scale and bias
- * 0, every value 0). A quantized row longer than a cache line is packed at 8 bytes unless
- * EmbTableOptions::column_align says otherwise (int8 D = 64: 72-byte columns).
+ * 0, every value 0). A quantized row longer than half a cache line is packed at the
+ * alignment of its scale (int8: 8 bytes, int4: 4) unless EmbTableOptions::column_align
+ * says otherwise (D = 64: int8 72-byte columns, int4 36-byte ones, torch's strides).
  * @param out        receives the table; untouched on failure
  * @param ncolumns   number of columns (>= 0)
  * @param featuresize elements per column (>= 1)

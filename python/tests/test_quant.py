@@ -3,9 +3,9 @@
 embedding bags on the same prepacked rows.
 
 Sum order: the library adds a bag's rows in bag order, each element as
-acc + (q * (w * scale) + w * bias) in f32 (kernels/quant_c.c); Debian's torch 1.13 adds the
-same terms in the same order with its own fusion of the multiply-add, so the results agree
-within f32 rounding (rtol 1e-5), as tests/python_quant/test_quant_torch.py finds in C."""
+acc + fma(q, w * scale, w * bias) in f32 (kernels/quant_c.c); Debian's torch 1.13 adds the
+same terms per row with its own fusion of the multiply-add, so the results agree within
+f32 rounding (rtol 1e-5), as tests/python_quant/test_quant_torch.py finds in C."""
 import numpy as np
 import pytest
 import torch

@@ -5,13 +5,17 @@
  * compute in f32. The definition of correct, which x86/quant_body.h reproduces bit for bit:
  *
  *   a row of weight w (1 when unweighted) with scale s and bias b adds, element by element,
- *   acc[i] = acc[i] + (q[i] * (w * s) + (w * b))
+ *   acc[i] = acc[i] + fma(q[i], w * s, w * b)      (the term in one rounding: fmaf)
  *
- * a multiply and two adds per element (never FMA), rows in bag order. Unweighted, w * s and
- * w * b are s and b exactly, so a gather or a one-id bag gives q * s + b, the dequantized
- * value (emb__q_value). The weighted form rounds differently from w * (q * s + b): the same
- * formula as FBGEMM's SpMDM (which fuses its multiply-add).
+ * rows in bag order. Per row and element that is a fused multiply-add and one add (a
+ * multiply and two adds before), and the sum's dependency chain holds only the add. Each
+ * row is complete in acc, so a bag pooled in pieces (the generic path, dynamic and tiered
+ * tables) gets the bits of a bag pooled at once. The term rounds once where the dequantized
+ * value q * s + b (emb__q_value: gather, reads) rounds twice, so a one-row bag may differ
+ * from it in the last bit; bags agree with torch's quantized bags within f32 rounding
+ * (tests/python_quant).
  */
+#include <math.h>
 #include <string.h>
 
 #include "dtype.h"
@@ -19,10 +23,10 @@
 #include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
-/* acc[0 .. D) += row of weight w, as the header says (EmbRowAdd: an unweighted row is
- * w = 1, the same formula). */
+/* acc[0 .. D) += fma(q, w * s, w * b): a row of weight w, as the header says (EmbRowAdd: an
+ * unweighted row is w = 1, the same formula). */
 static inline void qadd(float *acc, const void *row, float w, int weighted, const int32_t D,
-                     const EmbDtype dt)
+                        const EmbDtype dt)
 {
     (void)weighted;
     float s, b;
@@ -30,7 +34,7 @@ static inline void qadd(float *acc, const void *row, float w, int weighted, cons
     s = w * s;
     b = w * b;
     for (int32_t i = 0; i < D; i++)
-        acc[i] = acc[i] + ((float)emb__q_get(dt, row, i) * s + b);
+        acc[i] = acc[i] + fmaf((float)emb__q_get(dt, row, i), s, b);
 }
 
 EMB_INLINE void qgather_body(float *out, int64_t stride, const void *const *cols, int64_t n,
@@ -89,7 +93,7 @@ EMB_INLINE float qsumsq_body(const void *col, int32_t D, const EmbDtype dt)
 #define QBAGS(NAME, N, DT)                                                                 \
     static void NAME(const EmbBagsArgs *a)                                                 \
     {                                                                                      \
-        emb__bags_ref(a, N ? N : a->D, DT, qadd);                                                   \
+        emb__bags_ref(a, N ? N : a->D, DT, qadd);                                          \
     }
 #define QSUMSQ(NAME, DT)                                                                   \
     static float NAME(const void *col, int32_t D)                                          \

@@ -4,9 +4,9 @@
 torch.ops.quantized.embedding_bag_byte_prepack / embedding_bag_4bit_prepack pack the rows;
 the library wraps those bytes unchanged (tests/quant_fixture.c) and pools them with
 emb_lookup. Sum order: the library adds a bag's rows in bag order, each element as
-acc + (q * (w * scale) + w * bias) in f32 (kernels/quant_c.c); torch's reference loop
-(Debian's torch 1.13) accumulates the same terms in the same order in f32, with its own
-fusion of the multiply-add, so results agree within f32 rounding (rtol 1e-5)."""
+acc + fma(q, w * scale, w * bias) in f32 (kernels/quant_c.c); torch's reference loop
+(Debian's torch 1.13) adds the same terms row by row in f32, with its own fusion of the
+multiply-add, so results agree within f32 rounding (rtol 1e-5)."""
 import os
 import subprocess
 

@@ -38,6 +38,11 @@ static inline vec vmul(vec a, vec b)
 {
     return _mm256_mul_ps(a, b);
 }
+/* a * b + c, one rounding (an explicit FMA: -ffp-contract=off fuses nothing else). */
+static inline vec vfma(vec a, vec b, vec c)
+{
+    return _mm256_fmadd_ps(a, b, c);
+}
 static inline vec vdiv(vec a, vec b)
 {
     return _mm256_div_ps(a, b);

@@ -35,6 +35,11 @@ static inline vec vmul(vec a, vec b)
 {
     return _mm512_mul_ps(a, b);
 }
+/* a * b + c, one rounding (an explicit FMA: -ffp-contract=off fuses nothing else). */
+static inline vec vfma(vec a, vec b, vec c)
+{
+    return _mm512_fmadd_ps(a, b, c);
+}
 static inline vec vdiv(vec a, vec b)
 {
     return _mm512_div_ps(a, b);

@@ -14,7 +14,8 @@
  *                           the odd ones (high nibbles): bytes widened, then and / shift
  *
  * Exact with quant_c.c: per row a = w * scale and c = w * bias (scalars), per element
- * acc + (q * a + c), rows in bag order, sumsq in the 16 lanes of the reference.
+ * acc + fma(q, a, c) (vfma: the row's term in one rounding, then one add to the sum), rows
+ * in bag order; gather q * scale + bias; sumsq in the 16 lanes of the reference.
  */
 #ifndef EMB_QUANT_BODY_H
 #define EMB_QUANT_BODY_H
@@ -45,17 +46,26 @@ EMB_INLINE void qparams(const EmbDtype dt, const void *row, int32_t D, float w, 
         const __m128 sb = _mm_cvtph_ps(_mm_cvtsi32_si128(u));
         s = _mm_cvtss_f32(sb);
         b = _mm_cvtss_f32(_mm_movehdup_ps(sb));
-    } else {
-        emb__q_params(dt, row, D, &s, &b);
+    } else { /* two 4-byte reads: each a broadcast from memory (one 8-byte read was split
+              * by shifts and moves, 6 instructions a row) */
+        memcpy(&s, (const uint8_t *)row + D, 4);
+        memcpy(&b, (const uint8_t *)row + D + 4, 4);
     }
     *a = vset1(w * s);
     *c = vset1(w * b);
 }
 
-/* q * a + c: multiply, then add. */
+/* q * a + c: multiply, then add (gather, sumsq: the dequantized value). */
 EMB_INLINE vec qval(vec q, vec a, vec c)
 {
     return vadd(vmul(q, a), c);
+}
+
+/* acc + fma(q, a, c): a row's term added to a sum (pool, bags). The fused term is off the
+ * sum's dependency chain: one add a row on it. */
+EMB_INLINE vec qacc(vec acc, vec q, vec a, vec c)
+{
+    return vadd(acc, vfma(q, a, c));
 }
 
 /* Adds nv vectors of the row (weight w) from element @off to acc (the last one partial:
@@ -71,15 +81,15 @@ EMB_INLINE void qadd_vecs(vec *acc, const void *row, int32_t off, const int nv,
         UNROLL_BLK for (int j = 0; j < nv; j += 2) {
             vec x0, x1;
             ld_q4x2(p + j * VL / 2, &x0, &x1);
-            acc[j] = vadd(acc[j], qval(x0, s, b));
-            acc[j + 1] = vadd(acc[j + 1], qval(x1, s, b));
+            acc[j] = qacc(acc[j], x0, s, b);
+            acc[j + 1] = qacc(acc[j + 1], x1, s, b);
         }
         return;
     }
     UNROLL_BLK for (int j = 0; j < nv; j++) {
         const bool part = partial && j == nv - 1;
         const int32_t i = off + j * VL;
-        acc[j] = vadd(acc[j], qval(part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, b));
+        acc[j] = qacc(acc[j], part ? qldn(dt, row, i, tail) : qld(dt, row, i), s, b);
     }
 }
 
@@ -95,8 +105,8 @@ EMB_INLINE void qadd_pairs(vec *acc, const void *row, int32_t off, const int nv,
     UNROLL_BLK for (int m = 0; m < nv / 2; m++) {
         vec e, o;
         ld_q4_pairs(p + m * VL, &e, &o);
-        acc[2 * m] = vadd(acc[2 * m], qval(e, s, b));
-        acc[2 * m + 1] = vadd(acc[2 * m + 1], qval(o, s, b));
+        acc[2 * m] = qacc(acc[2 * m], e, s, b);
+        acc[2 * m + 1] = qacc(acc[2 * m + 1], o, s, b);
     }
 }
 

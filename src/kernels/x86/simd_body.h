@@ -6,6 +6,7 @@
  *   VL, BLK            floats per vector; vectors kept in registers per block of columns
  *   vec                the f32 vector type
  *   vzero vset1 vadd vsub vmul
+ *   vfma(a, b, c)      a * b + c fused (one rounding): the quantized rows' sums only
  *   ld_f32(p) ldn_f32(p, r) st_f32 stn_f32 stnt_f32   f32 access (r < VL: lanes [0, r),
  *                                                      zeros after; no access past them)
  *   ld_u16 ldn_u16 st_u16 stn_u16 stnt_u16   the same for raw 16-bit lanes (half vectors)
@@ -23,8 +24,8 @@
  * access helpers below and unrolls the fixed sizes completely. The ISA file stamps one-line
  * wrappers named as registered (pool_d64_f16_avx2, ...). Every body is exact with the C
  * reference: the same operations in the same order per element (multiply, then add; no
- * FMA; a bag summed in bag order; sumsq in the reference's 16 lanes), tails handled with
- * partial loads and stores.
+ * FMA but where the reference has fmaf, the quantized rows' terms; a bag summed in bag
+ * order; sumsq in the reference's 16 lanes), tails handled with partial loads and stores.
  */
 #ifndef EMB_SIMD_BODY_H
 #define EMB_SIMD_BODY_H
@@ -172,7 +173,7 @@ EMB_INLINE void pool_blk(float *out, const void *const *cols, const float *w, in
     for (int64_t k = 0; k < n; k++) {
         if (pf_bytes && k + EMB_PF_DIST < npf)
             prefetch_col(cols[k + EMB_PF_DIST], pf_bytes);
-        if (emb__dtype_quantized(dt)) { /* q * (w * scale) + w * bias: quant_body.h */
+        if (emb__dtype_quantized(dt)) { /* fma(q, w * scale, w * bias): quant_body.h */
             qadd_vecs(a, cols[k], off, nv, partial, tail, w ? w[k] : 1.0f, D, dt);
             continue;
         }
