@@ -368,7 +368,7 @@ int emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
         return 0; /* nothing to do (and ids may be NULL: no pointer arithmetic on it) */
     if (!p)
         p = &emb__pooling_sum;
-    if (t->ops->flags & EMB_OPS_PINS) {
+    if (emb__table_pins(t)) {
         const int r = pin_range(t, b, p, bag0, bag1);
         if (r)
             return r;

@@ -264,7 +264,7 @@ int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, 
                          (long long)t->ncolumns, emb__table_label(t));
     if (ctx == EMB_CTX_UPDATE && t->ops->column_create) /* may create the row: may fail */
         return t->ops->column_create((EmbTable *)t, column, out);
-    if (t->ops->flags & EMB_OPS_PINS) { /* fetched (a disk read): may fail, unlike column() */
+    if (emb__table_pins(t)) { /* fetched (a disk read): may fail, unlike column() */
         const EmbIdSpan s = {&column, 0, 0, 1};
         const void *col = NULL;
         unsigned hint;

@@ -87,6 +87,13 @@ EMB_INLINE void emb__table_release(const EmbTable *t)
         t->ops->release(t);
 }
 
+/* Whether rows must be fetched and pinned (EMB_OPS_PINS: a tiered table's, from disk):
+   reach them through the fallible resolve, not column(). */
+EMB_INLINE bool emb__table_pins(const EmbTable *t)
+{
+    return (t->ops->flags & EMB_OPS_PINS) != 0;
+}
+
 /* Whether rows are created by updates (keyed ids: no ncolumns bound on what exists). */
 EMB_INLINE bool emb__table_rows_appear(const EmbTable *t)
 {

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, or a
- * pool of POOL_THREADS pread / pwrite threads fed from a fixed ring of request pointers.
+ * pool of POOL_THREADS pread / pwrite threads fed from a queue of submitted batches.
  * With io_uring, reads go through the ring and writes through the pool: the kernel runs
  * buffered writes to one file in one io-wq worker (hashed by inode), one at a time, and a
  * record's write that must first read its page blocks there. Buffered reads through the
  * ring were slower too than the pool's 16 blocking preads here (tier-bench, 500k x 64
  * rows, 10 % cache, Zipf, lookups of whole batches, 3 runs of each interleaved: a median
  * 66 ms a step against 52 ms, with prefetch 69 against 21 ms; kernel 6.18, ext4 on a
- * virtual disk), so EMB_TIER_IO_AUTO is the pool; io_uring stays for whoever asks
+ * virtual disk; with the batched pool of now, 2 runs each: 10.2-13.1 ms a step against
+ * 13.2-13.4 ms), so EMB_TIER_IO_AUTO is the pool; io_uring stays for whoever asks
  * (EMB_TIER_IO=uring, EmbTieredOptions::engine) and for other disks.
  * Buffered I/O, not O_DIRECT: a record (a row and its state) is usually smaller than a
  * logical block, so O_DIRECT writes would need a read-modify-write of whole blocks; the

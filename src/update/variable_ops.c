@@ -74,11 +74,6 @@ static int rows_check(const EmbTable *t, const float *p, int64_t n, int64_t stri
 
 #define CHUNK 1024 /* rows a whole-table pass over a fetching kind pins at a time */
 
-static bool fetches(const EmbTable *t)
-{
-    return (t->ops->flags & EMB_OPS_PINS) != 0;
-}
-
 /* cols[k] = the row of ids[k] (ids NULL: column first + k), k < n, for @ctx: through column()
    for a kind that does not fetch rows; else resolved in spans and pinned until
    emb__table_release (UPDATE: marked dirty too). 0, or the kind's error (a failed read:
@@ -86,7 +81,7 @@ static bool fetches(const EmbTable *t)
 static int rows_of(const EmbTable *t, const int64_t *ids, int64_t first, int64_t n,
                    EmbContext ctx, void **cols)
 {
-    if (!fetches(t)) {
+    if (!emb__table_pins(t)) {
         for (int64_t k = 0; k < n; k++)
             cols[k] = emb__column(t, ids ? ids[k] : first + k, ctx);
         return 0;
@@ -110,7 +105,7 @@ static int rows_of(const EmbTable *t, const int64_t *ids, int64_t first, int64_t
 /* The end of a pass over rows from rows_of(). */
 static void rows_done(const EmbTable *t)
 {
-    if (fetches(t))
+    if (emb__table_pins(t))
         emb__table_release(t);
 }
 
@@ -272,8 +267,8 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
             return r;
         }
     }
-    void **cols = fetches(t) ? malloc((size_t)EMB_MAX(n, 1) * sizeof *cols) : NULL;
-    if (fetches(t)) { /* every row pinned before the first write */
+    void **cols = emb__table_pins(t) ? malloc((size_t)EMB_MAX(n, 1) * sizeof *cols) : NULL;
+    if (emb__table_pins(t)) { /* every row pinned before the first write */
         r = cols ? rows_of(t, ids, 0, n, EMB_CTX_UPDATE, cols)
                  : emb__fail(EMB_ENOMEM, "out of memory for %lld row pointers (%s)",
                              (long long)n, emb__table_label(t));
