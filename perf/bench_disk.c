@@ -105,12 +105,12 @@ void bench_disk_cached_cost(const char *path, int64_t header, int64_t rows, int6
         if (pread(fd, buf + k * rec, (size_t)rec, (off_t)at[k]) != (ssize_t)rec)
             goto out;
     }
-    double t0 = seconds();
+    const double t0 = seconds();
     for (int64_t k = 0; k < n; k++)
         if (pread(fd, buf + k * rec, (size_t)rec, (off_t)at[k]) != (ssize_t)rec)
             goto out;
     const double t1 = seconds();
-    for (int64_t k = 0; k < n; k++) /* the same bytes back: in file order of the draws */
+    for (int64_t k = 0; k < n; k++) /* the same bytes back, in the order drawn */
         if (pwrite(fd, buf + k * rec, (size_t)rec, (off_t)at[k]) != (ssize_t)rec)
             goto out;
     const double t2 = seconds();
