@@ -192,6 +192,86 @@ Test(update, sparse_grad_duplicates_sgd)
     emb_table_destroy(&t);
 }
 
+/*
+ * A gradient of 4096 rows or more of a table of columns is grouped by sorting its ids
+ * (plan.c): each column's rows must still be summed in row order. The same update as a
+ * gradient of one row per column, summed here in row order (a small gradient, hashed),
+ * gives the same bits; the values span 2^-10..2^10, so another order gives others.
+ */
+static void sorted_grouping_case(EmbIdType id_type)
+{
+    const int64_t ncol = 3000, n = 9000;
+    const int32_t D = 8;
+    uint64_t seed = 99;
+    int64_t *ids = malloc((size_t)n * sizeof *ids);
+    int32_t *ids32 = malloc((size_t)n * sizeof *ids32);
+    float *vals = malloc((size_t)(n * D) * sizeof *vals);
+    float *sum = calloc((size_t)(ncol * D), sizeof *sum), *rev = calloc((size_t)(ncol * D), sizeof *rev);
+    int64_t *cnt = calloc((size_t)ncol, sizeof *cnt);
+    for (int64_t k = 0; k < n; k++) {
+        ids[k] = (int64_t)(tu_rand(&seed) % (uint64_t)ncol);
+        ids32[k] = (int32_t)ids[k];
+        for (int32_t e = 0; e < D; e++)
+            vals[k * D + e] = ldexpf(tu_randf(&seed), (int)(tu_rand(&seed) % 21) - 10);
+    }
+    for (int64_t k = 0; k < n; k++) { /* row order, as plan.c's pool: x first, then acc + x */
+        for (int32_t e = 0; e < D; e++)
+            sum[ids[k] * D + e] = cnt[ids[k]] ? sum[ids[k] * D + e] + vals[k * D + e] : vals[k * D + e];
+        cnt[ids[k]]++;
+    }
+    memset(cnt, 0, (size_t)ncol * sizeof *cnt);
+    for (int64_t k = n - 1; k >= 0; k--) {
+        for (int32_t e = 0; e < D; e++)
+            rev[ids[k] * D + e] = cnt[ids[k]] ? rev[ids[k] * D + e] + vals[k * D + e] : vals[k * D + e];
+        cnt[ids[k]]++;
+    }
+    cr_assert_neq(memcmp(sum, rev, (size_t)(ncol * D) * sizeof *sum), 0,
+                  "the order of the sum should matter here");
+    int64_t *cols = malloc((size_t)ncol * sizeof *cols), m = 0;
+    float *rows = malloc((size_t)(ncol * D) * sizeof *rows);
+    for (int64_t c = 0; c < ncol; c++)
+        if (cnt[c]) {
+            cols[m] = c;
+            memcpy(rows + m * D, sum + c * D, (size_t)D * sizeof *rows);
+            m++;
+        }
+    cr_assert_lt(m, 4096, "the reference gradient is hashed");
+    EmbTable *a = tu_table(ncol, D, EMB_F32, 5), *b = tu_table(ncol, D, EMB_F32, 5);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_SGD, 0.5f)), 0);
+    const EmbSparseGrad big = {.ids = id_type == EMB_ID_I32 ? (const void *)ids32 : (const void *)ids,
+                               .id_type = id_type, .n = n, .featuresize = D, .values = vals,
+                               .stride = D};
+    const EmbSparseGrad small = {.ids = cols, .id_type = EMB_ID_I64, .n = m, .featuresize = D,
+                                 .values = rows, .stride = D};
+    cr_assert_eq(emb_grad_set_sparse(k.g, a, &big), 0);
+    cr_assert_eq(emb_update(k.o, a, k.g, k.ix, 0), 0, "%s", emb_last_error());
+    const int64_t *dids, *dcounts;
+    cr_assert_eq(emb_indexer_distinct(k.ix, &dids, &dcounts), m);
+    for (int64_t d = 0; d < m; d++) { /* ascending, with their counts */
+        cr_assert_eq(dids[d], cols[d]);
+        cr_assert_eq(dcounts[d], cnt[cols[d]]);
+    }
+    cr_assert_eq(emb_grad_set_sparse(k.g, b, &small), 0);
+    cr_assert_eq(emb_update(k.o, b, k.g, k.ix, 0), 0, "%s", emb_last_error());
+    cr_assert_eq(memcmp(emb_table_data(a, NULL), emb_table_data(b, NULL), (size_t)(ncol * D) * sizeof(float)), 0,
+                 "a column's rows were not summed in row order");
+    kit_free(&k);
+    emb_table_destroy(&a);
+    emb_table_destroy(&b);
+    free(ids);
+    free(ids32);
+    free(vals);
+    free(sum);
+    free(rev);
+    free(cnt);
+    free(cols);
+    free(rows);
+}
+
+Test(update, sorted_grouping_sums_in_row_order_i64) { sorted_grouping_case(EMB_ID_I64); }
+Test(update, sorted_grouping_sums_in_row_order_i32) { sorted_grouping_case(EMB_ID_I32); }
+
 /* A learning-rate schedule: emb_optimizer_set_lr changes the next step, keeps the state. */
 Test(update, set_lr_between_steps)
 {

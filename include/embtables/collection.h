@@ -226,11 +226,12 @@ EMB_API EmbOutputs emb_collection_concat(const EmbCollection *c, float *buf);
 EMB_API EmbGrad *emb_collection_grad(const EmbCollection *c, int64_t i);
 
 /**
- * Table @p i's recorded gradient, coalesced (PyTorch's sparse gradient after
- * coalesce(), in first-appearance order rather than sorted): `*n` distinct ids at
- * `*ids` and the sum of each id's gradient rows, featuresize f32 per id, at `*rows` (row
- * k at `*rows + k * featuresize`), summed in the order an update sums them. The arrays are
- * owned by the collection, valid until its next forward, backward or grad_rows call.
+ * Table @p i's recorded gradient, coalesced as PyTorch's sparse gradient after
+ * coalesce(): ids ascending (a keyed, dynamic table's in order of first appearance), `*n`
+ * distinct ids at `*ids` and the sum of each id's gradient rows, featuresize f32 per id,
+ * at `*rows` (row k at `*rows + k * featuresize`), summed in the order an update sums
+ * them. The arrays are owned by the collection, valid until its next forward, backward or
+ * grad_rows call.
  * Needs a backward without an optimizer since the last forward.
  * @return 0; EMB_ENULL; EMB_EINVAL (i out of range, no recorded gradient); EMB_ERANGE (an
  *         id, naming the table and the position); EMB_ENOMEM

@@ -15,7 +15,7 @@
  * @endcode
  *
  * Semantics: the gradient rows of one column (duplicate ids, an id in several bags) are
- * summed in a fixed order (first appearance in the gradient, then gradient order), and
+ * summed in a fixed order (gradient order), and
  * the optimizer is applied once per distinct column, so results never depend on the
  * thread count or on how the work is split. Every column is read once and written once.
  * Optimizer state is kept in f32 whatever the table's dtype.
@@ -133,10 +133,12 @@ EMB_API int emb_indexer_index(EmbIndexer *ix, const int64_t *ids, int64_t n);
 /**
  * The result of the last indexing (by emb_indexer_index() or an update): the number of
  * distinct ids; `*ids` and `*counts` (either may be NULL) receive arrays owned by the
- * indexer, valid until it is used again. After emb_update_many() under a strategy that
- * splits tables, the ids are grouped by hash partition first, and within a partition of
- * mostly distinct ids come in the order of their hash (still deterministic: a function of
- * the ids and the split count).
+ * indexer, valid until it is used again. After an update the order is the grouping's:
+ * ascending ids for a gradient of 4096 rows or more of a table of columns (the ids are
+ * sorted, not hashed); after emb_update_many() under a strategy that splits tables, the
+ * ids are grouped by hash partition first, and within a partition of mostly distinct ids
+ * come ascending (a keyed table's: in the order of their hash). Always deterministic: a
+ * function of the ids and the split count.
  */
 EMB_API int64_t emb_indexer_distinct(const EmbIndexer *ix, const int64_t **ids,
                                      const int64_t **counts);

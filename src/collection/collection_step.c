@@ -169,6 +169,7 @@ static int index_rows(EmbCollection *c, int64_t i, EmbPlan *plan)
     plan->grad = c->grads[i];
     plan->ix = c->rows_ix;
     plan->pool = emb__kernel_pool(EMB_F32, emb_table_featuresize(c->tables[i]), 0);
+    plan->sort_ids = true; /* ascending ids, as PyTorch's coalesce() */
     if (!r)
         r = emb__plan_index(plan);
     return r ? emb__collection_named(c, r, "emb_collection_grad_rows", i) : 0;

@@ -39,6 +39,7 @@ void emb_indexer_destroy(EmbIndexer **pix)
     free(ix->grow);
     free(ix->gcoef);
     free(ix->idbuf);
+    free(ix->sbuf);
     free(ix->entries);
     free(ix->ids);
     free(ix->counts);
@@ -113,6 +114,7 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
         r = r ? r : grow(&ix->grow, old, rows, sizeof(void *));
         r = r ? r : grow(&ix->gcoef, old, rows, sizeof(float));
         r = r ? r : grow(&ix->idbuf, old, rows, sizeof(int64_t));
+        r = r ? r : grow(&ix->sbuf, 2 * old, 2 * rows, sizeof(uint64_t));
         r = r ? r : grow(&ix->pid, old, rows, sizeof(int64_t));
         r = r ? r : grow(&ix->prow, old, rows, sizeof(void *));
         r = r ? r : grow(&ix->pcoef, old, rows, sizeof(float));
@@ -130,6 +132,7 @@ int emb__indexer_reserve(EmbIndexer *ix, int64_t rows)
     }
     ix->res_ids = ix->ids;
     ix->res_counts = ix->counts;
+    ix->sorted = NULL;
     return r ? emb__fail(EMB_ENOMEM, "out of memory for an indexer of %lld rows",
                          (long long)rows)
              : 0;
@@ -224,6 +227,66 @@ void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t
     ix->starts[ix->ndistinct] = n;
     ix->res_ids = ix->ids;
     ix->res_counts = ix->counts;
+    ix->sorted = NULL;
+}
+
+/* Radix digits of the sorted grouping: at most 11 bits (2048 counters, 8 KiB a pass). */
+#define SORT_DIGIT_BITS 11
+#define SORT_MAX_PASSES 3
+
+bool emb__indexer_group_sorted(EmbIndexer *ix, const void *base, size_t stride, int64_t n,
+                               int64_t ncolumns)
+{
+    if (n > UINT32_MAX || ncolumns > ((int64_t)1 << 32))
+        return false;
+    int kb = 1;
+    while (kb < 32 && ((int64_t)1 << kb) < ncolumns)
+        kb++;
+    const int passes = (kb + SORT_DIGIT_BITS - 1) / SORT_DIGIT_BITS;
+    const int w = (kb + passes - 1) / passes;
+    const uint64_t dmask = ((uint64_t)1 << w) - 1;
+    uint32_t cnt[SORT_MAX_PASSES][1 << SORT_DIGIT_BITS];
+    memset(cnt, 0, sizeof cnt);
+    uint64_t *a = ix->sbuf, *b = ix->sbuf + n;
+    const char *src = base;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t id;
+        memcpy(&id, src + (size_t)k * stride, sizeof id);
+        a[k] = (uint64_t)id << 32 | (uint64_t)k; /* checked columns: id < 2^32 */
+        for (int t = 0; t < passes; t++)
+            cnt[t][(uint64_t)id >> (t * w) & dmask]++;
+    }
+    for (int t = 0; t < passes; t++) {
+        uint32_t sum = 0;
+        for (uint64_t d = 0; d <= dmask; d++) {
+            const uint32_t c = cnt[t][d];
+            cnt[t][d] = sum;
+            sum += c;
+        }
+        const int shift = 32 + t * w;
+        for (int64_t j = 0; j < n; j++)
+            b[cnt[t][a[j] >> shift & dmask]++] = a[j];
+        uint64_t *x = a;
+        a = b;
+        b = x;
+    }
+    int64_t d = 0;
+    for (int64_t pos = 0, e; pos < n; pos = e) {
+        const uint64_t id = a[pos] >> 32;
+        for (e = pos + 1; e < n && a[e] >> 32 == id; e++)
+            ;
+        ix->ids[d] = (int64_t)id;
+        ix->counts[d] = e - pos;
+        ix->starts[d++] = pos;
+    }
+    ix->starts[d] = n;
+    ix->ndistinct = d;
+    ix->nrows = n;
+    ix->hslots = 0;
+    ix->res_ids = ix->ids;
+    ix->res_counts = ix->counts;
+    ix->sorted = a;
+    return true;
 }
 
 int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id)

@@ -18,6 +18,7 @@
 #define PREFETCH_AHEAD 16 /* distinct columns prefetched ahead */
 #define ROWS_SPAN 64      /* distinct ids whose rows a planned table resolves at once */
 #define POOL_AHEAD 8      /* gradient rows the pool kernel may prefetch ahead */
+#define GATHER_AHEAD 16   /* sorted rows whose entry is prefetched ahead */
 
 /* Counting-sort scatter of a sparse gradient's rows into the indexer's groups. */
 static void scatter_sparse(EmbIndexer *ix, const EmbSparseGrad *s)
@@ -29,23 +30,66 @@ static void scatter_sparse(EmbIndexer *ix, const EmbSparseGrad *s)
     }
 }
 
-static void group_sparse(EmbIndexer *ix, const EmbSparseGrad *s)
+/*
+ * Rows from which the grouping sorts the ids (emb__indexer_group_sorted) rather than
+ * hashing them. Below, the hash's region fits in L1 / L2 and costs the same. Above, the
+ * sort's passes run without a data-dependent branch where the hash misses cache and
+ * mispredicts at collisions, and ascending ids walk the table in address order in the
+ * apply. Measured at 1 thread, bags of 20 (40 960 rows), index phase against the hash:
+ * 1M x 64, uniform ids 0.20 ms against 0.47; Zipf(1.05) 0.23 against 0.35-0.39; 10K rows
+ * (24 % distinct) 0.23 against 0.22; 100M x 8, uniform, 0.22 against 0.33, and the apply
+ * 0.57 ms against 0.98 (rows in address order).
+ */
+#define SORT_MIN_ROWS 4096
+
+/* The columns of @t when its ids are columns (the sorted grouping's bound), else a bound
+ * that no sort takes (keyed ids). */
+static int64_t sort_columns(const EmbPlan *plan, int64_t n)
 {
-    if (s->id_type == EMB_ID_I64) {
-        emb__indexer_group(ix, s->ids, sizeof(int64_t), s->n);
-    } else {
-        const int32_t *ids = (const int32_t *)s->ids;
+    const EmbTable *t = plan->table;
+    if (emb__table_rows_appear(t) || (n < SORT_MIN_ROWS && !plan->sort_ids))
+        return INT64_MAX;
+    return t->ncolumns;
+}
+
+static void group_sparse(const EmbPlan *plan, const EmbSparseGrad *s)
+{
+    EmbIndexer *ix = plan->ix;
+    const void *ids = s->ids;
+    if (s->id_type == EMB_ID_I32) {
+        const int32_t *i32 = (const int32_t *)s->ids;
         for (int64_t k = 0; k < s->n; k++)
-            ix->idbuf[k] = ids[k];
-        emb__indexer_group(ix, ix->idbuf, sizeof(int64_t), s->n);
+            ix->idbuf[k] = i32[k];
+        ids = ix->idbuf;
     }
-    scatter_sparse(ix, s);
+    if (!emb__indexer_group_sorted(ix, ids, sizeof(int64_t), s->n, sort_columns(plan, s->n))) {
+        emb__indexer_group(ix, ids, sizeof(int64_t), s->n);
+        scatter_sparse(ix, s);
+        return;
+    }
+    for (int64_t pos = 0; pos < s->n; pos++) {
+        ix->grow[pos] = s->values + (int64_t)(uint32_t)ix->sorted[pos] * s->stride;
+        ix->gcoef[pos] = 1.0f;
+    }
 }
 
 /* Pullback entries, grouped: each entry's output-gradient row and coefficient. */
-static void group_pullback(EmbIndexer *ix, const EmbTable *t, const EmbGrad *g)
+static void group_pullback(const EmbPlan *plan)
 {
-    const int64_t n = emb__pullback_entries(t, &g->batch, &g->pooling, ix->entries);
+    EmbIndexer *ix = plan->ix;
+    const EmbGrad *g = plan->grad;
+    const int64_t n = emb__pullback_entries(plan->table, &g->batch, &g->pooling, ix->entries);
+    if (emb__indexer_group_sorted(ix, &ix->entries[0].id, sizeof(EmbPullEntry), n,
+                                  sort_columns(plan, n))) {
+        for (int64_t pos = 0; pos < n; pos++) {
+            if (pos + GATHER_AHEAD < n)
+                __builtin_prefetch(&ix->entries[(uint32_t)ix->sorted[pos + GATHER_AHEAD]]);
+            const EmbPullEntry *e = &ix->entries[(uint32_t)ix->sorted[pos]];
+            ix->grow[pos] = g->dy + e->bag * g->dy_stride;
+            ix->gcoef[pos] = e->coef;
+        }
+        return;
+    }
     emb__indexer_group(ix, &ix->entries[0].id, sizeof(EmbPullEntry), n);
     for (int64_t k = 0; k < n; k++) {
         const EmbPullEntry *e = &ix->entries[k];
@@ -85,9 +129,9 @@ int emb__plan_index(EmbPlan *plan)
     if (r)
         return r;
     if (plan->grad->kind == EMB_GRAD_SPARSE)
-        group_sparse(plan->ix, &plan->grad->sparse);
+        group_sparse(plan, &plan->grad->sparse);
     else
-        group_pullback(plan->ix, plan->table, plan->grad);
+        group_pullback(plan);
     return 0;
 }
 

@@ -58,6 +58,8 @@ struct EmbIndexer {
     /* per gradient row */
     int32_t *row_dist;
     int64_t *idbuf;     /* int64 copy of int32 ids */
+    uint64_t *sbuf;     /* 2 per row: emb__indexer_group_sorted's radix sort */
+    const uint64_t *sorted; /* after it, the rows in group order (low 32 bits: the row) */
     /* gradient rows grouped by distinct id (group d at [starts[d], starts[d+1]), each in
        row order): the row's f32 values and its coefficient (filled by plan.c); void
        pointers, as the pool kernel that sums them takes */
@@ -126,6 +128,7 @@ struct EmbPlan {
     emb_pool_fn pool;          /* sums a column's gradient rows (f32) */
     bool max_norm;             /* rows need emb__pullback_row */
     int nparts;                /* partitions of the parallel indexing (pindex.c) */
+    bool sort_ids;             /* distinct ids ascending whatever the rows (plan.c) */
     bool planned;              /* rows by the table's update_rows (emb__plan_rows_commit) */
     EmbRowPlan rp;             /* the table's row plan, for a planned table */
     int64_t ost_index;         /* emb_update_many: the optimizer state's index in states */
@@ -169,6 +172,16 @@ int emb__indexer_reserve_entries(EmbIndexer *ix, int64_t n);
  * starts[d], ready for the caller's scatter of rows into grow / gcoef.
  */
 void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t n);
+/*
+ * Groups as emb__indexer_group does, but by sorting the rows by id (an LSD radix sort of
+ * id << 32 | row: stable, so each id's rows stay in row order) where the ids are columns
+ * of a table of @ncolumns <= 2^32: the distinct ids come in ascending order and
+ * `ix->sorted[pos]`'s low 32 bits are the row at group position pos (the caller gathers;
+ * no row_dist, cursor or hash: emb__indexer_find finds nothing). Returns false, having
+ * grouped nothing, where it does not apply.
+ */
+bool emb__indexer_group_sorted(EmbIndexer *ix, const void *base, size_t stride, int64_t n,
+                               int64_t ncolumns);
 /* The distinct index of @id in the last emb__indexer_group, or -1. */
 int64_t emb__indexer_find(const EmbIndexer *ix, int64_t id);
 
