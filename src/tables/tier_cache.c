@@ -49,6 +49,13 @@ static int64_t set_of(const EmbTierCache *c, int64_t id)
 #endif
 }
 
+void emb__tier_cache_prefetch(const EmbTierCache *c, int64_t id)
+{
+    const EmbTierSlot *set = &c->slots[set_of(c, id)];
+    __builtin_prefetch(set, 1);
+    __builtin_prefetch((const char *)set + 64, 1);
+}
+
 int64_t emb__tier_cache_find(const EmbTierCache *c, int64_t id)
 {
     const int64_t s0 = set_of(c, id);

@@ -48,6 +48,8 @@ typedef struct EmbTierCache {
 /* A cache of @nslots (>= 1) records of @stride bytes; 0 or EMB_ENOMEM (message set). */
 int emb__tier_cache_init(EmbTierCache *c, int64_t nslots, size_t stride, int lfu);
 void emb__tier_cache_free(EmbTierCache *c);
+/* Brings @id's set (its index entries) towards the core, for a find a few ids later. */
+void emb__tier_cache_prefetch(const EmbTierCache *c, int64_t id);
 /* The slot holding @id (valid or loading), or -1. */
 int64_t emb__tier_cache_find(const EmbTierCache *c, int64_t id);
 /* The slot @id should go to: a free one of its set, else the least used unpinned and not

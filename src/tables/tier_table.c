@@ -16,6 +16,12 @@
 #include "internal.h"
 #include "tables/tier_impl.h"
 
+/* Ids whose cache set (or pinned slot) is prefetched ahead of its find in the loops over
+ * a batch (resolve, prefetch, release): a set is 2 random lines of an index of megabytes.
+ * emb-bench tier:1x500000x64:25%, Adagrad, 3 interleaved pairs: tiered step 2.78-2.89 ms
+ * against 2.97-3.29 without. */
+#define SET_AHEAD 16
+
 #define SP_BLOCK 64
 #define TIER_SP_PINNED 0x80
 #define TIER_SP_WB 0x40 /* a prefetch's write-back of the row is in flight (x->pfw) */
@@ -359,6 +365,8 @@ static void pin_sp(Tier *x, int64_t k)
 static void unpin_from(Tier *x, int64_t from, int64_t to)
 {
     for (int64_t i = from; i < to; i++) {
+        if (i + SET_AHEAD < to && x->pinned[i + SET_AHEAD] >= 0)
+            __builtin_prefetch(&x->cache.slots[x->pinned[i + SET_AHEAD]], 1);
         const int64_t p = x->pinned[i];
         if (p >= 0)
             x->cache.slots[p].pins = 0;
@@ -537,6 +545,8 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, b
     EmbTierReq *w = x->rq, *rd = x->rq + n;
     int64_t nw = 0, nr = 0;
     for (int64_t k = 0; k < n; k++) {
+        if (k + SET_AHEAD < n)
+            emb__tier_cache_prefetch(&x->cache, ids[k + SET_AHEAD]);
         char *row = hit(x, ids[k], d);
         x->st.hits += row && !x->counted;
         if (!row && !(row = place(x, ids[k], d, w, &nw, rd, &nr))) {
@@ -894,6 +904,8 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
     if (!pf_room(x, n) || !pfw_room(x, n))
         return;
     for (int64_t k = 0; k < n; k++) {
+        if (k + SET_AHEAD < n)
+            emb__tier_cache_prefetch(&x->cache, ids[k + SET_AHEAD]);
         const int64_t s = emb__tier_cache_find(&x->cache, ids[k]);
         if (s >= 0 && (x->cache.slots[s].flags & EMB_TIER_VALID)) {
             emb__tier_cache_touch(&x->cache, s);
