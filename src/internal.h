@@ -79,6 +79,12 @@ void *emb__aligned_alloc(size_t alignment, size_t bytes);
  * transparent huge pages, so that random rows miss the TLB less. Freed by
  * emb__aligned_free. */
 void *emb__big_alloc(size_t alignment, size_t bytes);
+/*
+ * Sorts @n rows key << 32 | value (key < 2^@kb, @kb <= 32) by key, stably, with an LSD
+ * radix sort of 11-bit digits at most (two passes up to 22 bits, three up to 32), @b (n
+ * rows) as scratch: returns the sorted array, @a or @b (sort.c).
+ */
+uint64_t *emb__radix_sort(uint64_t *a, uint64_t *b, int64_t n, int kb);
 #define EMB_HUGE_BYTES ((size_t)2 << 20) /* a transparent huge page */
 void emb__aligned_free(void *p);
 

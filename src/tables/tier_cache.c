@@ -35,30 +35,9 @@ void emb__tier_cache_free(EmbTierCache *c)
     c->data = NULL;
 }
 
-/* The first slot of @id's set. */
-static int64_t set_of(const EmbTierCache *c, int64_t id)
-{
-    uint64_t z = (uint64_t)id + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-#ifdef __SIZEOF_INT128__ /* z scaled to [0, nsets): a multiply, not a division (Lemire) */
-    return (int64_t)(((unsigned __int128)z * (uint64_t)c->nsets) >> 64) * c->ways;
-#else
-    return (int64_t)(z % (uint64_t)c->nsets) * c->ways;
-#endif
-}
-
-void emb__tier_cache_prefetch(const EmbTierCache *c, int64_t id)
-{
-    const EmbTierSlot *set = &c->slots[set_of(c, id)];
-    __builtin_prefetch(set, 1);
-    __builtin_prefetch((const char *)set + 64, 1);
-}
-
 int64_t emb__tier_cache_find(const EmbTierCache *c, int64_t id)
 {
-    const int64_t s0 = set_of(c, id);
+    const int64_t s0 = emb__tier_cache_set(c, id);
     for (int64_t s = s0; s < s0 + c->ways; s++)
         if ((c->slots[s].flags & (EMB_TIER_VALID | EMB_TIER_LOADING)) && c->slots[s].id == id)
             return s;
@@ -73,7 +52,7 @@ static uint32_t worth(const EmbTierCache *c, const EmbTierSlot *e)
 
 int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id, int ahead)
 {
-    const int64_t s0 = set_of(c, id);
+    const int64_t s0 = emb__tier_cache_set(c, id);
     int64_t best = -1;
     uint64_t bw = 0;
     for (int64_t s = s0; s < s0 + c->ways; s++) {

@@ -48,8 +48,6 @@ typedef struct EmbTierCache {
 /* A cache of @nslots (>= 1) records of @stride bytes; 0 or EMB_ENOMEM (message set). */
 int emb__tier_cache_init(EmbTierCache *c, int64_t nslots, size_t stride, int lfu);
 void emb__tier_cache_free(EmbTierCache *c);
-/* Brings @id's set (its index entries) towards the core, for a find a few ids later. */
-void emb__tier_cache_prefetch(const EmbTierCache *c, int64_t id);
 /* The slot holding @id (valid or loading), or -1. */
 int64_t emb__tier_cache_find(const EmbTierCache *c, int64_t id);
 /* The slot @id should go to: a free one of its set, else the least used unpinned and not
@@ -60,6 +58,28 @@ int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id, int ahead);
 void emb__tier_cache_touch(EmbTierCache *c, int64_t s);
 /* Slot @s now holds @id with @flags (a first use counted; pins 0). */
 void emb__tier_cache_install(EmbTierCache *c, int64_t s, int64_t id, uint8_t flags);
+
+/* The first slot of @id's set. */
+static inline int64_t emb__tier_cache_set(const EmbTierCache *c, int64_t id)
+{
+    uint64_t z = (uint64_t)id + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+#ifdef __SIZEOF_INT128__ /* z scaled to [0, nsets): a multiply, not a division (Lemire) */
+    return (int64_t)(((unsigned __int128)z * (uint64_t)c->nsets) >> 64) * c->ways;
+#else
+    return (int64_t)(z % (uint64_t)c->nsets) * c->ways;
+#endif
+}
+
+/* Brings @id's set (its index entries) towards the core, for a find a few ids later. */
+static inline void emb__tier_cache_prefetch(const EmbTierCache *c, int64_t id)
+{
+    const EmbTierSlot *set = &c->slots[emb__tier_cache_set(c, id)];
+    __builtin_prefetch(set, 1);
+    __builtin_prefetch((const char *)set + 64, 1);
+}
 
 static inline char *emb__tier_cache_row(const EmbTierCache *c, int64_t s)
 {

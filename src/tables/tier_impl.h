@@ -84,6 +84,13 @@ typedef struct Tier {
     char *sink;          /* a zero record: column() of a row that could not be read */
     int64_t *ids;        /* a batch's ids (emb_table_prefetch, the lookup's resolve_batch) */
     int64_t ids_cap;
+    /* their distinct ids (distinct_ids): ascending in uid, the batch's rows in id order in
+       sorted (low 32 bits: the position), the distinct ids' records in urow */
+    int64_t *uid;
+    uint64_t *sbuf;      /* 2 per id: the radix sort's */
+    const uint64_t *sorted;
+    char **urow;
+    int64_t u_cap;
 } Tier;
 
 /* A tiered table file's shape (its header). */

@@ -230,10 +230,6 @@ void emb__indexer_group(EmbIndexer *ix, const void *base, size_t stride, int64_t
     ix->sorted = NULL;
 }
 
-/* Radix digits of the sorted grouping: at most 11 bits (2048 counters, 8 KiB a pass). */
-#define SORT_DIGIT_BITS 11
-#define SORT_MAX_PASSES 3
-
 bool emb__indexer_group_sorted(EmbIndexer *ix, const void *base, size_t stride, int64_t n,
                                int64_t ncolumns)
 {
@@ -242,34 +238,13 @@ bool emb__indexer_group_sorted(EmbIndexer *ix, const void *base, size_t stride, 
     int kb = 1;
     while (kb < 32 && ((int64_t)1 << kb) < ncolumns)
         kb++;
-    const int passes = (kb + SORT_DIGIT_BITS - 1) / SORT_DIGIT_BITS;
-    const int w = (kb + passes - 1) / passes;
-    const uint64_t dmask = ((uint64_t)1 << w) - 1;
-    uint32_t cnt[SORT_MAX_PASSES][1 << SORT_DIGIT_BITS];
-    memset(cnt, 0, sizeof cnt);
-    uint64_t *a = ix->sbuf, *b = ix->sbuf + n;
     const char *src = base;
     for (int64_t k = 0; k < n; k++) {
         int64_t id;
         memcpy(&id, src + (size_t)k * stride, sizeof id);
-        a[k] = (uint64_t)id << 32 | (uint64_t)k; /* checked columns: id < 2^32 */
-        for (int t = 0; t < passes; t++)
-            cnt[t][(uint64_t)id >> (t * w) & dmask]++;
+        ix->sbuf[k] = (uint64_t)id << 32 | (uint64_t)k; /* checked columns: id < 2^32 */
     }
-    for (int t = 0; t < passes; t++) {
-        uint32_t sum = 0;
-        for (uint64_t d = 0; d <= dmask; d++) {
-            const uint32_t c = cnt[t][d];
-            cnt[t][d] = sum;
-            sum += c;
-        }
-        const int shift = 32 + t * w;
-        for (int64_t j = 0; j < n; j++)
-            b[cnt[t][a[j] >> shift & dmask]++] = a[j];
-        uint64_t *x = a;
-        a = b;
-        b = x;
-    }
+    const uint64_t *a = emb__radix_sort(ix->sbuf, ix->sbuf + n, n, kb);
     int64_t d = 0;
     for (int64_t pos = 0, e; pos < n; pos = e) {
         const uint64_t id = a[pos] >> 32;

@@ -188,9 +188,6 @@ int emb__pindex_offsets(EmbPlan *plan)
     return r;
 }
 
-/* Radix digits of the sorted grouping: at most 11 bits (2048 counters, 8 KiB a pass). */
-#define DIGIT_BITS 11
-#define MAX_PASSES 3
 /* The most distinct ids a run of equal keys may mix before the hash takes the partition. */
 #define MAX_MIXED 8
 
@@ -254,14 +251,11 @@ static bool mostly_distinct(const EmbIndexer *ix, const EmbSeg *segs, int np, in
     return distinct >= SORT_MIN_DISTINCT * (double)n;
 }
 
-/* The rows of @segs sorted stably by key_of (an LSD radix sort in @a, @b as scratch): the
- * sorted array (@a or @b). */
-static uint64_t *sort_rows(const EmbIndexer *ix, const EmbSeg *segs, int np, int64_t n,
-                           int kb, bool by_id, uint64_t *a, uint64_t *b)
+/* The rows of @segs sorted stably by their key (the id, or key_of its hash) in @a, @b as
+ * scratch: the sorted array (@a or @b). */
+static uint64_t *sort_rows(const EmbIndexer *ix, const EmbSeg *segs, int np, int kb,
+                           bool by_id, uint64_t *a, uint64_t *b)
 {
-    const int passes = (kb + DIGIT_BITS - 1) / DIGIT_BITS, w = (kb + passes - 1) / passes;
-    uint32_t cnt[MAX_PASSES][1 << DIGIT_BITS];
-    memset(cnt, 0, sizeof cnt);
     int64_t k = 0;
     for (int c = 0; c < np; c++)
         for (int64_t q = segs[c].start; q < segs[c].start + segs[c].n; q++, k++) {
@@ -271,23 +265,8 @@ static uint64_t *sort_rows(const EmbIndexer *ix, const EmbSeg *segs, int np, int
             }
             const uint64_t key = by_id ? (uint64_t)ix->pid[q] : key_of(ix->pid[q], kb);
             a[k] = key << 32 | (uint64_t)q;
-            for (int t = 0; t < passes; t++)
-                cnt[t][key >> (t * w) & ((1u << w) - 1)]++;
         }
-    for (int t = 0; t < passes; t++) {
-        uint32_t sum = 0;
-        for (int d = 0; d < 1 << w; d++) {
-            const uint32_t c = cnt[t][d];
-            cnt[t][d] = sum;
-            sum += c;
-        }
-        for (int64_t j = 0; j < n; j++)
-            b[cnt[t][a[j] >> (32 + t * w) & ((1u << w) - 1)]++] = a[j];
-        uint64_t *x = a;
-        a = b;
-        b = x;
-    }
-    return a;
+    return emb__radix_sort(a, b, k, kb);
 }
 
 /*
@@ -320,7 +299,7 @@ static bool group_sorted(EmbIndexer *ix, const EmbSeg *segs, int np, int64_t r0,
     if (by_id)
         for (kb = 1; kb < 32 && ((int64_t)1 << kb) < ncolumns; kb++)
             ;
-    a = sort_rows(ix, segs, np, n, kb, by_id, a, b);
+    a = sort_rows(ix, segs, np, kb, by_id, a, b);
     int64_t m = 0, pos = r0;
     for (int64_t k = 0, e; k < n; k = e) {
         if (k + SORT_AHEAD < n) { /* the rows come in key order: their lines at random */
