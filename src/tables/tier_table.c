@@ -607,7 +607,8 @@ static int64_t batch_ids(Tier *x, const void *ids, bool id32, int64_t k0, int64_
     return m;
 }
 
-/* Batches of fewer ids are resolved as they come (the tests' batches of 168 ids are deduplicated). */
+/* Batches of fewer ids are resolved as they come (a sort of so few would not pay; the
+   tests' batches, 168 ids, are deduplicated). */
 #define DEDUP_MIN 64
 
 /*
