@@ -133,8 +133,9 @@ EMB_API int emb_table_tiered_flush(EmbTable *t);
 
 /** Counters of a tiered table since its creation. */
 typedef struct EmbTieredStats {
-    int64_t hits;          /**< rows found resident when resolved */
-    int64_t misses;        /**< rows read because they were not */
+    int64_t hits;          /**< rows found resident when resolved (a lookup of 64 ids or
+                                more, and an update, count each distinct id once) */
+    int64_t misses;        /**< rows read because they were not (counted as hits are) */
     int64_t prefetched;    /**< rows whose read a prefetch started */
     int64_t rows_read;     /**< records read from the file */
     int64_t rows_written;  /**< records written back */
