@@ -27,6 +27,9 @@ static const char usage[] =
     "Times lookups and updates of an ensemble under every strategy and thread count.\n"
     "  --tables SPEC     criteo[:MiB[:D[:dtype]]] (26 Criteo-Kaggle tables, the largest\n"
     "                    capped so all fit in MiB) or NxROWSxD[:dtype][,...]  [criteo:4096:64]\n"
+    "                    dtype: f32, f16, bf16, int8 or int4 (row-wise quantized, torch's\n"
+    "                    prepacked rows: quantized from f32 values; int4: D even; the\n"
+    "                    torch peer looks them up with its quantized ops, forward only)\n"
     "                    a group dyn:NxROWSxD[:dtype]: N dynamic tables (dynamic.h) each\n"
     "                    holding ROWS rows under sparse 62-bit ids, looked up and updated\n"
     "                    by them (no --peer)\n"
@@ -85,15 +88,21 @@ static int bad(const char *key, const char *value)
     return -1;
 }
 
-static int parse_dtype(const char *s, EmbDtype *d)
+/* A table's dtype: f32, f16, bf16, int8 or int4 (@quantized: the quantized ones too). */
+static int parse_dtype_of(const char *s, EmbDtype *d, int quantized)
 {
-    static const EmbDtype all[] = {EMB_F32, EMB_F16, EMB_BF16};
-    for (int i = 0; i < 3; i++)
+    static const EmbDtype all[] = {EMB_F32, EMB_F16, EMB_BF16, EMB_INT8, EMB_INT4};
+    for (int i = 0; i < (quantized ? 5 : 3); i++)
         if (strcmp(s, emb_dtype_name(all[i])) == 0) {
             *d = all[i];
             return 0;
         }
     return -1;
+}
+
+static int parse_dtype(const char *s, EmbDtype *d)
+{
+    return parse_dtype_of(s, d, 1);
 }
 
 /* The largest cap such that every table, capped at it, fits in @budget bytes. */
@@ -118,9 +127,9 @@ static int set_criteo(BenchConfig *c, const char *v)
     char dt[16] = "f32";
     EmbDtype d;
     if ((v[6] != '\0' && v[6] != ':') || (v[6] && sscanf(v + 7, "%ld:%ld:%15s", &mib, &dim, dt) < 1) ||
-        mib < 1 || dim < 1 || parse_dtype(dt, &d) != 0)
+        mib < 1 || dim < 1 || parse_dtype(dt, &d) != 0 || !emb_dtype_row_bytes(d, (int32_t)dim))
         return bad("tables", v);
-    int64_t cap = criteo_cap((int64_t)mib << 20, dim * (int64_t)emb_dtype_size(d));
+    int64_t cap = criteo_cap((int64_t)mib << 20, (int64_t)emb_dtype_row_bytes(d, (int32_t)dim));
     c->ntables = 26;
     for (int i = 0; i < 26; i++)
         c->tables[i] = (BenchTableSpec){.rows = criteo_rows[i] < cap ? criteo_rows[i] : cap,
@@ -161,7 +170,8 @@ static int parse_group(BenchConfig *c, char *g, int dynamic, int tiered)
     long long rows;
     char dt[16] = "f32";
     if (sscanf(g, "%ldx%lldx%ld:%15s", &n, &rows, &dim, dt) < 3 || n < 1 || rows < 1 ||
-        dim < 1 || parse_dtype(dt, &spec.dtype) != 0 || c->ntables + n > BENCH_MAX_TABLES)
+        dim < 1 || parse_dtype(dt, &spec.dtype) != 0 || c->ntables + n > BENCH_MAX_TABLES ||
+        !emb_dtype_row_bytes(spec.dtype, (int32_t)dim)) /* int4 of an odd D */
         return -1;
     spec.rows = rows, spec.dim = (int32_t)dim;
     for (long i = 0; i < n; i++)
@@ -329,7 +339,7 @@ static int set_dtypes(BenchConfig *c, const char *v)
     c->ndtypes = 0;
     for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
         EmbDtype d;
-        if (parse_dtype(g, &d) != 0 || c->ndtypes == 3)
+        if (parse_dtype_of(g, &d, 0) != 0 || c->ndtypes == 3)
             return bad("dtypes", v);
         c->dtypes[c->ndtypes++] = d;
     }

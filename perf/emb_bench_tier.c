@@ -38,7 +38,8 @@ static int32_t state_width(const BenchConfig *c, int t)
 static int64_t record_bytes(const BenchConfig *c, int t)
 {
     const BenchTableSpec *s = &c->tables[t];
-    return (s->dim * (int64_t)emb_dtype_size(s->dtype) + 15) / 16 * 16 + 4 * (int64_t)state_width(c, t);
+    return ((int64_t)emb_dtype_row_bytes(s->dtype, s->dim) + 15) / 16 * 16 +
+           4 * (int64_t)state_width(c, t);
 }
 
 static const char *tier_dir(const BenchConfig *c)
@@ -75,7 +76,7 @@ int bench_tier_make(BenchWorkload *w, const BenchConfig *c, int t, const char *n
     rc = rc ? rc : emb_table_tiered_flush(w->tables[t]);
     if (rc)
         fprintf(stderr, "emb-bench: tiered table %d: %s\n", t, emb_last_error());
-    w->table_bytes += s->rows * s->dim * (int64_t)emb_dtype_size(s->dtype);
+    w->table_bytes += s->rows * (int64_t)emb_dtype_row_bytes(s->dtype, s->dim);
     w->ntiered++;
     return rc;
 }

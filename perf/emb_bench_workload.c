@@ -185,9 +185,33 @@ static void fill_table(void *data, int64_t stride, const BenchTableSpec *s, uint
     }
 }
 
+/* A quantized table's rows: fill_table's f32 values quantized (emb_table_quantize), a
+   chunk of rows at a time. */
+static int fill_quantized(EmbTable *t, const BenchTableSpec *s, uint64_t seed)
+{
+    enum { CHUNK = 4096 };
+    int64_t stride; /* bytes */
+    char *data = emb_table_data(t, &stride);
+    float *rows = malloc((size_t)CHUNK * (size_t)s->dim * sizeof *rows);
+    int rc = rows ? 0 : EMB_ENOMEM;
+    for (int64_t r0 = 0; !rc && r0 < s->rows; r0 += CHUNK) {
+        const int64_t n = s->rows - r0 < CHUNK ? s->rows - r0 : CHUNK;
+        const BenchTableSpec f32 = {.rows = n, .dim = s->dim, .dtype = EMB_F32};
+        fill_table(rows, s->dim, &f32, seed + (uint64_t)r0); /* as make_dynamic */
+        EmbTable *src = NULL, *dst = NULL;
+        rc = emb_table_wrap(&src, rows, n, s->dim, s->dim, EMB_F32, NULL);
+        rc = rc ? rc : emb_table_wrap(&dst, data + r0 * stride, n, s->dim, stride, s->dtype, NULL);
+        rc = rc ? rc : emb_table_quantize(dst, src);
+        emb_table_destroy(&src);
+        emb_table_destroy(&dst);
+    }
+    free(rows);
+    return rc;
+}
+
 static int64_t aligned_elems(const BenchTableSpec *s)
 {
-    int64_t bytes = s->rows * s->dim * (int64_t)emb_dtype_size(s->dtype);
+    int64_t bytes = s->rows * (int64_t)emb_dtype_row_bytes(s->dtype, s->dim);
     return (bytes + 4095) / 4096 * 4096;
 }
 
@@ -239,7 +263,7 @@ static int make_dynamic(BenchWorkload *w, const BenchConfig *c, int t, const cha
     free(rows);
     if (rc != 0)
         fprintf(stderr, "emb-bench: dynamic table %d: %s\n", t, emb_last_error());
-    w->table_bytes += s->rows * s->dim * (int64_t)emb_dtype_size(s->dtype);
+    w->table_bytes += s->rows * (int64_t)emb_dtype_row_bytes(s->dtype, s->dim);
     return rc;
 }
 
@@ -257,7 +281,9 @@ static int make_table(BenchWorkload *w, const BenchConfig *c, int t, size_t *shm
     if (w->shm) {
         void *data = (char *)w->shm + *shm_at;
         *shm_at += (size_t)aligned_elems(s);
-        rc = emb_table_wrap(&w->tables[t], data, s->rows, s->dim, s->dim, s->dtype, &o);
+        const int64_t stride = emb_dtype_size(s->dtype) ? s->dim /* elements; quantized: bytes */
+                                                        : (int64_t)emb_dtype_row_bytes(s->dtype, s->dim);
+        rc = emb_table_wrap(&w->tables[t], data, s->rows, s->dim, stride, s->dtype, &o);
     } else {
         rc = emb_table_create(&w->tables[t], s->rows, s->dim, s->dtype, &o);
     }
@@ -265,11 +291,18 @@ static int make_table(BenchWorkload *w, const BenchConfig *c, int t, size_t *shm
         fprintf(stderr, "emb-bench: table %d: %s\n", t, emb_last_error());
         return rc;
     }
-    int64_t stride;
-    void *data = emb_table_data(w->tables[t], &stride);
-    fill_table(data, stride, s, c->seed * 1000003u + (uint64_t)t);
-    w->table_bytes += s->rows * s->dim * (int64_t)emb_dtype_size(s->dtype);
-    return 0;
+    const uint64_t seed = c->seed * 1000003u + (uint64_t)t;
+    if (!emb_dtype_size(s->dtype)) {
+        rc = fill_quantized(w->tables[t], s, seed);
+        if (rc != 0)
+            fprintf(stderr, "emb-bench: table %d: %s\n", t, emb_last_error());
+    } else {
+        int64_t stride;
+        void *data = emb_table_data(w->tables[t], &stride);
+        fill_table(data, stride, s, seed);
+    }
+    w->table_bytes += s->rows * (int64_t)emb_dtype_row_bytes(s->dtype, s->dim);
+    return rc;
 }
 
 int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared)
@@ -352,7 +385,7 @@ static double row_bytes(const BenchConfig *c)
 {
     double b = 0, rows = 0;
     for (int t = 0; t < c->ntables; t++) {
-        b += (double)c->tables[t].dim * (double)emb_dtype_size(c->tables[t].dtype);
+        b += (double)emb_dtype_row_bytes(c->tables[t].dtype, c->tables[t].dim);
         rows += 1;
     }
     return b / rows;
@@ -370,8 +403,8 @@ double bench_bytes_read(const BenchWorkload *w, const BenchConfig *c, int v)
     double sum = 0;
     for (int s = 0; s < BENCH_NSETS; s++)
         for (int t = 0; t < c->ntables; t++)
-            sum += (double)w->sets[v][s].batches[t].nnz * c->tables[t].dim *
-                   (double)emb_dtype_size(c->tables[t].dtype);
+            sum += (double)w->sets[v][s].batches[t].nnz *
+                   (double)emb_dtype_row_bytes(c->tables[t].dtype, c->tables[t].dim);
     return sum / BENCH_NSETS;
 }
 

@@ -11,7 +11,10 @@ are files next to it. Per bag variant, phase and thread count it times, like emb
                SparseAdam for adam; rowwise_adagrad and ftrl: no torch optimizer, no line);
                the forward runs untimed before each iteration
   train:OPT    forward + backward + step: one training step
-and prints one line per row: "peer BAGS PHASE THREADS MEDIAN_S P90_S".
+and prints one line per row: "peer BAGS PHASE THREADS MEDIAN_S P90_S". int8 / int4 tables
+(torch's prepacked row formats, as emb-bench stores them) are looked up by
+torch.ops.quantized.embedding_bag_byte / _4bit_rowwise_offsets, forward only: torch does not
+train quantized rows.
 """
 import json
 import math
@@ -24,6 +27,20 @@ import torch
 import torch.nn.functional as F
 
 
+# Row bytes of torch's prepacked formats: int8 D + f32 scale and bias, int4 D / 2 + f16 ones.
+QUANT_BYTES = {"int8": lambda d: d + 8, "int4": lambda d: d // 2 + 4}
+
+
+class Prepacked:
+    """A table of prepacked rows (uint8, rows x row bytes) and its lookup op."""
+
+    def __init__(self, rows, kind, dim):
+        self.rows, self.kind, self.dim = rows, kind, dim
+        q = torch.ops.quantized
+        self.op = q.embedding_bag_byte_rowwise_offsets if kind == "int8" \
+            else q.embedding_bag_4bit_rowwise_offsets
+
+
 def load(manifest):
     """Tables (views of the shared file) and id sets [(ids, offsets) per table] per variant."""
     base = os.path.dirname(manifest)
@@ -33,10 +50,14 @@ def load(manifest):
     size = os.path.getsize(path)
     flat32 = torch.from_file(path, shared=True, size=size // 4, dtype=torch.float32)
     flat16 = torch.from_file(path, shared=True, size=size // 2, dtype=torch.int16)
+    flat8 = torch.from_file(path, shared=True, size=size, dtype=torch.uint8)
     tables = []
     for rows, dim, off, *dt in m["tables"]:
         dt = dt[0] if dt else "f32"
-        if dt == "f32":
+        if dt in QUANT_BYTES:  # off counts 4-byte units; rows of the prepacked formats
+            rb = QUANT_BYTES[dt](dim)
+            tables.append(Prepacked(flat8[4 * off:4 * off + rows * rb].view(rows, rb), dt, dim))
+        elif dt == "f32":
             tables.append(flat32[off:off + rows * dim].view(rows, dim))
         else:  # off counts 4-byte units; the 16-bit bits seen as torch's half / bfloat16
             t16 = flat16[2 * off:2 * off + rows * dim].view(rows, dim)
@@ -65,10 +86,14 @@ def output_grad(batch, width):
     return ((i % 17).float() * 1e-3 - 8e-3).view(batch, width)
 
 
+def bag(w, ids, off):
+    if isinstance(w, Prepacked):
+        return w.op(w.rows, ids, off, False, 0, False, None, None, True)
+    return F.embedding_bag(ids, w, off, mode="sum", sparse=True, include_last_offset=True)
+
+
 def forward(weights, id_set):
-    outs = [F.embedding_bag(ids, w, off, mode="sum", sparse=True, include_last_offset=True)
-            for w, (ids, off) in zip(weights, id_set)]
-    return torch.cat(outs, dim=1)
+    return torch.cat([bag(w, ids, off) for w, (ids, off) in zip(weights, id_set)], dim=1)
 
 
 def make_optimizer(name, params, lr):
@@ -127,12 +152,13 @@ def time_row(step, sets, iters, warmup):
 def supported(tables):
     """Whether this torch's CPU embedding_bag takes every table's dtype (1.13: no bfloat16)."""
     for t in tables:
+        one = Prepacked(t.rows[:1], t.kind, t.dim) if isinstance(t, Prepacked) else t[:1]
         try:
-            F.embedding_bag(torch.zeros(1, dtype=torch.int64), t[:1],
-                            torch.tensor([0, 1]), mode="sum", include_last_offset=True)
+            bag(one, torch.zeros(1, dtype=torch.int64), torch.tensor([0, 1]))
         except RuntimeError as e:
+            what = t.kind if isinstance(t, Prepacked) else t.dtype
             print(f"peer_torch: torch {torch.__version__} has no CPU embedding_bag for "
-                  f"{t.dtype}: {str(e).splitlines()[0]}", file=sys.stderr)
+                  f"{what}: {str(e).splitlines()[0]}", file=sys.stderr)
             return False
     return True
 
@@ -143,13 +169,18 @@ def main():
     m, tables, variants = load(sys.argv[1])
     if not supported(tables):
         return
-    params = [torch.nn.Parameter(t) for t in tables]
-    width = sum(t.shape[1] for t in tables)
+    trainable = not any(isinstance(t, Prepacked) for t in tables)
+    if not trainable:
+        print("peer_torch: torch does not train quantized rows: forward only", file=sys.stderr)
+    params = [torch.nn.Parameter(t) for t in tables] if trainable else tables
+    width = sum(t.dim if isinstance(t, Prepacked) else t.shape[1] for t in tables)
     grad = output_grad(m["batch"], width)
     for name, sets in variants:
         for phase in m["phases"]:
             for threads in m["threads"]:
                 torch.set_num_threads(threads)
+                if not trainable and not phase.startswith("forward"):
+                    continue
                 step = Step(phase, tables, params, grad, m["lr"])
                 if step.kind != "forward" and step.opt is None:
                     continue

@@ -171,8 +171,9 @@ void emb__row_store(EmbDtype dt, void *row, int32_t D, const float *x);
  * A quantized row from x[0 .. D): bias = min x, scale = (max - min) / 255 (int8), or for
  * int4 bias = f16(min x), scale = f16((max - bias) / 15) (1 when that is 0: FBGEMM's rule);
  * q = (x - bias) / scale clamped to [0, 255] / [0, 15], rounded to nearest, or with @key =
- * {seed, stream, step} stochastically: floor(v + u), u uniform from the counter-based
- * generator at (seed, stream, step * D + i) (rng.h), the same for any thread.
+ * {seed, stream, step} stochastically: floor(v + u), u uniform in [0, 1) from 16 bits of
+ * the counter-based generator (rng.h): bits 16 (i % 4) .. 16 (i % 4) + 15 of its draw at
+ * (seed, stream, step * ceil(D / 4) + i / 4), the same for any thread.
  */
 void emb__row_quantize(EmbDtype dt, void *row, int32_t D, const float *x, const uint64_t *key);
 /* Whether a quantized row's scale and bias are finite. */

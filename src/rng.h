@@ -17,17 +17,33 @@ static inline uint64_t emb__mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* 64 random bits for (seed, stream, counter). */
-static inline uint64_t emb__rng_u64(uint64_t seed, uint64_t stream, uint64_t counter)
+/* The stream (seed, stream) as one word, for many counters of it (emb__rng_u64_at). */
+static inline uint64_t emb__rng_stream(uint64_t seed, uint64_t stream)
 {
-    uint64_t h = emb__mix64(seed + 0x9e3779b97f4a7c15ull * (stream + 1));
+    return emb__mix64(seed + 0x9e3779b97f4a7c15ull * (stream + 1));
+}
+
+/* 64 random bits for @counter of the stream @h (emb__rng_stream). */
+static inline uint64_t emb__rng_u64_at(uint64_t h, uint64_t counter)
+{
     return emb__mix64(h ^ (counter * 0xd1b54a32d192ed03ull + 0x8cb92ba72f3d8dd7ull));
 }
 
+/* 64 random bits for (seed, stream, counter). */
+static inline uint64_t emb__rng_u64(uint64_t seed, uint64_t stream, uint64_t counter)
+{
+    return emb__rng_u64_at(emb__rng_stream(seed, stream), counter);
+}
+
 /* Uniform in [0, 1) with 24 random bits (every value exactly representable). */
+static inline float emb__rng_unit_at(uint64_t h, uint64_t counter)
+{
+    return (float)(emb__rng_u64_at(h, counter) >> 40) * (1.0f / 16777216.0f);
+}
+
 static inline float emb__rng_unit(uint64_t seed, uint64_t stream, uint64_t counter)
 {
-    return (float)(emb__rng_u64(seed, stream, counter) >> 40) * (1.0f / 16777216.0f);
+    return emb__rng_unit_at(emb__rng_stream(seed, stream), counter);
 }
 
 /* Uniform in (0, 1] with 53 random bits (for logarithms). */

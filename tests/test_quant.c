@@ -601,3 +601,51 @@ Test(quant, maplookup_same_bits_every_strategy)
         emb_table_destroy(&f[i]);
     }
 }
+
+/*
+ * Stochastic rounding is unbiased: a row on the grid of scale 1 (min 0, max 255 fixed by
+ * zero gradients) whose other elements SGD moves up by a quarter a step rounds up a quarter
+ * of the time, so 200 steps raise them by 50 on average (the spread of the mean over 62
+ * elements is about 0.4). Rounding to nearest would raise none; always up, 200.
+ */
+Test(quant, stochastic_rounding_is_unbiased)
+{
+    enum { D = 64, STEPS = 200 };
+    float x[D], g[D] = {0}, got[D];
+    for (int i = 0; i < D; i++)
+        x[i] = i == 0 ? 0.0f : i == D - 1 ? 255.0f : (float)i;
+    for (int i = 1; i < D - 1; i++)
+        g[i] = -0.25f; /* lr 1: w + 0.25 */
+    EmbTable *src = NULL, *t = NULL;
+    cr_assert_eq(emb_table_wrap(&src, x, 1, D, D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_create(&t, 1, D, EMB_INT8, NULL), 0);
+    cr_assert_eq(emb_table_quantize(t, src), 0);
+    EmbOptimizer *opt = NULL;
+    EmbIndexer *ix = NULL;
+    EmbGrad *gr = NULL;
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 1.0f);
+    cr_assert_eq(emb_optimizer_create(&opt, &c), 0);
+    cr_assert_eq(emb_indexer_create(&ix), 0);
+    cr_assert_eq(emb_grad_create(&gr), 0);
+    const int64_t id = 0;
+    const EmbSparseGrad sg = {.ids = &id, .id_type = EMB_ID_I64, .n = 1, .featuresize = D,
+                              .values = g, .stride = D};
+    for (int s = 0; s < STEPS; s++) {
+        cr_assert_eq(emb_grad_set_sparse(gr, t, &sg), 0);
+        cr_assert_eq(emb_update(opt, t, gr, ix, 0), 0, "%s", emb_last_error());
+    }
+    cr_assert_eq(emb_table_read(t, got, D), 0);
+    cr_assert_eq(got[0], 0.0f);
+    cr_assert_eq(got[D - 1], 255.0f);
+    double rise = 0;
+    for (int i = 1; i < D - 1; i++) {
+        cr_assert_eq(got[i], floorf(got[i]), "element %d is off the grid: %g", i, got[i]);
+        rise += (got[i] - x[i]) / (D - 2);
+    }
+    cr_assert(fabs(rise - 0.25 * STEPS) < 2.0, "a mean rise of %g, not %g", rise, 0.25 * STEPS);
+    emb_grad_destroy(&gr);
+    emb_indexer_destroy(&ix);
+    emb_optimizer_destroy(&opt);
+    emb_table_destroy(&t);
+    emb_table_destroy(&src);
+}
