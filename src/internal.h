@@ -79,14 +79,17 @@ void *emb__aligned_alloc(size_t alignment, size_t bytes);
  * transparent huge pages, so that random rows miss the TLB less. Freed by
  * emb__aligned_free. */
 void *emb__big_alloc(size_t alignment, size_t bytes);
+#define EMB_HUGE_BYTES ((size_t)2 << 20) /* a transparent huge page */
+void emb__aligned_free(void *p);
+
 /*
  * Sorts @n rows key << 32 | value (key < 2^@kb, @kb <= 32) by key, stably, with an LSD
  * radix sort of 11-bit digits at most (two passes up to 22 bits, three up to 32), @b (n
  * rows) as scratch: returns the sorted array, @a or @b (sort.c).
  */
 uint64_t *emb__radix_sort(uint64_t *a, uint64_t *b, int64_t n, int kb);
-#define EMB_HUGE_BYTES ((size_t)2 << 20) /* a transparent huge page */
-void emb__aligned_free(void *p);
+/* The key bits of ids below @n (<= 2^32): the least kb >= 1 with 2^kb >= n. */
+int emb__radix_bits(int64_t n);
 
 /*
  * Makes room for one more element in a growing array: when *n == *cap, reallocates *array

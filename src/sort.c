@@ -11,6 +11,14 @@
 #define DIGIT_BITS 11
 #define MAX_PASSES 3
 
+int emb__radix_bits(int64_t n)
+{
+    int kb = 1;
+    while (kb < 32 && ((int64_t)1 << kb) < n)
+        kb++;
+    return kb;
+}
+
 uint64_t *emb__radix_sort(uint64_t *a, uint64_t *b, int64_t n, int kb)
 {
     if (kb < 1)

@@ -637,12 +637,9 @@ static int64_t distinct_ids(Tier *x, int64_t m)
             return -1;
         x->u_cap = m;
     }
-    int kb = 1;
-    while (kb < 32 && ((int64_t)1 << kb) < x->nrows)
-        kb++;
     for (int64_t k = 0; k < m; k++)
         x->sbuf[k] = (uint64_t)x->ids[k] << 32 | (uint64_t)k;
-    const uint64_t *a = emb__radix_sort(x->sbuf, x->sbuf + m, m, kb);
+    const uint64_t *a = emb__radix_sort(x->sbuf, x->sbuf + m, m, emb__radix_bits(x->nrows));
     int64_t nd = 0;
     for (int64_t j = 0; j < m; j++)
         if (j == 0 || a[j] >> 32 != a[j - 1] >> 32)

@@ -235,16 +235,13 @@ bool emb__indexer_group_sorted(EmbIndexer *ix, const void *base, size_t stride, 
 {
     if (n > UINT32_MAX || ncolumns > ((int64_t)1 << 32))
         return false;
-    int kb = 1;
-    while (kb < 32 && ((int64_t)1 << kb) < ncolumns)
-        kb++;
     const char *src = base;
     for (int64_t k = 0; k < n; k++) {
         int64_t id;
         memcpy(&id, src + (size_t)k * stride, sizeof id);
         ix->sbuf[k] = (uint64_t)id << 32 | (uint64_t)k; /* checked columns: id < 2^32 */
     }
-    const uint64_t *a = emb__radix_sort(ix->sbuf, ix->sbuf + n, n, kb);
+    const uint64_t *a = emb__radix_sort(ix->sbuf, ix->sbuf + n, n, emb__radix_bits(ncolumns));
     int64_t d = 0;
     for (int64_t pos = 0, e; pos < n; pos = e) {
         const uint64_t id = a[pos] >> 32;

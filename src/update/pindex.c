@@ -288,17 +288,14 @@ static uint64_t *sort_rows(const EmbIndexer *ix, const EmbSeg *segs, int np, int
 static bool group_sorted(EmbIndexer *ix, const EmbSeg *segs, int np, int64_t r0, int64_t n,
                          int64_t ncolumns, int64_t *ndist)
 {
-    int kb = 0;
-    while ((int64_t)1 << kb < emb__indexer_hash_size(n))
-        kb++;
-    kb = EMB_MIN(kb, 31); /* a key and a position in 63 bits: UINT64_MAX is no row */
+    /* a key and a position in 63 bits: UINT64_MAX is no row */
+    int kb = EMB_MIN(emb__radix_bits(emb__indexer_hash_size(n)), 31);
     uint64_t *a = (uint64_t *)(ix->idbuf + r0), *b = (uint64_t *)(ix->cursor + r0);
     if (!mostly_distinct(ix, segs, np, n, kb, b))
         return false;
     const bool by_id = ncolumns <= ((int64_t)1 << 32);
     if (by_id)
-        for (kb = 1; kb < 32 && ((int64_t)1 << kb) < ncolumns; kb++)
-            ;
+        kb = emb__radix_bits(ncolumns);
     a = sort_rows(ix, segs, np, kb, by_id, a, b);
     int64_t m = 0, pos = r0;
     for (int64_t k = 0, e; k < n; k = e) {
