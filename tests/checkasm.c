@@ -382,6 +382,35 @@ static void check_scale(Ctx *c, Data *d, emb_scale_fn ref, emb_scale_fn got, uin
     expect_same(c, d->out_ref, d->out_got, total, sizeof(float));
 }
 
+/* A row quantized stochastically from D values under a random key: plain values, or with
+ * NaNs (x[0] among them at times), infinities, zeros of both signs, or all equal; the row's
+ * bytes and PAD poisoned bytes after it compared. */
+static void check_requant(Ctx *c, Data *d, emb_requant_fn ref, emb_requant_fn got, uint64_t *s)
+{
+    const int32_t D = d->D;
+    const size_t bytes = emb_dtype_row_bytes((EmbDtype)d->dt, D) + PAD;
+    float x[MAXD];
+    for (int kind = 0; kind < 5; kind++) {
+        for (int32_t i = 0; i < D; i++) {
+            const uint64_t r = tu_rand(s) % 8;
+            x[i] = kind == 4 ? 0.25f : ca_value(s);
+            if (kind == 1 && r == 0)
+                x[i] = NAN;
+            if (kind == 2 && r == 0)
+                x[i] = tu_rand(s) % 2 ? INFINITY : -INFINITY;
+            if (kind == 3 && r < 4)
+                x[i] = r % 2 ? 0.0f : -0.0f;
+        }
+        unsigned char *a = (unsigned char *)d->out_ref, *b = (unsigned char *)d->out_got;
+        poison_bytes(a, bytes);
+        poison_bytes(b, bytes);
+        const uint64_t key[3] = {tu_rand(s), tu_rand(s) % 1000, tu_rand(s) % 100000};
+        ref(a, D, x, key);
+        got(b, D, x, key);
+        expect_same(c, a, b, bytes, 1);
+    }
+}
+
 /* An optimizer step (two, so that the state written is read again) on a column (aligned or
  * not) and its state row, each followed by PAD poisoned elements. */
 static void check_opt(Ctx *c, Data *d, EmbOptimizerKind kind, emb_opt_row_fn ref,
@@ -421,7 +450,7 @@ static void check_opt(Ctx *c, Data *d, EmbOptimizerKind kind, emb_opt_row_fn ref
  * level keeps the one below), with its slot, dtype and static size (0: any D). Every kernel
  * is checked against the C reference of its family at any D (gather[dt], pool[dt], ...).
  */
-typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, ROWS, SCALE, OPT } Family;
+typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, ROWS, SCALE, OPT, REQUANT } Family;
 
 typedef struct Entry {
     size_t slot; /* offset of the function pointer in EmbKernels */
@@ -806,6 +835,8 @@ static const Entry entries[] = {
       "bags_d256_int8_c", "bags_d256_int8_avx2", "bags_d256_int8_avx512"),
     E(SUMSQ, sumsq[EMB_INT8], EMB_INT8, 0, 0,
       "sumsq_int8_c", "sumsq_int8_avx2", "sumsq_int8_avx512"),
+    E(REQUANT, requant[EMB_INT8], EMB_INT8, 0, 0,
+      "requant_int8_c", "requant_int8_avx2", "requant_int8_avx512"),
 
     E(GATHER, gather[EMB_INT4], EMB_INT4, 0, 0,
       "gather_int4_c", "gather_int4_avx2", "gather_int4_avx512"),
@@ -847,6 +878,8 @@ static const Entry entries[] = {
       "bags_d256_int4_c", "bags_d256_int4_avx2", "bags_d256_int4_avx512"),
     E(SUMSQ, sumsq[EMB_INT4], EMB_INT4, 0, 0,
       "sumsq_int4_c", "sumsq_int4_avx2", "sumsq_int4_avx512"),
+    E(REQUANT, requant[EMB_INT4], EMB_INT4, 0, 0,
+      "requant_int4_c", "requant_int4_avx2", "requant_int4_avx512"),
 
     E(SCALE, scale, EMB_F32, 0, 0,
       "scale_c", "scale_avx2", "scale_avx512"),
@@ -1062,6 +1095,7 @@ static void check_entry(const Level *lv, int l, const EmbKernels *r, const Entry
     case OPT:
         check_opt(&c, d, e->kind, r->opt_row[e->kind][dt], (emb_opt_row_fn)slot_of(k, e), s);
         break;
+    case REQUANT: check_requant(&c, d, r->requant[dt], (emb_requant_fn)slot_of(k, e), s); break;
     }
 }
 

@@ -213,6 +213,11 @@ static inline float emb__rows_grad(const EmbRowsArgs *a, int64_t d, int32_t i)
     return g;
 }
 
+/* The row of @dt (EMB_INT8 / EMB_INT4) quantized from x[0 .. D) with stochastic rounding
+ * keyed by @key = {seed, stream, step}: the update's re-quantization (requant.h; dtype.h's
+ * emb__row_quantize says what the row becomes). */
+typedef void (*emb_requant_fn)(void *row, int32_t D, const float *x, const uint64_t *key);
+
 typedef struct EmbKernels {
     emb_gather_fn gather[EMB_NDTYPES];
     emb_pool_fn pool[EMB_NDTYPES];
@@ -242,6 +247,8 @@ typedef struct EmbKernels {
      * these); every optimizer (FTRL's SIMD copies: lr_power = -0.5 only) */
     emb_rows_fn rows[EMB_NOPT][EMB_NDTYPES];
     emb_rows_fn rows_d[EMB_NDCLASS][EMB_NOPT][EMB_NDTYPES];
+    /* re-quantization of a quantized dtype's row (NULL for the others) */
+    emb_requant_fn requant[EMB_NDTYPES];
 } EmbKernels;
 
 extern const int emb__dclass_size[EMB_NDCLASS];

@@ -20,6 +20,7 @@
 
 #include "dtype.h"
 #include "internal.h"
+#include "requant.h"
 #include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
@@ -141,6 +142,15 @@ QBAGS(bags_d128_int4_c, 128, EMB_INT4)
 QBAGS(bags_d256_int4_c, 256, EMB_INT4)
 QSUMSQ(sumsq_int4_c, EMB_INT4)
 
+/* The update's re-quantization (requant.h: the same C as the reference, compiled here). */
+#define REQUANT(NAME, DT)                                                                  \
+    static void NAME(void *row, int32_t D, const float *x, const uint64_t *key)           \
+    {                                                                                      \
+        emb__q_row(DT, row, D, x, key);                                                    \
+    }
+REQUANT(requant_int8_c, EMB_INT8)
+REQUANT(requant_int4_c, EMB_INT4)
+
 /* The quantized entries of the C level (the _nt pools are the plain ones). */
 void emb__kernels_init_quant_c(EmbKernels *k)
 {
@@ -163,6 +173,7 @@ void emb__kernels_init_quant_c(EmbKernels *k)
     k->bags_d[3][EMB_INT8] = bags_d128_int8_c;
     k->bags_d[4][EMB_INT8] = bags_d256_int8_c;
     k->sumsq[EMB_INT8] = sumsq_int8_c;
+    k->requant[EMB_INT8] = requant_int8_c;
 
     k->gather[EMB_INT4] = gather_int4_c;
     k->gather_d[0][EMB_INT4] = gather_d16_int4_c;
@@ -183,4 +194,5 @@ void emb__kernels_init_quant_c(EmbKernels *k)
     k->bags_d[3][EMB_INT4] = bags_d128_int4_c;
     k->bags_d[4][EMB_INT4] = bags_d256_int4_c;
     k->sumsq[EMB_INT4] = sumsq_int4_c;
+    k->requant[EMB_INT4] = requant_int4_c;
 }

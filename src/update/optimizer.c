@@ -325,6 +325,7 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);
     const EmbDtype cdt = emb__dtype_compute(t->dtype);
     plan->requant = cdt != t->dtype;
+    plan->requant_row = plan->requant ? emb__kernels()->requant[t->dtype] : NULL;
     plan->qseed = table_seed(t);
     plan->step = st->step;
     if (c->kind == EMB_OPT_SGD)

@@ -258,7 +258,7 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
         plan->row(w, state, g, &plan->params, D);
     if (plan->requant) {
         const uint64_t key[3] = {plan->qseed, (uint64_t)plan->ix->ids[d], (uint64_t)plan->step};
-        emb__row_quantize(t->dtype, col, D, row, key);
+        plan->requant_row(col, D, row, key);
     }
 }
 

@@ -135,6 +135,7 @@ struct EmbPlan {
     bool requant;              /* quantized rows: the kernels run on the row as f32, which
                                   is then quantized again, rounded stochastically by the
                                   generator at (qseed, column, step) */
+    emb_requant_fn requant_row; /* the re-quantization kernel (with requant) */
     uint64_t qseed;            /* the table's seed: a hash of its name */
     int64_t step;              /* the optimizer's step count of the table before this one */
     int rc;                    /* emb_update_many: phase 1 result */

@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "dtype.h"
+#include "requant.h"
 
 #define VL 8
 #define BLK 8
@@ -796,6 +797,15 @@ BAGS(bags_d128_int4_avx2, 128, EMB_INT4)
 BAGS(bags_d256_int4_avx2, 256, EMB_INT4)
 QSUMSQ(sumsq_int4_avx2, EMB_INT4)
 
+/* The update's re-quantization (requant.h: the same C as the reference, compiled here). */
+#define REQUANT(NAME, DT)                                                                  \
+    static void NAME(void *row, int32_t D, const float *x, const uint64_t *key)           \
+    {                                                                                      \
+        emb__q_row(DT, row, D, x, key);                                                    \
+    }
+REQUANT(requant_int8_avx2, EMB_INT8)
+REQUANT(requant_int4_avx2, EMB_INT4)
+
 /* The quantized rows' entries (kernels.h). */
 void emb__kernels_init_quant_avx2(EmbKernels *k)
 {
@@ -818,6 +828,7 @@ void emb__kernels_init_quant_avx2(EmbKernels *k)
     k->bags_d[3][EMB_INT8] = bags_d128_int8_avx2;
     k->bags_d[4][EMB_INT8] = bags_d256_int8_avx2;
     k->sumsq[EMB_INT8] = sumsq_int8_avx2;
+    k->requant[EMB_INT8] = requant_int8_avx2;
 
     k->gather[EMB_INT4] = gather_int4_avx2;
     k->gather_d[0][EMB_INT4] = gather_d16_int4_avx2;
@@ -838,4 +849,5 @@ void emb__kernels_init_quant_avx2(EmbKernels *k)
     k->bags_d[3][EMB_INT4] = bags_d128_int4_avx2;
     k->bags_d[4][EMB_INT4] = bags_d256_int4_avx2;
     k->sumsq[EMB_INT4] = sumsq_int4_avx2;
+    k->requant[EMB_INT4] = requant_int4_avx2;
 }
