@@ -168,7 +168,8 @@ void emb__row_load(EmbDtype dt, const void *row, int32_t D, float *x);
  * (emb__row_quantize with no key). */
 void emb__row_store(EmbDtype dt, void *row, int32_t D, const float *x);
 /*
- * A quantized row from x[0 .. D): bias = min x, scale = (max - min) / 255 (int8), or for
+ * A quantized row from x[0 .. D) (a zero min or max taken as +0; a NaN x[0] makes scale and
+ * bias NaN, other NaNs are skipped): bias = min x, scale = (max - min) / 255 (int8), or for
  * int4 bias = f16(min x), scale = f16((max - bias) / 15) (1 when that is 0: FBGEMM's rule);
  * q = (x - bias) / scale clamped to [0, 255] / [0, 15], rounded to nearest, or with @key =
  * {seed, stream, step} stochastically: floor(v + u), u uniform in [0, 1) from 16 bits of
