@@ -119,6 +119,14 @@ static inline void emb__q_uniforms(float *u, int32_t n, uint64_t h, uint64_t c0)
     for (int32_t k = 0; k < n; k++)
         u[k] = (float)((d[k / EMB_Q_PER_DRAW] >> (16 * (k % EMB_Q_PER_DRAW))) & 0xffff) *
                (1.0f / 65536.0f);
+/* A kernel @NAME (emb_requant_fn, kernels.h) of dtype @DT: emb__q_row compiled in the file
+ * that stamps it (the C reference, or an ISA file with its flags). */
+#define EMB_REQUANT_KERNEL(NAME, DT)                                                       \
+    static void NAME(void *row, int32_t D, const float *x, const uint64_t *key)           \
+    {                                                                                      \
+        emb__q_row(DT, row, D, x, key);                                                    \
+    }
+
 #endif
 }
 
@@ -153,5 +161,13 @@ static inline void emb__q_row(EmbDtype dt, void *row, int32_t D, const float *x,
     }
     emb__q_store_grid(dt, row, D, s, b);
 }
+
+/* A kernel @NAME (emb_requant_fn, kernels.h) of dtype @DT: emb__q_row compiled in the file
+ * that stamps it (the C reference, or an ISA file with its flags). */
+#define EMB_REQUANT_KERNEL(NAME, DT)                                                       \
+    static void NAME(void *row, int32_t D, const float *x, const uint64_t *key)           \
+    {                                                                                      \
+        emb__q_row(DT, row, D, x, key);                                                    \
+    }
 
 #endif

@@ -771,14 +771,9 @@ BAGS(bags_d128_int4_avx512, 128, EMB_INT4)
 BAGS(bags_d256_int4_avx512, 256, EMB_INT4)
 QSUMSQ(sumsq_int4_avx512, EMB_INT4)
 
-/* The update's re-quantization (requant.h: the same C as the reference, compiled here). */
-#define REQUANT(NAME, DT)                                                                  \
-    static void NAME(void *row, int32_t D, const float *x, const uint64_t *key)           \
-    {                                                                                      \
-        emb__q_row(DT, row, D, x, key);                                                    \
-    }
-REQUANT(requant_int8_avx512, EMB_INT8)
-REQUANT(requant_int4_avx512, EMB_INT4)
+/* The update's re-quantization: requant.h's C, compiled with this file's flags. */
+EMB_REQUANT_KERNEL(requant_int8_avx512, EMB_INT8)
+EMB_REQUANT_KERNEL(requant_int4_avx512, EMB_INT4)
 
 /* The quantized rows' entries (kernels.h). */
 void emb__kernels_init_quant_avx512(EmbKernels *k)
