@@ -13,7 +13,7 @@
 #include "embtables/store.h"
 #include "embtables/strategy.h"
 #include "test_files.h"
-#include "test_util.h"
+#include "test_update_ref.h"
 
 /* torch.ops.quantized.embedding_bag_byte_prepack / _4bit_prepack of the row
  * [0, 1, .., 14, 15.5] (torch 1.13). */
@@ -620,19 +620,14 @@ Test(quant, stochastic_rounding_is_unbiased)
     cr_assert_eq(emb_table_wrap(&src, x, 1, D, D, EMB_F32, NULL), 0);
     cr_assert_eq(emb_table_create(&t, 1, D, EMB_INT8, NULL), 0);
     cr_assert_eq(emb_table_quantize(t, src), 0);
-    EmbOptimizer *opt = NULL;
-    EmbIndexer *ix = NULL;
-    EmbGrad *gr = NULL;
-    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 1.0f);
-    cr_assert_eq(emb_optimizer_create(&opt, &c), 0);
-    cr_assert_eq(emb_indexer_create(&ix), 0);
-    cr_assert_eq(emb_grad_create(&gr), 0);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_SGD, 1.0f)), 0);
     const int64_t id = 0;
     const EmbSparseGrad sg = {.ids = &id, .id_type = EMB_ID_I64, .n = 1, .featuresize = D,
                               .values = g, .stride = D};
     for (int s = 0; s < STEPS; s++) {
-        cr_assert_eq(emb_grad_set_sparse(gr, t, &sg), 0);
-        cr_assert_eq(emb_update(opt, t, gr, ix, 0), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_grad_set_sparse(k.g, t, &sg), 0);
+        cr_assert_eq(emb_update(k.o, t, k.g, k.ix, 0), 0, "%s", emb_last_error());
     }
     cr_assert_eq(emb_table_read(t, got, D), 0);
     cr_assert_eq(got[0], 0.0f);
@@ -643,9 +638,7 @@ Test(quant, stochastic_rounding_is_unbiased)
         rise += (got[i] - x[i]) / (D - 2);
     }
     cr_assert(fabs(rise - 0.25 * STEPS) < 2.0, "a mean rise of %g, not %g", rise, 0.25 * STEPS);
-    emb_grad_destroy(&gr);
-    emb_indexer_destroy(&ix);
-    emb_optimizer_destroy(&opt);
+    kit_free(&k);
     emb_table_destroy(&t);
     emb_table_destroy(&src);
 }

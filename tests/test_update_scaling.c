@@ -387,13 +387,8 @@ static uint64_t big_steps(EmbStrategy *s, float *out)
         cr_assert_eq(emb_strategy_sequential(&seq), 0);
         s = seq;
     }
-    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 0.05f);
-    EmbOptimizer *opt = NULL;
-    EmbGrad *g = NULL;
-    EmbIndexer *ix = NULL;
-    cr_assert_eq(emb_optimizer_create(&opt, &c), 0);
-    cr_assert_eq(emb_grad_create(&g), 0);
-    cr_assert_eq(emb_indexer_create(&ix), 0);
+    Kit k;
+    cr_assert_eq(kit_init(&k, emb_optimizer_defaults(EMB_OPT_SGD, 0.05f)), 0);
     int64_t *ids = malloc(NB * L * sizeof *ids);
     float *dy = malloc(NB * D * sizeof *dy);
     cr_assert(ids && dy);
@@ -407,17 +402,15 @@ static uint64_t big_steps(EmbStrategy *s, float *out)
         const EmbOutputs o = {.concat = out + (size_t)step * NB * D, .concat_stride = D};
         const EmbOutputs go = {.concat = dy, .concat_stride = D};
         cr_assert_eq(emb_maplookup(s, &t, 1, &b, NULL, &o), 0, "%s", emb_last_error());
-        cr_assert_eq(emb_maplookup_backward(&t, 1, &b, NULL, &go, &g), 0, "%s",
+        cr_assert_eq(emb_maplookup_backward(&t, 1, &b, NULL, &go, &k.g), 0, "%s",
                      emb_last_error());
-        cr_assert_eq(emb_update_many(s, opt, &t, (const EmbGrad *const *)&g, 1, &ix, 0), 0,
-                     "%s", emb_last_error());
+        cr_assert_eq(emb_update_many(s, k.o, &t, (const EmbGrad *const *)&k.g, 1, &k.ix, 0),
+                     0, "%s", emb_last_error());
     }
     const uint64_t sum = tu_checksum(t);
     free(ids);
     free(dy);
-    emb_indexer_destroy(&ix);
-    emb_grad_destroy(&g);
-    emb_optimizer_destroy(&opt);
+    kit_free(&k);
     emb_strategy_destroy(&seq);
     emb_table_destroy(&t);
     return sum;
