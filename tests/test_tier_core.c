@@ -308,10 +308,18 @@ Test(tier_core, scratch_rows_survive_a_failed_write_back, .init = setup, .fini =
         ((float *)rows[k])[0] = (float)(k + 1);
     fault_set(-ENOSPC, 1, 0, 0);
     emb__tier_release(&x);               /* scratch write-back fails: rows stay */
+    cr_assert_eq(x.sp.n, 4);
     int err;
+    for (int k = 0; k < 2; k++) { /* the next resolve writes them first, and says so */
+        cr_assert_eq(get(&x, ids[k], &err), -1.0f);
+        cr_assert_eq(err, EMB_EIO);
+        cr_assert(strstr(emb_last_error(), "writing back rows 3..6") &&
+                  strstr(emb_last_error(), "No space"), "%s", emb_last_error());
+        cr_assert_eq(x.sp.n, 4);
+    }
+    fault_set(0, 1, 1, 0);
     for (int k = 0; k < 6; k++)
         cr_assert_eq(get(&x, ids[k], &err), (float)(k + 1));
-    fault_set(0, 1, 1, 0);
     cr_assert_eq(emb__tier_flush(&x), 0);
     cr_assert_eq(x.sp.n, 0);
     emb__tier_drop(&x);

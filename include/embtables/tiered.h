@@ -17,7 +17,10 @@
  *   rows do not fit (every way of a set pinned by the step) keeps the rest in a scratch
  *   pad for the step's duration, so no cache size is too small.
  * - **Pinning**: the rows an operation (a lookup, an update step, a save) uses stay
- *   resident until it ends; no eviction moves a row under a running step.
+ *   resident until it ends, and a lookup's rows until the step's update: they stay pinned
+ *   through a prefetch, a flush or emb_table_column_pointer() and are released by the next
+ *   other operation (the update, the next lookup). No eviction moves a row under a running
+ *   step, and the update takes the lookup's rows without looking them up again.
  * - **Prefetch**: emb_table_prefetch() with the next batch starts asynchronous, batched
  *   reads of its missing rows, so the step that uses them waits only for what has not
  *   arrived. A hint: it never fails and never changes results.
@@ -33,7 +36,11 @@
  *   stochastic rounding and checkpoints as the same U8 tensor.
  * - **Faults**: a failed read or write-back returns EMB_EIO naming the file and the rows;
  *   nothing is lost (a dirty row whose write-back failed stays cached and dirty) and the
- *   call can be retried. An operation that fails writes nothing, as for any table.
+ *   call can be retried. A write-back that fails where no call can report it (at the end
+ *   of an operation, or sent by a prefetch) is retried by the next lookup or update, which
+ *   fails with EMB_EIO naming those rows if it fails again, before doing anything else:
+ *   a disk that takes no writes stops the training at the next step. An operation that
+ *   fails writes nothing, as for any table.
  *
  * Concurrency: one operation at a time per tiered table (lookups of one table from two
  * user threads at once are not supported); inside an operation any number of the library's

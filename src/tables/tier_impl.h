@@ -59,6 +59,7 @@ typedef struct Tier {
     int64_t npinned, pinned_cap;
     bool release_pending; /* emb__tier_release_later: unpin before the next operation */
     bool counted;        /* the operation's rows were resolved (and counted) as a batch */
+    bool wb_failed;      /* a write-back of scratch rows failed: retried at the next resolve */
     /* the operation's batch resolves: range i covers ids [k0, k1) of the id array `ids`,
        their records at brow[at ..] (NULL: an id out of range), so that the lookup's span
        resolves of them copy pointers instead of probing the cache again */
@@ -91,6 +92,18 @@ typedef struct Tier {
     const uint64_t *sorted;
     char **urow;
     int64_t u_cap;
+    /* the held step: a lookup whose one batch range was deduplicated keeps its pins past
+       its release (held), until the next operation other than its update, a prefetch, a
+       flush or column(): no eviction moves a row between a step's lookup and its update,
+       and the update takes its rows from the lookup's distinct ids (step_uid, ascending;
+       their records step_urow) instead of finding them again */
+    bool held;
+    int64_t step_nd;     /* the distinct ids of the operation's batch range (-1: none) */
+    int64_t *step_uid;
+    char **step_urow;
+    int64_t step_cap;
+    char **mrow;         /* the update's rows that the held step does not have */
+    int64_t mrow_cap;
 } Tier;
 
 /* A tiered table file's shape (its header). */
@@ -131,8 +144,13 @@ bool emb__tier_resolved_span(Tier *x, const void *ids, int64_t k0, int64_t n, ch
 /* emb__tier_resolve of one id for column(): never ends a pending release (it runs inside an
    update's apply phase, or early in the next operation). */
 int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty);
-/* Ends the operation: unpins its rows; writes back the scratch pad's dirty rows. */
+/* Ends the operation: unpins its rows; writes back the scratch pad's dirty rows. A lookup
+   whose batch was resolved as one deduplicated range (resolve_batch) is held instead: its
+   rows stay pinned for its update (emb__tier_resolve_update) until the next operation. */
 void emb__tier_release(Tier *x);
+/* emb__tier_resolve of an update's rows (marked dirty): those of the held lookup are taken
+   from it without a find, the rest resolved as usual. */
+int emb__tier_resolve_update(Tier *x, const int64_t *ids, int64_t n, char **rows);
 /* Ends the operation when the next one starts (an update's commit: its apply phase still
    uses the rows; the update path calls no release). */
 void emb__tier_release_later(Tier *x);

@@ -171,6 +171,7 @@ int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, 
                    EmbTierIoKind kind)
 {
     x->fd = -1;
+    x->step_nd = -1;
     pthread_mutex_init(&x->mu, NULL);
     x->path = strdup(path);
     if (!x->path)
@@ -207,7 +208,8 @@ void emb__tier_fini(Tier *x)
     if (x->fd >= 0)
         close(x->fd);
     free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order), free(x->pfw);
-    free(x->wslot), free(x->br), free(x->brow);
+    free(x->wslot), free(x->br), free(x->brow), free(x->step_uid), free(x->step_urow);
+    free(x->mrow);
     pthread_mutex_destroy(&x->mu);
 }
 
@@ -395,6 +397,7 @@ static void pf_settle(Tier *x, bool wait)
             continue; /* cannot happen: a parked row stays until its write is settled */
         x->sp.flags[k] &= (uint8_t)~TIER_SP_WB;
         x->sp.flags[k] |= x->pfw[i].res ? EMB_TIER_DIRTY : 0;
+        x->wb_failed |= x->pfw[i].res != 0;
         x->st.rows_written += !x->pfw[i].res;
     }
     x->npfw = 0;
@@ -533,6 +536,7 @@ static char *place(Tier *x, int64_t id, uint8_t dirty, EmbTierReq *w, int64_t *n
 }
 
 static void release_locked(Tier *x);
+static int wb_retry(Tier *x);
 
 /* Resolves and pins the rows of @ids into @rows (NULL: not handed out); with @dirty they
    are marked dirty as they are found or read (an UPDATE: one pass, no second find). */
@@ -582,9 +586,10 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, b
 int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty)
 {
     pthread_mutex_lock(&x->mu);
-    if (x->release_pending)
+    if (x->release_pending || x->held)
         release_locked(x);
-    const int r = resolve_locked(x, ids, n, rows, dirty);
+    int r = wb_retry(x);
+    r = r ? r : resolve_locked(x, ids, n, rows, dirty);
     pthread_mutex_unlock(&x->mu);
     return r;
 }
@@ -679,17 +684,40 @@ static void spread_rows(Tier *x, const void *ids, bool id32, int64_t k0, int64_t
     }
 }
 
+/* Keeps the distinct ids of the operation's first batch range and their records (urow) for
+   a held step; a second range ends that (step_nd -1). */
+static void keep_step(Tier *x, int64_t nd)
+{
+    x->step_nd = -1;
+    if (nd < 0 || x->nbr)
+        return;
+    if (nd > x->step_cap) {
+        int64_t *u = realloc(x->step_uid, (size_t)nd * sizeof *u);
+        if (u)
+            x->step_uid = u;
+        char **r = u ? realloc(x->step_urow, (size_t)nd * sizeof *r) : NULL;
+        if (!r)
+            return; /* no memory: no held step, the update finds its rows */
+        x->step_urow = r, x->step_cap = nd;
+    }
+    memcpy(x->step_uid, x->uid, (size_t)nd * sizeof *x->uid);
+    memcpy(x->step_urow, x->urow, (size_t)nd * sizeof *x->urow);
+    x->step_nd = nd;
+}
+
 int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int64_t k1)
 {
     pthread_mutex_lock(&x->mu);
-    if (x->release_pending)
+    if (x->release_pending || x->held)
         release_locked(x);
-    const int64_t m = range_room(x, k1 - k0) ? -1 : batch_ids(x, ids, id32, k0, k1);
+    int r = wb_retry(x);
+    const int64_t m = r || range_room(x, k1 - k0) ? -1 : batch_ids(x, ids, id32, k0, k1);
     const int64_t nd = m < 0 ? -1 : distinct_ids(x, m);
-    int r = m < 0    ? emb__fail(EMB_ENOMEM, "%s: out of memory for %lld ids", x->label,
-                                 (long long)(k1 - k0))
-            : nd < 0 ? resolve_locked(x, x->ids, m, x->brow + x->nbrow, false)
-                     : resolve_locked(x, x->uid, nd, x->urow, false);
+    r = r        ? r
+        : m < 0  ? emb__fail(EMB_ENOMEM, "%s: out of memory for %lld ids", x->label,
+                             (long long)(k1 - k0))
+        : nd < 0 ? resolve_locked(x, x->ids, m, x->brow + x->nbrow, false)
+                 : resolve_locked(x, x->uid, nd, x->urow, false);
     if (!r && nd >= 0) { /* each id's record, in the batch's order */
         char **row = x->brow + x->nbrow;
         for (int64_t j = 0, d = -1; j < m; j++) {
@@ -698,6 +726,7 @@ int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int
         }
     }
     if (!r) {
+        keep_step(x, nd);
         spread_rows(x, ids, id32, k0, k1, m);
         x->br[x->nbr++] = (struct TierRange){ids, k0, k1, x->nbrow};
         x->nbrow += k1 - k0;
@@ -732,13 +761,14 @@ int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty)
 /* ---- release, flush, prefetch ---------------------------------------------------------- */
 
 /* Writes back the scratch pad's unpinned dirty rows and drops its clean unpinned ones;
-   rows whose write fails stay (dirty), to be retried by the next release or flush. */
-static void sp_settle(Tier *x)
+   rows whose write fails stay (dirty, x->wb_failed), to be retried by the next operation
+   (wb_retry) or flush. Returns the writes it made (x->rq). */
+static int64_t sp_settle(Tier *x)
 {
     TierScratch *sp = &x->sp;
     int64_t nw = 0;
     if (!sp->n || rq_room(x, sp->n))
-        return;
+        return 0;
     for (int64_t k = 0; k < sp->n; k++)
         if ((sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED | TIER_SP_WB)) == EMB_TIER_DIRTY)
             x->rq[nw++] = req(x, sp->ids[k], sp_row(x, k), true);
@@ -749,9 +779,10 @@ static void sp_settle(Tier *x)
         if (!x->rq[i].res)
             sp->flags[k] &= (uint8_t)~EMB_TIER_DIRTY, x->st.rows_written++;
     }
+    x->wb_failed = any_failed(x->rq, nw);
     for (int64_t k = 0; k < sp->n; k++)
         if (sp->flags[k] & (TIER_SP_PINNED | TIER_SP_WB))
-            return; /* rows handed out or being written stay where they are */
+            return nw; /* rows handed out or being written stay where they are */
     int64_t m = 0;
     for (int64_t k = 0; k < sp->n; k++) {
         if (!(sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)))
@@ -764,6 +795,23 @@ static void sp_settle(Tier *x)
     }
     sp->n = m;
     sp_rehash(sp, m);
+    return nw;
+}
+
+/* At a resolve: the scratch rows whose write-back failed (at a release or under a
+   prefetch) are written again; if that fails, an error naming the file and rows, and the
+   resolve does nothing (the rows stay dirty; the call can be retried). A disk that takes
+   no write-backs stops the training at the next step rather than filling the pad. */
+static int wb_retry(Tier *x)
+{
+    if (!x->wb_failed)
+        return 0;
+    pf_settle(x, true);
+    const int64_t nw = sp_settle(x);
+    if (!x->wb_failed)
+        return 0;
+    return nw ? io_fail(x, x->rq, nw, "writing back")
+              : emb__fail(EMB_ENOMEM, "%s: out of memory for a write-back", x->label);
 }
 
 /* Ends the operation: unpins its rows (with release_pending, only those pinned before the
@@ -773,6 +821,8 @@ static void release_locked(Tier *x)
     const int64_t upto = x->release_pending ? x->release_mark : x->npinned;
     x->release_pending = false;
     x->counted = false;
+    x->held = false;
+    x->step_nd = -1;
     x->nbr = x->nbrow = 0;
     pf_settle(x, false);
     const int64_t rest = x->npinned - upto;
@@ -785,8 +835,102 @@ static void release_locked(Tier *x)
 void emb__tier_release(Tier *x)
 {
     pthread_mutex_lock(&x->mu);
-    release_locked(x);
+    if (x->nbr == 1 && x->step_nd >= 0 && !x->release_pending) {
+        /* a lookup of one deduplicated range: held (its pins kept) for its update */
+        x->held = true;
+        x->counted = false;
+        x->nbr = x->nbrow = 0; /* no span of a later operation takes these pointers */
+    } else {
+        release_locked(x);
+    }
     pthread_mutex_unlock(&x->mu);
+}
+
+/* The index in the held step's distinct ids of @id, or -1; @cur: where the last search
+   ended (an update's ids come ascending: the next one is there). */
+static int64_t step_find(const Tier *x, int64_t id, int64_t *cur)
+{
+    const int64_t *u = x->step_uid, nd = x->step_nd;
+    const int64_t c = *cur;
+    if (c < nd && u[c] == id) {
+        *cur = c + 1;
+        return c;
+    }
+    int64_t lo = c > 0 && c <= nd && u[c - 1] < id ? c : 0, hi = nd;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (u[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < nd && u[lo] == id) {
+        *cur = lo + 1;
+        return lo;
+    }
+    return -1;
+}
+
+/* The update's resolve: rows of the held step are pinned already and found in its distinct
+   ids (marked dirty and used, as hit() does); the others, if any, go through resolve. */
+static int resolve_update_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
+{
+    if (!x->held)
+        return resolve_locked(x, ids, n, rows, true);
+    const char *c0 = x->cache.data, *c1 = c0 + (size_t)x->cache.nslots * x->cache.stride;
+    int64_t cur = 0, nmiss = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (cur + SET_AHEAD < x->step_nd) {
+            const char *a = x->step_urow[cur + SET_AHEAD];
+            if (a >= c0 && a < c1)
+                __builtin_prefetch(&x->cache.slots[slot_of(x, a)], 1);
+        }
+        const int64_t j = step_find(x, ids[k], &cur);
+        char *row = j < 0 ? NULL : x->step_urow[j];
+        rows[k] = row;
+        if (!row) {
+            nmiss++;
+        } else if (row >= c0 && row < c1) {
+            const int64_t s = slot_of(x, row);
+            EmbTierSlot *e = &x->cache.slots[s];
+            emb__tier_cache_touch(&x->cache, s);
+            e->flags = (uint8_t)((e->flags & ~EMB_TIER_AHEAD) | EMB_TIER_DIRTY);
+        } else {
+            x->sp.flags[sp_find(&x->sp, ids[k])] |= EMB_TIER_DIRTY;
+        }
+    }
+    x->st.hits += n - nmiss;
+    if (!nmiss)
+        return 0;
+    if (nmiss > x->mrow_cap || nmiss > x->ids_cap) {
+        char **m = realloc(x->mrow, (size_t)nmiss * sizeof *m);
+        if (m)
+            x->mrow = m, x->mrow_cap = EMB_MAX(x->mrow_cap, nmiss);
+        int64_t *i = m ? realloc(x->ids, (size_t)EMB_MAX(nmiss, x->ids_cap) * sizeof *i) : NULL;
+        if (!i)
+            return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld rows", x->label,
+                             (long long)n);
+        x->ids = i, x->ids_cap = EMB_MAX(nmiss, x->ids_cap);
+    }
+    for (int64_t k = 0, i = 0; k < n; k++)
+        if (!rows[k])
+            x->ids[i++] = ids[k];
+    const int r = resolve_locked(x, x->ids, nmiss, x->mrow, true);
+    for (int64_t k = 0, i = 0; k < n && !r; k++)
+        if (!rows[k])
+            rows[k] = x->mrow[i++];
+    return r;
+}
+
+int emb__tier_resolve_update(Tier *x, const int64_t *ids, int64_t n, char **rows)
+{
+    pthread_mutex_lock(&x->mu);
+    if (x->release_pending)
+        release_locked(x);
+    int r = wb_retry(x);
+    r = r ? r : resolve_update_locked(x, ids, n, rows);
+    pthread_mutex_unlock(&x->mu);
+    return r;
 }
 
 void emb__tier_release_later(Tier *x)
@@ -996,6 +1140,7 @@ void emb__tier_swap_file(Tier *x, int fd, char *path)
     for (int64_t s = 0; s < x->cache.nslots; s++)
         x->cache.slots[s].flags = 0, x->cache.slots[s].pins = 0;
     x->npinned = 0;
+    x->held = false, x->step_nd = -1, x->nbr = x->nbrow = 0;
     x->sp.n = 0;
     sp_rehash(&x->sp, 0);
     pthread_mutex_unlock(&x->mu);

@@ -89,7 +89,7 @@ static int tiered_update_prepare(EmbTable *t, EmbRowPlan *rp)
             continue;
         /* marked dirty here, found once (a cancelled update leaves them dirty: written
            back unchanged) */
-        const int r = emb__tier_resolve(x, rp->ids + d0, n, (char **)(rp->handle + d0), true);
+        const int r = emb__tier_resolve_update(x, rp->ids + d0, n, (char **)(rp->handle + d0));
         if (r) {
             emb__tier_release(x);
             return r;
