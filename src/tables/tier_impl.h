@@ -29,6 +29,18 @@
 #define EMB_TIER_HEADER 4096
 #define EMB_TIER_MAGIC "EMBTIER1"
 
+/* The distinct ids of a batch a prefetch deduplicated (distinct_ids), kept for the lookup of
+   the same ids, which takes them instead of sorting again (dd_take: compared id for id).
+   The buffers are swapped with the Tier's working ones, never copied. */
+typedef struct TierDedup {
+    int64_t *ids, *uid;      /* the batch's in-range ids; the distinct ones, ascending */
+    uint64_t *sbuf;          /* the radix sort's buffer (2 per id); sorted points into it */
+    const uint64_t *sorted;
+    int64_t ids_cap, u_cap, m, nd;
+    bool valid;
+} TierDedup;
+#define TIER_DEDUPS 4 /* batches prefetched and not looked up yet (a prefetch depth of 3) */
+
 /* The scratch pad: rows that did not fit their cache set. */
 typedef struct TierScratch {
     int64_t *ids;
@@ -91,7 +103,9 @@ typedef struct Tier {
     uint64_t *sbuf;      /* 2 per id: the radix sort's */
     const uint64_t *sorted;
     char **urow;
-    int64_t u_cap;
+    int64_t u_cap, urow_cap; /* uid and sbuf's; urow's */
+    TierDedup dd[TIER_DEDUPS]; /* the prefetched batches' (round robin from dd_next) */
+    int dd_next;
     /* the held step: a lookup whose one batch range was deduplicated keeps its pins past
        its release (held), until the next operation other than its update, a prefetch, a
        flush or column(): no eviction moves a row between a step's lookup and its update,
@@ -131,6 +145,8 @@ void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n);
 int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
                    EmbTierIoKind kind);
 void emb__tier_fini(Tier *x);
+/* Frees the prefetched batches' distinct ids (TierDedup). */
+void emb__tier_dedups_free(Tier *x);
 /* Pins and makes resident the rows of @n ids (repeats allowed); rows[k] receives id k's
    record. 0, or EMB_EIO / EMB_ENOMEM naming the file and rows: what this call pinned is
    unpinned, nothing is lost (dirty rows stay). With @dirty the rows are marked dirty. */

@@ -53,6 +53,9 @@ void emb__tier_io_set_fd(EmbTierIo *io, int fd);
 const char *emb__tier_io_name(const EmbTierIo *io);
 /* Starts @n requests (their memory stays the caller's until emb__tier_io_wait returns). */
 void emb__tier_io_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n);
+/* emb__tier_io_submit of requests nobody waits for yet (a prefetch's): the pool wakes one
+   thread for them, and more only while their requests go to the disk (tier_io.c). */
+void emb__tier_io_submit_background(EmbTierIo *io, EmbTierReq *reqs, int64_t n);
 /* Requests in flight (without waiting; io_uring's completions that are there are reaped). */
 int64_t emb__tier_io_pending(EmbTierIo *io);
 /* Waits until every request submitted so far has completed. */

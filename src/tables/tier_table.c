@@ -635,12 +635,15 @@ static int64_t distinct_ids(Tier *x, int64_t m)
         uint64_t *b = realloc(x->sbuf, (size_t)(2 * m) * sizeof *b);
         if (b)
             x->sbuf = b;
-        char **r = realloc(x->urow, (size_t)m * sizeof *r);
-        if (r)
-            x->urow = r;
-        if (!u || !b || !r)
+        if (!u || !b)
             return -1;
         x->u_cap = m;
+    }
+    if (m > x->urow_cap) {
+        char **r = realloc(x->urow, (size_t)m * sizeof *r);
+        if (!r)
+            return -1;
+        x->urow = r, x->urow_cap = m;
     }
     for (int64_t k = 0; k < m; k++)
         x->sbuf[k] = (uint64_t)x->ids[k] << 32 | (uint64_t)k;
@@ -651,6 +654,55 @@ static int64_t distinct_ids(Tier *x, int64_t m)
             x->uid[nd++] = (int64_t)(a[j] >> 32);
     x->sorted = a;
     return nd;
+}
+
+/* Swaps the working buffers of a batch's ids and distinct ids with @e's. */
+static void dd_swap(Tier *x, TierDedup *e)
+{
+    int64_t *ids = x->ids, *uid = x->uid, ids_cap = x->ids_cap, u_cap = x->u_cap;
+    uint64_t *sbuf = x->sbuf;
+    x->ids = e->ids, x->uid = e->uid, x->sbuf = e->sbuf;
+    x->ids_cap = e->ids_cap, x->u_cap = e->u_cap;
+    e->ids = ids, e->uid = uid, e->sbuf = sbuf, e->ids_cap = ids_cap, e->u_cap = u_cap;
+}
+
+/* Keeps the working batch (a prefetch's: @m ids, @nd distinct) for its lookup. */
+static void dd_keep(Tier *x, int64_t m, int64_t nd)
+{
+    TierDedup *e = &x->dd[x->dd_next];
+    x->dd_next = (x->dd_next + 1) % TIER_DEDUPS;
+    dd_swap(x, e);
+    e->sorted = x->sorted, e->m = m, e->nd = nd, e->valid = true;
+    x->sorted = NULL;
+}
+
+/* The distinct ids of the working batch x->ids[0, m) when a prefetch kept them (then in the
+   working buffers, as distinct_ids leaves them), else -1. */
+static int64_t dd_take(Tier *x, int64_t m)
+{
+    for (int i = 0; i < TIER_DEDUPS; i++) {
+        TierDedup *e = &x->dd[i];
+        if (!e->valid || e->m != m || memcmp(e->ids, x->ids, (size_t)m * sizeof *x->ids))
+            continue;
+        if (m > x->urow_cap) {
+            char **r = realloc(x->urow, (size_t)m * sizeof *r);
+            if (!r)
+                return -1;
+            x->urow = r, x->urow_cap = m;
+        }
+        dd_swap(x, e);
+        x->sorted = e->sorted;
+        e->valid = false, e->sorted = NULL;
+        return e->nd;
+    }
+    return -1;
+}
+
+void emb__tier_dedups_free(Tier *x)
+{
+    for (int i = 0; i < TIER_DEDUPS; i++)
+        free(x->dd[i].ids), free(x->dd[i].uid), free(x->dd[i].sbuf);
+    memset(x->dd, 0, sizeof x->dd);
 }
 
 /* Room for one more batch range of @n records: 0 or EMB_ENOMEM. */
@@ -712,7 +764,8 @@ int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int
         release_locked(x);
     int r = wb_retry(x);
     const int64_t m = r || range_room(x, k1 - k0) ? -1 : batch_ids(x, ids, id32, k0, k1);
-    const int64_t nd = m < 0 ? -1 : distinct_ids(x, m);
+    int64_t nd = m < 0 ? -1 : dd_take(x, m); /* sorted by its prefetch */
+    nd = m < 0 || nd >= 0 ? nd : distinct_ids(x, m);
     r = r        ? r
         : m < 0  ? emb__fail(EMB_ENOMEM, "%s: out of memory for %lld ids", x->label,
                              (long long)(k1 - k0))
@@ -1112,8 +1165,8 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
             x->pf[x->npf++] = req(x, ids[k], emb__tier_cache_row(&x->cache, v), false);
     }
     x->st.prefetched += x->npf;
-    emb__tier_io_submit(x->io, x->pfw, x->npfw);
-    emb__tier_io_submit(x->io, x->pf, x->npf);
+    emb__tier_io_submit_background(x->io, x->pfw, x->npfw);
+    emb__tier_io_submit_background(x->io, x->pf, x->npf);
     for (int64_t i = 0; i < x->npf; i++)
         x->pf_order[i] = i;
     sort_by_slot(x, x->pf_order, x->npf);
@@ -1166,8 +1219,10 @@ void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n)
     pthread_mutex_lock(&x->mu);
     const int64_t m = batch_ids(x, ids, id32, 0, n);
     const int64_t nd = m < 0 ? -1 : distinct_ids(x, m);
-    if (nd >= 0) /* ascending: the reads go in file order */
+    if (nd >= 0) { /* ascending: the reads go in file order */
         prefetch_locked(x, x->uid, nd);
+        dd_keep(x, m, nd); /* for the lookup of these ids */
+    }
     else if (m >= 0) /* else out of memory: a hint */
         prefetch_locked(x, x->ids, m);
     pthread_mutex_unlock(&x->mu);

@@ -162,6 +162,7 @@ void emb__tiered_unref(Tier *x)
     emb__tier_fini(x);
     free(x->sink);
     free(x->ids), free(x->uid), free(x->sbuf), free(x->urow);
+    emb__tier_dedups_free(x);
     free(x);
 }
 
