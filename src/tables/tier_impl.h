@@ -34,6 +34,7 @@
    The buffers are swapped with the Tier's working ones, never copied. */
 typedef struct TierDedup {
     int64_t *ids, *uid;      /* the batch's in-range ids; the distinct ones, ascending */
+    int64_t *slot;           /* the slot the prefetch found or gave each distinct id, or -1 */
     uint64_t *sbuf;          /* the radix sort's buffer (2 per id); sorted points into it */
     const uint64_t *sorted;
     int64_t ids_cap, u_cap, m, nd;
@@ -103,7 +104,8 @@ typedef struct Tier {
     uint64_t *sbuf;      /* 2 per id: the radix sort's */
     const uint64_t *sorted;
     char **urow;
-    int64_t u_cap, urow_cap; /* uid and sbuf's; urow's */
+    int64_t *uslot;      /* a prefetch's slot of each distinct id (TierDedup::slot) */
+    int64_t u_cap, urow_cap; /* uid, uslot and sbuf's; urow's */
     TierDedup dd[TIER_DEDUPS]; /* the prefetched batches' (round robin from dd_next) */
     int dd_next;
     /* the held step: a lookup whose one batch range was deduplicated keeps its pins past

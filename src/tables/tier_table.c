@@ -461,10 +461,14 @@ static void pf_wait_slot(Tier *x, int64_t s)
     q->tag = -1; /* settled */
 }
 
-/* Row of a hit (cache or scratch, pinned; @dirty: marked dirty), or NULL for a miss. */
-static char *hit(Tier *x, int64_t id, uint8_t dirty)
+/* Row of a hit (cache or scratch, pinned; @dirty: marked dirty), or NULL for a miss. @s0:
+   the slot a prefetch found or gave @id (-1: none), looked at before the id's set. */
+static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0)
 {
-    int64_t s = emb__tier_cache_find(&x->cache, id);
+    int64_t s = s0 >= 0 && x->cache.slots[s0].id == id &&
+                        (x->cache.slots[s0].flags & (EMB_TIER_VALID | EMB_TIER_LOADING))
+                    ? s0
+                    : emb__tier_cache_find(&x->cache, id);
     if (s >= 0 && (x->cache.slots[s].flags & EMB_TIER_LOADING) && !x->cache.slots[s].pins) {
         pf_wait_slot(x, s); /* a prefetched row still in flight */
         s = emb__tier_cache_find(&x->cache, id);
@@ -539,8 +543,10 @@ static void release_locked(Tier *x);
 static int wb_retry(Tier *x);
 
 /* Resolves and pins the rows of @ids into @rows (NULL: not handed out); with @dirty they
-   are marked dirty as they are found or read (an UPDATE: one pass, no second find). */
-static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty)
+   are marked dirty as they are found or read (an UPDATE: one pass, no second find).
+   @hint (NULL: none): each id's slot when its prefetch found or gave it one (hit()). */
+static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, bool dirty,
+                          const int64_t *hint)
 {
     const uint8_t d = dirty ? EMB_TIER_DIRTY : 0;
     if (pin_room(x, n) || rq_room(x, 2 * n))
@@ -549,9 +555,11 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, b
     EmbTierReq *w = x->rq, *rd = x->rq + n;
     int64_t nw = 0, nr = 0;
     for (int64_t k = 0; k < n; k++) {
-        if (k + SET_AHEAD < n)
+        if (k + SET_AHEAD < n && hint && hint[k + SET_AHEAD] >= 0)
+            __builtin_prefetch(&x->cache.slots[hint[k + SET_AHEAD]], 1);
+        else if (k + SET_AHEAD < n)
             emb__tier_cache_prefetch(&x->cache, ids[k + SET_AHEAD]);
-        char *row = hit(x, ids[k], d);
+        char *row = hit(x, ids[k], d, hint ? hint[k] : -1);
         x->st.hits += row && !x->counted;
         if (!row && !(row = place(x, ids[k], d, w, &nw, rd, &nr))) {
             for (int64_t i = 0; i < nw; i++)
@@ -589,7 +597,7 @@ int emb__tier_resolve(Tier *x, const int64_t *ids, int64_t n, char **rows, bool 
     if (x->release_pending || x->held)
         release_locked(x);
     int r = wb_retry(x);
-    r = r ? r : resolve_locked(x, ids, n, rows, dirty);
+    r = r ? r : resolve_locked(x, ids, n, rows, dirty, NULL);
     pthread_mutex_unlock(&x->mu);
     return r;
 }
@@ -635,7 +643,10 @@ static int64_t distinct_ids(Tier *x, int64_t m)
         uint64_t *b = realloc(x->sbuf, (size_t)(2 * m) * sizeof *b);
         if (b)
             x->sbuf = b;
-        if (!u || !b)
+        int64_t *sl = realloc(x->uslot, (size_t)m * sizeof *sl);
+        if (sl)
+            x->uslot = sl;
+        if (!u || !b || !sl)
             return -1;
         x->u_cap = m;
     }
@@ -659,11 +670,12 @@ static int64_t distinct_ids(Tier *x, int64_t m)
 /* Swaps the working buffers of a batch's ids and distinct ids with @e's. */
 static void dd_swap(Tier *x, TierDedup *e)
 {
-    int64_t *ids = x->ids, *uid = x->uid, ids_cap = x->ids_cap, u_cap = x->u_cap;
+    int64_t *ids = x->ids, *uid = x->uid, *sl = x->uslot, ids_cap = x->ids_cap, u_cap = x->u_cap;
     uint64_t *sbuf = x->sbuf;
-    x->ids = e->ids, x->uid = e->uid, x->sbuf = e->sbuf;
+    x->ids = e->ids, x->uid = e->uid, x->uslot = e->slot, x->sbuf = e->sbuf;
     x->ids_cap = e->ids_cap, x->u_cap = e->u_cap;
-    e->ids = ids, e->uid = uid, e->sbuf = sbuf, e->ids_cap = ids_cap, e->u_cap = u_cap;
+    e->ids = ids, e->uid = uid, e->slot = sl, e->sbuf = sbuf, e->ids_cap = ids_cap;
+    e->u_cap = u_cap;
 }
 
 /* Keeps the working batch (a prefetch's: @m ids, @nd distinct) for its lookup. */
@@ -701,7 +713,7 @@ static int64_t dd_take(Tier *x, int64_t m)
 void emb__tier_dedups_free(Tier *x)
 {
     for (int i = 0; i < TIER_DEDUPS; i++)
-        free(x->dd[i].ids), free(x->dd[i].uid), free(x->dd[i].sbuf);
+        free(x->dd[i].ids), free(x->dd[i].uid), free(x->dd[i].sbuf), free(x->dd[i].slot);
     memset(x->dd, 0, sizeof x->dd);
 }
 
@@ -764,13 +776,14 @@ int emb__tier_resolve_batch(Tier *x, const void *ids, bool id32, int64_t k0, int
         release_locked(x);
     int r = wb_retry(x);
     const int64_t m = r || range_room(x, k1 - k0) ? -1 : batch_ids(x, ids, id32, k0, k1);
-    int64_t nd = m < 0 ? -1 : dd_take(x, m); /* sorted by its prefetch */
-    nd = m < 0 || nd >= 0 ? nd : distinct_ids(x, m);
+    int64_t nd = m < 0 ? -1 : dd_take(x, m); /* sorted by its prefetch, slots found */
+    const bool taken = nd >= 0;
+    nd = m < 0 || taken ? nd : distinct_ids(x, m);
     r = r        ? r
         : m < 0  ? emb__fail(EMB_ENOMEM, "%s: out of memory for %lld ids", x->label,
                              (long long)(k1 - k0))
-        : nd < 0 ? resolve_locked(x, x->ids, m, x->brow + x->nbrow, false)
-                 : resolve_locked(x, x->uid, nd, x->urow, false);
+        : nd < 0 ? resolve_locked(x, x->ids, m, x->brow + x->nbrow, false, NULL)
+                 : resolve_locked(x, x->uid, nd, x->urow, false, taken ? x->uslot : NULL);
     if (!r && nd >= 0) { /* each id's record, in the batch's order */
         char **row = x->brow + x->nbrow;
         for (int64_t j = 0, d = -1; j < m; j++) {
@@ -806,7 +819,7 @@ bool emb__tier_resolved_span(Tier *x, const void *ids, int64_t k0, int64_t n, ch
 int emb__tier_column(Tier *x, int64_t id, char **row, bool dirty)
 {
     pthread_mutex_lock(&x->mu);
-    const int r = resolve_locked(x, &id, 1, row, dirty);
+    const int r = resolve_locked(x, &id, 1, row, dirty, NULL);
     pthread_mutex_unlock(&x->mu);
     return r;
 }
@@ -929,7 +942,7 @@ static int64_t step_find(const Tier *x, int64_t id, int64_t *cur)
 static int resolve_update_locked(Tier *x, const int64_t *ids, int64_t n, char **rows)
 {
     if (!x->held)
-        return resolve_locked(x, ids, n, rows, true);
+        return resolve_locked(x, ids, n, rows, true, NULL);
     const char *c0 = x->cache.data, *c1 = c0 + (size_t)x->cache.nslots * x->cache.stride;
     int64_t cur = 0, nmiss = 0;
     for (int64_t k = 0; k < n; k++) {
@@ -968,7 +981,7 @@ static int resolve_update_locked(Tier *x, const int64_t *ids, int64_t n, char **
     for (int64_t k = 0, i = 0; k < n; k++)
         if (!rows[k])
             x->ids[i++] = ids[k];
-    const int r = resolve_locked(x, x->ids, nmiss, x->mrow, true);
+    const int r = resolve_locked(x, x->ids, nmiss, x->mrow, true, NULL);
     for (int64_t k = 0, i = 0; k < n && !r; k++)
         if (!rows[k])
             rows[k] = x->mrow[i++];
@@ -1141,13 +1154,15 @@ static int64_t pf_slot(Tier *x, int64_t id)
 /* Queues reads of the missing rows of @ids into free or evictable slots, dirty victims'
    write-backs in the same submission (park_victim); the resident rows of @ids are marked
    as read ahead, so that the next prefetch does not evict them before they are used. */
-static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
+static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n, int64_t *slot)
 {
     if (x->release_pending)
         release_locked(x);
     pf_settle(x, true);
     if (!x->npinned) /* between operations: the last prefetch's parked rows dropped */
         sp_settle(x);
+    for (int64_t k = 0; slot && k < n; k++)
+        slot[k] = -1;
     if (!pf_room(x, n) || !pfw_room(x, n))
         return;
     for (int64_t k = 0; k < n; k++) {
@@ -1158,11 +1173,15 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
             emb__tier_cache_touch(&x->cache, s);
             x->cache.slots[s].flags |= EMB_TIER_AHEAD;
         }
+        if (slot)
+            slot[k] = s;
         if (s >= 0 || sp_find(&x->sp, ids[k]) >= 0)
             continue;
         const int64_t v = pf_slot(x, ids[k]);
         if (v >= 0)
             x->pf[x->npf++] = req(x, ids[k], emb__tier_cache_row(&x->cache, v), false);
+        if (slot)
+            slot[k] = v;
     }
     x->st.prefetched += x->npf;
     emb__tier_io_submit_background(x->io, x->pfw, x->npfw);
@@ -1175,7 +1194,7 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n)
 void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n)
 {
     pthread_mutex_lock(&x->mu);
-    prefetch_locked(x, ids, n);
+    prefetch_locked(x, ids, n, NULL);
     pthread_mutex_unlock(&x->mu);
 }
 
@@ -1220,10 +1239,10 @@ void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n)
     const int64_t m = batch_ids(x, ids, id32, 0, n);
     const int64_t nd = m < 0 ? -1 : distinct_ids(x, m);
     if (nd >= 0) { /* ascending: the reads go in file order */
-        prefetch_locked(x, x->uid, nd);
+        prefetch_locked(x, x->uid, nd, x->uslot);
         dd_keep(x, m, nd); /* for the lookup of these ids */
     }
     else if (m >= 0) /* else out of memory: a hint */
-        prefetch_locked(x, x->ids, m);
+        prefetch_locked(x, x->ids, m, NULL);
     pthread_mutex_unlock(&x->mu);
 }
