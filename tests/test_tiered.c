@@ -833,6 +833,17 @@ Test(tiered, a_steps_rows_stay_pinned_from_lookup_to_update, .init = setup, .fin
         cr_assert_eq(after.hits - before.hits, 48, "step %d: %lld hits", step,
                      (long long)(after.hits - before.hits));
     }
+    /* an update of rows the held lookup did not read (a gradient of another batch: half
+       its ids the lookup's) finds those as usual */
+    static int64_t c_[N];
+    for (int k = 0; k < N; k++)
+        c_[k] = k % 2 ? a[k] : 700 + k;
+    const EmbBatch bc = {.ids = c_, .nnz = N, .nbags = N / 2, .bag_size = 2};
+    cr_assert_eq(emb_lookup(t, &ba, NULL, out, D), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_lookup_backward(t, &bc, NULL, dy, D, kt.g), 0);
+    cr_assert_eq(emb_lookup_backward(mem, &bc, NULL, dy, D, km.g), 0);
+    cr_assert_eq(emb_update(kt.o, t, kt.g, kt.ix, 0), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_update(km.o, mem, km.g, km.ix, 0), 0);
     EmbTieredStats st;
     cr_assert_eq(emb_table_tiered_stats(t, &st), 0);
     cr_assert_gt(st.prefetched, 0);

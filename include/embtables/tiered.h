@@ -47,7 +47,7 @@
  * threads may resolve rows. The I/O threads are the library's own.
  *
  * Limits: a pointer from emb_table_column_pointer() stays valid until the table's next
- * lookup ends (the row stays pinned till then; a row that cannot be read gives a row of
+ * lookup or update (the row stays pinned till then; a row that cannot be read gives a row of
  * zeros there: use lookups to see I/O errors). Whole-table calls (emb_table_read(),
  * emb_table_assign()) pin every row, so they need memory for the whole table. A lookup
  * resolves every row it reads (one batch of reads for its misses) before it writes any

@@ -833,6 +833,7 @@ static int64_t sp_settle(Tier *x)
 {
     TierScratch *sp = &x->sp;
     int64_t nw = 0;
+    x->wb_failed &= sp->n > 0; /* nothing left to write */
     if (!sp->n || rq_room(x, sp->n))
         return 0;
     for (int64_t k = 0; k < sp->n; k++)
@@ -968,15 +969,19 @@ static int resolve_update_locked(Tier *x, const int64_t *ids, int64_t n, char **
     x->st.hits += n - nmiss;
     if (!nmiss)
         return 0;
-    if (nmiss > x->mrow_cap || nmiss > x->ids_cap) {
-        char **m = realloc(x->mrow, (size_t)nmiss * sizeof *m);
-        if (m)
-            x->mrow = m, x->mrow_cap = EMB_MAX(x->mrow_cap, nmiss);
-        int64_t *i = m ? realloc(x->ids, (size_t)EMB_MAX(nmiss, x->ids_cap) * sizeof *i) : NULL;
-        if (!i)
+    if (nmiss > x->mrow_cap) {
+        char **mr = realloc(x->mrow, (size_t)nmiss * sizeof *mr);
+        if (!mr)
             return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld rows", x->label,
                              (long long)n);
-        x->ids = i, x->ids_cap = EMB_MAX(nmiss, x->ids_cap);
+        x->mrow = mr, x->mrow_cap = nmiss;
+    }
+    if (nmiss > x->ids_cap) {
+        int64_t *mi = realloc(x->ids, (size_t)nmiss * sizeof *mi);
+        if (!mi)
+            return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld rows", x->label,
+                             (long long)n);
+        x->ids = mi, x->ids_cap = nmiss;
     }
     for (int64_t k = 0, i = 0; k < n; k++)
         if (!rows[k])
@@ -1212,7 +1217,7 @@ void emb__tier_swap_file(Tier *x, int fd, char *path)
     for (int64_t s = 0; s < x->cache.nslots; s++)
         x->cache.slots[s].flags = 0, x->cache.slots[s].pins = 0;
     x->npinned = 0;
-    x->held = false, x->step_nd = -1, x->nbr = x->nbrow = 0;
+    x->held = false, x->step_nd = -1, x->nbr = x->nbrow = 0, x->wb_failed = false;
     x->sp.n = 0;
     sp_rehash(&x->sp, 0);
     pthread_mutex_unlock(&x->mu);
