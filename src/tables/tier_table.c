@@ -384,6 +384,21 @@ static int64_t slot_of(const Tier *x, const void *buf)
     return (int64_t)(((const char *)buf - x->cache.data) / (ptrdiff_t)x->cache.stride);
 }
 
+/* Whether the record @buf is a cache slot's (else the scratch pad's). */
+static bool in_cache(const Tier *x, const void *buf)
+{
+    const char *p = buf;
+    return p >= x->cache.data && p < x->cache.data + (size_t)x->cache.nslots * x->cache.stride;
+}
+
+/* Marks cache slot @s used (its LRU tick or LFU count), no longer only read ahead, and
+   dirty with @dirty. */
+static void use_slot(Tier *x, int64_t s, uint8_t dirty)
+{
+    emb__tier_cache_touch(&x->cache, s);
+    x->cache.slots[s].flags = (uint8_t)((x->cache.slots[s].flags & ~EMB_TIER_AHEAD) | dirty);
+}
+
 /* Settles the prefetch's reads once they are all done (with @wait, waits for them): each
    slot becomes valid, or free when its read failed (a resolve reads it again and reports). */
 static void pf_settle(Tier *x, bool wait)
@@ -422,8 +437,7 @@ static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTier
     unpin_from(x, mark, x->npinned);
     x->npinned = mark;
     for (int64_t i = 0; i < nr; i++)
-        if (rd[i].buf >= (void *)x->cache.data &&
-            (const char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
+        if (in_cache(x, rd[i].buf))
             x->cache.slots[slot_of(x, rd[i].buf)].flags = 0;
     for (int64_t i = 0; i < nw; i++) {
         EmbTierSlot *e = &x->cache.slots[x->wslot[i]];
@@ -474,8 +488,7 @@ static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0)
         s = emb__tier_cache_find(&x->cache, id);
     }
     if (s >= 0) {
-        emb__tier_cache_touch(&x->cache, s);
-        x->cache.slots[s].flags = (uint8_t)((x->cache.slots[s].flags & ~EMB_TIER_AHEAD) | dirty);
+        use_slot(x, s, dirty);
         pin_slot(x, s);
         return emb__tier_cache_row(&x->cache, s);
     }
@@ -584,8 +597,7 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, b
         return r;
     }
     for (int64_t i = 0; i < nr; i++)
-        if ((char *)rd[i].buf >= x->cache.data &&
-            (char *)rd[i].buf < x->cache.data + (size_t)x->cache.nslots * x->cache.stride)
+        if (in_cache(x, rd[i].buf))
             x->cache.slots[slot_of(x, rd[i].buf)].flags = EMB_TIER_VALID | d;
     x->st.rows_read += nr;
     return 0;
@@ -944,27 +956,19 @@ static int resolve_update_locked(Tier *x, const int64_t *ids, int64_t n, char **
 {
     if (!x->held)
         return resolve_locked(x, ids, n, rows, true, NULL);
-    const char *c0 = x->cache.data, *c1 = c0 + (size_t)x->cache.nslots * x->cache.stride;
     int64_t cur = 0, nmiss = 0;
     for (int64_t k = 0; k < n; k++) {
-        if (cur + SET_AHEAD < x->step_nd) {
-            const char *a = x->step_urow[cur + SET_AHEAD];
-            if (a >= c0 && a < c1)
-                __builtin_prefetch(&x->cache.slots[slot_of(x, a)], 1);
-        }
+        if (cur + SET_AHEAD < x->step_nd && in_cache(x, x->step_urow[cur + SET_AHEAD]))
+            __builtin_prefetch(&x->cache.slots[slot_of(x, x->step_urow[cur + SET_AHEAD])], 1);
         const int64_t j = step_find(x, ids[k], &cur);
         char *row = j < 0 ? NULL : x->step_urow[j];
         rows[k] = row;
-        if (!row) {
+        if (!row)
             nmiss++;
-        } else if (row >= c0 && row < c1) {
-            const int64_t s = slot_of(x, row);
-            EmbTierSlot *e = &x->cache.slots[s];
-            emb__tier_cache_touch(&x->cache, s);
-            e->flags = (uint8_t)((e->flags & ~EMB_TIER_AHEAD) | EMB_TIER_DIRTY);
-        } else {
+        else if (in_cache(x, row))
+            use_slot(x, slot_of(x, row), EMB_TIER_DIRTY);
+        else
             x->sp.flags[sp_find(&x->sp, ids[k])] |= EMB_TIER_DIRTY;
-        }
     }
     x->st.hits += n - nmiss;
     if (!nmiss)
