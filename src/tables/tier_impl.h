@@ -147,8 +147,6 @@ void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n);
 int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
                    EmbTierIoKind kind);
 void emb__tier_fini(Tier *x);
-/* Frees the prefetched batches' distinct ids (TierDedup). */
-void emb__tier_dedups_free(Tier *x);
 /* Pins and makes resident the rows of @n ids (repeats allowed); rows[k] receives id k's
    record. 0, or EMB_EIO / EMB_ENOMEM naming the file and rows: what this call pinned is
    unpinned, nothing is lost (dirty rows stay). With @dirty the rows are marked dirty. */

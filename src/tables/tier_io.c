@@ -19,9 +19,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"

@@ -210,6 +210,8 @@ void emb__tier_fini(Tier *x)
     free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order), free(x->pfw);
     free(x->wslot), free(x->br), free(x->brow), free(x->step_uid), free(x->step_urow);
     free(x->mrow);
+    for (int i = 0; i < TIER_DEDUPS; i++)
+        free(x->dd[i].ids), free(x->dd[i].uid), free(x->dd[i].sbuf), free(x->dd[i].slot);
     pthread_mutex_destroy(&x->mu);
 }
 
@@ -720,13 +722,6 @@ static int64_t dd_take(Tier *x, int64_t m)
         return e->nd;
     }
     return -1;
-}
-
-void emb__tier_dedups_free(Tier *x)
-{
-    for (int i = 0; i < TIER_DEDUPS; i++)
-        free(x->dd[i].ids), free(x->dd[i].uid), free(x->dd[i].sbuf), free(x->dd[i].slot);
-    memset(x->dd, 0, sizeof x->dd);
 }
 
 /* Room for one more batch range of @n records: 0 or EMB_ENOMEM. */

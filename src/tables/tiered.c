@@ -162,7 +162,6 @@ void emb__tiered_unref(Tier *x)
     emb__tier_fini(x);
     free(x->sink);
     free(x->ids), free(x->uid), free(x->sbuf), free(x->urow), free(x->uslot);
-    emb__tier_dedups_free(x);
     free(x);
 }
 
