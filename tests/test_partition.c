@@ -210,7 +210,7 @@ Test(partition, more_shards_than_rows)
     cr_assert_eq(emb_store_create(&st), 0);
     const EmbVariableSpec spec = {.name = "few", .ncolumns = 3, .featuresize = 4,
                                   .nshards = 5, .partition = EMB_PARTITION_DIV,
-                                  .init = {EMB_INIT_ONES}};
+                                  .init = {.kind = EMB_INIT_ONES}};
     EmbTable *t = NULL;
     cr_assert_eq(emb_store_get(st, &spec, EMB_REUSE_NO, &t), 0, "%s", emb_last_error());
     cr_assert_eq(emb_table_nshards(t), 5);

@@ -97,7 +97,7 @@ int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer 
         return r;
     }
     char mine[FILE_CAP] = "";
-    snprintf(mine, sizeof mine, "%s", base);
+    memcpy(mine, base, strlen(base) + 1); /* shorter than FILE_CAP: checked above */
     r = MPI_Gather(mine, FILE_CAP, MPI_CHAR, files, FILE_CAP, MPI_CHAR, 0, d->comm);
     r = r != MPI_SUCCESS ? dist_mpi_fail(r, "MPI_Gather (checkpoint files)")
         : d->rank == 0 ? write_index(d, dir, step, files) : 0;
