@@ -125,6 +125,20 @@ static inline size_t emb__row_bytes(EmbDtype dt, int32_t D)
     }
 }
 
+/* Stores the scale and bias of a quantized row of D elements after its values (EMB_INT4:
+   f16 each; unaligned: memcpy), as emb__q_params reads them. */
+static inline void emb__q_store_grid(EmbDtype dt, void *row, int32_t D, float s, float b)
+{
+    unsigned char *sb = (unsigned char *)row + emb__q_value_bytes(dt, D);
+    if (dt == EMB_INT4) {
+        const uint16_t hb[2] = {emb__f32_to_f16(s), emb__f32_to_f16(b)};
+        memcpy(sb, hb, sizeof hb);
+    } else {
+        const float f[2] = {s, b};
+        memcpy(sb, f, sizeof f);
+    }
+}
+
 /* The scale and bias of a quantized row of D elements (unaligned: memcpy). */
 static inline void emb__q_params(EmbDtype dt, const void *row, int32_t D, float *scale,
                                  float *bias)

@@ -90,19 +90,6 @@ static inline unsigned char emb__q_stochastic(float x, float bias, float inv, fl
     return (unsigned char)(int)w;
 }
 
-/* The row's scale and bias after its values (EMB_INT4: f16 each). */
-static inline void emb__q_store_grid(EmbDtype dt, void *row, int32_t D, float s, float b)
-{
-    unsigned char *sb = (unsigned char *)row + emb__q_value_bytes(dt, D);
-    if (dt == EMB_INT4) {
-        const uint16_t hb[2] = {emb__f32_to_f16(s), emb__f32_to_f16(b)};
-        memcpy(sb, hb, sizeof hb);
-    } else {
-        const float f[2] = {s, b};
-        memcpy(sb, f, sizeof f);
-    }
-}
-
 /* The uniforms of elements [0, n) of a block whose first draw is @c0 of the stream @h. */
 static inline void emb__q_uniforms(float *u, int32_t n, uint64_t h, uint64_t c0)
 {

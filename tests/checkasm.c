@@ -115,15 +115,8 @@ void ca_fill_rows(void *p, EmbDtype dt, int32_t D, int64_t nrows, int64_t stride
         unsigned char *row = b + r * stride;
         for (int64_t i = 0; i < stride; i++)
             row[i] = (unsigned char)tu_rand(s);
-        unsigned char *sb = row + emb__q_value_bytes(dt, D);
         const float scale = ca_value(s), bias = ca_value(s);
-        if (dt == EMB_INT4) {
-            const uint16_t h[2] = {emb__f32_to_f16(scale), emb__f32_to_f16(bias)};
-            memcpy(sb, h, sizeof h);
-        } else {
-            const float f[2] = {scale, bias};
-            memcpy(sb, f, sizeof f);
-        }
+        emb__q_store_grid(dt, row, D, scale, bias);
     }
 }
 
