@@ -437,8 +437,8 @@ void emb__tier_io_submit_background(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
 
 int64_t emb__tier_io_pending(EmbTierIo *io)
 {
-#if EMB_HAVE_LIBURING
     int64_t n = 0;
+#if EMB_HAVE_LIBURING
     if (io->kind == EMB_TIER_IO_URING) {
         struct io_uring_cqe *cqe;
         while (io->inflight && io_uring_peek_cqe(&io->ring, &cqe) == 0)
