@@ -9,21 +9,25 @@
 #
 # Needs root, debootstrap (installed where apt-get is) and the network (Debian's archive).
 # Usage: scripts/fresh_debian.sh [--order bench,tests | tests,bench | bench | tests]
-#                                [--mirror URL] [--keep DIR]
+#                                [--mirror URL] [--keep DIR] [--cache DIR]
 #   --order   which commands run, in that order (default bench,tests, the README's order)
 #   --keep    build the root in DIR and keep it (default: a temporary directory, removed)
+#   --cache   keep debootstrap's untouched result in DIR and copy it for the next runs
+#             (saves minutes; nothing of ours is in it, so each run still starts fresh)
 # Exit status: 0 when every command passed; else the first failing command's status.
 set -eu
 cd "$(dirname "$0")/.."
 order=bench,tests
 mirror=http://deb.debian.org/debian
 keep=""
+cache=""
 while [ $# -gt 0 ]; do
     case $1 in
     --order) order=$2; shift 2 ;;
     --mirror) mirror=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --cache) cache=$2; shift 2 ;;
+    -h | --help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh_debian.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -57,13 +61,25 @@ fi
 start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
-echo "fresh_debian.sh: debootstrap bookworm (minbase) into $root" >&2
-if ! debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1; then
-    cat "$root.debootstrap.log" >&2
+if [ -n "$cache" ] && [ -f "$cache/bookworm/.debootstrap-done" ]; then
+    echo "fresh_debian.sh: debootstrap's bookworm (minbase) from $cache into $root" >&2
+    cp -a "$cache/bookworm/." "$root/"
+else
+    echo "fresh_debian.sh: debootstrap bookworm (minbase) into $root" >&2
+    if ! debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1; then
+        cat "$root.debootstrap.log" >&2
+        rm -f "$root.debootstrap.log"
+        exit 1
+    fi
     rm -f "$root.debootstrap.log"
-    exit 1
+    if [ -n "$cache" ]; then
+        rm -rf "$cache/bookworm"
+        mkdir -p "$cache/bookworm"
+        cp -a "$root/." "$cache/bookworm/"
+        touch "$cache/bookworm/.debootstrap-done"
+    fi
 fi
-rm -f "$root.debootstrap.log"
+rm -f "$root/.debootstrap-done"
 # the archive's updates and security suites, as an installed Debian 12 has them
 cat >"$root/etc/apt/sources.list" <<EOF
 deb $mirror bookworm main
