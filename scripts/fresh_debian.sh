@@ -14,7 +14,8 @@
 #   --keep    build the root in DIR and keep it (default: a temporary directory, removed)
 #   --cache   keep debootstrap's untouched result in DIR and copy it for the next runs
 #             (saves minutes; nothing of ours is in it, so each run still starts fresh)
-# Exit status: 0 when every command passed; else the first failing command's status.
+# Exit status: 0 when every command passed; 77 when no root could be made (debootstrap failed:
+# no network, say); else the first failing command's status.
 set -eu
 cd "$(dirname "$0")/.."
 order=bench,tests
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --mirror) mirror=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
-    -h | --help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh_debian.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -58,6 +59,7 @@ else
     root=$(mktemp -d /tmp/embtables-fresh.XXXXXX)
     trap 'rm -rf --one-file-system "$root"' EXIT
 fi
+chmod 755 "$root" # the root's /: apt's sandbox user must walk it
 start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
@@ -69,7 +71,8 @@ else
     if ! debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1; then
         cat "$root.debootstrap.log" >&2
         rm -f "$root.debootstrap.log"
-        exit 1
+        echo "fresh_debian.sh: debootstrap failed (is $mirror reachable?)" >&2
+        exit 77
     fi
     rm -f "$root.debootstrap.log"
     if [ -n "$cache" ]; then
