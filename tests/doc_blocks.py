@@ -55,7 +55,7 @@ def build_and_run(args, where, code, tmp):
             return "skipped: this build has no MPI library"
         cc = shlex.split(args.mpicc)
         libs = link_args(args.mpi_lib) + libs
-        run = [args.mpirun, "2", exe]
+        run = [os.path.abspath(args.mpirun), "2", exe]
     elif needs == "gpu":
         if not args.gpu_lib:
             return "skipped: this build has no CUDA library"
