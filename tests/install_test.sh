@@ -63,11 +63,12 @@ if [ -f "$pcdir/embtables_mpi.pc" ] && command -v mpicc >/dev/null 2>&1; then
         $(pkg-config --libs embtables_mpi) || bad=1
 fi
 # the README's two ways to run against a prefix the dynamic linker does not know: an
-# rpath from pkg-config's libdir, and the static library with `pkg-config --static`
+# rpath from pkg-config's libdir (the sysroot, the scratch prefix, prepended by
+# pkg-config itself), and the static library with `pkg-config --static`
 # (whose private libraries must all be linkable: no -ludev from hwloc's .pc)
 # shellcheck disable=SC2086
 cc -std=c11 $cflags "$src/examples/quickstart.c" -o "$tmp/quickstart_rpath" $libs \
-    "-Wl,-rpath,$PKG_CONFIG_SYSROOT_DIR$(pkg-config --variable=libdir embtables)" -lm || bad=1
+    "-Wl,-rpath,$(pkg-config --variable=libdir embtables)" -lm || bad=1
 static_libs=$(pkg-config --static --libs embtables | sed "s|-lembtables|$libdir/libembtables.a|")
 if [ -f "$libdir/libembtables.a" ]; then
     # shellcheck disable=SC2086
