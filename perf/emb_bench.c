@@ -394,6 +394,8 @@ static int report(BenchResults *res, const BenchConfig *c, int verdicts)
         bench_report_breakdown(res, c, stdout);
     if (c->csv && bench_report_csv(res, c, c->csv) != 0)
         rc = -1;
+    if (c->json && bench_report_json(res, c, c->json) != 0)
+        rc = -1;
     if (c->plot && bench_report_plot(res, c, c->plot) != 0)
         rc = -1;
     bench_report_verdicts(res, c, stdout);
@@ -426,6 +428,10 @@ int bench_run(const BenchConfig *cfg, BenchResults *res, int verdicts)
         rc = measure_rates(plan, cfg, 1);
     if (rc == 0) {
         apply_rates(plan, res);
+        res->nrates = plan->nroof;
+        res->steady = w->steady;
+        memcpy(res->rate_threads, plan->roof_threads, sizeof res->rate_threads);
+        memcpy(res->rates, plan->rates, sizeof res->rates);
         rc = check_plain(plan, cfg);
     }
     if (rc == 0) {
@@ -449,11 +455,14 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--mpi") == 0)
         return bench_exec_mpi(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "compare") == 0)
+        return bench_compare_main(argc, argv);
     static BenchConfig cfg;
     bench_config_default(&cfg);
     int rc = bench_config_parse(&cfg, argc, argv);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
+    bench_record_fill(&cfg.record, "emb-bench", cfg.cmdline);
     if (cfg.sweep)
         return bench_sweep(&cfg) == 0 ? 0 : 1;
     bench_config_print(&cfg, stdout);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include <embtables/embtables.h>
+#include <jansson.h>
 
 #define BENCH_MAX_GROUPS 64    /* table groups in a "tables" option */
 #define BENCH_MAX_TABLES 1024  /* tables in an ensemble */
@@ -24,6 +25,23 @@
 #define BENCH_NSETS 4          /* id sets per variant: the stream's next steps (or, with
                                   --recycle, the sets rotated over iterations) */
 #define BENCH_LEVELS 4         /* where a row is read from: L1, L2, LLC, DRAM */
+
+/* ---- records (emb_bench_record.c): what a kept result carries ------------------------- */
+
+typedef struct BenchRecord {
+    char program[32], version[32], commit[64], date[32];
+    char cpu[160], kernel[224];
+    int cores, cpus;
+    double mem_gib;
+    char cmdline[1024];
+} BenchRecord;
+
+/* The library's version, the commit, the machine and @cmdline, now. */
+void bench_record_fill(BenchRecord *r, const char *program, const char *cmdline);
+/* The record as "# " lines (the CSV's head). */
+void bench_record_csv(const BenchRecord *r, FILE *f);
+/* The record as a JSON object (new reference; NULL: no memory). */
+json_t *bench_record_json(const BenchRecord *r);
 
 /* ---- configuration (emb_bench_config.c) ------------------------------------------- */
 
@@ -119,6 +137,7 @@ typedef struct BenchConfig {
     int64_t trace_n[BENCH_MAX_TABLES];
     const char *json;     /* --json FILE */
     char cmdline[1024];   /* the command line, for the records */
+    BenchRecord record;   /* version, commit, machine, command line (main fills it) */
 } BenchConfig;
 
 /* Fills @c with the DLRM-shaped default. */
@@ -321,6 +340,10 @@ typedef struct BenchRow {
 struct BenchResults {
     int nrows, cap;
     BenchRow *rows;
+    int nrates;                               /* the roof's rates, per thread count */
+    int rate_threads[BENCH_MAX_THREADS + 1];
+    BenchRates rates[BENCH_MAX_THREADS + 1];
+    int steady;                               /* the ids were a stream (not --recycle) */
 };
 
 int bench_results_add(BenchResults *r, const BenchRow *row);
@@ -334,6 +357,8 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
    strategy at each row and the worst tail (p90 / median) of each strategy. */
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f);
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path);
+/* The record, the configuration, the roof's rates and every row as JSON (--json). */
+int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *path);
 int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path);
 
 /* ---- peer (emb_bench_peer.c) ------------------------------------------------------- */
@@ -345,6 +370,12 @@ int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w
 
 /* CPU model, cores, caches, NUMA nodes and the kernels chosen, as header lines. */
 void bench_machine_print(FILE *f);
+
+/* "model name" of /proc/cpuinfo, or "unknown CPU" (emb_bench_record.c). */
+void bench_cpu_model(char *buf, size_t n);
+
+/* emb-bench compare A.csv B.csv (emb_bench_compare.c): argv[1] is "compare". 0, 1 or 2. */
+int bench_compare_main(int argc, char **argv);
 
 /* emb-bench --mpi ...: runs dist-bench (the MPI ensemble) with the other arguments;
    returns only on failure (emb_bench_mpi.c). */

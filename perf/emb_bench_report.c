@@ -383,9 +383,17 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
         fprintf(stderr, "emb-bench: cannot write %s\n", path);
         return -1;
     }
-    fprintf(f, "bags,phase,strategy,threads,median_ms,spread,p90_ms,p99_ms,max_ms,n,bytes,gbs,"
+    bench_record_csv(&c->record, f);
+    fprintf(f, "# ids: %s\n# roof rates, GB/s (L1 L2 LLC DRAM):", r->steady
+            ? "steady state (a stream of fresh ids every step)" : "RECYCLED (4 sets rotated)");
+    for (int i = 0; i < r->nrates; i++)
+        fprintf(f, " %d thread%s %.1f %.1f %.1f %.1f;", r->rate_threads[i],
+                r->rate_threads[i] > 1 ? "s" : "", r->rates[i].gbs[0], r->rates[i].gbs[1],
+                r->rates[i].gbs[2], r->rates[i].gbs[3]);
+    fprintf(f, "\nbags,phase,strategy,threads,median_ms,spread,p90_ms,p99_ms,max_ms,n,bytes,gbs,"
                "roof_fraction,vs_sequential,forward_ms,record_ms,serial_ms,pullback_ms,"
-               "index_ms,apply_ms,peer_ms,vs_peer,load1\n");
+               "index_ms,apply_ms,peer_ms,vs_peer,load1,roof_ms,plain_ms,vs_plain,"
+               "distinct_rows,l1_frac,l2_frac,llc_frac,dram_frac,steady\n");
     for (int i = 0; i < r->nrows; i++) {
         const BenchRow *x = &r->rows[i];
         fprintf(f, "%s,%s,%s,%d,%.6f,%.4f,%.6f,%.6f,%.6f,%d,%.0f,%.4f,%.4f,%.4f,",
@@ -399,12 +407,85 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
             fprintf(f, "%.6f,%.4f,", x->peer_s * 1e3, x->peer_s / x->median_s);
         else
             fprintf(f, ",,");
-        fprintf(f, "%.2f\n", x->load1);
+        fprintf(f, "%.2f,%.6f,", x->load1, x->roof_s * 1e3);
+        if (x->plain_s > 0)
+            fprintf(f, "%.6f,%.4f,", x->plain_s * 1e3, x->plain_s / x->median_s);
+        else
+            fprintf(f, ",,");
+        fprintf(f, "%.1f,%.4f,%.4f,%.4f,%.4f,%d\n", x->distinct, x->lvl_frac[0], x->lvl_frac[1],
+                x->lvl_frac[2], x->lvl_frac[3], r->steady);
     }
     if (fclose(f) != 0)
         return -1;
     printf("# rows: %s\n", path);
     return 0;
+}
+
+static json_t *row_json(const BenchRow *x, const BenchConfig *c)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:f, s:f,"
+                          " s:f, s:f, s:f}",
+                          "bags", c->variants[x->variant].name, "phase", c->phases[x->phase].name,
+                          "strategy", bench_strategy_name(x->strategy), "threads", x->threads,
+                          "median_ms", x->median_s * 1e3, "spread", x->spread,
+                          "p90_ms", x->p90_s * 1e3, "p99_ms", x->p99_s * 1e3,
+                          "max_ms", x->max_s * 1e3, "n", x->n, "bytes", x->bytes,
+                          "gbs", gbs(x), "roof_fraction", roof_fraction(x),
+                          "roof_ms", x->roof_s * 1e3, "vs_sequential", x->vs_seq,
+                          "distinct_rows", x->distinct, "load1", x->load1);
+    if (!o)
+        return NULL;
+    static const char *const lv[BENCH_LEVELS] = {"l1", "l2", "llc", "dram"};
+    json_t *fr = json_object();
+    for (int l = 0; fr && l < BENCH_LEVELS; l++)
+        json_object_set_new(fr, lv[l], json_real(x->lvl_frac[l]));
+    json_object_set_new(o, "level_fractions", fr);
+    if (x->plain_s > 0)
+        json_object_set_new(o, "plain_ms", json_real(x->plain_s * 1e3));
+    if (x->peer_s > 0)
+        json_object_set_new(o, "peer_ms", json_real(x->peer_s * 1e3));
+    static const char *const bdn[BD_COUNT] = {"forward", "record", "serial", "pullback",
+                                              "index", "apply"};
+    json_t *bd = json_object();
+    for (int k = 0; bd && k < BD_COUNT; k++)
+        json_object_set_new(bd, bdn[k], json_real(x->bd[k] * 1e3));
+    json_object_set_new(o, "breakdown_ms", bd);
+    return o;
+}
+
+int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *path)
+{
+    json_t *root = json_object(), *rows = json_array(), *rates = json_array();
+    int rc = root && rows && rates ? 0 : -1;
+    if (!rc) {
+        json_object_set_new(root, "record", bench_record_json(&c->record));
+        json_object_set_new(root, "ids", json_string(r->steady ? "steady" : "recycled"));
+        json_object_set_new(root, "tables", json_string(c->tables_desc));
+        json_object_set_new(root, "batch", json_integer(c->batch));
+    }
+    for (int i = 0; !rc && i < r->nrates; i++) {
+        const double *g = r->rates[i].gbs;
+        json_t *o = json_pack("{s:i, s:f, s:f, s:f, s:f}", "threads", r->rate_threads[i],
+                              "l1_gbs", g[0], "l2_gbs", g[1], "llc_gbs", g[2], "dram_gbs", g[3]);
+        rc = o ? json_array_append_new(rates, o) : -1;
+    }
+    for (int i = 0; !rc && i < r->nrows; i++) {
+        json_t *o = row_json(&r->rows[i], c);
+        rc = o ? json_array_append_new(rows, o) : -1;
+    }
+    if (!rc) {
+        json_object_set(root, "roof_rates", rates);
+        json_object_set(root, "rows", rows);
+        rc = json_dump_file(root, path, JSON_INDENT(1)) == 0 ? 0 : -1;
+    }
+    json_decref(rows);
+    json_decref(rates);
+    json_decref(root);
+    if (rc)
+        fprintf(stderr, "emb-bench: cannot write %s\n", path);
+    else
+        printf("# json: %s\n", path);
+    return rc;
 }
 
 /* ---- the plot ------------------------------------------------------------------------ */
