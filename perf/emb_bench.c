@@ -434,12 +434,17 @@ int bench_run(const BenchConfig *cfg, BenchResults *res, int verdicts)
         memcpy(res->rates, plan->rates, sizeof res->rates);
         rc = check_plain(plan, cfg);
     }
+    int peer_failed = 0;
     if (rc == 0) {
         bench_results_relate(res);
-        if (cfg->peer && bench_peer_run(res, cfg, w) != 0)
+        if (cfg->peer && bench_peer_run(res, cfg, w) != 0) {
             fprintf(stderr, "emb-bench: the peer did not run; see above\n");
+            peer_failed = 1;
+        }
         rc = report(res, cfg, verdicts);
     }
+    if (rc == 0 && peer_failed)
+        rc = -1;
     if (rc == 0 && w->ntiered && verdicts)
         rc = bench_tier_compare(cfg, w, stdout);
     if (w) {
@@ -465,6 +470,8 @@ int main(int argc, char **argv)
     bench_record_fill(&cfg.record, "emb-bench", cfg.cmdline);
     if (cfg.sweep)
         return bench_sweep(&cfg) == 0 ? 0 : 1;
+    if (cfg.peer && bench_peer_check() != 0)
+        return 2;
     bench_config_print(&cfg, stdout);
     bench_machine_print(stdout);
     if (cfg.nphases == 0 || !cfg.strategies)

@@ -363,6 +363,8 @@ int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *p
 
 /* ---- peer (emb_bench_peer.c) ------------------------------------------------------- */
 
+/* Whether $PYTHON (default python3) imports torch; if not, a message. 0 or -1. */
+int bench_peer_check(void);
 /* Runs the peer script on the exported workload and fills peer_s of matching rows. */
 int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w);
 

@@ -143,6 +143,35 @@ static void apply_line(BenchResults *r, const BenchConfig *c, const char *line)
     }
 }
 
+/* $PYTHON, default python3 on PATH; NULL (printed) when it holds a quote. */
+static const char *python(void)
+{
+    const char *py = getenv("PYTHON");
+    py = py && *py ? py : "python3";
+    if (strchr(py, '\'')) {
+        fprintf(stderr, "emb-bench: $PYTHON must not contain a quote\n");
+        return NULL;
+    }
+    return py;
+}
+
+int bench_peer_check(void)
+{
+    const char *py = python();
+    char cmd[512];
+    if (!py)
+        return -1;
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>/dev/null", py);
+    FILE *p = popen(cmd, "r");
+    if (!p || pclose(p) != 0) {
+        fprintf(stderr, "emb-bench: --peer torch: %s cannot import torch; install it for that "
+                        "Python (Debian: python3-torch for /usr/bin/python3, or pip install "
+                        "torch) or point $PYTHON at one that has it\n", py);
+        return -1;
+    }
+    return 0;
+}
+
 int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w)
 {
     if (!w->shm) {
@@ -154,12 +183,9 @@ int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w
         return -1;
     }
     char cmd[1024], line[512];
-    const char *py = getenv("PYTHON");
-    py = py && *py ? py : "python3";
-    if (strchr(py, '\'')) {
-        fprintf(stderr, "emb-bench: $PYTHON must not contain a quote\n");
+    const char *py = python();
+    if (!py)
         return -1;
-    }
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s/manifest.json'", py, peer_script(c), w->shm_dir);
     fprintf(stderr, "emb-bench: running the peer: %s\n", cmd);
     FILE *p = popen(cmd, "r");
