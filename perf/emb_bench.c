@@ -462,6 +462,16 @@ int main(int argc, char **argv)
         return bench_exec_mpi(argc, argv);
     if (argc > 1 && strcmp(argv[1], "compare") == 0)
         return bench_compare_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "ids") == 0)
+        return bench_ids_main(argc, argv);
+    static const struct {
+        const char *name;
+        int (*main)(int, char **);
+    } sub[] = {{"coll", bench_coll_main}, {"dyn", bench_dyn_main},
+               {"quant", bench_quant_main}, {"tier", bench_tier_main}};
+    for (size_t i = 0; argc > 1 && i < sizeof sub / sizeof *sub; i++)
+        if (strcmp(argv[1], sub[i].name) == 0)
+            return sub[i].main(argc - 1, argv + 1);
     static BenchConfig cfg;
     bench_config_default(&cfg);
     int rc = bench_config_parse(&cfg, argc, argv);

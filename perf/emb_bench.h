@@ -379,6 +379,19 @@ void bench_cpu_model(char *buf, size_t n);
 /* emb-bench compare A.csv B.csv (emb_bench_compare.c): argv[1] is "compare". 0, 1 or 2. */
 int bench_compare_main(int argc, char **argv);
 
+/* emb-bench ids ... (emb_bench_ids_main.c): the generator's ids into a file. 0, 1 or 2. */
+int bench_ids_main(int argc, char **argv);
+
+/* The subcommands folded in, each with its own options (--help), argv[0] its name:
+   emb-bench coll (a collection step against the three calls it is made of, interleaved),
+   dyn (dynamic tables against a plain table of the same rows), quant (the pooled lookup
+   over f32, int8 and int4 rows of one table), tier (a tiered table's step against memory,
+   and the disk's random-read rate). Their ids come from bench_ids.h. Exit codes. */
+int bench_coll_main(int argc, char **argv);
+int bench_dyn_main(int argc, char **argv);
+int bench_quant_main(int argc, char **argv);
+int bench_tier_main(int argc, char **argv);
+
 /* emb-bench --mpi ...: runs dist-bench (the MPI ensemble) with the other arguments;
    returns only on failure (emb_bench_mpi.c). */
 int bench_exec_mpi(int argc, char **argv);

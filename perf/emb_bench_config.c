@@ -87,6 +87,7 @@ static const char usage[] =
     "emb-bench --mpi [OPTIONS] under mpirun: the MPI ensemble's step (dist-bench; its\n"
     "options: dist-bench --help)\n"
     "emb-bench compare A.csv B.csv: B against A row by row (speed ratio, spreads)\n"
+    "emb-bench ids --rows N --count M [--ids DIST] --out FILE: the generator's ids\n"
     "emb-bench coll|dyn|quant|tier [OPTIONS]: the collection step against its calls,\n"
     "dynamic against plain tables, int8/int4 pooled lookups, a tiered table against\n"
     "memory and the disk (each: --help)\n";

@@ -238,9 +238,12 @@ void bench_workload_header(const BenchWorkload *w, const BenchConfig *c, FILE *f
                        : c->ids == IDS_TRACE ? BENCH_IDS_TRACE : BENCH_IDS_UNIFORM,
                        c->zipf_s, c->trace, desc, sizeof desc);
     fprintf(f, "# ids: %s; %s\n", desc,
-            w->steady ? "steady state: a stream, each step's ids drawn from its own seed just "
-                        "before it runs (untimed), no step seen twice"
-                      : "RECYCLED (--recycle): 4 id sets rotated, hot caches, not steady state");
+            !w->steady ? "RECYCLED (--recycle): 4 id sets rotated, hot caches, not steady state"
+            : c->ids == IDS_TRACE ? "steady state: a stream, each step the trace's next ids, "
+                                    "taken just before it runs (untimed)"
+                                  : "steady state: a stream, each step's ids drawn from its own "
+                                    "seed just before it runs (untimed), no step seen twice"
+            );
     fprintf(f, "# distinct rows a step touches per table (mean of its first %d steps; rows):\n",
             BENCH_NSETS);
     for (int v = 0; v < c->nvariants; v++) {
