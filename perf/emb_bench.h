@@ -230,8 +230,12 @@ typedef struct BenchRates {
     double gbs[BENCH_LEVELS];
 } BenchRates;
 
-/* The sizes of L1d, L2 (per core) and the LLC in bytes (sysconf; defaults if unknown). */
+/* The sizes of L1d, L2 (per core) and the LLC in bytes (sysconf; defaults if unknown;
+   the LLC as bench_cache_set_llc set it, if it did). */
 void bench_cache_sizes(int64_t size[BENCH_LEVELS - 1]);
+/* --llc-mib: the LLC's size the model uses instead of the CPU's (a VM may report the
+   host's). */
+void bench_cache_set_llc(int64_t bytes);
 int bench_stream_create(BenchWorkload *w, const BenchConfig *c);
 void bench_stream_destroy(BenchWorkload *w, int ntables);
 /* The slot of variant @v's next step, its rows' levels accounted; in steady state the slot

@@ -65,7 +65,8 @@ static const char usage[] =
     "                    serial, pullback, index, apply (median ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
-    "  --roof-mib N      buffer of the roof measurement                          [512]\n"
+    "  --roof-mib N      the roof's DRAM buffer at least (twice the LLC)          [512]\n"
+    "  --llc-mib N       the LLC's size for the roof's model      [the CPU's, sysconf]\n"
     "  --csv FILE        write every row as CSV (# lines: version, commit, machine,\n"
     "                    command line)\n"
     "  --json FILE       the same records and rows as JSON\n"
@@ -454,6 +455,8 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "warmup") == 0) return (c->warmup = (int)x), 0;
     if (strcmp(k, "seed") == 0) return (c->seed = (uint64_t)x), 0;
     if (strcmp(k, "roof-mib") == 0 && x >= 1) return (c->roof_mib = (int64_t)x), 0;
+    if (strcmp(k, "llc-mib") == 0 && x >= 1)
+        return bench_cache_set_llc((int64_t)x << 20), 0;
     if (strcmp(k, "hot-rows") == 0 && x >= 1) return (c->hot_rows = (int64_t)x), 0;
     if (strcmp(k, "cold-mib") == 0 && x >= 1) return (c->cold_mib = (int64_t)x), 0;
     fprintf(stderr, "emb-bench: unknown option or bad value: %s %s\n", k, v);
@@ -537,7 +540,7 @@ static const struct option long_options[] = {
     {"dtypes", required_argument, 0, 0},     {"hot-rows", required_argument, 0, 0},
     {"cold-mib", required_argument, 0, 0},   {"tier-dir", required_argument, 0, 0},
     {"recycle", no_argument, 0, 0},          {"check-roof", no_argument, 0, 0},
-    {"json", required_argument, 0, 0},
+    {"json", required_argument, 0, 0},       {"llc-mib", required_argument, 0, 0},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 

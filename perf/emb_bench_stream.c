@@ -60,11 +60,18 @@ static int64_t cache_size(int name, int64_t fallback)
     return v > 0 ? (int64_t)v : fallback;
 }
 
+static int64_t llc_override; /* --llc-mib, in bytes (0: the CPU's) */
+
+void bench_cache_set_llc(int64_t bytes)
+{
+    llc_override = bytes;
+}
+
 void bench_cache_sizes(int64_t size[BENCH_LEVELS - 1])
 {
     size[0] = cache_size(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
     size[1] = cache_size(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
-    size[2] = cache_size(_SC_LEVEL3_CACHE_SIZE, size[1]);
+    size[2] = llc_override > 0 ? llc_override : cache_size(_SC_LEVEL3_CACHE_SIZE, size[1]);
 }
 
 int bench_stream_create(BenchWorkload *w, const BenchConfig *c)
