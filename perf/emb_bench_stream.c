@@ -85,8 +85,9 @@ int bench_stream_create(BenchWorkload *w, const BenchConfig *c)
     s->fw = calloc(FW_CAP, sizeof *s->fw);
     if (!s->stamp || !s->touched || !s->fw)
         return -1;
-    for (int t = 0; t < c->ntables; t++)
-        if (!(s->stamp[t] = calloc((size_t)c->tables[t].rows, sizeof **s->stamp)))
+    for (int t = 0; t < c->ntables; t++) /* tiered: rows from the disk, the I/O roof's */
+        if (!c->tables[t].tiered &&
+            !(s->stamp[t] = calloc((size_t)c->tables[t].rows, sizeof **s->stamp)))
             return -1;
     int maxthreads = 1;
     for (int i = 0; i < c->nthreads; i++)
@@ -99,9 +100,10 @@ int bench_stream_create(BenchWorkload *w, const BenchConfig *c)
     /* the tables' writing, in the order bench_workload_create wrote them */
     for (int t = 0; t < c->ntables; t++) {
         const double rb = (double)emb_dtype_row_bytes(c->tables[t].dtype, c->tables[t].dim);
-        for (int64_t r = 0; r < c->tables[t].rows; r++)
+        for (int64_t r = 0; s->stamp[t] && r < c->tables[t].rows; r++)
             s->stamp[t][r] = (uint32_t)t + 1;
-        fw_add(s, (uint32_t)t + 1, rb * (double)c->tables[t].rows);
+        if (s->stamp[t])
+            fw_add(s, (uint32_t)t + 1, rb * (double)c->tables[t].rows);
     }
     s->nfill = (uint32_t)c->ntables;
     s->g = s->nfill + 1;
@@ -130,7 +132,7 @@ static void fold(BenchStream *s, const BenchConfig *c)
     double fill = 0, run = 0;
     for (int t = 0; t < c->ntables; t++) {
         const double rb = (double)emb_dtype_row_bytes(c->tables[t].dtype, c->tables[t].dim);
-        for (int64_t r = 0; r < c->tables[t].rows; r++) {
+        for (int64_t r = 0; s->stamp[t] && r < c->tables[t].rows; r++) {
             const int ran = s->stamp[t][r] > s->nfill;
             s->stamp[t][r] = ran ? s->nfill + 1 : s->nfill;
             *(ran ? &run : &fill) += rb;
@@ -165,7 +167,7 @@ static void account(BenchWorkload *w, const BenchConfig *c, BenchIdSet *set)
         int64_t *lvl = set->lvl_rows + (size_t)t * BENCH_LEVELS;
         memset(lvl, 0, BENCH_LEVELS * sizeof *lvl);
         uint32_t *stamp = s->stamp[t];
-        for (int64_t i = 0; i < set->batches[t].nnz; i++) {
+        for (int64_t i = 0; stamp && i < set->batches[t].nnz; i++) {
             const int64_t r = rows[i];
             const uint32_t last = stamp[r];
             if (last == g)
