@@ -193,7 +193,8 @@ int bench_stream_next(BenchWorkload *w, const BenchConfig *c, int v)
     }
     w->refill[v] = slot;
     w->next_step[v]++;
-    account(w, c, &w->sets[v][slot]);
+    if (w->stream) /* a twin (emb_bench_tier_compare.c) has none */
+        account(w, c, &w->sets[v][slot]);
     return slot;
 }
 
