@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * emb_bench.h — the parts of emb-bench (perf/): configuration, workload, phases, the
- * memory roof, the peer and the report. The tool links the public library only.
+ * emb_bench.h — the parts of emb-bench (perf/): configuration, workload, the stream of
+ * steps, phases, the roof, the peer, the report and the records. The tool links the
+ * public library only.
  *
- * Flow (emb_bench.c): parse the configuration -> measure the roof -> build the workload
- * (tables + id sets) -> for every bag variant, phase, strategy and thread count time the
- * iterations -> optionally run the peer on the same tables and ids -> print the table, the
- * CSV, the plot and one verdict line per strategy.
+ * Flow (emb_bench.c): parse the configuration -> measure the roof's rates (each cache
+ * level and DRAM) -> build the workload (tables + the first steps' ids) -> the plain
+ * loops -> for every bag variant, phase, strategy and thread count time the iterations,
+ * each on a fresh step of the stream (drawn untimed) -> the rates again (the better kept)
+ * -> optionally the peer on the same tables and ids -> the table, the CSV, JSON, plot and
+ * one verdict line per strategy.
  */
 #ifndef EMB_BENCH_H
 #define EMB_BENCH_H
