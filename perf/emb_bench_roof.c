@@ -84,6 +84,8 @@ typedef struct RateBuf {
 
 static double rate_pass(const RateBuf *b, int threads, size_t D, float *sink)
 {
+    (void)threads; /* without OpenMP one thread runs the pass, and rate_of counts threads
+                      times its bytes: one thread's rate scaled linearly, still a bound */
     const double t0 = bench_now();
 #pragma omp parallel num_threads(threads)
     {
@@ -174,6 +176,7 @@ int bench_roof_on_workload(const BenchConfig *c)
 static double plain_gather(const BenchWorkload *w, const BenchConfig *c, const BenchIdSet *set,
                            int threads)
 {
+    (void)threads; /* without OpenMP: one thread */
     const double t0 = bench_now();
 #pragma omp parallel num_threads(threads) /* one team for every table, as the strategies */
     {
@@ -219,6 +222,7 @@ static int64_t batch_distinct(const EmbBatch *b, int64_t *out, uint64_t *seed)
 static void update_tables(const BenchWorkload *w, const BenchConfig *c, int64_t *const *ids,
                           const int64_t *n, const float *g, int threads)
 {
+    (void)threads; /* without OpenMP: one thread */
 #pragma omp parallel num_threads(threads)
     for (int t = 0; t < w->ntables; t++) {
         int64_t stride;
