@@ -64,20 +64,33 @@ static void write_tables(FILE *f, const BenchWorkload *w, const BenchConfig *c)
     fprintf(f, "],\n");
 }
 
-/* One entry per variant: its name and, per id set, the files and per-table nnz. */
+/* One entry per variant: its name and, per id set, the files and per-table nnz. In steady
+   state the sets are warmup + iters steps of the stream that no row ran (the peer cycles
+   through its sets: no step repeats within a peer's row); recycled, the four sets. */
 static int write_sets(FILE *f, const BenchWorkload *w, const BenchConfig *c)
 {
+    const int nsets = w->steady ? c->warmup + c->iters : BENCH_NSETS;
     fprintf(f, "  \"variants\": [\n");
     for (int v = 0; v < c->nvariants; v++) {
         fprintf(f, "    {\"name\": \"%s\", \"sets\": [", c->variants[v].name);
-        for (int s = 0; s < BENCH_NSETS; s++) {
-            const BenchIdSet *set = &w->sets[v][s];
+        for (int s = 0; s < nsets; s++) {
+            BenchIdSet fresh = {0};
+            const BenchIdSet *set = &w->sets[v][s % BENCH_NSETS];
+            if (w->steady) { /* steps past the stream's ring */
+                if (bench_idset_create(&fresh, c, v, w->next_step[v] + BENCH_NSETS + s) != 0) {
+                    bench_idset_free(&fresh);
+                    return -1;
+                }
+                set = &fresh;
+            }
             char ids[64], off[64];
             snprintf(ids, sizeof ids, "ids_%d_%d.i64", v, s);
             snprintf(off, sizeof off, "offsets_%d_%d.i64", v, s);
-            if (write_file(w->shm_dir, ids, set->ids, (size_t)set->nnz * 8) != 0 ||
-                write_file(w->shm_dir, off, set->offsets,
-                           (size_t)(c->ntables * (c->batch + 1)) * 8) != 0)
+            const int rc = write_file(w->shm_dir, ids, set->ids, (size_t)set->nnz * 8) != 0 ||
+                           write_file(w->shm_dir, off, set->offsets,
+                                      (size_t)(c->ntables * (c->batch + 1)) * 8) != 0;
+            bench_idset_free(&fresh);
+            if (rc)
                 return -1;
             fprintf(f, "%s{\"ids\": \"%s\", \"offsets\": \"%s\"}", s ? ", " : "", ids, off);
         }
