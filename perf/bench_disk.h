@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * bench_disk.h — the disk's own random-read rate, as tier-bench and emb-bench (tiered
+ * bench_disk.h — the disk's own random-read rate, as emb-bench tier and emb-bench (tiered
  * tables) measure it in the same run as the tables they time: random reads of one record
  * size from the tiered table's own file, its pages dropped from the page cache first.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * bench_util.h — the small helpers the stand-alone benchmarks (coll_bench.c, dyn_bench.c)
+ * bench_util.h — the small helpers emb-bench's subcommands (emb_bench_coll.c, emb_bench_dyn.c)
  * share: a monotonic clock, a 64-bit mixer for reproducible ids, and the double compare
  * for qsort that their medians use.
  */

@@ -3,7 +3,8 @@
  * dist_bench.c — the MPI ensemble's training step, run under mpirun (README: "Scale-out
  * on MPI"). Every rank brings --batch bags (weak scaling: the global batch grows with the
  * ranks, the tables do not) of a DLRM-shaped ensemble (the 26 Criteo Kaggle
- * cardinalities capped at --rows, D = --dim, bags of --bag ids, skewed ids), and runs
+ * cardinalities capped at --rows, D = --dim, bags of --bag ids, Zipf ids from bench_ids.h,
+ * fresh every step), and runs
  * forward (emb_dist_maplookup into the concat output), backward and an SGD update.
  * Per step the slowest rank's times are kept; rank 0 prints the median and the p10..p90
  * spread over the steps, split into local pooling, exchange, backward and update, and
@@ -18,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_ids.h"
+
 #include <embtables/dist.h>
 #include <embtables/embtables.h>
 
@@ -28,12 +31,13 @@ static const int64_t criteo[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517,
 typedef struct Args {
     int tables, dim, batch, bag, steps, warmup, groups, threads, compare;
     int64_t rows;
+    double zipf;
     EmbDistPlan plan;
 } Args;
 
 static int parse(int argc, char **argv, Args *a)
 {
-    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 200000, EMB_DIST_PLAN_TABLEWISE};
+    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--quick")) {
@@ -54,6 +58,7 @@ static int parse(int argc, char **argv, Args *a)
         else if (!strcmp(k, "--groups")) a->groups = atoi(v);
         else if (!strcmp(k, "--compare-groups")) a->compare = atoi(v);
         else if (!strcmp(k, "--threads")) a->threads = atoi(v);
+        else if (!strcmp(k, "--zipf")) a->zipf = atof(v);
         else if (!strcmp(k, "--plan"))
             a->plan = !strcmp(v, "row") ? EMB_DIST_PLAN_ROWWISE
                       : !strcmp(v, "auto") ? EMB_DIST_PLAN_AUTO : EMB_DIST_PLAN_TABLEWISE;
@@ -61,16 +66,9 @@ static int parse(int argc, char **argv, Args *a)
             return -1;
     }
     return a->tables < 1 || a->tables > 26 || a->dim < 1 || a->batch < 1 || a->bag < 1 ||
-           a->steps < 1 || a->rows < 1 || a->threads < 1 || a->compare < 0 || a->groups < 0
+           a->steps < 1 || a->rows < 1 || a->zipf < 0 || a->threads < 1 || a->compare < 0 ||
+           a->groups < 0
            ? -1 : 0;
-}
-
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 static int cmp(const void *x, const void *y)
@@ -198,7 +196,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpirun -np N dist-bench [--quick] [--tables 26] [--rows "
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
                     "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
-                    "[--plan table|row|auto]\n");
+                    "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)]\n");
         MPI_Finalize();
         return 2;
     }
@@ -231,10 +229,13 @@ int main(int argc, char **argv)
     uint64_t seed = 1234 + (uint64_t)rank;
     for (int step = -a.warmup; step < a.steps; step++) {
         for (int t = 0; t < a.tables; t++) {
-            for (int64_t k = 0; k < nnz; k++) { /* skewed: u^3 */
-                const double u = (double)(next(&seed) >> 11) / 9007199254740992.0;
-                ids[t * nnz + k] = (int64_t)((double)desc[t].nrows * u * u * u);
-            }
+            /* fresh ids every step from the benchmarks' generator (bench_ids.h): Zipf(S)
+               (--zipf S, 0: uniform), the table's hot rows the same on every rank */
+            BenchIdGen g;
+            bench_idgen_init(&g, a.zipf > 0 ? BENCH_IDS_ZIPF : BENCH_IDS_UNIFORM,
+                             desc[t].nrows, a.zipf, (uint64_t)t);
+            for (int64_t k = 0; k < nnz; k++)
+                ids[t * nnz + k] = bench_idgen_row(&g, &seed, k);
             b[t] = (EmbBatch){.ids = ids + t * nnz, .nnz = nnz, .nbags = a.batch,
                               .bag_size = a.bag};
         }

@@ -22,7 +22,8 @@
 typedef struct Plan {
     const BenchConfig *cfg;
     BenchWorkload *w;
-    BenchRoof roof[BENCH_MAX_VARIANTS][BENCH_MAX_THREADS + 1];
+    BenchRates rates[BENCH_MAX_THREADS + 1];  /* the roof's rates at each thread count */
+    BenchPlain plain[BENCH_MAX_VARIANTS][BENCH_MAX_THREADS + 1]; /* the plain loops */
     int roof_threads[BENCH_MAX_THREADS + 1]; /* 1 first, then the configured counts */
     int nroof;
     int done, total;
@@ -34,54 +35,115 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static const BenchRoof *roof_for(const Plan *p, int v, int threads)
+static int roof_index(const Plan *p, int threads)
 {
     for (int i = 0; i < p->nroof; i++)
         if (p->roof_threads[i] == threads)
-            return &p->roof[v][i];
-    return &p->roof[v][0];
+            return i;
+    return 0;
 }
 
-static int measure_roofs(Plan *p, const BenchConfig *c)
+/*
+ * The rates of each level at every thread count of the run, printed: the roof's inputs.
+ * Measured at start-up and again after the rows (@again), each level's rate the better
+ * of the two: a rate measured while other programs took the cores would make the roof
+ * slower than a row that ran in a quiet moment.
+ */
+static int measure_rates(Plan *p, const BenchConfig *c, int again)
 {
-    p->roof_threads[p->nroof++] = 1;
-    for (int i = 0; i < c->nthreads; i++)
-        if (c->threads[i] != 1)
-            p->roof_threads[p->nroof++] = c->threads[i];
-    for (int v = 0; v < c->nvariants; v++) {
-        const BenchBagSpec *b = &c->variants[v];
-        int32_t bag = (b->lo + b->hi + 1) / 2;
-        int64_t bags = c->batch * c->ntables;
-        for (int i = 0; i < p->nroof; i++) {
-            bench_progress("measuring the roof: %s, %d threads", b->name, p->roof_threads[i]);
-            if (bench_roof_measure(&p->roof[v][i], p->roof_threads[i], c->roof_mib,
-                                   bench_roof_dim(c), bags, bag < 1 ? 1 : bag, 0,
-                                   c->seed) != 0) {
-                fprintf(stderr, "emb-bench: cannot allocate the roof buffer\n");
-                return -1;
-            }
-        }
+    if (!again) {
+        p->roof_threads[p->nroof++] = 1;
+        for (int i = 0; i < c->nthreads; i++)
+            if (c->threads[i] != 1)
+                p->roof_threads[p->nroof++] = c->threads[i];
     }
+    int64_t size[BENCH_LEVELS - 1];
+    bench_cache_sizes(size);
+    const int32_t row_bytes = 4 * bench_roof_dim(c);
+    /* DRAM: a buffer twice the LLC (a smaller one, --quick's, errs fast: still a bound) */
+    const int64_t llc_mib = 2 * size[2] >> 20, dram_mib =
+        c->quick || c->roof_mib > llc_mib ? c->roof_mib : llc_mib;
+    for (int i = 0; i < p->nroof; i++) {
+        BenchRates r;
+        bench_progress("measuring the roof's rates: %d threads", p->roof_threads[i]);
+        if (bench_rates_measure(&r, p->roof_threads[i], row_bytes, dram_mib, c->seed) != 0) {
+            fprintf(stderr, "emb-bench: cannot allocate the roof's buffers\n");
+            return -1;
+        }
+        for (int l = 0; l < BENCH_LEVELS; l++)
+            if (!again || r.gbs[l] > p->rates[i].gbs[l])
+                p->rates[i].gbs[l] = r.gbs[l];
+    }
+    /* more threads read at least as fast as fewer (a pass measured while the cores were
+       taken says less): each count's rate at least any smaller count's */
+    for (int i = 0; i < p->nroof; i++)
+        for (int j = 0; j < p->nroof; j++)
+            for (int l = 0; l < BENCH_LEVELS; l++)
+                if (p->roof_threads[j] < p->roof_threads[i] &&
+                    p->rates[j].gbs[l] > p->rates[i].gbs[l])
+                    p->rates[i].gbs[l] = p->rates[j].gbs[l];
+    bench_progress_end();
+    printf("# roof: each distinct row of a step at the rate of where it is read from (LRU "
+           "reuse distance against L1d %lld KiB, L2 %lld KiB per core, LLC %lld KiB, "
+           "doubled); %s, GB/s of %d-byte rows read at random (DRAM: %lld MiB):\n",
+           (long long)size[0] >> 10, (long long)size[1] >> 10, (long long)size[2] >> 10,
+           again ? "the rates, the better of start-up and now" : "the rates measured at start-up",
+           row_bytes, (long long)dram_mib);
+    for (int i = 0; i < p->nroof; i++)
+        printf("#   %2d thread%s: L1 %7.1f  L2 %7.1f  LLC %7.1f  DRAM %6.1f\n",
+               p->roof_threads[i], p->roof_threads[i] > 1 ? "s" : " ", p->rates[i].gbs[0],
+               p->rates[i].gbs[1], p->rates[i].gbs[2], p->rates[i].gbs[3]);
+    return 0;
+}
+
+/* The roof of every row at the final rates. */
+static void apply_rates(const Plan *p, BenchResults *res)
+{
+    for (int i = 0; i < res->nrows; i++) {
+        BenchRow *x = &res->rows[i];
+        const BenchRates *r = &p->rates[roof_index(p, x->threads)];
+        x->roof_s = bench_roof_of(x->lvl_bytes, r);
+        x->roof_fwd_s = bench_roof_of(x->fwd_bytes, r);
+    }
+}
+
+/* The plain loops on the run's own tables and steps, at every thread count; whether the
+ * roof bounds them (--check-roof makes a step above it an error). */
+static int measure_plain(Plan *p, const BenchConfig *c)
+{
+    if (!bench_roof_on_workload(c))
+        return 0;
+    for (int v = 0; v < c->nvariants; v++)
+        for (int i = 0; i < p->nroof; i++) {
+            bench_progress("the plain loops: %s, %d threads", c->variants[v].name,
+                           p->roof_threads[i]);
+            if (bench_plain_measure(&p->plain[v][i], p->w, c, v, p->roof_threads[i]) != 0)
+                return fprintf(stderr, "emb-bench: out of memory\n"), -1;
+        }
     bench_progress_end();
     return 0;
 }
 
-/* Replaces each roof by the same loops over the run's own tables and ids (a Zipf roof for
- * Zipf ids), so "of roof" compares like with like. */
-static void measure_workload_roofs(Plan *p, const BenchConfig *c)
+/* Whether the roof bounds the plain loops' steps (at the final rates); --check-roof makes
+ * a step above it an error. */
+static int check_plain(const Plan *p, const BenchConfig *c)
 {
+    if (!bench_roof_on_workload(c))
+        return 0;
+    double worst = 0;
     for (int v = 0; v < c->nvariants; v++)
         for (int i = 0; i < p->nroof; i++) {
-            bench_progress("measuring the roof on the workload: %s, %d threads",
-                           c->variants[v].name, p->roof_threads[i]);
-            const double gbs = bench_roof_workload(p->w, c, v, p->roof_threads[i]);
-            const double ups = bench_roof_workload_update(p->w, c, v, p->roof_threads[i]);
-            if (gbs > 0)
-                p->roof[v][i].gather_gbs = gbs;
-            if (ups > 0)
-                p->roof[v][i].update_gbs = ups;
+            const double w = bench_plain_worst(&p->plain[v][i], &p->rates[i]);
+            worst = w > worst ? w : worst;
         }
-    bench_progress_end();
+    printf("# plain loops (gather, update) on the run's steps: at most %.2f of the roof%s\n",
+           worst, worst > 1.0 ? " -- ABOVE the roof: the roof does not bound" : "");
+    if (c->check_roof && worst > 1.0) {
+        fprintf(stderr, "emb-bench: --check-roof: a plain loop's step took %.2f of the roof's "
+                        "time (< 1.0 expected)\n", 1 / worst);
+        return -1;
+    }
+    return 0;
 }
 
 /* One row being timed: its runner, its samples and its phases' (BD_COUNT per sample). */
@@ -89,6 +151,8 @@ typedef struct Timed {
     BenchRunner *r;
     BenchRow row;
     double *t, *bd; /* bd: BD_COUNT per sample, then cap of scratch */
+    double distinct, lvl[BENCH_LEVELS]; /* Σ over the timed steps: distinct rows, by level */
+    double lb[BENCH_LEVELS], fb[BENCH_LEVELS]; /* Σ of the roof's bytes by level; forward's */
     int n, it, cap;
 } Timed;
 
@@ -120,6 +184,12 @@ static void row_stats(Timed *x)
         qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
         row->bd[k] = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
     }
+    row->distinct = x->distinct / n;
+    for (int l = 0; l < BENCH_LEVELS; l++) {
+        row->lvl_frac[l] = x->distinct > 0 ? x->lvl[l] / x->distinct : 0;
+        row->lvl_bytes[l] = x->lb[l] / n;
+        row->fwd_bytes[l] = x->fb[l] / n;
+    }
 }
 
 /* The largest notch of the rows (their samples left unsorted). */
@@ -137,14 +207,41 @@ static double worst_spread(Timed *rows, int nrows, double *tmp)
     return worst;
 }
 
+/* The roof and the levels of the step in @slot, for row @x. */
+static void note_step(const Plan *p, Timed *x, int slot)
+{
+    const BenchConfig *c = p->cfg;
+    const BenchPhaseSpec *ph = &c->phases[x->row.phase];
+    const BenchIdSet *set = &p->w->sets[x->row.variant][slot];
+    double b[BENCH_LEVELS], fwd[BENCH_LEVELS] = {0};
+    bench_step_levels(c, set, ph->kind, ph->opt, b);
+    if (ph->kind != PHASE_UPDATE)
+        bench_step_levels(c, set, PHASE_FORWARD, OPT_NONE, fwd);
+    for (int l = 0; l < BENCH_LEVELS; l++) {
+        x->lb[l] += b[l];
+        x->fb[l] += fwd[l];
+    }
+    for (int t = 0; t < c->ntables; t++)
+        for (int l = 0; l < BENCH_LEVELS; l++) {
+            x->lvl[l] += (double)set->lvl_rows[t * BENCH_LEVELS + l];
+            x->distinct += (double)set->lvl_rows[t * BENCH_LEVELS + l];
+        }
+}
+
 static int iterate(const Plan *p, Timed *x, int timed)
 {
     const BenchPhaseSpec *ph = &p->cfg->phases[x->row.phase];
     double *bd = timed ? x->bd + (size_t)x->n * BD_COUNT : NULL;
     for (int k = 0; bd && k < BD_COUNT; k++)
         bd[k] = 0;
+    const int slot = bench_stream_next(p->w, p->cfg, x->row.variant); /* untimed */
+    if (slot < 0)
+        return fprintf(stderr, "emb-bench: out of memory drawing ids\n"), -1;
+    if (timed)
+        note_step(p, x, slot);
+    x->it++;
     const double t0 = bench_now();
-    if (bench_runner_iter(x->r, ph, x->row.variant, x->it++ % BENCH_NSETS, bd) != 0) {
+    if (bench_runner_iter(x->r, ph, x->row.variant, slot, bd) != 0) {
         fprintf(stderr, "emb-bench: %s failed: %s\n", ph->name, emb_last_error());
         return -1;
     }
@@ -216,7 +313,7 @@ static int time_rows(const Plan *p, Timed *rows, int nrows)
 static void row_model(const Plan *p, BenchRow *row)
 {
     const BenchPhaseSpec *ph = &p->cfg->phases[row->phase];
-    const BenchRoof *roof = roof_for(p, row->variant, row->threads);
+    const BenchPlain *plain = &p->plain[row->variant][roof_index(p, row->threads)];
     double rd = ph->kind != PHASE_UPDATE ? bench_bytes_read(p->w, p->cfg, row->variant) : 0;
     double up = 0;
     if (ph->kind != PHASE_FORWARD)
@@ -225,9 +322,8 @@ static void row_model(const Plan *p, BenchRow *row)
     row->bytes = rd + up;
     row->bytes_rd = rd;
     row->bytes_up = up;
-    row->gather_gbs = roof->gather_gbs;
-    row->update_gbs = roof->update_gbs;
-    row->roof_s = rd / (roof->gather_gbs * 1e9) + up / (roof->update_gbs * 1e9);
+    row->plain_s = (ph->kind != PHASE_UPDATE ? plain->gather_s : 0) +
+                   (ph->kind != PHASE_FORWARD ? plain->update_s : 0);
 }
 
 /* Every strategy and thread count of variant @v and phase @ph, timed together. */
@@ -298,6 +394,8 @@ static int report(BenchResults *res, const BenchConfig *c, int verdicts)
         bench_report_breakdown(res, c, stdout);
     if (c->csv && bench_report_csv(res, c, c->csv) != 0)
         rc = -1;
+    if (c->json && bench_report_json(res, c, c->json) != 0)
+        rc = -1;
     if (c->plot && bench_report_plot(res, c, c->plot) != 0)
         rc = -1;
     bench_report_verdicts(res, c, stdout);
@@ -312,22 +410,41 @@ int bench_run(const BenchConfig *cfg, BenchResults *res, int verdicts)
     if (rc == 0) {
         plan->cfg = cfg;
         plan->w = w;
-        rc = measure_roofs(plan, cfg);
+        rc = measure_rates(plan, cfg, 0);
     }
     if (rc == 0)
         rc = bench_workload_create(w, cfg, cfg->peer != NULL);
     if (rc == 0 && w->ntiered)
         bench_tier_header(w, cfg, stdout);
-    if (rc == 0) {
-        measure_workload_roofs(plan, cfg);
+    if (rc == 0)
+        bench_workload_header(w, cfg, stdout);
+    if (rc == 0)
+        rc = measure_plain(plan, cfg);
+    if (rc == 0)
         rc = run_all(plan, res);
+    if (rc == 0)
+        bench_workload_touched(w, cfg, stdout);
+    if (rc == 0)
+        rc = measure_rates(plan, cfg, 1);
+    if (rc == 0) {
+        apply_rates(plan, res);
+        res->nrates = plan->nroof;
+        res->steady = w->steady;
+        memcpy(res->rate_threads, plan->roof_threads, sizeof res->rate_threads);
+        memcpy(res->rates, plan->rates, sizeof res->rates);
+        rc = check_plain(plan, cfg);
     }
+    int peer_failed = 0;
     if (rc == 0) {
         bench_results_relate(res);
-        if (cfg->peer && bench_peer_run(res, cfg, w) != 0)
+        if (cfg->peer && bench_peer_run(res, cfg, w) != 0) {
             fprintf(stderr, "emb-bench: the peer did not run; see above\n");
+            peer_failed = 1;
+        }
         rc = report(res, cfg, verdicts);
     }
+    if (rc == 0 && peer_failed)
+        rc = -1;
     if (rc == 0 && w->ntiered && verdicts)
         rc = bench_tier_compare(cfg, w, stdout);
     if (w) {
@@ -343,13 +460,28 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--mpi") == 0)
         return bench_exec_mpi(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "compare") == 0)
+        return bench_compare_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "ids") == 0)
+        return bench_ids_main(argc, argv);
+    static const struct {
+        const char *name;
+        int (*main)(int, char **);
+    } sub[] = {{"coll", bench_coll_main}, {"dyn", bench_dyn_main},
+               {"quant", bench_quant_main}, {"tier", bench_tier_main}};
+    for (size_t i = 0; argc > 1 && i < sizeof sub / sizeof *sub; i++)
+        if (strcmp(argv[1], sub[i].name) == 0)
+            return sub[i].main(argc - 1, argv + 1);
     static BenchConfig cfg;
     bench_config_default(&cfg);
     int rc = bench_config_parse(&cfg, argc, argv);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
+    bench_record_fill(&cfg.record, "emb-bench", cfg.cmdline);
     if (cfg.sweep)
         return bench_sweep(&cfg) == 0 ? 0 : 1;
+    if (cfg.peer && bench_peer_check() != 0)
+        return 2;
     bench_config_print(&cfg, stdout);
     bench_machine_print(stdout);
     if (cfg.nphases == 0 || !cfg.strategies)

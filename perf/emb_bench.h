@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * emb_bench.h — the parts of emb-bench (perf/): configuration, workload, phases, the
- * memory roof, the peer and the report. The tool links the public library only.
+ * emb_bench.h — the parts of emb-bench (perf/): configuration, workload, the stream of
+ * steps, phases, the roof, the peer, the report and the records. The tool links the
+ * public library only.
  *
- * Flow (emb_bench.c): parse the configuration -> measure the roof -> build the workload
- * (tables + id sets) -> for every bag variant, phase, strategy and thread count time the
- * iterations -> optionally run the peer on the same tables and ids -> print the table, the
- * CSV, the plot and one verdict line per strategy.
+ * Flow (emb_bench.c): parse the configuration -> measure the roof's rates (each cache
+ * level and DRAM) -> build the workload (tables + the first steps' ids) -> the plain
+ * loops -> for every bag variant, phase, strategy and thread count time the iterations,
+ * each on a fresh step of the stream (drawn untimed) -> the rates again (the better kept)
+ * -> optionally the peer on the same tables and ids -> the table, the CSV, JSON, plot and
+ * one verdict line per strategy.
  */
 #ifndef EMB_BENCH_H
 #define EMB_BENCH_H
@@ -15,13 +18,33 @@
 #include <stdio.h>
 
 #include <embtables/embtables.h>
+#include <jansson.h>
 
 #define BENCH_MAX_GROUPS 64    /* table groups in a "tables" option */
 #define BENCH_MAX_TABLES 1024  /* tables in an ensemble */
 #define BENCH_MAX_VARIANTS 8   /* bag variants ("bags" option) */
 #define BENCH_MAX_THREADS 16   /* entries of the "threads" option */
 #define BENCH_MAX_PHASES 8     /* entries of the "phases" option */
-#define BENCH_NSETS 4          /* id sets per variant, rotated over iterations */
+#define BENCH_NSETS 4          /* id sets per variant: the stream's next steps (or, with
+                                  --recycle, the sets rotated over iterations) */
+#define BENCH_LEVELS 4         /* where a row is read from: L1, L2, LLC, DRAM */
+
+/* ---- records (emb_bench_record.c): what a kept result carries ------------------------- */
+
+typedef struct BenchRecord {
+    char program[32], version[32], commit[64], date[32];
+    char cpu[160], kernel[224];
+    int cores, cpus;
+    double mem_gib;
+    char cmdline[1024];
+} BenchRecord;
+
+/* The library's version, the commit, the machine and @cmdline, now. */
+void bench_record_fill(BenchRecord *r, const char *program, const char *cmdline);
+/* The record as "# " lines (the CSV's head). */
+void bench_record_csv(const BenchRecord *r, FILE *f);
+/* The record as a JSON object (new reference; NULL: no memory). */
+json_t *bench_record_json(const BenchRecord *r);
 
 /* ---- configuration (emb_bench_config.c) ------------------------------------------- */
 
@@ -44,7 +67,8 @@ typedef struct BenchBagSpec {
     char name[32]; /* "one-hot", "multi-hot-20", "ragged-1-39" */
 } BenchBagSpec;
 
-typedef enum BenchIdDist { IDS_UNIFORM = 0, IDS_ZIPF = 1 } BenchIdDist;
+/* The ids' source (bench_ids.h, the one generator of every benchmark). */
+typedef enum BenchIdDist { IDS_UNIFORM = 0, IDS_ZIPF = 1, IDS_TRACE = 2 } BenchIdDist;
 
 enum {
     STRAT_SEQUENTIAL = 0,
@@ -109,6 +133,14 @@ typedef struct BenchConfig {
     int64_t hot_rows, cold_mib;
     int bags_given, strategies_given, threads_given; /* set by the user, not defaulted */
     const char *tier_dir; /* the tiered tables' files (--tier-dir; NULL: $TMPDIR or /var/tmp) */
+    int recycle;          /* --recycle: BENCH_NSETS id sets rotated (hot caches), not a stream */
+    int check_roof;       /* --check-roof: exit 1 when the plain loop beats the roof */
+    const char *trace;    /* --ids trace:DIR: DIR/tNN.bin or DIR/tNN.txt per table */
+    int64_t *trace_ids[BENCH_MAX_TABLES]; /* the trace files' ids (bench_config_parse) */
+    int64_t trace_n[BENCH_MAX_TABLES];
+    const char *json;     /* --json FILE */
+    char cmdline[1024];   /* the command line, for the records */
+    BenchRecord record;   /* version, commit, machine, command line (main fills it) */
 } BenchConfig;
 
 /* Fills @c with the DLRM-shaped default. */
@@ -132,14 +164,21 @@ int bench_sweep(const BenchConfig *c);
 
 /* ---- workload (emb_bench_workload.c) ---------------------------------------------- */
 
-/* The ids of one variant and id set: one EmbBatch per table (int64 ids, CSR offsets). */
+/* The ids of one variant and step: one EmbBatch per table (int64 ids, CSR offsets). */
 typedef struct BenchIdSet {
     EmbBatch *batches;   /* ntables */
     int64_t *ids;        /* all tables' ids, concatenated */
+    int64_t *rows;       /* their row indices (== ids unless a table is dynamic) */
     int64_t *offsets;    /* ntables * (batch + 1) */
     int64_t nnz;         /* Σ nnz */
     int64_t distinct;    /* Σ distinct ids per table */
+    int64_t *distinct_t; /* ntables: distinct ids of each table */
+    int64_t *lvl_rows;   /* ntables x BENCH_LEVELS: distinct rows by where they are read
+                            from, set when the step is handed out (bench_stream_next) */
+    int64_t step;        /* the stream's step */
 } BenchIdSet;
+
+typedef struct BenchStream BenchStream;
 
 typedef struct BenchWorkload {
     int ntables;
@@ -154,6 +193,10 @@ typedef struct BenchWorkload {
     float *grad;          /* batch x concat_width: the output gradient of training phases */
     EmbOptimizer *opt[OPT_COUNT]; /* per BenchOpt, shared by every runner (on first use) */
     BenchIdSet sets[BENCH_MAX_VARIANTS][BENCH_NSETS];
+    int steady;           /* the sets are a stream (not --recycle) */
+    int64_t next_step[BENCH_MAX_VARIANTS]; /* the step bench_stream_next hands out next */
+    int refill[BENCH_MAX_VARIANTS];        /* the slot to draw again first (-1 none) */
+    BenchStream *stream;  /* stamps and reuse distances (emb_bench_stream.c) */
     int ntiered;          /* tiered tables (tier:) among the tables */
     char **tier_paths;    /* ntables: tiered table t's file (else NULL), removed at destroy */
     int twin;             /* this workload is another's in-memory twin (bench_tier_twin) */
@@ -163,9 +206,10 @@ typedef struct BenchWorkload {
                               page cache (bench_disk_cached_cost, at creation) */
 } BenchWorkload;
 
-/* Draws id set @set of variant @v (every table's ids and CSR offsets; fixed bags also get
-   offsets, though their batches use bag_size). 0 or -1 (no memory). */
-int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int set);
+/* Draws step @step of variant @v (every table's ids and CSR offsets; fixed bags also get
+   offsets, though their batches use bag_size), from the config's source. 0 or -1 (no
+   memory). */
+int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int64_t step);
 void bench_idset_free(BenchIdSet *s);
 /* Builds tables (in /dev/shm files when @shared, for the peer) and every id set. */
 int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared);
@@ -181,6 +225,40 @@ double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v);
    f32 state (Adagrad D, row-wise Adagrad 1, FTRL and Adam 2 D; SGD none), a state row of
    less than a cache line counted as one line (64 B: what a random access moves). */
 double bench_bytes_state(const BenchWorkload *w, const BenchConfig *c, int v, BenchOpt opt);
+
+/* ---- steady state and the roof's levels (emb_bench_stream.c) ---------------------- */
+
+/* The rates of the roof, GB/s of rows read from each level (bench_rates_measure). */
+typedef struct BenchRates {
+    double gbs[BENCH_LEVELS];
+} BenchRates;
+
+/* The sizes of L1d, L2 (per core) and the LLC in bytes (sysconf; defaults if unknown;
+   the LLC as bench_cache_set_llc set it, if it did). */
+void bench_cache_sizes(int64_t size[BENCH_LEVELS - 1]);
+/* --llc-mib: the LLC's size the model uses instead of the CPU's (a VM may report the
+   host's). */
+void bench_cache_set_llc(int64_t bytes);
+int bench_stream_create(BenchWorkload *w, const BenchConfig *c);
+void bench_stream_destroy(BenchWorkload *w, int ntables);
+/* The slot of variant @v's next step, its rows' levels accounted; in steady state the slot
+   handed out before is first drawn again with a new step. The slot, or -1 (no memory). */
+int bench_stream_next(BenchWorkload *w, const BenchConfig *c, int v);
+/* Header lines: the ids' source, steady state or recycled, and per table the distinct
+   rows a step touches. */
+void bench_workload_header(const BenchWorkload *w, const BenchConfig *c, FILE *f);
+/* The fraction of each table the run touched (after the rows). */
+void bench_workload_touched(const BenchWorkload *w, const BenchConfig *c, FILE *f);
+/* The fraction of table @t's rows the run has touched so far. */
+double bench_touched_fraction(const BenchWorkload *w, const BenchConfig *c, int t);
+/* f32 optimizer state bytes of one row of @t (a state row under a cache line as 64 B). */
+double bench_state_row_bytes(const BenchTableSpec *t, BenchOpt opt);
+/* The bytes one step of @kind must read from each level: each distinct row's (row, +
+   the optimizer's state for update / train), a second touch in the step free. */
+void bench_step_levels(const BenchConfig *c, const BenchIdSet *set, BenchPhaseKind kind,
+                       BenchOpt opt, double bytes[BENCH_LEVELS]);
+/* The roof's seconds for @bytes read from each level at @rates. */
+double bench_roof_of(const double bytes[BENCH_LEVELS], const BenchRates *rates);
 
 /* ---- tiered tables (emb_bench_tier.c, emb_bench_tier_compare.c) ------------------- */
 
@@ -200,36 +278,30 @@ void bench_tier_unlink(BenchWorkload *w);
    -1. */
 int bench_tier_compare(const BenchConfig *c, BenchWorkload *w, FILE *f);
 
-/* ---- the memory roof (emb_bench_roof.c): gather_roof's method --------------------- */
+/* ---- the roof's rates and the plain loops (emb_bench_roof.c) ------------------------- */
 
-typedef struct BenchRoof {
-    double gather_gbs; /* pooled random-row gather with prefetch, GB/s of rows read */
-    double update_gbs; /* random distinct-row read-modify-write, GB/s read + written */
-} BenchRoof;
+/* The plain loops over the stream's steps: median seconds of a step's gather (forward)
+   and of its distinct rows' update (SGD's bytes), and each step's time and bytes. */
+#define BENCH_PLAIN_STEPS 10 /* steps of each plain loop */
+typedef struct BenchPlain {
+    double gather_s, update_s;
+    double t[2 * BENCH_PLAIN_STEPS];                 /* each step's time: gathers, updates */
+    double bytes[2 * BENCH_PLAIN_STEPS][BENCH_LEVELS]; /* and its bytes by level */
+    int n;
+} BenchPlain;
+/* The largest roof / time of the plain loops' steps at @rates (above 1.0: no bound). */
+double bench_plain_worst(const BenchPlain *p, const BenchRates *rates);
 
-/*
- * Measures the roof with @threads threads on a buffer of @mib MiB, rows of @dim floats,
- * @bags bags of @bag ids (update: @distinct distinct rows). 0 or -1 (no memory).
- */
-int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int64_t bags,
-                       int32_t bag, int64_t distinct, uint64_t seed);
-/* Whether the roofs run on the workload's own tables and ids (every table an f32 array of
- * D <= 1024); if not, they are the uniform-id buffer's of bench_roof_measure. */
+/* Measures each level's rate with @threads threads on rows of @row_bytes, DRAM on
+   @dram_mib MiB. 0 or -1 (no memory). */
+int bench_rates_measure(BenchRates *r, int threads, int32_t row_bytes, int64_t dram_mib,
+                        uint64_t seed);
+/* Whether the plain loops can run on the workload (every table an f32 array, D <= 1024). */
 int bench_roof_on_workload(const BenchConfig *c);
-/*
- * The gather roof of the run's own workload: the same hand-tuned loop over the ensemble's
- * tables and variant @v's ids (so a skewed id distribution's cache hits count for the roof
- * too). GB/s of rows read, or 0 when the tables are not all f32.
- */
-double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads);
-/*
- * The update roof of the run's own workload: the update loop over the ensemble's tables
- * and the distinct ids of variant @v's batches (Zipf ids: the hot rows cached, as for the
- * optimizer), with a zero gradient, so the tables keep their bits. GB/s of rows read +
- * written, or 0 when the tables are not all f32 arrays or memory ran out.
- */
-double bench_roof_workload_update(const BenchWorkload *w, const BenchConfig *c, int v,
-                                  int threads);
+/* The plain loops on variant @v's next steps at @threads (zeros when they cannot run).
+   0 or -1. */
+int bench_plain_measure(BenchPlain *p, BenchWorkload *w, const BenchConfig *c, int v,
+                        int threads);
 
 /* ---- phases (emb_bench_phases.c) --------------------------------------------------- */
 
@@ -258,9 +330,15 @@ typedef struct BenchRow {
     int n;             /* timed iterations */
     double bd[BD_COUNT]; /* median seconds per iteration of each phase */
     double bytes;      /* table bytes moved per iteration */
-    double roof_s;     /* the time the roof needs for the same bytes */
+    double roof_s;     /* the roof's time of the row's steps (mean): each distinct row at
+                          its level's rate (bench_roof_of) */
+    double lvl_bytes[BENCH_LEVELS]; /* the bytes of that roof by level (mean per step) */
+    double fwd_bytes[BENCH_LEVELS]; /* of which the forward's */
     double bytes_rd, bytes_up; /* of which forward rows read; update rows (+ state) moved */
-    double gather_gbs, update_gbs; /* the roof lines of the forward and of the update */
+    double roof_fwd_s; /* of which the forward's */
+    double plain_s;    /* the plain loops' median for the same steps' kind (0: none) */
+    double distinct;   /* distinct rows per step (mean over the row's steps) */
+    double lvl_frac[BENCH_LEVELS]; /* of which read from L1, L2, LLC, DRAM */
     double vs_seq;     /* sequential median / this median (0: no sequential row) */
     double peer_s;     /* peer median at the same thread count (0: none) */
     double load1;      /* the 1-minute load average when its rows were timed (-1: unknown) */
@@ -269,6 +347,10 @@ typedef struct BenchRow {
 struct BenchResults {
     int nrows, cap;
     BenchRow *rows;
+    int nrates;                               /* the roof's rates, per thread count */
+    int rate_threads[BENCH_MAX_THREADS + 1];
+    BenchRates rates[BENCH_MAX_THREADS + 1];
+    int steady;                               /* the ids were a stream (not --recycle) */
 };
 
 int bench_results_add(BenchResults *r, const BenchRow *row);
@@ -282,10 +364,14 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
    strategy at each row and the worst tail (p90 / median) of each strategy. */
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f);
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path);
+/* The record, the configuration, the roof's rates and every row as JSON (--json). */
+int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *path);
 int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path);
 
 /* ---- peer (emb_bench_peer.c) ------------------------------------------------------- */
 
+/* Whether $PYTHON (default python3) imports torch; if not, a message. 0 or -1. */
+int bench_peer_check(void);
 /* Runs the peer script on the exported workload and fills peer_s of matching rows. */
 int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w);
 
@@ -293,6 +379,25 @@ int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w
 
 /* CPU model, cores, caches, NUMA nodes and the kernels chosen, as header lines. */
 void bench_machine_print(FILE *f);
+
+/* "model name" of /proc/cpuinfo, or "unknown CPU" (emb_bench_record.c). */
+void bench_cpu_model(char *buf, size_t n);
+
+/* emb-bench compare A.csv B.csv (emb_bench_compare.c): argv[1] is "compare". 0, 1 or 2. */
+int bench_compare_main(int argc, char **argv);
+
+/* emb-bench ids ... (emb_bench_ids_main.c): the generator's ids into a file. 0, 1 or 2. */
+int bench_ids_main(int argc, char **argv);
+
+/* The subcommands folded in, each with its own options (--help), argv[0] its name:
+   emb-bench coll (a collection step against the three calls it is made of, interleaved),
+   dyn (dynamic tables against a plain table of the same rows), quant (the pooled lookup
+   over f32, int8 and int4 rows of one table), tier (a tiered table's step against memory,
+   and the disk's random-read rate). Their ids come from bench_ids.h. Exit codes. */
+int bench_coll_main(int argc, char **argv);
+int bench_dyn_main(int argc, char **argv);
+int bench_quant_main(int argc, char **argv);
+int bench_tier_main(int argc, char **argv);
 
 /* emb-bench --mpi ...: runs dist-bench (the MPI ensemble) with the other arguments;
    returns only on failure (emb_bench_mpi.c). */

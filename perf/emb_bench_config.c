@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "bench_ids.h"
 
 #include "emb_bench.h"
 
@@ -42,7 +45,11 @@ static const char usage[] =
     "  --tier-dir DIR    the tiered tables' files              [$TMPDIR or /var/tmp]\n"
     "  --batch N         bags per table per iteration                            [2048]\n"
     "  --bags LIST       bag variants: N (fixed) or ragged:LO:HI (uniform lengths) [1,20]\n"
-    "  --ids DIST        uniform | zipf:S (exponent S > 0)                    [zipf:1.05]\n"
+    "  --ids DIST        uniform | zipf:S (exponent S > 0; exact: rejection-\n"
+    "                    inversion) | trace:DIR (DIR/tNN.bin: int64 ids, or\n"
+    "                    DIR/tNN.txt: one id a line, per table NN)           [zipf:1.05]\n"
+    "  --recycle         rotate 4 id sets (hot caches, labelled) instead of the\n"
+    "                    steady-state stream of fresh ids every step\n"
     "  --strategies LIST sequential,parallel,prealloc-concat,auto | all           [all]\n"
     "  --threads LIST    thread counts, or auto (1..physical cores)              [auto]\n"
     "  --phases LIST     forward, update:OPT, train:OPT; OPT = sgd | adagrad |\n"
@@ -58,8 +65,12 @@ static const char usage[] =
     "                    serial, pullback, index, apply (median ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
-    "  --roof-mib N      buffer of the roof measurement                          [512]\n"
-    "  --csv FILE        write every row as CSV\n"
+    "  --roof-mib N      the roof's DRAM buffer at least (twice the LLC)          [512]\n"
+    "  --llc-mib N       the LLC's size for the roof's model      [the CPU's, sysconf]\n"
+    "  --csv FILE        write every row as CSV (# lines: version, commit, machine,\n"
+    "                    command line)\n"
+    "  --json FILE       the same records and rows as JSON\n"
+    "  --check-roof      exit 1 when a plain loop's step beats the roof (a test)\n"
     "  --plot FILE.png   GB/s against threads per strategy (gnuplot)\n"
     "  --peer torch      run perf/peer_torch.py on the same tables and ids, with\n"
     "                    $PYTHON (default: python3 on PATH)\n"
@@ -75,7 +86,12 @@ static const char usage[] =
     "  --hot-rows N      sweep: rows of the hot (Zipf) table                  [2000000]\n"
     "  --cold-mib N      sweep: MiB of the cold (uniform) table                  [1024]\n"
     "emb-bench --mpi [OPTIONS] under mpirun: the MPI ensemble's step (dist-bench; its\n"
-    "options: dist-bench --help)\n";
+    "options: dist-bench --help)\n"
+    "emb-bench compare A.csv B.csv: B against A row by row (speed ratio, spreads)\n"
+    "emb-bench ids --rows N --count M [--ids DIST] --out FILE: the generator's ids\n"
+    "emb-bench coll|dyn|quant|tier [OPTIONS]: the collection step against its calls,\n"
+    "dynamic against plain tables, int8/int4 pooled lookups, a tiered table against\n"
+    "memory and the disk (each: --help)\n";
 
 const char *bench_strategy_name(int s)
 {
@@ -356,6 +372,10 @@ static int set_ids(BenchConfig *c, const char *v)
         c->ids = IDS_ZIPF;
         return 0;
     }
+    if (strncmp(v, "trace:", 6) == 0 && v[6]) {
+        c->ids = IDS_TRACE;
+        return (c->trace = strdup(v + 6)) ? 0 : -1;
+    }
     return bad("ids", v);
 }
 
@@ -394,6 +414,10 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
         return set_quick(c), 0;
     if (strcmp(k, "breakdown") == 0 && (!v || strcmp(v, "1") == 0))
         return (c->breakdown = 1), 0;
+    if (strcmp(k, "recycle") == 0 && (!v || strcmp(v, "1") == 0))
+        return (c->recycle = 1), 0;
+    if (strcmp(k, "check-roof") == 0 && (!v || strcmp(v, "1") == 0))
+        return (c->check_roof = 1), 0;
     if (!v)
         return bad(k, "(missing)");
     char list[512]; /* list values without blanks: "forward, train:sgd" */
@@ -416,6 +440,7 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "phases") == 0) return set_phases(c, v);
     if (strcmp(k, "config") == 0) return read_config(c, v);
     if (strcmp(k, "csv") == 0) return (c->csv = strdup(v)) ? 0 : -1;
+    if (strcmp(k, "json") == 0) return (c->json = strdup(v)) ? 0 : -1;
     if (strcmp(k, "plot") == 0) return (c->plot = strdup(v)) ? 0 : -1;
     if (strcmp(k, "peer-script") == 0) return (c->peer_script = strdup(v)) ? 0 : -1;
     if (strcmp(k, "tier-dir") == 0) return (c->tier_dir = strdup(v)) ? 0 : -1;
@@ -430,6 +455,8 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "warmup") == 0) return (c->warmup = (int)x), 0;
     if (strcmp(k, "seed") == 0) return (c->seed = (uint64_t)x), 0;
     if (strcmp(k, "roof-mib") == 0 && x >= 1) return (c->roof_mib = (int64_t)x), 0;
+    if (strcmp(k, "llc-mib") == 0 && x >= 1)
+        return bench_cache_set_llc((int64_t)x << 20), 0;
     if (strcmp(k, "hot-rows") == 0 && x >= 1) return (c->hot_rows = (int64_t)x), 0;
     if (strcmp(k, "cold-mib") == 0 && x >= 1) return (c->cold_mib = (int64_t)x), 0;
     fprintf(stderr, "emb-bench: unknown option or bad value: %s %s\n", k, v);
@@ -512,8 +539,30 @@ static const struct option long_options[] = {
     {"sweep", required_argument, 0, 0},      {"dims", required_argument, 0, 0},
     {"dtypes", required_argument, 0, 0},     {"hot-rows", required_argument, 0, 0},
     {"cold-mib", required_argument, 0, 0},   {"tier-dir", required_argument, 0, 0},
+    {"recycle", no_argument, 0, 0},          {"check-roof", no_argument, 0, 0},
+    {"json", required_argument, 0, 0},       {"llc-mib", required_argument, 0, 0},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
+
+/* --ids trace:DIR: every table's file, each id checked against its rows, before anything
+   runs. 0 or -1 (the file and the id at fault printed). */
+static int load_traces(BenchConfig *c)
+{
+    if (c->ids != IDS_TRACE)
+        return 0;
+    for (int t = 0; t < c->ntables; t++) {
+        char path[4096], err[4200];
+        snprintf(path, sizeof path, "%s/t%02d.txt", c->trace, t);
+        if (access(path, R_OK) != 0)
+            snprintf(path, sizeof path, "%s/t%02d.bin", c->trace, t);
+        if (bench_trace_load(path, c->tables[t].rows, &c->trace_ids[t], &c->trace_n[t], err,
+                             sizeof err) != 0) {
+            fprintf(stderr, "emb-bench: --ids trace: table %d: %s\n", t, err);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 int bench_config_parse(BenchConfig *c, int argc, char **argv)
 {
@@ -530,15 +579,23 @@ int bench_config_parse(BenchConfig *c, int argc, char **argv)
     if (optind < argc)
         return fprintf(stderr, "emb-bench: unexpected '%s' (--help lists the options)\n",
                        argv[optind]), -1;
-    return 0;
+    size_t at = 0; /* the command line, for the records */
+    for (int i = 0; i < argc && at + 1 < sizeof c->cmdline; i++)
+        at += (size_t)snprintf(c->cmdline + at, sizeof c->cmdline - at, "%s%s", i ? " " : "",
+                               argv[i]);
+    return load_traces(c);
 }
 
 void bench_config_print(const BenchConfig *c, FILE *f)
 {
     fprintf(f, "# %s; batch %lld; ids %s", c->tables_desc, (long long)c->batch,
-            c->ids == IDS_ZIPF ? "zipf" : "uniform");
+            c->ids == IDS_ZIPF ? "zipf" : c->ids == IDS_TRACE ? "trace" : "uniform");
     if (c->ids == IDS_ZIPF)
         fprintf(f, "(s=%.2f)", c->zipf_s);
+    if (c->ids == IDS_TRACE)
+        fprintf(f, "(%s)", c->trace);
+    if (c->recycle)
+        fprintf(f, " RECYCLED (4 sets, hot caches)");
     fprintf(f, "; seed %llu\n# bags:", (unsigned long long)c->seed);
     for (int v = 0; v < c->nvariants; v++)
         fprintf(f, " %s", c->variants[v].name);

@@ -15,25 +15,6 @@
 #include <hwloc.h>
 #endif
 
-/* "model name" of /proc/cpuinfo, or "unknown CPU". */
-static void cpu_model(char *buf, size_t n)
-{
-    snprintf(buf, n, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        const char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            snprintf(buf, n, "%s", colon + 2);
-            buf[strcspn(buf, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-}
-
 static void print_kernels(FILE *f)
 {
     const unsigned k = emb_cpu_flags();
@@ -92,7 +73,7 @@ static void print_conditions(FILE *f)
 void bench_machine_print(FILE *f)
 {
     char model[256];
-    cpu_model(model, sizeof model);
+    bench_cpu_model(model, sizeof model);
     fprintf(f, "# machine: %s; %d physical cores", model, emb_num_physical_cores());
 #if BENCH_HWLOC
     hwloc_topology_t topo;

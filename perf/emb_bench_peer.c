@@ -64,20 +64,33 @@ static void write_tables(FILE *f, const BenchWorkload *w, const BenchConfig *c)
     fprintf(f, "],\n");
 }
 
-/* One entry per variant: its name and, per id set, the files and per-table nnz. */
+/* One entry per variant: its name and, per id set, the files and per-table nnz. In steady
+   state the sets are warmup + iters steps of the stream that no row ran (the peer cycles
+   through its sets: no step repeats within a peer's row); recycled, the four sets. */
 static int write_sets(FILE *f, const BenchWorkload *w, const BenchConfig *c)
 {
+    const int nsets = w->steady ? c->warmup + c->iters : BENCH_NSETS;
     fprintf(f, "  \"variants\": [\n");
     for (int v = 0; v < c->nvariants; v++) {
         fprintf(f, "    {\"name\": \"%s\", \"sets\": [", c->variants[v].name);
-        for (int s = 0; s < BENCH_NSETS; s++) {
-            const BenchIdSet *set = &w->sets[v][s];
+        for (int s = 0; s < nsets; s++) {
+            BenchIdSet fresh = {0};
+            const BenchIdSet *set = &w->sets[v][s % BENCH_NSETS];
+            if (w->steady) { /* steps past the stream's ring */
+                if (bench_idset_create(&fresh, c, v, w->next_step[v] + BENCH_NSETS + s) != 0) {
+                    bench_idset_free(&fresh);
+                    return -1;
+                }
+                set = &fresh;
+            }
             char ids[64], off[64];
             snprintf(ids, sizeof ids, "ids_%d_%d.i64", v, s);
             snprintf(off, sizeof off, "offsets_%d_%d.i64", v, s);
-            if (write_file(w->shm_dir, ids, set->ids, (size_t)set->nnz * 8) != 0 ||
-                write_file(w->shm_dir, off, set->offsets,
-                           (size_t)(c->ntables * (c->batch + 1)) * 8) != 0)
+            const int rc = write_file(w->shm_dir, ids, set->ids, (size_t)set->nnz * 8) != 0 ||
+                           write_file(w->shm_dir, off, set->offsets,
+                                      (size_t)(c->ntables * (c->batch + 1)) * 8) != 0;
+            bench_idset_free(&fresh);
+            if (rc)
                 return -1;
             fprintf(f, "%s{\"ids\": \"%s\", \"offsets\": \"%s\"}", s ? ", " : "", ids, off);
         }
@@ -143,6 +156,35 @@ static void apply_line(BenchResults *r, const BenchConfig *c, const char *line)
     }
 }
 
+/* $PYTHON, default python3 on PATH; NULL (printed) when it holds a quote. */
+static const char *python(void)
+{
+    const char *py = getenv("PYTHON");
+    py = py && *py ? py : "python3";
+    if (strchr(py, '\'')) {
+        fprintf(stderr, "emb-bench: $PYTHON must not contain a quote\n");
+        return NULL;
+    }
+    return py;
+}
+
+int bench_peer_check(void)
+{
+    const char *py = python();
+    char cmd[512];
+    if (!py)
+        return -1;
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>/dev/null", py);
+    FILE *p = popen(cmd, "r");
+    if (!p || pclose(p) != 0) {
+        fprintf(stderr, "emb-bench: --peer torch: %s cannot import torch; install it for that "
+                        "Python (Debian: python3-torch for /usr/bin/python3, or pip install "
+                        "torch) or point $PYTHON at one that has it\n", py);
+        return -1;
+    }
+    return 0;
+}
+
 int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w)
 {
     if (!w->shm) {
@@ -154,12 +196,9 @@ int bench_peer_run(BenchResults *r, const BenchConfig *c, const BenchWorkload *w
         return -1;
     }
     char cmd[1024], line[512];
-    const char *py = getenv("PYTHON");
-    py = py && *py ? py : "python3";
-    if (strchr(py, '\'')) {
-        fprintf(stderr, "emb-bench: $PYTHON must not contain a quote\n");
+    const char *py = python();
+    if (!py)
         return -1;
-    }
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s/manifest.json'", py, peer_script(c), w->shm_dir);
     fprintf(stderr, "emb-bench: running the peer: %s\n", cmd);
     FILE *p = popen(cmd, "r");

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * emb_bench_roof.c — the memory roof, measured in the run by the method of
- * ../shared/tools/gather_roof.c: hand-tuned OpenMP loops over a large buffer with the
- * run's row size, batch and bag size and the same thread count as the row they judge.
- *   gather: bags of random rows summed into output rows, software prefetch PF ids ahead;
- *           GB/s of rows read.
- *   update: random distinct rows, row -= 0.01 * grad, prefetched for writing; GB/s of rows
- *           read + written.
- * The best of REPS repetitions over IDSETS id sets is the roof. OpenMP appears here only
- * because it is the roof's method; the library's strategies do their own threading.
+ * emb_bench_roof.c — the roof's rates and the plain loops.
+ *
+ * The roof (emb_bench_stream.c) charges each distinct row a step touches at the rate of
+ * the level it comes from; the rates are measured here at start-up, per thread count:
+ * random rows of the run's row size read from a buffer that fits each level (L1d, L2,
+ * LLC) and from one that does not (DRAM), the best of REPS passes. The plain loops are
+ * the hand-written gather and update over the run's own tables and steps (the former
+ * roof): the "plain" column, and the check that the roof bounds them (--check-roof).
+ * OpenMP appears here only because it is the loops' method; the library's strategies do
+ * their own threading.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +22,6 @@
 
 #define PF 16
 #define REPS 10
-#define IDSETS 4
-#define MAX_NNZ (1 << 18) /* cap of rows per repetition: keeps the measurement short */
-
-typedef struct RoofBuf {
-    float *t, *out, *g;
-    int64_t *ids;
-    size_t rows, dim, bags, bag, nnz;
-} RoofBuf;
 
 /*
  * The roof's gather loop: one table's bags (fixed or CSR) of rows of @stride floats summed
@@ -72,125 +65,101 @@ static void gather_bags(const float *t, int64_t stride, const EmbBatch *b, float
     }
 }
 
-static void gather_table(const float *t, int64_t stride, const EmbBatch *b, float *out,
-                         int64_t out_stride, int threads)
+
+/* ---- the rates of the levels ----------------------------------------------------------
+ * Random rows of the run's row size summed into an accumulator (two rows a step, so the
+ * adds do not wait on each other), prefetched PF rows ahead: from a buffer half the size
+ * of L1d and of L2 (one per thread: they are private), half the LLC (shared) and
+ * twice the LLC or --roof-mib MiB (DRAM). GB/s of rows read, the best of RATE_PASSES. */
+
+#define RATE_READS (1 << 15) /* rows each thread reads per pass */
+#define RATE_PASSES 30       /* the best pass is the rate: enough for a quiet moment */
+
+typedef struct RateBuf {
+    float *buf;
+    int64_t *idx;  /* threads x RATE_READS row indices */
+    int64_t rows;  /* rows of each thread's region */
+    int priv;      /* each thread reads its own region */
+} RateBuf;
+
+static double rate_pass(const RateBuf *b, int threads, size_t D, float *sink)
 {
+    (void)threads; /* without OpenMP one thread runs the pass, and rate_of counts threads
+                      times its bytes: one thread's rate scaled linearly, still a bound */
+    const double t0 = bench_now();
 #pragma omp parallel num_threads(threads)
-    gather_bags(t, stride, b, out, out_stride, (int)out_stride);
-}
-
-static double gather(const RoofBuf *b, int threads)
-{
-    double best = 1e30;
-    for (int r = 0; r < REPS; r++) {
-        const EmbBatch batch = {.ids = b->ids + (size_t)(r % IDSETS) * b->nnz,
-                                .nnz = (int64_t)b->nnz, .nbags = (int64_t)b->bags,
-                                .bag_size = (int64_t)b->bag};
-        double t0 = bench_now();
-        gather_table(b->t, (int64_t)b->dim, &batch, b->out, (int64_t)b->dim, threads);
-        double dt = bench_now() - t0;
-        best = dt < best ? dt : best;
-    }
-    return (double)b->nnz * b->dim * sizeof(float) / best / 1e9;
-}
-
-static double update(const RoofBuf *b, size_t n, int threads)
-{
-    double best = 1e30;
-    const size_t D = b->dim;
-    for (int r = 0; r < REPS; r++) {
-        const int64_t *id = b->ids + (size_t)(r % IDSETS) * b->nnz;
-        float *t = b->t;
-        const float *g = b->g;
-        double t0 = bench_now();
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (size_t i = 0; i < n; i++) {
-            if (i + PF < n) {
-                const char *f = (const char *)(t + id[i + PF] * D);
+    {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        const float *base = b->buf + (b->priv ? (size_t)me * (size_t)b->rows * D : 0);
+        const int64_t *idx = b->idx + (size_t)me * RATE_READS;
+        float acc[1024];
+        memset(acc, 0, D * sizeof *acc);
+        for (int64_t i = 0; i + 1 < RATE_READS; i += 2) {
+            if (i + PF < RATE_READS) {
+                const char *f = (const char *)(base + (size_t)idx[i + PF] * D);
                 for (size_t c = 0; c < D * sizeof(float); c += 64)
-                    __builtin_prefetch(f + c, 1, 3);
+                    __builtin_prefetch(f + c, 0, 3);
             }
-            float *row = t + id[i] * D;
-            const float *gr = g + (i % 1024) * D;
+            const float *r0 = base + (size_t)idx[i] * D, *r1 = base + (size_t)idx[i + 1] * D;
 #pragma omp simd
             for (size_t d = 0; d < D; d++)
-                row[d] -= 0.01f * gr[d];
+                acc[d] += r0[d] + r1[d];
         }
-        double dt = bench_now() - t0;
-        best = dt < best ? dt : best;
+        sink[me * 16] += acc[0] + acc[D - 1];
     }
-    return 2.0 * (double)n * D * sizeof(float) / best / 1e9;
+    return bench_now() - t0;
 }
 
-/* n distinct ids (one per stratum of rows / n), shuffled: what an optimizer sees. */
-static void distinct_ids(int64_t *ids, size_t n, size_t rows, uint64_t *seed)
+static double rate_of(int64_t bytes, int priv, int threads, size_t D, uint64_t seed)
 {
-    size_t stratum = rows / n ? rows / n : 1;
-    for (size_t i = 0; i < n; i++)
-        ids[i] = (int64_t)((i * stratum + bench_splitmix(seed) % stratum) % rows);
-    for (size_t i = n - 1; i > 0; i--) {
-        size_t j = bench_splitmix(seed) % (i + 1);
-        int64_t x = ids[i];
-        ids[i] = ids[j];
-        ids[j] = x;
-    }
-}
-
-static void *alloc64(size_t bytes)
-{
-    return aligned_alloc(64, (bytes + 63) / 64 * 64);
-}
-
-static int roof_alloc(RoofBuf *b, int64_t mib, int32_t dim, int64_t bags, int32_t bag)
-{
-    memset(b, 0, sizeof *b);
-    b->dim = (size_t)(dim > 1024 ? 1024 : dim);
-    b->bag = (size_t)bag;
-    b->bags = (size_t)bags;
-    if (b->bags * b->bag > MAX_NNZ)
-        b->bags = MAX_NNZ / b->bag ? MAX_NNZ / b->bag : 1;
-    b->nnz = b->bags * b->bag;
-    size_t bytes = (size_t)mib << 20;
-    b->rows = bytes / (b->dim * sizeof(float));
-    b->t = alloc64(b->rows * b->dim * sizeof(float));
-    b->out = alloc64(b->bags * b->dim * sizeof(float));
-    b->g = alloc64(1024 * b->dim * sizeof(float));
-    b->ids = malloc(IDSETS * b->nnz * sizeof(int64_t));
-    return b->rows > 0 && b->t && b->out && b->g && b->ids ? 0 : -1;
-}
-
-static void roof_free(RoofBuf *b)
-{
-    free(b->t);
-    free(b->out);
-    free(b->g);
-    free(b->ids);
-}
-
-int bench_roof_measure(BenchRoof *r, int threads, int64_t mib, int32_t dim, int64_t bags,
-                       int32_t bag, int64_t distinct, uint64_t seed)
-{
-    RoofBuf b;
-    if (roof_alloc(&b, mib, dim, bags, bag) != 0) {
-        roof_free(&b);
-        return -1;
-    }
-    size_t nfl = b.rows * b.dim;
+    RateBuf b = {.priv = priv};
+    b.rows = bytes / (int64_t)(D * sizeof(float));
+    b.rows = b.rows < 2 ? 2 : b.rows;
+    const size_t regions = priv ? (size_t)threads : 1, n = regions * (size_t)b.rows * D;
+    b.buf = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    b.idx = malloc((size_t)threads * RATE_READS * sizeof *b.idx);
+    float *sink = calloc((size_t)threads * 16, sizeof *sink);
+    double best = 1e30;
+    if (b.buf && b.idx && sink) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (size_t i = 0; i < nfl; i++)
-        b.t[i] = (float)(i % 997) * 1e-3f;
-    for (size_t i = 0; i < 1024 * b.dim; i++)
-        b.g[i] = 1e-3f;
-    for (size_t i = 0; i < IDSETS * b.nnz; i++)
-        b.ids[i] = (int64_t)(bench_splitmix(&seed) % b.rows);
-    r->gather_gbs = gather(&b, threads);
-    size_t n = distinct > 0 && (size_t)distinct < b.nnz ? (size_t)distinct : b.nnz;
-    if (n > b.rows)
-        n = b.rows;
-    for (int s = 0; s < IDSETS; s++)
-        distinct_ids(b.ids + (size_t)s * b.nnz, n, b.rows, &seed);
-    r->update_gbs = update(&b, n, threads);
-    roof_free(&b);
+        for (size_t i = 0; i < n; i++) /* each thread's region first touched by it */
+            b.buf[i] = (float)(i % 251) * 1e-3f;
+        for (size_t i = 0; i < (size_t)threads * RATE_READS; i++)
+            b.idx[i] = (int64_t)(bench_splitmix(&seed) % (uint64_t)b.rows);
+        for (int r = 0; r < RATE_PASSES; r++) {
+            const double dt = rate_pass(&b, threads, D, sink);
+            best = dt < best ? dt : best;
+        }
+    }
+    free(b.buf);
+    free(b.idx);
+    free(sink);
+    if (best >= 1e30)
+        return 0;
+    return (double)threads * RATE_READS * (double)(D * sizeof(float)) / best / 1e9;
+}
+
+int bench_rates_measure(BenchRates *r, int threads, int32_t row_bytes, int64_t dram_mib,
+                        uint64_t seed)
+{
+    int64_t size[BENCH_LEVELS - 1];
+    bench_cache_sizes(size);
+    size_t D = (size_t)(row_bytes + 3) / 4;
+    D = D < 1 ? 1 : D > 1024 ? 1024 : D;
+    for (int l = 0; l < BENCH_LEVELS; l++) {
+        int64_t bytes = l < BENCH_LEVELS - 1 ? size[l] / 2 : dram_mib << 20;
+        if (l == BENCH_LEVELS - 2 && bytes > dram_mib << 20) /* a smaller LLC buffer: faster */
+            bytes = dram_mib << 20;
+        r->gbs[l] = rate_of(bytes, l < 2, threads, D, seed + (uint64_t)l);
+        if (r->gbs[l] <= 0)
+            return -1;
+    }
+    /* a level never slower than the one below it: the roof bounds either way */
+    for (int l = BENCH_LEVELS - 2; l >= 0; l--)
+        r->gbs[l] = r->gbs[l] > r->gbs[l + 1] ? r->gbs[l] : r->gbs[l + 1];
     return 0;
 }
 
@@ -203,29 +172,24 @@ int bench_roof_on_workload(const BenchConfig *c)
     return 1;
 }
 
-double bench_roof_workload(const BenchWorkload *w, const BenchConfig *c, int v, int threads)
+/* One pass of the plain gather over every table's bags of @set: seconds. */
+static double plain_gather(const BenchWorkload *w, const BenchConfig *c, const BenchIdSet *set,
+                           int threads)
 {
-    if (!bench_roof_on_workload(c))
-        return 0;
-    double best = 1e30;
-    for (int r = 0; r < REPS; r++) {
-        const BenchIdSet *set = &w->sets[v][r % BENCH_NSETS];
-        double t0 = bench_now();
+    (void)threads; /* without OpenMP: one thread */
+    const double t0 = bench_now();
 #pragma omp parallel num_threads(threads) /* one team for every table, as the strategies */
-        {
-            int64_t col = w->prepend; /* each table's columns of the concatenated output */
-            for (int t = 0; t < w->ntables; t++) {
-                int64_t stride;
-                const float *data = emb_table_data(w->tables[t], &stride);
-                gather_bags(data, stride, &set->batches[t], w->out + col, w->concat_width,
-                            c->tables[t].dim);
-                col += c->tables[t].dim;
-            }
+    {
+        int64_t col = w->prepend; /* each table's columns of the concatenated output */
+        for (int t = 0; t < w->ntables; t++) {
+            int64_t stride;
+            const float *data = emb_table_data(w->tables[t], &stride);
+            gather_bags(data, stride, &set->batches[t], w->out + col, w->concat_width,
+                        c->tables[t].dim);
+            col += c->tables[t].dim;
         }
-        double dt = bench_now() - t0;
-        best = dt < best ? dt : best;
     }
-    return bench_bytes_read(w, c, v) / best / 1e9;
+    return bench_now() - t0;
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -258,6 +222,7 @@ static int64_t batch_distinct(const EmbBatch *b, int64_t *out, uint64_t *seed)
 static void update_tables(const BenchWorkload *w, const BenchConfig *c, int64_t *const *ids,
                           const int64_t *n, const float *g, int threads)
 {
+    (void)threads; /* without OpenMP: one thread */
 #pragma omp parallel num_threads(threads)
     for (int t = 0; t < w->ntables; t++) {
         int64_t stride;
@@ -280,31 +245,72 @@ static void update_tables(const BenchWorkload *w, const BenchConfig *c, int64_t 
     }
 }
 
-double bench_roof_workload_update(const BenchWorkload *w, const BenchConfig *c, int v,
-                                  int threads)
+static int cmp_dbl(const void *a, const void *b)
 {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * The plain loops on the stream's next BENCH_PLAIN_STEPS steps of variant @v: the gather (forward) and,
+ * on the next ones, the update of each step's distinct rows (a zero gradient: the tables
+ * keep their bits). Their medians, and each step's time and bytes by level.
+ */
+int bench_plain_measure(BenchPlain *p, BenchWorkload *w, const BenchConfig *c, int v,
+                        int threads)
+{
+    memset(p, 0, sizeof *p);
     if (!bench_roof_on_workload(c))
         return 0;
-    int64_t *ids[BENCH_NSETS][BENCH_MAX_TABLES] = {{0}}, n[BENCH_NSETS][BENCH_MAX_TABLES];
+    int64_t *ids[BENCH_MAX_TABLES] = {0}, n[BENCH_MAX_TABLES];
     float *g = calloc(1024 * 1024, sizeof *g); /* 1024 rows of the widest D, zeros */
-    int ok = g != NULL;
+    double tg[BENCH_PLAIN_STEPS], tu[BENCH_PLAIN_STEPS];
+    int rc = g ? 0 : -1;
     uint64_t seed = c->seed;
-    for (int s = 0; s < BENCH_NSETS; s++)
-        for (int t = 0; t < w->ntables && ok; t++) {
-            const EmbBatch *b = &w->sets[v][s].batches[t];
-            ok = (ids[s][t] = malloc((size_t)(b->nnz ? b->nnz : 1) * sizeof(int64_t))) != NULL;
-            n[s][t] = ok ? batch_distinct(b, ids[s][t], &seed) : 0;
-        }
-    double best = 1e30;
-    for (int r = 0; r < REPS && ok; r++) {
-        const double t0 = bench_now();
-        update_tables(w, c, ids[r % BENCH_NSETS], n[r % BENCH_NSETS], g, threads);
-        const double dt = bench_now() - t0;
-        best = dt < best ? dt : best;
+    for (int r = 0; r < BENCH_PLAIN_STEPS && !rc; r++) {
+        const int slot = bench_stream_next(w, c, v);
+        if (slot < 0)
+            break;
+        const BenchIdSet *set = &w->sets[v][slot];
+        tg[r] = p->t[p->n] = plain_gather(w, c, set, threads);
+        bench_step_levels(c, set, PHASE_FORWARD, OPT_NONE, p->bytes[p->n++]);
     }
-    for (int s = 0; s < BENCH_NSETS; s++)
-        for (int t = 0; t < w->ntables; t++)
-            free(ids[s][t]);
+    for (int r = 0; r < BENCH_PLAIN_STEPS && !rc; r++) {
+        const int slot = bench_stream_next(w, c, v);
+        if (slot < 0)
+            break;
+        const BenchIdSet *set = &w->sets[v][slot];
+        for (int t = 0; t < w->ntables && !rc; t++) {
+            const EmbBatch *b = &set->batches[t];
+            free(ids[t]);
+            rc = (ids[t] = malloc((size_t)(b->nnz ? b->nnz : 1) * sizeof(int64_t))) ? 0 : -1;
+            n[t] = rc ? 0 : batch_distinct(b, ids[t], &seed);
+        }
+        if (rc)
+            break;
+        const double t0 = bench_now();
+        update_tables(w, c, ids, n, g, threads);
+        tu[r] = p->t[p->n] = bench_now() - t0;
+        bench_step_levels(c, set, PHASE_UPDATE, OPT_SGD, p->bytes[p->n++]);
+    }
+    for (int t = 0; t < w->ntables; t++)
+        free(ids[t]);
     free(g);
-    return ok ? bench_bytes_updated(w, c, v) / best / 1e9 : 0;
+    if (rc)
+        return -1;
+    qsort(tg, BENCH_PLAIN_STEPS, sizeof *tg, cmp_dbl);
+    qsort(tu, BENCH_PLAIN_STEPS, sizeof *tu, cmp_dbl);
+    p->gather_s = tg[BENCH_PLAIN_STEPS / 2];
+    p->update_s = tu[BENCH_PLAIN_STEPS / 2];
+    return 0;
+}
+
+double bench_plain_worst(const BenchPlain *p, const BenchRates *rates)
+{
+    double worst = 0;
+    for (int i = 0; i < p->n; i++) {
+        const double f = bench_roof_of(p->bytes[i], rates) / p->t[i];
+        worst = f > worst ? f : worst;
+    }
+    return worst;
 }

@@ -8,7 +8,9 @@
  * share ids, outputs and gradients: the run's (tiered tables) and its twin (each tiered
  * table replaced by an in-memory table with the same initial rows). They alternate in
  * blocks of BLOCK steps (a tiered step's prefetch of the next batch overlaps only its own
- * steps, as in training), the block order swapped every round. Per round: the ratio of the
+ * steps, as in training), the block order swapped every round. Each side has its own copy
+ * of the stream of steps (emb_bench_stream.c), started at the same step: both run the
+ * same fresh ids, in the same order (with --recycle, the same four sets). Per round: the ratio of the
  * blocks' times; reported: the median step of each, the median ratio and its quartiles, the
  * ratio of CPU time (the process's, I/O threads included: steadier than wall time on a
  * shared machine) and the tiered tables' counters over the timed tiered steps.
@@ -20,19 +22,29 @@
 #include "bench_disk.h"
 #include "emb_bench.h"
 
-#define BLOCK 4 /* steps of one side per round: the id sets once each */
+#define BLOCK 4 /* steps of one side per round */
 
 /* ---- the in-memory twin --------------------------------------------------------------- */
 
 /* @w's workload with each tiered table replaced by an in-memory table of the same initial
-   rows; the rest (tables, ids, outputs) shared. 0 or -1 (printed). */
+   rows; the other tables, outputs and gradients shared; its own id sets, holding the same
+   steps as @w's stream next hands out. 0 or -1 (printed). */
 static int twin_make(const BenchWorkload *w, const BenchConfig *c, BenchWorkload *m)
 {
     *m = *w;
     memset(m->opt, 0, sizeof m->opt);
+    memset(m->sets, 0, sizeof m->sets);
     m->ntiered = 0, m->tier_paths = NULL, m->twin = 1, m->shm = NULL, m->shm_dir[0] = '\0';
+    m->stream = NULL; /* no roof here: the I/O roof is the comparison's */
     if (!(m->tables = calloc((size_t)w->ntables, sizeof *m->tables)))
         return -1;
+    for (int v = 0; v < c->nvariants; v++) /* the ring as @w's: steps k .. k + NSETS - 1 */
+        for (int j = 0; j < BENCH_NSETS; j++) {
+            const int64_t k = w->next_step[v] - (w->refill[v] >= 0) + j;
+            if (bench_idset_create(&m->sets[v][k % BENCH_NSETS], c, v,
+                                   w->steady ? k : k % BENCH_NSETS) != 0)
+                return fprintf(stderr, "emb-bench: out of memory\n"), -1;
+        }
     for (int t = 0; t < w->ntables; t++) {
         const BenchTableSpec *s = &c->tables[t];
         if (!s->tiered) {
@@ -52,6 +64,9 @@ static int twin_make(const BenchWorkload *w, const BenchConfig *c, BenchWorkload
 
 static void twin_free(BenchWorkload *m, const BenchConfig *c)
 {
+    for (int v = 0; v < BENCH_MAX_VARIANTS; v++)
+        for (int k = 0; k < BENCH_NSETS; k++)
+            bench_idset_free(&m->sets[v][k]);
     for (int t = 0; m->tables && t < m->ntables; t++)
         if (c->tables[t].tiered)
             emb_table_destroy(&m->tables[t]);
@@ -90,19 +105,23 @@ static double cpu_now(void)
 /* One side of the comparison: its runner and what its timed steps took. */
 typedef struct Side {
     BenchRunner *r;
+    BenchWorkload *w; /* its workload: the stream it takes its steps from */
     double *step;     /* seconds per timed step */
     double *block;    /* seconds per round (BLOCK steps) */
     double cpu, wall; /* summed over the timed steps */
-    int n, it;
+    int n;
 } Side;
 
 /* BLOCK steps of @s (timed into round @round unless @round < 0). 0 or -1. */
-static int run_block(Side *s, const BenchPhaseSpec *ph, int v, int round)
+static int run_block(const BenchConfig *c, Side *s, const BenchPhaseSpec *ph, int v, int round)
 {
     const double c0 = cpu_now(), w0 = bench_now();
     for (int k = 0; k < BLOCK; k++) {
+        const int slot = bench_stream_next(s->w, c, v); /* untimed */
+        if (slot < 0)
+            return fprintf(stderr, "emb-bench: out of memory drawing ids\n"), -1;
         const double t0 = bench_now();
-        if (bench_runner_iter(s->r, ph, v, s->it++ % BENCH_NSETS, NULL) != 0) {
+        if (bench_runner_iter(s->r, ph, v, slot, NULL) != 0) {
             fprintf(stderr, "emb-bench: %s failed: %s\n", ph->name, emb_last_error());
             return -1;
         }
@@ -174,7 +193,7 @@ static int time_rounds(const BenchConfig *c, BenchWorkload *w, Side *s, int v,
         for (int k = 0; k < 2; k++) {
             const int side = (k + done) & 1;
             const TierCount b = side == 0 ? count(w) : (TierCount){0};
-            if (run_block(&s[side], phase, v, done) != 0)
+            if (run_block(c, &s[side], phase, v, done) != 0)
                 return -1;
             const TierCount e = side == 0 ? count(w) : (TierCount){0};
             add_delta(d, &b, &e);
@@ -192,13 +211,13 @@ static int compare_one(const BenchConfig *c, BenchWorkload *w, Side *s, int v, i
     const int cap = c->min_time > 0 ? 50 * (c->iters < 2 ? 2 : c->iters) : c->iters < 2 ? 2 : c->iters;
     int rc = 0;
     for (int k = 0; k < 2; k++) {
-        s[k].n = s[k].it = 0, s[k].cpu = s[k].wall = 0;
+        s[k].n = 0, s[k].cpu = s[k].wall = 0;
         s[k].step = malloc((size_t)(cap * BLOCK) * sizeof *s[k].step);
         s[k].block = malloc((size_t)cap * sizeof *s[k].block);
         rc = rc || !s[k].step || !s[k].block ? -1 : 0;
     }
     for (int k = 0; k < 2 && !rc; k++) /* warm up: caches filled, optimizer state attached */
-        rc = run_block(&s[k], phase, v, -1);
+        rc = run_block(c, &s[k], phase, v, -1);
     TierCount d = {0};
     const int rounds = rc ? -1 : time_rounds(c, w, s, v, phase, cap, &d);
     if (rounds > 0)
@@ -229,6 +248,7 @@ int bench_tier_compare(const BenchConfig *c, BenchWorkload *w, FILE *f)
     memset(&m, 0, sizeof m);
     int rc = strategy < 0 ? -1 : twin_make(w, c, &m);
     Side s[2] = {{0}, {0}};
+    s[0].w = w, s[1].w = &m;
     s[0].r = rc ? NULL : bench_runner_create(c, w, strategy, threads);
     s[1].r = s[0].r ? bench_runner_create(c, &m, strategy, threads) : NULL;
     rc = s[1].r ? 0 : -1;

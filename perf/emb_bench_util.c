@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_ids.h"
 #include "emb_bench.h"
 
 double bench_now(void)
@@ -32,10 +33,7 @@ int64_t bench_dyn_id(int64_t r)
 
 uint64_t bench_splitmix(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return bench_ids_splitmix(s);
 }
 
 double bench_load1(void)

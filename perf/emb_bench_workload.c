@@ -2,13 +2,13 @@
 /*
  * emb_bench_workload.c — the tables and the ids of a run, deterministic from the seed.
  *
- * Ids are drawn per (variant, id set, table) from their own splitmix stream: uniform, or
- * Zipf by rejection-inversion (Hörmann & Derflinger), whose ranks are scattered over the
- * table by a multiplicative permutation so that hot rows are not neighbours. With a peer,
+ * Ids are drawn per (variant, step, table) from their own seed by the benchmarks' one
+ * generator (bench_ids.h: uniform, Zipf by rejection-inversion, or a trace file). With a peer,
  * the tables live in one /dev/shm file that both processes map, and the ids are written
  * next to it: the peer works on the very same bytes.
  */
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,70 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_ids.h"
 #include "emb_bench.h"
-
-/* ---- Zipf by rejection-inversion ------------------------------------------------------ */
-
-typedef struct Zipf {
-    double s, hx1, hn, sq;
-    int64_t n;
-} Zipf;
-
-static double helper1(double x)
-{
-    return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3 - 0.25 * x));
-}
-
-static double helper2(double x)
-{
-    return fabs(x) > 1e-8 ? expm1(x) / x : 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x));
-}
-
-static double zh(const Zipf *z, double x)
-{
-    return exp(-z->s * log(x));
-}
-
-static double zh_int(const Zipf *z, double x)
-{
-    double lx = log(x);
-    return helper2((1 - z->s) * lx) * lx;
-}
-
-static double zh_inv(const Zipf *z, double x)
-{
-    double t = x * (1 - z->s);
-    if (t < -1)
-        t = -1;
-    return exp(helper1(t) * x);
-}
-
-static void zipf_init(Zipf *z, int64_t n, double s)
-{
-    z->s = s;
-    z->n = n;
-    z->hx1 = zh_int(z, 1.5) - 1;
-    z->hn = zh_int(z, (double)n + 0.5);
-    z->sq = 2 - zh_inv(z, zh_int(z, 2.5) - zh(z, 2));
-}
-
-static double unit(uint64_t *st)
-{
-    return (double)(bench_splitmix(st) >> 11) * 0x1.0p-53;
-}
-
-/* A rank in [0, n): rank 0 is the most frequent. */
-static int64_t zipf_draw(const Zipf *z, uint64_t *st)
-{
-    for (;;) {
-        double u = z->hn + unit(st) * (z->hx1 - z->hn);
-        double x = zh_inv(z, u);
-        int64_t k = (int64_t)(x + 0.5);
-        k = k < 1 ? 1 : k > z->n ? z->n : k;
-        if (k - x <= z->sq || u >= zh_int(z, k + 0.5) - zh(z, (double)k))
-            return k - 1;
-    }
-}
 
 /* ---- ids ------------------------------------------------------------------------------ */
 
@@ -109,58 +47,75 @@ static int32_t bag_length(const BenchBagSpec *b, uint64_t *st)
     return b->lo + (int32_t)(bench_splitmix(st) % (uint64_t)(b->hi - b->lo + 1));
 }
 
-/* Offsets of one table's bags and its ids; returns nnz. @ids NULL: count only. */
-static int64_t fill_table_ids(const BenchConfig *c, int v, int set, int t, int64_t *off,
-                              int64_t *ids)
+/* Offsets of one table's bags and its rows (from the config's source); returns nnz.
+   @rows NULL: count only. */
+static int64_t fill_table_ids(const BenchConfig *c, int v, int64_t step, int t, int64_t *off,
+                              int64_t *rows)
 {
-    const int64_t rows = c->tables[t].rows;
-    uint64_t st = c->seed ^ ((uint64_t)(v * BENCH_NSETS + set) << 48) ^ ((uint64_t)t << 32);
+    const int64_t nrows = c->tables[t].rows;
+    uint64_t st = c->seed ^ ((uint64_t)(v * BENCH_NSETS) << 48) ^ ((uint64_t)t << 32) ^
+                  ((uint64_t)step * 0x9e3779b97f4a7c15ull);
     bench_splitmix(&st);
-    Zipf z;
-    zipf_init(&z, rows, c->ids == IDS_ZIPF ? c->zipf_s : 1.0);
-    /* 2^31 - 1 is prime and larger than rows, so rank * P mod rows is a permutation */
-    const uint64_t p = 2147483647u, shift = bench_splitmix(&st) % (uint64_t)rows;
+    BenchIdGen gen;
+    if (c->ids == IDS_TRACE)
+        bench_idgen_trace(&gen, nrows, c->trace_ids[t], c->trace_n[t]);
+    else /* the permutation of ranks is the table's: the same hot rows every step */
+        bench_idgen_init(&gen, c->ids == IDS_ZIPF ? BENCH_IDS_ZIPF : BENCH_IDS_UNIFORM, nrows,
+                         c->zipf_s, c->seed ^ ((uint64_t)t << 32));
     uint64_t st_len = bench_splitmix(&st); /* lengths: their own stream, ids or not */
+    const int64_t trace_at = step * c->batch * c->variants[v].hi; /* a trace: in order */
     off[0] = 0;
     for (int64_t b = 0; b < c->batch; b++) {
         int32_t len = bag_length(&c->variants[v], &st_len);
-        for (int32_t i = 0; ids && i < len; i++) {
-            uint64_t r = c->ids == IDS_ZIPF ? (uint64_t)zipf_draw(&z, &st) * p + shift
-                                            : bench_splitmix(&st);
-            ids[off[b] + i] = (int64_t)(r % (uint64_t)rows);
-            if (c->tables[t].dynamic)
-                ids[off[b] + i] = bench_dyn_id(ids[off[b] + i]);
-        }
+        for (int32_t i = 0; rows && i < len; i++)
+            rows[off[b] + i] = bench_idgen_row(&gen, &st, trace_at + off[b] + i);
         off[b + 1] = off[b] + len;
     }
     return off[c->batch];
 }
 
-int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int set)
+static int any_dynamic(const BenchConfig *c)
+{
+    for (int t = 0; t < c->ntables; t++)
+        if (c->tables[t].dynamic)
+            return 1;
+    return 0;
+}
+
+int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int64_t step)
 {
     const int nt = c->ntables;
     const int64_t nb = c->batch + 1;
+    memset(s, 0, sizeof *s);
+    s->step = step;
     s->batches = calloc((size_t)nt, sizeof *s->batches);
     s->offsets = malloc((size_t)(nt * nb) * sizeof *s->offsets);
-    if (!s->batches || !s->offsets)
+    s->distinct_t = calloc((size_t)nt, sizeof *s->distinct_t);
+    s->lvl_rows = calloc((size_t)nt * BENCH_LEVELS, sizeof *s->lvl_rows);
+    if (!s->batches || !s->offsets || !s->distinct_t || !s->lvl_rows)
         return -1;
     int64_t total = 0;
     for (int t = 0; t < nt; t++)
-        total += fill_table_ids(c, v, set, t, s->offsets + t * nb, NULL);
-    s->ids = malloc((size_t)(total ? total : 1) * sizeof *s->ids);
-    if (!s->ids)
+        total += fill_table_ids(c, v, step, t, s->offsets + t * nb, NULL);
+    s->rows = malloc((size_t)(total ? total : 1) * sizeof *s->rows);
+    s->ids = any_dynamic(c) ? malloc((size_t)(total ? total : 1) * sizeof *s->ids) : s->rows;
+    if (!s->rows || !s->ids)
         return -1;
     s->nnz = total;
     s->distinct = 0;
     for (int64_t t = 0, at = 0; t < nt; t++) {
-        int64_t *off = s->offsets + t * nb, n = fill_table_ids(c, v, set, (int)t, off, s->ids + at);
+        int64_t *off = s->offsets + t * nb;
+        const int64_t n = fill_table_ids(c, v, step, (int)t, off, s->rows + at);
+        for (int64_t i = 0; s->ids != s->rows && i < n; i++) /* dyn: the row's sparse id */
+            s->ids[at + i] = c->tables[t].dynamic ? bench_dyn_id(s->rows[at + i]) : s->rows[at + i];
         s->batches[t] = (EmbBatch){.ids = s->ids + at, .id_type = EMB_ID_I64, .nnz = n,
                                    .nbags = c->batch, .offsets = off};
         if (c->variants[v].kind == BAG_FIXED) {
             s->batches[t].offsets = NULL;
             s->batches[t].bag_size = c->variants[v].lo;
         }
-        s->distinct += count_distinct(s->ids + at, n);
+        s->distinct_t[t] = count_distinct(s->rows + at, n);
+        s->distinct += s->distinct_t[t];
         at += n;
     }
     return 0;
@@ -333,31 +288,45 @@ int bench_workload_create(BenchWorkload *w, const BenchConfig *c, int shared)
         return -1;
     for (int64_t i = 0; i < c->batch * w->concat_width; i++)
         w->grad[i] = (float)(i % 17) * 1e-3f - 8e-3f;
-    for (int v = 0; v < c->nvariants; v++)
+    w->steady = !c->recycle;
+    for (int v = 0; v < c->nvariants; v++) {
+        w->refill[v] = -1;
         for (int s = 0; s < BENCH_NSETS; s++) {
-            bench_progress("drawing ids: %s, set %d/%d", c->variants[v].name, s + 1, BENCH_NSETS);
+            bench_progress("drawing ids: %s, step %d/%d", c->variants[v].name, s + 1, BENCH_NSETS);
             if (bench_idset_create(&w->sets[v][s], c, v, s) != 0)
                 return -1;
         }
+    }
     bench_progress_end();
-    return 0;
+    return bench_stream_create(w, c);
 }
 
 void bench_idset_free(BenchIdSet *s)
 {
     free(s->batches);
-    free(s->ids);
+    if (s->ids != s->rows)
+        free(s->ids);
+    free(s->rows);
     free(s->offsets);
+    free(s->distinct_t);
+    free(s->lvl_rows);
     memset(s, 0, sizeof *s);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+/* The folder shared with the peer and its files, depth first (nftw: no shell). */
 static void remove_shared(BenchWorkload *w)
 {
     if (!w->shm_dir[0])
         return;
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", w->shm_dir);
-    if (system(cmd) != 0)
+    if (nftw(w->shm_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS) != 0)
         fprintf(stderr, "emb-bench: could not remove %s\n", w->shm_dir);
     w->shm_dir[0] = '\0';
 }
@@ -367,6 +336,7 @@ void bench_workload_destroy(BenchWorkload *w)
     for (int t = 0; w->tables && t < w->ntables; t++)
         emb_table_destroy(&w->tables[t]);
     free(w->tables);
+    bench_stream_destroy(w, w->ntables);
     bench_tier_unlink(w);
     for (int v = 0; v < BENCH_MAX_VARIANTS; v++)
         for (int s = 0; s < BENCH_NSETS; s++)
@@ -417,26 +387,12 @@ double bench_bytes_updated(const BenchWorkload *w, const BenchConfig *c, int v)
     return sum / BENCH_NSETS;
 }
 
-/* f32 state elements per element of a row (as the library's optimizer.c). */
-static double state_per_element(BenchOpt opt, int32_t dim)
-{
-    switch (opt) {
-    case OPT_ADAGRAD: return 1;
-    case OPT_ROWWISE_ADAGRAD: return 1.0 / dim;
-    case OPT_FTRL:
-    case OPT_ADAM: return 2;
-    default: return 0;
-    }
-}
-
-/* Mean state bytes of one distinct row, rounded up to a cache line (0: no state). */
+/* Mean state bytes of one distinct row (0: no state). */
 static double state_row_bytes(const BenchConfig *c, BenchOpt opt)
 {
     double b = 0;
-    for (int t = 0; t < c->ntables; t++) {
-        const double row = state_per_element(opt, c->tables[t].dim) * c->tables[t].dim * 4;
-        b += row <= 0 ? 0 : row < 64 ? 64 : row;
-    }
+    for (int t = 0; t < c->ntables; t++)
+        b += bench_state_row_bytes(&c->tables[t], opt);
     return b / c->ntables;
 }
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dyn_bench.c — dynamic (hash-keyed) tables against a plain table holding the same rows
+ * emb_bench_dyn.c — emb-bench dyn: dynamic (hash-keyed) tables against a plain table holding the same rows
  * (issue 19's targets): the lookup of existing ids, and the update step where 10 % of the
  * ids are new (created by the step) against the plain table's step over existing ids. Ids
  * uniform or Zipf; 1 and 2 threads. Dynamic and plain runs are interleaved, each timing is
  * the median of the repetitions, min and max given as the spread.
  *
- *   dyn-bench [--rows N] [--dim D] [--bags B] [--bag-size S] [--reps R] [--quick]
+ *   emb-bench dyn [--rows N] [--dim D] [--bags B] [--bag-size S] [--reps R] [--quick]
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +16,9 @@
 
 #include <embtables/embtables.h>
 
+#include "bench_ids.h"
 #include "bench_util.h"
+#include "emb_bench.h"
 
 /* The dynamic id of plain row r (a sparse 63-bit value); new ids from another stream. */
 static int64_t key_of(int64_t r)
@@ -34,37 +36,22 @@ static Stat stat_of(double *v, int n)
     return (Stat){v[n / 2], v[0], v[n - 1]};
 }
 
-/* Row indices: uniform, or Zipf(1.05) ranks scattered over the rows. */
-static void draw_rows(int64_t *out, int64_t n, int64_t rows, const double *cdf, uint64_t *s)
+/* Row indices from the benchmarks' generator (bench_ids.h): uniform, or Zipf(1.05). */
+static void draw_rows(int64_t *out, int64_t n, const BenchIdGen *g, uint64_t *s)
 {
-    for (int64_t k = 0; k < n; k++) {
-        *s = mix(*s);
-        if (!cdf) {
-            out[k] = (int64_t)(*s % (uint64_t)rows);
-            continue;
-        }
-        const double u = (double)(*s >> 11) * (1.0 / 9007199254740992.0);
-        int64_t lo = 0, hi = rows - 1;
-        while (lo < hi) {
-            const int64_t mid = (lo + hi) / 2;
-            if (cdf[mid] >= u)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        out[k] = (int64_t)(((uint64_t)lo * 2654435761ull) % (uint64_t)rows);
-    }
+    for (int64_t k = 0; k < n; k++)
+        out[k] = bench_idgen_row(g, s, 0);
 }
 
 static void check(int rc, const char *what)
 {
     if (rc) {
-        fprintf(stderr, "dyn-bench: %s: %s (%s)\n", what, emb_strerror(rc), emb_last_error());
+        fprintf(stderr, "emb-bench dyn: %s: %s (%s)\n", what, emb_strerror(rc), emb_last_error());
         exit(1);
     }
 }
 
-int main(int argc, char **argv)
+int bench_dyn_main(int argc, char **argv)
 {
     int64_t rows = 500000, bags = 4096, bag = 20;
     int32_t dim = 64;
@@ -83,7 +70,7 @@ int main(int argc, char **argv)
         } else if (i + 1 < argc && !strcmp(argv[i], "--reps")) {
             reps = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: dyn-bench [--rows N] [--dim D] [--bags B] [--bag-size S] "
+            fprintf(stderr, "usage: emb-bench dyn [--rows N] [--dim D] [--bags B] [--bag-size S] "
                             "[--reps R] [--quick]\n");
             return 2;
         }
@@ -101,18 +88,15 @@ int main(int argc, char **argv)
     int64_t *keys = malloc((size_t)rows * sizeof *keys);
     int64_t *ids = malloc((size_t)nnz * sizeof *ids), *dids = malloc((size_t)nnz * sizeof *dids);
     float *out = malloc((size_t)bags * (size_t)dim * sizeof *out);
-    double *cdf = malloc((size_t)rows * sizeof *cdf);
     double *tp = malloc((size_t)reps * sizeof *tp), *td = malloc((size_t)reps * sizeof *td);
-    if (!keys || !ids || !dids || !out || !cdf || !tp || !td)
+    if (!keys || !ids || !dids || !out || !tp || !td)
         return 1;
     for (int64_t r = 0; r < rows; r++)
         keys[r] = key_of(r);
-    double acc = 0.0;
-    for (int64_t r = 0; r < rows; r++)
-        cdf[r] = acc += 1.0 / pow((double)(r + 1), 1.05);
-    for (int64_t r = 0; r < rows; r++)
-        cdf[r] /= acc;
-    printf("dyn-bench: %lld rows x %d f32, %lld bags of %lld ids, median of %d (min-max)\n",
+    BenchIdGen gen[2];
+    bench_idgen_init(&gen[0], BENCH_IDS_UNIFORM, rows, 0, 99);
+    bench_idgen_init(&gen[1], BENCH_IDS_ZIPF, rows, 1.05, 99);
+    printf("emb-bench dyn: %lld rows x %d f32, %lld bags of %lld ids, median of %d (min-max)\n",
            (long long)rows, (int)dim, (long long)bags, (long long)bag, reps);
     printf("%-8s %-4s %-7s %22s %22s %6s\n", "ids", "thr", "phase", "plain ms", "dynamic ms",
            "ratio");
@@ -128,7 +112,7 @@ int main(int argc, char **argv)
             uint64_t seed = 99;
             /* lookup of existing ids */
             for (int k = 0; k < reps; k++) {
-                draw_rows(ids, nnz, rows, zipf ? cdf : NULL, &seed);
+                draw_rows(ids, nnz, &gen[zipf], &seed);
                 for (int64_t j = 0; j < nnz; j++)
                     dids[j] = keys[ids[j]];
                 EmbBatch b = {.ids = ids, .nnz = nnz, .nbags = bags, .bag_size = bag};
@@ -164,7 +148,7 @@ int main(int argc, char **argv)
                 out[j] = 1e-3f * (float)(j % 7);
             int64_t fresh = 0;
             for (int k = 0; k < reps + 1; k++) { /* the first step warms up both */
-                draw_rows(ids, nnz, rows, zipf ? cdf : NULL, &seed);
+                draw_rows(ids, nnz, &gen[zipf], &seed);
                 for (int64_t j = 0; j < nnz; j++)
                     dids[j] = j % 10 == 9 ? (int64_t)(mix(~(uint64_t)fresh++) >> 1)
                                           : keys[ids[j]];
@@ -215,6 +199,6 @@ int main(int argc, char **argv)
                timing, the dynamic one is rebuilt from the changed rows next round */
         }
     emb_table_destroy(&plain);
-    free(keys), free(ids), free(dids), free(out), free(cdf), free(tp), free(td);
+    free(keys), free(ids), free(dids), free(out), free(tp), free(td);
     return 0;
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * quant_bench.c — quant-bench: the pooled lookup over f32, int8 and int4 rows of the same
+ * quant_bench.c — emb-bench quant: the pooled lookup over f32, int8 and int4 rows of the same
  * table (the int8 / int4 tables quantized from the f32 one, emb_table_quantize), in rows
  * per second, at 1 and 2 threads, cold (a table of --mib MiB as f32, uniform ids) and hot
  * (--hot-rows rows, cache-resident). Rows of one (table size, thread count) run
  * interleaved, round after round, so that a shared machine's noise falls on all three; the
  * median of the rounds is reported with the spread (min .. max).
  *
- *   quant-bench [--mib 1024] [--dim 64] [--bag 20] [--batch 2048] [--rounds 9]
+ *   emb-bench quant [--mib 1024] [--dim 64] [--bag 20] [--batch 2048] [--rounds 9]
  *               [--hot-rows 4096] [--seed 42] [--thp 1]
  *
  * --cpu-time 1: one thread's rows timed by the calling thread's CPU clock instead of the
@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "embtables/embtables.h"
+#include "emb_bench.h"
 
 #define NDT 3
 #define BATCHES 8 /* id sets: each round looks up every one */
@@ -63,7 +64,7 @@ static void run(const Run *r)
     const EmbBatch b = {.ids = r->ids + r->bag0 * r->bag, .nnz = (r->bag1 - r->bag0) * r->bag,
                         .nbags = r->bag1 - r->bag0, .bag_size = r->bag};
     if (emb_lookup(r->t, &b, NULL, r->out + r->bag0 * r->dim, r->dim))
-        fprintf(stderr, "quant-bench: %s\n", emb_last_error());
+        fprintf(stderr, "emb-bench quant: %s\n", emb_last_error());
 }
 
 static void *worker(void *arg)
@@ -126,7 +127,7 @@ static int to_huge_pages(EmbTable **t, void **mem, const Opts *o)
     memcpy(*mem, src, bytes);
     EmbTable *w = NULL;
     if (emb_table_wrap(&w, *mem, emb_table_ncolumns(*t), o->dim, stride, dt, NULL))
-        return fprintf(stderr, "quant-bench: %s\n", emb_last_error()), -1;
+        return fprintf(stderr, "emb-bench quant: %s\n", emb_last_error()), -1;
     emb_table_destroy(t);
     *t = w;
     return 0;
@@ -137,7 +138,7 @@ static int make_tables(EmbTable *t[NDT], void *mem[NDT], int64_t rows, const Opt
 {
     for (int d = 0; d < NDT; d++)
         if (emb_table_create(&t[d], rows, o->dim, dts[d], NULL))
-            return fprintf(stderr, "quant-bench: %s\n", emb_last_error()), -1;
+            return fprintf(stderr, "emb-bench quant: %s\n", emb_last_error()), -1;
     int64_t stride;
     float *f = emb_table_data(t[0], &stride);
     uint64_t s = (uint64_t)o->seed;
@@ -148,7 +149,7 @@ static int make_tables(EmbTable *t[NDT], void *mem[NDT], int64_t rows, const Opt
         }
     for (int d = 1; d < NDT; d++)
         if (emb_table_quantize(t[d], t[0]))
-            return fprintf(stderr, "quant-bench: %s\n", emb_last_error()), -1;
+            return fprintf(stderr, "emb-bench quant: %s\n", emb_last_error()), -1;
     for (int d = 0; d < NDT && o->thp; d++)
         if (to_huge_pages(&t[d], &mem[d], o))
             return -1;
@@ -233,7 +234,7 @@ static int parse(int argc, char **argv, Opts *o)
                ? 0 : -1;
 }
 
-int main(int argc, char **argv)
+int bench_quant_main(int argc, char **argv)
 {
     Opts o;
     if (parse(argc, argv, &o))
@@ -245,7 +246,7 @@ int main(int argc, char **argv)
     pthread_barrier_init(&p.go, NULL, 2);
     pthread_barrier_init(&p.done, NULL, 2);
     pthread_create(&th, NULL, worker, &p);
-    printf("quant-bench: cpu flags 0x%x, %d rounds interleaved, median (spread min .. max), "
+    printf("emb-bench quant: cpu flags 0x%x, %d rounds interleaved, median (spread min .. max), "
            "%s pages, 1 thread timed by %s\n", emb_cpu_flags(), o.rounds,
            o.thp ? "huge (madvise)" : "default", o.cpu_time ? "its CPU clock" : "the wall clock");
     const int64_t cold_rows = (o.mib << 20) / (int64_t)emb_dtype_row_bytes(EMB_F32, o.dim);

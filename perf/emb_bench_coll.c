@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * coll_bench.c — what a collection step costs against the three calls it is made of
+ * emb_bench_coll.c — emb-bench coll: what a collection step costs against the three calls it is made of
  * (emb_maplookup, emb_maplookup_backward, emb_update_many): two identical ensembles in
  * one process, one stepped through EmbCollection, the other through the three calls,
  * iteration by iteration interleaved (so that the machine's load falls on both alike);
  * each timing's median and minimum, the ratio of the medians, and whether the two
  * ensembles ended bit-identical (the exit status: 1 if not).
  *
- *   coll-bench [--tables N] [--rows R] [--dim D] [--batch B] [--bag S] [--iters I]
+ *   emb-bench coll [--tables N] [--rows R] [--dim D] [--batch B] [--bag S] [--iters I]
  *              [--threads T] [--quick]
  */
 #include <stdio.h>
@@ -17,7 +17,9 @@
 
 #include <embtables/embtables.h>
 
+#include "bench_ids.h"
 #include "bench_util.h"
+#include "emb_bench.h"
 
 typedef struct Opts {
     int tables, dim, threads, iters;
@@ -35,7 +37,7 @@ static int parse(int argc, char **argv, Opts *o)
             continue;
         }
         if (!v)
-            return fprintf(stderr, "coll-bench: %s needs a value (--help in the source)\n", a), 1;
+            return fprintf(stderr, "emb-bench coll: %s needs a value (--help in the source)\n", a), 1;
         i++;
         if (!strcmp(a, "--tables")) o->tables = atoi(v);
         else if (!strcmp(a, "--rows")) o->rows = atoll(v);
@@ -44,11 +46,11 @@ static int parse(int argc, char **argv, Opts *o)
         else if (!strcmp(a, "--bag")) o->bag = atoll(v);
         else if (!strcmp(a, "--iters")) o->iters = atoi(v);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
-        else return fprintf(stderr, "coll-bench: unknown option %s\n", a), 1;
+        else return fprintf(stderr, "emb-bench coll: unknown option %s\n", a), 1;
     }
     if (o->tables < 1 || o->dim < 1 || o->iters < 1 || o->rows < 1 || o->batch < 1 ||
         o->bag < 1 || o->threads < 1)
-        return fprintf(stderr, "coll-bench: every size must be >= 1\n"), 1;
+        return fprintf(stderr, "emb-bench coll: every size must be >= 1\n"), 1;
     return 0;
 }
 
@@ -104,7 +106,8 @@ static int setup(Bench *x)
     return r;
 }
 
-/* Step @s's ids (Zipf-like: half the ids from 1 % of the rows), one batch per table. */
+/* Step @s's ids (Zipf(1.05), the benchmarks' generator: bench_ids.h), one batch per
+   table. */
 static void make_ids(Bench *x, int s)
 {
     const Opts *o = &x->o;
@@ -112,10 +115,10 @@ static void make_ids(Bench *x, int s)
     uint64_t z = (uint64_t)s * 1000003u;
     for (int t = 0; t < o->tables; t++) {
         int64_t *ids = x->ids + t * nnz;
-        for (int64_t k = 0; k < nnz; k++) {
-            z = mix(z);
-            ids[k] = (int64_t)((z & 1 ? z >> 8 : (z >> 8) / 100) % (uint64_t)o->rows);
-        }
+        BenchIdGen g;
+        bench_idgen_init(&g, BENCH_IDS_ZIPF, o->rows, 1.05, (uint64_t)t);
+        for (int64_t k = 0; k < nnz; k++)
+            ids[k] = bench_idgen_row(&g, &z, k);
         x->batches[t] = (EmbBatch){.ids = ids, .nnz = nnz, .nbags = o->batch,
                                    .bag_size = o->bag};
     }
@@ -174,7 +177,7 @@ static void teardown(Bench *x)
     free(x->a), free(x->b), free(x->g), free(x->ix), free(x->batches), free(x->ids), free(x->out);
 }
 
-int main(int argc, char **argv)
+int bench_coll_main(int argc, char **argv)
 {
     Bench x = {0};
     if (parse(argc, argv, &x.o))
@@ -193,13 +196,13 @@ int main(int argc, char **argv)
             tc[s] = c, t3[s] = t;
     }
     if (r) {
-        fprintf(stderr, "coll-bench: %s\n", emb_last_error());
+        fprintf(stderr, "emb-bench coll: %s\n", emb_last_error());
         teardown(&x);
         return 2;
     }
     const int same = same_tables(&x);
     qsort(tc, (size_t)it, sizeof *tc, cmp_double), qsort(t3, (size_t)it, sizeof *t3, cmp_double);
-    printf("coll-bench: %d tables x %lld rows x D %d, %lld bags of %lld, %d thread(s), %d "
+    printf("emb-bench coll: %d tables x %lld rows x D %d, %lld bags of %lld, %d thread(s), %d "
            "steps each (Adagrad), interleaved\n", x.o.tables, (long long)x.o.rows, x.o.dim,
            (long long)x.o.batch, (long long)x.o.bag, x.o.threads, it);
     printf("  three calls: median %.3f ms, min %.3f ms\n", 1e3 * t3[it / 2], 1e3 * t3[0]);

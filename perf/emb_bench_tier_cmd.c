@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tier_bench.c — tiered tables (tiered.h) against the same table in memory: a training
+ * emb_bench_tier_cmd.c — emb-bench tier: tiered tables (tiered.h) against the same table in memory: a training
  * step (lookup of bags, backward, Adagrad) on Zipf or uniform ids, with and without
  * look-ahead prefetch; hit rate, rows read / written per second, bytes from the disk; and
  * the disk's own random-read rate for the record size, measured in the same run on the same
@@ -10,7 +10,7 @@
  * floor of any buffered-I/O engine. A table larger than RAM: --no-memory (the in-memory run
  * is skipped).
  *
- *   tier-bench [--rows N] [--dim D] [--cache-frac F | --cache-mib M] [--batch B] [--bag L]
+ *   emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] [--batch B] [--bag L]
  *              [--steps S] [--zipf A | --uniform] [--prefetch P] [--engine auto|uring|pread]
  *              [--policy lru|lfu] [--dtype f32|f16|bf16|int8|int4] [--dir PATH]
  *              [--no-memory] [--quick]
@@ -26,6 +26,8 @@
 #include "embtables/embtables.h"
 
 #include "bench_disk.h"
+#include "bench_ids.h"
+#include "emb_bench.h"
 
 typedef struct Opts {
     int64_t rows, batch, bag, steps;
@@ -45,31 +47,6 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static uint64_t rng(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *s)
-{
-    return (double)(rng(s) >> 11) * 0x1.0p-53;
-}
-
-/* A Zipf(a) rank in [0, n) by the continuous inverse (a != 1), scattered over the ids by a
-   multiplicative hash so that hot rows are not neighbours; a = 0: uniform. */
-static int64_t draw(uint64_t *s, int64_t n, double a)
-{
-    if (a == 0.0)
-        return (int64_t)(rng(s) % (uint64_t)n);
-    const double e = 1.0 - a, u = unit(s);
-    double r = pow((pow((double)n + 1.0, e) - 1.0) * u + 1.0, 1.0 / e) - 1.0;
-    int64_t k = (int64_t)r;
-    k = k < 0 ? 0 : k >= n ? n - 1 : k;
-    return (int64_t)(((unsigned __int128)(uint64_t)k * 0x9e3779b97f4a7c15ull) % (uint64_t)n);
-}
 
 static void usage(void);
 
@@ -85,7 +62,7 @@ static EmbDtype dtype_of(const char *s)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: tier-bench [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
+    fprintf(stderr, "usage: emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
             "[--batch B] [--bag L] [--steps S] [--zipf A | --uniform] [--prefetch P] "
             "[--engine auto|uring|pread] [--policy lru|lfu] [--dtype f32|f16|bf16|int8|int4] "
             "[--dir PATH] [--no-memory] [--quick]\n");
@@ -128,7 +105,7 @@ static void parse(Opts *o, int argc, char **argv)
 
 static void die(const char *what, int r)
 {
-    fprintf(stderr, "tier-bench: %s: %s (%s)\n", what, emb_strerror(r), emb_last_error());
+    fprintf(stderr, "emb-bench tier: %s: %s (%s)\n", what, emb_strerror(r), emb_last_error());
     exit(1);
 }
 
@@ -138,8 +115,10 @@ static int64_t *make_ids(const Opts *o)
     const int64_t nb = o->steps + o->prefetch + 1, nnz = o->batch * o->bag;
     int64_t *ids = malloc((size_t)(nb * nnz) * sizeof *ids);
     uint64_t s = 42;
-    for (int64_t k = 0; k < nb * nnz; k++)
-        ids[k] = draw(&s, o->rows, o->zipf);
+    BenchIdGen g; /* the benchmarks' generator (bench_ids.h) */
+    bench_idgen_init(&g, o->zipf > 0 ? BENCH_IDS_ZIPF : BENCH_IDS_UNIFORM, o->rows, o->zipf, s);
+    for (int64_t k = 0; ids && k < nb * nnz; k++)
+        ids[k] = bench_idgen_row(&g, &s, k);
     return ids;
 }
 
@@ -259,7 +238,7 @@ static void report(const char *what, const Run *r, double mem_ms, int64_t rec)
     printf("\n");
 }
 
-int main(int argc, char **argv)
+int bench_tier_main(int argc, char **argv)
 {
     Opts o;
     parse(&o, argc, argv);
@@ -269,7 +248,7 @@ int main(int argc, char **argv)
     EmbTable *t = tiered_table(&o, path, &rec);
     EmbTieredStats st;
     emb_table_tiered_stats(t, &st);
-    printf("tier-bench: %lld rows x %d %s (+ Adagrad state) = %.1f MiB in %s; cache %lld rows "
+    printf("emb-bench tier: %lld rows x %d %s (+ Adagrad state) = %.1f MiB in %s; cache %lld rows "
            "(%.1f%%, %.1f MiB); engine %s; ids %s; batch %lld x bags of %lld\n",
            (long long)o.rows, (int)o.dim, emb_dtype_name(o.dtype),
            (double)(o.rows * rec) / 1048576.0, path,
@@ -277,7 +256,7 @@ int main(int argc, char **argv)
            (double)(st.cache_rows * rec) / 1048576.0, st.engine,
            o.zipf > 0 ? "zipf" : "uniform", (long long)o.batch, (long long)o.bag);
     if (o.zipf > 0)
-        printf("tier-bench: zipf exponent %.2f\n", o.zipf);
+        printf("emb-bench tier: zipf exponent %.2f\n", o.zipf);
     emb_table_tiered_flush(t);
     const int64_t nread = o.steps > 10 ? 20000 : 500;
     const double disk1 = bench_disk_rate(path, 4096, o.rows, rec, nread, 1);
