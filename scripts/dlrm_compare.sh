@@ -12,18 +12,22 @@
 # are passive for both (a shared machine; set OMP_WAIT_POLICY to override).
 set -eu
 cd "$(dirname "$0")/.."
-scripts/deps.sh build blas torch
+scripts/deps.sh build blas zlib torch
 setup=$(scripts/meson_setup.sh build)
 printf '%s\n' "$setup" | grep -E 'WARNING|BLAS' || true # which BLAS, or why none
 ninja -C build examples/dlrm_train >/dev/null
 train="" test="" repeat=1 linear=0
-while [ $# -gt 0 ]; do
+# this script's options anywhere on the line; the rest, in order, go to both programs
+left=$#
+while [ "$left" -gt 0 ]; do
     case $1 in
-    --train) train=$2; shift 2 ;;
-    --test) test=$2; shift 2 ;;
-    --repeat) repeat=$2; shift 2 ;;
-    --linear) linear=1; shift ;;
-    *) break ;;
+    --train | --test | --repeat)
+        [ "$left" -ge 2 ] || { echo "dlrm_compare.sh: $1 needs a value" >&2; exit 2; }
+        case $1 in --train) train=$2 ;; --test) test=$2 ;; --repeat) repeat=$2 ;; esac
+        shift 2
+        left=$((left - 2)) ;;
+    --linear) linear=1; shift; left=$((left - 1)) ;;
+    *) set -- "$@" "$1"; shift; left=$((left - 1)) ;;
     esac
 done
 if [ -z "$train" ]; then
