@@ -7,15 +7,19 @@
 # hashed logistic regression (scripts/criteo_linear.py), the baseline a DLRM must beat.
 # Usage: scripts/dlrm_compare.sh [--train F --test F] [--repeat N] [--linear]
 #                                [dlrm_train options...]
+#   (options in any order; DLRM_TRAIN=PATH runs that dlrm_train instead of building one)
 #   e.g. scripts/dlrm_compare.sh --epochs 2 --threads 2
 # Runs alternate (ours, torch, ours, torch, ...) --repeat times (default 1); OpenMP waits
 # are passive for both (a shared machine; set OMP_WAIT_POLICY to override).
 set -eu
 cd "$(dirname "$0")/.."
-scripts/deps.sh build blas zlib torch
-setup=$(scripts/meson_setup.sh build)
-printf '%s\n' "$setup" | grep -E 'WARNING|BLAS' || true # which BLAS, or why none
-ninja -C build examples/dlrm_train >/dev/null
+if [ -z "${DLRM_TRAIN:-}" ]; then
+    scripts/deps.sh build blas zlib torch
+    setup=$(scripts/meson_setup.sh build)
+    printf '%s\n' "$setup" | grep -E 'WARNING|BLAS' || true # which BLAS, or why none
+    ninja -C build examples/dlrm_train >/dev/null
+    DLRM_TRAIN=build/examples/dlrm_train
+fi
 train="" test="" repeat=1 linear=0
 # this script's options anywhere on the line; the rest, in order, go to both programs
 left=$#
@@ -46,7 +50,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 i=1
 while [ "$i" -le "$repeat" ]; do
-    build/examples/dlrm_train --train "$train" --test "$test" "$@" >"$out/ours.$i"
+    "$DLRM_TRAIN" --train "$train" --test "$test" "$@" >"$out/ours.$i"
     /usr/bin/python3 examples/dlrm_torch.py --train "$train" --test "$test" "$@" >"$out/torch.$i"
     i=$((i + 1))
 done
