@@ -104,6 +104,18 @@ def _named(module, i, fn, *args):
         raise type(e)(f"{module._who(i)}: {e}") from None
 
 
+def once(ctx, name):
+    """ctx.<name>, a forward's step(s), taken by its backward: a second backward through
+    the same forward is refused (the step updated the tables already)."""
+    value = getattr(ctx, name)
+    if value is None:
+        raise RuntimeError(f"{ctx.module._label()}: backward a second time through the same "
+                           "forward (its step updated the tables already: run a new "
+                           "forward)")
+    setattr(ctx, name, None)
+    return value
+
+
 class Lookup(_torch.autograd.Function):
     """forward: every table's lookup (a flat output); backward: the fused update, or the
     tables' sparse gradients."""
@@ -116,12 +128,7 @@ class Lookup(_torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        module, steps = ctx.module, ctx.steps
-        if steps is None:
-            raise RuntimeError(f"{module._label()}: backward a second time through the same "
-                               "forward (its step updated the tables already: run a new "
-                               "forward)")
-        ctx.steps = None
+        module, steps = ctx.module, once(ctx, "steps")
         grads = backward(module, steps, ctx.bs, grad.contiguous())
         if module.optimizer is not None:
             return (None, None, None) + (None,) * len(module._weights)

@@ -17,25 +17,24 @@ def _starts(lengths):
     return out
 
 
-class JaggedTensor:
-    """Bags of one feature (TorchRec's JaggedTensor): bag b holds lengths[b] entries of
-    values (ids, or for EmbeddingCollection's outputs rows of embeddings), in order; give
-    lengths or offsets; weights: one per entry."""
+class _Bags:
+    """What JaggedTensor and KeyedJaggedTensor share: values in bags given by lengths or
+    offsets (each computed from the other when asked), optional per-entry weights."""
 
-    def __init__(self, values, weights=None, lengths=None, offsets=None):
+    def __init__(self, values, weights, lengths, offsets):
         if lengths is None and offsets is None:
-            raise ValueError("JaggedTensor: lengths or offsets are needed")
+            raise ValueError(f"{type(self).__name__}: lengths or offsets are needed")
         self._values, self._weights = values, weights
         self._lengths, self._offsets = lengths, offsets
 
     def values(self):
-        """The entries, bag after bag."""
+        """The entries, bag after bag (feature after feature)."""
         return self._values
 
     def weights(self):
         """The per-entry weights (an error when there are none, as TorchRec)."""
         if self._weights is None:
-            raise ValueError("JaggedTensor: no weights")
+            raise ValueError(f"{type(self).__name__}: no weights")
         return self._weights
 
     def weights_or_none(self):
@@ -53,6 +52,15 @@ class JaggedTensor:
         if self._offsets is None:
             self._offsets = _starts(self._lengths)
         return self._offsets
+
+
+class JaggedTensor(_Bags):
+    """Bags of one feature (TorchRec's JaggedTensor): bag b holds lengths[b] entries of
+    values (ids, or for EmbeddingCollection's outputs rows of embeddings), in order; give
+    lengths or offsets; weights: one per entry."""
+
+    def __init__(self, values, weights=None, lengths=None, offsets=None):
+        super().__init__(values, weights, lengths, offsets)
 
     def to_dense(self):
         """One tensor per bag."""
@@ -77,16 +85,14 @@ def _mover(device, non_blocking, dtype=None):
     return move
 
 
-class KeyedJaggedTensor:
+class KeyedJaggedTensor(_Bags):
     """Jagged ids of several features (TorchRec's KeyedJaggedTensor): feature keys[k] has
     stride() bags, bag b of it holding lengths[k * stride + b] ids, in order, in values.
     Give lengths or offsets (len(lengths) + 1 bag starts); weights: per-id float32."""
 
     def __init__(self, keys, values, weights=None, lengths=None, offsets=None, stride=None):
-        if lengths is None and offsets is None:
-            raise ValueError("KeyedJaggedTensor: lengths or offsets are needed")
-        self._keys, self._values, self._weights = list(keys), values, weights
-        self._lengths, self._offsets = lengths, offsets
+        super().__init__(values, weights, lengths, offsets)
+        self._keys = list(keys)
         n = len(lengths) if lengths is not None else len(offsets) - 1
         self._stride = stride if stride is not None else (n // len(self._keys)
                                                           if self._keys else 0)
@@ -114,32 +120,6 @@ class KeyedJaggedTensor:
     def keys(self):
         """The feature names."""
         return self._keys
-
-    def values(self):
-        """Every feature's ids, feature after feature."""
-        return self._values
-
-    def weights(self):
-        """The per-id weights (an error when there are none, as TorchRec)."""
-        if self._weights is None:
-            raise ValueError("KeyedJaggedTensor: no weights")
-        return self._weights
-
-    def weights_or_none(self):
-        """The per-id weights or None."""
-        return self._weights
-
-    def lengths(self):
-        """The bag sizes (len(keys) * stride)."""
-        if self._lengths is None:
-            self._lengths = self._offsets[1:] - self._offsets[:-1]
-        return self._lengths
-
-    def offsets(self):
-        """The bag starts, plus the end (len(keys) * stride + 1)."""
-        if self._offsets is None:
-            self._offsets = _starts(self._lengths)
-        return self._offsets
 
     def stride(self):
         """The batch size (bags per feature)."""

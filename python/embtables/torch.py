@@ -267,12 +267,7 @@ class _Lookup(_torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        module, step = ctx.module, ctx.step
-        if step is None:
-            raise RuntimeError(f"{module._label()}: backward a second time through the same "
-                               "forward (its step updated the tables already: run a new "
-                               "forward)")
-        ctx.step = None
+        module, step = ctx.module, _grouped.once(ctx, "step")
         if grad.dtype != _torch.float32:
             raise TypeError(f"{module._label()}: the output gradient is {grad.dtype}, "
                             "expected torch.float32")

@@ -90,10 +90,10 @@ class JaggedTensor:
         return list(torch.split(self._values, self._lengths.tolist()))
 
 
-class KeyedJaggedTensor:
+class KeyedJaggedTensor(JaggedTensor):  # (TorchRec's are separate; the accessors agree)
     def __init__(self, keys, values, weights=None, lengths=None, offsets=None, stride=None):
-        self._keys, self._values, self._weights = list(keys), values, weights
-        self._lengths = lengths if lengths is not None else offsets[1:] - offsets[:-1]
+        super().__init__(values, weights, lengths, offsets)
+        self._keys = list(keys)
         self._stride = stride if stride is not None else \
             (len(self._lengths) // len(self._keys) if self._keys else 0)
 
@@ -107,21 +107,6 @@ class KeyedJaggedTensor:
 
     def keys(self):
         return self._keys
-
-    def values(self):
-        return self._values
-
-    def weights(self):
-        return self._weights
-
-    def weights_or_none(self):
-        return self._weights
-
-    def lengths(self):
-        return self._lengths
-
-    def offsets(self):
-        return _starts(self._lengths)
 
     def stride(self):
         return self._stride
