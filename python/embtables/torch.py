@@ -210,12 +210,35 @@ class _Spec:
 def _legacy_spec(i, spec, dtype):
     """_Spec of one entry of the older `tables` forms; with a quantized dtype, uint8
     weights are prepacked rows (wrapped as they are) and float ones are quantized."""
+    if isinstance(spec, _et.Table):
+        return _table_spec(i, spec)
     s = _legacy_float_spec(i, spec, dtype)
     if isinstance(dtype, str):
         s.qdtype = dtype
         if s.weight.dtype != _torch.uint8:
             s.weight = _quantize(s.weight, dtype, f"table '{s.name}'")
     return s
+
+
+def _table_spec(i, table):
+    """_Spec of an embtables.Table: its memory as the weight (no copy; int8 / int4 rows as
+    their uint8 bytes); a tiered table, whose rows are in a file, is refused."""
+    name = f"table_{i}"
+    try:
+        a = table.numpy()
+    except BufferError:
+        raise NotImplementedError(
+            f"tables[{i}]: a tiered table (rows in a file, not a tensor) cannot be a module's "
+            "table yet: train it with embtables.Collection") from None
+    src = table.source
+    if isinstance(src, _torch.Tensor):
+        w = src.data
+    elif table.dtype == "bf16":
+        w = _torch.from_numpy(a.view(_np.int16)).view(_torch.bfloat16)
+    else:
+        w = _torch.from_numpy(a)
+    q = table.dtype if table.dtype in ("int8", "int4") else None
+    return _Spec(name, name, w, None, qdtype=q)
 
 
 def _legacy_float_spec(i, spec, dtype):

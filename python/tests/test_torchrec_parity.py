@@ -336,3 +336,22 @@ def test_embedding_collection_need_indices_and_errors():
         ec(KeyedJaggedTensor(["x"], torch.tensor([10]), None, torch.tensor([1])))
     with pytest.raises(NotImplementedError, match="take a KeyedJaggedTensor"):
         ec([torch.tensor([1])])
+
+
+def test_embtables_tables_in_the_module(tmp_path):
+    """An embtables.Table (f32, or int8 rows) is a module table over its own memory; a
+    tiered one is refused with a message saying why (not a TypeError of unpacking)."""
+    from embtables.torch import EmbeddingBagCollection as EBC
+    f = et.Table.create(20, 4, init=("uniform", -1, 1))
+    q = et.Table.create(20, 4, dtype="int8")
+    q.quantize_from(f)
+    ebc = EBC([f, q], optimizer="sgd", lr=0.1)
+    assert ebc.weights[0].data_ptr() == f.numpy().ctypes.data
+    assert ebc.embedding_bags["table_1"].qdtype == "int8"
+    with torch.no_grad():
+        out = ebc([torch.tensor([3, 5]), torch.tensor([3, 5])],
+                  [torch.tensor([0, 1]), torch.tensor([0, 1])])
+    torch.testing.assert_close(out[:, 4:], out[:, :4], rtol=0, atol=0.02)  # int8 of the same rows
+    tiered = et.Table.tiered(tmp_path / "t.tier", 20, 4)
+    with pytest.raises(NotImplementedError, match=r"tables\[0\]: a tiered table"):
+        EBC([tiered])
