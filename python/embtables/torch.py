@@ -18,8 +18,12 @@ DLRM's layout, keys = the features). With an optimizer (FBGEMM's table-batched c
 the backward applies the library's deduplicating fused optimizer to the tables in place and
 returns no weight gradient; with optimizer=None (the default with EmbeddingBagConfig tables,
 as TorchRec) the weights are Parameters that receive sparse_coo gradients for torch's
-optimizers (SGD, Adagrad, SparseAdam). The older forms (per-table lists, FBGEMM's flat ids
-with T*B+1 offsets, values with lengths) are accepted too and return a plain tensor.
+optimizers (SGD, Adagrad, SparseAdam); apply_optimizer_in_backward(torch.optim.Adagrad,
+ebc.parameters(), {"lr": 0.05}), as a TorchRec script writes it, switches the module to
+the fused optimizer. A table may serve several features (feature_names=[f1, f2]: each
+pooled on its own); EmbeddingCollection gives unpooled rows. The older forms (per-table
+lists, FBGEMM's flat ids with T*B+1 offsets, values with lengths) are accepted too and
+return a plain tensor.
 """
 import dataclasses as _dc
 import enum as _enum
@@ -359,7 +363,8 @@ class EmbeddingBagCollection(_nn.Module):
     """Many embedding bags looked up (and trained) together, TorchRec's module.
 
     tables: EmbeddingBagConfig objects (ours or TorchRec's), or the older forms: (rows,
-    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), 2-D CPU tensors or numpy arrays
+    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), embtables.Table objects (not
+    tiered: their memory is the weight), 2-D CPU tensors or numpy arrays
     (used in place: no copy), nn.EmbeddingBag modules (weight, mode, max_norm) or dicts
     (num_embeddings, embedding_dim, weight, mode, max_norm) -- tables table_0, table_1, ...
     of features of the same names.
