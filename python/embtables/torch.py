@@ -315,6 +315,7 @@ class _Bag(_nn.Module):
     def __init__(self, spec, parameter):
         super().__init__()
         self.feature, self.mode, self.qdtype = spec.feature, spec.mode, spec.qdtype
+        self.features = spec.features or [spec.feature]
         self._table = self._opt = None
         if parameter and spec.qdtype is None:
             self.weight = spec.weight if isinstance(spec.weight, _nn.Parameter) \
@@ -353,7 +354,9 @@ class _Bag(_nn.Module):
         """rows x dim, dtype, pooling, feature."""
         w = self.weight
         return (f"{w.shape[0]} x {_dim(w, self.qdtype)}, "
-                f"{self.qdtype or str(w.dtype)[6:]}, {self.mode}, feature={self.feature!r}")
+                f"{self.qdtype or str(w.dtype)[6:]}, {self.mode}, " +
+                (f"feature={self.feature!r}" if len(self.features) == 1
+                 else f"features={self.features!r}"))
 
 
 _ABSENT = object()
@@ -740,7 +743,11 @@ class EmbeddingBagCollection(_nn.Module):
         o = self.optimizer
         opt = "None (sparse gradients)" if o is None else f"{o.kind}, lr={o.lr:g}"
         return (f"optimizer={opt}, strategy={self._strategy.name}, "
-                f"threads={self._strategy.threads}, width={sum(self.dims)}")
+                f"threads={self._strategy.threads}, width={self._width()}")
+
+    def _width(self):
+        """The pooled output's columns (a shared table's once per feature)."""
+        return sum(d * len(fs) for d, fs in zip(self.dims, self._table_features))
 
     # ---- plain mode: sparse gradients as nn.EmbeddingBag(sparse=True) gives ------------
 

@@ -276,6 +276,7 @@ def test_shared_table_pools_each_feature_as_torchrec(fused):
         models.append((ebc, outs))
     (a, oa), (b, ob) = models
     assert a.optimizer is not None if fused else a.optimizer is None
+    assert "features=['a', 'b']" in repr(a) and "width=14" in repr(a)
     for x, y in zip(oa, ob):
         torch.testing.assert_close(x, y, rtol=0, atol=1e-5)
     for name in ("t_ab", "t_c"):
