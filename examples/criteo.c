@@ -8,6 +8,10 @@
  * the lock. The caller takes the slots in batch order. A slot is FREE, FILLING (a worker
  * owns it), READY, or HELD (returned to the caller, recycled by its next call), so the
  * workers parse up to nthreads + 1 batches ahead while the caller trains.
+ *
+ * Files: plain, or gzip-compressed (the Criteo Terabyte days ship as .gz) where zlib is
+ * (CRITEO_HAVE_ZLIB: gzread reads both, telling them apart by their first bytes); without
+ * zlib a gzip file is refused at open with a message saying so.
  */
 #include "criteo.h"
 
@@ -17,6 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#ifdef CRITEO_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 enum { FREE, FILLING, READY, HELD };
 enum { WHY_CAP = 80, READ_CHUNK = 1 << 20 };
@@ -45,7 +53,12 @@ typedef struct Slot {
 
 struct CriteoReader {
     CriteoOptions o;
+#ifdef CRITEO_HAVE_ZLIB
+    gzFile f;
+#else
     FILE *f;
+#endif
+    int64_t size;       /* the file's bytes (0: not a regular file) */
     char *buf;          /* file bytes [pos, end) not yet consumed */
     size_t pos, end, cap;
     int file_done;      /* fread returned 0 */
@@ -207,6 +220,87 @@ int criteo_parse_line(const char *line, int64_t len, const int64_t *sizes, unsig
     return 0;
 }
 
+/* ---- the file: plain or gzip ---------------------------------------------------------- */
+
+/* Up to @n bytes of the (decompressed) file; 0 at its end or on an error (*err set). */
+static size_t read_file(CriteoReader *r, char *out, size_t n, const char **err)
+{
+#ifdef CRITEO_HAVE_ZLIB
+    const int got = gzread(r->f, out, (unsigned)(n < (1u << 30) ? n : (1u << 30)));
+    int code = Z_OK;
+    const char *msg = gzerror(r->f, &code);
+    if (got < 0 || (code != Z_OK && code != Z_BUF_ERROR))
+        *err = code == Z_ERRNO ? strerror(errno) : msg;
+    else if (got == 0 && code == Z_BUF_ERROR)
+        *err = "the compressed file ends early (truncated)";
+    return got > 0 ? (size_t)got : 0;
+#else
+    const size_t got = fread(out, 1, n, r->f);
+    if (got == 0 && ferror(r->f))
+        *err = strerror(errno);
+    return got;
+#endif
+}
+
+/* Opens the file (r->f, r->size); 0 or -errno with the message in @err. */
+static int open_file(CriteoReader *r, const char *path, char *err, int cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        const int e = errno;
+        snprintf(err, (size_t)cap, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    struct stat st;
+    r->size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : 0;
+    const int c0 = getc(f), c1 = getc(f);
+    const int gzip = c0 == 0x1f && c1 == 0x8b;
+#ifdef CRITEO_HAVE_ZLIB
+    fclose(f);
+    r->f = gzopen(path, "rb");
+    if (!r->f) {
+        const int e = errno ? errno : ENOMEM;
+        snprintf(err, (size_t)cap, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    gzbuffer(r->f, 1 << 17);
+    (void)gzip;
+    return 0;
+#else
+    if (gzip) {
+        fclose(f);
+        snprintf(err, (size_t)cap, "%s: gzip-compressed, and this dlrm_train was built without "
+                 "zlib (install zlib1g-dev and rebuild, or gunzip the file)", path);
+        return -ENOTSUP;
+    }
+    rewind(f);
+    r->f = f;
+    return 0;
+#endif
+}
+
+static void close_file(CriteoReader *r)
+{
+    if (!r->f)
+        return;
+#ifdef CRITEO_HAVE_ZLIB
+    gzclose(r->f);
+#else
+    fclose(r->f);
+#endif
+    r->f = NULL;
+}
+
+/* Bytes of the file read so far (compressed ones for a gzip file). Under the lock. */
+static int64_t file_position(CriteoReader *r)
+{
+#ifdef CRITEO_HAVE_ZLIB
+    return (int64_t)gzoffset(r->f);
+#else
+    return (int64_t)ftello(r->f);
+#endif
+}
+
 /* ---- raw lines (under the lock) ------------------------------------------------------ */
 
 /* Makes at least one more byte available after pos; 0 at the end of the file. */
@@ -219,13 +313,14 @@ static int refill(CriteoReader *r)
         r->end -= r->pos;
         r->pos = 0;
     }
-    const size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
+    const char *err = NULL;
+    const size_t got = read_file(r, r->buf + r->end, r->cap - r->end, &err);
     if (got == 0) {
         r->file_done = 1;
-        if (ferror(r->f)) {
+        if (err) {
             r->io_error = 1;
             snprintf(r->error, sizeof r->error, "read error after line %lld: %s",
-                     (long long)r->line_no, strerror(errno));
+                     (long long)r->line_no, err);
         }
         return 0;
     }
@@ -426,6 +521,14 @@ void criteo_counts(const CriteoReader *r, int64_t *lines, int64_t *bad)
         *bad = r ? r->bad : 0;
 }
 
+void criteo_position(CriteoReader *r, int64_t *done, int64_t *total)
+{
+    pthread_mutex_lock(&r->mu);
+    *done = r->f ? file_position(r) : 0;
+    pthread_mutex_unlock(&r->mu);
+    *total = r->size;
+}
+
 const char *criteo_error(const CriteoReader *r)
 {
     return r ? r->error : "";
@@ -454,8 +557,7 @@ void criteo_close(CriteoReader **pr)
     }
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
-    if (r->f)
-        fclose(r->f);
+    close_file(r);
     free(r->slots);
     free(r->threads);
     free(r->buf);
@@ -532,10 +634,8 @@ int criteo_open(CriteoReader **out, const char *path, const CriteoOptions *opts,
         criteo_close(&r);
         return -ENOMEM;
     }
-    r->f = fopen(path, "rb");
-    if (!r->f) {
-        ret = -errno;
-        snprintf(err, (size_t)cap, "%s: %s", path, strerror(errno));
+    ret = open_file(r, path, err, cap);
+    if (ret) {
         r->nthreads = 0;
         criteo_close(&r);
         return ret;

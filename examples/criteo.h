@@ -19,6 +19,8 @@
  * and handed to the report callback (on the caller's thread, in file order) with their
  * 1-based line number and the reason. The input is untrusted: no line can crash the
  * reader, and a line longer than `max_line` bytes is a bad line, not a larger buffer.
+ * A gzip-compressed file is read as its text where the reader is built with zlib
+ * (CRITEO_HAVE_ZLIB), else refused by criteo_open() with a message saying so.
  */
 #ifndef CRITEO_H
 #define CRITEO_H
@@ -80,6 +82,10 @@ int criteo_next(CriteoReader *r, CriteoBatch *batch);
 
 /** Lines read so far (good and bad) and bad lines among them. */
 void criteo_counts(const CriteoReader *r, int64_t *lines, int64_t *bad);
+/** How far the file is read: bytes read so far (of the compressed file for a gzip one;
+ * the reader reads a few batches ahead) and the file's size (0 when it is not a regular
+ * file, e.g. a pipe). */
+void criteo_position(CriteoReader *r, int64_t *done, int64_t *total);
 /** The last I/O error's message ("" when none). */
 const char *criteo_error(const CriteoReader *r);
 /** Stops the threads, closes the file, frees everything (NULL is fine); sets *r = NULL. */

@@ -12,7 +12,9 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* A function of the process by name, or NULL (memcpy: ISO C has no object-to-function
  * pointer cast). */
@@ -68,4 +70,55 @@ void dlrm_blas_init(char *out, size_t size)
     if (!openblas(out, size) && !blis(out, size))
         snprintf(out, size, "reference BLAS (netlib?), 1 thread per call: ~25x slower "
                             "than OpenBLAS; install libopenblas-dev");
+}
+
+/* The x86 level of OpenBLAS's kernels of that name: 0 SSE, 1 AVX, 2 AVX2, 3 AVX-512; -1
+ * for a name not listed (another architecture, a newer OpenBLAS): no warning then. */
+static int core_level(const char *core)
+{
+    static const struct {
+        const char *name;
+        int level;
+    } cores[] = {{"Prescott", 0}, {"Core2", 0}, {"Penryn", 0}, {"Dunnington", 0},
+                 {"Nehalem", 0}, {"Atom", 0}, {"Barcelona", 0}, {"Opteron", 0},
+                 {"Nano", 0}, {"Katmai", 0}, {"Coppermine", 0}, {"Northwood", 0},
+                 {"Sandybridge", 1}, {"Bulldozer", 1}, {"Piledriver", 1}, {"Steamroller", 1},
+                 {"Haswell", 2}, {"Zen", 2}, {"Excavator", 2}, {"SkylakeX", 3},
+                 {"Cooperlake", 3}, {"SapphireRapids", 3}};
+    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++)
+        if (!strcasecmp(core, cores[i].name))
+            return cores[i].level;
+    return -1;
+}
+
+/* This CPU's level, as core_level() counts (SkylakeX's kernels need AVX-512 F, BW, DQ, VL). */
+static int cpu_level(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        return 3;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return 2;
+    return __builtin_cpu_supports("avx") ? 1 : 0;
+#else
+    return -1;
+#endif
+}
+
+int dlrm_blas_warning(char *out, size_t size)
+{
+    char *(*core)(void) = (char *(*)(void))symbol("openblas_get_corename");
+    if (!core || !core())
+        return 0;
+    const int have = core_level(core()), can = cpu_level();
+    if (have < 0 || can <= have || getenv("OPENBLAS_CORETYPE")) /* set: the user chose */
+        return 0;
+    static const char *const best[] = {"", "Sandybridge", "Haswell", "SkylakeX"};
+    static const char *const isa[] = {"", "AVX", "AVX2", "AVX-512"};
+    snprintf(out, size, "OpenBLAS chose its %s kernels on a CPU with %s (it does not know "
+             "this CPU): OPENBLAS_CORETYPE=%s in the environment makes the MLPs several times "
+             "faster", core(), isa[can], best[can]);
+    return 1;
 }

@@ -15,4 +15,12 @@
  */
 void dlrm_blas_init(char *out, size_t size);
 
+/*
+ * When OpenBLAS chose kernels for an older x86 CPU than this one (OpenBLAS 0.3.21 takes
+ * its Prescott kernels on CPUs newer than it knows: MLPs 3-4x slower), writes a warning
+ * naming OPENBLAS_CORETYPE and the value to set to @out and returns 1; else 0 (also when
+ * OPENBLAS_CORETYPE is set: the user chose).
+ */
+int dlrm_blas_warning(char *out, size_t size);
+
 #endif

@@ -14,6 +14,7 @@ training loop only. The last line of stdout has dlrm_train's form:
 Needs Debian's python3-torch (run with /usr/bin/python3).
 """
 import argparse
+import gzip
 import math
 import os
 import sys
@@ -50,10 +51,17 @@ def criteo_hash(v):
         return mix64(v.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))
 
 
+def open_criteo(path):
+    """The file's lines as bytes: gzip-compressed (by its first bytes) or plain."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gz else open(path, "rb")
+
+
 def read_criteo(path, sizes, hashed):
     """Labels, dense (log1p'd) and indices of the file's good lines (bad ones skipped)."""
     labels, dense, cats, bad = [], [], [], 0
-    with open(path, "rb") as f:
+    with open_criteo(path) as f:
         for raw in f:
             f_ = raw.rstrip(b"\n").rstrip(b"\r").split(b"\t")
             try:
@@ -149,7 +157,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--dim", type=int, default=16)
-    ap.add_argument("--max-ind-range", type=int, default=100000)
+    ap.add_argument("--max-ind-range", type=int, default=None)
     ap.add_argument("--table-sizes", default=None)
     ap.add_argument("--hash", action="store_true")
     ap.add_argument("--optimizer", choices=["sgd", "adagrad"], default="adagrad")
@@ -160,7 +168,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     cards = [int(x) for x in a.table_sizes.split(",")] if a.table_sizes else [0] * NCAT
-    a.sizes = [c if 0 < c < a.max_ind_range else a.max_ind_range for c in cards]
+    # as dlrm_train: the default range (100000) only for tables --table-sizes leaves out
+    cap = a.max_ind_range or 100000
+    a.sizes = [cap if c <= 0 else min(c, a.max_ind_range) if a.max_ind_range else c
+               for c in cards]
     a.bot = [int(x) for x in a.bot.split("-") if x]
     a.top = [int(x) for x in a.top.split("-") if x]
     if a.threads > 0:

@@ -97,6 +97,12 @@ typedef struct Args {
     const char *tier_dir; /* --tier-dir: tables of more than --tier-min rows tiered there */
     double tier_cache;    /* --tier-cache: each tiered table's cache, a fraction of its rows */
     int64_t tier_min;
+    int max_ind_range_set; /* --max-ind-range given: it caps --table-sizes too */
+    double progress_every; /* seconds between progress lines (0: 0.5 on a terminal, else 30) */
+    int64_t eval_every, eval_samples; /* steps between held-out evaluations; their samples */
+    int early_stop;                   /* stop when the held-out AUC falls */
+    int64_t ckpt_every_steps;         /* --checkpoint-every N (steps) */
+    double ckpt_every_s;              /* --checkpoint-every Nm (minutes, here in seconds) */
     float lr;
     uint64_t seed;
     int bot[MAXL], nbot, top[MAXL], ntop; /* hidden sizes (bottom ends with D, top with 1) */
@@ -109,6 +115,8 @@ static const char usage[] =
     "         [--reader-threads T (2)] [--bot 512-256-64] [--top 512-256] [--seed S (1)]\n"
     "         [--emb-dtype f32|f16|bf16|int8|int4 (f32)] [--checkpoint-dir DIR] [--resume]\n"
     "         [--tier-dir DIR [--tier-cache F (0.1)] [--tier-min ROWS (10000)]]\n"
+    "         [--checkpoint-every STEPS | MINUTESm] [--eval-every STEPS [--eval-samples N]\n"
+    "         [--early-stop]] [--progress-every SECONDS (0.5 on a terminal, else 30)]\n"
     "The defaults train a real model in one pass: Adagrad on the tables (SGD on the\n"
     "MLPs), lr 0.2. On scripts/criteo_gen.py's 200k / 40k rows they beat a hashed\n"
     "logistic regression (scripts/criteo_linear.py); SGD at DLRM's lr 0.1 needs 2 epochs\n"
@@ -119,7 +127,13 @@ static const char usage[] =
     "nearest; each update in f32, stored again with stochastic rounding).\n"
     "--tier-dir: the tables of more than --tier-min rows are tiered tables (tiered.h) in\n"
     "DIR, with a DRAM cache of --tier-cache of their rows: the model trains to the bits\n"
-    "of the in-memory run.\n";
+    "of the in-memory run.\n"
+    "FILEs are plain or gzip-compressed (.gz, where built with zlib). --checkpoint-dir\n"
+    "keeps the latest checkpoints (each epoch's end, and every --checkpoint-every steps or\n"
+    "minutes); --resume continues from the latest, bit for bit. --eval-every: the test AUC\n"
+    "and log loss every STEPS steps (on its first --eval-samples samples, default all),\n"
+    "the best model kept in DIR/best; a warning when the AUC falls (CTR models overfit\n"
+    "after their first epoch), and with --early-stop the training stops there.\n";
 
 static EmbDtype parse_dtype(const char *s)
 {
@@ -169,6 +183,27 @@ static void parse_sizes(const char *arg, int64_t sizes[NT])
     }
 }
 
+/* A file that can be read again (not a pipe, FIFO or device); a missing one counts as
+ * one (its open names it). */
+static int regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}
+
+/* --checkpoint-every: N steps, or N minutes written Nm. */
+static void parse_every(const char *arg, Args *a)
+{
+    char *end;
+    const double v = strtod(arg, &end);
+    if (end != arg && !strcmp(end, "m") && v > 0 && v < 1e6) {
+        a->ckpt_every_s = 60 * v;
+        return;
+    }
+    a->ckpt_every_steps = parse_i64(arg, 1, INT64_MAX,
+                                    "--checkpoint-every is N (steps) or Nm (minutes), not ");
+}
+
 static void parse_args(int argc, char **argv, Args *a)
 {
     static const struct option opts[] = {
@@ -178,7 +213,9 @@ static void parse_args(int argc, char **argv, Args *a)
         {"reader-threads", 1, 0, 'r'}, {"bot", 1, 0, 'x'}, {"top", 1, 0, 'y'},
         {"seed", 1, 0, 's'}, {"checkpoint-dir", 1, 0, 'c'}, {"resume", 0, 0, 'R'},
         {"emb-dtype", 1, 0, 'T'}, {"tier-dir", 1, 0, 'D'}, {"tier-cache", 1, 0, 'C'},
-        {"tier-min", 1, 0, 'M'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"tier-min", 1, 0, 'M'}, {"checkpoint-every", 1, 0, 'K'}, {"eval-every", 1, 0, 'E'},
+        {"eval-samples", 1, 0, 'N'}, {"early-stop", 0, 0, 'X'}, {"progress-every", 1, 0, 'P'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .adagrad = 1,
                 .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
                 .top = {512, 256}, .ntop = 2, .tier_cache = 0.1, .tier_min = 10000};
@@ -191,7 +228,10 @@ static void parse_args(int argc, char **argv, Args *a)
         case 'e': a->epochs = (int)parse_i64(optarg, 0, 1000000, "bad --epochs: "); break;
         case 'B': a->batch = parse_i64(optarg, 1, 1 << 20, "bad --batch: "); break;
         case 'd': a->dim = (int)parse_i64(optarg, 1, 4096, "bad --dim: "); break;
-        case 'm': a->max_ind_range = parse_i64(optarg, 1, INT64_C(1) << 40, "bad --max-ind-range: "); break;
+        case 'm':
+            a->max_ind_range = parse_i64(optarg, 1, INT64_C(1) << 40, "bad --max-ind-range: ");
+            a->max_ind_range_set = 1;
+            break;
         case 'S': parse_sizes(optarg, table_sizes); break;
         case 'H': a->hash = 1; break;
         case 'o':
@@ -223,6 +263,17 @@ static void parse_args(int argc, char **argv, Args *a)
             break;
         }
         case 'M': a->tier_min = parse_i64(optarg, 0, INT64_MAX, "bad --tier-min: "); break;
+        case 'K': parse_every(optarg, a); break;
+        case 'E': a->eval_every = parse_i64(optarg, 1, INT64_MAX, "bad --eval-every: "); break;
+        case 'N': a->eval_samples = parse_i64(optarg, 1, INT64_MAX, "bad --eval-samples: "); break;
+        case 'X': a->early_stop = 1; break;
+        case 'P': {
+            char *end;
+            a->progress_every = strtod(optarg, &end);
+            if (*end || !(a->progress_every > 0 && a->progress_every < 1e6))
+                die("--progress-every is a number of seconds > 0, not ", optarg);
+            break;
+        }
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); exit(2);
         }
@@ -233,9 +284,22 @@ static void parse_args(int argc, char **argv, Args *a)
     }
     if (a->resume && !a->ckpt_dir)
         die("--resume needs --checkpoint-dir", NULL);
-    for (int t = 0; t < NT; t++) /* DLRM: min(cardinality, max_ind_range) */
-        a->sizes[t] = table_sizes[t] && table_sizes[t] < a->max_ind_range ? table_sizes[t]
-                                                                          : a->max_ind_range;
+    if ((a->ckpt_every_steps || a->ckpt_every_s > 0) && !a->ckpt_dir)
+        die("--checkpoint-every needs --checkpoint-dir", NULL);
+    if ((a->early_stop || a->eval_samples) && !a->eval_every)
+        die("--early-stop and --eval-samples need --eval-every", NULL);
+    /* a pipe (or /dev/fd/N of a shell's <(zcat ..)) can be read once */
+    if (a->epochs > 1 && !regular_file(a->train))
+        die("--epochs > 1 reads --train again: it must be a file, not a pipe: ", a->train);
+    if (a->eval_every && !regular_file(a->test))
+        die("--eval-every reads --test again: it must be a file, not a pipe: ", a->test);
+    /* DLRM: min(cardinality, max_ind_range); the default range only where --table-sizes
+       gives none (so Kaggle's cardinalities are taken as they are) */
+    for (int t = 0; t < NT; t++)
+        a->sizes[t] = !table_sizes[t] ? a->max_ind_range
+                      : a->max_ind_range_set && a->max_ind_range < table_sizes[t]
+                          ? a->max_ind_range
+                          : table_sizes[t];
     a->bot[a->nbot++] = a->dim;
     a->top[a->ntop++] = 1;
 }
@@ -641,12 +705,14 @@ static double train_step(Model *m, const CriteoBatch *b)
 
 typedef struct BadLines {
     const char *path;
-    int64_t n;
+    int64_t n, first; /* bad lines, and the first one's number */
 } BadLines;
 
 static void report_bad(void *user, int64_t line, const char *why)
 {
     BadLines *b = user;
+    if (b->n == 0)
+        b->first = line;
     if (b->n++ < 10)
         fprintf(stderr, "dlrm_train: %s:%lld: skipped: %s\n", b->path, (long long)line, why);
 }
@@ -664,18 +730,36 @@ static CriteoReader *open_data(const Args *a, const char *path, BadLines *bad)
     return r;
 }
 
-static void close_data(CriteoReader **r, const BadLines *bad)
+/* Closes the reader; a file that gave no sample at all stops the run (exit 2) with a
+ * message naming it and the line where its trouble starts. */
+static void close_data(CriteoReader **r, const BadLines *bad, int64_t samples)
 {
+    int64_t lines, nbad;
+    criteo_counts(*r, &lines, &nbad);
+    criteo_close(r);
     if (bad->n > 10)
         fprintf(stderr, "dlrm_train: %s: %lld bad lines skipped in all\n", bad->path,
                 (long long)bad->n);
-    criteo_close(r);
+    if (samples > 0)
+        return;
+    struct stat st;
+    const int fifo = stat(bad->path, &st) == 0 && S_ISFIFO(st.st_mode);
+    if (lines == 0)
+        fprintf(stderr, "dlrm_train: %s:1: no sample: nothing to read%s\n", bad->path,
+                fifo ? " (a pipe is read once: more epochs, or a test file, need a file)" : "");
+    else
+        fprintf(stderr, "dlrm_train: %s:%lld: no sample: all %lld lines are bad, the first "
+                "at this line (its reason above)\n", bad->path, (long long)bad->first,
+                (long long)lines);
+    exit(2);
 }
 
 static int next_batch(CriteoReader *r, CriteoBatch *b, const char *path)
 {
-    if (criteo_next(r, b) != 0)
-        die(path, criteo_error(r)); /* prints "<path><message>" */
+    if (criteo_next(r, b) != 0) {
+        fprintf(stderr, "dlrm_train: %s: %s\n", path, criteo_error(r));
+        exit(2);
+    }
     return b->n > 0;
 }
 
@@ -707,7 +791,8 @@ static double auc(Scored *v, int64_t n)
     return pos > 0 && neg > 0 ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
 }
 
-static void evaluate(Model *m, double *auc_out, double *logloss)
+/* AUC and mean log loss on the test file's first @limit samples (0: all of them). */
+static void evaluate(Model *m, int64_t limit, double *auc_out, double *logloss)
 {
     BadLines bad;
     CriteoReader *r = open_data(m->a, m->a->test, &bad);
@@ -715,23 +800,22 @@ static void evaluate(Model *m, double *auc_out, double *logloss)
     Scored *v = xcalloc((size_t)cap, sizeof *v);
     double loss = 0;
     CriteoBatch b;
-    while (next_batch(r, &b, m->a->test)) {
+    while ((limit == 0 || n < limit) && next_batch(r, &b, m->a->test)) {
         forward(m, &b);
-        if (n + b.n > cap) {
-            cap = 2 * (n + b.n);
+        const int64_t take = limit && b.n > limit - n ? limit - n : b.n;
+        if (n + take > cap) {
+            cap = 2 * (n + take);
             v = realloc(v, (size_t)cap * sizeof *v);
             if (!v)
                 die("out of memory", NULL);
         }
-        for (int64_t s = 0; s < b.n; s++) {
+        for (int64_t s = 0; s < take; s++) {
             v[n + s] = (Scored){m->logit[s], b.label[s]};
             loss += bce(m->logit[s], b.label[s]);
         }
-        n += b.n;
+        n += take;
     }
-    close_data(&r, &bad);
-    if (n == 0)
-        die("no test samples in ", m->a->test);
+    close_data(&r, &bad, n);
     *logloss = loss / (double)n;
     *auc_out = auc(v, n);
     free(v);
@@ -739,47 +823,165 @@ static void evaluate(Model *m, double *auc_out, double *logloss)
 
 /* ---- checkpoints ----------------------------------------------------------------------- */
 
-/* The epoch to start from: 0, or the one after the latest checkpoint's. */
-static int restore(Model *m)
+/* The steps (batches) trained before: 0, or the latest checkpoint's global step. */
+static int64_t restore(Model *m)
 {
     char path[4096];
     if (emb_checkpoint_latest(m->a->ckpt_dir, path, sizeof path) != 0) {
         fprintf(stderr, "dlrm_train: no checkpoint in %s, starting afresh\n", m->a->ckpt_dir);
         return 0;
     }
-    int64_t epoch;
+    int64_t step;
     /* the optimizer: Adagrad's accumulators too */
     const EmbRestoreOptions ro = {.optimizer = emb_collection_optimizer(m->emb)};
-    CHECK(emb_checkpoint_restore_ex(m->store, path, &ro, &epoch));
-    fprintf(stderr, "dlrm_train: resumed from %s (epoch %lld done)\n", path, (long long)epoch);
-    return (int)epoch;
+    CHECK(emb_checkpoint_restore_ex(m->store, path, &ro, &step));
+    fprintf(stderr, "dlrm_train: resumed from %s (step %lld done)\n", path, (long long)step);
+    return step;
 }
 
-static void save(Model *m, EmbSaver *saver, int epoch)
+/* ---- the training run ------------------------------------------------------------------ */
+
+typedef struct Run {
+    Model *m;
+    const Args *a;
+    EmbSaver *saver, *best; /* --checkpoint-dir: the latest checkpoints; DIR/best */
+    int64_t step;           /* batches trained in all: the checkpoints' global step */
+    int64_t skip;           /* batches a resumed run passes over (trained before) */
+    double last_ckpt;       /* now() at the last checkpoint */
+    double best_auc;        /* the best held-out AUC so far (--eval-every) */
+    int64_t best_step;
+    int stop;               /* --early-stop: the held-out AUC fell */
+    int tty;
+    double progress_every, last_progress;
+} Run;
+
+static void save(Run *run, EmbSaver *saver)
 {
     char path[4096];
-    CHECK(emb_saver_save(saver, m->store, epoch, path, sizeof path));
+    CHECK(emb_saver_save(saver, run->m->store, run->step, path, sizeof path));
+    run->last_ckpt = now();
+}
+
+/* A held-out evaluation (--eval-every): the best model saved; a fall said, and with
+ * --early-stop the end of the training. */
+static void held_out(Run *run)
+{
+    double a, loss;
+    evaluate(run->m, run->a->eval_samples, &a, &loss);
+    printf("step %lld: held-out auc=%.6f logloss=%.6f\n", (long long)run->step, a, loss);
+    fflush(stdout);
+    if (a > run->best_auc || run->best_step < 0) {
+        run->best_auc = a;
+        run->best_step = run->step;
+        if (run->best)
+            save(run, run->best);
+        return;
+    }
+    fprintf(stderr, "dlrm_train: warning: the held-out AUC fell to %.6f from %.6f at step "
+            "%lld: the model overfits (CTR models do after their first epoch)%s%s%s\n", a,
+            run->best_auc, (long long)run->best_step,
+            run->best ? "; the best model is in " : "", run->best ? run->a->ckpt_dir : "",
+            run->best ? "/best" : "");
+    if (run->a->early_stop) {
+        fprintf(stderr, "dlrm_train: stopping (--early-stop)\n");
+        run->stop = 1;
+    }
+}
+
+/* A progress line to stderr: samples, percent of the file and ETA (when its size is
+ * known), samples/s and the running loss; redrawn in place on a terminal. */
+static void progress(Run *run, CriteoReader *r, int epoch, int64_t samples, double t0,
+                     double loss)
+{
+    const double t = now(), rate = (double)samples / (t - t0 > 0 ? t - t0 : 1e-9);
+    int64_t done, total;
+    criteo_position(r, &done, &total);
+    char where[96] = "";
+    if (total > 0 && done > 0) {
+        const double f = (double)done / (double)total > 1 ? 1 : (double)done / (double)total;
+        const double eta = (t - t0) * (1 - f) / f;
+        snprintf(where, sizeof where, " (%.1f %%, ETA %lldm%02llds)", 100 * f,
+                 (long long)eta / 60, (long long)eta % 60);
+    }
+    fprintf(stderr, "%sepoch %d: %lld samples%s, %.0f samples/s, loss %.4f%s", run->tty ? "\r" : "",
+            epoch + 1, (long long)samples, where, rate, loss, run->tty ? "   " : "\n");
+    fflush(stderr);
+    run->last_progress = t;
+}
+
+/* One batch: passed over (trained before a resume) or trained, then what falls due
+ * after it: a checkpoint, a held-out evaluation. Returns the batch's loss, or NAN. */
+static double one_batch(Run *run, const CriteoBatch *b)
+{
+    if (run->skip > 0) {
+        run->skip--;
+        run->step++;
+        return NAN;
+    }
+    const double loss = train_step(run->m, b);
+    run->step++;
+    const Args *a = run->a;
+    if ((a->ckpt_every_steps && run->step % a->ckpt_every_steps == 0) ||
+        (a->ckpt_every_s > 0 && now() - run->last_ckpt >= a->ckpt_every_s))
+        save(run, run->saver);
+    if (a->eval_every && run->step % a->eval_every == 0)
+        held_out(run);
+    return loss;
+}
+
+/* One epoch over the training file; returns the samples trained (0 when a resumed run
+ * passed over the whole epoch). */
+static int64_t epoch_run(Run *run, int epoch, double *seconds)
+{
+    BadLines bad;
+    CriteoReader *r = open_data(run->a, run->a->train, &bad);
+    CriteoBatch b;
+    double loss = 0, running = NAN;
+    int64_t samples = 0, read = 0;
+    const double t0 = now();
+    run->last_progress = t0;
+    while (!run->stop && next_batch(r, &b, run->a->train)) {
+        read += b.n;
+        const double l = one_batch(run, &b);
+        if (isnan(l))
+            continue;
+        loss += l;
+        samples += b.n;
+        running = isnan(running) ? l / (double)b.n : 0.98 * running + 0.02 * l / (double)b.n;
+        if (now() - run->last_progress >= run->progress_every)
+            progress(run, r, epoch, samples, t0, running);
+    }
+    *seconds = now() - t0;
+    if (run->tty && samples > 0 && run->last_progress > t0)
+        fputc('\n', stderr);
+    close_data(&r, &bad, read);
+    if (samples > 0) {
+        printf("epoch %d: %lld samples, train loss %.4f, %.0f samples/s\n", epoch + 1,
+               (long long)samples, loss / (double)samples,
+               (double)samples / (*seconds > 0 ? *seconds : 1e-9));
+        fflush(stdout);
+        if (run->saver && !run->stop)
+            save(run, run->saver);
+    }
+    return samples;
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-static void progress(int epoch, int64_t samples, double rate, double loss)
-{
-    fprintf(stderr, "\repoch %d  %lld samples  %.0f samples/s  loss %.4f   ", epoch + 1,
-            (long long)samples, rate, loss);
-}
-
 /* The run's first line: the model, the threads and the BLAS that runs the MLPs (made
- * single-threaded here, before its first call). */
+ * single-threaded here, before its first call); a warning when OpenBLAS runs kernels
+ * older than the CPU's. */
 static void print_header(const Args *a)
 {
-    char blas[256];
+    char blas[256], warning[512];
     dlrm_blas_init(blas, sizeof blas);
     printf("dlrm_train: D %d %s tables, batch %lld, %d epoch%s, %s lr %g, %d threads; "
            "BLAS: %s\n", a->dim, emb_dtype_name(a->emb_dtype), (long long)a->batch, a->epochs,
            a->epochs == 1 ? "" : "s", a->adagrad ? "adagrad" : "sgd", (double)a->lr, nthreads,
            blas);
     fflush(stdout);
+    if (dlrm_blas_warning(warning, sizeof warning))
+        fprintf(stderr, "dlrm_train: warning: %s\n", warning);
 }
 
 int main(int argc, char **argv)
@@ -791,54 +993,38 @@ int main(int argc, char **argv)
     nthreads = emb_strategy_nthreads(emb_collection_strategy(m.emb));
     print_header(&a);
 
-    EmbSaver *saver = NULL;
-    int first = 0;
+    Run run = {.m = &m, .a = &a, .best_step = -1, .tty = isatty(2), .last_ckpt = now()};
+    run.progress_every = a.progress_every > 0 ? a.progress_every : run.tty ? 0.5 : 30;
     if (a.ckpt_dir) {
-        mkdir(a.ckpt_dir, 0777);
+        /* the saver creates the directory */
         const EmbSaverOptions so = {.max_to_keep = EMB_SAVER_DEFAULT_MAX_TO_KEEP,
                                     .optimizer = emb_collection_optimizer(m.emb)};
-        CHECK(emb_saver_create(&saver, a.ckpt_dir, "dlrm", &so));
+        CHECK(emb_saver_create(&run.saver, a.ckpt_dir, "dlrm", &so));
         if (a.resume)
-            first = restore(&m);
+            run.skip = restore(&m);
+        if (a.eval_every) {
+            char best[4096];
+            snprintf(best, sizeof best, "%s/best", a.ckpt_dir);
+            const EmbSaverOptions bo = {.max_to_keep = 1, .optimizer = so.optimizer};
+            CHECK(emb_saver_create(&run.best, best, "dlrm", &bo));
+        }
     }
-    const int tty = isatty(2);
     double train_time = 0;
     int64_t trained = 0;
-    for (int epoch = first; epoch < a.epochs; epoch++) {
-        BadLines bad;
-        CriteoReader *r = open_data(&a, a.train, &bad);
-        CriteoBatch b;
-        double loss = 0, running = NAN, last_print = 0;
-        int64_t samples = 0;
-        const double t0 = now();
-        while (next_batch(r, &b, a.train)) {
-            const double l = train_step(&m, &b);
-            loss += l;
-            samples += b.n;
-            running = isnan(running) ? l / (double)b.n : 0.98 * running + 0.02 * l / (double)b.n;
-            if (tty && now() - last_print > 0.5) {
-                last_print = now();
-                progress(epoch, samples, (double)samples / (last_print - t0), running);
-            }
+    for (int epoch = 0; epoch < a.epochs && !run.stop; epoch++) {
+        double seconds;
+        const int64_t samples = epoch_run(&run, epoch, &seconds);
+        if (samples > 0) {
+            train_time += seconds;
+            trained += samples;
         }
-        const double dt = now() - t0;
-        close_data(&r, &bad);
-        if (tty)
-            fputc('\n', stderr);
-        train_time += dt;
-        trained += samples;
-        printf("epoch %d: %lld samples, train loss %.4f, %.0f samples/s\n", epoch + 1,
-               (long long)samples, samples ? loss / (double)samples : NAN,
-               (double)samples / (dt > 0 ? dt : 1e-9));
-        fflush(stdout);
-        if (saver)
-            save(&m, saver, epoch + 1);
     }
     double test_auc, test_loss;
-    evaluate(&m, &test_auc, &test_loss);
+    evaluate(&m, 0, &test_auc, &test_loss);
     printf("test auc=%.6f logloss=%.6f samples_per_s=%.1f\n", test_auc, test_loss,
            trained ? (double)trained / train_time : 0.0);
-    emb_saver_destroy(&saver);
+    emb_saver_destroy(&run.best);
+    emb_saver_destroy(&run.saver);
     model_free(&m);
     return 0;
 }

@@ -96,3 +96,80 @@ fi
 if "$train_bin" $opts --emb-dtype int3 >/dev/null 2>&1; then
     echo "FAIL: --emb-dtype int3 accepted"; exit 1
 fi
+
+# gzip-compressed input (where built with zlib): the plain file's bits; progress lines
+# (samples, %, samples/s, ETA, loss) in a log file
+gzip -c "$tmp/train.tsv" >"$tmp/train.tsv.gz"
+gzip -c "$tmp/test.tsv" >"$tmp/test.tsv.gz"
+gzopts=$(echo "$opts" | sed "s|$tmp/train.tsv|$tmp/train.tsv.gz|; s|$tmp/test.tsv|$tmp/test.tsv.gz|")
+# shellcheck disable=SC2086
+if "$train_bin" $gzopts --optimizer sgd --epochs 2 --progress-every 0.000001 \
+    >"$tmp/gz.out" 2>"$tmp/gz.log"; then
+    gz=$(last "$tmp/gz.out" | sed 's/ samples_per_s=.*//')
+    plain=$("$train_bin" $opts --optimizer sgd --epochs 2 | tail -n 1 | sed 's/ samples_per_s=.*//')
+    [ "$gz" = "$plain" ] || { echo "FAIL: .gz '$gz', plain '$plain'"; exit 1; }
+    grep -Eq '^epoch 2: [0-9]+ samples \([0-9.]+ %, ETA [0-9]+m[0-9]+s\), [0-9]+ samples/s, loss [0-9.]+$' \
+        "$tmp/gz.log" || { echo "FAIL: no progress line in the log:"; head "$tmp/gz.log"; exit 1; }
+    echo "ok: .gz input: $gz, $(grep -c samples/s "$tmp/gz.log") progress lines"
+else
+    grep -q "without zlib" "$tmp/gz.log" || { echo "FAIL: .gz refused without a reason:"; cat "$tmp/gz.log"; exit 1; }
+    echo "ok: .gz refused (built without zlib): $(cat "$tmp/gz.log")"
+fi
+
+# input that yields no sample: refused (exit 2) naming the file and the line
+: >"$tmp/empty.tsv"
+printf 'bad line\nanother\n' >"$tmp/bad.tsv"
+for f in empty bad; do
+    # shellcheck disable=SC2086
+    if "$train_bin" $opts --train "$tmp/$f.tsv" >/dev/null 2>"$tmp/$f.err"; then
+        echo "FAIL: $f input accepted"; exit 1
+    fi
+    want="$tmp/$f.tsv:1: no sample"
+    grep -qF "$want" "$tmp/$f.err" || { echo "FAIL: $f: no '$want' in:"; cat "$tmp/$f.err"; exit 1; }
+done
+echo "ok: no-sample input refused: $(tail -n 1 "$tmp/bad.err")"
+
+# --checkpoint-every: a run resumed from a checkpoint in the middle of an epoch ends with the
+# uninterrupted run's bits; the checkpoint directory (two levels) is created by the saver
+rm -rf "$tmp/ck"
+# shellcheck disable=SC2086
+"$train_bin" $opts --optimizer adagrad --epochs 1 --checkpoint-dir "$tmp/ck/mid" \
+    --checkpoint-every 40 >/dev/null
+[ -f "$tmp/ck/mid/dlrm-40.safetensors" ] || { echo "FAIL: no step-40 checkpoint"; ls "$tmp/ck/mid"; exit 1; }
+sed -i 's/^latest .*/latest dlrm-80.safetensors/' "$tmp/ck/mid/checkpoint" # "killed" after step 80
+# shellcheck disable=SC2086
+mid=$("$train_bin" $opts --optimizer adagrad --epochs 2 --checkpoint-dir "$tmp/ck/mid" --resume \
+    2>"$tmp/mid.err" | tail -n 1 | sed 's/ samples_per_s=.*//')
+grep -q "step 80 done" "$tmp/mid.err" || { echo "FAIL: not resumed at step 80:"; cat "$tmp/mid.err"; exit 1; }
+[ "$mid" = "$full" ] || { echo "FAIL: resumed mid-epoch '$mid', uninterrupted '$full'"; exit 1; }
+echo "ok: resumed at step 80 of 94: $mid"
+
+# --eval-every: held-out lines, the best model kept; --early-stop ends at the first fall
+rm -rf "$tmp/ck"
+# shellcheck disable=SC2086
+"$train_bin" $opts --optimizer sgd --lr 2 --epochs 3 --checkpoint-dir "$tmp/ck" --eval-every 5 \
+    --eval-samples 1000 --early-stop >"$tmp/eval.out" 2>"$tmp/eval.err"
+grep -q '^step 5: held-out auc=' "$tmp/eval.out" || { echo "FAIL: no held-out line"; cat "$tmp/eval.out"; exit 1; }
+grep -q 'held-out AUC fell' "$tmp/eval.err" || { echo "FAIL: no fall reported"; cat "$tmp/eval.err"; exit 1; }
+grep -q 'stopping (--early-stop)' "$tmp/eval.err" || { echo "FAIL: no early stop"; exit 1; }
+set -- "$tmp"/ck/best/dlrm-*.safetensors
+[ -f "$1" ] || { echo "FAIL: no best checkpoint"; exit 1; }
+last "$tmp/eval.out" | grep -q '^test auc=' || { echo "FAIL: no final line after the stop"; exit 1; }
+echo "ok: --eval-every: $(grep -c held-out "$tmp/eval.out") evaluations, $(grep 'fell' "$tmp/eval.err" | head -n 1)"
+
+# OpenBLAS choosing kernels older than the CPU's (OPENBLAS_CORETYPE unset): a warning
+# naming OPENBLAS_CORETYPE exactly when the first line names pre-AVX-512 kernels on an
+# AVX-512 CPU (OpenBLAS 0.3.21 takes Prescott's on CPUs it does not know)
+# shellcheck disable=SC2086
+env -u OPENBLAS_CORETYPE "$train_bin" $opts --epochs 0 >"$tmp/blas.out" 2>"$tmp/blas.err"
+core=$(head -n 1 "$tmp/blas.out" | sed -n 's/.*BLAS: OpenBLAS [^ ]* \([A-Za-z0-9]*\) .*/\1/p')
+avx512=1
+for f in avx512f avx512bw avx512dq avx512vl; do grep -qw $f /proc/cpuinfo || avx512=0; done
+case $core in
+"" | SkylakeX | Cooperlake | SapphireRapids) want=0 ;;
+*) want=$avx512 ;;
+esac
+got=0
+grep -q 'OPENBLAS_CORETYPE=SkylakeX' "$tmp/blas.err" && got=1
+[ "$got" = "$want" ] || { echo "FAIL: OpenBLAS '$core' on avx512=$avx512: warning $got:"; cat "$tmp/blas.err"; exit 1; }
+echo "ok: OpenBLAS '$core' kernels (AVX-512 CPU: $avx512): $(cat "$tmp/blas.err")"

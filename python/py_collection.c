@@ -107,16 +107,19 @@ static int64_t get_index(const Py_buffer *b, int kind, int64_t k)
 
 /* ---- filling batches ------------------------------------------------------------------ */
 
-static int weights_into(StepMem *m, int64_t t, PyObject *wo, int64_t at, int64_t nnz,
+/* Table t's weights, from @at in @wo, which holds one weight per id of the indices it
+ * goes with (@total ids; the table's are among them): a shorter or a longer one is
+ * refused. */
+static int weights_into(StepMem *m, int64_t t, PyObject *wo, int64_t at, int64_t total,
                         Py_buffer *wb)
 {
     if (wo == Py_None)
         return 0;
     if (!wb->obj && py_buf_get(wo, wb, K_F32, NULL, 1, "per_sample_weights") < 0)
         return -1;
-    if (at + nnz > wb->shape[0]) {
-        py_emb_invalid("tables[%lld]: %zd per_sample_weights for %lld ids", (long long)t,
-                       wb->shape[0], (long long)(at + nnz));
+    if (wb->shape[0] != total) {
+        py_emb_invalid("tables[%lld]: %zd per_sample_weights for %lld ids (one per id)",
+                       (long long)t, wb->shape[0], (long long)total);
         return -1;
     }
     m->batches[t].weights = (const float *)wb->buf + at;
@@ -215,7 +218,7 @@ static int fill_flat(StepMem *m, int64_t n, PyObject *io, PyObject *oo, PyObject
         b->nnz = off[nb];
         b->nbags = nb;
         m->pos[t] = at + t * (nb + 1);
-        if (weights_into(m, t, wo, start, b->nnz, wb) < 0)
+        if (weights_into(m, t, wo, start, nnz, wb) < 0)
             return -1;
     }
     if (total != nnz)

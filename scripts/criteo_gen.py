@@ -16,11 +16,12 @@ transforms, so sigmoid(logit) is the Bayes-optimal predictor: no model can beat 
 in expectation (index collisions from --max-ind-range can only lower what is reachable).
 
 Usage: criteo_gen.py [--rows N] [--test-rows M] [--seed S] [--model-seed S]
-                     [--max-card C] TRAIN [TEST]
+                     [--max-card C] TRAIN [TEST]   (a name ending in .gz: gzip-compressed)
 Standard library only (any python3).
 """
 import argparse
 import bisect
+import gzip
 import math
 import random
 import sys
@@ -145,7 +146,8 @@ def expected_auc(p):
 def write(path, model, rows, seed):
     r = random.Random(seed)
     probs, labels = [], []
-    with open(path, "w", newline="\n") as f:
+    opener = gzip.open if path.endswith(".gz") else open  # .gz: gzip-compressed
+    with opener(path, "wt", newline="\n") as f:
         for _ in range(rows):
             fields, p = model.sample(r)
             y = 1 if r.random() < p else 0

@@ -10,6 +10,7 @@ Usage: criteo_linear.py [--lr X (0.1)] [--epochs N (2)] TRAIN TEST
 Needs numpy (Debian: python3-numpy; run with /usr/bin/python3).
 """
 import argparse
+import gzip
 
 import numpy as np
 
@@ -18,7 +19,9 @@ NDENSE, NCAT, HASH = 13, 26, 1 << 22
 
 def read(path):
     y, dense, cat = [], [], []
-    with open(path) as f:
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    with (gzip.open(path, "rt") if gz else open(path)) as f:
         for line in f:
             v = line.rstrip("\r\n").split("\t")
             if len(v) != 1 + NDENSE + NCAT:

@@ -11,6 +11,7 @@
 #   hwloc  liburing (tiered tables' io_uring)  cxx (the GPU emulation's tests)  python (the Python package: headers, numpy,
 #   pytest, torch for /usr/bin/python3)  mpi (the MPI library and its tests)
 #   blas (a fast CBLAS for examples/dlrm_train: OpenBLAS or BLIS; netlib's does not count)
+#   zlib (examples/dlrm_train's .gz input)
 #   gnuplot (the main job's plot)
 set -e
 missing_debs=""
@@ -64,6 +65,7 @@ for n in "$@"; do
     xxhash) need "have_pc libxxhash" libxxhash-dev "xxHash (checkpoint checksums): libxxhash-dev / xxhash-devel" ;;
     blas) optional "have_pc openblas || have_pc blis || have_blis" libopenblas-dev \
         "a fast CBLAS for examples/dlrm_train (OpenBLAS: libopenblas-dev / openblas-devel; or BLIS)" ;;
+    zlib) optional "have_pc zlib" zlib1g-dev "zlib (examples/dlrm_train reads .gz files; without it, plain files only): zlib1g-dev / zlib-devel" ;;
     doxygen) need "have_cmd doxygen" doxygen "doxygen (the API reference)" ;;
     gnuplot) optional "have_cmd gnuplot" gnuplot-nox "gnuplot (emb-bench --plot; the table and CSV need none)" ;;
     torch) need "/usr/bin/python3 -c 'import torch' 2>/dev/null" python3-torch \

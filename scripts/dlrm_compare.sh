@@ -7,23 +7,31 @@
 # hashed logistic regression (scripts/criteo_linear.py), the baseline a DLRM must beat.
 # Usage: scripts/dlrm_compare.sh [--train F --test F] [--repeat N] [--linear]
 #                                [dlrm_train options...]
+#   (options in any order; DLRM_TRAIN=PATH runs that dlrm_train instead of building one)
 #   e.g. scripts/dlrm_compare.sh --epochs 2 --threads 2
 # Runs alternate (ours, torch, ours, torch, ...) --repeat times (default 1); OpenMP waits
 # are passive for both (a shared machine; set OMP_WAIT_POLICY to override).
 set -eu
 cd "$(dirname "$0")/.."
-scripts/deps.sh build blas torch
-setup=$(scripts/meson_setup.sh build)
-printf '%s\n' "$setup" | grep -E 'WARNING|BLAS' || true # which BLAS, or why none
-ninja -C build examples/dlrm_train >/dev/null
+if [ -z "${DLRM_TRAIN:-}" ]; then
+    scripts/deps.sh build blas zlib torch
+    setup=$(scripts/meson_setup.sh build)
+    printf '%s\n' "$setup" | grep -E 'WARNING|BLAS' || true # which BLAS, or why none
+    ninja -C build examples/dlrm_train >/dev/null
+    DLRM_TRAIN=build/examples/dlrm_train
+fi
 train="" test="" repeat=1 linear=0
-while [ $# -gt 0 ]; do
+# this script's options anywhere on the line; the rest, in order, go to both programs
+left=$#
+while [ "$left" -gt 0 ]; do
     case $1 in
-    --train) train=$2; shift 2 ;;
-    --test) test=$2; shift 2 ;;
-    --repeat) repeat=$2; shift 2 ;;
-    --linear) linear=1; shift ;;
-    *) break ;;
+    --train | --test | --repeat)
+        [ "$left" -ge 2 ] || { echo "dlrm_compare.sh: $1 needs a value" >&2; exit 2; }
+        case $1 in --train) train=$2 ;; --test) test=$2 ;; --repeat) repeat=$2 ;; esac
+        shift 2
+        left=$((left - 2)) ;;
+    --linear) linear=1; shift; left=$((left - 1)) ;;
+    *) set -- "$@" "$1"; shift; left=$((left - 1)) ;;
     esac
 done
 if [ -z "$train" ]; then
@@ -42,7 +50,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 i=1
 while [ "$i" -le "$repeat" ]; do
-    build/examples/dlrm_train --train "$train" --test "$test" "$@" >"$out/ours.$i"
+    "$DLRM_TRAIN" --train "$train" --test "$test" "$@" >"$out/ours.$i"
     /usr/bin/python3 examples/dlrm_torch.py --train "$train" --test "$test" "$@" >"$out/torch.$i"
     i=$((i + 1))
 done

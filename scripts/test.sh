@@ -4,7 +4,7 @@
 # Usage: scripts/test.sh [builddir] [extra meson setup options ...]
 set -e
 cd "$(dirname "$0")/.."
-scripts/deps.sh tests jansson xxhash hwloc liburing cxx python mpi blas
+scripts/deps.sh tests jansson xxhash hwloc liburing cxx python mpi blas zlib
 dir=${1:-build}
 [ $# -gt 0 ] && shift
 scripts/meson_setup.sh "$dir" "$@"

@@ -810,7 +810,37 @@ Test(saver, prefixes_are_validated)
     cr_assert_null(sv);
     cr_assert_eq(emb_saver_create(&sv, dir, "model_v2.1-x", NULL), 0);
     emb_saver_destroy(&sv);
-    cr_assert_eq(emb_saver_create(&sv, "/nonexistent", "k", NULL), EMB_EIO);
+    cr_assert_eq(emb_saver_create(&sv, "/dev/null/k", "k", NULL), EMB_EIO);
+    rmdir_all(dir);
+}
+
+/* A saver creates its directory and the missing parents (mkdir -p); where one cannot be
+   made, EMB_EIO names it and nothing is created. */
+Test(saver, creates_its_directory)
+{
+    char dir[64], deep[128], file[128], below[160];
+    tmpdir(dir);
+    snprintf(deep, sizeof deep, "%s/a/b/c", dir);
+    EmbSaver *sv = NULL;
+    cr_assert_eq(emb_saver_create(&sv, deep, "k", NULL), 0, "%s", emb_last_error());
+    struct stat st;
+    cr_assert(stat(deep, &st) == 0 && S_ISDIR(st.st_mode));
+    emb_saver_destroy(&sv);
+    cr_assert_eq(emb_saver_create(&sv, deep, "k", NULL), 0, "%s", emb_last_error()); /* exists */
+    emb_saver_destroy(&sv);
+    snprintf(file, sizeof file, "%s/file", dir);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    snprintf(below, sizeof below, "%s/x/y", file);
+    cr_assert_eq(emb_saver_create(&sv, below, "k", NULL), EMB_EIO);
+    cr_assert_null(sv);
+    cr_assert(strstr(emb_last_error(), file), "%s", emb_last_error());
+    cr_assert_eq(emb_saver_create(&sv, "", "k", NULL), EMB_EINVAL);
+    /* the arguments are checked before anything is made */
+    snprintf(below, sizeof below, "%s/new", dir);
+    cr_assert_eq(emb_saver_create(&sv, below, "bad prefix", NULL), EMB_EINVAL);
+    cr_assert_neq(stat(below, &st), 0);
     rmdir_all(dir);
 }
 

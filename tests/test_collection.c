@@ -391,12 +391,16 @@ static void train(EmbCollection *c, int from, int to)
 
 Test(collection, save_restore_one_call)
 {
-    char dir[64], path[256];
+    char dir[64], sub[96], path[256];
     tmpdir(dir);
+    snprintf(sub, sizeof sub, "%s/run/ckpt", dir); /* created by the save (mkdir -p) */
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAM, 0.01f);
     EmbCollection *a = created(1, &oc), *b = created(99, &oc);
     train(a, 0, 2);
-    cr_assert_eq(emb_collection_save(a, dir, "ckpt", 2, 0, path, sizeof path), 0, "%s",
+    cr_assert_eq(emb_collection_save(a, sub, "ckpt", -1, 0, path, sizeof path), EMB_EINVAL);
+    struct stat st;
+    cr_assert_neq(stat(sub, &st), 0, "a failed save created %s", sub);
+    cr_assert_eq(emb_collection_save(a, sub, "ckpt", 2, 0, path, sizeof path), 0, "%s",
                  emb_last_error());
     train(a, 2, 4);
     int64_t step = -1;

@@ -394,3 +394,77 @@ Test(criteo, close_while_reading_ahead)
     unlink(path);
     free(path);
 }
+
+#ifdef CRITEO_HAVE_ZLIB
+#include <zlib.h>
+
+/* @p text gzip-compressed into a new file (its path, to free). */
+static char *write_gz(const char *text, size_t n)
+{
+    char *path = write_file("", 0);
+    gzFile g = gzopen(path, "wb");
+    cr_assert_not_null(g);
+    cr_assert_eq(gzwrite(g, text, (unsigned)n), (int)n);
+    cr_assert_eq(gzclose(g), Z_OK);
+    return path;
+}
+#endif
+
+/* A gzip file reads as its text (with zlib), to the same samples and counts; a truncated
+ * one is an I/O error naming the line, not a short file; without zlib it is refused at
+ * open with a message saying why. */
+Test(criteo, gzip_file_as_its_text)
+{
+    const int64_t lines = 1500;
+    char *text = malloc((size_t)lines * 256);
+    size_t n = 0;
+    for (int64_t k = 0; k < lines; k++)
+        n += (size_t)make_line(text + n, 256, k * 7919 % lines, k == 9 ? "x\n" : "\n");
+#ifdef CRITEO_HAVE_ZLIB
+    char *plain = write_file(text, n), *gz = write_gz(text, n);
+    Read a, b;
+    Reports ra = {0}, rb = {0};
+    read_all(plain, 64, 2, 0, &ra, &a);
+    read_all(gz, 64, 2, 0, &rb, &b);
+    cr_assert_eq(a.nsamples, lines - 1);
+    cr_assert_eq(b.nsamples, a.nsamples);
+    cr_assert_eq(b.bad, 1);
+    cr_assert_eq(rb.lines[0], 10);
+    cr_assert_eq(memcmp(a.ks, b.ks, sizeof a.ks), 0);
+    /* cut the compressed file in its middle */
+    FILE *f = fopen(gz, "rb");
+    char *bytes = malloc(n);
+    const size_t size = fread(bytes, 1, n, f);
+    fclose(f);
+    char *cut = write_file(bytes, size / 2);
+    CriteoOptions o = {.batch = 64};
+    sizes_all(1 << 20, o.sizes);
+    CriteoReader *r;
+    char err[200];
+    cr_assert_eq(criteo_open(&r, cut, &o, err, sizeof err), 0, "%s", err);
+    CriteoBatch batch;
+    int rc = 0;
+    while ((rc = criteo_next(r, &batch)) == 0 && batch.n > 0) {
+    }
+    cr_assert_eq(rc, -EIO);
+    cr_assert(strstr(criteo_error(r), "read error after line"), "%s", criteo_error(r));
+    criteo_close(&r);
+    free(bytes);
+    unlink(cut);
+    free(cut);
+    unlink(plain);
+    free(plain);
+#else
+    char *gz = write_file("\x1f\x8b\x08\x00", 4);
+    CriteoOptions o = {.batch = 4};
+    sizes_all(10, o.sizes);
+    CriteoReader *r = NULL;
+    char err[200];
+    cr_assert_eq(criteo_open(&r, gz, &o, err, sizeof err), -ENOTSUP);
+    cr_assert(strstr(err, gz) && strstr(err, "zlib"), "%s", err);
+    cr_assert_null(r);
+#endif
+    unlink(gz);
+    free(gz);
+    free(text);
+}

@@ -291,7 +291,8 @@ EMB_API void *emb_collection_custom_user(const EmbCollection *c, const EmbCollec
  * and step counts) when the collection has an optimizer, to
  * `<dir>/<prefix>-<global_step>.safetensors` with a store.h saver (EmbSaverOptions's
  * max_to_keep from @p max_to_keep: 0 keeps every checkpoint; the index `<dir>/checkpoint`
- * is updated). The path written goes to @p path (cap bytes; may be NULL).
+ * is updated; a missing @p dir is created as emb_saver_create() creates it). The path
+ * written goes to @p path (cap bytes; may be NULL).
  * @return 0; EMB_ENULL (c, dir, prefix); any code of emb_saver_create() or
  *         emb_saver_save() (EMB_EIO, EMB_EINVAL for a bad prefix, EMB_ENOMEM)
  */

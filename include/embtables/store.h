@@ -169,11 +169,14 @@ typedef struct EmbSaverOptions {
 /**
  * Creates a saver writing `<dir>/<prefix>-<step>.safetensors` and the index
  * `<dir>/checkpoint`. Checkpoints of this prefix already listed in the index are managed
- * as if this saver had written them; other entries are ignored (never deleted).
+ * as if this saver had written them; other entries are ignored (never deleted). A
+ * missing @p dir is created with its missing parents (`mkdir -p`: mode 0777 less the
+ * umask), after every argument is checked.
  * @return 0, EMB_ENULL, EMB_EINVAL (a prefix that is empty, longer than 100 bytes, starts
  *         with '.' or has a '/', '\\', a space or a control character; a bad var_list or
- *         keep_every_n_hours),
- *         EMB_EIO (dir missing or the index unreadable), EMB_ENOMEM
+ *         keep_every_n_hours; dir empty or longer than 3776 bytes),
+ *         EMB_EIO (dir cannot be created, the message naming the part that cannot; the
+ *         index unreadable), EMB_ENOMEM
  */
 EMB_API int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
                              const EmbSaverOptions *opts);

@@ -18,21 +18,32 @@ DLRM's layout, keys = the features). With an optimizer (FBGEMM's table-batched c
 the backward applies the library's deduplicating fused optimizer to the tables in place and
 returns no weight gradient; with optimizer=None (the default with EmbeddingBagConfig tables,
 as TorchRec) the weights are Parameters that receive sparse_coo gradients for torch's
-optimizers (SGD, Adagrad, SparseAdam). The older forms (per-table lists, FBGEMM's flat ids
-with T*B+1 offsets, values with lengths) are accepted too and return a plain tensor.
+optimizers (SGD, Adagrad, SparseAdam); apply_optimizer_in_backward(torch.optim.Adagrad,
+ebc.parameters(), {"lr": 0.05}), as a TorchRec script writes it, switches the module to
+the fused optimizer. A table may serve several features (feature_names=[f1, f2]: each
+pooled on its own); EmbeddingCollection gives unpooled rows. The older forms (per-table
+lists, FBGEMM's flat ids with T*B+1 offsets, values with lengths) are accepted too and
+return a plain tensor.
 """
 import dataclasses as _dc
 import enum as _enum
 import math as _math
 import re as _re
+import weakref as _weakref
 
 import numpy as _np
 import torch as _torch
 
 import embtables as _et
+from embtables import _grouped
+from embtables._jagged import JaggedTensor, KeyedJaggedTensor, KeyedTensor
+from embtables._optim import (RowWiseAdagrad, apply_optimizer_in_backward,
+                              in_backward_optimizer_filter)
 
-__all__ = ["EmbeddingBagCollection", "EmbeddingBagConfig", "KeyedJaggedTensor", "KeyedTensor",
-           "PoolingType", "DataType"]
+__all__ = ["EmbeddingBagCollection", "EmbeddingBagConfig", "EmbeddingCollection",
+           "EmbeddingConfig", "BaseEmbeddingConfig", "KeyedJaggedTensor", "KeyedTensor",
+           "JaggedTensor", "PoolingType", "DataType", "apply_optimizer_in_backward",
+           "in_backward_optimizer_filter", "RowWiseAdagrad"]
 
 _nn = _torch.nn
 
@@ -42,6 +53,7 @@ class PoolingType(_enum.Enum):
     SUM = "SUM"
     MEAN = "MEAN"
     SQRTN = "SQRTN"
+    NONE = "NONE"
 
 
 class DataType(_enum.Enum):
@@ -62,18 +74,9 @@ _QUANTIZED = {"int8": "int8", "int4": "int4", _torch.quint8: "int8", _torch.quin
 
 
 @_dc.dataclass
-class EmbeddingBagConfig:
-    """One table of an EmbeddingBagCollection, as TorchRec's EmbeddingBagConfig.
-
-    num_embeddings x embedding_dim rows; name: the table's (unique); feature_names: the
-    input features looked up in it (one per table here); pooling: PoolingType or 'sum' /
-    'mean' / 'sqrtn'; data_type (DataType) or dtype (torch.float32, float16, bfloat16;
-    "int8" / torch.quint8, "int4" / torch.quint4x2: row-wise quantized): the table's element
-    type (a quantized table's weight is its uint8 rows, drawn in f32 then quantized to
-    nearest); init_fn(weight) initialises the float32 weight in place, else
-    uniform in [weight_init_min, weight_init_max], default ±sqrt(1 / num_embeddings)
-    (TorchRec's). need_pos and num_embeddings_post_pruning are accepted and unused.
-    """
+class BaseEmbeddingConfig:
+    """The fields of a table's config, in TorchRec's order (EmbeddingBagConfig and
+    EmbeddingConfig add theirs)."""
     num_embeddings: int
     embedding_dim: int
     name: str = ""
@@ -84,7 +87,30 @@ class EmbeddingBagConfig:
     num_embeddings_post_pruning: int = None
     init_fn: object = None
     need_pos: bool = False
+
+
+@_dc.dataclass
+class EmbeddingBagConfig(BaseEmbeddingConfig):
+    """One table of an EmbeddingBagCollection, as TorchRec's EmbeddingBagConfig.
+
+    num_embeddings x embedding_dim rows; name: the table's (unique); feature_names: the
+    input features looked up in it (several: a shared table, each feature pooled on its
+    own, side by side in the output); pooling: PoolingType or 'sum' /
+    'mean' / 'sqrtn'; data_type (DataType) or dtype (torch.float32, float16, bfloat16;
+    "int8" / torch.quint8, "int4" / torch.quint4x2: row-wise quantized): the table's element
+    type (a quantized table's weight is its uint8 rows, drawn in f32 then quantized to
+    nearest); init_fn(weight) initialises the float32 weight in place, else
+    uniform in [weight_init_min, weight_init_max], default ±sqrt(1 / num_embeddings)
+    (TorchRec's). need_pos and num_embeddings_post_pruning are accepted and unused.
+    """
     pooling: PoolingType = PoolingType.SUM
+    dtype: object = None
+
+
+@_dc.dataclass
+class EmbeddingConfig(BaseEmbeddingConfig):
+    """One table of an EmbeddingCollection, as TorchRec's EmbeddingConfig: an
+    EmbeddingBagConfig without pooling (the rows are not pooled)."""
     dtype: object = None
 
 
@@ -135,124 +161,17 @@ def _dim(weight, q):
         weight.shape[1] - 8 if q == "int8" else (weight.shape[1] - 4) * 2
 
 
-class KeyedJaggedTensor:
-    """Jagged ids of several features (TorchRec's KeyedJaggedTensor): feature keys[k] has
-    stride() bags, bag b of it holding lengths[k * stride + b] ids, in order, in values.
-    Give lengths or offsets (len(lengths) + 1 bag starts); weights: per-id float32."""
-
-    def __init__(self, keys, values, weights=None, lengths=None, offsets=None, stride=None):
-        if lengths is None and offsets is None:
-            raise ValueError("KeyedJaggedTensor: lengths or offsets are needed")
-        self._keys, self._values, self._weights = list(keys), values, weights
-        self._lengths, self._offsets = lengths, offsets
-        n = len(lengths) if lengths is not None else len(offsets) - 1
-        self._stride = stride if stride is not None else (n // len(self._keys)
-                                                          if self._keys else 0)
-
-    @classmethod
-    def from_lengths_sync(cls, keys, values, lengths, weights=None, stride=None):
-        """TorchRec's constructor of the same name."""
-        return cls(keys, values, weights, lengths=lengths, stride=stride)
-
-    @classmethod
-    def from_offsets_sync(cls, keys, values, offsets, weights=None, stride=None):
-        """TorchRec's constructor of the same name."""
-        return cls(keys, values, weights, offsets=offsets, stride=stride)
-
-    def keys(self):
-        """The feature names."""
-        return self._keys
-
-    def values(self):
-        """Every feature's ids, feature after feature."""
-        return self._values
-
-    def weights(self):
-        """The per-id weights (an error when there are none, as TorchRec)."""
-        if self._weights is None:
-            raise ValueError("KeyedJaggedTensor: no weights")
-        return self._weights
-
-    def weights_or_none(self):
-        """The per-id weights or None."""
-        return self._weights
-
-    def lengths(self):
-        """The bag sizes (len(keys) * stride)."""
-        if self._lengths is None:
-            self._lengths = self._offsets[1:] - self._offsets[:-1]
-        return self._lengths
-
-    def offsets(self):
-        """The bag starts, plus the end (len(keys) * stride + 1)."""
-        if self._offsets is None:
-            self._offsets = _torch.zeros(len(self._lengths) + 1, dtype=self._lengths.dtype)
-            _torch.cumsum(self._lengths, 0, out=self._offsets[1:])
-        return self._offsets
-
-    def stride(self):
-        """The batch size (bags per feature)."""
-        return self._stride
-
-    def to_dict(self):
-        """{feature: (values, lengths)} of each feature."""
-        off, s = self.offsets(), self._stride
-        return {k: (self._values[int(off[i * s]):int(off[(i + 1) * s])],
-                    self.lengths()[i * s:(i + 1) * s]) for i, k in enumerate(self._keys)}
-
-    def __repr__(self):
-        return (f"KeyedJaggedTensor(keys={self._keys}, stride={self._stride}, "
-                f"values={len(self._values)}, weighted={self._weights is not None})")
-
-
-class KeyedTensor:
-    """Pooled outputs of several features side by side (TorchRec's KeyedTensor): values()
-    is B x sum(length_per_key()), feature keys()[k] in its length_per_key()[k] columns."""
-
-    def __init__(self, keys, length_per_key, values, key_dim=1):
-        self._keys, self._lengths, self._values = list(keys), list(length_per_key), values
-        self._key_dim = key_dim
-
-    def keys(self):
-        """The feature names, in column order."""
-        return self._keys
-
-    def values(self):
-        """The B x ΣD tensor (autograd flows through it)."""
-        return self._values
-
-    def length_per_key(self):
-        """Each feature's width."""
-        return self._lengths
-
-    def offset_per_key(self):
-        """Each feature's first column, plus the total width."""
-        out = [0]
-        for n in self._lengths:
-            out.append(out[-1] + n)
-        return out
-
-    def key_dim(self):
-        """The dimension the features are side by side in (1)."""
-        return self._key_dim
-
-    def to_dict(self):
-        """{feature: B x D view of its columns}."""
-        parts = _torch.split(self._values, self._lengths, dim=self._key_dim)
-        return dict(zip(self._keys, parts))
-
-    def __getitem__(self, key):
-        i = self._keys.index(key)
-        o = self.offset_per_key()
-        return self._values.narrow(self._key_dim, o[i], o[i + 1] - o[i])
-
-    def __repr__(self):
-        return (f"KeyedTensor(keys={self._keys}, length_per_key={self._lengths}, "
-                f"values={tuple(self._values.shape)})")
-
-
 def _is_config(spec):
     return hasattr(spec, "num_embeddings") and hasattr(spec, "feature_names")
+
+
+def _check_config(c):
+    """A config's sizes: positive integers (else InvalidError naming the table)."""
+    for field in ("num_embeddings", "embedding_dim"):
+        n = getattr(c, field)
+        if isinstance(n, bool) or not isinstance(n, (int, _np.integer)) or n < 1:
+            raise _et.InvalidError(f"table '{c.name}': {field} = {n!r}, expected an integer "
+                                   ">= 1")
 
 
 def _config_weights(configs):
@@ -260,6 +179,8 @@ def _config_weights(configs):
     the same seed): every table made as nn.EmbeddingBag makes it (normal), then each one's
     init_fn, default uniform in [weight_init_min, weight_init_max] = ±sqrt(1 / rows)."""
     ws = []
+    for c in configs:
+        _check_config(c)
     dts = [_config_dtype(c) for c in configs]
     for c, dt in zip(configs, dts):
         w = _torch.empty(int(c.num_embeddings), int(c.embedding_dim),
@@ -287,17 +208,41 @@ class _Spec:
     mode: str
     max_norm: float = None
     qdtype: str = None  # "int8" / "int4": weight is uint8 rows
+    features: list = None  # every feature of the table (shared: several); None: [feature]
 
 
 def _legacy_spec(i, spec, dtype):
     """_Spec of one entry of the older `tables` forms; with a quantized dtype, uint8
     weights are prepacked rows (wrapped as they are) and float ones are quantized."""
+    if isinstance(spec, _et.Table):
+        return _table_spec(i, spec)
     s = _legacy_float_spec(i, spec, dtype)
     if isinstance(dtype, str):
         s.qdtype = dtype
         if s.weight.dtype != _torch.uint8:
             s.weight = _quantize(s.weight, dtype, f"table '{s.name}'")
     return s
+
+
+def _table_spec(i, table):
+    """_Spec of an embtables.Table: its memory as the weight (no copy; int8 / int4 rows as
+    their uint8 bytes); a tiered table, whose rows are in a file, is refused."""
+    name = f"table_{i}"
+    try:
+        a = table.numpy()
+    except BufferError:
+        raise NotImplementedError(
+            f"tables[{i}]: a tiered table (rows in a file, not a tensor) cannot be a module's "
+            "table yet: train it with embtables.Collection") from None
+    src = table.source
+    if isinstance(src, _torch.Tensor):
+        w = src.data
+    elif table.dtype == "bf16":
+        w = _torch.from_numpy(a.view(_np.int16)).view(_torch.bfloat16)
+    else:
+        w = _torch.from_numpy(a)
+    q = table.dtype if table.dtype in ("int8", "int4") else None
+    return _Spec(name, name, w, None, qdtype=q)
 
 
 def _legacy_float_spec(i, spec, dtype):
@@ -317,15 +262,18 @@ def _legacy_float_spec(i, spec, dtype):
     return _Spec(name, name, _new_weight(n, d, dtype), None)
 
 
-def _config_spec(cfg, weight):
+def _config_spec(cfg, weight, unpooled=False):
     q = _config_dtype(cfg)
-    if len(cfg.feature_names) != 1:
-        raise NotImplementedError(f"table '{cfg.name}': {len(cfg.feature_names)} features; "
-                                  "one feature per table is supported (shared tables: not yet)")
+    pooling = _enum_name(getattr(cfg, "pooling", PoolingType.SUM))
+    if pooling == "NONE" and not unpooled:
+        raise NotImplementedError(f"table '{cfg.name}': PoolingType.NONE (unpooled rows): "
+                                  "use EmbeddingCollection")
+    if not cfg.feature_names:
+        raise ValueError(f"table '{cfg.name}': no feature_names")
     if not cfg.name:
         raise ValueError(f"a table of feature '{cfg.feature_names[0]}' has no name")
-    return _Spec(cfg.name, cfg.feature_names[0], weight, _enum_name(cfg.pooling).lower(),
-                 qdtype=q if isinstance(q, str) else None)
+    return _Spec(cfg.name, cfg.feature_names[0], weight, "sum" if unpooled else pooling.lower(),
+                 qdtype=q if isinstance(q, str) else None, features=list(cfg.feature_names))
 
 
 def _new_weight(n, d, dtype):
@@ -346,12 +294,7 @@ class _Lookup(_torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        module, step = ctx.module, ctx.step
-        if step is None:
-            raise RuntimeError(f"{module._label()}: backward a second time through the same "
-                               "forward (its step updated the tables already: run a new "
-                               "forward)")
-        ctx.step = None
+        module, step = ctx.module, _grouped.once(ctx, "step")
         if grad.dtype != _torch.float32:
             raise TypeError(f"{module._label()}: the output gradient is {grad.dtype}, "
                             "expected torch.float32")
@@ -372,6 +315,7 @@ class _Bag(_nn.Module):
     def __init__(self, spec, parameter):
         super().__init__()
         self.feature, self.mode, self.qdtype = spec.feature, spec.mode, spec.qdtype
+        self.features = spec.features or [spec.feature]
         self._table = self._opt = None
         if parameter and spec.qdtype is None:
             self.weight = spec.weight if isinstance(spec.weight, _nn.Parameter) \
@@ -410,7 +354,9 @@ class _Bag(_nn.Module):
         """rows x dim, dtype, pooling, feature."""
         w = self.weight
         return (f"{w.shape[0]} x {_dim(w, self.qdtype)}, "
-                f"{self.qdtype or str(w.dtype)[6:]}, {self.mode}, feature={self.feature!r}")
+                f"{self.qdtype or str(w.dtype)[6:]}, {self.mode}, " +
+                (f"feature={self.feature!r}" if len(self.features) == 1
+                 else f"features={self.features!r}"))
 
 
 _ABSENT = object()
@@ -420,7 +366,8 @@ class EmbeddingBagCollection(_nn.Module):
     """Many embedding bags looked up (and trained) together, TorchRec's module.
 
     tables: EmbeddingBagConfig objects (ours or TorchRec's), or the older forms: (rows,
-    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), 2-D CPU tensors or numpy arrays
+    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), embtables.Table objects (not
+    tiered: their memory is the weight), 2-D CPU tensors or numpy arrays
     (used in place: no copy), nn.EmbeddingBag modules (weight, mode, max_norm) or dicts
     (num_embeddings, embedding_dim, weight, mode, max_norm) -- tables table_0, table_1, ...
     of features of the same names.
@@ -454,6 +401,9 @@ class EmbeddingBagCollection(_nn.Module):
     stochastic rounding); in plain mode they get no gradient.
     """
 
+    _TABLES = "embedding_bags"  # the ModuleDict of the tables (state_dict prefix)
+    _UNPOOLED = False
+
     def __init__(self, tables, optimizer=_ABSENT, lr=0.01, strategy="prealloc-concat",
                  threads=0, mode="sum", max_norm=None, include_last_offset=False,
                  prune_invalid=False, prune_nonpositive_weights=False, default_id=None,
@@ -467,7 +417,8 @@ class EmbeddingBagCollection(_nn.Module):
         if optimizer is _ABSENT:
             optimizer = None if configs else "sgd"
         if configs:
-            specs = [_config_spec(c, w) for c, w in zip(tables, _config_weights(tables))]
+            specs = [_config_spec(c, w, self._UNPOOLED)
+                     for c, w in zip(tables, _config_weights(tables))]
         else:
             q = _check_dtype(dtype, "EmbeddingBagCollection")
             specs = [_legacy_spec(i, s, q) for i, s in enumerate(tables)]
@@ -492,11 +443,34 @@ class EmbeddingBagCollection(_nn.Module):
         self._strategy = _et._strategy(strategy, threads)
         self._include_last_offset = bool(include_last_offset)
         self.optimizer = _et._optimizer(optimizer, lr, **hyper)
-        self.embedding_bags = _nn.ModuleDict(
-            {s.name: _Bag(s, self.optimizer is None) for s in specs})
-        self._features = [s.feature for s in specs]
+        self.add_module(self._TABLES, _nn.ModuleDict(
+            {s.name: _Bag(s, self.optimizer is None) for s in specs}))
+        self._table_features = [s.features or [s.feature] for s in specs]
+        self._features = [f for fs in self._table_features for f in fs]
+        self._unpooled = self._UNPOOLED
+        self._grouped = self._unpooled or len(self._features) > len(specs)
         self._placeholder = _torch.zeros(0, requires_grad=True)
         self._build()
+        for w in self._weights:  # apply_optimizer_in_backward finds the module by them
+            if isinstance(w, _nn.Parameter):
+                w._embtables_owner = _weakref.ref(self)
+
+    def _fuse(self, optimizer, given):
+        """apply_optimizer_in_backward on the tables' parameters (the ids of given): the
+        fused optimizer from now on; the weights stay Parameters (that get no gradient)."""
+        params = {id(b.weight): n for n, b in self.embedding_bags.items()
+                  if isinstance(b.weight, _nn.Parameter)}
+        missing = [n for i, n in params.items() if i not in given]
+        if missing:
+            raise NotImplementedError(
+                f"{self._label()}: apply_optimizer_in_backward without the parameters of "
+                f"tables {missing}: the fused optimizer updates every table of the module "
+                "(give them all, e.g. ebc.parameters())")
+        self.optimizer = optimizer
+        self._build()
+        for w in self._weights:
+            if isinstance(w, _nn.Parameter):
+                w._in_backward_optimizers = [optimizer]
 
     @staticmethod
     def _check_specs(specs):
@@ -505,18 +479,22 @@ class EmbeddingBagCollection(_nn.Module):
             w = s.weight
             if w.device.type != "cpu" or w.dim() != 2:
                 raise _et.InvalidError(f"table '{s.name}': a 2-D CPU tensor is needed")
-            if s.name in seen_t or s.feature in seen_f:
-                raise ValueError(f"table '{s.name}' (feature '{s.feature}'): the name or the "
-                                 "feature is given twice")
+            for f in s.features or [s.feature]:
+                if s.name in seen_t or f in seen_f:
+                    raise ValueError(f"table '{s.name}' (feature '{f}'): the name or the "
+                                     "feature is given twice")
+                seen_f.add(f)
             seen_t.add(s.name)
-            seen_f.add(s.feature)
 
     def _build(self):
         """The C tables over the current weights, and the collection over them."""
         self.tables = [_et.Table(b.weight.data, name=n, dtype=b.qdtype)
                        for n, b in self.embedding_bags.items()]
-        self._coll = _et.Collection(self.tables, self.poolings, self._strategy, 0,
-                                    self.optimizer, self._include_last_offset)
+        if self._grouped:  # a collection per table (_grouped.py)
+            self._coll, self._colls = None, _grouped.collections(self)
+        else:
+            self._coll = _et.Collection(self.tables, self.poolings, self._strategy, 0,
+                                        self.optimizer, self._include_last_offset)
         for b, t in zip(self.embedding_bags.values(), self.tables):
             b._attach(t, self.optimizer)
         self.dims = [t.dim for t in self.tables]
@@ -573,10 +551,13 @@ class EmbeddingBagCollection(_nn.Module):
     # ---- errors name the table and the feature ------------------------------------------
 
     def _label(self):
-        return "EmbeddingBagCollection(" + ", ".join(self.embedding_bags) + ")"
+        return f"{type(self).__name__}(" + ", ".join(self.embedding_bags) + ")"
 
     def _who(self, i):
-        return f"table '{self.tables[i].name}', feature '{self._features[i]}'"
+        fs = self._table_features[i]
+        if len(fs) == 1:
+            return f"table '{self.tables[i].name}', feature '{fs[0]}'"
+        return f"table '{self.tables[i].name}', features {fs}"
 
     def _who_at(self, m):
         """A "tables[i]" (or "indices[i]:" ...) match, with the table and feature named."""
@@ -616,14 +597,9 @@ class EmbeddingBagCollection(_nn.Module):
         keys = tuple(kjt.keys())
         w = kjt.weights_or_none() if hasattr(kjt, "weights_or_none") else None
         v = kjt.values()
-        if isinstance(v, _torch.Tensor) and (v.is_floating_point() or v.dtype == _torch.bool):
-            raise TypeError(f"KeyedJaggedTensor values of features {list(keys)} (tables "
-                            f"{list(self.embedding_bags)}): ids must be integers, not {v.dtype}")
-        if isinstance(w, _torch.Tensor) and w.dtype != _torch.float32:
-            raise TypeError(f"KeyedJaggedTensor weights of features {list(keys)} (tables "
-                            f"{list(self.embedding_bags)}): expected torch.float32, got {w.dtype}")
+        lengths = self._check_kjt(kjt, keys, v, w)
         if keys == self._feature_key:
-            return _et._prepare(v, None, w, kjt.lengths())
+            return _et._prepare(v, None, w, lengths)
         pos = {k: i for i, k in enumerate(keys)}
         missing = [f for f in self._features if f not in pos]
         if missing:
@@ -640,11 +616,35 @@ class EmbeddingBagCollection(_nn.Module):
             ws.append(None if w is None else w[a:b])
         return _et._prepare(ids, offs, None if w is None else ws)
 
+    def _check_kjt(self, kjt, keys, v, w):
+        """A KeyedJaggedTensor's ids integers, weights float32 and one per id, stride
+        agreeing with its lengths (else an error naming its features and our tables);
+        returns its lengths."""
+        keys = list(keys)
+        if isinstance(v, _torch.Tensor) and (v.is_floating_point() or v.dtype == _torch.bool):
+            raise TypeError(f"KeyedJaggedTensor values of features {list(keys)} (tables "
+                            f"{list(self.embedding_bags)}): ids must be integers, not {v.dtype}")
+        if isinstance(w, _torch.Tensor) and w.dtype != _torch.float32:
+            raise TypeError(f"KeyedJaggedTensor weights of features {list(keys)} (tables "
+                            f"{list(self.embedding_bags)}): expected torch.float32, got {w.dtype}")
+        lengths, s = kjt.lengths(), kjt.stride()
+        if len(lengths) != len(keys) * s:
+            raise _et.InvalidError(f"KeyedJaggedTensor of features {list(keys)} (tables "
+                                   f"{list(self.embedding_bags)}): stride {s} but "
+                                   f"{len(lengths)} lengths (expected {len(keys)} x {s})")
+        if w is not None and len(w) != len(v):
+            raise _et.InvalidError(f"KeyedJaggedTensor of features {list(keys)} (tables "
+                                   f"{list(self.embedding_bags)}): {len(w)} weights for "
+                                   f"{len(v)} values (one per value)")
+        return lengths
+
     def forward(self, features, offsets=None, per_sample_weights=None, lengths=None):
         """The pooled lookup of every table: a KeyedTensor for a KeyedJaggedTensor, else a
         B x ΣD tensor (see the class's documentation for the input forms)."""
         jagged = callable(getattr(features, "lengths", None))
         kjt = jagged and callable(getattr(features, "keys", None))
+        if self._grouped:
+            return self._grouped_forward(features, kjt)
         if kjt:
             batch = self._culprit(self._kjt_batch, features)
         elif jagged:  # keyless: values with T*B lengths, the tables in order
@@ -658,6 +658,19 @@ class EmbeddingBagCollection(_nn.Module):
             weights = self._weights if self.optimizer is None else ()
             out = _Lookup.apply(self._placeholder, self, batch, *weights)
         return KeyedTensor(self._features, self.dims, out) if kjt else out
+
+    def _grouped_forward(self, kjt, is_kjt):
+        """A table per collection (shared tables, unpooled rows: _grouped.py)."""
+        if not is_kjt:
+            raise NotImplementedError(f"{self._label()}: tables of several features (or "
+                                      "unpooled) take a KeyedJaggedTensor")
+        bs = _grouped.batches(self, kjt)
+        if not _torch.is_grad_enabled():
+            flat = _grouped.lookup(self, bs)[0]
+        else:
+            weights = self._weights if self.optimizer is None else ()
+            flat = _grouped.Lookup.apply(self._placeholder, self, bs, *weights)
+        return _grouped.outputs(self, flat, bs, kjt)
 
     # ---- dtype and device moves: the tables themselves, or refused -----------------------
 
@@ -730,32 +743,78 @@ class EmbeddingBagCollection(_nn.Module):
         o = self.optimizer
         opt = "None (sparse gradients)" if o is None else f"{o.kind}, lr={o.lr:g}"
         return (f"optimizer={opt}, strategy={self._strategy.name}, "
-                f"threads={self._strategy.threads}, width={self._coll.width}")
+                f"threads={self._strategy.threads}, width={self._width()}")
+
+    def _width(self):
+        """The pooled output's columns (a shared table's once per feature)."""
+        return sum(d * len(fs) for d, fs in zip(self.dims, self._table_features))
 
     # ---- plain mode: sparse gradients as nn.EmbeddingBag(sparse=True) gives ------------
 
     def _sparse_grads(self, step, batch, grad):
-        form, ids, _, w = batch
         grads, col = [], 0
-        for t, (bag, pool) in enumerate(zip(self.embedding_bags.values(), self.poolings)):
-            weight = bag.weight
-            if bag.qdtype is not None:  # no gradient of quantized rows (a buffer)
-                grads.append(None)
-                col += self.dims[t]
-                continue
-            first, nnz, nbags, bag_size, off = self._coll._c.batch(step, t)
-            flat = ids[t].reshape(-1) if form == 0 else ids[first:first + nnz]
-            tw = (w[t] if form == 0 else w[first:first + nnz]) if w is not None else None
-            if off is None:
-                off = _np.arange(0, nnz + 1, max(bag_size, 1), dtype=_np.int64)[:nbags + 1]
-            else:
-                off = _np.frombuffer(off, dtype=_np.int64)
-            dy = grad[:, col:col + weight.shape[1]]
-            col += weight.shape[1]
-            grads.append(_bag_grad(weight, pool, _torch.from_numpy(flat.astype(_np.int64)),
-                                   None if tw is None else _torch.from_numpy(tw),
-                                   _torch.from_numpy(off.copy()), dy))
+        for t, bag in enumerate(self.embedding_bags.values()):
+            d = self.dims[t]
+            grads.append(self._table_grad(self._coll, step, t, t, batch,
+                                          grad[:, col:col + d]))
+            col += d
         return grads
+
+    def _table_grad(self, coll, step, t, i, batch, dy):
+        """The sparse gradient of table i, looked up as table t of coll in the step, from
+        its output's gradient dy (None for quantized rows: no gradient)."""
+        form, ids, _, w = batch
+        bag, pool = list(self.embedding_bags.values())[i], self.poolings[i]
+        if bag.qdtype is not None:  # no gradient of quantized rows (a buffer)
+            return None
+        first, nnz, nbags, bag_size, off = coll._c.batch(step, t)
+        flat = ids[t].reshape(-1) if form == 0 else ids[first:first + nnz]
+        tw = (w[t] if form == 0 else w[first:first + nnz]) if w is not None else None
+        if off is None:
+            off = _np.arange(0, nnz + 1, max(bag_size, 1), dtype=_np.int64)[:nbags + 1]
+        else:
+            off = _np.frombuffer(off, dtype=_np.int64)
+        return _bag_grad(bag.weight, pool, _torch.from_numpy(flat.astype(_np.int64)),
+                         None if tw is None else _torch.from_numpy(tw),
+                         _torch.from_numpy(off.copy()), dy)
+
+
+class EmbeddingCollection(EmbeddingBagCollection):
+    """TorchRec's EmbeddingCollection: every id's row, unpooled. tables: EmbeddingConfig
+    objects (a table may serve several features); forward(KeyedJaggedTensor) returns
+    {feature: JaggedTensor} whose values() are the ids' rows (n x D) and lengths() the
+    input's bags (with need_indices, weights() are the ids). optimizer (fused, or None:
+    sparse gradients for torch's optimizers), apply_optimizer_in_backward, dtypes,
+    state_dict (embeddings.<name>.weight) and checkpoints as EmbeddingBagCollection's."""
+
+    _TABLES = "embeddings"
+    _UNPOOLED = True
+
+    def __init__(self, tables, device=None, need_indices=False, optimizer=_ABSENT, lr=0.01,
+                 strategy="prealloc-concat", threads=0, dtype=_torch.float32, **hyper):
+        tables = list(tables)
+        if not tables or not all(_is_config(t) for t in tables):
+            raise TypeError("EmbeddingCollection: tables are EmbeddingConfig objects")
+        super().__init__(tables, optimizer=optimizer, lr=lr, strategy=strategy,
+                         threads=threads, dtype=dtype, device=device, **hyper)
+        self.need_indices = bool(need_indices)
+
+    @property
+    def embedding_bags(self):
+        """The tables (TorchRec's name for them here: embeddings)."""
+        return self._modules["embeddings"]
+
+    def embedding_configs(self):
+        """The tables as given (TorchRec's method)."""
+        return list(self._args[0])
+
+    def forward(self, features):
+        """{feature: JaggedTensor of its ids' rows} of a KeyedJaggedTensor."""
+        out = super().forward(features)
+        if getattr(self, "need_indices", False):
+            for f, jt in out.items():
+                jt._weights = features[f].values()
+        return out
 
 
 def _bag_grad(weight, pool, ids, w, off, dy):

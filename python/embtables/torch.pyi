@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Type stubs of embtables.torch (TorchRec's EmbeddingBagCollection over the library).
 import enum
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
 import torch
 
@@ -11,6 +12,7 @@ class PoolingType(enum.Enum):
     SUM: str
     MEAN: str
     SQRTN: str
+    NONE: str
 
 class DataType(enum.Enum):
     FP32: str
@@ -19,7 +21,7 @@ class DataType(enum.Enum):
     INT8: str
     INT4: str
 
-class EmbeddingBagConfig:
+class BaseEmbeddingConfig:
     num_embeddings: int
     embedding_dim: int
     name: str
@@ -30,6 +32,8 @@ class EmbeddingBagConfig:
     num_embeddings_post_pruning: Optional[int]
     init_fn: Optional[Callable[[torch.Tensor], Any]]
     need_pos: bool
+
+class EmbeddingBagConfig(BaseEmbeddingConfig):
     pooling: PoolingType
     dtype: Optional[Union[torch.dtype, str]]
     def __init__(self, num_embeddings: int, embedding_dim: int, name: str = ...,
@@ -39,6 +43,27 @@ class EmbeddingBagConfig:
                  init_fn: Optional[Callable[[torch.Tensor], Any]] = ..., need_pos: bool = ...,
                  pooling: Union[PoolingType, str] = ...,
                  dtype: Optional[Union[torch.dtype, str]] = ...) -> None: ...
+
+class EmbeddingConfig(BaseEmbeddingConfig):
+    dtype: Optional[Union[torch.dtype, str]]
+    def __init__(self, num_embeddings: int, embedding_dim: int, name: str = ...,
+                 data_type: DataType = ..., feature_names: List[str] = ...,
+                 weight_init_max: Optional[float] = ..., weight_init_min: Optional[float] = ...,
+                 num_embeddings_post_pruning: Optional[int] = ...,
+                 init_fn: Optional[Callable[[torch.Tensor], Any]] = ..., need_pos: bool = ...,
+                 dtype: Optional[Union[torch.dtype, str]] = ...) -> None: ...
+
+class JaggedTensor:
+    def __init__(self, values: torch.Tensor, weights: Optional[torch.Tensor] = ...,
+                 lengths: Optional[torch.Tensor] = ...,
+                 offsets: Optional[torch.Tensor] = ...) -> None: ...
+    def values(self) -> torch.Tensor: ...
+    def weights(self) -> torch.Tensor: ...
+    def weights_or_none(self) -> Optional[torch.Tensor]: ...
+    def lengths(self) -> torch.Tensor: ...
+    def offsets(self) -> torch.Tensor: ...
+    def to_dense(self) -> List[torch.Tensor]: ...
+    def to(self, device: Any, non_blocking: bool = ...) -> "JaggedTensor": ...
 
 class KeyedJaggedTensor:
     def __init__(self, keys: Sequence[str], values: torch.Tensor,
@@ -59,7 +84,17 @@ class KeyedJaggedTensor:
     def lengths(self) -> torch.Tensor: ...
     def offsets(self) -> torch.Tensor: ...
     def stride(self) -> int: ...
-    def to_dict(self) -> Dict[str, Tuple[torch.Tensor, torch.Tensor]]: ...
+    @staticmethod
+    def from_jt_dict(jt_dict: Dict[str, JaggedTensor]) -> "KeyedJaggedTensor": ...
+    def length_per_key(self) -> List[int]: ...
+    def offset_per_key(self) -> List[int]: ...
+    def __getitem__(self, key: str) -> JaggedTensor: ...
+    def to_dict(self) -> Dict[str, JaggedTensor]: ...
+    def permute(self, indices: Sequence[int],
+                indices_tensor: Optional[torch.Tensor] = ...) -> "KeyedJaggedTensor": ...
+    def split(self, segments: Sequence[int]) -> List["KeyedJaggedTensor"]: ...
+    def to(self, device: Any, non_blocking: bool = ...,
+           dtype: Optional[torch.dtype] = ...) -> "KeyedJaggedTensor": ...
 
 class KeyedTensor:
     def __init__(self, keys: Sequence[str], length_per_key: Sequence[int],
@@ -71,6 +106,9 @@ class KeyedTensor:
     def key_dim(self) -> int: ...
     def to_dict(self) -> Dict[str, torch.Tensor]: ...
     def __getitem__(self, key: str) -> torch.Tensor: ...
+    @staticmethod
+    def regroup(keyed_tensors: Sequence["KeyedTensor"],
+                groups: Sequence[Sequence[str]]) -> List[torch.Tensor]: ...
 
 class EmbeddingBagCollection(torch.nn.Module):
     embedding_bags: torch.nn.ModuleDict
@@ -96,3 +134,22 @@ class EmbeddingBagCollection(torch.nn.Module):
     def restore(self, path: Any, names: Optional[Sequence[str]] = ...) -> int: ...
     def forward(self, features: Any, offsets: Any = ..., per_sample_weights: Any = ...,
                 lengths: Optional[torch.Tensor] = ...) -> Union[KeyedTensor, torch.Tensor]: ...
+
+class EmbeddingCollection(EmbeddingBagCollection):
+    embeddings: torch.nn.ModuleDict
+    need_indices: bool
+    def __init__(self, tables: Sequence[Any], device: Optional[Union[str, torch.device]] = ...,
+                 need_indices: bool = ..., optimizer: Union[str, embtables.Optimizer, None] = ...,
+                 lr: float = ..., strategy: Union[str, embtables.Strategy] = ...,
+                 threads: int = ..., dtype: Union[torch.dtype, str] = ...,
+                 **hyper: Any) -> None: ...
+    def embedding_configs(self) -> List[Any]: ...
+    def forward(self, features: Any) -> Dict[str, JaggedTensor]: ...  # type: ignore[override]
+
+class RowWiseAdagrad:
+    def __init__(self, params: Any, lr: float = ..., eps: float = ..., **kw: Any) -> None: ...
+
+def apply_optimizer_in_backward(optimizer_class: Any, params: Iterable[torch.nn.Parameter],
+                                optimizer_kwargs: Dict[str, Any]) -> None: ...
+def in_backward_optimizer_filter(named_parameters: Iterable[Tuple[str, torch.nn.Parameter]],
+                                 include: bool = ...) -> Iterator[Tuple[str, torch.nn.Parameter]]: ...

@@ -105,3 +105,22 @@ def test_numpy_only_reader_in_a_process_without_torch(tmp_path):
     assert step == 2 and kind == "rowwise_adagrad" and not had_torch
     assert {"table_0", "table_1"} <= set(names) and any(n.startswith("table_0/") for n in names)
     assert total == pytest.approx(float(ebc.weights[1].double().sum()), abs=1e-3)
+
+
+def test_savers_create_their_directory(tmp_path):
+    """Saver (and EmbeddingBagCollection.saver) make the directory and its missing parents
+    (mkdir -p); one that cannot be made is a FileError naming it, nothing created."""
+    ebc = fresh("adagrad")
+    deep = tmp_path / "runs" / "a" / "ckpt"
+    path = ebc.saver(deep).save(1)
+    assert os.path.dirname(path) == str(deep) and os.path.isfile(path)
+    assert ebc.saver(deep).save(2)                      # an existing directory is fine
+    t = et.Table.create(4, 2)
+    et.Saver(tmp_path / "x" / "y", {"t": t}).save(0)
+    assert (tmp_path / "x" / "y" / "checkpoint").is_file()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(et.FileError, match=f"{tmp_path / 'file'}.*not a directory"):
+        et.Saver(tmp_path / "file" / "sub", {"t": t})
+    with pytest.raises(et.InvalidError, match="prefix"):
+        et.Saver(tmp_path / "new", {"t": t}, prefix="a b")
+    assert not (tmp_path / "new").exists()

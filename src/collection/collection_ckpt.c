@@ -15,6 +15,8 @@ int emb_collection_save(const EmbCollection *c, const char *dir, const char *pre
         return c->ops.save ? c->ops.save(c->user, dir, prefix, global_step, max_to_keep, path,
                                          cap)
                            : emb__collection_notsup("emb_collection_save");
+    if (global_step < 0) /* before the saver creates the directory */
+        return emb__fail(EMB_EINVAL, "global_step %lld is negative", (long long)global_step);
     const EmbSaverOptions o = {.max_to_keep = max_to_keep, .var_list = c->vars,
                                .nvars = c->n, .optimizer = c->opt};
     EmbSaver *s = NULL;

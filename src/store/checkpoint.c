@@ -326,6 +326,30 @@ static int write_index(const EmbSaver *s, const char *text)
 
 /* ---- the saver --------------------------------------------------------------------- */
 
+/* Creates @dir and its missing parents as `mkdir -p` does (mode 0777 less the umask); an
+ * existing directory is fine. The error names the path that could not be made. */
+static int make_dirs(const char *dir)
+{
+    char path[PATH_CAP];
+    struct stat st;
+    snprintf(path, sizeof path, "%s", dir); /* the caller checked its length */
+    for (char *p = path + 1;; p++) {
+        const char c = *p;
+        if (c != '/' && c != '\0')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return emb__fail(EMB_EIO, "cannot create checkpoint directory \"%.200s\": %s",
+                             path, strerror(errno));
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            return emb__fail(EMB_EIO, "checkpoint directory \"%.200s\": %s", path,
+                             stat(path, &st) != 0 ? strerror(errno) : "not a directory");
+        *p = c;
+        if (c == '\0')
+            return 0;
+    }
+}
+
 int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
                      const EmbSaverOptions *opts)
 {
@@ -339,15 +363,18 @@ int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
     int r = check_prefix(prefix);
     if (r)
         return r;
-    if (strlen(dir) >= PATH_CAP - FILE_NAME_MAX - 64 || stat(dir, &st) != 0 ||
-        !S_ISDIR(st.st_mode))
-        return emb__fail(EMB_EIO, "checkpoint directory \"%.200s\" does not exist", dir);
+    if (!dir[0] || strlen(dir) >= PATH_CAP - FILE_NAME_MAX - 64)
+        return emb__fail(EMB_EINVAL, "checkpoint directory \"%.200s\": empty or longer "
+                         "than %d bytes", dir, PATH_CAP - FILE_NAME_MAX - 65);
     if (opts && (opts->nvars < 0 || (opts->nvars > 0 && !opts->var_list)))
         return emb__fail(EMB_EINVAL, "saver var_list: %lld entries at %p",
                          (long long)opts->nvars, (const void *)(opts ? opts->var_list : NULL));
     for (int64_t i = 0; opts && i < opts->nvars; i++)
         if (!opts->var_list[i].table)
             return emb__fail(EMB_ENULL, "saver var_list entry %lld has no table", (long long)i);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        if ((r = make_dirs(dir)) != 0) /* after every check of the arguments */
+            return r;
     EmbSaver *s = calloc(1, sizeof *s);
     if (!s)
         return emb__fail(EMB_ENOMEM, "out of memory for a saver");
