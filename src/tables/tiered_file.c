@@ -46,6 +46,8 @@ static int copy_pass(Tier *x, emb_tier_rec_fn fn, const void *arg, const char *n
         for (int64_t k = 0; k < n && !r; k++)
             fn(x, buf + (size_t)k * x->recbytes, r0 + k, arg);
         r = r ? r : emb__tier_file_rw(x, fd, r0, n, buf, true);
+        if (r)
+            r = emb__fail(r, "%s (into a new copy: the table is unchanged)", emb_last_error());
     }
     const int se = r ? 0 : emb__tier_io_sync(fd);
     if (se)
