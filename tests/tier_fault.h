@@ -38,7 +38,7 @@ static void fault_set(int err, int writes, int reads, int64_t row_lo)
 }
 
 /* Syncs fail with @err (0: none), nothing else. */
-static void fault_sync_set(int err)
+static inline void fault_sync_set(int err)
 {
     fault_set(0, 1, 1, 0);
     fault_sync = err;

@@ -237,6 +237,7 @@ int emb__table_tiered_commit(EmbTable *t)
 int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
                             int32_t featuresize, EmbDtype dtype, const EmbTieredOptions *opts)
 {
+    EMB_CHECK_NULL(out);
     EmbTable *t = NULL;
     int r = emb__table_tiered_create_pending(&t, path, ncolumns, featuresize, dtype, opts);
     r = r ? r : emb__table_tiered_commit(t);
