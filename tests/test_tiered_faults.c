@@ -88,7 +88,7 @@ Test(tiered_faults, a_save_of_a_cut_file_fails_with_eio, .init = setup, .fini = 
     cr_assert_eq(truncate(path, EMB_TIER_HEADER + 1000 * (D * 4)), 0); /* another process */
     cr_assert_eq(save(t, "a", ck), EMB_EIO);
     error_names(path);
-    error_names("short");
+    error_names("is short (");
     emb_table_destroy(&t);
 
     t = make(path, 2.0f);
@@ -235,8 +235,9 @@ static void dirty(EmbTable *t, int64_t id, float v)
     cr_assert_eq(emb_table_scatter_update(t, &id, 1, row, D), 0, "%s", emb_last_error());
 }
 
-/* The file cut under a dirty row: the flush fails with EMB_EIO naming the file (it wrote
-   the row past the end, leaving a hole of rows that read 0). */
+/* The file cut under a dirty row: the flush, and an update that evicts the row, fail with
+   EMB_EIO naming the file (the flush wrote the row past the end, leaving a hole of rows
+   that read 0). */
 Test(tiered_faults, a_flush_into_a_cut_file_fails, .init = setup, .fini = teardown)
 {
     char path[128];
@@ -246,10 +247,19 @@ Test(tiered_faults, a_flush_into_a_cut_file_fails, .init = setup, .fini = teardo
     cr_assert_eq(truncate(path, EMB_TIER_HEADER + 100 * (D * 4)), 0);
     cr_assert_eq(emb_table_tiered_flush(t), EMB_EIO);
     error_names(path);
-    error_names("short");
+    error_names("is short (");
     struct stat st;
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_size, EMB_TIER_HEADER + 100 * (D * 4), "the flush wrote past the end");
+    /* nor does the eviction of the dirty row by an update of 100 others */
+    int64_t ids[100];
+    float rows[100 * D] = {0};
+    for (int k = 0; k < 100; k++)
+        ids[k] = k;
+    cr_assert_eq(emb_table_scatter_update(t, ids, 100, rows, D), EMB_EIO);
+    error_names("is short (");
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_size, EMB_TIER_HEADER + 100 * (D * 4), "a write-back past the end");
     emb_table_destroy(&t);
 }
 

@@ -512,6 +512,14 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, b
         if (rows)
             rows[k] = row;
     }
+    /* a write-back into a file cut by someone else would leave a hole of rows reading 0 */
+    const int cut = nw ? emb__tier_check_size(x) : 0;
+    if (cut) {
+        for (int64_t i = 0; i < nw; i++)
+            w[i].res = -EIO; /* not written: the victims go back dirty */
+        resolve_undo(x, w, nw, rd, nr, mark, sp0);
+        return cut;
+    }
     x->st.misses += nr;
     emb__tier_io_submit(x->io, w, nw); /* from the parked copies: with the reads */
     emb__tier_io_run(x->io, rd, nr);
