@@ -2,11 +2,13 @@
 /*
  * tiered_file.c — a tiered table's passes over its whole file (tiered_impl.h): initialize
  * and the optimizer state's initial values (streamed in 1 MiB chunks of records, the cache
- * flushed and emptied first), the state view, and checkpoints. A save maps the flushed
- * file read-only: the store reads row k where it lies, through the page cache, so nothing
- * is staged in RAM. A restore maps a new copy of the file (its blocks allocated first, so
- * a full disk fails in stage, before any table changes), the store writes the rows into
- * it, and the commit renames it over the old file and drops the cache.
+ * flushed and emptied first, into a new copy of the file renamed over it once whole: all
+ * or nothing), the state view, and checkpoints. A save reads the flushed file with pread,
+ * 1 MiB of records at a time (through the page cache, nothing mapped: a file cut by
+ * someone else fails the save with EMB_EIO, never a SIGBUS). A restore maps a new copy of
+ * the file (an O_EXCL name, its blocks allocated first, so a full disk fails in stage,
+ * before any table changes), the store writes the rows into it, and the commit renames it
+ * over the old file and drops the cache.
  */
 #include <errno.h>
 #include <fcntl.h>
