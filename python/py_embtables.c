@@ -25,7 +25,8 @@ static PyObject *error_class(int rc)
     case EMB_ENODEV:
     case EMB_EDEVICE:
     case EMB_ENOTSUP:
-    case EMB_EEXIST: return Error;
+    case EMB_EEXIST:
+    case EMB_EBUSY: return Error;
     default: return InvalidError;
     }
 }

@@ -11,7 +11,7 @@ dir=${1:?usage: scripts/fuzz.sh BUILDDIR [SECONDS]}
 secs=${2:-60}
 ninja -C "$dir" >/dev/null
 mkdir -p "$dir/fuzz-artifacts"
-for t in lookup update checkpoint criteo dynamic; do
+for t in lookup update checkpoint criteo dynamic tiered; do
     work="$dir/fuzz-corpus/$t"
     mkdir -p "$work"
     # a checkpoint in the library's current format, whatever the tree's seeds hold

@@ -71,6 +71,7 @@ const char *emb_strerror(int code)
     case EMB_ENOTFOUND: return "not found";
     case EMB_EEXIST: return "already exists";
     case EMB_ENONFINITE: return "non-finite value";
+    case EMB_EBUSY: return "in use";
     default: return "unknown error";
     }
 }

@@ -60,6 +60,7 @@ enum {
     EMB_EEXIST = -16,   /**< a named object exists already */
     EMB_ENONFINITE = -17, /**< a NaN or infinity where the table asks for finite values
                                (EMB_TABLE_CHECK_FINITE) */
+    EMB_EBUSY = -18,    /**< a resource is in use by another user (a tiered table's file) */
 };
 
 /**

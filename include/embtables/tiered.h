@@ -40,7 +40,11 @@
  *   of an operation, or sent by a prefetch) is retried by the next lookup or update, which
  *   fails with EMB_EIO naming those rows if it fails again, before doing anything else:
  *   a disk that takes no writes stops the training at the next step. An operation that
- *   fails writes nothing, as for any table.
+ *   fails writes nothing, as for any table. emb_table_initialize() (and an optimizer's
+ *   attach, which writes the state's initial values) writes the new rows into a copy of
+ *   the file, its blocks allocated first, renamed over it once whole: it needs room for a
+ *   second file while it runs, and a full disk or an I/O error leaves the table as it was.
+ *   A save reads the file (no mapping): a file cut by someone else fails it with EMB_EIO.
  *
  * Concurrency: one operation at a time per tiered table (lookups of one table from two
  * user threads at once are not supported); inside an operation any number of the library's
@@ -97,21 +101,25 @@ typedef struct EmbTieredOptions {
  * (emb_optimizer_state_width()).
  */
 typedef struct EmbTieredSpec {
-    const char *path;          /**< the backing file (created, or truncated when it
-                                    exists); under MPI, each rank's part is the file
+    const char *path;          /**< the backing file (created, or replaced when it
+                                    exists, once the table is made); under MPI, each rank's part is the file
                                     `<path>.rank<R>` */
     EmbTieredOptions options;  /**< cache size, policy, engine, state room */
 } EmbTieredSpec;
 
 /**
  * Creates a tiered table of @p ncolumns rows of @p featuresize elements of @p dtype in the
- * file @p path (created, or truncated when it exists; rows start as zeros: see
- * emb_table_initialize()). The file is sized at once (sparse where the file system allows).
+ * file @p path (rows start as zeros: see emb_table_initialize()). The file is made beside
+ * @p path under a new name, sized at once (sparse where the file system allows), and
+ * renamed over @p path (a file there is replaced) only when the call succeeds: a failed
+ * create leaves @p path as it found it. The table holds an exclusive lock (flock) on its
+ * file until it is destroyed; the cache holds at most every row of the table.
  * @param out receives the table; untouched on failure
- * @return 0, EMB_ENULL, EMB_EINVAL (a bad option, a cache smaller than one record),
- *         EMB_EDTYPE, EMB_ESHAPE, EMB_EOVERFLOW, EMB_EIO (the file cannot be created or
- *         sized: the message names it), EMB_ENOTSUP (io_uring asked for and unavailable),
- *         EMB_ENOMEM
+ * @return 0, EMB_ENULL, EMB_EINVAL (a bad option, a cache smaller than one record, @p path
+ *         is not a regular file), EMB_EDTYPE, EMB_ESHAPE, EMB_EOVERFLOW, EMB_EIO (the file
+ *         cannot be created or sized: the message names it), EMB_EBUSY (another table or
+ *         process has the file at @p path), EMB_ENOTSUP (io_uring asked for and
+ *         unavailable), EMB_ENOMEM
  */
 EMB_API int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
                                     int32_t featuresize, EmbDtype dtype,
@@ -120,9 +128,12 @@ EMB_API int emb_table_tiered_create(EmbTable **out, const char *path, int64_t nc
 /**
  * Opens the tiered table in @p path (written by emb_table_tiered_create() and flushed),
  * with its shape and state room from the file's header.
- * @return 0, EMB_ENULL, EMB_EINVAL, EMB_ENOTFOUND (no such file), EMB_EIO (it cannot be
- *         opened for reading and writing), EMB_ECORRUPT (not a tiered table's file, or
- *         short: the message names the missing rows), EMB_ENOTSUP, EMB_ENOMEM
+ * The table holds an exclusive lock (flock) on the file until it is destroyed.
+ * @return 0, EMB_ENULL, EMB_EINVAL (a bad option; not a regular file: a FIFO is refused,
+ *         not waited on), EMB_ENOTFOUND (no such file), EMB_EIO (it cannot be opened for
+ *         reading and writing), EMB_ECORRUPT (not a tiered table's file, or short: the
+ *         message names the missing rows), EMB_EBUSY (another table or process has it
+ *         open), EMB_ENOTSUP, EMB_ENOMEM
  */
 EMB_API int emb_table_tiered_open(EmbTable **out, const char *path,
                                   const EmbTieredOptions *opts);
@@ -131,8 +142,10 @@ EMB_API int emb_table_tiered_open(EmbTable **out, const char *path,
 EMB_API int emb_table_is_tiered(const EmbTable *t);
 
 /**
- * Writes every dirty row back and syncs the file. Rows whose write fails stay cached and
- * dirty: calling again retries them.
+ * Writes every dirty row back and syncs the file. The rows become clean only once the
+ * sync has succeeded: after a failed write or sync every dirty row stays cached and
+ * dirty, and calling again writes them all again. A file shorter than the table (cut by
+ * someone else) fails with EMB_EIO before anything is written.
  * @return 0, EMB_ENULL, EMB_EINVAL (not a tiered table), EMB_EIO (naming the file and
  *         the rows), EMB_ENOMEM
  */

@@ -2,6 +2,8 @@
 """Tiered tables from Python (Table.tiered): a Collection trained over tiered tables (f32
 and int8, caches of a few rows) gives the bits of the same tables in memory; lookups,
 to_float, flush and the counters; a file in a missing folder raises NotFoundError naming it."""
+import os
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,16 @@ def test_tiered_errors(tmp_path):
         t.numpy()
     with pytest.raises(et.InvalidError):
         et.Table.create(10, 4).flush()
+
+
+def test_tiered_file_cut_or_shared(tmp_path):
+    """A save of a file cut by another process raises FileError naming it (it was a
+    SIGBUS); a second table on the same file raises Error naming it (EMB_EBUSY)."""
+    path = tmp_path / "cut"
+    t = et.Table.tiered(path, 3000, 16)
+    t.flush()
+    with pytest.raises(et.Error, match="in use"):
+        et.Table.tiered(path, 10, 4)
+    os.truncate(path, 4096 + 100 * 64)
+    with pytest.raises(et.FileError, match=str(path)):
+        et.Saver(tmp_path, {"t": t}).save(1)

@@ -15,6 +15,8 @@
 
 #include "collection/collection_impl.h"
 #include "embtables/tiered.h"
+#include "store/store_impl.h"
+#include "tables/table_impl.h"
 
 /* ---- creation ------------------------------------------------------------------------ */
 
@@ -94,6 +96,8 @@ static int table_of(EmbCollection *c, const EmbCollectionTable *d, int64_t i, in
         return 0;
     }
     int r = c->store ? 0 : emb_store_create(&c->store);
+    if (!r) /* its tiered files replaced only when the collection is made (commit_files) */
+        c->store->defer_commit = true;
     EmbVariableSpec spec = d->spec;
     spec.name = c->names[i];
     spec.trainable = 1;
@@ -177,6 +181,17 @@ static int fill(EmbCollection *c, const EmbCollectionTable *tables,
     return r;
 }
 
+/* The new files of the collection's tiered tables renamed over their paths: the last step
+   of a create, so that a create that fails leaves every path as it found it. */
+static int commit_files(EmbCollection *c)
+{
+    int r = 0;
+    for (int64_t i = 0; i < c->n && !r; i++)
+        if (c->owned[i] && (r = emb__table_tiered_commit(c->tables[i])))
+            r = emb__collection_named(c, r, "emb_collection_create", i);
+    return r;
+}
+
 /* What every collection starts from, checked: the names, poolings and arrays. */
 static int shell(const char *op, const EmbCollectionTable *tables, int64_t n,
                  int64_t prependrows, EmbCollection **out)
@@ -218,6 +233,8 @@ int emb_collection_create(EmbCollection **out, const EmbCollectionTable *tables,
         r = shell("emb_collection_create", tables, n, o->prependrows, &c);
     if (!r)
         r = fill(c, tables, o);
+    if (!r)
+        r = commit_files(c);
     if (r) {
         emb_collection_destroy(&c);
         return r;

@@ -289,6 +289,8 @@ static int write_tensor(EmbCkptTensor *t, int fd, uint64_t off, unsigned char *b
     for (int64_t col = 0; col < t->ncolumns && !e; col++) {
         int64_t tmp;
         const char *src = t->column(t, col, &tmp);
+        if (!src)
+            return -1; /* a row the kind could not read: its message set (EmbRowList) */
         if (fill + cb > EMB_CKPT_CHUNK && fill > 0) {
             XXH3_64bits_update(&st, buf, fill);
             e = write_all(fd, buf, fill, off);
@@ -352,6 +354,8 @@ int emb__ckpt_write(EmbCkpt *c, json_t *meta, int fd, const char *path)
         e = write_all(fd, h, n, 8);
     }
     free(h);
+    if (e < 0)
+        return EMB_EIO;
     if (e == ENOMEM)
         return emb__fail(EMB_ENOMEM, "out of memory writing checkpoint %s", path);
     if (e)

@@ -52,8 +52,10 @@ static const void *tensor_column(const EmbCkptTensor *t, int64_t col, int64_t *t
     const EmbRowList *l = t->src;
     if (t->src_what == SRC_ROWS)
         return l->row(l, col);
-    if (t->src_what == SRC_STATE)
-        return (const char *)l->state(l, col) + off;
+    if (t->src_what == SRC_STATE) {
+        const float *st = l->state(l, col);
+        return st ? (const char *)st + off : NULL;
+    }
     return l->extra_column(l, t->src_what - SRC_EXTRA, col, tmp);
 }
 

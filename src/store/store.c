@@ -96,7 +96,7 @@ static int create_tiered(EmbTable **out, const EmbVariableSpec *spec, EmbTableOp
 {
     EmbTieredOptions to = spec->tiered->options;
     to.table = o;
-    return emb_table_tiered_create(out, spec->tiered->path, spec->ncolumns, spec->featuresize,
+    return emb__table_tiered_create_pending(out, spec->tiered->path, spec->ncolumns, spec->featuresize,
                                    spec->dtype, &to);
 }
 
@@ -124,6 +124,8 @@ static int create_entry(EmbStore *s, const EmbVariableSpec *spec, EmbTable **out
         r = emb_table_create(&t, spec->ncolumns, spec->featuresize, spec->dtype, &o);
     if (!r)
         r = emb_table_initialize(t, &spec->init);
+    if (!r && !s->defer_commit) /* a tiered table replaces its file once it is whole */
+        r = emb__table_tiered_commit(t);
     if (r) {
         emb_table_destroy(&t);
         return r;

@@ -15,6 +15,7 @@ typedef struct EmbStoreEntry {
 struct EmbStore {
     EmbStoreEntry *entries; /* creation order */
     int64_t n, cap;
+    bool defer_commit; /* tiered tables left uncommitted (a collection's: it commits them) */
 };
 
 /* The entry named @name, or NULL. */

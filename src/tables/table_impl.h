@@ -87,6 +87,16 @@ EMB_INLINE void emb__table_release(const EmbTable *t)
         t->ops->release(t);
 }
 
+struct EmbTieredOptions;
+/* A tiered table created in a new file that replaces @path only on emb__table_tiered_commit
+   (emb_table_tiered_create's arguments and codes): destroyed uncommitted, it leaves @path as
+   it found it. The store initialises its tables before the commit; a collection commits
+   when the whole collection is made. Commit: 0 (nothing to do for another table) or EMB_EIO. */
+int emb__table_tiered_create_pending(EmbTable **out, const char *path, int64_t ncolumns,
+                                     int32_t featuresize, EmbDtype dtype,
+                                     const struct EmbTieredOptions *opts);
+int emb__table_tiered_commit(EmbTable *t);
+
 /* Whether rows must be fetched and pinned (EMB_OPS_PINS: a tiered table's, from disk):
    reach them through the fallible resolve, not column(). */
 EMB_INLINE bool emb__table_pins(const EmbTable *t)

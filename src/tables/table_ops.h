@@ -149,7 +149,9 @@ typedef struct EmbExtraTensor {
  * (save_list); the store writes the values, the optimizer slots and the extra tensors from
  * it and then calls `close`. The order is a function of the table's content only (dynamic:
  * increasing id). A listing is a snapshot: nothing changes the table while it is open.
- * A tiered kind flushes or reads through its dirty rows here, and may fail (EMB_EIO).
+ * A tiered kind flushes or reads through its dirty rows here, and may fail (EMB_EIO); its
+ * row() and state() may return NULL (a row that cannot be read: EMB_EIO, message set),
+ * which fails the save.
  */
 typedef struct EmbRowList {
     int64_t n;                                          /* rows listed */

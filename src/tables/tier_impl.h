@@ -56,6 +56,11 @@ typedef struct Tier {
     pthread_mutex_t mu;  /* every entry below runs under it */
     int fd;
     char *path;
+    /* a create until emb__tier_commit: fd is the new file, named tmp_path; hold_fd the file
+       at path (locked), made_path when the create made it (tier_backing.c) */
+    char *tmp_path;
+    int hold_fd;
+    bool made_path;
     EmbTierIo *io;
     EmbTierCache cache;
     TierScratch sp;
@@ -128,10 +133,30 @@ typedef struct EmbTierShape {
     int32_t D, dtype, state_room;
 } EmbTierShape;
 
-/* The shape in the header of the file @path: 0, EMB_ENOTFOUND, EMB_EIO, EMB_ECORRUPT. */
+/* ---- the backing file (tier_backing.c) ---- */
+/* The shape in the header of the file @path: 0, EMB_ENOTFOUND, EMB_EIO, EMB_ECORRUPT,
+   EMB_EINVAL (not a regular file). */
 int emb__tier_read_shape(const char *path, EmbTierShape *sh);
 /* Writes @x's header into the file @fd and sizes it for x->nrows records: 0 or EMB_EIO. */
 int emb__tier_format(const Tier *x, int fd, const char *path);
+/* The file offset of record @row. */
+int64_t emb__tier_rec_offset(const Tier *x, int64_t row);
+/* Opens x->path (regular files only), locked for the table (EMB_EBUSY when another holds
+   it): the existing file, its shape read into @x; or, with @create, a new file formatted
+   beside it (x->tmp_path) that replaces it on emb__tier_commit. 0 or an error naming it. */
+int emb__tier_open_file(Tier *x, bool create);
+/* A create's new file renamed over x->path (nothing to do after an open): 0 or EMB_EIO. */
+int emb__tier_commit(Tier *x);
+/* Closes the files; a create not committed removes its new file (and its placeholder). */
+void emb__tier_close_file(Tier *x);
+/* A new file beside @path, created (O_EXCL) and locked, its malloc'd name in *@name: an fd,
+   or a negative EMB_EIO / EMB_ENOMEM naming @path. */
+int emb__tier_tmp_create(const Tier *x, const char *path, char **name);
+/* 0, or EMB_EIO naming the file when it is shorter than the table (cut by someone else). */
+int emb__tier_check_size(const Tier *x);
+/* state_off and recbytes from rowbytes and state_room. */
+void emb__tier_set_layout(Tier *x);
+
 /* Switches @x to the file @fd (a restored copy, named @path; @x takes both): every cached
    and scratch row is dropped, dirty or not. */
 void emb__tier_swap_file(Tier *x, int fd, char *path);
@@ -180,7 +205,11 @@ typedef void (*emb_tier_rec_fn)(const Tier *x, char *rec, int64_t row, const voi
 void emb__tier_each_resident(Tier *x, emb_tier_rec_fn fn, const void *arg);
 /* Drops every cached row (after a flush): the next resolve reads from the file. */
 void emb__tier_drop(Tier *x);
-/* Reads / writes @n records from row @r0 directly (no cache): 0 or EMB_EIO. */
-int emb__tier_file_rw(Tier *x, int64_t r0, int64_t n, void *buf, bool write);
+/* Reads / writes @n records from row @r0 directly (no cache) of the table's file (@fd -1)
+   or of the file @fd (a copy of it): 0 or EMB_EIO naming the rows. */
+int emb__tier_file_rw(Tier *x, int fd, int64_t r0, int64_t n, void *buf, bool write);
+/* Switches @x to the file @fd, a copy of its file with the same rows as the cache holds
+   (renamed over x->path already): the cache is kept. */
+void emb__tier_replace_fd(Tier *x, int fd);
 
 #endif

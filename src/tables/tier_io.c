@@ -407,6 +407,20 @@ void emb__tier_io_set_fd(EmbTierIo *io, int fd)
     pthread_mutex_unlock(&io->mu);
 }
 
+int32_t emb__tier_io_rw_fd(int fd, EmbTierReq *r)
+{
+    const int f = injected(r);
+    r->res = f ? f : rw_all(fd, r);
+    return r->res;
+}
+
+int32_t emb__tier_io_sync(int fd)
+{
+    const EmbTierReq q = {.write = 1, .tag = EMB_TIER_SYNC_TAG};
+    const int f = injected(&q);
+    return f ? f : fdatasync(fd) ? -errno : 0;
+}
+
 const char *emb__tier_io_name(const EmbTierIo *io)
 {
     return io->kind == EMB_TIER_IO_URING ? "io_uring" : "pread";

@@ -43,6 +43,14 @@ typedef enum EmbTierIoKind {
 typedef int (*emb_tier_fault_fn)(const EmbTierReq *req);
 void emb__tier_io_set_fault(emb_tier_fault_fn fn);
 
+/* The fault hook sees a sync (emb__tier_io_sync) as a write of 0 bytes with this tag. */
+#define EMB_TIER_SYNC_TAG INT64_MAX
+
+/* Does request @r on the file @fd (not the engine's) at once, in this thread: its res. */
+int32_t emb__tier_io_rw_fd(int fd, EmbTierReq *r);
+/* fdatasync of @fd (the fault hook's first): 0 or -errno. */
+int32_t emb__tier_io_sync(int fd);
+
 /* 0, or EMB_ENOMEM / EMB_ENOTSUP (io_uring asked for and unavailable) with a message. */
 int emb__tier_io_create(EmbTierIo **out, int fd, EmbTierIoKind kind);
 /* Waits for every request in flight, then frees the engine. NULL is fine. */

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dtype.h"
@@ -25,13 +24,6 @@
 #define SP_BLOCK 64
 #define TIER_SP_PINNED 0x80
 #define TIER_SP_WB 0x40 /* a prefetch's write-back of the row is in flight (x->pfw) */
-
-typedef struct TierHeader {
-    char magic[8];
-    uint32_t version;
-    int32_t dtype, D, state_room;
-    int64_t nrows, recbytes;
-} TierHeader;
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -74,86 +66,13 @@ static void random_access(int fd)
 
 static int64_t rec_offset(const Tier *x, int64_t row)
 {
-    return EMB_TIER_HEADER + row * (int64_t)x->recbytes;
+    return emb__tier_rec_offset(x, row);
 }
 
-int emb__tier_format(const Tier *x, int fd, const char *path)
-{
-    char page[EMB_TIER_HEADER] = {0};
-    TierHeader h = {.version = 1, .dtype = x->dtype, .D = x->D, .state_room = x->state_room,
-                    .nrows = x->nrows, .recbytes = (int64_t)x->recbytes};
-    memcpy(h.magic, EMB_TIER_MAGIC, 8);
-    memcpy(page, &h, sizeof h);
-    if (pwrite(fd, page, sizeof page, 0) != (ssize_t)sizeof page ||
-        ftruncate(fd, rec_offset(x, x->nrows)) != 0)
-        return emb__fail(EMB_EIO, "%s: cannot size %s for %lld rows: %s", x->label, path,
-                         (long long)x->nrows, strerror(errno));
-    return 0;
-}
-
-/* Reads and checks the header of @fd (@path for messages) into @sh; @size: the file's. */
-static int read_header(int fd, const char *path, EmbTierShape *sh, int64_t *recbytes)
-{
-    TierHeader h;
-    struct stat st;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, EMB_TIER_MAGIC, 8))
-        return emb__fail(EMB_ECORRUPT, "%s is not a tiered table's file (no header)", path);
-    size_t rb = 0;
-    if (h.version != 1 || h.D < 1 || h.nrows < 0 || h.state_room < 0 ||
-        (rb = emb__row_bytes((EmbDtype)h.dtype, h.D)) == 0 ||
-        (int64_t)((rb + 15) / 16 * 16 + 4 * (size_t)h.state_room) != h.recbytes)
-        return emb__fail(EMB_ECORRUPT, "%s: the header of a tiered table is corrupt", path);
-    if (fstat(fd, &st) != 0)
-        return emb__fail(EMB_EIO, "%s: %s", path, strerror(errno));
-    const int64_t have = st.st_size < EMB_TIER_HEADER ? 0
-                         : (st.st_size - EMB_TIER_HEADER) / h.recbytes;
-    if (have < h.nrows)
-        return emb__fail(EMB_ECORRUPT, "%s is short: rows %lld..%lld of %lld are missing",
-                         path, (long long)have, (long long)h.nrows - 1, (long long)h.nrows);
-    *sh = (EmbTierShape){.nrows = h.nrows, .D = h.D, .dtype = h.dtype,
-                         .state_room = h.state_room};
-    *recbytes = h.recbytes;
-    return 0;
-}
-
-int emb__tier_read_shape(const char *path, EmbTierShape *sh)
-{
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "cannot open %s: %s",
-                         path, strerror(errno));
-    int64_t rec;
-    const int r = read_header(fd, path, sh, &rec);
-    close(fd);
-    return r;
-}
-
-static void set_layout(Tier *x)
+void emb__tier_set_layout(Tier *x)
 {
     x->state_off = (x->rowbytes + 15) / 16 * 16;
     x->recbytes = x->state_off + 4 * (size_t)x->state_room;
-}
-
-/* Opens the file: an existing one (its shape from the header), or, with @create, creates
-   (or truncates) and formats it, the last step of a create. */
-static int open_file(Tier *x, bool create)
-{
-    x->fd = open(x->path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
-    if (x->fd < 0)
-        return emb__fail(errno == ENOENT ? EMB_ENOTFOUND : EMB_EIO, "%s: cannot open %s: %s",
-                         x->label, x->path, strerror(errno));
-    random_access(x->fd);
-    if (create)
-        return emb__tier_format(x, x->fd, x->path);
-    EmbTierShape sh = {0};
-    int64_t rec = 0;
-    const int r = read_header(x->fd, x->path, &sh, &rec);
-    if (r)
-        return r;
-    x->nrows = sh.nrows, x->D = sh.D, x->dtype = sh.dtype, x->state_room = sh.state_room;
-    x->rowbytes = emb__row_bytes((EmbDtype)sh.dtype, sh.D);
-    set_layout(x);
-    return 0;
 }
 
 /* The cache and the engine (on no file yet: fd -1 until the file is opened). */
@@ -163,26 +82,27 @@ static int setup_memory(Tier *x, int64_t cache_bytes, int lfu, EmbTierIoKind kin
         return emb__fail(EMB_EINVAL, "%s: a cache of %lld bytes (cache_bytes) holds no "
                          "record of %zu bytes", x->label, (long long)cache_bytes, x->recbytes);
     const int r = emb__tier_io_create(&x->io, -1, kind);
-    return r ? r : emb__tier_cache_init(&x->cache, cache_bytes / (int64_t)x->recbytes,
-                                        x->recbytes, lfu);
+    /* no more rows than the table has: a larger cache would never fill */
+    const int64_t rows = EMB_MAX(1, EMB_MIN(x->nrows, cache_bytes / (int64_t)x->recbytes));
+    return r ? r : emb__tier_cache_init(&x->cache, rows, x->recbytes, lfu);
 }
 
 int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
                    EmbTierIoKind kind)
 {
-    x->fd = -1;
+    x->fd = x->hold_fd = -1;
     x->step_nd = -1;
     pthread_mutex_init(&x->mu, NULL);
     x->path = strdup(path);
     if (!x->path)
         return emb__fail(EMB_ENOMEM, "out of memory for a tiered table");
     int r = 0;
-    if (create) { /* everything that can fail but the file first: a failed create leaves no file */
-        set_layout(x);
+    if (create) { /* everything that can fail but the file first */
+        emb__tier_set_layout(x);
         r = setup_memory(x, cache_bytes, lfu, kind);
-        r = r ? r : open_file(x, true);
+        r = r ? r : emb__tier_open_file(x, true);
     } else {
-        r = open_file(x, false);
+        r = emb__tier_open_file(x, false);
         r = r ? r : setup_memory(x, cache_bytes, lfu, kind);
     }
     if (!r) {
@@ -205,8 +125,7 @@ void emb__tier_fini(Tier *x)
     emb__tier_io_destroy(&x->io);
     emb__tier_cache_free(&x->cache);
     sp_free(&x->sp);
-    if (x->fd >= 0)
-        close(x->fd);
+    emb__tier_close_file(x);
     free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order), free(x->pfw);
     free(x->wslot), free(x->br), free(x->brow), free(x->step_uid), free(x->step_urow);
     free(x->mrow);
@@ -215,7 +134,7 @@ void emb__tier_fini(Tier *x)
     pthread_mutex_destroy(&x->mu);
 }
 
-int emb__tier_file_rw(Tier *x, int64_t r0, int64_t n, void *buf, bool write)
+int emb__tier_file_rw(Tier *x, int fd, int64_t r0, int64_t n, void *buf, bool write)
 {
     int64_t done = 0;
     while (done < n) { /* requests of at most 1 MiB */
@@ -223,9 +142,17 @@ int emb__tier_file_rw(Tier *x, int64_t r0, int64_t n, void *buf, bool write)
         EmbTierReq q = {.buf = (char *)buf + done * (int64_t)x->recbytes,
                         .offset = rec_offset(x, r0 + done), .write = write,
                         .len = (uint32_t)(k * (int64_t)x->recbytes), .tag = r0 + done};
-        emb__tier_io_run(x->io, &q, 1);
-        if (q.res)
-            return io_fail(x, &q, 1, write ? "writing" : "reading");
+        if (fd < 0)
+            emb__tier_io_run(x->io, &q, 1);
+        else
+            emb__tier_io_rw_fd(fd, &q);
+        if (q.res) {
+            const int e = -q.res;
+            return emb__fail(EMB_EIO, "%s: %s rows %lld..%lld of %s: %s", x->label,
+                             write ? "writing" : "reading", (long long)(r0 + done),
+                             (long long)(r0 + done + k - 1), x->path,
+                             e == ENODATA ? "the file is shorter than the table" : strerror(e));
+        }
         done += k;
     }
     return 0;
@@ -584,6 +511,14 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, b
         }
         if (rows)
             rows[k] = row;
+    }
+    /* a write-back into a file cut by someone else would leave a hole of rows reading 0 */
+    const int cut = nw ? emb__tier_check_size(x) : 0;
+    if (cut) {
+        for (int64_t i = 0; i < nw; i++)
+            w[i].res = -EIO; /* not written: the victims go back dirty */
+        resolve_undo(x, w, nw, rd, nr, mark, sp0);
+        return cut;
     }
     x->st.misses += nr;
     emb__tier_io_submit(x->io, w, nw); /* from the parked copies: with the reads */
@@ -1011,11 +946,16 @@ void emb__tier_release_later(Tier *x)
     pthread_mutex_unlock(&x->mu);
 }
 
+/* Writes the dirty rows back and syncs; they are marked clean only once the sync has
+   succeeded (a failed write-back or sync may have lost any of them: all are written again). */
 static int flush_locked(Tier *x)
 {
     pf_settle(x, true);
     if (rq_room(x, x->cache.nslots + x->sp.n))
         return emb__fail(EMB_ENOMEM, "%s: out of memory for a flush", x->label);
+    const int cut = emb__tier_check_size(x); /* a write past its end would leave holes */
+    if (cut)
+        return cut;
     int64_t nw = 0;
     for (int64_t s = 0; s < x->cache.nslots; s++)
         if (x->cache.slots[s].flags & EMB_TIER_DIRTY)
@@ -1025,20 +965,19 @@ static int flush_locked(Tier *x)
         if (x->sp.flags[k] & EMB_TIER_DIRTY)
             x->rq[nw++] = req(x, x->sp.ids[k], sp_row(x, k), true);
     emb__tier_io_run(x->io, x->rq, nw);
-    for (int64_t i = 0; i < nw; i++) {
-        if (x->rq[i].res)
-            continue;
-        x->st.rows_written++;
+    x->st.rows_written += nw - count_failed(x->rq, nw);
+    if (any_failed(x->rq, nw))
+        return io_fail(x, x->rq, nw, "writing back");
+    const int e = emb__tier_io_sync(x->fd);
+    if (e)
+        return emb__fail(EMB_EIO, "%s: syncing %s: %s (its %lld dirty rows stay dirty)",
+                         x->label, x->path, strerror(-e), (long long)nw);
+    for (int64_t i = 0; i < nw; i++)
         if (i < ncache)
             x->cache.slots[slot_of(x, x->rq[i].buf)].flags &= (uint8_t)~EMB_TIER_DIRTY;
         else
             x->sp.flags[sp_find(&x->sp, x->rq[i].tag)] &= (uint8_t)~EMB_TIER_DIRTY;
-    }
-    if (any_failed(x->rq, nw))
-        return io_fail(x, x->rq, nw, "writing back");
-    return fdatasync(x->fd) ? emb__fail(EMB_EIO, "%s: syncing %s: %s", x->label, x->path,
-                                        strerror(errno))
-                            : 0;
+    return 0;
 }
 
 int emb__tier_flush(Tier *x)
@@ -1203,6 +1142,17 @@ void emb__tier_prefetch(Tier *x, const int64_t *ids, int64_t n)
 }
 
 /* ---- the rest -------------------------------------------------------------------------- */
+
+void emb__tier_replace_fd(Tier *x, int fd)
+{
+    pthread_mutex_lock(&x->mu);
+    pf_settle(x, true);
+    emb__tier_io_set_fd(x->io, fd);
+    random_access(fd);
+    close(x->fd);
+    x->fd = fd;
+    pthread_mutex_unlock(&x->mu);
+}
 
 void emb__tier_swap_file(Tier *x, int fd, char *path)
 {

@@ -157,7 +157,9 @@ void emb__tiered_unref(Tier *x)
 {
     if (!x || --x->refs > 0)
         return;
-    if (x->fd >= 0 && x->io && x->cache.slots) /* best effort: _flush() reports errors */
+    /* best effort: _flush() reports errors. A create not committed leaves no file to flush
+       (and its error message stands) */
+    if (x->fd >= 0 && x->io && x->cache.slots && !x->tmp_path)
         emb__tier_flush(x);
     emb__tier_fini(x);
     free(x->sink);
@@ -203,8 +205,9 @@ static int attach(EmbTable *t, const char *path, bool create, const EmbTieredOpt
     return r;
 }
 
-int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
-                            int32_t featuresize, EmbDtype dtype, const EmbTieredOptions *opts)
+int emb__table_tiered_create_pending(EmbTable **out, const char *path, int64_t ncolumns,
+                                     int32_t featuresize, EmbDtype dtype,
+                                     const EmbTieredOptions *opts)
 {
     EMB_CHECK_NULL(out);
     EMB_CHECK_NULL(path);
@@ -218,6 +221,26 @@ int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
         r = emb__fail(EMB_EOVERFLOW, "tiered table %s: %lld rows overflow", path,
                       (long long)ncolumns);
     r = r ? r : attach(t, path, true, &o);
+    if (r) {
+        emb_table_destroy(&t);
+        return r;
+    }
+    *out = t;
+    return 0;
+}
+
+int emb__table_tiered_commit(EmbTable *t)
+{
+    return emb_table_is_tiered(t) ? emb__tier_commit(tier(t)) : 0;
+}
+
+int emb_table_tiered_create(EmbTable **out, const char *path, int64_t ncolumns,
+                            int32_t featuresize, EmbDtype dtype, const EmbTieredOptions *opts)
+{
+    EMB_CHECK_NULL(out);
+    EmbTable *t = NULL;
+    int r = emb__table_tiered_create_pending(&t, path, ncolumns, featuresize, dtype, opts);
+    r = r ? r : emb__table_tiered_commit(t);
     if (r) {
         emb_table_destroy(&t);
         return r;

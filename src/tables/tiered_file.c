@@ -2,11 +2,13 @@
 /*
  * tiered_file.c — a tiered table's passes over its whole file (tiered_impl.h): initialize
  * and the optimizer state's initial values (streamed in 1 MiB chunks of records, the cache
- * flushed and emptied first), the state view, and checkpoints. A save maps the flushed
- * file read-only: the store reads row k where it lies, through the page cache, so nothing
- * is staged in RAM. A restore maps a new copy of the file (its blocks allocated first, so
- * a full disk fails in stage, before any table changes), the store writes the rows into
- * it, and the commit renames it over the old file and drops the cache.
+ * flushed and emptied first, into a new copy of the file renamed over it once whole: all
+ * or nothing), the state view, and checkpoints. A save reads the flushed file with pread,
+ * 1 MiB of records at a time (through the page cache, nothing mapped: a file cut by
+ * someone else fails the save with EMB_EIO, never a SIGBUS). A restore maps a new copy of
+ * the file (an O_EXCL name, its blocks allocated first, so a full disk fails in stage,
+ * before any table changes), the store writes the rows into it, and the commit renames it
+ * over the old file and drops the cache.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,26 +25,63 @@
 
 /* ---- whole-file passes ----------------------------------------------------------------- */
 
-/* Flushes and empties the cache, then rewrites every record through @fn in chunks; the
-   records that stay resident (pinned by the operation under way) are changed in place. */
+/* The new content of the file, written into a copy of it (formatted, its blocks allocated
+   first: a full disk fails before anything is written) that is renamed over it once whole,
+   then the resident records changed the same way: all or nothing. @name: the file now
+   (a create's new file until its commit). */
+static int copy_pass(Tier *x, emb_tier_rec_fn fn, const void *arg, const char *name,
+                     char *buf, int64_t chunk)
+{
+    char *tmp = NULL;
+    const int fd = emb__tier_tmp_create(x, name, &tmp);
+    if (fd < 0)
+        return fd;
+    int r = emb__tier_format(x, fd, tmp);
+    const int64_t bytes = emb__tier_rec_offset(x, x->nrows);
+    const int e = r ? 0 : posix_fallocate(fd, 0, (off_t)bytes);
+    if (e && e != EOPNOTSUPP && e != EINVAL) /* no room: nothing written */
+        r = emb__fail(EMB_EIO, "%s: no room for a new copy of %s (%lld bytes): %s; the table "
+                      "is unchanged", x->label, x->path, (long long)bytes, strerror(e));
+    for (int64_t r0 = 0; r0 < x->nrows && !r; r0 += chunk) {
+        const int64_t n = EMB_MIN(chunk, x->nrows - r0);
+        r = emb__tier_file_rw(x, -1, r0, n, buf, false);
+        for (int64_t k = 0; k < n && !r; k++)
+            fn(x, buf + (size_t)k * x->recbytes, r0 + k, arg);
+        r = r ? r : emb__tier_file_rw(x, fd, r0, n, buf, true);
+        if (r)
+            r = emb__fail(r, "%s (into a new copy: the table is unchanged)", emb_last_error());
+    }
+    const int se = r ? 0 : emb__tier_io_sync(fd);
+    if (se)
+        r = emb__fail(EMB_EIO, "%s: syncing %s: %s", x->label, tmp, strerror(-se));
+    if (!r && rename(tmp, name) != 0)
+        r = emb__fail(EMB_EIO, "%s: cannot rename %s to %s: %s", x->label, tmp, name,
+                      strerror(errno));
+    if (r) {
+        unlink(tmp);
+        close(fd);
+    } else {
+        emb__tier_each_resident(x, fn, arg);
+        emb__tier_replace_fd(x, fd);
+    }
+    free(tmp);
+    return r;
+}
+
+/* Flushes and empties the cache, then rewrites every record through @fn (copy_pass); the
+   records that stay resident (pinned by the operation under way) are changed in place.
+   Fails (EMB_EIO, EMB_ENOMEM) with the table and its file unchanged. */
 static int each_record(Tier *x, emb_tier_rec_fn fn, const void *arg)
 {
     int r = emb__tier_flush(x);
     if (r)
         return r;
     emb__tier_drop(x);
-    emb__tier_each_resident(x, fn, arg);
     const int64_t chunk = EMB_MAX(1, (1 << 20) / (int64_t)x->recbytes);
     char *buf = malloc((size_t)chunk * x->recbytes);
     if (!buf)
         return emb__fail(EMB_ENOMEM, "%s: out of memory for a pass over its file", x->label);
-    for (int64_t r0 = 0; r0 < x->nrows && !r; r0 += chunk) {
-        const int64_t n = EMB_MIN(chunk, x->nrows - r0);
-        r = emb__tier_file_rw(x, r0, n, buf, false);
-        for (int64_t k = 0; k < n && !r; k++)
-            fn(x, buf + (size_t)k * x->recbytes, r0 + k, arg);
-        r = r ? r : emb__tier_file_rw(x, r0, n, buf, true);
-    }
+    r = copy_pass(x, fn, arg, x->tmp_path ? x->tmp_path : x->path, buf, chunk);
     free(buf);
     return r;
 }
@@ -161,29 +200,39 @@ const EmbTable *emb__tiered_state_view(const EmbTable *t)
 
 /* ---- save ------------------------------------------------------------------------------ */
 
-typedef struct Mapped {
-    char *map;
-    size_t bytes;
-    const Tier *x;
-} Mapped;
+/* A save reads the flushed file in windows of 1 MiB of records (pread: no mapping, so a file
+   cut by someone else fails the save with EMB_EIO instead of a SIGBUS). */
+typedef struct Streamed {
+    Tier *x;
+    char *buf;
+    int64_t lo, n, chunk; /* buf holds rows [lo, lo + n) */
+} Streamed;
 
 static const void *saved_row(const EmbRowList *l, int64_t k)
 {
-    const Mapped *m = l->priv;
-    return m->map + EMB_TIER_HEADER + (size_t)k * m->x->recbytes;
+    Streamed *m = l->priv;
+    if (k < m->lo || k >= m->lo + m->n) {
+        const int64_t n = EMB_MIN(m->chunk, m->x->nrows - k);
+        m->n = 0;
+        if (emb__tier_file_rw(m->x, -1, k, n, m->buf, false))
+            return NULL; /* the store fails the save with this message */
+        m->lo = k, m->n = n;
+    }
+    return m->buf + (size_t)(k - m->lo) * m->x->recbytes;
 }
 
 static const float *saved_state(const EmbRowList *l, int64_t k)
 {
-    const Mapped *m = l->priv;
-    return (const float *)((const char *)saved_row(l, k) + m->x->state_off);
+    const Streamed *m = l->priv;
+    const char *row = saved_row(l, k);
+    return row ? (const float *)(row + m->x->state_off) : NULL;
 }
 
 static void saved_close(EmbRowList *l)
 {
-    Mapped *m = l->priv;
+    Streamed *m = l->priv;
     if (m)
-        munmap(m->map, m->bytes);
+        free(m->buf);
     free(m);
     l->priv = NULL;
 }
@@ -192,20 +241,17 @@ int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
 {
     Tier *x = t->impl;
     int r = emb__tier_flush(x);
+    r = r ? r : emb__tier_check_size(x);
     if (r)
         return r;
-    Mapped *m = calloc(1, sizeof *m);
-    if (!m)
-        return emb__fail(EMB_ENOMEM, "out of memory to save %s", x->label);
-    m->x = x;
-    m->bytes = EMB_TIER_HEADER + (size_t)x->nrows * x->recbytes;
-    m->map = mmap(NULL, m->bytes, PROT_READ, MAP_SHARED, x->fd, 0);
-    if (m->map == MAP_FAILED) {
+    Streamed *m = calloc(1, sizeof *m);
+    const int64_t chunk = EMB_MAX(1, (1 << 20) / (int64_t)x->recbytes);
+    char *buf = m ? malloc((size_t)chunk * x->recbytes) : NULL;
+    if (!buf) {
         free(m);
-        return emb__fail(EMB_EIO, "%s: cannot map %s to save it: %s", x->label, x->path,
-                         strerror(errno));
+        return emb__fail(EMB_ENOMEM, "out of memory to save %s", x->label);
     }
-    madvise(m->map, m->bytes, MADV_SEQUENTIAL);
+    *m = (Streamed){.x = x, .buf = buf, .chunk = chunk};
     *out = (EmbRowList){.n = x->nrows, .row = saved_row, .close = saved_close, .priv = m,
                         .state = state && x->state_width ? saved_state : NULL};
     return 0;
@@ -234,21 +280,21 @@ void emb__tiered_stage_free(EmbRowStage *s)
     if (s->map && s->map != MAP_FAILED)
         munmap(s->map, s->bytes);
     if (s->fd >= 0) {
-        close(s->fd);
         unlink(s->path);
+        close(s->fd);
     }
     free(s->path);
     free(s);
 }
 
-/* Opens, formats and allocates the copy @s->path: 0 or EMB_EIO naming it. */
+/* Creates (a new name beside the file: O_EXCL, no link followed), formats and allocates
+   the copy @s->path: 0 or EMB_EIO naming it. */
 static int stage_file(EmbRowStage *s)
 {
     const Tier *x = s->x;
-    s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    s->fd = emb__tier_tmp_create(x, x->path, &s->path);
     if (s->fd < 0)
-        return emb__fail(EMB_EIO, "%s: cannot create %s to restore into: %s", x->label,
-                         s->path, strerror(errno));
+        return s->fd;
     int r = emb__tier_format(x, s->fd, s->path);
     const int e = r ? 0 : posix_fallocate(s->fd, 0, (off_t)s->bytes);
     if (e)
@@ -269,14 +315,9 @@ int emb__tiered_stage(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out
         return emb__fail(EMB_ESHAPE, "%s: %s holds %lld rows for it, the table has %lld",
                          x->label, in->path, (long long)in->nrows, (long long)x->nrows);
     EmbRowStage *s = calloc(1, sizeof *s);
-    const size_t plen = strlen(x->path) + 16;
-    char *path = s ? malloc(plen) : NULL;
-    if (!path) {
-        free(s);
+    if (!s)
         return emb__fail(EMB_ENOMEM, "out of memory to restore %s", x->label);
-    }
-    snprintf(path, plen, "%s.restore", x->path);
-    *s = (EmbRowStage){.x = x, .fd = -1, .path = path,
+    *s = (EmbRowStage){.x = x, .fd = -1,
                        .bytes = EMB_TIER_HEADER + (size_t)x->nrows * x->recbytes};
     const int r = stage_file(s);
     if (r) {

@@ -2,8 +2,9 @@
 /*
  * tiered_impl.h — the entries of a tiered table's contract that pass over its whole file
  * (tiered_file.c): initialize, the optimizer state's attach (and its view table),
- * checkpoints (save_list: the flushed file mapped, so rows stream through the page cache;
- * a restore stages into a copy of the file, mapped, that replaces it on commit).
+ * checkpoints (save_list: the flushed file read with pread in windows, so rows stream
+ * through the page cache and a file cut meanwhile fails the save; a restore stages into a
+ * copy of the file, mapped, that replaces it on commit).
  */
 #ifndef EMB_TIERED_IMPL_H
 #define EMB_TIERED_IMPL_H
