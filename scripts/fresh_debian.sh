@@ -59,7 +59,6 @@ else
     root=$(mktemp -d /tmp/embtables-fresh.XXXXXX)
     trap 'rm -rf --one-file-system "$root"' EXIT
 fi
-chmod 755 "$root" # the root's /: apt's sandbox user must walk it
 start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
 
@@ -83,6 +82,7 @@ else
     fi
 fi
 rm -f "$root/.debootstrap-done"
+chmod 755 "$root" # the root's /: apt's sandbox user (_apt) must walk it
 # the archive's updates and security suites, as an installed Debian 12 has them
 cat >"$root/etc/apt/sources.list" <<EOF
 deb $mirror bookworm main
