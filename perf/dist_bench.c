@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dist_bench.c — the MPI ensemble's training step, run under mpirun (README: "Scale-out
- * on MPI"). Every rank brings --batch bags (weak scaling: the global batch grows with the
- * ranks, the tables do not) of a DLRM-shaped ensemble (the 26 Criteo Kaggle
+ * dist_bench.c — the MPI ensemble's training step, run under mpirun (docs/guide/mpi.md;
+ * emb-bench --mpi runs it). Every rank brings --batch bags (weak scaling: the global batch
+ * grows with the ranks, the tables do not) of a DLRM-shaped ensemble (the 26 Criteo Kaggle
  * cardinalities capped at --rows, D = --dim, bags of --bag ids, Zipf ids from bench_ids.h,
  * fresh every step), and runs
  * forward (emb_dist_maplookup into the concat output), backward and an SGD update.

@@ -6,7 +6,7 @@
  * row, the median and p90 time per iteration, GB/s of table bytes moved, the fraction of
  * the memory roof measured in this run and the ratio to the sequential strategy; then, with
  * --peer torch, PyTorch on the same tables and ids; then one verdict line per strategy.
- * `emb-bench --help` lists the options; the README's "Reading the benchmark" explains them.
+ * `emb-bench --help` lists the options; docs/guide/benchmark.md explains every column.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -80,7 +80,7 @@ static const char usage[] =
     "  --sweep dims      the forward sweep: one table per cell, hot (Zipf, --ids if zipf)\n"
     "                    and cold (uniform) ids, every D of --dims and dtype of --dtypes;\n"
     "                    bags 20, sequential + prealloc-concat unless given; ends with a\n"
-    "                    markdown table of every cell (README: \"The forward sweep\")\n"
+    "                    markdown table of every cell (docs/guide/benchmark.md)\n"
     "  --dims LIST       sweep feature sizes                      [16,32,64,128,256]\n"
     "  --dtypes LIST     sweep dtypes: f32,f16,bf16                       [f32,f16,bf16]\n"
     "  --hot-rows N      sweep: rows of the hot (Zipf) table                  [2000000]\n"

@@ -45,7 +45,8 @@ static void print_caches(FILE *f, hwloc_topology_t topo)
 #endif
 
 /* What decides how a shared machine's noise reaches the rows: the load when the run
-   started and OpenMP's wait policy and binding (see README, "Reading the benchmark"). */
+   started and OpenMP's wait policy and binding (docs/guide/benchmark.md, "Threads that
+   spin"). */
 static void print_conditions(FILE *f)
 {
     double load[3] = {0, 0, 0};

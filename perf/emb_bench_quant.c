@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * quant_bench.c — emb-bench quant: the pooled lookup over f32, int8 and int4 rows of the same
+ * emb_bench_quant.c — emb-bench quant: the pooled lookup over f32, int8 and int4 rows of the same
  * table (the int8 / int4 tables quantized from the f32 one, emb_table_quantize), in rows
  * per second, at 1 and 2 threads, cold (a table of --mib MiB as f32, uniform ids) and hot
  * (--hot-rows rows, cache-resident). Rows of one (table size, thread count) run
@@ -238,9 +238,9 @@ int bench_quant_main(int argc, char **argv)
 {
     Opts o;
     if (parse(argc, argv, &o))
-        return fprintf(stderr, "usage: %s [--mib N] [--dim D (even)] [--bag N] [--batch N] "
-                       "[--rounds N <= %d] [--hot-rows N] [--seed N] [--thp 0|1] [--cpu-time 0|1]\n", argv[0],
-                       MAXR), 2;
+        return fprintf(stderr, "usage: emb-bench quant [--mib N] [--dim D (even)] [--bag N] "
+                       "[--batch N] [--rounds N <= %d] [--hot-rows N] [--seed N] [--thp 0|1] "
+                       "[--cpu-time 0|1]\n", MAXR), 2;
     Pair p = {0};
     pthread_t th;
     pthread_barrier_init(&p.go, NULL, 2);

@@ -243,7 +243,7 @@ int bench_tier_main(int argc, char **argv)
     Opts o;
     parse(&o, argc, argv);
     char path[4096];
-    snprintf(path, sizeof path, "%s/tier-bench-%d.tier", o.dir, (int)getpid());
+    snprintf(path, sizeof path, "%s/emb-bench-tier-%d.tier", o.dir, (int)getpid());
     int64_t rec;
     EmbTable *t = tiered_table(&o, path, &rec);
     EmbTieredStats st;

@@ -61,11 +61,11 @@
  * The bags kernel's distance for rows of @row_bytes bytes: EMB_PF_BYTES bytes of rows ahead
  * (f32 D = 64: EMB_PF_DIST rows, as before), at least EMB_PF_DIST and at most EMB_PF_MAX
  * rows; rows shorter than two cache lines EMB_PF_SHORT rows. Short rows need more rows in
- * flight: quant-bench --mib 1024 --cpu-time 1 (Zen 4, 1 thread, uniform ids) took int8 /
+ * flight: emb-bench quant --mib 1024 --cpu-time 1 (Zen 4, 1 thread, uniform ids) took int8 /
  * int4 at D = 64 (72 / 36 bytes) from 1.0 .. 1.3x / 0.8 .. 1.1x the f32 rows/s at 16 rows
  * to 1.6 .. 1.8x / 1.3 .. 1.5x at 56 / 64 rows; f32 D = 32 (128 bytes) neutral at 32 rows.
  * On Zen 5 (4 KiB pages: a page walk a row) short rows gained again up to ~100 rows and
- * stayed flat to 160: int8 / int4 D = 64 +10 .. 25% at 128 rows over 56 / 64 (quant-bench
+ * stayed flat to 160: int8 / int4 D = 64 +10 .. 25% at 128 rows over 56 / 64 (emb-bench quant
  * --mib 1024, 1 and 2 threads; f32 D = 16, 64 bytes, +0 .. 10%); README "Quantized
  * tables".
  */

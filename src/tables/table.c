@@ -122,7 +122,7 @@ int emb__finite_check(const EmbTable *t, const float *rows, int64_t n, int32_t w
  * touches 2 lines either way and the table is 44 % smaller than with 128-byte columns;
  * int4 (36 bytes) spans 2 lines in 7 rows of 16 instead of 1, but the table is 44 %
  * smaller than with 64-byte columns, and random rows from DRAM are bound by the rows'
- * address translation more than by their lines (a Zen 5 VM: quant-bench --mib 1024, int4
+ * address translation more than by their lines (a Zen 5 VM: emb-bench quant --mib 1024, int4
  * 267 -> 306 M rows/s at 1 thread, 268 -> 285 M at 2, 6 interleaved runs; README
  * "Quantized tables").
  */

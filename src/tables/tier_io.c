@@ -5,7 +5,7 @@
  * With io_uring, reads go through the ring and writes through the pool: the kernel runs
  * buffered writes to one file in one io-wq worker (hashed by inode), one at a time, and a
  * record's write that must first read its page blocks there. Buffered reads through the
- * ring were slower too than the pool's 16 blocking preads here (tier-bench, 500k x 64
+ * ring were slower too than the pool's 16 blocking preads here (emb-bench tier, 500k x 64
  * rows, 10 % cache, Zipf, lookups of whole batches, 3 runs of each interleaved: a median
  * 66 ms a step against 52 ms, with prefetch 69 against 21 ms; kernel 6.18, ext4 on a
  * virtual disk; with the batched pool of now, 2 runs each: 10.2-13.1 ms a step against
@@ -192,7 +192,7 @@ static void *pool_main(void *arg)
  * wake-up costs more than a cached record's pread; the submitter's own wait does chunks
  * too). A background batch (@bg: a prefetch's) wakes one: the woken threads would take the
  * cores from the caller, who goes on computing meanwhile (on 2 cores, 16 woken threads made
- * the prefetch's submit take 0.3-0.4 ms of the caller's 2.5-3 ms step, tier-bench 25 %),
+ * the prefetch's submit take 0.3-0.4 ms of the caller's 2.5-3 ms step, emb-bench tier 25 %),
  * and a thread whose request went to the disk wakes another (run_chunk), so a batch on
  * disk still gets the pool's depth.
  */
