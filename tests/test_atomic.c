@@ -291,3 +291,46 @@ Test(atomic, a_failed_quantize_writes_no_row, .init = setup, .fini = teardown)
     emb_table_destroy(&dst);
     emb_table_destroy(&src);
 }
+
+/* ---- naming ------------------------------------------------------------------------------ */
+
+/* A concat output over batches of different bag counts: emb_maplookup names the table
+   (index and name), the collection's forward and backward name both tables by their
+   collection names; nothing is written. */
+Test(atomic, a_bag_count_mismatch_names_the_tables)
+{
+    static int64_t ids[NB * BAG];
+    static float out[NB * 2 * D];
+    fill_ids(ids);
+    EmbTable *t[2] = {in_memory("user_t", 1), in_memory("item_t", 2)};
+    const EmbBatch b[2] = {{.ids = ids, .nnz = NB * BAG, .nbags = NB, .bag_size = BAG},
+                           {.ids = ids, .nnz = (NB - 1) * BAG, .nbags = NB - 1,
+                            .bag_size = BAG}};
+    EmbStrategy *s = strategy(0);
+    const EmbOutputs layout = {.concat = out, .concat_stride = 2 * D};
+    memset(out, 0xab, sizeof out);
+    cr_assert_eq(emb_maplookup(s, t, 2, b, NULL, &layout), EMB_ESHAPE);
+    const char *m = emb_last_error();
+    cr_assert(strstr(m, "tables[1]: nbags = 255 (table \"item_t\")") &&
+              strstr(m, "tables[0] has nbags = 256 (table \"user_t\")"), "%s", m);
+    const EmbCollectionTable ct[2] = {{.name = "user", .table = t[0], .pooling = EMB_POOLING_SUM},
+                                      {.name = "item", .table = t[1], .pooling = EMB_POOLING_SUM}};
+    const EmbOptimizerConfig sgd = emb_optimizer_defaults(EMB_OPT_SGD, 0.1f);
+    const EmbCollectionOptions o = {.strategy = s, .optimizer = &sgd};
+    EmbCollection *c = NULL;
+    cr_assert_eq(emb_collection_create(&c, ct, 2, &o), 0, "%s", emb_last_error());
+    const EmbOutputs cl = emb_collection_concat(c, out);
+    cr_assert_eq(emb_collection_forward(c, b, &cl), EMB_ESHAPE);
+    m = emb_last_error();
+    cr_assert(strstr(m, "emb_collection_forward: table \"item\" (1) has 255 bags") &&
+              strstr(m, "table \"user\" (0) has 256"), "%s", m);
+    cr_assert_eq(emb_collection_backward_batches(c, b, &cl), EMB_ESHAPE);
+    m = emb_last_error();
+    cr_assert(strstr(m, "emb_collection_backward: table \"item\" (1) has 255 bags") &&
+              strstr(m, "table \"user\" (0) has 256"), "%s", m);
+    assert_poisoned(out, sizeof out / sizeof *out, "a mismatched call");
+    emb_collection_destroy(&c);
+    emb_strategy_destroy(&s);
+    emb_table_destroy(&t[0]);
+    emb_table_destroy(&t[1]);
+}
