@@ -19,7 +19,7 @@ fi
 # ninja would configure again, printing all of meson's output: record the new one
 [ "$1" = --reconfigure ] && ninja -C "$dir" -t restat build.ninja >/dev/null 2>&1 || true
 # the summary starts at the project's name and version, and ends before "Found ninja"
-awk '/^(WARNING|DEPRECATION)/ { print; next }
+awk '/^(WARNING|DEPRECATION)|: (WARNING|DEPRECATION):/ { print; next }
      /^embtables [0-9]/ { on = 1 }
      /^Found ninja/ { on = 0 }
      on && NF' "$log"

@@ -62,8 +62,29 @@ if [ -f "$pcdir/embtables_mpi.pc" ] && command -v mpicc >/dev/null 2>&1; then
         "$src/examples/dist_quickstart.c" -o "$tmp/dist_quickstart" \
         $(pkg-config --libs embtables_mpi) || bad=1
 fi
+# the README's two ways to run against a prefix the dynamic linker does not know: an
+# rpath from pkg-config's libdir (the sysroot, the scratch prefix, prepended by
+# pkg-config itself), and the static library with `pkg-config --static`
+# (whose private libraries must all be linkable: no -ludev from hwloc's .pc)
+# shellcheck disable=SC2086
+cc -std=c11 $cflags "$src/examples/quickstart.c" -o "$tmp/quickstart_rpath" $libs \
+    "-Wl,-rpath,$(pkg-config --variable=libdir embtables)" -lm || bad=1
+static_libs=$(pkg-config --static --libs embtables | sed "s|-lembtables|$libdir/libembtables.a|")
+if [ -f "$libdir/libembtables.a" ]; then
+    # shellcheck disable=SC2086
+    cc -std=c11 $cflags "$src/examples/quickstart.c" -o "$tmp/quickstart_static" \
+        $static_libs -lm || { echo "install_test: pkg-config --static: $static_libs" >&2; bad=1; }
+fi
 [ "$bad" = 0 ] || exit 1
 LD_LIBRARY_PATH="$libdir" "$tmp/quickstart" >/dev/null
+"$tmp/quickstart_rpath" >/dev/null
+[ ! -f "$tmp/quickstart_static" ] || "$tmp/quickstart_static" >/dev/null
+# the HTML reference, when doxygen is here to make it
+if command -v doxygen >/dev/null 2>&1 &&
+        [ -z "$(find "$tmp/root" -path '*/doc/embtables/html/index.html')" ]; then
+    echo "install_test: the API reference (share/doc/embtables/html) is not installed" >&2
+    exit 1
+fi
 if [ -n "$mpi" ]; then
     LD_LIBRARY_PATH="$libdir" "$src/tests/run_mpi.sh" 2 "$tmp/dist_quickstart" >/dev/null
 fi

@@ -14,7 +14,7 @@
  *    pointer to NULL;
  *  - the library never prints and never aborts: diagnostics go to the logger callback.
  *
- * Concurrency (the README's "Concurrency" section has the whole contract): calls on
+ * Concurrency (docs/guide/reference.md has the whole contract): calls on
  * different objects may run at once; calls that only read a table may run at once with
  * each other; a call that writes a table needs it (and its shards) to itself; an
  * optimizer, indexer, strategy, gradient holder or saver takes one call at a time.

@@ -32,7 +32,7 @@
  * - **Checkpoints** (store.h): the saver writes the rows in increasing id order with their
  *   ids, last update steps, optimizer state, the admission counts and the table's step;
  *   a restore replaces every row of a dynamic table (of any capacity) by the file's, and
- *   training resumes bit for bit. README "Checkpoints" has the tensors.
+ *   training resumes bit for bit. docs/format.md lists the tensors.
  * - **Optimizer state**: the optimizer's state of a dynamic table is kept beside its rows
  *   (emb_optimizer_state() returns a view keyed by id), created with the row and freed
  *   with it. One optimizer at a time may keep state for a dynamic table (a second one:

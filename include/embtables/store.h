@@ -134,7 +134,7 @@ EMB_API int emb_store_mark_initialized(EmbStore *s, const EmbTable *table);
  * optimizer kind and hyper-parameters, steps, an xxHash of every tensor and of the
  * header) is JSON in `__metadata__`. A dynamic table (dynamic.h) is its rows in id order
  * with `<table>/dynamic.ids` and `/dynamic.last` (I64) and `/dynamic.sketch` (U16); it
- * restores only into a dynamic table, of any capacity, replacing its rows. The README
+ * restores only into a dynamic table, of any capacity, replacing its rows. docs/format.md
  * describes the format.
  */
 

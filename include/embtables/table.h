@@ -12,7 +12,7 @@
  * A table is *static* when its feature size was fixed at creation (`static_size`): lookups
  * and updates then run kernels specialised for that size. Static and dynamic tables give
  * identical results. Kernels specialised for a size are used for a dynamic table too when
- * its feature size happens to equal a specialised size (see kernels in the README):
+ * its feature size happens to equal a specialised size (docs/design/kernels.md):
  * "static" is a promise the caller makes, never a change of results.
  *
  * Concurrency: the accessors and emb_table_column_pointer() may run at once from any
@@ -45,7 +45,7 @@ typedef enum EmbContext {
 enum {
     /** every write into the table first checks its inputs (gradients, per-id weights,
         assigned and scattered values, initializer parameters) for NaN and infinity:
-        EMB_ENONFINITE and nothing written (README: Non-finite values) */
+        EMB_ENONFINITE and nothing written (docs/guide/reference.md: non-finite values) */
     EMB_TABLE_CHECK_FINITE = 1 << 0,
 };
 

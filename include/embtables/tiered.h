@@ -27,7 +27,7 @@
  * - **I/O**: a pool of 16 pread / pwrite threads, or io_uring (liburing) for the reads
  *   (writes stay in the pool) where asked for and the kernel allows it
  *   (EmbTieredOptions::engine, or the environment variable EMB_TIER_IO=uring|pread). The
- *   pool is the default: faster on the disks measured (README). Buffered I/O (records are
+ *   pool is the default: faster on the disks measured (docs/bench/). Buffered I/O (records are
  *   smaller than a disk block).
  * - **Row formats**: f32, f16, bf16 and the quantized EMB_INT8 / EMB_INT4 rows (common.h):
  *   a record holds the row's bytes as an in-memory table holds them (int8: D values, f32

@@ -6,7 +6,7 @@
 /** Major version: incompatible API changes. */
 #define EMB_VERSION_MAJOR 0
 /** Minor version: additions. */
-#define EMB_VERSION_MINOR 1
+#define EMB_VERSION_MINOR 2
 /** Patch version: fixes. */
 #define EMB_VERSION_PATCH 0
 /** Shared-library ABI version (the soname is libembtables.so.EMB_VERSION_SO). */

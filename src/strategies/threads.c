@@ -196,6 +196,8 @@ void emb__threads_run_phases(int nthreads, EmbPinning pinning, int nphases, emb_
         phases_team(nthreads, pinning, nphases, step, ctx);
         return;
     }
+#else
+    (void)nthreads; /* one thread without OpenMP */
 #endif
     phases_serial(pinning, nphases, step, ctx);
 }
