@@ -11,11 +11,11 @@ dir=${1:?usage: scripts/fuzz.sh BUILDDIR [SECONDS]}
 secs=${2:-60}
 ninja -C "$dir" >/dev/null
 mkdir -p "$dir/fuzz-artifacts"
-for t in lookup update checkpoint criteo dynamic tiered; do
+for t in lookup update checkpoint criteo dynamic tiered collection quant_checkpoint; do
     work="$dir/fuzz-corpus/$t"
     mkdir -p "$work"
     # a checkpoint in the library's current format, whatever the tree's seeds hold
-    [ "$t" = checkpoint ] && "$dir/tests/fuzz/fuzz_checkpoint_seed" "$work" >/dev/null
+    case $t in *checkpoint) "$dir/tests/fuzz/fuzz_${t}_seed" "$work" >/dev/null ;; esac
     log="$dir/fuzz-$t.log"
     if ! "$dir/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
             -print_final_stats=1 -artifact_prefix="$dir/fuzz-artifacts/$t-" \

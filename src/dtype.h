@@ -182,8 +182,8 @@ void emb__row_load(EmbDtype dt, const void *row, int32_t D, float *x);
  * (emb__row_quantize with no key). */
 void emb__row_store(EmbDtype dt, void *row, int32_t D, const float *x);
 /*
- * A quantized row from x[0 .. D) (a zero min or max taken as +0; a NaN x[0] makes scale and
- * bias NaN, other NaNs are skipped): bias = min x, scale = (max - min) / 255 (int8), or for
+ * A quantized row from x[0 .. D) (a zero min or max taken as +0; a NaN or an infinity
+ * anywhere makes scale and bias NaN and every q 0: the row reads NaN whole): bias = min x, scale = (max - min) / 255 (int8), or for
  * int4 bias = f16(min x), scale = f16((max - bias) / 15) (1 when that is 0: FBGEMM's rule);
  * q = (x - bias) / scale clamped to [0, 255] / [0, 15], rounded to nearest, or with @key =
  * {seed, stream, step} stochastically: floor(v + u), u uniform in [0, 1) from 16 bits of
@@ -191,8 +191,9 @@ void emb__row_store(EmbDtype dt, void *row, int32_t D, const float *x);
  * (seed, stream, step * ceil(D / 4) + i / 4), the same for any thread.
  */
 void emb__row_quantize(EmbDtype dt, void *row, int32_t D, const float *x, const uint64_t *key);
-/* Whether a quantized row's scale and bias are finite. */
-int emb__q_row_finite(EmbDtype dt, const void *row, int32_t D);
+/* The first element of a quantized row that reads NaN or infinite, as a gather reads it
+   (q * scale + bias) or a bag (fma(q, scale, bias)); -1 when every element is finite. */
+int32_t emb__q_row_nonfinite(EmbDtype dt, const void *row, int32_t D);
 
 /* Element i of a column, typed: the C reference kernels stamp one copy per dtype. */
 static inline float emb__ld_f32(const void *p, int32_t i)

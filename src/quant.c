@@ -46,9 +46,14 @@ void emb__row_store(EmbDtype dt, void *row, int32_t D, const float *x)
         emb__store(dt, row, i, x[i]);
 }
 
-int emb__q_row_finite(EmbDtype dt, const void *row, int32_t D)
+int32_t emb__q_row_nonfinite(EmbDtype dt, const void *row, int32_t D)
 {
     float s, b;
     emb__q_params(dt, row, D, &s, &b);
-    return isfinite(s) && isfinite(b);
+    for (int32_t i = 0; i < D; i++) {
+        const float q = (float)emb__q_get(dt, row, i);
+        if (!isfinite(emb__q_value(dt, row, i, s, b)) || !isfinite(fmaf(q, s, b)))
+            return i;
+    }
+    return -1;
 }

@@ -27,30 +27,44 @@
 /*
  * The row's scale, bias and the reciprocal the rounding multiplies by, from the min and max
  * of x[0 .. D) (int4: both rounded to f16 first, bias = the rounded minimum). The min and
- * max run as 8 chains (a vector), all from x[0], so a NaN is skipped unless it is x[0];
- * a zero min or max is +0 whatever zeros the row holds, so neither depends on the order
- * the elements were compared in (any vector width gives the same bits).
+ * max run as 8 chains (a vector), all from x[0]; a zero min or max is +0 whatever zeros
+ * the row holds, so neither depends on the order the elements were compared in (any
+ * vector width gives the same bits). A row with a NaN or an infinity anywhere (or whose
+ * max - min overflows) gets the NaN grid: scale and bias NaN, inv 0, so every q is 0 and
+ * every element reads NaN (common.h's rule: a non-finite value makes its row NaN whole).
+ * The 8 sums of x * 0 tell it: +-0 for finite x, NaN once any element is not.
  */
 static inline void emb__q_grid(EmbDtype dt, const float *x, int32_t D, float *scale,
                                float *bias, float *inv)
 {
-    float lo8[8], hi8[8];
-    for (int j = 0; j < 8; j++)
+    float lo8[8], hi8[8], z8[8];
+    for (int j = 0; j < 8; j++) {
         lo8[j] = hi8[j] = x[0];
+        z8[j] = 0.0f;
+    }
     int32_t i = 0;
     for (; i + 8 <= D; i += 8)
         for (int j = 0; j < 8; j++) {
             lo8[j] = x[i + j] < lo8[j] ? x[i + j] : lo8[j];
             hi8[j] = x[i + j] > hi8[j] ? x[i + j] : hi8[j];
+            z8[j] += x[i + j] * 0.0f;
         }
     for (; i < D; i++) {
         lo8[0] = x[i] < lo8[0] ? x[i] : lo8[0];
         hi8[0] = x[i] > hi8[0] ? x[i] : hi8[0];
+        z8[0] += x[i] * 0.0f;
     }
-    float lo = lo8[0], hi = hi8[0];
+    float lo = lo8[0], hi = hi8[0], z = z8[0];
     for (int j = 1; j < 8; j++) {
         lo = lo8[j] < lo ? lo8[j] : lo;
         hi = hi8[j] > hi ? hi8[j] : hi;
+        z += z8[j];
+    }
+    z += (hi - lo) * 0.0f;
+    if (z != z) { /* a NaN or an infinity in the row: NaN whole */
+        *scale = *bias = NAN;
+        *inv = 0.0f;
+        return;
     }
     lo = lo == 0.0f ? 0.0f : lo; /* -0 -> +0 */
     hi = hi == 0.0f ? 0.0f : hi;
@@ -68,7 +82,7 @@ static inline void emb__q_grid(EmbDtype dt, const float *x, int32_t D, float *sc
     *inv = 1.0f / s;
 }
 
-/* q = round((x - bias) / scale) to nearest, in [0, qmax] (NaN: 0). */
+/* q = round((x - bias) / scale) to nearest, in [0, qmax] (NaN: 0; the NaN grid: 0). */
 static inline int emb__q_nearest(float x, float bias, float inv, int qmax)
 {
     float q = nearbyintf((x - bias) * inv);

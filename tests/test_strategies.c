@@ -505,7 +505,7 @@ Test(strategies, bad_input_writes_nothing)
     x.p[5].combiner = (EmbCombiner)9;
     expect_bad(&x, NT, NULL, EMB_EINVAL, "combiner of table 5", "tables[5]");
     x.b[4].nbags -= 1;
-    expect_bad(&x, NT, &x.cat, EMB_ESHAPE, "nbags differ in concat", "batches[4]");
+    expect_bad(&x, NT, &x.cat, EMB_ESHAPE, "nbags differ in concat", "tables[4]");
     x.cat.concat_stride = 5 + x.e->width - 1;
     expect_bad(&x, NT, &x.cat, EMB_ESHAPE, "concat_stride too small", "concat_stride");
     x.cat.prependrows = -1;

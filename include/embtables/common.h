@@ -82,6 +82,19 @@ enum {
  * (rounded twice), which a bag of one row may differ from in the last bit; bags agree with
  * torch's quantized embedding bags (and with f32 rows of the dequantized values) within
  * f32 rounding, not bit for bit.
+ *
+ * Non-finite values and the quantized types: one row has one scale and one bias, so it
+ * cannot hold a NaN or an infinity in one element. A row written from f32 values of which
+ * any is NaN or infinite (emb_table_quantize(), the assigns and scatters, an update's
+ * result) becomes NaN whole: scale and bias NaN, every element reads NaN and every bag
+ * holding the row pools NaN, as a NaN in an f32 row would show, never a row that silently
+ * reads finite. (torch's byte / 4-bit prepack follow no such rule: a NaN there changes the
+ * row or is lost depending on where it is.) With EMB_TABLE_CHECK_FINITE (table.h) such a
+ * write is refused instead, EMB_ENONFINITE naming the table, row and element, nothing
+ * written: by the assigns, scatters and emb_table_quantize() (their inputs), by
+ * emb_table_wrap() and a checkpoint restore (every element of every row as it reads: a
+ * finite scale and bias whose values overflow are refused too); an update checks its
+ * gradients, and its rows follow the rule above.
  */
 typedef enum EmbDtype {
     EMB_F32 = 0,  /**< IEEE binary32 */

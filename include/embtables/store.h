@@ -212,7 +212,8 @@ EMB_API int emb_saver_save(EmbSaver *s, const EmbStore *store, int64_t global_st
  *         mismatch, a negative global_step, a dynamic table's ids repeated, negative or out
  *         of order),
  *         EMB_ENOTSUP (the older embtables format), EMB_ENOTFOUND (a table of the file is
- *         not in the store), EMB_ESHAPE (also: a dynamic table's checkpoint into another
+ *         not in the store), EMB_ENONFINITE (a value of the file that reads NaN or
+ *         infinite, for a table with EMB_TABLE_CHECK_FINITE: naming table, row, element), EMB_ESHAPE (also: a dynamic table's checkpoint into another
  *         table or back, an admission sketch of another width), EMB_ENOMEM (also: more
  *         rows than a dynamic table's max_rows)
  */

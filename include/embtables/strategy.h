@@ -148,8 +148,11 @@ EMB_API const char *emb_strategy_name(const EmbStrategy *s);
  *         prependrows < 0), EMB_ESHAPE (nbags differ in concat, concat_stride too small),
  *         EMB_EOVERFLOW (the concat row width overflows),
  *         EMB_ENOTSUP (a custom strategy without maplookup), EMB_ENOMEM (first call), any
- *         code of emb_lookup() naming the table, or what a custom callback returns.
- *         Nothing is written on failure.
+ *         code of emb_lookup() naming the table (the first failing table's code with
+ *         its own message), or what a custom callback returns. Nothing is written on
+ *         failure: a tiered table's rows (tiered.h) are all read, for every table, before
+ *         any output is written, under every strategy (a custom strategy's callback
+ *         excepted: what it writes is its own).
  */
 EMB_API int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntables,
                           const EmbBatch *batches, const EmbPooling *poolings,

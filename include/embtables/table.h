@@ -82,14 +82,14 @@ EMB_API int emb_table_create(EmbTable **out, int64_t ncolumns, int32_t featuresi
  * `(char *)data + i * column_stride * emb_dtype_size(dtype)`, or for the quantized types
  * (EMB_INT8, EMB_INT4) `(char *)data + i * column_stride`: their stride is in bytes, at
  * least emb_dtype_row_bytes(dtype, featuresize) (torch's prepacked rows: exactly that;
- * with EMB_TABLE_CHECK_FINITE every row's scale and bias is checked). The caller keeps ownership
+ * with EMB_TABLE_CHECK_FINITE every element of every row must read finite). The caller keeps ownership
  * and must keep the memory alive until the table is destroyed. Any alignment of @p data
  * that is valid for the element type works.
  * @param column_stride elements from one column to the next (>= featuresize; bytes for
  *        the quantized types)
  * @return 0, EMB_ENULL, EMB_EINVAL, EMB_EDTYPE, EMB_ESTRIDE, EMB_ESHAPE (an odd featuresize
  *         for EMB_INT4), EMB_EOVERFLOW, EMB_ENOMEM, EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE:
- *         a NaN or infinite scale or bias in a quantized row)
+ *         an element of a quantized row that reads NaN or infinite, naming row and element)
  */
 EMB_API int emb_table_wrap(EmbTable **out, void *data, int64_t ncolumns, int32_t featuresize,
                            int64_t column_stride, EmbDtype dtype, const EmbTableOptions *opts);

@@ -334,8 +334,10 @@ EMB_API int emb_strategy_update_times(const EmbStrategy *strategy, EmbUpdateTime
  * (tiered.h) is worked 1024 rows at a time, so memory stays bounded.
  * @return 0, EMB_ENULL, EMB_ESHAPE, EMB_ESTRIDE, EMB_EOVERFLOW (the rows at stride are not
  *         addressable), EMB_ENONFINITE (EMB_TABLE_CHECK_FINITE), EMB_ENOTSUP (a dynamic
- *         table), EMB_EIO (a tiered table's read failed, naming the file and rows: the
- *         rows before them are assigned), EMB_ENOMEM
+ *         table), EMB_EIO (a tiered table's read failed, naming the file and rows:
+ *         nothing assigned; every row is read before the first is written, so only a
+ *         disk failing between that read and the write leaves the rows before it
+ *         assigned), EMB_ENOMEM
  */
 EMB_API int emb_table_assign(EmbTable *t, const float *values, int64_t ncolumns,
                              int32_t featuresize, int64_t stride);
@@ -350,8 +352,8 @@ EMB_API int emb_table_assign_sub(EmbTable *t, const float *values, int64_t ncolu
  * Copies the whole table out as f32: column c to `out + c * out_stride` (a quantized row
  * dequantized: q * scale + bias).
  * @return 0, EMB_ENULL, EMB_ESTRIDE, EMB_EOVERFLOW, EMB_ENOTSUP (a dynamic table), EMB_EIO
- *         (a tiered table's read failed, naming the file and rows; @p out then holds the
- *         rows before them), EMB_ENOMEM
+ *         (a tiered table's read failed, naming the file and rows; @p out untouched but
+ *         for a disk failing between emb_table_assign()'s two reads), EMB_ENOMEM
  */
 EMB_API int emb_table_read(const EmbTable *t, float *out, int64_t out_stride);
 
@@ -365,7 +367,8 @@ EMB_API int emb_table_read(const EmbTable *t, float *out, int64_t out_stride);
  * @return 0, EMB_ENULL, EMB_EINVAL (@p dst is @p src), EMB_ESHAPE (row counts or feature
  *         sizes differ), EMB_ENONFINITE (@p dst has EMB_TABLE_CHECK_FINITE and a value of
  *         @p src is NaN or infinite: nothing written), EMB_ENOMEM, EMB_ENOTSUP (a dynamic
- *         table), EMB_EIO (a tiered table's read failed, naming the file and rows)
+ *         table), EMB_EIO (a tiered table's read failed, naming the file and rows:
+ *         nothing written, as for emb_table_assign())
  */
 EMB_API int emb_table_quantize(EmbTable *dst, const EmbTable *src);
 

@@ -66,6 +66,20 @@ static int failed(const EmbCollection *c, int code, const char *op, int64_t i)
 
 /* ---- the step ------------------------------------------------------------------------ */
 
+/* A concat layout's equal bag counts, the two tables named by their collection names
+   (emb_maplookup's own check names them by index). */
+static int bags_check(const EmbCollection *c, const EmbBatch *b, const EmbOutputs *o,
+                      const char *op)
+{
+    for (int64_t i = 1; o->concat && i < c->n; i++)
+        if (b[i].nbags != b[0].nbags)
+            return emb__fail(EMB_ESHAPE, "%s: table \"%s\" (%lld) has %lld bags, but table "
+                             "\"%s\" (0) has %lld: a concat output needs equal bag counts",
+                             op, c->names[i], (long long)i, (long long)b[i].nbags,
+                             c->names[0], (long long)b[0].nbags);
+    return 0;
+}
+
 int emb_collection_forward(EmbCollection *c, const EmbBatch *batches, const EmbOutputs *out)
 {
     EMB_CHECK_NULL(c);
@@ -74,7 +88,10 @@ int emb_collection_forward(EmbCollection *c, const EmbBatch *batches, const EmbO
     if (c->custom)
         return c->ops.forward ? c->ops.forward(c->user, batches, out)
                               : emb__collection_notsup("emb_collection_forward");
-    const int r = emb_maplookup(c->strategy, c->tables, c->n, batches, c->poolings, out);
+    int r = bags_check(c, batches, out, "emb_collection_forward");
+    if (r)
+        return r;
+    r = emb_maplookup(c->strategy, c->tables, c->n, batches, c->poolings, out);
     if (r)
         return failed(c, r, "emb_collection_forward", culprit(c));
     memcpy(c->batches, batches, (size_t)c->n * sizeof *batches);
@@ -87,8 +104,10 @@ int emb_collection_forward(EmbCollection *c, const EmbBatch *batches, const EmbO
 static int backward(EmbCollection *c, const EmbBatch *batches, const EmbOutputs *grad_out,
                     bool *recorded)
 {
-    int r = emb_maplookup_backward(c->tables, c->n, batches, c->poolings, grad_out,
-                                   c->grads);
+    int r = bags_check(c, batches, grad_out, "emb_collection_backward");
+    if (r)
+        return r;
+    r = emb_maplookup_backward(c->tables, c->n, batches, c->poolings, grad_out, c->grads);
     if (r)
         return failed(c, r, "emb_collection_backward", culprit(c));
     *recorded = true;

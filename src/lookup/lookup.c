@@ -315,14 +315,17 @@ static int span_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling
     return 0;
 }
 
-/* A table whose rows must be made resident (EMB_OPS_PINS): every row of bags [bag0, bag1)
-   resolved (pinned until the caller's release) before any path addresses them, so that a
-   failed fetch writes no output (and a tiered table reads the range's misses at once). */
-static int pin_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, int64_t bag0,
-                     int64_t bag1)
+/* A table whose rows must be made resident (EMB_OPS_PINS): every row of the batch
+   resolved (pinned until the caller's release) before any range addresses them, so that a
+   failed fetch writes no output (and a tiered table reads the batch's misses at once). */
+int emb__lookup_pin(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
+    if (!emb__table_pins(t) || b->nbags == 0)
+        return 0;
+    if (!p)
+        p = &emb__pooling_sum;
     const void *cols[CHUNK];
-    const int64_t k0 = emb__bag_start(b, bag0), k1 = emb__bag_end(b, bag1 - 1);
+    const int64_t k0 = emb__bag_start(b, 0), k1 = emb__bag_end(b, b->nbags - 1);
     int r = 0;
     if (t->ops->resolve_batch) {
         const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0};
@@ -368,11 +371,6 @@ int emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
         return 0; /* nothing to do (and ids may be NULL: no pointer arithmetic on it) */
     if (!p)
         p = &emb__pooling_sum;
-    if (emb__table_pins(t)) {
-        const int r = pin_range(t, b, p, bag0, bag1);
-        if (r)
-            return r;
-    }
     /* one id per bag, nothing to weigh, clip or prune: every combiner is a copy */
     const bool one_id_bags = p->combiner == EMB_COMBINER_NONE || (!b->offsets && b->bag_size == 1);
     if (one_id_bags && !b->weights && p->max_norm == 0.0f &&
@@ -399,7 +397,9 @@ int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *p
         r = emb__output_check(table, out, batch->nbags, out_stride, "output");
     if (r)
         return r;
-    r = emb__lookup_range(table, batch, pooling, out, out_stride, 0, batch->nbags);
+    r = emb__lookup_pin(table, batch, pooling);
+    if (!r)
+        r = emb__lookup_range(table, batch, pooling, out, out_stride, 0, batch->nbags);
     emb__table_release(table);
     return r;
 }

@@ -11,12 +11,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtype.h"
 #include "store/model.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
@@ -182,6 +184,69 @@ static int read_extras(const EmbCkpt *c, int fd, const Target *g, unsigned char 
     return r;
 }
 
+/* ---- EMB_TABLE_CHECK_FINITE: the file's rows read before anything is written ---------- */
+
+/* The values of one target read a row at a time into @row, each checked once the next is
+   asked for (or the read ends). */
+typedef struct FiniteDst {
+    const EmbTable *t;
+    unsigned char *row;
+    int64_t j; /* the row in @row; -1: none yet */
+    int r;
+    const char *path, *name;
+} FiniteDst;
+
+static void finite_row(FiniteDst *d)
+{
+    const EmbTable *t = d->t;
+    int32_t i = -1;
+    if (d->j < 0 || d->r)
+        return;
+    if (emb__dtype_quantized(t->dtype))
+        i = emb__q_row_nonfinite(t->dtype, d->row, t->featuresize);
+    for (int32_t k = 0; k < t->featuresize && i < 0 && !emb__dtype_quantized(t->dtype); k++)
+        if (!isfinite(emb__row_elem(t->dtype, d->row, t->featuresize, k)))
+            i = k;
+    if (i >= 0)
+        d->r = emb__fail(EMB_ENONFINITE, "checkpoint %s: table \"%.200s\": element %d of row "
+                         "%lld reads %g (%s checks for finite values)", d->path, d->name,
+                         (int)i, (long long)d->j,
+                         (double)emb__row_elem(t->dtype, d->row, t->featuresize, i),
+                         emb__table_label(t));
+}
+
+static void *finite_dst(void *ctx, int64_t j)
+{
+    FiniteDst *d = ctx;
+    finite_row(d);
+    d->j = j;
+    return d->row;
+}
+
+/* Every row the restore would write into a table with EMB_TABLE_CHECK_FINITE reads finite
+   (EMB_ENONFINITE naming the table, row and element): a restore does not bypass the
+   check that every other write into such a table makes. */
+static int finite_rows(const EmbCkpt *c, int fd, const Target *tg, int64_t n,
+                       unsigned char *buf, const char *path)
+{
+    int r = 0;
+    for (int64_t i = 0; i < n && !r; i++) {
+        if (!tg[i].t->check_finite)
+            continue;
+        const EmbCkptTable *tb = &c->tables[tg[i].table];
+        const EmbCkptTensor *ts = &c->tensors[tb->values];
+        FiniteDst d = {tg[i].t, malloc(emb__ckpt_row_bytes(ts->dtype, ts->width)), -1, 0, path,
+                       tb->name};
+        if (!d.row)
+            return emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
+        r = emb__ckpt_load_fn(c, tb->values, fd, finite_dst, &d, buf, path);
+        finite_row(&d);
+        r = r ? r : d.r;
+        free(d.row);
+    }
+    return r;
+}
+
 /* The new content of a row-listing target @g, read from the file into the stage its kind
    makes (nothing of the table is written). */
 static int stage_rows(const EmbCkpt *c, int fd, const EmbOptimizer *opt, Target *g,
@@ -274,6 +339,7 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     EmbOptimizer *opt = o ? o->optimizer : NULL;
     r = r ? r : match(&c, s, o, tg, &n, path);
     r = r || !opt ? r : prepare_state(&c, opt, tg, n, path);
+    r = r ? r : finite_rows(&c, fd, tg, n, buf, path);
     for (int64_t i = 0; i < n && !r; i++)
         if (tg[i].t->ops->stage)
             r = stage_rows(&c, fd, opt, &tg[i], buf, path);

@@ -2,12 +2,16 @@
 /*
  * maplookup.c — emb_maplookup(): many tables, each with its own batch, under a strategy.
  *
- * A call has three steps. (1) The layout is checked on the caller (cheap: table pointers,
+ * A call has four steps. (1) The layout is checked on the caller (cheap: table pointers,
  * bag counts of a concat output, widths). (2) Every table's batch and output are
  * validated, on the strategy's threads (the id scan is O(nnz) and would otherwise be a
  * serial fraction of every call); a failure is re-checked on the caller so that the
- * message of the first failing table, in table order, is the one reported. (3) The work
- * runs: sequential = tables in order on the caller; parallel = whole tables, largest
+ * message of the first failing table, in table order, is the one reported. (3) Every
+ * table's rows are pinned (emb__lookup_pin: a tiered table reads its misses), the one
+ * step that may fail on a valid call, on the strategy's threads too: a failure is
+ * reported as the first failing table's, in table order, its code with its own message
+ * (kept in the slot by the thread that failed), and nothing has been written. So a
+ * failed call writes no output, under every strategy. (4) The work runs: sequential = tables in order on the caller; parallel = whole tables, largest
  * first, handed out dynamically (list scheduling in LPT order); prealloc-concat = every
  * table cut into bag chunks, handed out table-major (the chunks of the largest table
  * first, in row order): a thread's next task is usually the rows after its last one, and
@@ -36,7 +40,9 @@ typedef struct Slot {
     float *out;
     int64_t stride;
     double work; /* bytes moved: nnz x row bytes + nbags x 4 x D */
-    int result;  /* validation result, then the lookup's (a table's resolve failed) */
+    int result;  /* validation result, then the pin's, then the lookup's */
+    int failed;  /* a thread claimed msg (chunks of one table may fail at once) */
+    char msg[512]; /* the message of the failure in result, from the thread that had it */
 } Slot;
 
 typedef struct Call {
@@ -65,6 +71,29 @@ static int prefixed(int code, int64_t i)
     return emb__fail(code, "emb_maplookup: tables[%lld]: %s", (long long)i, msg);
 }
 
+/* A failure @r of slot @s on this thread: its code and this thread's message, kept
+   together (the first of the slot's failures to claim it). */
+static void slot_fail(Slot *s, int r)
+{
+    if (__atomic_exchange_n(&s->failed, 1, __ATOMIC_ACQ_REL))
+        return;
+    snprintf(s->msg, sizeof s->msg, "%s", emb_last_error());
+    __atomic_store_n(&s->result, r, __ATOMIC_RELEASE);
+}
+
+/* The first failed slot in table order (its code and its own message), after @c's
+   tables are released; 0 when none failed. */
+static int first_failure(const Call *c)
+{
+    for (int64_t i = 0; i < c->ntables; i++)
+        emb__table_release(c->tables[i]);
+    for (int64_t i = 0; i < c->ntables; i++)
+        if (c->slots[i].result)
+            return emb__fail(c->slots[i].result, "emb_maplookup: tables[%lld]: %s",
+                             (long long)i, c->slots[i].msg);
+    return 0;
+}
+
 /* What can be checked without reading ids, on the caller; fills the slots. */
 static int check_layout(Call *c)
 {
@@ -80,6 +109,7 @@ static int check_layout(Call *c)
         s->out = emb__outputs_next(c->outputs, c->tables, i, &col, &s->stride);
         s->work = (double)b->nnz * (double)emb__row_bytes(t->dtype, t->featuresize) +
                   (double)b->nbags * 4.0 * t->featuresize;
+        s->failed = 0;
     }
     return 0;
 }
@@ -108,6 +138,34 @@ static int check_batches(EmbStrategy *st, int nthreads, Call *c)
     return 0;
 }
 
+/* ---- pinning: the fallible part ------------------------------------------------------ */
+
+static void pin_task(void *ctx, int64_t i, int thread)
+{
+    (void)thread;
+    const Call *c = ctx;
+    const int r = emb__lookup_pin(c->tables[i], &c->batches[i], pooling_of(c, i));
+    if (r)
+        slot_fail(&c->slots[i], r);
+}
+
+/* Pins every table's rows on @nthreads of the strategy's threads (a table that pins
+   nothing costs a test); 0, or the first failure in table order with every table
+   released. */
+static int pin_tables(EmbStrategy *st, int nthreads, Call *c)
+{
+    int64_t npins = 0;
+    for (int64_t i = 0; i < c->ntables; i++)
+        npins += emb__table_pins(c->tables[i]);
+    if (npins == 0)
+        return 0;
+    emb__strategy_run_on(st, npins > 1 ? nthreads : 1, c->ntables, pin_task, c);
+    for (int64_t i = 0; i < c->ntables; i++)
+        if (c->slots[i].result)
+            return first_failure(c);
+    return 0;
+}
+
 /* ---- the strategies ------------------------------------------------------------------ */
 
 static void table_task(void *ctx, int64_t k, int thread)
@@ -116,8 +174,10 @@ static void table_task(void *ctx, int64_t k, int thread)
     const Call *c = ctx;
     const int64_t i = c->order ? c->order[k] : k;
     Slot *s = &c->slots[i];
-    s->result = emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out,
-                                  s->stride, 0, c->batches[i].nbags);
+    const int r = emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i), s->out,
+                                    s->stride, 0, c->batches[i].nbags);
+    if (r)
+        slot_fail(s, r);
 }
 
 /* Bags [*b0, *b1) of chunk @k when @n bags are cut into @chunks near-equal chunks. */
@@ -139,8 +199,8 @@ static void chunk_task(void *ctx, int64_t task, int thread)
     const int r = b0 < b1 ? emb__lookup_range(c->tables[i], &c->batches[i], pooling_of(c, i),
                                               s->out, s->stride, b0, b1)
                           : 0;
-    if (r) /* one of the table's errors (chunks may race: any one is the table's) */
-        __atomic_store_n(&s->result, r, __ATOMIC_RELAXED);
+    if (r) /* one of the table's errors (chunks may race: the first to claim the slot) */
+        slot_fail(s, r);
 }
 
 /* Whether table a goes before table b: more work first, then lower index. */
@@ -267,14 +327,11 @@ int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntable
     if (strategy->kind == EMB_STRATEGY_CUSTOM)
         return strategy->cb.maplookup(strategy->user, tables, ntables, batches, poolings,
                                       outputs);
+    r = pin_tables(strategy, kind == EMB_STRATEGY_SEQUENTIAL ? 1 : strategy->nthreads, &c);
+    if (r)
+        return r;
     run(strategy, &c, kind);
-    r = 0;
-    for (int64_t i = 0; i < ntables; i++) { /* every table released; the first error */
-        emb__table_release(tables[i]);
-        if (!r && c.slots[i].result)
-            r = prefixed(c.slots[i].result, i);
-    }
-    return r;
+    return first_failure(&c); /* every table released; none fails once pinned */
 }
 
 /* ---- the Julia forms ----------------------------------------------------------------- */

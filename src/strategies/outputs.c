@@ -4,6 +4,8 @@
  * forward (emb_maplookup writes it) and the backward (emb_maplookup_backward reads it),
  * with one error code for each mistake.
  */
+#include <stdio.h>
+
 #include "strategies/strategy_impl.h"
 #include "tables/table_impl.h"
 
@@ -17,11 +19,15 @@ static int check_concat(const char *op, EmbTable *const *tables, int64_t n,
     const int64_t nbags = batches[0].nbags;
     int64_t width = o->prependrows;
     for (int64_t i = 0; i < n; i++) {
-        if (batches[i].nbags != nbags)
+        if (batches[i].nbags != nbags) {
+            char first[EMB_NAME_MAX + 16]; /* the label's buffer is reused by the second */
+            snprintf(first, sizeof first, "%s", emb__table_label(tables[0]));
             return emb__fail(EMB_ESHAPE,
-                             "%s: concat output needs equal bag counts, but "
-                             "batches[%lld].nbags = %lld and batches[0].nbags = %lld", op,
-                             (long long)i, (long long)batches[i].nbags, (long long)nbags);
+                             "%s: tables[%lld]: nbags = %lld (%s), but tables[0] has nbags "
+                             "= %lld (%s): a concat output needs equal bag counts", op,
+                             (long long)i, (long long)batches[i].nbags,
+                             emb__table_label(tables[i]), (long long)nbags, first);
+        }
         if (__builtin_add_overflow(width, (int64_t)tables[i]->featuresize, &width))
             return emb__fail(EMB_EOVERFLOW, "%s: concat row width overflows", op);
     }

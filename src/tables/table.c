@@ -174,15 +174,21 @@ fail:
     return r;
 }
 
-/* EMB_TABLE_CHECK_FINITE on a wrapped quantized table: every row's scale and bias finite. */
+/* EMB_TABLE_CHECK_FINITE on a wrapped quantized table: every element of every row reads
+   finite (a NaN or infinite scale or bias, or finite ones whose values overflow: refused). */
 static int wrapped_rows_check(const EmbTable *t)
 {
     if (!t->check_finite || !emb__dtype_quantized(t->dtype))
         return 0;
-    for (int64_t c = 0; c < t->ncolumns; c++)
-        if (!emb__q_row_finite(t->dtype, t->data + (size_t)c * t->stride, t->featuresize))
-            return emb__fail(EMB_ENONFINITE, "row %lld has a NaN or infinite scale or bias "
-                             "(%s checks for finite values)", (long long)c, emb__table_label(t));
+    for (int64_t c = 0; c < t->ncolumns; c++) {
+        const int32_t i = emb__q_row_nonfinite(t->dtype, t->data + (size_t)c * t->stride,
+                                               t->featuresize);
+        if (i >= 0)
+            return emb__fail(EMB_ENONFINITE, "element %d of row %lld reads %g (its scale and "
+                             "bias give no finite value; %s checks for finite values)", (int)i,
+                             (long long)c, (double)emb__row_elem(t->dtype, t->data +
+                             (size_t)c * t->stride, t->featuresize, i), emb__table_label(t));
+    }
     return 0;
 }
 

@@ -9,9 +9,13 @@
  * is worked through its fallible resolve, never column() (which cannot report a failed
  * read): a scatter pins every row it writes before the first write (a failed read writes
  * nothing); a whole-table pass goes CHUNK rows at a time, each chunk resolved, done and
- * released, so its memory stays bounded for a table larger than RAM (a read that fails
- * mid-way stops the pass: the message names the file and the rows; an assign has then
- * written the rows before them).
+ * released, so its memory stays bounded for a table larger than RAM. So that a failed
+ * read writes nothing there too, a whole-table pass (assign, read, quantize) first reads
+ * every row of its fetching tables without writing (rows_readable: the reads, and the
+ * write-backs of the dirty rows they evict, are what may fail), then makes its pass. The
+ * one exception, kept this narrow: a disk that fails between the two passes stops the
+ * second one, having written the rows before the failed read (the message names the file
+ * and the rows).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +113,23 @@ static void rows_done(const EmbTable *t)
         emb__table_release(t);
 }
 
+/* Every row of a fetching kind read, CHUNK rows at a time, nothing written (a no-op for
+   other kinds): 0, or the kind's error (a failed read: EMB_EIO naming the file and rows). */
+static int rows_readable(const EmbTable *t)
+{
+    if (!emb__table_pins(t))
+        return 0;
+    void *cols[CHUNK];
+    for (int64_t c0 = 0; c0 < t->ncolumns; c0 += CHUNK) {
+        const int r = rows_of(t, NULL, c0, EMB_MIN((int64_t)CHUNK, t->ncolumns - c0),
+                              EMB_CTX_NONE, cols);
+        if (r)
+            return r;
+        rows_done(t);
+    }
+    return 0;
+}
+
 /* Whole-table operations need a row count: not on a dynamic table. */
 static int whole_check(const EmbTable *t)
 {
@@ -130,6 +151,7 @@ static int assign_op(EmbTable *t, const float *values, int64_t ncolumns, int32_t
                          emb__table_label(t), (long long)t->ncolumns, (int)t->featuresize);
     int r = rows_check(t, values, ncolumns, stride, "values", "stride");
     r = r ? r : emb__finite_check(t, values, ncolumns, t->featuresize, stride, "values");
+    r = r ? r : rows_readable(t);
     if (r)
         return r;
     float *row = row_buffer(t);
@@ -172,6 +194,7 @@ int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
     if (whole_check(t))
         return EMB_ENOTSUP;
     int r = rows_check(t, out, t->ncolumns, out_stride, "out", "out_stride");
+    r = r ? r : rows_readable(t);
     void *cols[CHUNK];
     for (int64_t c0 = 0; c0 < t->ncolumns && !r; c0 += CHUNK) {
         const int64_t m = EMB_MIN((int64_t)CHUNK, t->ncolumns - c0);
@@ -184,13 +207,14 @@ int emb_table_read(const EmbTable *t, float *out, int64_t out_stride)
     return r;
 }
 
-/* With EMB_TABLE_CHECK_FINITE on @dst: every row of @src finite (read through @row). */
+/* Every row of @src readable and, with EMB_TABLE_CHECK_FINITE on @dst, finite (read
+   through @row); every row of @dst readable. */
 static int quantize_check(const EmbTable *dst, const EmbTable *src, float *row)
 {
-    if (!dst->check_finite)
-        return 0;
+    int r = rows_readable(dst);
+    if (r || !dst->check_finite)
+        return r ? r : rows_readable(src);
     void *cols[CHUNK];
-    int r = 0;
     for (int64_t c0 = 0; c0 < src->ncolumns && !r; c0 += CHUNK) {
         const int64_t m = EMB_MIN((int64_t)CHUNK, src->ncolumns - c0);
         if ((r = rows_of(src, NULL, c0, m, EMB_CTX_NONE, cols)) != 0)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_checkpoint_seed.c — writes a valid checkpoint of fuzz_store.h's store, in the
- * library's current format, with Adagrad state, into DIR (the checkpoint fuzzer's seed).
+ * library's current format, with Adagrad state, into DIR (the checkpoint fuzzer's seed;
+ * built with FUZZ_STORE_QUANT, the quantized-checkpoint fuzzer's).
  * Usage: fuzz_checkpoint_seed DIR
  */
 #include <stdio.h>
