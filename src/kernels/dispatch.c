@@ -76,6 +76,12 @@ emb_pool_fn emb__kernel_pool_max(EmbDtype dt, int32_t D)
     return c >= 0 && k->pool_max_d[c][dt] ? k->pool_max_d[c][dt] : k->pool_max[dt];
 }
 
+emb_bags_fn emb__kernel_bags_max(EmbDtype dt, int32_t D)
+{
+    const int c = emb__dclass(D);
+    return c >= 0 ? emb__kernels()->bags_max_d[c][dt] : NULL;
+}
+
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D)
 {
     const int c = emb__dclass(D);

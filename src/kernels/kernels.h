@@ -254,6 +254,11 @@ typedef struct EmbKernels {
      * copies for the five static sizes (the lookup uses only these) */
     emb_bags_fn bags[EMB_NDTYPES];
     emb_bags_fn bags_d[EMB_NDCLASS][EMB_NDTYPES];
+    /* MAX bags (EmbBagsArgs without weights; combiner ignored): each bag the pool_max of
+     * its rows, an empty bag its default column or zeros. bags_max[dt] the C reference,
+     * bags_max_d the SIMD copies at the static sizes (the lookup uses only these) */
+    emb_bags_fn bags_max[EMB_NDTYPES];
+    emb_bags_fn bags_max_d[EMB_NDCLASS][EMB_NDTYPES];
     /* optimizer rows: [EmbOptimizerKind][dtype]; [EMB_OPT_SGD] stays NULL (SGD has no
      * state and static sizes: sgd_row) */
     emb_opt_row_fn opt_row[EMB_NOPT][EMB_NDTYPES];
@@ -303,6 +308,8 @@ emb_pool_fn emb__kernel_pool_max(EmbDtype dt, int32_t D);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
 /* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
+/* The MAX bags kernel for (dt, D), or NULL (the lookup then takes its generic path). */
+emb_bags_fn emb__kernel_bags_max(EmbDtype dt, int32_t D);
 /* The range kernel of @kind for (dt, D), or NULL when D has no copy (FTRL's SIMD copies
  * take lr_power = -0.5 only: emb__plan_optimizer checks). */
 emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D);

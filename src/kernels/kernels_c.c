@@ -95,6 +95,28 @@ EMB_INLINE void pool_max_body(float *out, const void *const *cols, int64_t n,
     }
 }
 
+/* MAX bags a->bag0 .. bag1 (EmbBagsArgs, no weights): each bag pool_max_body of its rows
+ * in bag order, an empty bag its default column or zeros. */
+EMB_INLINE void bags_max_body(const EmbBagsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    for (int64_t bag = a->bag0; bag < a->bag1; bag++) {
+        const int64_t start = a->offsets ? a->offsets[bag] : bag * a->bag_size;
+        const int64_t end = a->offsets ? a->offsets[bag + 1] : start + a->bag_size;
+        float *o = a->out + bag * a->out_stride;
+        if (start == end) {
+            const void *def[1] = {a->defcol};
+            pool_max_body(o, def, a->defcol ? 1 : 0, D, 0, dt);
+            continue;
+        }
+        for (int64_t k = start; k < end; k++) {
+            const int64_t id = a->id32 ? ((const int32_t *)a->ids)[k]
+                                       : ((const int64_t *)a->ids)[k];
+            const void *row[1] = {a->data + id * a->col_stride};
+            pool_max_body(o, row, 1, D, k > start, dt);
+        }
+    }
+}
+
 /* acc += a row in the table's dtype (EmbRowAdd): o + x unweighted, o + w * x weighted. */
 static inline void add_row(float *acc, const void *row, float w, int weighted, const int32_t D,
                         const EmbDtype dt)
@@ -157,6 +179,11 @@ EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDt
     {                                                                                      \
         (void)ahead, (void)w;                                                              \
         pool_max_body(out, cols, n, D, acc, DT);                                           \
+    }
+#define BAGS_MAX(NAME, DT)                                                                 \
+    static void NAME(const EmbBagsArgs *a)                                                 \
+    {                                                                                      \
+        bags_max_body(a, a->D, DT);                                                        \
     }
 #define BAGS(NAME, N, DT)                                                                  \
     static void NAME(const EmbBagsArgs *a)                                                 \
@@ -222,6 +249,11 @@ POOL_MAX(pool_max_f16_c, EMB_F16)
 POOL_MAX(pool_max_bf16_c, EMB_BF16)
 POOL_MAX(pool_max_int8_c, EMB_INT8)
 POOL_MAX(pool_max_int4_c, EMB_INT4)
+BAGS_MAX(bags_max_f32_c, EMB_F32)
+BAGS_MAX(bags_max_f16_c, EMB_F16)
+BAGS_MAX(bags_max_bf16_c, EMB_BF16)
+BAGS_MAX(bags_max_int8_c, EMB_INT8)
+BAGS_MAX(bags_max_int4_c, EMB_INT4)
 
 BAGS(bags_f32_c, 0, EMB_F32)
 BAGS(bags_f16_c, 0, EMB_F16)
@@ -347,7 +379,7 @@ static void init_pool(EmbKernels *k)
     k->pool_d[4][EMB_BF16] = pool_d256_bf16_c;
 }
 
-/* The MAX pooling kernels (every dtype; no static-size copies in C). */
+/* The MAX pooling and bags kernels (every dtype; no static-size copies in C). */
 static void init_pool_max(EmbKernels *k)
 {
     k->pool_max[EMB_F32] = pool_max_f32_c;
@@ -355,6 +387,11 @@ static void init_pool_max(EmbKernels *k)
     k->pool_max[EMB_BF16] = pool_max_bf16_c;
     k->pool_max[EMB_INT8] = pool_max_int8_c;
     k->pool_max[EMB_INT4] = pool_max_int4_c;
+    k->bags_max[EMB_F32] = bags_max_f32_c;
+    k->bags_max[EMB_F16] = bags_max_f16_c;
+    k->bags_max[EMB_BF16] = bags_max_bf16_c;
+    k->bags_max[EMB_INT8] = bags_max_int8_c;
+    k->bags_max[EMB_INT4] = bags_max_int4_c;
 }
 
 /* The multi-bag pooling kernels and their static-size copies. */

@@ -10,8 +10,9 @@
  * the chunk bag by bag, able to prefetch the columns of the bags after the current one,
  * and the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer
  * than a chunk is pooled in pieces with the kernel's accumulate mode, in the same order.
- * No intermediate nnz x D array exists (DeepRec's three ops, fused). MAX pooling takes the
- * generic path only, with the max kernel in the pool kernel's place.
+ * No intermediate nnz x D array exists (DeepRec's three ops, fused). MAX pooling takes its bags
+ * kernel where SUM would (a simple table at a static size, a SIMD level), else the generic
+ * path with the max kernel in the pool kernel's place.
  */
 #include <math.h>
 #include <string.h>
@@ -199,10 +200,12 @@ static int plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64_
 static bool bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
                       int64_t stride, int64_t bag0, int64_t bag1)
 {
-    if (!t->data || p->max_norm != 0.0f || p->combiner == EMB_COMBINER_MAX ||
+    if (!t->data || p->max_norm != 0.0f ||
         (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
         return false;
-    const emb_bags_fn f = emb__kernel_bags(t->dtype, t->featuresize);
+    const emb_bags_fn f = p->combiner == EMB_COMBINER_MAX
+                              ? emb__kernel_bags_max(t->dtype, t->featuresize)
+                              : emb__kernel_bags(t->dtype, t->featuresize);
     if (!f)
         return false;
     const EmbBagsArgs a = {

@@ -747,6 +747,31 @@ static void init_rows_ftrl_f16(EmbKernels *k)
 
 /* ---- MAX pooling (pool_max_body), every dtype ------------------------------------------ */
 
+BAGS_MAX(bags_max_d16_f32_avx2, 16, EMB_F32)
+BAGS_MAX(bags_max_d32_f32_avx2, 32, EMB_F32)
+BAGS_MAX(bags_max_d64_f32_avx2, 64, EMB_F32)
+BAGS_MAX(bags_max_d128_f32_avx2, 128, EMB_F32)
+BAGS_MAX(bags_max_d256_f32_avx2, 256, EMB_F32)
+BAGS_MAX(bags_max_d16_f16_avx2, 16, EMB_F16)
+BAGS_MAX(bags_max_d32_f16_avx2, 32, EMB_F16)
+BAGS_MAX(bags_max_d64_f16_avx2, 64, EMB_F16)
+BAGS_MAX(bags_max_d128_f16_avx2, 128, EMB_F16)
+BAGS_MAX(bags_max_d256_f16_avx2, 256, EMB_F16)
+BAGS_MAX(bags_max_d16_bf16_avx2, 16, EMB_BF16)
+BAGS_MAX(bags_max_d32_bf16_avx2, 32, EMB_BF16)
+BAGS_MAX(bags_max_d64_bf16_avx2, 64, EMB_BF16)
+BAGS_MAX(bags_max_d128_bf16_avx2, 128, EMB_BF16)
+BAGS_MAX(bags_max_d256_bf16_avx2, 256, EMB_BF16)
+BAGS_MAX(bags_max_d16_int8_avx2, 16, EMB_INT8)
+BAGS_MAX(bags_max_d32_int8_avx2, 32, EMB_INT8)
+BAGS_MAX(bags_max_d64_int8_avx2, 64, EMB_INT8)
+BAGS_MAX(bags_max_d128_int8_avx2, 128, EMB_INT8)
+BAGS_MAX(bags_max_d256_int8_avx2, 256, EMB_INT8)
+BAGS_MAX(bags_max_d16_int4_avx2, 16, EMB_INT4)
+BAGS_MAX(bags_max_d32_int4_avx2, 32, EMB_INT4)
+BAGS_MAX(bags_max_d64_int4_avx2, 64, EMB_INT4)
+BAGS_MAX(bags_max_d128_int4_avx2, 128, EMB_INT4)
+BAGS_MAX(bags_max_d256_int4_avx2, 256, EMB_INT4)
 POOL_MAX(pool_max_f32_avx2, 0, EMB_F32)
 POOL_MAX(pool_max_d16_f32_avx2, 16, EMB_F32)
 POOL_MAX(pool_max_d32_f32_avx2, 32, EMB_F32)
@@ -778,28 +803,48 @@ POOL_MAX(pool_max_d64_int4_avx2, 64, EMB_INT4)
 POOL_MAX(pool_max_d128_int4_avx2, 128, EMB_INT4)
 POOL_MAX(pool_max_d256_int4_avx2, 256, EMB_INT4)
 
-/* The MAX pooling kernels; f16's need F16C (@f16c). */
+/* The MAX pooling and bags kernels; f16's need F16C (@f16c). */
 static void init_pool_max(EmbKernels *k, bool f16c)
 {
     k->pool_max[EMB_F32] = pool_max_f32_avx2;
+    k->bags_max_d[0][EMB_F32] = bags_max_d16_f32_avx2;
+    k->bags_max_d[1][EMB_F32] = bags_max_d32_f32_avx2;
+    k->bags_max_d[2][EMB_F32] = bags_max_d64_f32_avx2;
+    k->bags_max_d[3][EMB_F32] = bags_max_d128_f32_avx2;
+    k->bags_max_d[4][EMB_F32] = bags_max_d256_f32_avx2;
     k->pool_max_d[0][EMB_F32] = pool_max_d16_f32_avx2;
     k->pool_max_d[1][EMB_F32] = pool_max_d32_f32_avx2;
     k->pool_max_d[2][EMB_F32] = pool_max_d64_f32_avx2;
     k->pool_max_d[3][EMB_F32] = pool_max_d128_f32_avx2;
     k->pool_max_d[4][EMB_F32] = pool_max_d256_f32_avx2;
     k->pool_max[EMB_BF16] = pool_max_bf16_avx2;
+    k->bags_max_d[0][EMB_BF16] = bags_max_d16_bf16_avx2;
+    k->bags_max_d[1][EMB_BF16] = bags_max_d32_bf16_avx2;
+    k->bags_max_d[2][EMB_BF16] = bags_max_d64_bf16_avx2;
+    k->bags_max_d[3][EMB_BF16] = bags_max_d128_bf16_avx2;
+    k->bags_max_d[4][EMB_BF16] = bags_max_d256_bf16_avx2;
     k->pool_max_d[0][EMB_BF16] = pool_max_d16_bf16_avx2;
     k->pool_max_d[1][EMB_BF16] = pool_max_d32_bf16_avx2;
     k->pool_max_d[2][EMB_BF16] = pool_max_d64_bf16_avx2;
     k->pool_max_d[3][EMB_BF16] = pool_max_d128_bf16_avx2;
     k->pool_max_d[4][EMB_BF16] = pool_max_d256_bf16_avx2;
     k->pool_max[EMB_INT8] = pool_max_int8_avx2;
+    k->bags_max_d[0][EMB_INT8] = bags_max_d16_int8_avx2;
+    k->bags_max_d[1][EMB_INT8] = bags_max_d32_int8_avx2;
+    k->bags_max_d[2][EMB_INT8] = bags_max_d64_int8_avx2;
+    k->bags_max_d[3][EMB_INT8] = bags_max_d128_int8_avx2;
+    k->bags_max_d[4][EMB_INT8] = bags_max_d256_int8_avx2;
     k->pool_max_d[0][EMB_INT8] = pool_max_d16_int8_avx2;
     k->pool_max_d[1][EMB_INT8] = pool_max_d32_int8_avx2;
     k->pool_max_d[2][EMB_INT8] = pool_max_d64_int8_avx2;
     k->pool_max_d[3][EMB_INT8] = pool_max_d128_int8_avx2;
     k->pool_max_d[4][EMB_INT8] = pool_max_d256_int8_avx2;
     k->pool_max[EMB_INT4] = pool_max_int4_avx2;
+    k->bags_max_d[0][EMB_INT4] = bags_max_d16_int4_avx2;
+    k->bags_max_d[1][EMB_INT4] = bags_max_d32_int4_avx2;
+    k->bags_max_d[2][EMB_INT4] = bags_max_d64_int4_avx2;
+    k->bags_max_d[3][EMB_INT4] = bags_max_d128_int4_avx2;
+    k->bags_max_d[4][EMB_INT4] = bags_max_d256_int4_avx2;
     k->pool_max_d[0][EMB_INT4] = pool_max_d16_int4_avx2;
     k->pool_max_d[1][EMB_INT4] = pool_max_d32_int4_avx2;
     k->pool_max_d[2][EMB_INT4] = pool_max_d64_int4_avx2;
@@ -808,6 +853,11 @@ static void init_pool_max(EmbKernels *k, bool f16c)
     if (!f16c)
         return;
     k->pool_max[EMB_F16] = pool_max_f16_avx2;
+    k->bags_max_d[0][EMB_F16] = bags_max_d16_f16_avx2;
+    k->bags_max_d[1][EMB_F16] = bags_max_d32_f16_avx2;
+    k->bags_max_d[2][EMB_F16] = bags_max_d64_f16_avx2;
+    k->bags_max_d[3][EMB_F16] = bags_max_d128_f16_avx2;
+    k->bags_max_d[4][EMB_F16] = bags_max_d256_f16_avx2;
     k->pool_max_d[0][EMB_F16] = pool_max_d16_f16_avx2;
     k->pool_max_d[1][EMB_F16] = pool_max_d32_f16_avx2;
     k->pool_max_d[2][EMB_F16] = pool_max_d64_f16_avx2;

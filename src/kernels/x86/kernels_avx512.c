@@ -721,6 +721,31 @@ static void init_bf16(EmbKernels *k)
 
 /* ---- MAX pooling (pool_max_body), every dtype ------------------------------------------ */
 
+BAGS_MAX(bags_max_d16_f32_avx512, 16, EMB_F32)
+BAGS_MAX(bags_max_d32_f32_avx512, 32, EMB_F32)
+BAGS_MAX(bags_max_d64_f32_avx512, 64, EMB_F32)
+BAGS_MAX(bags_max_d128_f32_avx512, 128, EMB_F32)
+BAGS_MAX(bags_max_d256_f32_avx512, 256, EMB_F32)
+BAGS_MAX(bags_max_d16_f16_avx512, 16, EMB_F16)
+BAGS_MAX(bags_max_d32_f16_avx512, 32, EMB_F16)
+BAGS_MAX(bags_max_d64_f16_avx512, 64, EMB_F16)
+BAGS_MAX(bags_max_d128_f16_avx512, 128, EMB_F16)
+BAGS_MAX(bags_max_d256_f16_avx512, 256, EMB_F16)
+BAGS_MAX(bags_max_d16_bf16_avx512, 16, EMB_BF16)
+BAGS_MAX(bags_max_d32_bf16_avx512, 32, EMB_BF16)
+BAGS_MAX(bags_max_d64_bf16_avx512, 64, EMB_BF16)
+BAGS_MAX(bags_max_d128_bf16_avx512, 128, EMB_BF16)
+BAGS_MAX(bags_max_d256_bf16_avx512, 256, EMB_BF16)
+BAGS_MAX(bags_max_d16_int8_avx512, 16, EMB_INT8)
+BAGS_MAX(bags_max_d32_int8_avx512, 32, EMB_INT8)
+BAGS_MAX(bags_max_d64_int8_avx512, 64, EMB_INT8)
+BAGS_MAX(bags_max_d128_int8_avx512, 128, EMB_INT8)
+BAGS_MAX(bags_max_d256_int8_avx512, 256, EMB_INT8)
+BAGS_MAX(bags_max_d16_int4_avx512, 16, EMB_INT4)
+BAGS_MAX(bags_max_d32_int4_avx512, 32, EMB_INT4)
+BAGS_MAX(bags_max_d64_int4_avx512, 64, EMB_INT4)
+BAGS_MAX(bags_max_d128_int4_avx512, 128, EMB_INT4)
+BAGS_MAX(bags_max_d256_int4_avx512, 256, EMB_INT4)
 POOL_MAX(pool_max_f32_avx512, 0, EMB_F32)
 POOL_MAX(pool_max_d16_f32_avx512, 16, EMB_F32)
 POOL_MAX(pool_max_d32_f32_avx512, 32, EMB_F32)
@@ -752,34 +777,59 @@ POOL_MAX(pool_max_d64_int4_avx512, 64, EMB_INT4)
 POOL_MAX(pool_max_d128_int4_avx512, 128, EMB_INT4)
 POOL_MAX(pool_max_d256_int4_avx512, 256, EMB_INT4)
 
-/* The MAX pooling kernels. */
+/* The MAX pooling and bags kernels. */
 static void init_pool_max(EmbKernels *k)
 {
     k->pool_max[EMB_F32] = pool_max_f32_avx512;
+    k->bags_max_d[0][EMB_F32] = bags_max_d16_f32_avx512;
+    k->bags_max_d[1][EMB_F32] = bags_max_d32_f32_avx512;
+    k->bags_max_d[2][EMB_F32] = bags_max_d64_f32_avx512;
+    k->bags_max_d[3][EMB_F32] = bags_max_d128_f32_avx512;
+    k->bags_max_d[4][EMB_F32] = bags_max_d256_f32_avx512;
     k->pool_max_d[0][EMB_F32] = pool_max_d16_f32_avx512;
     k->pool_max_d[1][EMB_F32] = pool_max_d32_f32_avx512;
     k->pool_max_d[2][EMB_F32] = pool_max_d64_f32_avx512;
     k->pool_max_d[3][EMB_F32] = pool_max_d128_f32_avx512;
     k->pool_max_d[4][EMB_F32] = pool_max_d256_f32_avx512;
     k->pool_max[EMB_F16] = pool_max_f16_avx512;
+    k->bags_max_d[0][EMB_F16] = bags_max_d16_f16_avx512;
+    k->bags_max_d[1][EMB_F16] = bags_max_d32_f16_avx512;
+    k->bags_max_d[2][EMB_F16] = bags_max_d64_f16_avx512;
+    k->bags_max_d[3][EMB_F16] = bags_max_d128_f16_avx512;
+    k->bags_max_d[4][EMB_F16] = bags_max_d256_f16_avx512;
     k->pool_max_d[0][EMB_F16] = pool_max_d16_f16_avx512;
     k->pool_max_d[1][EMB_F16] = pool_max_d32_f16_avx512;
     k->pool_max_d[2][EMB_F16] = pool_max_d64_f16_avx512;
     k->pool_max_d[3][EMB_F16] = pool_max_d128_f16_avx512;
     k->pool_max_d[4][EMB_F16] = pool_max_d256_f16_avx512;
     k->pool_max[EMB_BF16] = pool_max_bf16_avx512;
+    k->bags_max_d[0][EMB_BF16] = bags_max_d16_bf16_avx512;
+    k->bags_max_d[1][EMB_BF16] = bags_max_d32_bf16_avx512;
+    k->bags_max_d[2][EMB_BF16] = bags_max_d64_bf16_avx512;
+    k->bags_max_d[3][EMB_BF16] = bags_max_d128_bf16_avx512;
+    k->bags_max_d[4][EMB_BF16] = bags_max_d256_bf16_avx512;
     k->pool_max_d[0][EMB_BF16] = pool_max_d16_bf16_avx512;
     k->pool_max_d[1][EMB_BF16] = pool_max_d32_bf16_avx512;
     k->pool_max_d[2][EMB_BF16] = pool_max_d64_bf16_avx512;
     k->pool_max_d[3][EMB_BF16] = pool_max_d128_bf16_avx512;
     k->pool_max_d[4][EMB_BF16] = pool_max_d256_bf16_avx512;
     k->pool_max[EMB_INT8] = pool_max_int8_avx512;
+    k->bags_max_d[0][EMB_INT8] = bags_max_d16_int8_avx512;
+    k->bags_max_d[1][EMB_INT8] = bags_max_d32_int8_avx512;
+    k->bags_max_d[2][EMB_INT8] = bags_max_d64_int8_avx512;
+    k->bags_max_d[3][EMB_INT8] = bags_max_d128_int8_avx512;
+    k->bags_max_d[4][EMB_INT8] = bags_max_d256_int8_avx512;
     k->pool_max_d[0][EMB_INT8] = pool_max_d16_int8_avx512;
     k->pool_max_d[1][EMB_INT8] = pool_max_d32_int8_avx512;
     k->pool_max_d[2][EMB_INT8] = pool_max_d64_int8_avx512;
     k->pool_max_d[3][EMB_INT8] = pool_max_d128_int8_avx512;
     k->pool_max_d[4][EMB_INT8] = pool_max_d256_int8_avx512;
     k->pool_max[EMB_INT4] = pool_max_int4_avx512;
+    k->bags_max_d[0][EMB_INT4] = bags_max_d16_int4_avx512;
+    k->bags_max_d[1][EMB_INT4] = bags_max_d32_int4_avx512;
+    k->bags_max_d[2][EMB_INT4] = bags_max_d64_int4_avx512;
+    k->bags_max_d[3][EMB_INT4] = bags_max_d128_int4_avx512;
+    k->bags_max_d[4][EMB_INT4] = bags_max_d256_int4_avx512;
     k->pool_max_d[0][EMB_INT4] = pool_max_d16_int4_avx512;
     k->pool_max_d[1][EMB_INT4] = pool_max_d32_int4_avx512;
     k->pool_max_d[2][EMB_INT4] = pool_max_d64_int4_avx512;

@@ -463,6 +463,62 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
     }
 }
 
+/*
+ * MAX bags of N elements (N as bags_run's): per block of nv vectors, the bag's first row
+ * loaded into registers, then vmax with each next row (max_row: a quantized element
+ * fma(q, s, b)), stored once; an empty bag its default column or zeros; the prefetch of
+ * bags_run. The C reference's bags_max_body, bit for bit.
+ */
+EMB_INLINE void bags_max_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt,
+                             const int id32)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const void *ids = a->ids;
+    const char *data = a->data;
+    const int64_t cs = a->col_stride, pf = a->pf_dist;
+    const int64_t *offs = a->offsets;
+    int64_t start = offs ? offs[a->bag0] : a->bag0 * a->bag_size;
+    const int64_t kend = offs ? offs[a->bag1] : a->bag1 * a->bag_size;
+    float *o = a->out + a->bag0 * a->out_stride;
+    for (int64_t bag = a->bag0; bag < a->bag1; bag++, o += a->out_stride) {
+        const int64_t end = offs ? offs[bag + 1] : start + a->bag_size;
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            vec acc[BLK], x[BLK];
+            const bool pfb = pf && blk == 0;
+            const void *first = end > start ? data + bag_id(ids, start, id32) * cs : a->defcol;
+            if (pfb && end > start && start + pf < kend)
+                prefetch_col(data + bag_id(ids, start + pf, id32) * cs,
+                             (int32_t)emb__row_bytes(dt, N));
+            if (first) {
+                max_row(acc, first, off, nv, 0, VL, N, dt);
+            } else {
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vzero();
+            }
+            for (int64_t k = start + 1; k < end; k++) {
+                if (pfb && k + pf < kend)
+                    prefetch_col(data + bag_id(ids, k + pf, id32) * cs,
+                                 (int32_t)emb__row_bytes(dt, N));
+                max_row(x, data + bag_id(ids, k, id32) * cs, off, nv, 0, VL, N, dt);
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vmax(x[j], acc[j]);
+            }
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st_f32(o + off + j * VL, acc[j]);
+        }
+        start = end;
+    }
+}
+
+EMB_INLINE void bags_max_body(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    if (a->id32)
+        bags_max_run(a, N, dt, 1);
+    else
+        bags_max_run(a, N, dt, 0);
+}
+
 /* The id width and the weights chosen once per call, not per id. */
 EMB_INLINE void bags_body(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt)
 {
@@ -839,6 +895,14 @@ EMB_INLINE void ftrl_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbD
                      int64_t ahead, int32_t D, int acc)                                    \
     {                                                                                      \
         pool_body(out, cols, w, n, ahead, N ? N : D, acc, NT, DT);                         \
+    }
+/* N: whole vectors, as BAGS. */
+#define BAGS_MAX(NAME, N, DT)                                                              \
+    static void NAME(const EmbBagsArgs *a)                                                 \
+    {                                                                                      \
+        _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
+                       "bags: whole vectors in registers");                                \
+        bags_max_body(a, N, DT);                                                           \
     }
 #define POOL_MAX(NAME, N, DT)                                                              \
     static void NAME(float *out, const void *const *cols, const float *w, int64_t n,      \
