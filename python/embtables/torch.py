@@ -25,6 +25,7 @@ import dataclasses as _dc
 import enum as _enum
 import math as _math
 import re as _re
+import warnings as _warnings
 
 import numpy as _np
 import torch as _torch
@@ -765,10 +766,12 @@ def _max_bag_grad(weight, pool, ids, bag, nbags, dy):
     _, _, default_id, flags = pool
     e = weight.detach()[ids].to(_torch.float32)
     d = e.shape[1]
-    top = _torch.full((nbags, d), float("-inf")).index_reduce_(0, bag, e, "amax")
     pos = _torch.arange(len(ids))[:, None].expand(-1, d)
-    cand = _torch.where(e == top[bag], pos, len(ids))
-    first = _torch.full((nbags, d), len(ids)).index_reduce_(0, bag, cand, "amin")
+    with _warnings.catch_warnings():  # index_reduce_ is "beta" in torch 1.13 (it works)
+        _warnings.simplefilter("ignore", UserWarning)
+        top = _torch.full((nbags, d), float("-inf")).index_reduce_(0, bag, e, "amax")
+        cand = _torch.where(e == top[bag], pos, len(ids))
+        first = _torch.full((nbags, d), len(ids)).index_reduce_(0, bag, cand, "amin")
     rows = _torch.where(pos == first[bag], dy[bag], _torch.zeros(()))
     if flags & _et.USE_DEFAULT_ID:
         empty = _torch.ones(nbags, dtype=_torch.bool)
