@@ -242,3 +242,43 @@ Test(maxpool, weights_and_max_norm_are_refused)
     emb_grad_destroy(&gr);
     emb_table_destroy(&t);
 }
+
+/* emb_maplookup of MAX-pooled tables (f32, bf16, int8 at D = 64, f32 at 3) under every
+   strategy, thread and split count: the bits of emb_lookup, table by table. */
+Test(maxpool, maplookup_under_every_strategy_is_the_lookup)
+{
+    const EmbDtype dts[4] = {EMB_F32, EMB_BF16, EMB_INT8, EMB_F32};
+    const int32_t dims[4] = {64, 64, 64, 3};
+    EmbTable *t[4];
+    EmbBatch b[4];
+    EmbPooling p[4];
+    float want[4][NB * 64];
+    for (int i = 0; i < 4; i++) {
+        t[i] = table(dts[i], dims[i], 21 + (uint64_t)i);
+        b[i] = (EmbBatch){.ids = ids, .nnz = NNZ, .nbags = NB, .offsets = offs};
+        p[i] = (EmbPooling){EMB_COMBINER_MAX, 0.0f, 4, EMB_PRUNE_INVALID | EMB_USE_DEFAULT_ID};
+        cr_assert_eq(emb_lookup(t[i], &b[i], &p[i], want[i], dims[i]), 0);
+    }
+    for (int kind = 0; kind < 4; kind++)
+        for (int nth = 1; nth <= 3; nth++)
+            for (int sp = 1; sp <= 4; sp += 3) {
+                EmbStrategy *s = NULL;
+                const EmbStrategyOptions so = {.nthreads = nth, .num_splits = sp};
+                const int r = kind == 0   ? emb_strategy_sequential(&s)
+                              : kind == 1 ? emb_strategy_parallel(&s, &so)
+                              : kind == 2 ? emb_strategy_prealloc_concat(&s, &so)
+                                          : emb_strategy_auto(&s, &so);
+                cr_assert_eq(r, 0);
+                float out[4][NB * 64];
+                float *const per[4] = {out[0], out[1], out[2], out[3]};
+                const EmbOutputs o = {.per_table = per};
+                cr_assert_eq(emb_maplookup(s, t, 4, b, p, &o), 0, "%s", emb_last_error());
+                for (int i = 0; i < 4; i++)
+                    cr_assert(memcmp(out[i], want[i], (size_t)NB * dims[i] * sizeof(float)) == 0,
+                              "%s, %d threads, %d splits: table %d", emb_strategy_name(s), nth,
+                              sp, i);
+                emb_strategy_destroy(&s);
+            }
+    for (int i = 0; i < 4; i++)
+        emb_table_destroy(&t[i]);
+}
