@@ -22,6 +22,9 @@ static int check_shape(const EmbBatch *b, const EmbPooling *p, int64_t i)
     const int r = emb_rule_check_shape(b, p, msg, sizeof msg);
     if (r)
         return emb__gpu_fail(r, "%s (table #%lld)", msg, (long long)i);
+    if (p->combiner == EMB_COMBINER_MAX)
+        return emb__gpu_fail(EMB_ENOTSUP, "combiner MAX (table #%lld) has no GPU kernel: "
+                             "pool on the CPU library", (long long)i);
     if (b->nnz >= GPU_MAX_POS || b->nbags >= GPU_MAX_POS)
         return emb__gpu_fail(EMB_ENOTSUP, "batch of table #%lld: nnz %lld / nbags %lld "
                              "above the GPU limit 2^40", (long long)i, (long long)b->nnz,

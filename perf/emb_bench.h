@@ -119,6 +119,7 @@ typedef struct BenchConfig {
     double min_time; /* seconds per row: time at least this long, then until the median's
                         95% interval is within 2% (or 10x min_time has passed) */
     int breakdown;   /* print the training step's phases */
+    int pooling_max; /* --pooling max: every table pooled by MAX (else SUM) */
     uint64_t seed;
     double lr;
     int64_t roof_mib;

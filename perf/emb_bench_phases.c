@@ -74,7 +74,8 @@ static int optimizer(BenchRunner *r, BenchOpt kind)
     return emb_optimizer_create(&r->w->opt[kind], &cfg);
 }
 
-/* The collection of @kind: the workload's tables (named by index, pooled by SUM), the
+/* The collection of @kind: the workload's tables (named by index, pooled by SUM or, with
+ * --pooling max, MAX), the
  * runner's strategy and the workload's optimizer of that kind (none for OPT_NONE). */
 static int collection(BenchRunner *r, BenchOpt kind, EmbCollection **out)
 {
@@ -87,7 +88,8 @@ static int collection(BenchRunner *r, BenchOpt kind, EmbCollection **out)
     for (int t = 0; names && t < n; t++) {
         snprintf(names[t], sizeof names[t], "t%d", t);
         ct[t] = (EmbCollectionTable){.name = names[t], .table = r->w->tables[t],
-                                     .pooling = EMB_POOLING_SUM};
+                                     .pooling = r->cfg->pooling_max ? EMB_POOLING_MAX
+                                                                    : EMB_POOLING_SUM};
     }
     const EmbCollectionOptions o = {.strategy = r->s, .shared_optimizer = r->w->opt[kind],
                                     .prependrows = r->w->prepend};

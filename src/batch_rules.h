@@ -60,7 +60,7 @@ EMB_RULE bool emb_rule_pruned(unsigned flags, int64_t id, const float *weights, 
     return weights && (flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS) && !(weights[k] > 0.0f);
 }
 
-/* The factor a finished bag is scaled by: 1 (SUM, NONE), 1/Σw (MEAN), 1/sqrt(Σw²) (SQRTN);
+/* The factor a finished bag is scaled by: 1 (SUM, NONE, MAX), 1/Σw (MEAN), 1/sqrt(Σw²) (SQRTN);
  * 0 when the denominator is 0 (weights that cancel give zeros, never NaN). */
 EMB_RULE float emb_rule_combiner_factor(int combiner, double sum_w, double sum_w2)
 {
@@ -86,6 +86,15 @@ EMB_RULE EmbPullEntry emb_rule_entry(int64_t id, int64_t bag, float coef)
     return e;
 }
 
+/* Whether entries [first, n) of @out hold column @id. */
+EMB_RULE bool emb_rule_seen(const EmbPullEntry *out, int64_t first, int64_t n, int64_t id)
+{
+    for (int64_t i = first; i < n; i++)
+        if (out[i].id == id)
+            return true;
+    return false;
+}
+
 /* Upper bound of a batch's pullback entries: nnz + nbags (an empty bag's default id). */
 EMB_RULE int64_t emb_rule_pullback_max_entries(const EmbBatch *b)
 {
@@ -96,7 +105,9 @@ EMB_RULE int64_t emb_rule_pullback_max_entries(const EmbBatch *b)
  * The pullback entries of a batch the shape check passed, in batch order, into @out (room
  * for emb_rule_pullback_max_entries): a lookup computes y = s · Σ_k w_k · clip(x_k) over
  * a bag's kept entries (an empty bag: the default column with w = 1, or nothing), so entry
- * k's column receives s·w_k · dy (the clip's Jacobian is the caller's). Returns the count.
+ * k's column receives s·w_k · dy (the clip's Jacobian is the caller's). MAX (no weights):
+ * one entry per distinct id of a bag, coef 1; which elements of dy it receives (those its
+ * column gave the maximum of) is the caller's, as the clip's Jacobian. Returns the count.
  */
 EMB_RULE int64_t emb_rule_pullback_entries(const EmbBatch *b, const EmbPooling *p,
                                            EmbPullEntry *out)
@@ -110,6 +121,8 @@ EMB_RULE int64_t emb_rule_pullback_entries(const EmbBatch *b, const EmbPooling *
             const int64_t id = emb_rule_id(b, k);
             if (emb_rule_pruned(p->flags, id, b->weights, k))
                 continue;
+            if (p->combiner == EMB_COMBINER_MAX && emb_rule_seen(out, first, n, id))
+                continue; /* MAX: an id once per bag (its first entry takes the ties) */
             const float w = b->weights ? b->weights[k] : 1.0f;
             out[n++] = emb_rule_entry(id, bag, w);
             sw += w;
@@ -145,9 +158,14 @@ static inline int emb_rule_check_shape(const EmbBatch *b, const EmbPooling *p, c
     else if (b->id_type != EMB_ID_I64 && b->id_type != EMB_ID_I32)
         r = EMB_EINVAL, snprintf(msg, cap, "id_type %d is not EMB_ID_I64 or EMB_ID_I32",
                                  (int)b->id_type);
-    else if (p->combiner < EMB_COMBINER_NONE || p->combiner > EMB_COMBINER_SQRTN)
-        r = EMB_EINVAL, snprintf(msg, cap, "combiner %d is not NONE, SUM, MEAN or SQRTN",
+    else if (p->combiner < EMB_COMBINER_NONE || p->combiner > EMB_COMBINER_MAX)
+        r = EMB_EINVAL, snprintf(msg, cap, "combiner %d is not NONE, SUM, MEAN, SQRTN or MAX",
                                  (int)p->combiner);
+    else if (p->combiner == EMB_COMBINER_MAX && b->weights)
+        r = EMB_EINVAL, snprintf(msg, cap, "combiner MAX takes no per-id weights");
+    else if (p->combiner == EMB_COMBINER_MAX && p->max_norm != 0.0f)
+        r = EMB_EINVAL, snprintf(msg, cap, "combiner MAX takes no max_norm (%g)",
+                                 (double)p->max_norm);
     else if (p->flags & ~EMB_RULE_POOLING_FLAGS)
         r = EMB_EINVAL, snprintf(msg, cap, "pooling flags 0x%x have unknown bits", p->flags);
     else if (isnan(p->max_norm) || p->max_norm < 0.0f)

@@ -189,14 +189,31 @@ static void check_pool(Ctx *c, Data *d, emb_pool_fn ref, emb_pool_fn got, uint64
         }
 }
 
+/* MAX pooling, accumulating or not (no weights: MAX takes none); with ties, since the bag's
+ * columns are drawn from NCOLS and repeat, and equal values must keep the first. */
+static void check_pool_max(Ctx *c, Data *d, emb_pool_fn ref, emb_pool_fn got, uint64_t *s)
+{
+    if (!got)
+        return;
+    const size_t total = (size_t)d->D + PAD;
+    for (int acc = 0; acc < 2; acc++) {
+        data_outputs(d, total, acc, s);
+        const int64_t ahead = acc ? -1 : AHEAD;
+        ref(d->out_ref, d->cols, NULL, c->n, ahead, d->D, acc);
+        got(d->out_got, d->cols, NULL, c->n, ahead, d->D, acc);
+        expect_same(c, d->out_ref, d->out_got, total, sizeof(float));
+    }
+}
+
 /*
  * bags over NB bags drawn from the column store: lengths from lens (0 and 20 included),
  * ids of either width, with and without weights, offsets or a fixed bag size, each
  * combiner, a default column or none, prefetch or none; output rows of stride D + 3 with
- * the gaps and PAD elements past the last row poisoned.
+ * the gaps and PAD elements past the last row poisoned. @max: the MAX bags (no weights).
  */
 #define NB 6
-static void check_bags(Ctx *c, Data *d, emb_bags_fn ref, emb_bags_fn got, uint64_t *s)
+static void check_bags(Ctx *c, Data *d, emb_bags_fn ref, emb_bags_fn got, int max,
+                       uint64_t *s)
 {
     if (!got)
         return;
@@ -213,8 +230,8 @@ static void check_bags(Ctx *c, Data *d, emb_bags_fn ref, emb_bags_fn got, uint64
     const size_t total = (size_t)(NB * stride + PAD);
     const size_t skew = (tu_rand(s) % 4) * d->esize * !emb__dtype_quantized((EmbDtype)d->dt);
     for (int v = 0; v < 48; v++) {
-        const int fixed = v & 1, id32 = (v >> 1) & 1, weighted = (v >> 2) & 1;
-        const int def = (v >> 3) & 1, comb = EMB_COMBINER_SUM + (v >> 4);
+        const int fixed = v & 1, id32 = (v >> 1) & 1, weighted = !max && ((v >> 2) & 1);
+        const int def = (v >> 3) & 1, comb = max ? EMB_COMBINER_MAX : EMB_COMBINER_SUM + (v >> 4);
         EmbBagsArgs a = {
             .out_stride = stride, .data = (const char *)d->store + skew,
             .col_stride = (int64_t)d->colbytes,
@@ -443,7 +460,7 @@ static void check_opt(Ctx *c, Data *d, EmbOptimizerKind kind, emb_opt_row_fn ref
  * level keeps the one below), with its slot, dtype and static size (0: any D). Every kernel
  * is checked against the C reference of its family at any D (gather[dt], pool[dt], ...).
  */
-typedef enum { GATHER, POOL, BAGS, IDMAX, SUMSQ, SGD, ROWS, SCALE, OPT, REQUANT } Family;
+typedef enum { GATHER, POOL, POOLMAX, BAGS, BAGSMAX, IDMAX, SUMSQ, SGD, ROWS, SCALE, OPT, REQUANT } Family;
 
 typedef struct Entry {
     size_t slot; /* offset of the function pointer in EmbKernels */
@@ -459,6 +476,121 @@ typedef struct Entry {
 
 static const Entry entries[] = {
     E(IDMAX, idmax, EMB_F32, 16, 0, "idmax_c", "idmax_avx2", "idmax_avx512"),
+    E(BAGSMAX, bags_max[EMB_F32], EMB_F32, 0, 0, "bags_max_f32_c", NULL, NULL),
+    E(BAGSMAX, bags_max_d[0][EMB_F32], EMB_F32, 16, 0,
+      NULL, "bags_max_d16_f32_avx2", "bags_max_d16_f32_avx512"),
+    E(BAGSMAX, bags_max_d[1][EMB_F32], EMB_F32, 32, 0,
+      NULL, "bags_max_d32_f32_avx2", "bags_max_d32_f32_avx512"),
+    E(BAGSMAX, bags_max_d[2][EMB_F32], EMB_F32, 64, 0,
+      NULL, "bags_max_d64_f32_avx2", "bags_max_d64_f32_avx512"),
+    E(BAGSMAX, bags_max_d[3][EMB_F32], EMB_F32, 128, 0,
+      NULL, "bags_max_d128_f32_avx2", "bags_max_d128_f32_avx512"),
+    E(BAGSMAX, bags_max_d[4][EMB_F32], EMB_F32, 256, 0,
+      NULL, "bags_max_d256_f32_avx2", "bags_max_d256_f32_avx512"),
+    E(BAGSMAX, bags_max[EMB_F16], EMB_F16, 0, 0, "bags_max_f16_c", NULL, NULL),
+    E(BAGSMAX, bags_max_d[0][EMB_F16], EMB_F16, 16, 0,
+      NULL, "bags_max_d16_f16_avx2", "bags_max_d16_f16_avx512"),
+    E(BAGSMAX, bags_max_d[1][EMB_F16], EMB_F16, 32, 0,
+      NULL, "bags_max_d32_f16_avx2", "bags_max_d32_f16_avx512"),
+    E(BAGSMAX, bags_max_d[2][EMB_F16], EMB_F16, 64, 0,
+      NULL, "bags_max_d64_f16_avx2", "bags_max_d64_f16_avx512"),
+    E(BAGSMAX, bags_max_d[3][EMB_F16], EMB_F16, 128, 0,
+      NULL, "bags_max_d128_f16_avx2", "bags_max_d128_f16_avx512"),
+    E(BAGSMAX, bags_max_d[4][EMB_F16], EMB_F16, 256, 0,
+      NULL, "bags_max_d256_f16_avx2", "bags_max_d256_f16_avx512"),
+    E(BAGSMAX, bags_max[EMB_BF16], EMB_BF16, 0, 0, "bags_max_bf16_c", NULL, NULL),
+    E(BAGSMAX, bags_max_d[0][EMB_BF16], EMB_BF16, 16, 0,
+      NULL, "bags_max_d16_bf16_avx2", "bags_max_d16_bf16_avx512"),
+    E(BAGSMAX, bags_max_d[1][EMB_BF16], EMB_BF16, 32, 0,
+      NULL, "bags_max_d32_bf16_avx2", "bags_max_d32_bf16_avx512"),
+    E(BAGSMAX, bags_max_d[2][EMB_BF16], EMB_BF16, 64, 0,
+      NULL, "bags_max_d64_bf16_avx2", "bags_max_d64_bf16_avx512"),
+    E(BAGSMAX, bags_max_d[3][EMB_BF16], EMB_BF16, 128, 0,
+      NULL, "bags_max_d128_bf16_avx2", "bags_max_d128_bf16_avx512"),
+    E(BAGSMAX, bags_max_d[4][EMB_BF16], EMB_BF16, 256, 0,
+      NULL, "bags_max_d256_bf16_avx2", "bags_max_d256_bf16_avx512"),
+    E(BAGSMAX, bags_max[EMB_INT8], EMB_INT8, 0, 0, "bags_max_int8_c", NULL, NULL),
+    E(BAGSMAX, bags_max_d[0][EMB_INT8], EMB_INT8, 16, 0,
+      NULL, "bags_max_d16_int8_avx2", "bags_max_d16_int8_avx512"),
+    E(BAGSMAX, bags_max_d[1][EMB_INT8], EMB_INT8, 32, 0,
+      NULL, "bags_max_d32_int8_avx2", "bags_max_d32_int8_avx512"),
+    E(BAGSMAX, bags_max_d[2][EMB_INT8], EMB_INT8, 64, 0,
+      NULL, "bags_max_d64_int8_avx2", "bags_max_d64_int8_avx512"),
+    E(BAGSMAX, bags_max_d[3][EMB_INT8], EMB_INT8, 128, 0,
+      NULL, "bags_max_d128_int8_avx2", "bags_max_d128_int8_avx512"),
+    E(BAGSMAX, bags_max_d[4][EMB_INT8], EMB_INT8, 256, 0,
+      NULL, "bags_max_d256_int8_avx2", "bags_max_d256_int8_avx512"),
+    E(BAGSMAX, bags_max[EMB_INT4], EMB_INT4, 0, 0, "bags_max_int4_c", NULL, NULL),
+    E(BAGSMAX, bags_max_d[0][EMB_INT4], EMB_INT4, 16, 0,
+      NULL, "bags_max_d16_int4_avx2", "bags_max_d16_int4_avx512"),
+    E(BAGSMAX, bags_max_d[1][EMB_INT4], EMB_INT4, 32, 0,
+      NULL, "bags_max_d32_int4_avx2", "bags_max_d32_int4_avx512"),
+    E(BAGSMAX, bags_max_d[2][EMB_INT4], EMB_INT4, 64, 0,
+      NULL, "bags_max_d64_int4_avx2", "bags_max_d64_int4_avx512"),
+    E(BAGSMAX, bags_max_d[3][EMB_INT4], EMB_INT4, 128, 0,
+      NULL, "bags_max_d128_int4_avx2", "bags_max_d128_int4_avx512"),
+    E(BAGSMAX, bags_max_d[4][EMB_INT4], EMB_INT4, 256, 0,
+      NULL, "bags_max_d256_int4_avx2", "bags_max_d256_int4_avx512"),
+    E(POOLMAX, pool_max[EMB_F32], EMB_F32, 0, 0,
+      "pool_max_f32_c", "pool_max_f32_avx2", "pool_max_f32_avx512"),
+    E(POOLMAX, pool_max_d[0][EMB_F32], EMB_F32, 16, 0,
+      NULL, "pool_max_d16_f32_avx2", "pool_max_d16_f32_avx512"),
+    E(POOLMAX, pool_max_d[1][EMB_F32], EMB_F32, 32, 0,
+      NULL, "pool_max_d32_f32_avx2", "pool_max_d32_f32_avx512"),
+    E(POOLMAX, pool_max_d[2][EMB_F32], EMB_F32, 64, 0,
+      NULL, "pool_max_d64_f32_avx2", "pool_max_d64_f32_avx512"),
+    E(POOLMAX, pool_max_d[3][EMB_F32], EMB_F32, 128, 0,
+      NULL, "pool_max_d128_f32_avx2", "pool_max_d128_f32_avx512"),
+    E(POOLMAX, pool_max_d[4][EMB_F32], EMB_F32, 256, 0,
+      NULL, "pool_max_d256_f32_avx2", "pool_max_d256_f32_avx512"),
+    E(POOLMAX, pool_max[EMB_F16], EMB_F16, 0, 0,
+      "pool_max_f16_c", "pool_max_f16_avx2", "pool_max_f16_avx512"),
+    E(POOLMAX, pool_max_d[0][EMB_F16], EMB_F16, 16, 0,
+      NULL, "pool_max_d16_f16_avx2", "pool_max_d16_f16_avx512"),
+    E(POOLMAX, pool_max_d[1][EMB_F16], EMB_F16, 32, 0,
+      NULL, "pool_max_d32_f16_avx2", "pool_max_d32_f16_avx512"),
+    E(POOLMAX, pool_max_d[2][EMB_F16], EMB_F16, 64, 0,
+      NULL, "pool_max_d64_f16_avx2", "pool_max_d64_f16_avx512"),
+    E(POOLMAX, pool_max_d[3][EMB_F16], EMB_F16, 128, 0,
+      NULL, "pool_max_d128_f16_avx2", "pool_max_d128_f16_avx512"),
+    E(POOLMAX, pool_max_d[4][EMB_F16], EMB_F16, 256, 0,
+      NULL, "pool_max_d256_f16_avx2", "pool_max_d256_f16_avx512"),
+    E(POOLMAX, pool_max[EMB_BF16], EMB_BF16, 0, 0,
+      "pool_max_bf16_c", "pool_max_bf16_avx2", "pool_max_bf16_avx512"),
+    E(POOLMAX, pool_max_d[0][EMB_BF16], EMB_BF16, 16, 0,
+      NULL, "pool_max_d16_bf16_avx2", "pool_max_d16_bf16_avx512"),
+    E(POOLMAX, pool_max_d[1][EMB_BF16], EMB_BF16, 32, 0,
+      NULL, "pool_max_d32_bf16_avx2", "pool_max_d32_bf16_avx512"),
+    E(POOLMAX, pool_max_d[2][EMB_BF16], EMB_BF16, 64, 0,
+      NULL, "pool_max_d64_bf16_avx2", "pool_max_d64_bf16_avx512"),
+    E(POOLMAX, pool_max_d[3][EMB_BF16], EMB_BF16, 128, 0,
+      NULL, "pool_max_d128_bf16_avx2", "pool_max_d128_bf16_avx512"),
+    E(POOLMAX, pool_max_d[4][EMB_BF16], EMB_BF16, 256, 0,
+      NULL, "pool_max_d256_bf16_avx2", "pool_max_d256_bf16_avx512"),
+    E(POOLMAX, pool_max[EMB_INT8], EMB_INT8, 0, 0,
+      "pool_max_int8_c", "pool_max_int8_avx2", "pool_max_int8_avx512"),
+    E(POOLMAX, pool_max_d[0][EMB_INT8], EMB_INT8, 16, 0,
+      NULL, "pool_max_d16_int8_avx2", "pool_max_d16_int8_avx512"),
+    E(POOLMAX, pool_max_d[1][EMB_INT8], EMB_INT8, 32, 0,
+      NULL, "pool_max_d32_int8_avx2", "pool_max_d32_int8_avx512"),
+    E(POOLMAX, pool_max_d[2][EMB_INT8], EMB_INT8, 64, 0,
+      NULL, "pool_max_d64_int8_avx2", "pool_max_d64_int8_avx512"),
+    E(POOLMAX, pool_max_d[3][EMB_INT8], EMB_INT8, 128, 0,
+      NULL, "pool_max_d128_int8_avx2", "pool_max_d128_int8_avx512"),
+    E(POOLMAX, pool_max_d[4][EMB_INT8], EMB_INT8, 256, 0,
+      NULL, "pool_max_d256_int8_avx2", "pool_max_d256_int8_avx512"),
+    E(POOLMAX, pool_max[EMB_INT4], EMB_INT4, 0, 0,
+      "pool_max_int4_c", "pool_max_int4_avx2", "pool_max_int4_avx512"),
+    E(POOLMAX, pool_max_d[0][EMB_INT4], EMB_INT4, 16, 0,
+      NULL, "pool_max_d16_int4_avx2", "pool_max_d16_int4_avx512"),
+    E(POOLMAX, pool_max_d[1][EMB_INT4], EMB_INT4, 32, 0,
+      NULL, "pool_max_d32_int4_avx2", "pool_max_d32_int4_avx512"),
+    E(POOLMAX, pool_max_d[2][EMB_INT4], EMB_INT4, 64, 0,
+      NULL, "pool_max_d64_int4_avx2", "pool_max_d64_int4_avx512"),
+    E(POOLMAX, pool_max_d[3][EMB_INT4], EMB_INT4, 128, 0,
+      NULL, "pool_max_d128_int4_avx2", "pool_max_d128_int4_avx512"),
+    E(POOLMAX, pool_max_d[4][EMB_INT4], EMB_INT4, 256, 0,
+      NULL, "pool_max_d256_int4_avx2", "pool_max_d256_int4_avx512"),
     E(BAGS, bags[EMB_F32], EMB_F32, 0, 0, "bags_f32_c", NULL, NULL),
     E(BAGS, bags_d[0][EMB_F32], EMB_F32, 16, 0,
       "bags_d16_f32_c", "bags_d16_f32_avx2", "bags_d16_f32_avx512"),
@@ -1066,18 +1198,22 @@ static void check_entry(const Level *lv, int l, const EmbKernels *r, const Entry
     switch (e->family) {
     case GATHER:
     case POOL:
+    case POOLMAX:
         for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
             c.n = lens[li];
             data_bag(d, s);
             if (e->family == GATHER)
                 check_gather(&c, d, r->gather[dt], (emb_gather_fn)slot_of(k, e), s);
+            else if (e->family == POOLMAX)
+                check_pool_max(&c, d, r->pool_max[dt], (emb_pool_fn)slot_of(k, e), s);
             else
                 check_pool(&c, d, r->pool[dt], (emb_pool_fn)slot_of(k, e), s);
             emb__sfence();
         }
         break;
     case IDMAX: check_idmax(&c, r->idmax, (emb_idmax_fn)slot_of(k, e), s); break;
-    case BAGS: check_bags(&c, d, r->bags[dt], (emb_bags_fn)slot_of(k, e), s); break;
+    case BAGS: check_bags(&c, d, r->bags[dt], (emb_bags_fn)slot_of(k, e), 0, s); break;
+    case BAGSMAX: check_bags(&c, d, r->bags_max[dt], (emb_bags_fn)slot_of(k, e), 1, s); break;
     case SUMSQ:
         data_bag(d, s);
         check_sumsq(&c, d, r->sumsq[dt], (emb_sumsq_fn)slot_of(k, e));

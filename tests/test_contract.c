@@ -244,6 +244,15 @@ static void battery_lookup(const EmbTable *t, const EmbTable *r)
         lookup_form(t, r, &weighted, &pools[k], "weighted");
         lookup_form(t, r, &fixed, &pools[k], "fixed bags");
     }
+    const EmbPooling maxes[] = { /* MAX takes no weights */
+        EMB_POOLING_MAX,
+        {EMB_COMBINER_MAX, 0.0f, 4, EMB_USE_DEFAULT_ID | EMB_OUT_NONTEMPORAL},
+    };
+    for (size_t k = 0; k < sizeof maxes / sizeof *maxes; k++) {
+        lookup_form(t, r, &csr, &maxes[k], "csr max");
+        lookup_form(t, r, &csr32, &maxes[k], "csr int32 max");
+        lookup_form(t, r, &fixed, &maxes[k], "fixed bags max");
+    }
     const EmbPooling g = EMB_POOLING_GATHER;
     lookup_form(t, r, &gather, &g, "gather");
     float out[NNZ * D], ref[NNZ * D];
@@ -255,11 +264,13 @@ static void battery_lookup(const EmbTable *t, const EmbTable *r)
     same_floats(out, ref, 4 * D, "emb_lookup_sum");
 }
 
-/* A backward of a weighted MEAN lookup with max_norm, and the optimizer's step. */
+/* A backward of a weighted MEAN lookup with max_norm (steps 0, 1) or of a MAX lookup with a
+   default id (step 2: its gradient reads the bags' rows), and the optimizer's step. */
 static void step(EmbOptimizer *o, EmbTable *t, EmbIndexer *ix, EmbGrad *g, int s)
 {
-    const EmbBatch b = {bag_ids, EMB_ID_I64, NNZ, NBAGS, 0, bag_offsets, bag_w};
-    const EmbPooling p = {EMB_COMBINER_MEAN, s % 2 ? 0.8f : 0.0f, 0, 0};
+    const EmbBatch b = {bag_ids, EMB_ID_I64, NNZ, NBAGS, 0, bag_offsets, s == 2 ? NULL : bag_w};
+    const EmbPooling p = s == 2 ? (EmbPooling){EMB_COMBINER_MAX, 0.0f, 4, EMB_USE_DEFAULT_ID}
+                                : (EmbPooling){EMB_COMBINER_MEAN, s % 2 ? 0.8f : 0.0f, 0, 0};
     float dy[NBAGS * D];
     for (int k = 0; k < NBAGS * D; k++)
         dy[k] = (float)((k * 5 + s) % 9) * 0.125f - 0.5f;

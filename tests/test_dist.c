@@ -542,6 +542,41 @@ done:
 }
 
 /* A bad id on the last rank: every rank gets EMB_ERANGE naming it; nothing is written. */
+/* MAX pooling of a row-wise table: EMB_ENOTSUP on every rank, the output untouched (one
+   rank holds the table whole: pooled). */
+static void max_rowwise(void)
+{
+    EmbDistTableDesc desc[1] = {{.name = "m", .nrows = 40, .featuresize = 4}};
+    EmbDistOptions o = {.place = {.plan = EMB_DIST_PLAN_ROWWISE}};
+    EmbDist *d;
+    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 1, &o);
+    CHECK(r == 0, "max row-wise: create %d", r);
+    if (r)
+        return;
+    int64_t ids[6] = {1, 2, 3, 4, 5, 6};
+    const EmbBatch b = {.ids = ids, .nnz = 6, .nbags = 3, .bag_size = 2};
+    const EmbPooling p = EMB_POOLING_MAX;
+    float out[3 * 4];
+    for (int i = 0; i < 12; i++)
+        out[i] = 5.0f;
+    const EmbOutputs eo = {.concat = out, .concat_stride = 4};
+    EmbDistPlacement pl;
+    CHECK(emb_dist_placement(d, 0, &pl) == 0, "max row-wise: placement");
+    r = emb_dist_maplookup(d, &b, &p, &eo);
+    if (pl.kind != EMB_DIST_ROWWISE) {
+        CHECK(r == 0, "max table-wise: %d (%s)", r, emb_dist_last_error());
+        emb_dist_destroy(&d);
+        return;
+    }
+    CHECK(r == EMB_ENOTSUP && strstr(emb_dist_last_error(), "row-wise"),
+          "max row-wise: %d (%s)", r, emb_dist_last_error());
+    int untouched = 1;
+    for (int i = 0; i < 12; i++)
+        untouched &= out[i] == 5.0f;
+    CHECK(untouched, "max row-wise: the output was written");
+    emb_dist_destroy(&d);
+}
+
 static void bad_id(void)
 {
     EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
@@ -879,9 +914,12 @@ int main(int argc, char **argv)
         {"rowwise sqrtn default adagrad f16", EMB_DIST_PLAN_ROWWISE, EMB_PARTITION_MOD, 0,
          EMB_COMBINER_SQRTN, 0, EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F16, EMB_OPT_ADAGRAD, 4, 0, 0,
          0},
+        {"tablewise max default adagrad", EMB_DIST_PLAN_TABLEWISE, 0, 0, EMB_COMBINER_MAX, 0,
+         EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F32, EMB_OPT_ADAGRAD, 1, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&cases[i]);
+    max_rowwise();
     bad_id();
     nonfinite();
     mismatch();

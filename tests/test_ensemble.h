@@ -54,6 +54,8 @@ static inline void make_data(Data *d, uint64_t seed)
     d->p[0].flags = EMB_USE_DEFAULT_ID | EMB_PRUNE_NONPOSITIVE_WEIGHTS;
     /* table 2: max_norm clips most columns (its gradient reads them) */
     d->p[2].max_norm = 0.5f;
+    /* table 3: MAX pooling (its gradient reads the bags' rows; hot ids repeat in a bag) */
+    d->p[3].combiner = EMB_COMBINER_MAX;
     /* table 1: int32 ids (a sparse gradient) */
     for (int k = 0; k < 24 * 7; k++)
         d->ids32[k] = (int32_t)d->ids[1][k];

@@ -623,6 +623,12 @@ static void error_cases(EmbGpuWorkspace *ws)
           "backward: unknown pooling flag bits");
     CHECK(emb_gpu_lookup(g, &b, NULL, out, 8, 1u << 5, ws, NULL) == EMB_EINVAL &&
           strstr(emb_gpu_last_error(), "flags 0x20"), "lookup: unknown flag bits");
+    /* MAX pooling has no GPU kernel: EMB_ENOTSUP, forward and backward */
+    const EmbPooling maxp = EMB_POOLING_MAX;
+    CHECK(emb_gpu_lookup(g, &b, &maxp, out, 8, 0, ws, NULL) == EMB_ENOTSUP &&
+          strstr(emb_gpu_last_error(), "MAX"), "lookup: MAX pooling");
+    CHECK(emb_gpu_backward_update(g, &b, &maxp, out, 8, &sgd, 0, ws, NULL) == EMB_ENOTSUP,
+          "backward: MAX pooling");
     EmbGpuTable *const one[1] = {g};
     float *const per[1] = {out};
     const EmbOutputs po = {per, NULL, NULL, 0, 0};

@@ -117,7 +117,7 @@ static void pullback_grad(const EmbTable *t, const Case *cs, double *G)
         float dy[D], g[D];
         for (int i = 0; i < D; i++)
             dy[i] = (float)cs->r[e[j].bag * D + i];
-        emb__pullback_row(t, &cs->p, &e[j], dy, g);
+        emb__pullback_row(t, &cs->p, &e[j], dy, NULL, g);
         for (int i = 0; i < D; i++)
             G[e[j].id * D + i] += g[i];
     }
@@ -212,12 +212,12 @@ Test(gradients, max_norm_jacobian_on_a_known_vector)
     const float dy[2] = {1, 0};
     float g[2];
     cr_assert(emb__pullback_needs_column(&p));
-    emb__pullback_row(t, &p, &e, dy, g);
+    emb__pullback_row(t, &p, &e, dy, NULL, g);
     cr_assert_float_eq(g[0], 16.0f / 125, 1e-7f);
     cr_assert_float_eq(g[1], -12.0f / 125, 1e-7f);
     /* unclipped (c = 5 = norm): identity; DeepRec's scaling-only rule would give (0.2, 0) */
     const EmbPooling q = {.combiner = EMB_COMBINER_SUM, .max_norm = 5.0f};
-    emb__pullback_row(t, &q, &e, dy, g);
+    emb__pullback_row(t, &q, &e, dy, NULL, g);
     cr_assert_eq(g[0], 1.0f);
     cr_assert_eq(g[1], 0.0f);
     emb_table_destroy(&t);

@@ -214,6 +214,12 @@ typedef enum EmbCombiner {
     EMB_COMBINER_SUM = 1,
     EMB_COMBINER_MEAN = 2,
     EMB_COMBINER_SQRTN = 3,
+    /** element-wise maximum over the bag's kept columns (torch's mode='max'): an empty bag
+        gives zeros (or its default column); no per-id weights, no max_norm (EMB_EINVAL).
+        Its backward sends each element's gradient to the column that gave that element's
+        maximum, the first such entry of the bag on ties (an id repeated in a bag counts
+        once). NaN: an element stays the first entry's when no later one compares greater. */
+    EMB_COMBINER_MAX = 4,
 } EmbCombiner;
 
 /** Optimizer kinds (formulas per distinct column with accumulated gradient g). */

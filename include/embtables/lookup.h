@@ -3,13 +3,16 @@
  * @file lookup.h
  * Single-table lookups: gather, fixed-size bags (the Julia matrix form) and ragged bags
  * (CSR offsets, the TF SparseTensor / PyTorch offsets form), with optional per-id weights,
- * the combiners SUM / MEAN / SQRTN, max_norm and TF's safe-lookup semantics.
+ * the combiners SUM / MEAN / SQRTN / MAX, max_norm and TF's safe-lookup semantics.
  *
  * Semantics (w = 1 without weights; e_i = the column of id i, clipped by max_norm):
  *  - max_norm > 0: a column whose l2 norm n exceeds max_norm is scaled by max_norm / n,
  *    before weighting and combining; a zero column stays zero.
  *  - SUM = Σ w·e;  MEAN = Σ w·e / Σ w;  SQRTN = Σ w·e / sqrt(Σ w²).  Within a bag the sum
  *    runs in bag order and a duplicate id counts each time.
+ *  - MAX = element-wise max over the bag's kept columns (acc = x > acc ? x : acc, from the
+ *    first); no weights and no max_norm (EMB_EINVAL). Quantized rows: each element as
+ *    fma(q, scale, bias), the value a one-row SUM bag gives.
  *  - NONE (gather) = one output per id: the batch must have bag_size 1 (nbags == nnz);
  *    a weight, if given, multiplies the column.
  *  - EMB_PRUNE_INVALID drops ids < 0; EMB_PRUNE_NONPOSITIVE_WEIGHTS drops ids whose weight
@@ -77,6 +80,8 @@ typedef struct EmbPooling {
 #define EMB_POOLING_MEAN ((EmbPooling){EMB_COMBINER_MEAN, 0.0f, 0, 0})
 /** Initialiser: sum divided by the l2 norm of the bag's weights. */
 #define EMB_POOLING_SQRTN ((EmbPooling){EMB_COMBINER_SQRTN, 0.0f, 0, 0})
+/** Initialiser: element-wise maximum of each bag's columns (no weights). */
+#define EMB_POOLING_MAX ((EmbPooling){EMB_COMBINER_MAX, 0.0f, 0, 0})
 
 /**
  * Looks up @p batch in @p table and writes one f32 vector of featuresize elements per bag
@@ -85,7 +90,8 @@ typedef struct EmbPooling {
  * @param pooling NULL means SUM
  * @param out_stride elements between output vectors (>= featuresize)
  * @return 0; EMB_ENULL (table, batch, out, ids, offsets), EMB_EINVAL (negative sizes, bad
- *         combiner, unknown flag bits, bag_size with NONE != 1, NaN max_norm), EMB_EOFFSETS, EMB_ERANGE (an id
+ *         combiner, unknown flag bits, bag_size with NONE != 1, NaN max_norm, MAX with
+ *         weights or max_norm), EMB_EOFFSETS, EMB_ERANGE (an id
  *         or default_id), EMB_ESTRIDE, EMB_EOVERFLOW. Nothing is written on failure.
  */
 EMB_API int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,

@@ -31,7 +31,7 @@ __all__ = ["__version__", "Table", "Strategy", "Optimizer", "lookup", "lookup_ja
            "OPTIMIZERS", "INITIALIZERS", "PRUNE_INVALID", "PRUNE_NONPOSITIVE_WEIGHTS",
            "USE_DEFAULT_ID"]
 
-COMBINERS = {"none": 0, "gather": 0, "sum": 1, "mean": 2, "sqrtn": 3}
+COMBINERS = {"none": 0, "gather": 0, "sum": 1, "mean": 2, "sqrtn": 3, "max": 4}
 PRUNE_INVALID, PRUNE_NONPOSITIVE_WEIGHTS, USE_DEFAULT_ID = 1, 2, 4
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "int8": 3, "int4": 4}
 QUANTIZED = ("int8", "int4")
@@ -112,7 +112,7 @@ def _weights(x, what="per_sample_weights", t=None):
 
 def pooling(mode="sum", max_norm=None, default_id=None, prune_invalid=False,
             prune_nonpositive_weights=False):
-    """The pooling descriptor: mode sum / mean / sqrtn / none (gather); max_norm clips every
+    """The pooling descriptor: mode sum / mean / sqrtn / max / none (gather); max_norm clips every
     looked-up column to that l2 norm; TF's safe lookup: prune_invalid drops ids < 0,
     prune_nonpositive_weights drops ids with weight <= 0, and an empty bag yields column
     default_id (else zeros)."""

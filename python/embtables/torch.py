@@ -29,6 +29,7 @@ import dataclasses as _dc
 import enum as _enum
 import math as _math
 import re as _re
+import warnings as _warnings
 import weakref as _weakref
 
 import numpy as _np
@@ -817,6 +818,29 @@ class EmbeddingCollection(EmbeddingBagCollection):
         return out
 
 
+def _max_bag_grad(weight, pool, ids, bag, nbags, dy):
+    """MAX pooling's sparse gradient: element i of a bag's dy to the first kept entry whose
+    row holds the bag's maximum at i (the library's routing); an empty bag's default_id
+    takes its whole row."""
+    _, _, default_id, flags = pool
+    e = weight.detach()[ids].to(_torch.float32)
+    d = e.shape[1]
+    pos = _torch.arange(len(ids))[:, None].expand(-1, d)
+    with _warnings.catch_warnings():  # index_reduce_ is "beta" in torch 1.13 (it works)
+        _warnings.simplefilter("ignore", UserWarning)
+        top = _torch.full((nbags, d), float("-inf")).index_reduce_(0, bag, e, "amax")
+        cand = _torch.where(e == top[bag], pos, len(ids))
+        first = _torch.full((nbags, d), len(ids)).index_reduce_(0, bag, cand, "amin")
+    rows = _torch.where(pos == first[bag], dy[bag], _torch.zeros(()))
+    if flags & _et.USE_DEFAULT_ID:
+        empty = _torch.ones(nbags, dtype=_torch.bool)
+        empty[bag] = False
+        nd = int(empty.sum())
+        ids = _torch.cat([ids, _torch.full((nd,), default_id, dtype=_torch.int64)])
+        rows = _torch.cat([rows, dy[empty]])
+    return _torch.sparse_coo_tensor(ids[None], rows, weight.shape).to(weight.dtype)
+
+
 def _bag_grad(weight, pool, ids, w, off, dy):
     """The sparse gradient of one table: one row per kept id (coefficient x its bag's
     output gradient, through max_norm's clipping), and default_id rows of empty bags."""
@@ -830,6 +854,8 @@ def _bag_grad(weight, pool, ids, w, off, dy):
     if flags & _et.PRUNE_NONPOSITIVE_WEIGHTS:
         keep &= w > 0
     ids, w, bag = ids[keep], w[keep], bag[keep]
+    if combiner == 4:  # MAX: each element's gradient to its bag's first maximal entry
+        return _max_bag_grad(weight, pool, ids, bag, len(counts), dy)
     coef = w
     if combiner in (2, 3):
         wsum = _torch.zeros(len(counts)).index_add_(0, bag, w if combiner == 2 else w * w)

@@ -117,8 +117,9 @@ def test_bad_ids_raise_and_write_nothing():
     np.testing.assert_array_equal(w, before)
     with pytest.raises(et.InvalidError):
         t.lookup(np.array([1, 2]), np.array([0, 3]), include_last_offset=True)
-    with pytest.raises(et.InvalidError):
-        t.lookup(np.array([1]), mode="max")
+    with pytest.raises(et.InvalidError):  # MAX takes no per-id weights
+        t.lookup(np.array([1, 2]), np.array([0]), per_sample_weights=np.ones(2, np.float32),
+                 mode="max")
 
 
 def test_maplookup_forms_strategies_threads():

@@ -199,13 +199,15 @@ def test_max_norm_ten_steps_match_torch(optimizer, mode):
 
 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
-@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_ten_steps_match_torch_own_modes(optimizer, mode):
-    """Against nn.EmbeddingBag(mode='sum' / 'mean', sparse=True) as torch computes them
-    (no per_sample_weights): outputs and weights after 10 steps within 1e-5. ('max', the
-    third mode of torch, is no combiner of the library: InvalidError, test_numpy.py.)"""
+    """Against nn.EmbeddingBag(mode='sum' / 'mean' / 'max') as torch computes them (no
+    per_sample_weights): outputs and weights after 10 steps within 1e-5. torch's 'max'
+    has no sparse gradient: its dense one is made sparse over the batch's distinct ids
+    (the rows the library steps, a row that gave no maximum with a zero gradient)."""
     gen = torch.Generator().manual_seed(17)
-    bags = [torch.nn.EmbeddingBag(n, d, mode=mode, sparse=True) for n, d in SIZES]
+    sparse = mode != "max"
+    bags = [torch.nn.EmbeddingBag(n, d, mode=mode, sparse=sparse) for n, d in SIZES]
     ebc = EmbeddingBagCollection([b.weight.detach().clone() for b in bags], optimizer=optimizer,
                                  lr=0.05, mode=mode, threads=2)
     ref_opt = torch_optimizer(optimizer, [b.weight for b in bags], 0.05)
@@ -217,10 +219,39 @@ def test_ten_steps_match_torch_own_modes(optimizer, mode):
         dy = torch.randn(out.shape, generator=gen)
         (out * dy).sum().backward()
         (ref * dy).sum().backward()
+        if not sparse:
+            for b, i in zip(bags, ids):
+                u = torch.unique(i)
+                b.weight.grad = torch.sparse_coo_tensor(u[None], b.weight.grad[u],
+                                                        b.weight.shape)
         ref_opt.step()
         ref_opt.zero_grad()
     for w, b in zip(ebc.weights, bags):
         torch.testing.assert_close(w, b.weight.detach(), **TOL)
+
+
+def test_max_plain_mode_sparse_grads():
+    """optimizer=None with mode='max': the module's sparse gradients are torch's dense
+    ones (nn.EmbeddingBag mode='max') on the batch's rows, through torch's Adagrad."""
+    gen = torch.Generator().manual_seed(5)
+    bags = [torch.nn.EmbeddingBag(n, d, mode="max") for n, d in SIZES]
+    ebc = EmbeddingBagCollection([b.weight.detach().clone() for b in bags], optimizer=None,
+                                 mode="max")
+    opt = torch.optim.Adagrad(ebc.parameters(), lr=0.1)
+    ref_opt = torch.optim.Adagrad([b.weight for b in bags], lr=0.1)
+    for _ in range(10):
+        ids, offs, _ = batch(gen)
+        out = ebc(ids, offs)
+        ref = torch.cat([b(i, o) for b, i, o in zip(bags, ids, offs)], dim=1)
+        torch.testing.assert_close(out, ref, **TOL)
+        dy = torch.randn(out.shape, generator=gen)
+        (out * dy).sum().backward()
+        (ref * dy).sum().backward()
+        for p, b in zip(ebc.parameters(), bags):
+            torch.testing.assert_close(p.grad.to_dense(), b.weight.grad, **TOL)
+        opt.step(), ref_opt.step(), opt.zero_grad(), ref_opt.zero_grad()
+    for w, b in zip(ebc.weights, bags):
+        torch.testing.assert_close(w.detach(), b.weight.detach(), **TOL)
 
 
 def test_lr_between_steps_and_state():

@@ -58,6 +58,11 @@ static int check_local(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
         if (r)
             return dist_fail(r, "emb_dist_maplookup: tables[%lld]: %s", (long long)i,
                              emb_last_error());
+        if (poolings && poolings[i].combiner == EMB_COMBINER_MAX &&
+            d->t[i].place.kind == EMB_DIST_ROWWISE)
+            return dist_fail(EMB_ENOTSUP, "emb_dist_maplookup: tables[%lld]: MAX pooling of a "
+                             "row-wise table is not supported (its backward would need each "
+                             "element's owner): place it table-wise", (long long)i);
         if (batches[i].nbags != nb)
             return dist_fail(EMB_ESHAPE, "emb_dist_maplookup: batches[%lld].nbags = %lld, "
                              "batches[0].nbags = %lld", (long long)i,

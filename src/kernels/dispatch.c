@@ -69,6 +69,19 @@ emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal)
     return c >= 0 && k->pool_d[c][dt] ? k->pool_d[c][dt] : k->pool[dt];
 }
 
+emb_pool_fn emb__kernel_pool_max(EmbDtype dt, int32_t D)
+{
+    const EmbKernels *k = emb__kernels();
+    const int c = emb__dclass(D);
+    return c >= 0 && k->pool_max_d[c][dt] ? k->pool_max_d[c][dt] : k->pool_max[dt];
+}
+
+emb_bags_fn emb__kernel_bags_max(EmbDtype dt, int32_t D)
+{
+    const int c = emb__dclass(D);
+    return c >= 0 ? emb__kernels()->bags_max_d[c][dt] : NULL;
+}
+
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D)
 {
     const int c = emb__dclass(D);

@@ -100,6 +100,22 @@ typedef void (*emb_pool_fn)(float *out, const void *const *cols, const float *w,
                             int64_t ahead, int32_t D, int accumulate);
 
 /*
+ * The MAX pooling kernels have emb_pool_fn's type (w is ignored: MAX takes no weights):
+ * out = the element-wise max of cols[0 .. n) in order, acc = x > acc ? x : acc from the
+ * first column (accumulate: from out); n == 0 without accumulate gives zeros. A quantized
+ * element is fma(q, scale, bias). kernels_c.c's pool_max_body is the definition.
+ */
+
+/* Element @i of a row as the MAX kernels compare it: its f32 value; a quantized one
+ * fma(q, s, b), with @s, @b the row's emb__q_params (ignored for the other dtypes). The
+ * backward's routing (update/pullback.c) compares the same values the same way. */
+static inline float emb__max_elem(EmbDtype dt, const void *row, int32_t i, float s, float b)
+{
+    return emb__dtype_quantized(dt) ? fmaf((float)emb__q_get(dt, row, i), s, b)
+                                    : emb__load(dt, row, i);
+}
+
+/*
  * A range of bags of a simple table pooled in one call: the lookup's per-id path with no
  * array of column pointers and no call per bag. Bag b covers ids [start(b), end(b)):
  * offsets[b] .. offsets[b + 1], or b * bag_size .. (b + 1) * bag_size when offsets is
@@ -222,6 +238,7 @@ typedef struct EmbKernels {
     emb_gather_fn gather[EMB_NDTYPES];
     emb_pool_fn pool[EMB_NDTYPES];
     emb_pool_fn pool_nt[EMB_NDTYPES]; /* output written with non-temporal stores */
+    emb_pool_fn pool_max[EMB_NDTYPES]; /* MAX pooling, every dtype */
     emb_scale_fn scale;
     emb_idmax_fn idmax;
     emb_sumsq_fn sumsq[EMB_NDTYPES];
@@ -231,11 +248,17 @@ typedef struct EmbKernels {
     /* static-size variants (NULL where none): [size class][dtype] */
     emb_gather_fn gather_d[EMB_NDCLASS][EMB_NDTYPES];
     emb_pool_fn pool_d[EMB_NDCLASS][EMB_NDTYPES];
+    emb_pool_fn pool_max_d[EMB_NDCLASS][EMB_NDTYPES]; /* SIMD levels only (C: pool_max) */
     emb_sgd_row_fn sgd_row_d[EMB_NDCLASS][EMB_NDTYPES];
     /* bags of a simple table (EmbBagsArgs): bags[dt] the C reference for any D, bags_d the
      * copies for the five static sizes (the lookup uses only these) */
     emb_bags_fn bags[EMB_NDTYPES];
     emb_bags_fn bags_d[EMB_NDCLASS][EMB_NDTYPES];
+    /* MAX bags (EmbBagsArgs without weights; combiner ignored): each bag the pool_max of
+     * its rows, an empty bag its default column or zeros. bags_max[dt] the C reference,
+     * bags_max_d the SIMD copies at the static sizes (the lookup uses only these) */
+    emb_bags_fn bags_max[EMB_NDTYPES];
+    emb_bags_fn bags_max_d[EMB_NDCLASS][EMB_NDTYPES];
     /* optimizer rows: [EmbOptimizerKind][dtype]; [EMB_OPT_SGD] stays NULL (SGD has no
      * state and static sizes: sgd_row) */
     emb_opt_row_fn opt_row[EMB_NOPT][EMB_NDTYPES];
@@ -281,9 +304,12 @@ static inline float emb__sumsq_lanes(float s[16])
 /* The best gather / pool / sgd kernel for (dtype, D). */
 emb_gather_fn emb__kernel_gather(EmbDtype dt, int32_t D);
 emb_pool_fn emb__kernel_pool(EmbDtype dt, int32_t D, int nontemporal);
+emb_pool_fn emb__kernel_pool_max(EmbDtype dt, int32_t D);
 emb_sgd_row_fn emb__kernel_sgd_row(EmbDtype dt, int32_t D, int nontemporal);
 /* The bags kernel for (dt, D), or NULL when D has no copy (the lookup then pools by bag). */
 emb_bags_fn emb__kernel_bags(EmbDtype dt, int32_t D);
+/* The MAX bags kernel for (dt, D), or NULL (the lookup then takes its generic path). */
+emb_bags_fn emb__kernel_bags_max(EmbDtype dt, int32_t D);
 /* The range kernel of @kind for (dt, D), or NULL when D has no copy (FTRL's SIMD copies
  * take lr_power = -0.5 only: emb__plan_optimizer checks). */
 emb_rows_fn emb__kernel_rows(EmbOptimizerKind kind, EmbDtype dt, int32_t D);

@@ -7,6 +7,7 @@
  * (-std=c11: no FMA contraction) keep `acc + w * x` a separate multiply and add, which the
  * SIMD variants reproduce.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -59,6 +60,61 @@ EMB_INLINE void pool_fixed_body(float *out, const void *const *cols, const float
                 a[i] = a[i] + emb__load(dt, cols[k], i);
     }
     memcpy(out, a, (size_t)N * sizeof(float));
+}
+
+/*
+ * out = the element-wise max of cols[0 .. n) (accumulate: of out and them): acc = x > acc ?
+ * x : acc from the first (so a NaN first stays, a later NaN is skipped, the first of equal
+ * values stays: the entry the backward credits); n == 0 without accumulate gives zeros.
+ * Every dtype: a quantized element is fma(q, scale, bias), a one-row SUM bag's value
+ * (emb__max_elem).
+ */
+EMB_INLINE void pool_max_body(float *out, const void *const *cols, int64_t n,
+                              const int32_t D, int accumulate, const EmbDtype dt)
+{
+    int64_t k = 0;
+    if (!accumulate && n == 0) {
+        memset(out, 0, (size_t)D * sizeof(float));
+        return;
+    }
+    float s = 1.0f, b = 0.0f;
+    if (!accumulate) {
+        if (emb__dtype_quantized(dt))
+            emb__q_params(dt, cols[0], D, &s, &b);
+        for (int32_t i = 0; i < D; i++)
+            out[i] = emb__max_elem(dt, cols[0], i, s, b);
+        k = 1;
+    }
+    for (; k < n; k++) {
+        if (emb__dtype_quantized(dt))
+            emb__q_params(dt, cols[k], D, &s, &b);
+        for (int32_t i = 0; i < D; i++) {
+            const float x = emb__max_elem(dt, cols[k], i, s, b);
+            out[i] = x > out[i] ? x : out[i];
+        }
+    }
+}
+
+/* MAX bags a->bag0 .. bag1 (EmbBagsArgs, no weights): each bag pool_max_body of its rows
+ * in bag order, an empty bag its default column or zeros. */
+EMB_INLINE void bags_max_body(const EmbBagsArgs *a, const int32_t D, const EmbDtype dt)
+{
+    for (int64_t bag = a->bag0; bag < a->bag1; bag++) {
+        const int64_t start = a->offsets ? a->offsets[bag] : bag * a->bag_size;
+        const int64_t end = a->offsets ? a->offsets[bag + 1] : start + a->bag_size;
+        float *o = a->out + bag * a->out_stride;
+        if (start == end) {
+            const void *def[1] = {a->defcol};
+            pool_max_body(o, def, a->defcol ? 1 : 0, D, 0, dt);
+            continue;
+        }
+        for (int64_t k = start; k < end; k++) {
+            const int64_t id = a->id32 ? ((const int32_t *)a->ids)[k]
+                                       : ((const int64_t *)a->ids)[k];
+            const void *row[1] = {a->data + id * a->col_stride};
+            pool_max_body(o, row, 1, D, k > start, dt);
+        }
+    }
 }
 
 /* acc += a row in the table's dtype (EmbRowAdd): o + x unweighted, o + w * x weighted. */
@@ -116,6 +172,18 @@ EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDt
     {                                                                                      \
         (void)ahead, (void)D;                                                              \
         pool_fixed_body(out, cols, w, n, N, acc, DT);                                      \
+    }
+#define POOL_MAX(NAME, DT)                                                                 \
+    static void NAME(float *out, const void *const *cols, const float *w, int64_t n,      \
+                     int64_t ahead, int32_t D, int acc)                                    \
+    {                                                                                      \
+        (void)ahead, (void)w;                                                              \
+        pool_max_body(out, cols, n, D, acc, DT);                                           \
+    }
+#define BAGS_MAX(NAME, DT)                                                                 \
+    static void NAME(const EmbBagsArgs *a)                                                 \
+    {                                                                                      \
+        bags_max_body(a, a->D, DT);                                                        \
     }
 #define BAGS(NAME, N, DT)                                                                  \
     static void NAME(const EmbBagsArgs *a)                                                 \
@@ -175,6 +243,17 @@ POOL_D(pool_d128_bf16_c, 128, EMB_BF16)
 POOL_D(pool_d256_f32_c, 256, EMB_F32)
 POOL_D(pool_d256_f16_c, 256, EMB_F16)
 POOL_D(pool_d256_bf16_c, 256, EMB_BF16)
+
+POOL_MAX(pool_max_f32_c, EMB_F32)
+POOL_MAX(pool_max_f16_c, EMB_F16)
+POOL_MAX(pool_max_bf16_c, EMB_BF16)
+POOL_MAX(pool_max_int8_c, EMB_INT8)
+POOL_MAX(pool_max_int4_c, EMB_INT4)
+BAGS_MAX(bags_max_f32_c, EMB_F32)
+BAGS_MAX(bags_max_f16_c, EMB_F16)
+BAGS_MAX(bags_max_bf16_c, EMB_BF16)
+BAGS_MAX(bags_max_int8_c, EMB_INT8)
+BAGS_MAX(bags_max_int4_c, EMB_INT4)
 
 BAGS(bags_f32_c, 0, EMB_F32)
 BAGS(bags_f16_c, 0, EMB_F16)
@@ -300,6 +379,21 @@ static void init_pool(EmbKernels *k)
     k->pool_d[4][EMB_BF16] = pool_d256_bf16_c;
 }
 
+/* The MAX pooling and bags kernels (every dtype; no static-size copies in C). */
+static void init_pool_max(EmbKernels *k)
+{
+    k->pool_max[EMB_F32] = pool_max_f32_c;
+    k->pool_max[EMB_F16] = pool_max_f16_c;
+    k->pool_max[EMB_BF16] = pool_max_bf16_c;
+    k->pool_max[EMB_INT8] = pool_max_int8_c;
+    k->pool_max[EMB_INT4] = pool_max_int4_c;
+    k->bags_max[EMB_F32] = bags_max_f32_c;
+    k->bags_max[EMB_F16] = bags_max_f16_c;
+    k->bags_max[EMB_BF16] = bags_max_bf16_c;
+    k->bags_max[EMB_INT8] = bags_max_int8_c;
+    k->bags_max[EMB_INT4] = bags_max_int4_c;
+}
+
 /* The multi-bag pooling kernels and their static-size copies. */
 static void init_bags(EmbKernels *k)
 {
@@ -371,6 +465,7 @@ void emb__kernels_init_c(EmbKernels *k)
     memset(k, 0, sizeof *k);
     init_gather(k);
     init_pool(k);
+    init_pool_max(k);
     init_bags(k);
     k->sumsq[EMB_F32] = sumsq_f32_c;
     k->sumsq[EMB_F16] = sumsq_f16_c;

@@ -10,7 +10,9 @@
  * the chunk bag by bag, able to prefetch the columns of the bags after the current one,
  * and the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer
  * than a chunk is pooled in pieces with the kernel's accumulate mode, in the same order.
- * No intermediate nnz x D array exists (DeepRec's three ops, fused).
+ * No intermediate nnz x D array exists (DeepRec's three ops, fused). MAX pooling takes its bags
+ * kernel where SUM would (a simple table at a static size, a SIMD level), else the generic
+ * path with the max kernel in the pool kernel's place.
  */
 #include <math.h>
 #include <string.h>
@@ -201,7 +203,9 @@ static bool bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
     if (!t->data || p->max_norm != 0.0f ||
         (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
         return false;
-    const emb_bags_fn f = emb__kernel_bags(t->dtype, t->featuresize);
+    const emb_bags_fn f = p->combiner == EMB_COMBINER_MAX
+                              ? emb__kernel_bags_max(t->dtype, t->featuresize)
+                              : emb__kernel_bags(t->dtype, t->featuresize);
     if (!f)
         return false;
     const EmbBagsArgs a = {
@@ -253,7 +257,7 @@ static int span_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPooling 
    storage), bags_path's conditions, a bags kernel for (dtype, D). */
 static emb_bags_fn span_bags_kernel(const EmbTable *t, const EmbPooling *p)
 {
-    if (!t->ops->resolve || p->max_norm != 0.0f ||
+    if (!t->ops->resolve || p->max_norm != 0.0f || p->combiner == EMB_COMBINER_MAX ||
         (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
         return NULL;
     return emb__kernel_bags(t->dtype, t->featuresize);
@@ -342,14 +346,18 @@ int emb__lookup_pin(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
     return r;
 }
 
-/* The generic path: chunks of whole bags, the pool kernel over each. */
+/* The generic path: chunks of whole bags, the pool kernel over each (MAX: the max kernel,
+   which has no streaming stores; its bags have no weights and a factor of 1). */
 static void generic_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
                           float *out, int64_t stride, int64_t bag0, int64_t bag1)
 {
     const EmbKernels *k = emb__kernels();
     const Pass ps = {
         .t = t, .b = b, .p = p, .out = out, .stride = stride,
-        .pool = emb__kernel_pool(t->dtype, t->featuresize, (p->flags & EMB_OUT_NONTEMPORAL) != 0),
+        .pool = p->combiner == EMB_COMBINER_MAX
+                    ? emb__kernel_pool_max(t->dtype, t->featuresize)
+                    : emb__kernel_pool(t->dtype, t->featuresize,
+                                       (p->flags & EMB_OUT_NONTEMPORAL) != 0),
         .scale = k->scale, .sumsq = k->sumsq[t->dtype],
         .weighted = b->weights != NULL || p->max_norm > 0.0f,
         .resident = resident(t),

@@ -49,6 +49,8 @@ void emb_indexer_destroy(EmbIndexer **pix)
     free(ix->prow);
     free(ix->pcoef);
     free(ix->handle);
+    free(ix->maxid);
+    free(ix->maxval);
     emb__aligned_free(ix->scratch);
     free(ix);
     *pix = NULL;
@@ -145,6 +147,22 @@ int emb__indexer_reserve_entries(EmbIndexer *ix, int64_t n)
     if (grow(&ix->entries, ix->entry_cap, n, sizeof(EmbPullEntry)))
         return emb__fail(EMB_ENOMEM, "out of memory for %lld gradient entries", (long long)n);
     ix->entry_cap = n;
+    return 0;
+}
+
+int emb__indexer_reserve_max(EmbIndexer *ix, int64_t n, int32_t D)
+{
+    if (n > ix->max_cap) {
+        if (grow(&ix->maxid, ix->max_cap, n, sizeof(int64_t)))
+            return emb__fail(EMB_ENOMEM, "out of memory for MAX pooling's %lld maxima",
+                             (long long)n);
+        ix->max_cap = n;
+    }
+    if (D <= ix->maxval_d)
+        return 0;
+    if (grow(&ix->maxval, ix->maxval_d, D, sizeof(float)))
+        return emb__fail(EMB_ENOMEM, "out of memory for MAX pooling's row of %d maxima", D);
+    ix->maxval_d = D;
     return 0;
 }
 

@@ -142,7 +142,7 @@ int emb__pindex_checked(EmbPlan *plan)
             const int r = emb__grad_check(plan->table, plan->grad);
             return r ? r : ix->prc[c];
         }
-    return 0;
+    return emb__plan_max_prepare(plan); /* the ids are checked: MAX's routing reads rows */
 }
 
 void emb__pindex_chunk(EmbPlan *plan, int c)

@@ -119,7 +119,26 @@ int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids)
     if (!r && g->kind == EMB_GRAD_PULLBACK)
         r = emb__indexer_reserve_entries(plan->ix, EMB_MAX(rows, 1));
     plan->max_norm = g->kind == EMB_GRAD_PULLBACK && emb__pullback_needs_column(&g->pooling);
+    plan->maxid = NULL;
     plan->nparts = 1;
+    return r || !check_ids ? r : emb__plan_max_prepare(plan);
+}
+
+int emb__plan_max_prepare(EmbPlan *plan)
+{
+    const EmbGrad *g = plan->grad;
+    if (g->kind != EMB_GRAD_PULLBACK || g->pooling.combiner != EMB_COMBINER_MAX)
+        return 0;
+    const int32_t D = plan->table->featuresize;
+    int64_t n;
+    if (!emb__mul_ok(g->batch.nbags, D, &n))
+        return emb__fail(EMB_EOVERFLOW, "MAX pooling: %lld bags x %d elements overflow",
+                         (long long)g->batch.nbags, D);
+    int r = emb__indexer_reserve_max(plan->ix, n, D);
+    if (!r)
+        r = emb__pullback_max_ids(plan->table, &g->batch, &g->pooling, plan->ix->maxid,
+                                  plan->ix->maxval);
+    plan->maxid = r ? NULL : plan->ix->maxid;
     return r;
 }
 
@@ -146,14 +165,16 @@ static inline void axpy(float *acc, float c, const float *x, int32_t D, bool fir
             acc[i] = acc[i] + c * x[i];
 }
 
-/* The max_norm row of group position @pos: emb__pullback_row of its entry, rebuilt. */
+/* The max_norm (or MAX pooling) row of group position @pos: emb__pullback_row of its
+   entry, rebuilt. */
 static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
 {
     const EmbGrad *g = plan->grad;
     const EmbIndexer *ix = plan->ix;
     const float *dy = ix->grow[pos];
     const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos], 0};
-    emb__pullback_row(plan->table, &g->pooling, &e, dy, tmp);
+    const int64_t *maxid = plan->maxid ? plan->maxid + e.bag * plan->table->featuresize : NULL;
+    emb__pullback_row(plan->table, &g->pooling, &e, dy, maxid, tmp);
 }
 
 /* The summed gradient of distinct column @d: a row of the gradient itself or @acc. Static,

@@ -91,6 +91,12 @@ struct EmbIndexer {
        from emb__plan_rows_prepare / _commit */
     int64_t *handle;
     int64_t handle_cap;
+    /* MAX pooling's routing (emb__plan_max_prepare): per bag and element the id that gave
+       the forward's maximum (nbags x D), and one row of running maxima */
+    int64_t *maxid;
+    float *maxval;
+    int64_t max_cap;
+    int32_t maxval_d;
     /* emb_update's scratch: three rows of the largest feature size */
     float *scratch;
     int32_t scratch_d;
@@ -126,7 +132,8 @@ struct EmbPlan {
     emb_rows_fn range;         /* the optimizer on a range of columns (or NULL) */
     emb_opt_row_fn row;
     emb_pool_fn pool;          /* sums a column's gradient rows (f32) */
-    bool max_norm;             /* rows need emb__pullback_row */
+    bool max_norm;             /* rows need emb__pullback_row (max_norm or MAX pooling) */
+    const int64_t *maxid;      /* MAX pooling: the indexer's routing, else NULL */
     int nparts;                /* partitions of the parallel indexing (pindex.c) */
     bool sort_ids;             /* distinct ids ascending whatever the rows (plan.c) */
     bool planned;              /* rows by the table's update_rows (emb__plan_rows_commit) */
@@ -166,6 +173,8 @@ int64_t emb__indexer_group_at(EmbIndexer *ix, const void *base, size_t stride,
                               const EmbSeg *segs, int nseg, int64_t slot0, int64_t nslots,
                               int64_t r0);
 /* Room for @n pullback entries; 0 or EMB_ENOMEM. */
+/* Room for MAX pooling's routing: @n ids and @D running maxima (EMB_ENOMEM). */
+int emb__indexer_reserve_max(EmbIndexer *ix, int64_t n, int32_t D);
 int emb__indexer_reserve_entries(EmbIndexer *ix, int64_t n);
 /*
  * Groups @n ids read at `base + k * stride` bytes (int64) after emb__indexer_reserve:
@@ -242,8 +251,12 @@ void emb__plan_optimizer(const EmbOptimizer *opt, const EmbOptState *st, EmbPlan
 
 /* Checks plan->grad (message on the calling thread) and makes room in plan->ix. */
 int emb__plan_prepare(EmbPlan *plan);
-/* emb__plan_prepare, leaving the ids to the chunks when @check_ids is false. */
+/* emb__plan_prepare, leaving the ids to the chunks when @check_ids is false (the caller
+   then calls emb__plan_max_prepare once they are checked). */
 int emb__plan_prepare_ex(EmbPlan *plan, bool check_ids);
+/* A MAX pooling's gradient (after its ids are checked, before any apply): its routing into
+   the indexer (emb__pullback_max_ids), plan->maxid set; 0 for any other gradient. */
+int emb__plan_max_prepare(EmbPlan *plan);
 /*
  * Phase 1: checks and indexes plan->grad into plan->ix. Thread-safe across plans.
  * Returns 0 or an error code (its message only on the calling thread).

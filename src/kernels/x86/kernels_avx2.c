@@ -35,6 +35,12 @@ static inline vec vsub(vec a, vec b)
 {
     return _mm256_sub_ps(a, b);
 }
+/* x > acc ? x : acc per lane (MAXPS returns its second operand unless the first is
+   greater: NaNs and equal values keep acc), the C reference's max */
+static inline vec vmax(vec x, vec acc)
+{
+    return _mm256_max_ps(x, acc);
+}
 static inline vec vmul(vec a, vec b)
 {
     return _mm256_mul_ps(a, b);
@@ -739,6 +745,126 @@ static void init_rows_ftrl_f16(EmbKernels *k)
     k->rows_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d256_f16_avx2;
 }
 
+/* ---- MAX pooling (pool_max_body), every dtype ------------------------------------------ */
+
+BAGS_MAX(bags_max_d16_f32_avx2, 16, EMB_F32)
+BAGS_MAX(bags_max_d32_f32_avx2, 32, EMB_F32)
+BAGS_MAX(bags_max_d64_f32_avx2, 64, EMB_F32)
+BAGS_MAX(bags_max_d128_f32_avx2, 128, EMB_F32)
+BAGS_MAX(bags_max_d256_f32_avx2, 256, EMB_F32)
+BAGS_MAX(bags_max_d16_f16_avx2, 16, EMB_F16)
+BAGS_MAX(bags_max_d32_f16_avx2, 32, EMB_F16)
+BAGS_MAX(bags_max_d64_f16_avx2, 64, EMB_F16)
+BAGS_MAX(bags_max_d128_f16_avx2, 128, EMB_F16)
+BAGS_MAX(bags_max_d256_f16_avx2, 256, EMB_F16)
+BAGS_MAX(bags_max_d16_bf16_avx2, 16, EMB_BF16)
+BAGS_MAX(bags_max_d32_bf16_avx2, 32, EMB_BF16)
+BAGS_MAX(bags_max_d64_bf16_avx2, 64, EMB_BF16)
+BAGS_MAX(bags_max_d128_bf16_avx2, 128, EMB_BF16)
+BAGS_MAX(bags_max_d256_bf16_avx2, 256, EMB_BF16)
+BAGS_MAX(bags_max_d16_int8_avx2, 16, EMB_INT8)
+BAGS_MAX(bags_max_d32_int8_avx2, 32, EMB_INT8)
+BAGS_MAX(bags_max_d64_int8_avx2, 64, EMB_INT8)
+BAGS_MAX(bags_max_d128_int8_avx2, 128, EMB_INT8)
+BAGS_MAX(bags_max_d256_int8_avx2, 256, EMB_INT8)
+BAGS_MAX(bags_max_d16_int4_avx2, 16, EMB_INT4)
+BAGS_MAX(bags_max_d32_int4_avx2, 32, EMB_INT4)
+BAGS_MAX(bags_max_d64_int4_avx2, 64, EMB_INT4)
+BAGS_MAX(bags_max_d128_int4_avx2, 128, EMB_INT4)
+BAGS_MAX(bags_max_d256_int4_avx2, 256, EMB_INT4)
+POOL_MAX(pool_max_f32_avx2, 0, EMB_F32)
+POOL_MAX(pool_max_d16_f32_avx2, 16, EMB_F32)
+POOL_MAX(pool_max_d32_f32_avx2, 32, EMB_F32)
+POOL_MAX(pool_max_d64_f32_avx2, 64, EMB_F32)
+POOL_MAX(pool_max_d128_f32_avx2, 128, EMB_F32)
+POOL_MAX(pool_max_d256_f32_avx2, 256, EMB_F32)
+POOL_MAX(pool_max_f16_avx2, 0, EMB_F16)
+POOL_MAX(pool_max_d16_f16_avx2, 16, EMB_F16)
+POOL_MAX(pool_max_d32_f16_avx2, 32, EMB_F16)
+POOL_MAX(pool_max_d64_f16_avx2, 64, EMB_F16)
+POOL_MAX(pool_max_d128_f16_avx2, 128, EMB_F16)
+POOL_MAX(pool_max_d256_f16_avx2, 256, EMB_F16)
+POOL_MAX(pool_max_bf16_avx2, 0, EMB_BF16)
+POOL_MAX(pool_max_d16_bf16_avx2, 16, EMB_BF16)
+POOL_MAX(pool_max_d32_bf16_avx2, 32, EMB_BF16)
+POOL_MAX(pool_max_d64_bf16_avx2, 64, EMB_BF16)
+POOL_MAX(pool_max_d128_bf16_avx2, 128, EMB_BF16)
+POOL_MAX(pool_max_d256_bf16_avx2, 256, EMB_BF16)
+POOL_MAX(pool_max_int8_avx2, 0, EMB_INT8)
+POOL_MAX(pool_max_d16_int8_avx2, 16, EMB_INT8)
+POOL_MAX(pool_max_d32_int8_avx2, 32, EMB_INT8)
+POOL_MAX(pool_max_d64_int8_avx2, 64, EMB_INT8)
+POOL_MAX(pool_max_d128_int8_avx2, 128, EMB_INT8)
+POOL_MAX(pool_max_d256_int8_avx2, 256, EMB_INT8)
+POOL_MAX(pool_max_int4_avx2, 0, EMB_INT4)
+POOL_MAX(pool_max_d16_int4_avx2, 16, EMB_INT4)
+POOL_MAX(pool_max_d32_int4_avx2, 32, EMB_INT4)
+POOL_MAX(pool_max_d64_int4_avx2, 64, EMB_INT4)
+POOL_MAX(pool_max_d128_int4_avx2, 128, EMB_INT4)
+POOL_MAX(pool_max_d256_int4_avx2, 256, EMB_INT4)
+
+/* The MAX pooling and bags kernels; f16's need F16C (@f16c). */
+static void init_pool_max(EmbKernels *k, bool f16c)
+{
+    k->pool_max[EMB_F32] = pool_max_f32_avx2;
+    k->bags_max_d[0][EMB_F32] = bags_max_d16_f32_avx2;
+    k->bags_max_d[1][EMB_F32] = bags_max_d32_f32_avx2;
+    k->bags_max_d[2][EMB_F32] = bags_max_d64_f32_avx2;
+    k->bags_max_d[3][EMB_F32] = bags_max_d128_f32_avx2;
+    k->bags_max_d[4][EMB_F32] = bags_max_d256_f32_avx2;
+    k->pool_max_d[0][EMB_F32] = pool_max_d16_f32_avx2;
+    k->pool_max_d[1][EMB_F32] = pool_max_d32_f32_avx2;
+    k->pool_max_d[2][EMB_F32] = pool_max_d64_f32_avx2;
+    k->pool_max_d[3][EMB_F32] = pool_max_d128_f32_avx2;
+    k->pool_max_d[4][EMB_F32] = pool_max_d256_f32_avx2;
+    k->pool_max[EMB_BF16] = pool_max_bf16_avx2;
+    k->bags_max_d[0][EMB_BF16] = bags_max_d16_bf16_avx2;
+    k->bags_max_d[1][EMB_BF16] = bags_max_d32_bf16_avx2;
+    k->bags_max_d[2][EMB_BF16] = bags_max_d64_bf16_avx2;
+    k->bags_max_d[3][EMB_BF16] = bags_max_d128_bf16_avx2;
+    k->bags_max_d[4][EMB_BF16] = bags_max_d256_bf16_avx2;
+    k->pool_max_d[0][EMB_BF16] = pool_max_d16_bf16_avx2;
+    k->pool_max_d[1][EMB_BF16] = pool_max_d32_bf16_avx2;
+    k->pool_max_d[2][EMB_BF16] = pool_max_d64_bf16_avx2;
+    k->pool_max_d[3][EMB_BF16] = pool_max_d128_bf16_avx2;
+    k->pool_max_d[4][EMB_BF16] = pool_max_d256_bf16_avx2;
+    k->pool_max[EMB_INT8] = pool_max_int8_avx2;
+    k->bags_max_d[0][EMB_INT8] = bags_max_d16_int8_avx2;
+    k->bags_max_d[1][EMB_INT8] = bags_max_d32_int8_avx2;
+    k->bags_max_d[2][EMB_INT8] = bags_max_d64_int8_avx2;
+    k->bags_max_d[3][EMB_INT8] = bags_max_d128_int8_avx2;
+    k->bags_max_d[4][EMB_INT8] = bags_max_d256_int8_avx2;
+    k->pool_max_d[0][EMB_INT8] = pool_max_d16_int8_avx2;
+    k->pool_max_d[1][EMB_INT8] = pool_max_d32_int8_avx2;
+    k->pool_max_d[2][EMB_INT8] = pool_max_d64_int8_avx2;
+    k->pool_max_d[3][EMB_INT8] = pool_max_d128_int8_avx2;
+    k->pool_max_d[4][EMB_INT8] = pool_max_d256_int8_avx2;
+    k->pool_max[EMB_INT4] = pool_max_int4_avx2;
+    k->bags_max_d[0][EMB_INT4] = bags_max_d16_int4_avx2;
+    k->bags_max_d[1][EMB_INT4] = bags_max_d32_int4_avx2;
+    k->bags_max_d[2][EMB_INT4] = bags_max_d64_int4_avx2;
+    k->bags_max_d[3][EMB_INT4] = bags_max_d128_int4_avx2;
+    k->bags_max_d[4][EMB_INT4] = bags_max_d256_int4_avx2;
+    k->pool_max_d[0][EMB_INT4] = pool_max_d16_int4_avx2;
+    k->pool_max_d[1][EMB_INT4] = pool_max_d32_int4_avx2;
+    k->pool_max_d[2][EMB_INT4] = pool_max_d64_int4_avx2;
+    k->pool_max_d[3][EMB_INT4] = pool_max_d128_int4_avx2;
+    k->pool_max_d[4][EMB_INT4] = pool_max_d256_int4_avx2;
+    if (!f16c)
+        return;
+    k->pool_max[EMB_F16] = pool_max_f16_avx2;
+    k->bags_max_d[0][EMB_F16] = bags_max_d16_f16_avx2;
+    k->bags_max_d[1][EMB_F16] = bags_max_d32_f16_avx2;
+    k->bags_max_d[2][EMB_F16] = bags_max_d64_f16_avx2;
+    k->bags_max_d[3][EMB_F16] = bags_max_d128_f16_avx2;
+    k->bags_max_d[4][EMB_F16] = bags_max_d256_f16_avx2;
+    k->pool_max_d[0][EMB_F16] = pool_max_d16_f16_avx2;
+    k->pool_max_d[1][EMB_F16] = pool_max_d32_f16_avx2;
+    k->pool_max_d[2][EMB_F16] = pool_max_d64_f16_avx2;
+    k->pool_max_d[3][EMB_F16] = pool_max_d128_f16_avx2;
+    k->pool_max_d[4][EMB_F16] = pool_max_d256_f16_avx2;
+}
+
 /* The AVX2 level over the C one; the f16 entries need F16C too. */
 void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
 {
@@ -749,6 +875,7 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->scale = scale_avx2;
     k->idmax = idmax_avx2;
     init_opt_row_f32_bf16(k);
+    init_pool_max(k, (flags & EMB_CPU_F16C) != 0);
     if (!(flags & EMB_CPU_F16C))
         return;
     init_f16(k);

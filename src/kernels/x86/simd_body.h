@@ -6,6 +6,7 @@
  *   VL, BLK            floats per vector; vectors kept in registers per block of columns
  *   vec                the f32 vector type
  *   vzero vset1 vadd vsub vmul
+ *   vmax(x, acc)       x > acc ? x : acc per lane (MAX pooling)
  *   vfma(a, b, c)      a * b + c fused (one rounding): the quantized rows' sums only
  *   ld_f32(p) ldn_f32(p, r) st_f32 stn_f32 stnt_f32   f32 access (r < VL: lanes [0, r),
  *                                                      zeros after; no access past them)
@@ -239,6 +240,100 @@ EMB_INLINE void pool_body(float *out, const void *const *cols, const float *w, i
     }
 }
 
+/* ---- MAX pooling ----------------------------------------------------------------------- */
+
+/* nv vectors of row @p from element @off (the last partial: @tail elements) as f32: a
+ * quantized element fma(q, scale, bias), the C reference's max_elem. */
+EMB_INLINE void max_row(vec *x, const void *p, int32_t off, const int nv, const int partial,
+                        int tail, const int32_t D, const EmbDtype dt)
+{
+    if (emb__dtype_quantized(dt)) {
+        vec s, b;
+        qparams(dt, p, D, 1.0f, &s, &b);
+        UNROLL_BLK for (int j = 0; j < nv; j++) {
+            const bool part = partial && j == nv - 1;
+            const int32_t i = off + j * VL;
+            x[j] = vfma(part ? qldn(dt, p, i, tail) : qld(dt, p, i), s, b);
+        }
+        return;
+    }
+    const void *q = at(dt, p, off);
+    UNROLL_BLK for (int j = 0; j < nv; j++) {
+        const bool part = partial && j == nv - 1;
+        x[j] = part ? ldn(dt, q, j * VL, tail) : ld(dt, q, j * VL);
+    }
+}
+
+/* One block of nv vectors at @off of the MAX pooling (pool_max_body): a[j] from the first
+ * column (or out), then vmax with each next one; prefetch as pool_blk. */
+EMB_INLINE void pool_max_blk(float *out, const void *const *cols, int64_t n, int64_t npf,
+                             int32_t off, const int nv, const int partial, int tail,
+                             int32_t pf_bytes, int acc, const int32_t D, const EmbDtype dt)
+{
+    vec a[BLK], x[BLK];
+    float *o = out + off;
+    int64_t k = 0;
+    if (acc) {
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            a[j] = partial && j == nv - 1 ? ldn_f32(o + j * VL, tail) : ld_f32(o + j * VL);
+    } else {
+        max_row(a, cols[0], off, nv, partial, tail, D, dt);
+        k = 1;
+    }
+    for (; k < n; k++) {
+        if (pf_bytes && k + EMB_PF_DIST < npf)
+            prefetch_col(cols[k + EMB_PF_DIST], pf_bytes);
+        max_row(x, cols[k], off, nv, partial, tail, D, dt);
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            a[j] = vmax(x[j], a[j]);
+    }
+    UNROLL_BLK for (int j = 0; j < nv; j++) {
+        if (partial && j == nv - 1)
+            stn_f32(o + j * VL, a[j], tail);
+        else
+            st_f32(o + j * VL, a[j]);
+    }
+}
+
+EMB_INLINE void pool_max_last(float *out, const void *const *cols, int64_t n, int64_t npf,
+                              int32_t off, const int nv, int tail, int32_t pf, int acc,
+                              const int32_t D, const EmbDtype dt)
+{
+    if (tail == VL)
+        pool_max_blk(out, cols, n, npf, off, nv, 0, VL, pf, acc, D, dt);
+    else
+        pool_max_blk(out, cols, n, npf, off, nv, 1, tail, pf, acc, D, dt);
+}
+
+/* out = the element-wise max of cols[0 .. n) (accumulate: with out); zeros for an empty
+ * bag: kernels_c.c's pool_max_body, block by block of BLK vectors. */
+EMB_INLINE void pool_max_body(float *out, const void *const *cols, int64_t n, int64_t ahead,
+                              const int32_t D, int acc, const EmbDtype dt)
+{
+    if (!acc && n == 0) {
+        memset(out, 0, (size_t)D * sizeof(float));
+        return;
+    }
+    const int32_t bytes = (int32_t)emb__row_bytes(dt, D);
+    const int64_t npf = ahead < 0 ? 0 : n + ahead;
+    int32_t off = 0;
+    for (; off + BLK * VL <= D; off += BLK * VL)
+        pool_max_blk(out, cols, n, npf, off, BLK, 0, VL, off ? 0 : bytes, acc, D, dt);
+    const int32_t rem = D - off, pf = off ? 0 : bytes;
+    const int tail = rem % VL ? rem % VL : VL;
+    switch ((rem + VL - 1) / VL) {
+    case 1: pool_max_last(out, cols, n, npf, off, 1, tail, pf, acc, D, dt); break;
+    case 2: pool_max_last(out, cols, n, npf, off, 2, tail, pf, acc, D, dt); break;
+    case 3: pool_max_last(out, cols, n, npf, off, 3, tail, pf, acc, D, dt); break;
+    case 4: pool_max_last(out, cols, n, npf, off, 4, tail, pf, acc, D, dt); break;
+    case 5: pool_max_last(out, cols, n, npf, off, 5, tail, pf, acc, D, dt); break;
+    case 6: pool_max_last(out, cols, n, npf, off, 6, tail, pf, acc, D, dt); break;
+    case 7: pool_max_last(out, cols, n, npf, off, 7, tail, pf, acc, D, dt); break;
+    case 8: pool_max_last(out, cols, n, npf, off, 8, tail, pf, acc, D, dt); break;
+    default: break;
+    }
+}
+
 /* ---- bags: the lookup's per-id path --------------------------------------------------- */
 
 /* Id @k of the batch at its width. */
@@ -366,6 +461,62 @@ EMB_INLINE void bags_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype d
         }
         start = end;
     }
+}
+
+/*
+ * MAX bags of N elements (N as bags_run's): per block of nv vectors, the bag's first row
+ * loaded into registers, then vmax with each next row (max_row: a quantized element
+ * fma(q, s, b)), stored once; an empty bag its default column or zeros; the prefetch of
+ * bags_run. The C reference's bags_max_body, bit for bit.
+ */
+EMB_INLINE void bags_max_run(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt,
+                             const int id32)
+{
+    const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
+    const void *ids = a->ids;
+    const char *data = a->data;
+    const int64_t cs = a->col_stride, pf = a->pf_dist;
+    const int64_t *offs = a->offsets;
+    int64_t start = offs ? offs[a->bag0] : a->bag0 * a->bag_size;
+    const int64_t kend = offs ? offs[a->bag1] : a->bag1 * a->bag_size;
+    float *o = a->out + a->bag0 * a->out_stride;
+    for (int64_t bag = a->bag0; bag < a->bag1; bag++, o += a->out_stride) {
+        const int64_t end = offs ? offs[bag + 1] : start + a->bag_size;
+        for (int blk = 0; blk < nblk; blk++) {
+            const int32_t off = blk * nv * VL;
+            vec acc[BLK], x[BLK];
+            const bool pfb = pf && blk == 0;
+            const void *first = end > start ? data + bag_id(ids, start, id32) * cs : a->defcol;
+            if (pfb && end > start && start + pf < kend)
+                prefetch_col(data + bag_id(ids, start + pf, id32) * cs,
+                             (int32_t)emb__row_bytes(dt, N));
+            if (first) {
+                max_row(acc, first, off, nv, 0, VL, N, dt);
+            } else {
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vzero();
+            }
+            for (int64_t k = start + 1; k < end; k++) {
+                if (pfb && k + pf < kend)
+                    prefetch_col(data + bag_id(ids, k + pf, id32) * cs,
+                                 (int32_t)emb__row_bytes(dt, N));
+                max_row(x, data + bag_id(ids, k, id32) * cs, off, nv, 0, VL, N, dt);
+                UNROLL_BLK for (int j = 0; j < nv; j++)
+                    acc[j] = vmax(x[j], acc[j]);
+            }
+            UNROLL_BLK for (int j = 0; j < nv; j++)
+                st_f32(o + off + j * VL, acc[j]);
+        }
+        start = end;
+    }
+}
+
+EMB_INLINE void bags_max_body(const EmbBagsArgs *a, const int32_t N, const EmbDtype dt)
+{
+    if (a->id32)
+        bags_max_run(a, N, dt, 1);
+    else
+        bags_max_run(a, N, dt, 0);
 }
 
 /* The id width and the weights chosen once per call, not per id. */
@@ -744,6 +895,21 @@ EMB_INLINE void ftrl_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbD
                      int64_t ahead, int32_t D, int acc)                                    \
     {                                                                                      \
         pool_body(out, cols, w, n, ahead, N ? N : D, acc, NT, DT);                         \
+    }
+/* N: whole vectors, as BAGS. */
+#define BAGS_MAX(NAME, N, DT)                                                              \
+    static void NAME(const EmbBagsArgs *a)                                                 \
+    {                                                                                      \
+        _Static_assert(N % VL == 0 && (N / VL <= BLK || N % (BLK * VL) == 0),              \
+                       "bags: whole vectors in registers");                                \
+        bags_max_body(a, N, DT);                                                           \
+    }
+#define POOL_MAX(NAME, N, DT)                                                              \
+    static void NAME(float *out, const void *const *cols, const float *w, int64_t n,      \
+                     int64_t ahead, int32_t D, int acc)                                    \
+    {                                                                                      \
+        (void)w;                                                                           \
+        pool_max_body(out, cols, n, ahead, N ? N : D, acc, DT);                            \
     }
 #define SGD(NAME, N, NT, DT)                                                               \
     static void NAME(void *col, const float *g, float lr, int32_t D)                       \
