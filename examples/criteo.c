@@ -13,6 +13,9 @@
  * (CRITEO_HAVE_ZLIB: gzread reads both, telling them apart by their first bytes); without
  * zlib a gzip file is refused at open with a message saying so.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* fileno, ftello, under -std=c11 */
+#endif
 #include "criteo.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# The DLRM example's commands in README.md (its "DLRM on Criteo data" sh block) run as
+# The DLRM example's commands in docs/guide/dlrm.md (the sh block under its title) run as
 # written, on small data: in a scratch directory laid out as the source tree (scripts/,
 # examples/, build/examples/dlrm_train: links), with build/criteo-gen-200k holding small
 # generated files where dlrm_compare.sh looks for its data, and criteo_gen.py's row counts
@@ -17,9 +17,9 @@ ln -s "$(realpath "$bin")" "$tmp/build/examples/dlrm_train"
 gen="$tmp/build/criteo-gen-200k"
 python3 "$src/scripts/criteo_gen.py" --rows 3000 --test-rows 1000 "$gen/train.tsv" "$gen/test.tsv" >"$gen/summary.txt"
 # the block: from the section's first ```sh to its closing ```
-awk '/^## DLRM on Criteo data/ { on = 1 } on && /^```sh/ { inblock = 1; next }
-     inblock && /^```/ { exit } inblock' "$src/README.md" >"$tmp/commands"
-[ -s "$tmp/commands" ] || { echo "FAIL: no sh block in README's DLRM section"; exit 1; }
+awk '/^# The DLRM example/ { on = 1 } on && /^```sh/ { inblock = 1; next }
+     inblock && /^```/ { exit } inblock' "$src/docs/guide/dlrm.md" >"$tmp/commands"
+[ -s "$tmp/commands" ] || { echo "FAIL: no sh block in docs/guide/dlrm.md"; exit 1; }
 cd "$tmp"
 n=0
 while IFS= read -r line; do
@@ -36,4 +36,4 @@ while IFS= read -r line; do
     esac
 done <"$tmp/commands"
 [ "$n" -ge 3 ] || { echo "FAIL: $n commands in the block"; exit 1; }
-echo "ok: the README's $n DLRM commands"
+echo "ok: the guide's $n DLRM commands"
