@@ -85,7 +85,8 @@ static int measure_rates(Plan *p, const BenchConfig *c, int again)
     bench_progress_end();
     printf("# roof: each distinct row of a step at the rate of where it is read from (LRU "
            "reuse distance against L1d %lld KiB, L2 %lld KiB per core, LLC %lld KiB, "
-           "doubled); %s, GB/s of %d-byte rows read at random (DRAM: %lld MiB):\n",
+           "doubled), and each further (bag, distinct id) pair's read and a training "
+           "step's update's read of its rows again at the L1 rate; %s, GB/s of %d-byte rows read at random (DRAM: %lld MiB):\n",
            (long long)size[0] >> 10, (long long)size[1] >> 10, (long long)size[2] >> 10,
            again ? "the rates, the better of start-up and now" : "the rates measured at start-up",
            row_bytes, (long long)dram_mib);
@@ -192,6 +193,52 @@ static void row_stats(Timed *x)
     }
 }
 
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/*
+ * vs_seq of every row of one group, from its samples before row_stats sorts them: sample r
+ * of every row ran in round r, so the sequential row's sample over the row's is a paired
+ * ratio that the machine's slow drift cancels out of. Of the rounds, only the quieter half
+ * counts (a round's load: the mean over its rows of log(sample / the row's median); on a
+ * shared machine another program's burst slows a 2-thread row more than a 1-thread one, so
+ * a ratio from a loaded round measures the other program). vs_seq is the median of the kept
+ * rounds' ratios; with them the verdict moved +-8 % between runs, without them +-N %.
+ */
+static void paired_vs_seq(Timed *rows, int nrows, double *tmp)
+{
+    const Timed *seq = NULL;
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].row.strategy == STRAT_SEQUENTIAL)
+            seq = &rows[i];
+    const int n = seq ? seq->n : 0;
+    if (n < 1)
+        return;
+    double med[STRAT_COUNT * BENCH_MAX_THREADS];
+    for (int i = 0; i < nrows; i++) {
+        memcpy(tmp, rows[i].t, (size_t)n * sizeof *tmp);
+        med[i] = median_of(tmp, n);
+    }
+    double *load = tmp + n, *ratio = tmp + 2 * n;
+    for (int r = 0; r < n; r++) {
+        load[r] = 0;
+        for (int i = 0; i < nrows; i++)
+            load[r] += log(rows[i].t[r] / med[i]) / nrows;
+    }
+    memcpy(tmp, load, (size_t)n * sizeof *tmp);
+    const double quiet = median_of(tmp, n);
+    for (int i = 0; i < nrows; i++) {
+        int k = 0;
+        for (int r = 0; r < n; r++)
+            if (load[r] <= quiet)
+                ratio[k++] = seq->t[r] / rows[i].t[r];
+        rows[i].row.vs_seq = k ? median_of(ratio, k) : 0;
+    }
+}
+
 /* The largest notch of the rows (their samples left unsorted). */
 static double worst_spread(Timed *rows, int nrows, double *tmp)
 {
@@ -274,7 +321,7 @@ static int time_rows(const Plan *p, Timed *rows, int nrows)
 {
     const BenchConfig *c = p->cfg;
     const int cap = c->min_time > 0 ? 1000 * c->iters : c->iters;
-    double *tmp = malloc((size_t)cap * sizeof *tmp);
+    double *tmp = malloc((size_t)cap * 3 * sizeof *tmp);
     for (int i = 0; i < nrows && tmp; i++) {
         rows[i].t = malloc((size_t)cap * sizeof *rows[i].t);
         rows[i].bd = malloc((size_t)cap * (BD_COUNT + 1) * sizeof *rows[i].bd);
@@ -304,6 +351,8 @@ static int time_rows(const Plan *p, Timed *rows, int nrows)
             worst_spread(rows, nrows, tmp) <= SPREAD_TARGET)
             break;
     }
+    if (!rc)
+        paired_vs_seq(rows, nrows, tmp);
     for (int i = 0; i < nrows && !rc; i++)
         row_stats(&rows[i]);
     free(tmp);

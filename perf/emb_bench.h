@@ -174,6 +174,8 @@ typedef struct BenchIdSet {
     int64_t nnz;         /* Σ nnz */
     int64_t distinct;    /* Σ distinct ids per table */
     int64_t *distinct_t; /* ntables: distinct ids of each table */
+    int64_t *pairs_t;    /* ntables: (bag, distinct id of the bag) pairs (a bag of more
+                            than 64 ids: the distinct of its first 64), the roof's reads */
     int64_t *lvl_rows;   /* ntables x BENCH_LEVELS: distinct rows by where they are read
                             from, set when the step is handed out (bench_stream_next) */
     int64_t step;        /* the stream's step */
@@ -340,7 +342,8 @@ typedef struct BenchRow {
     double plain_s;    /* the plain loops' median for the same steps' kind (0: none) */
     double distinct;   /* distinct rows per step (mean over the row's steps) */
     double lvl_frac[BENCH_LEVELS]; /* of which read from L1, L2, LLC, DRAM */
-    double vs_seq;     /* sequential median / this median (0: no sequential row) */
+    double vs_seq;     /* sequential's time / this row's, paired round by round (the
+                          median over the quieter half of the rounds; 0: no sequential row) */
     double peer_s;     /* peer median at the same thread count (0: none) */
     double load1;      /* the 1-minute load average when its rows were timed (-1: unknown) */
 } BenchRow;

@@ -70,9 +70,10 @@ int bench_dyn_main(int argc, char **argv)
         } else if (i + 1 < argc && !strcmp(argv[i], "--reps")) {
             reps = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: emb-bench dyn [--rows N] [--dim D] [--bags B] [--bag-size S] "
-                            "[--reps R] [--quick]\n");
-            return 2;
+            const int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+            fprintf(help ? stdout : stderr, "usage: emb-bench dyn [--rows N] [--dim D] "
+                    "[--bags B] [--bag-size S] [--reps R] [--quick]\n");
+            return help ? 0 : 2;
         }
     }
     const int64_t nnz = bags * bag;

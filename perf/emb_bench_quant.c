@@ -237,10 +237,12 @@ static int parse(int argc, char **argv, Opts *o)
 int bench_quant_main(int argc, char **argv)
 {
     Opts o;
-    if (parse(argc, argv, &o))
-        return fprintf(stderr, "usage: emb-bench quant [--mib N] [--dim D (even)] [--bag N] "
-                       "[--batch N] [--rounds N <= %d] [--hot-rows N] [--seed N] [--thp 0|1] "
-                       "[--cpu-time 0|1]\n", MAXR), 2;
+    const int help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    if (help || parse(argc, argv, &o))
+        return fprintf(help ? stdout : stderr, "usage: emb-bench quant [--mib N] "
+                       "[--dim D (even)] [--bag N] [--batch N] [--rounds N <= %d] "
+                       "[--hot-rows N] [--seed N] [--thp 0|1] [--cpu-time 0|1]\n", MAXR),
+               help ? 0 : 2;
     Pair p = {0};
     pthread_t th;
     pthread_barrier_init(&p.go, NULL, 2);

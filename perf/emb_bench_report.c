@@ -5,10 +5,13 @@
  *   GB/s        = table bytes moved per iteration / median time
  *   roof        = the roof's time for the row's steps / median time: each distinct row a
  *                 step touches at the measured rate of where it is read from (L1, L2, LLC,
- *                 DRAM; emb_bench_stream.c), so 1.0 is a bound no kernel can pass
+ *                 DRAM; emb_bench_stream.c), the reads every kernel makes again at the L1
+ *                 rate, so 1.0 is a bound no kernel can pass
  *   vs plain    = the plain loops' median / this median (the former roof: a hand-written
  *                 gather and update over the same tables and steps)
- *   vs seq      = sequential median / this median (same variant and phase)
+ *   vs seq      = the median over the quieter half of the rounds of the sequential row's
+ *                 time / this row's in the same round (same variant and phase; paired_vs_seq
+ *                 in emb_bench.c); sequential median / this median where not paired
  *   vs torch    = torch median / this median, same thread count (> 1: embtables faster)
  */
 #include <math.h>
@@ -55,7 +58,8 @@ void bench_results_relate(BenchResults *r)
     for (int i = 0; i < r->nrows; i++) {
         BenchRow *x = &r->rows[i];
         const BenchRow *seq = find(r, x->variant, x->phase, STRAT_SEQUENTIAL, 1);
-        x->vs_seq = seq ? seq->median_s / x->median_s : 0;
+        if (x->vs_seq <= 0) /* not paired round by round when timed (emb_bench.c) */
+            x->vs_seq = seq ? seq->median_s / x->median_s : 0;
     }
 }
 
@@ -77,7 +81,7 @@ void bench_report_table(const BenchResults *r, const BenchConfig *c, FILE *f)
         state |= c->phases[p].opt > OPT_SGD;
     fprintf(f, "\n# GB/s counts table bytes read (forward) and read + written "
                "(update)%s; roof: the roof's time / ours (each distinct row at the rate of "
-               "where it comes from; <= 1.0); plain: the plain loops' time / ours; dram: of "
+               "where it comes from, the reads made again at the L1 rate; <= 1.0); plain: the plain loops' time / ours; dram: of "
                "a step's distinct rows, those from DRAM; spread: the median's 95%% interval, "
                "+-%% of it\n",
             state ? ", plus the optimizer's state read + written (a state row of less than "

@@ -3,7 +3,7 @@
  * emb_bench_roof.c — the roof's rates and the plain loops.
  *
  * The roof (emb_bench_stream.c) charges each distinct row a step touches at the rate of
- * the level it comes from; the rates are measured here at start-up, per thread count:
+ * the level it comes from, and the reads every kernel makes again at the L1 rate; the rates are measured here at start-up, per thread count:
  * random rows of the run's row size read from a buffer that fits each level (L1d, L2,
  * LLC) and from one that does not (DRAM), the best of REPS passes. The plain loops are
  * the hand-written gather and update over the run's own tables and steps (the former

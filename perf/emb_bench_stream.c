@@ -19,8 +19,10 @@
  * caches). A row comes from the first level whose capacity (L1 and L2 per core times the
  * run's most threads, the LLC shared), doubled for replacement that is not LRU, holds its
  * distance, else from DRAM. The roof (bench_roof_of) charges each distinct row's bytes at
- * its level's measured rate, and nothing for a second touch in the same step, so no
- * correct kernel can beat it.
+ * its level's measured rate, and the reads every kernel must make again at the L1 rate:
+ * each further (bag, distinct id of the bag) pair of a forward, and a training step's
+ * update of its rows after the forward. Writes and a bag's repeated id cost nothing, so
+ * no correct kernel can beat it (docs/guide/benchmark.md, "The roof").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -228,8 +230,21 @@ void bench_step_levels(const BenchConfig *c, const BenchIdSet *set, BenchPhaseKi
     for (int t = 0; t < c->ntables; t++) {
         const double rb = (double)emb_dtype_row_bytes(c->tables[t].dtype, c->tables[t].dim);
         const double sb = kind == PHASE_FORWARD ? 0 : bench_state_row_bytes(&c->tables[t], opt);
-        for (int l = 0; l < BENCH_LEVELS; l++) /* train: the update's second touch is free */
-            bytes[l] += (double)set->lvl_rows[(size_t)t * BENCH_LEVELS + l] * (rb + sb);
+        double distinct = 0;
+        for (int l = 0; l < BENCH_LEVELS; l++) {
+            const double n = (double)set->lvl_rows[(size_t)t * BENCH_LEVELS + l];
+            bytes[l] += n * (rb + sb);
+            distinct += n;
+        }
+        if (c->tables[t].tiered) /* its rows from the disk: the I/O roof's */
+            continue;
+        /* the reads every kernel makes again, at the L1 rate at best: a forward reads the
+           row of each (bag, distinct id of the bag) pair (the first of a row is above); a
+           training step's update reads its distinct rows again after the forward */
+        if (kind != PHASE_UPDATE)
+            bytes[0] += ((double)set->pairs_t[t] - distinct) * rb;
+        if (kind == PHASE_TRAIN)
+            bytes[0] += distinct * rb;
     }
 }
 

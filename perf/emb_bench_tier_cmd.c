@@ -48,7 +48,8 @@ static double now(void)
 }
 
 
-static void usage(void);
+static void usage_to(FILE *f, int code);
+#define usage() usage_to(stderr, 2)
 
 static EmbDtype dtype_of(const char *s)
 {
@@ -60,13 +61,14 @@ static EmbDtype dtype_of(const char *s)
     return EMB_F32;
 }
 
-static void usage(void)
+/* The usage on @f, then exit(@code): 0 for --help, 2 for a bad option. */
+static void usage_to(FILE *f, int code)
 {
-    fprintf(stderr, "usage: emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
+    fprintf(f, "usage: emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
             "[--batch B] [--bag L] [--steps S] [--zipf A | --uniform] [--prefetch P] "
             "[--engine auto|uring|pread] [--policy lru|lfu] [--dtype f32|f16|bf16|int8|int4] "
             "[--dir PATH] [--no-memory] [--quick]\n");
-    exit(2);
+    exit(code);
 }
 
 static void parse(Opts *o, int argc, char **argv)
@@ -93,6 +95,8 @@ static void parse(Opts *o, int argc, char **argv)
         else if (ARG("--dtype")) o->dtype = dtype_of(v);
         else if (!strcmp(a, "--uniform")) o->zipf = 0.0;
         else if (!strcmp(a, "--no-memory")) o->memory = 0;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            usage_to(stdout, 0);
         else if (!strcmp(a, "--quick"))
             o->rows = 20000, o->dim = 16, o->batch = 256, o->steps = 4;
         else

@@ -82,6 +82,25 @@ static int any_dynamic(const BenchConfig *c)
     return 0;
 }
 
+/* The (bag, distinct id of the bag) pairs of @nbags bags (CSR @off over @rows): every one
+ * a row some kernel must read for that bag. A bag of more than 64 ids counts the distinct
+ * of its first 64 (fewer than the truth: the roof stays a bound). */
+static int64_t count_pairs(const int64_t *rows, const int64_t *off, int64_t nbags)
+{
+    int64_t n = 0;
+    for (int64_t b = 0; b < nbags; b++) {
+        const int64_t *r = rows + off[b];
+        const int64_t len = off[b + 1] - off[b] < 64 ? off[b + 1] - off[b] : 64;
+        for (int64_t i = 0; i < len; i++) {
+            int64_t j = 0;
+            while (j < i && r[j] != r[i])
+                j++;
+            n += j == i;
+        }
+    }
+    return n;
+}
+
 int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int64_t step)
 {
     const int nt = c->ntables;
@@ -91,8 +110,9 @@ int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int64_t step)
     s->batches = calloc((size_t)nt, sizeof *s->batches);
     s->offsets = malloc((size_t)(nt * nb) * sizeof *s->offsets);
     s->distinct_t = calloc((size_t)nt, sizeof *s->distinct_t);
+    s->pairs_t = calloc((size_t)nt, sizeof *s->pairs_t);
     s->lvl_rows = calloc((size_t)nt * BENCH_LEVELS, sizeof *s->lvl_rows);
-    if (!s->batches || !s->offsets || !s->distinct_t || !s->lvl_rows)
+    if (!s->batches || !s->offsets || !s->distinct_t || !s->pairs_t || !s->lvl_rows)
         return -1;
     int64_t total = 0;
     for (int t = 0; t < nt; t++)
@@ -115,6 +135,7 @@ int bench_idset_create(BenchIdSet *s, const BenchConfig *c, int v, int64_t step)
             s->batches[t].bag_size = c->variants[v].lo;
         }
         s->distinct_t[t] = count_distinct(s->rows + at, n);
+        s->pairs_t[t] = count_pairs(s->rows + at, off, c->batch);
         s->distinct += s->distinct_t[t];
         at += n;
     }
@@ -309,6 +330,7 @@ void bench_idset_free(BenchIdSet *s)
     free(s->rows);
     free(s->offsets);
     free(s->distinct_t);
+    free(s->pairs_t);
     free(s->lvl_rows);
     memset(s, 0, sizeof *s);
 }
