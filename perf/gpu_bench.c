@@ -12,7 +12,12 @@
  *             [--seed N] [--iters N] [--reps R] [--export DIR]
  *       emb-bench's ensemble (the same configuration parser, the same ids): every table
  *       looked up in one emb_gpu_maplookup launch into the concat output, then the backward
- *       + SGD of every table; the BENCH_NSETS id sets rotate over iterations.
+ *       + SGD of every table. Steady state, as emb-bench's stream: every call gets its own
+ *       step's ids (step k drawn from its own seed by perf/bench_ids.c, the same ids as
+ *       emb-bench's k-th step), all of a variant's 1 + R x N steps drawn and copied to the
+ *       device before any timing (a pool in which no step repeats within the run; the
+ *       host cannot draw between back-to-back calls). --export writes the first
+ *       BENCH_NSETS steps for the torch peer, which rotates them.
  *
  * Timing: a warm-up call first (never timed), then R repetitions of CUDA events around N
  * back-to-back calls (EMB_GPU_DEFER_CHECK, no host wait inside); the time per call of each
@@ -334,7 +339,8 @@ typedef struct EnsCtx {
     int n;
     EmbGpuTable **tables;
     EmbGpuWorkspace *ws;
-    EmbBatch (*batches)[BENCH_NSETS]; /* [table][set]: device views of one variant */
+    int nsteps;                        /* steps of the pool: every call its own */
+    EmbBatch *batches;                 /* [table * nsteps + step]: device views of one variant */
     EmbBatch *cur;                     /* n batches of the set in use */
     float *out, *dy;
     int64_t width;
@@ -344,7 +350,7 @@ typedef struct EnsCtx {
 static void use_set(EnsCtx *c, int iter)
 {
     for (int t = 0; t < c->n; t++)
-        c->cur[t] = c->batches[t][iter % BENCH_NSETS];
+        c->cur[t] = c->batches[(size_t)t * (size_t)c->nsteps + (size_t)(iter % c->nsteps)];
 }
 
 static void ens_fwd(void *p, int iter)
@@ -403,18 +409,31 @@ static int run_ensemble(const Opts *o)
     if (bench_config_parse(&bc, o->nbench, (char **)o->bench_argv) != 0)
         return 2;
     const int n = bc.ntables, nv = bc.nvariants;
-    BenchIdSet (*sets)[BENCH_NSETS] = calloc((size_t)nv, sizeof *sets);
-    for (int v = 0; v < nv; v++)
-        for (int s = 0; s < BENCH_NSETS; s++)
-            if (bench_idset_create(&sets[v][s], &bc, v, s) != 0)
-                return fprintf(stderr, "gpu_bench: out of memory for the ids\n"), 1;
-    if (o->export_dir && export_ensemble(o->export_dir, &bc, sets))
-        return 1;
+    const int reps = o->reps > MAX_REPS ? MAX_REPS : o->reps;
+    if (o->export_dir) { /* the peer's ids: the stream's first BENCH_NSETS steps */
+        BenchIdSet (*sets)[BENCH_NSETS] = calloc((size_t)nv, sizeof *sets);
+        int rc = sets ? 0 : -1;
+        for (int v = 0; v < nv && !rc; v++)
+            for (int k = 0; k < BENCH_NSETS && !rc; k++)
+                rc = bench_idset_create(&sets[v][k], &bc, v, k);
+        if (!rc)
+            rc = export_ensemble(o->export_dir, &bc, sets);
+        for (int v = 0; sets && v < nv; v++)
+            for (int k = 0; k < BENCH_NSETS; k++)
+                bench_idset_free(&sets[v][k]);
+        free(sets);
+        if (rc)
+            return fprintf(stderr, "gpu_bench: the ids for --export failed\n"), 1;
+    }
     EnsCtx c = {0};
     c.n = n;
+    c.nsteps = 1 + reps * o->iters; /* the warm-up call, then reps x iters */
     c.tables = calloc((size_t)n, sizeof *c.tables);
-    c.batches = calloc((size_t)n, sizeof *c.batches);
+    c.batches = calloc((size_t)n * (size_t)c.nsteps, sizeof *c.batches);
     c.cur = calloc((size_t)n, sizeof *c.cur);
+    void **dev = calloc(2 * (size_t)c.nsteps, sizeof *dev);
+    if (!c.tables || !c.batches || !c.cur || !dev)
+        return fprintf(stderr, "gpu_bench: out of memory\n"), 1;
     EMB(emb_gpu_workspace_create(&c.ws));
     double table_bytes = 0, row_bytes = 0;
     for (int t = 0; t < n; t++) {
@@ -428,61 +447,61 @@ static int run_ensemble(const Opts *o)
     }
     printf("ensemble: %d tables (%s), %.2f GiB, concat width %lld, batch %lld\n", n,
            bc.tables_desc, table_bytes / (1 << 30), (long long)c.width, (long long)bc.batch);
-    const double copy_gbs = copy_bandwidth((size_t)(table_bytes / 2), o->iters, o->reps);
+    const double copy_gbs = copy_bandwidth((size_t)(table_bytes / 2), o->iters, reps);
     CUDA(cudaMalloc((void **)&c.out, (size_t)(bc.batch * c.width) * 4));
     c.dy = device_floats((size_t)(bc.batch * c.width), 0.01f);
     c.opt = emb_optimizer_defaults(EMB_OPT_SGD, (float)bc.lr);
     for (int v = 0; v < nv; v++) {
-        double fwd_bytes = 0, bwd_bytes = 0; /* averaged over the sets */
-        void *dev[BENCH_NSETS][2];
-        for (int s = 0; s < BENCH_NSETS; s++) {
-            const BenchIdSet *is = &sets[v][s];
-            int64_t *dids = to_device(is->ids, (size_t)is->nnz * 8);
-            int64_t *doff = to_device(is->offsets, (size_t)(n * (bc.batch + 1)) * 8);
-            dev[s][0] = dids;
-            dev[s][1] = doff;
+        double fwd_bytes = 0, bwd_bytes = 0, nnz = 0, distinct = 0; /* means over the steps */
+        for (int k = 0; k < c.nsteps; k++) {
+            BenchIdSet is;
+            if (bench_idset_create(&is, &bc, v, k) != 0)
+                return fprintf(stderr, "gpu_bench: out of memory for the ids\n"), 1;
+            int64_t *dids = to_device(is.ids, (size_t)is.nnz * 8);
+            int64_t *doff = to_device(is.offsets, (size_t)(n * (bc.batch + 1)) * 8);
+            dev[2 * k] = dids;
+            dev[2 * k + 1] = doff;
             for (int t = 0; t < n; t++) {
-                EmbBatch b = is->batches[t];
+                EmbBatch b = is.batches[t];
                 const double el = (double)emb_dtype_size(bc.tables[t].dtype);
-                b.ids = dids + ((const int64_t *)is->batches[t].ids - is->ids);
+                b.ids = dids + ((const int64_t *)is.batches[t].ids - is.ids);
                 if (b.offsets)
-                    b.offsets = doff + (is->batches[t].offsets - is->offsets);
-                c.batches[t][s] = b;
-                fwd_bytes += (b.nnz * bc.tables[t].dim * el + b.nnz * 8.0) / BENCH_NSETS;
-                bwd_bytes += b.nnz * 8.0 / BENCH_NSETS;
+                    b.offsets = doff + (is.batches[t].offsets - is.offsets);
+                c.batches[(size_t)t * (size_t)c.nsteps + (size_t)k] = b;
+                fwd_bytes += (b.nnz * bc.tables[t].dim * el + b.nnz * 8.0) / c.nsteps;
+                bwd_bytes += b.nnz * 8.0 / c.nsteps;
             }
             /* each distinct row read + written (Σ over tables), at the mean row size */
-            bwd_bytes += 2.0 * (double)is->distinct * row_bytes / n / BENCH_NSETS;
+            bwd_bytes += 2.0 * (double)is.distinct * row_bytes / n / c.nsteps;
+            nnz += (double)is.nnz / c.nsteps;
+            distinct += (double)is.distinct / c.nsteps;
+            bench_idset_free(&is);
         }
         fwd_bytes += bc.batch * c.width * 4.0;
         bwd_bytes += bc.batch * c.width * 4.0;
-        printf("-- %s: %.0f ids per batch (mean of %d sets)\n", bc.variants[v].name,
-               (double)(sets[v][0].nnz + sets[v][BENCH_NSETS - 1].nnz) / 2, BENCH_NSETS);
-        const Timing fwd = time_calls(ens_fwd, &c, o->iters, o->reps);
+        printf("-- %s: steady state, %d steps (every call its own ids): %.0f ids and %.0f "
+               "distinct rows per step (mean)\n", bc.variants[v].name, c.nsteps, nnz, distinct);
+        const Timing fwd = time_calls(ens_fwd, &c, o->iters, reps);
         print_timing("forward (one launch)", fwd, fwd_bytes, copy_gbs);
-        const Timing bwd = time_calls(ens_bwd, &c, o->iters, o->reps);
+        const Timing bwd = time_calls(ens_bwd, &c, o->iters, reps);
         print_timing("backward + sgd (per table)", bwd, bwd_bytes, copy_gbs);
         EMB(emb_gpu_workspace_check(c.ws));
         printf("ENSEMBLE variant=%s fwd_ms=%.4f fwd_gbs=%.1f bwd_ms=%.4f bwd_gbs=%.1f "
-               "copy_gbs=%.1f\n", bc.variants[v].name, fwd.med, fwd_bytes / (fwd.med * 1e6),
-               bwd.med, bwd_bytes / (bwd.med * 1e6), copy_gbs);
-        for (int s = 0; s < BENCH_NSETS; s++) {
-            cudaFree(dev[s][0]);
-            cudaFree(dev[s][1]);
-        }
+               "copy_gbs=%.1f steps=%d\n", bc.variants[v].name, fwd.med,
+               fwd_bytes / (fwd.med * 1e6), bwd.med, bwd_bytes / (bwd.med * 1e6), copy_gbs,
+               c.nsteps);
+        for (int k = 0; k < 2 * c.nsteps; k++)
+            cudaFree(dev[k]);
     }
     for (int t = 0; t < n; t++)
         emb_gpu_table_destroy(&c.tables[t]);
-    for (int v = 0; v < nv; v++)
-        for (int s = 0; s < BENCH_NSETS; s++)
-            bench_idset_free(&sets[v][s]);
     emb_gpu_workspace_destroy(&c.ws);
     cudaFree(c.out);
     cudaFree(c.dy);
+    free(dev);
     free(c.tables);
     free(c.batches);
     free(c.cur);
-    free(sets);
     return 0;
 }
 
