@@ -9,8 +9,12 @@ The planted model (fixed by --model-seed, so train and test files share it):
             + sum_{t in informative} s_t[C_t]                per-value effects
             + sum_{(a, c) in pairs} g <u_a[C_a], u_c[C_c]>   rank-2 interactions
   label ~ Bernoulli(sigmoid(logit))
-Category values are Zipf-distributed over Criteo-Kaggle-like cardinalities (capped by
---max-card) and written as 32-bit hashes in hex, as in the real logs; a missing value is an
+Category values are Zipf(1.1)-distributed over Criteo-Kaggle-like cardinalities (capped by
+--max-card), drawn by the benchmarks' generator (scripts/bench_ids.py, the Python twin of
+perf/bench_ids.c, tested to draw emb-bench's ids): value v of table t is rank v of its
+Zipf (0 the most frequent, the same values in the training and the test file), from the
+splitmix64 state 1000 S + t, S = 2 seed for the training file and 2 seed + 1 for the test
+file; the values are written as 32-bit hashes in hex, as in the real logs; a missing value is an
 empty field with effect 0. Everything the model uses is what a reader sees after DLRM's
 transforms, so sigmoid(logit) is the Bayes-optimal predictor: no model can beat its AUC
 in expectation (index collisions from --max-ind-range can only lower what is reachable).
@@ -20,11 +24,14 @@ Usage: criteo_gen.py [--rows N] [--test-rows M] [--seed S] [--model-seed S]
 Standard library only (any python3).
 """
 import argparse
-import bisect
 import gzip
 import math
+import os
 import random
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_ids  # noqa: E402  (beside this script)
 
 KAGGLE_CARD = [1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683,
                8351593, 3194, 27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15,
@@ -53,14 +60,7 @@ class Model:
         self.dense_miss = [r.choice([0.0, 0.05, 0.2, 0.4]) for _ in range(NDENSE)]
         self.dense_w = [r.gauss(0, 0.25) for _ in range(NDENSE)]
         self.dense_m = [mu for mu in self.dense_mu]  # centre of log1p(x), roughly
-        # categorical: Zipf(1.1) over the values, a missing rate
-        self.cdf = []
-        for c in self.card:
-            acc, cdf = 0.0, []
-            for k in range(c):
-                acc += 1.0 / (k + 1) ** 1.1
-                cdf.append(acc)
-            self.cdf.append([x / acc for x in cdf])
+        # categorical: Zipf(1.1) over the values (the samples' ids: bench_ids), a missing rate
         self.cat_miss = [r.choice([0.0, 0.0, 0.03, 0.15]) for _ in range(NCAT)]
         self.informative = sorted(r.sample(range(NCAT), 14))
         self.effect = [[r.gauss(0, 0.45) for _ in range(c)] if t in self.informative else None
@@ -71,8 +71,9 @@ class Model:
                        for t in in_pair}
         self.bias = -1.3
 
-    def sample(self, r):
-        """One (fields, probability): fields as the strings of a line."""
+    def sample(self, r, ids):
+        """One (fields, probability): fields as the strings of a line; ids: each table's
+        source of values (ZipfValues)."""
         logit = self.bias
         fields = [None] * (1 + NDENSE + NCAT)
         for k in range(NDENSE):
@@ -90,8 +91,7 @@ class Model:
             if r.random() < self.cat_miss[t]:
                 fields[1 + NDENSE + t] = ""
                 continue
-            v = bisect.bisect_left(self.cdf[t], r.random())
-            v = min(v, self.card[t] - 1)
+            v = ids[t].next()
             vals[t] = v
             fields[1 + NDENSE + t] = "%08x" % hash32(t, v)
             if self.effect[t] is not None:
@@ -143,13 +143,25 @@ def expected_auc(p):
     return num / den
 
 
+class ZipfValues:
+    """A table's values: the ranks of bench_ids' Zipf(1.1) over its card values (no
+    scatter: the rank is the value, the same hot values in every file), from @seed."""
+
+    def __init__(self, card, seed):
+        self.zipf, self.state = bench_ids.Zipf(card, 1.1), [seed]
+
+    def next(self):
+        return self.zipf.rank(self.state)
+
+
 def write(path, model, rows, seed):
     r = random.Random(seed)
+    ids = [ZipfValues(c, 1000 * seed + t) for t, c in enumerate(model.card)]
     probs, labels = [], []
     opener = gzip.open if path.endswith(".gz") else open  # .gz: gzip-compressed
     with opener(path, "wt", newline="\n") as f:
         for _ in range(rows):
-            fields, p = model.sample(r)
+            fields, p = model.sample(r, ids)
             y = 1 if r.random() < p else 0
             fields[0] = str(y)
             f.write("\t".join(fields) + "\n")
