@@ -5,7 +5,9 @@
  * per second, at 1 and 2 threads, cold (a table of --mib MiB as f32, uniform ids) and hot
  * (--hot-rows rows, cache-resident). Rows of one (table size, thread count) run
  * interleaved, round after round, so that a shared machine's noise falls on all three; the
- * median of the rounds is reported with the spread (min .. max).
+ * median of the rounds is reported with the spread (min .. max). Steady state: every call
+ * (BATCHES batches) gets fresh uniform ids from the benchmarks' generator (bench_ids.h),
+ * drawn just before it, untimed.
  *
  *   emb-bench quant [--mib 1024] [--dim 64] [--bag 20] [--batch 2048] [--rounds 9]
  *               [--hot-rows 4096] [--seed 42] [--thp 1]
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_ids.h"
 #include "embtables/embtables.h"
 #include "emb_bench.h"
 
@@ -156,18 +159,29 @@ static int make_tables(EmbTable *t[NDT], void *mem[NDT], int64_t rows, const Opt
     return 0;
 }
 
-/* Interleaved rounds over the three tables at 1 and 2 threads; one line per row. */
-static void measure(Pair *p, EmbTable *t[NDT], const int64_t *ids, float *out, const Opts *o,
-                    const char *what)
+/* @n fresh ids of @g into @ids (the next of its stream @st). */
+static void draw(int64_t *ids, size_t n, const BenchIdGen *g, uint64_t *st)
 {
+    for (size_t k = 0; k < n; k++)
+        ids[k] = bench_idgen_row(g, st, (int64_t)k);
+}
+
+/* Interleaved rounds over the three tables at 1 and 2 threads; one line per row. */
+static void measure(Pair *p, EmbTable *t[NDT], int64_t *ids, float *out, const Opts *o,
+                    const char *what, const BenchIdGen *g, uint64_t *st)
+{
+    const size_t nids = (size_t)BATCHES * (size_t)(o->batch * o->bag);
     const double rows = (double)BATCHES * (double)o->batch * o->bag;
     for (int threads = 1; threads <= 2; threads++) {
         double sec[NDT][MAXR];
-        for (int d = 0; d < NDT; d++) /* warm-up */
+        for (int d = 0; d < NDT; d++) { /* warm-up */
+            draw(ids, nids, g, st);
             time_batches(p, t[d], ids, out, o, threads);
+        }
         for (int r = 0; r < o->rounds; r++)
             for (int k = 0; k < NDT; k++) {
                 const int d = (k + r) % NDT; /* a new order each round */
+                draw(ids, nids, g, st); /* untimed: every call its own ids */
                 sec[d][r] = time_batches(p, t[d], ids, out, o, threads);
             }
         double med[NDT];
@@ -189,19 +203,17 @@ static int bench(Pair *p, int64_t rows, const Opts *o, const char *what)
     int64_t *ids = malloc(nids * sizeof *ids);
     float *out = malloc((size_t)o->batch * (size_t)o->dim * sizeof *out);
     int rc = ids && out ? make_tables(t, mem, rows, o) : -1;
-    uint64_t s = (uint64_t)o->seed ^ 0x9e3779b97f4a7c15ull;
-    for (size_t k = 0; !rc && k < nids; k++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        ids[k] = (int64_t)((s >> 17) % (uint64_t)rows);
-    }
+    BenchIdGen g;
+    bench_idgen_init(&g, BENCH_IDS_UNIFORM, rows, 1.0, (uint64_t)o->seed);
+    uint64_t st = (uint64_t)o->seed ^ 0x9e3779b97f4a7c15ull;
     if (!rc) {
         printf("%s: %lld rows x D %d (f32 %.0f MiB, int8 %.0f MiB, int4 %.0f MiB), bags of %d, "
-               "batch %lld, uniform ids\n", what, (long long)rows, o->dim,
+               "batch %lld, uniform ids, fresh every call (steady state)\n", what, (long long)rows, o->dim,
                (double)rows * (double)emb_dtype_row_bytes(EMB_F32, o->dim) / 1048576.0,
                (double)rows * (double)emb_dtype_row_bytes(EMB_INT8, o->dim) / 1048576.0,
                (double)rows * (double)emb_dtype_row_bytes(EMB_INT4, o->dim) / 1048576.0,
                o->bag, (long long)o->batch);
-        measure(p, t, ids, out, o, what);
+        measure(p, t, ids, out, o, what, &g, &st);
     }
     for (int d = 0; d < NDT; d++) {
         emb_table_destroy(&t[d]);
