@@ -368,6 +368,13 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
    strategy at each row and the worst tail (p90 / median) of each strategy. */
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f);
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path);
+/* The CSV's column line: every benchmark program's rows (emb-bench, gpu_bench) have these
+   columns, empty where one does not apply, so `emb-bench compare` reads them all. */
+#define BENCH_CSV_COLUMNS                                                                  \
+    "bags,phase,strategy,threads,median_ms,spread,p90_ms,p99_ms,max_ms,n,bytes,gbs,"      \
+    "roof_fraction,vs_sequential,forward_ms,record_ms,serial_ms,pullback_ms,"             \
+    "index_ms,apply_ms,peer_ms,vs_peer,load1,roof_ms,plain_ms,vs_plain,"                  \
+    "distinct_rows,l1_frac,l2_frac,llc_frac,dram_frac,steady"
 /* The record, the configuration, the roof's rates and every row as JSON (--json). */
 int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *path);
 int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path);

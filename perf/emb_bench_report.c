@@ -394,10 +394,7 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
         fprintf(f, " %d thread%s %.1f %.1f %.1f %.1f;", r->rate_threads[i],
                 r->rate_threads[i] > 1 ? "s" : "", r->rates[i].gbs[0], r->rates[i].gbs[1],
                 r->rates[i].gbs[2], r->rates[i].gbs[3]);
-    fprintf(f, "\nbags,phase,strategy,threads,median_ms,spread,p90_ms,p99_ms,max_ms,n,bytes,gbs,"
-               "roof_fraction,vs_sequential,forward_ms,record_ms,serial_ms,pullback_ms,"
-               "index_ms,apply_ms,peer_ms,vs_peer,load1,roof_ms,plain_ms,vs_plain,"
-               "distinct_rows,l1_frac,l2_frac,llc_frac,dram_frac,steady\n");
+    fprintf(f, "\n%s\n", BENCH_CSV_COLUMNS);
     for (int i = 0; i < r->nrows; i++) {
         const BenchRow *x = &r->rows[i];
         fprintf(f, "%s,%s,%s,%d,%.6f,%.4f,%.6f,%.6f,%.6f,%d,%.0f,%.4f,%.4f,%.4f,",

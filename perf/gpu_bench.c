@@ -9,7 +9,7 @@
  *       one table, fixed bags of uniform ids: forward, and backward fused with each
  *       optimizer (state bytes counted);
  *   gpu_bench --tables criteo[:MiB[:D[:dtype]]] [--batch N] [--bags 1,20] [--ids zipf:1.05]
- *             [--seed N] [--iters N] [--reps R] [--export DIR]
+ *             [--seed N] [--iters N] [--reps R] [--export DIR] [--csv FILE]
  *       emb-bench's ensemble (the same configuration parser, the same ids): every table
  *       looked up in one emb_gpu_maplookup launch into the concat output, then the backward
  *       + SGD of every table. Steady state, as emb-bench's stream: every call gets its own
@@ -17,7 +17,9 @@
  *       emb-bench's k-th step), all of a variant's 1 + R x N steps drawn and copied to the
  *       device before any timing (a pool in which no step repeats within the run; the
  *       host cannot draw between back-to-back calls). --export writes the first
- *       BENCH_NSETS steps for the torch peer, which rotates them.
+ *       BENCH_NSETS steps for the torch peer, which rotates them. --csv FILE: the rows
+ *       (forward; backward + SGD as update:sgd) in emb-bench's CSV columns and record
+ *       (strategy "gpu", threads 0), for `emb-bench compare`.
  *
  * Timing: a warm-up call first (never timed), then R repetitions of CUDA events around N
  * back-to-back calls (EMB_GPU_DEFER_CHECK, no host wait inside); the time per call of each
@@ -28,6 +30,7 @@
  * distinct row, Adam 2·D·4 B). Exits 77 without a GPU (the tiny runs are meson tests).
  */
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +61,8 @@ typedef struct Opts {
     int iters, reps;
     unsigned opts; /* bit k: optimizer kind k */
     const char *export_dir;
+    const char *csv;   /* --csv FILE: the ensemble's rows in emb-bench's columns */
+    char cmdline[1024]; /* for the CSV's record */
     int nbench;    /* ensemble options for emb-bench's parser */
     const char *bench_argv[32];
 } Opts;
@@ -68,6 +73,8 @@ typedef void (*work_fn)(void *ctx, int iter);
 
 typedef struct Timing {
     double med, lo, hi; /* ms per call */
+    double spread;      /* the median's 95% interval / median (1.57 IQR / sqrt(n)), as emb-bench */
+    int n;              /* repetitions */
 } Timing;
 
 static int cmp_d(const void *a, const void *b)
@@ -100,7 +107,9 @@ static Timing time_calls(work_fn fn, void *ctx, int iters, int reps)
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     qsort(t, (size_t)reps, sizeof *t, cmp_d);
-    return (Timing){t[reps / 2], t[0], t[reps - 1]};
+    const double iqr = t[(3 * reps) / 4 < reps ? (3 * reps) / 4 : reps - 1] - t[reps / 4];
+    return (Timing){t[reps / 2], t[0], t[reps - 1], 1.57 * iqr / sqrt((double)reps) / t[reps / 2],
+                    reps};
 }
 
 static void print_timing(const char *what, Timing t, double bytes, double copy_gbs)
@@ -402,6 +411,15 @@ static int export_ensemble(const char *dir, const BenchConfig *bc, BenchIdSet (*
     return rc;
 }
 
+/* One row of the ensemble in emb-bench's CSV columns (BENCH_CSV_COLUMNS): strategy "gpu",
+   threads 0, the columns a GPU run has no value for empty. */
+static void csv_row(FILE *f, const char *bags, const char *phase, Timing t, double bytes,
+                    double distinct)
+{
+    fprintf(f, "%s,%s,gpu,0,%.6f,%.4f,,,%.6f,%d,%.0f,%.4f,,,,,,,,,,,,,,,%.1f,,,,,1\n", bags,
+            phase, t.med, t.spread, t.hi, t.n, bytes, bytes / (t.med * 1e6), distinct);
+}
+
 static int run_ensemble(const Opts *o)
 {
     BenchConfig bc;
@@ -451,6 +469,15 @@ static int run_ensemble(const Opts *o)
     CUDA(cudaMalloc((void **)&c.out, (size_t)(bc.batch * c.width) * 4));
     c.dy = device_floats((size_t)(bc.batch * c.width), 0.01f);
     c.opt = emb_optimizer_defaults(EMB_OPT_SGD, (float)bc.lr);
+    FILE *csv = NULL;
+    if (o->csv) {
+        if (!(csv = fopen(o->csv, "w")))
+            return fprintf(stderr, "gpu_bench: cannot write %s\n", o->csv), 1;
+        bench_record_fill(&bc.record, "gpu_bench", o->cmdline);
+        bench_record_csv(&bc.record, csv);
+        fprintf(csv, "# ids: steady state (a pool of %d steps, each call its own)\n%s\n",
+                c.nsteps, BENCH_CSV_COLUMNS);
+    }
     for (int v = 0; v < nv; v++) {
         double fwd_bytes = 0, bwd_bytes = 0, nnz = 0, distinct = 0; /* means over the steps */
         for (int k = 0; k < c.nsteps; k++) {
@@ -490,9 +517,17 @@ static int run_ensemble(const Opts *o)
                "copy_gbs=%.1f steps=%d\n", bc.variants[v].name, fwd.med,
                fwd_bytes / (fwd.med * 1e6), bwd.med, bwd_bytes / (bwd.med * 1e6), copy_gbs,
                c.nsteps);
+        if (csv) {
+            csv_row(csv, bc.variants[v].name, "forward", fwd, fwd_bytes, distinct);
+            csv_row(csv, bc.variants[v].name, "update:sgd", bwd, bwd_bytes, distinct);
+        }
         for (int k = 0; k < 2 * c.nsteps; k++)
             cudaFree(dev[k]);
     }
+    if (csv && fclose(csv) != 0)
+        return fprintf(stderr, "gpu_bench: cannot write %s\n", o->csv), 1;
+    if (csv)
+        printf("# rows: %s\n", o->csv);
     for (int t = 0; t < n; t++)
         emb_gpu_table_destroy(&c.tables[t]);
     emb_gpu_workspace_destroy(&c.ws);
@@ -522,6 +557,9 @@ static void parse(int argc, char **argv, Opts *o)
                 .iters = 20, .reps = 7,
                 .opts = 1u << EMB_OPT_SGD | 1u << EMB_OPT_ROWWISE_ADAGRAD | 1u << EMB_OPT_ADAM};
     o->bench_argv[o->nbench++] = argv[0];
+    for (int i = 0, at = 0; i < argc && at + 2 < (int)sizeof o->cmdline; i++)
+        at += snprintf(o->cmdline + at, sizeof o->cmdline - (size_t)at, "%s%s", i ? " " : "",
+                       argv[i]);
     int tiny = 0;
     for (int i = 1; i < argc; i++)
         tiny |= !strcmp(argv[i], "--tiny");
@@ -544,6 +582,7 @@ static void parse(int argc, char **argv, Opts *o)
         else if (!strcmp(a, "--iters")) o->iters = atoi(v) > 0 ? atoi(v) : 1;
         else if (!strcmp(a, "--reps")) o->reps = atoi(v) > 0 ? atoi(v) : 1;
         else if (!strcmp(a, "--export")) o->export_dir = v;
+        else if (!strcmp(a, "--csv")) o->csv = v;
         else if (!strcmp(a, "--opts")) o->opts = parse_opts(v);
         else if (!strcmp(a, "--dtype"))
             o->dtype = !strcmp(v, "f16") ? EMB_F16 : !strcmp(v, "bf16") ? EMB_BF16 : EMB_F32;
