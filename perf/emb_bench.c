@@ -206,7 +206,8 @@ static double median_of(double *v, int n)
  * counts (a round's load: the mean over its rows of log(sample / the row's median); on a
  * shared machine another program's burst slows a 2-thread row more than a 1-thread one, so
  * a ratio from a loaded round measures the other program). vs_seq is the median of the kept
- * rounds' ratios; with them the verdict moved +-8 % between runs, without them +-N %.
+ * rounds' ratios (docs/bench/2026-11-28-paired-verdict.md: under a load of 11-15 on 2
+ * cores neither this nor the ratio of medians held the verdict within +-3 %).
  */
 static void paired_vs_seq(Timed *rows, int nrows, double *tmp)
 {
