@@ -802,6 +802,9 @@ class EmbeddingBagCollection(_nn.Module):
     # ---- pickling (torch.save / torch.load) ---------------------------------------------
 
     def __getstate__(self):
+        if self.is_meta:
+            raise TypeError(f"{self._label()}: its tables are on the meta device (nothing to "
+                            "save): materialise them first (to_empty, reset_parameters)")
         if any(b._tiered is not None for b in self.embedding_bags.values()):
             raise TypeError(f"{self._label()}: a module of tiered tables is not pickled (its "
                             "rows are in files): save its state_dict() or use saver()")

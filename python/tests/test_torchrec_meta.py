@@ -105,17 +105,14 @@ def test_meta_materialised_trains_as_torchrec_and_as_built_on_cpu(shared):
     torch.manual_seed(0)
     m, r, c = make_model(ours, "meta", shared), make_model(ref, "meta", shared), \
         make_model(ours, None, shared)
-    for x in (r, c):
-        x.load_state_dict(m.state_dict() if x is not c else c.state_dict())
     for mod_model in (m, r, c):
         materialise(mod_model)
     assert not m.ebc.is_meta and len(m.ebc.tables) == len(r.ebc.embedding_bags)
     for name, bag in r.ebc.embedding_bags.items():
         assert torch.equal(m.ebc.embedding_bags[name].weight, bag.weight.detach())
-    c.dense.load_state_dict(m.dense.state_dict())
-    c.over.load_state_dict(m.over.state_dict())
-    r.dense.load_state_dict(m.dense.state_dict())
-    r.over.load_state_dict(m.over.state_dict())
+    for x in (c, r):  # the same dense layers
+        x.dense.load_state_dict(m.dense.state_dict())
+        x.over.load_state_dict(m.over.state_dict())
     lm, lr_, lc = train(ours, m), train(ref, r), train(ours, c)
     assert m.ebc.optimizer is not None and lm == lc
     assert max(abs(a - b) for a, b in zip(lm, lr_)) <= 1e-5, (lm, lr_)
@@ -150,6 +147,27 @@ def test_distributed_model_parallel_materialises_and_keeps_keys():
         ours.DistributedModelParallel(make_model(ours), plan=object())
     with pytest.raises(RuntimeError, match="CPU"):
         ours.DistributedModelParallel(make_model(ours), device="cuda")
+
+
+def test_meta_embedding_collection_as_torchrec(tmp_path):
+    def make(mod):
+        return mod.EmbeddingCollection([mod.EmbeddingConfig(
+            num_embeddings=30, embedding_dim=4, name="t", feature_names=["a", "b"])],
+            device="meta")
+    m, r = make(ours), make(ref)
+    assert m.embeddings["t"].weight.is_meta and m.tables == []
+    with pytest.raises(TypeError, match="meta device"):
+        torch.save(m, tmp_path / "m.pt")
+    for x in (m, r):
+        x.to_empty(device="cpu")
+        torch.manual_seed(3)
+        x.reset_parameters()
+    assert torch.equal(m.embeddings["t"].weight, r.embeddings["t"].weight.detach())
+    kjt = ours.KeyedJaggedTensor(["a", "b"], torch.tensor([1, 2, 29]), None,
+                                 torch.tensor([1, 1, 0, 1]))
+    with torch.no_grad():
+        got = m(kjt)["b"].values()
+    assert torch.equal(got, r.embeddings["t"].weight.detach()[torch.tensor([29])])
 
 
 def test_meta_refusals():
