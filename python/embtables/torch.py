@@ -394,8 +394,9 @@ class EmbeddingBagCollection(_nn.Module):
     """Many embedding bags looked up (and trained) together, TorchRec's module.
 
     tables: EmbeddingBagConfig objects (ours or TorchRec's), or the older forms: (rows,
-    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), embtables.Table objects (not
-    tiered: their memory is the weight), 2-D CPU tensors or numpy arrays
+    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), embtables.Table objects (their
+    memory is the weight; a tiered one is used as it is, fused optimizer only, its
+    state_dict weight a copy of its rows and its optimizer state kept in its file), 2-D CPU tensors or numpy arrays
     (used in place: no copy), nn.EmbeddingBag modules (weight, mode, max_norm) or dicts
     (num_embeddings, embedding_dim, weight, mode, max_norm) -- tables table_0, table_1, ...
     of features of the same names.
@@ -406,7 +407,10 @@ class EmbeddingBagCollection(_nn.Module):
     as keywords. strategy / threads: how the tables are spread over threads
     (embtables.Strategy). mode, max_norm, prune_invalid, prune_nonpositive_weights,
     default_id: the pooling of the older forms' tables (mode may be a list).
-    is_weighted, device: TorchRec's (device must be the CPU or None).
+    is_weighted, device: TorchRec's (the CPU, None, or "meta" with EmbeddingBagConfig
+    tables: meta-shaped weights and no table memory until to_empty(device="cpu"), then
+    reset_parameters() draws them as TorchRec). In torch.fx.symbolic_trace the module is a
+    leaf: one call_module node.
 
     forward(features) with a KeyedJaggedTensor (ours, or TorchRec's: keys, values,
     lengths / offsets, weights_or_none) returns a KeyedTensor, each feature looked up in
