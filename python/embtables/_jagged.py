@@ -2,8 +2,10 @@
 """TorchRec's jagged inputs and keyed outputs (torchrec.sparse.jagged_tensor), as
 embtables.torch exports them: JaggedTensor (one feature's bags), KeyedJaggedTensor (several
 features' bags, keys / values / weights / lengths / offsets / stride in TorchRec's order)
-and KeyedTensor (pooled outputs side by side)."""
+and KeyedTensor (pooled outputs side by side). As TorchRec's, they are fx-proxyable (built
+from traced tensors they are a node of the graph) and regroup is a wrapped node."""
 import torch as _torch
+from torch.fx._symbolic_trace import ProxyableClassMeta as _Proxyable
 
 import embtables as _et
 
@@ -17,7 +19,7 @@ def _starts(lengths):
     return out
 
 
-class _Bags:
+class _Bags(metaclass=_Proxyable):
     """What JaggedTensor and KeyedJaggedTensor share: values in bags given by lengths or
     offsets (each computed from the other when asked), optional per-entry weights."""
 
@@ -192,7 +194,7 @@ class KeyedJaggedTensor(_Bags):
                 f"values={len(self._values)}, weighted={self._weights is not None})")
 
 
-class KeyedTensor:
+class KeyedTensor(metaclass=_Proxyable):
     """Pooled outputs of several features side by side (TorchRec's KeyedTensor): values()
     is B x sum(length_per_key()), feature keys()[k] in its length_per_key()[k] columns."""
 
@@ -237,18 +239,24 @@ class KeyedTensor:
     def regroup(keyed_tensors, groups):
         """One tensor per group of keys (TorchRec's): the keys' columns, taken from any of
         keyed_tensors, side by side in the group's order."""
-        cols = {}
-        for kt in keyed_tensors:
-            cols.update(kt.to_dict())
-        out = []
-        for g in groups:
-            missing = [k for k in g if k not in cols]
-            if missing:
-                raise KeyError(f"KeyedTensor.regroup: no key {missing[0]!r} in the "
-                               f"keyed tensors (keys: {list(cols)})")
-            out.append(_torch.cat([cols[k] for k in g], dim=keyed_tensors[0].key_dim()))
-        return out
+        return _regroup(keyed_tensors, groups)
 
     def __repr__(self):
         return (f"KeyedTensor(keys={self._keys}, length_per_key={self._lengths}, "
                 f"values={tuple(self._values.shape)})")
+
+
+@_torch.fx.wrap
+def _regroup(keyed_tensors, groups):
+    """KeyedTensor.regroup (a node of its own in an fx graph)."""
+    cols = {}
+    for kt in keyed_tensors:
+        cols.update(kt.to_dict())
+    out = []
+    for g in groups:
+        missing = [k for k in g if k not in cols]
+        if missing:
+            raise KeyError(f"KeyedTensor.regroup: no key {missing[0]!r} in the "
+                           f"keyed tensors (keys: {list(cols)})")
+        out.append(_torch.cat([cols[k] for k in g], dim=keyed_tensors[0].key_dim()))
+    return out

@@ -36,7 +36,8 @@ import numpy as _np
 import torch as _torch
 
 import embtables as _et
-from embtables import _grouped
+from embtables import _grouped, _meta, _tiered
+from embtables._dmp import DistributedModelParallel
 from embtables._jagged import JaggedTensor, KeyedJaggedTensor, KeyedTensor
 from embtables._optim import (RowWiseAdagrad, apply_optimizer_in_backward,
                               in_backward_optimizer_filter)
@@ -44,7 +45,7 @@ from embtables._optim import (RowWiseAdagrad, apply_optimizer_in_backward,
 __all__ = ["EmbeddingBagCollection", "EmbeddingBagConfig", "EmbeddingCollection",
            "EmbeddingConfig", "BaseEmbeddingConfig", "KeyedJaggedTensor", "KeyedTensor",
            "JaggedTensor", "PoolingType", "DataType", "apply_optimizer_in_backward",
-           "in_backward_optimizer_filter", "RowWiseAdagrad"]
+           "in_backward_optimizer_filter", "RowWiseAdagrad", "DistributedModelParallel"]
 
 _nn = _torch.nn
 
@@ -175,10 +176,11 @@ def _check_config(c):
                                    ">= 1")
 
 
-def _config_weights(configs):
+def _config_weights(configs, normal_first=True):
     """The initial weights of the configs, drawn as TorchRec draws them (the same bits from
-    the same seed): every table made as nn.EmbeddingBag makes it (normal), then each one's
-    init_fn, default uniform in [weight_init_min, weight_init_max] = ±sqrt(1 / rows)."""
+    the same seed): every table made as nn.EmbeddingBag makes it (normal; not in
+    reset_parameters: normal_first=False), then each one's init_fn, default uniform in
+    [weight_init_min, weight_init_max] = ±sqrt(1 / rows)."""
     ws = []
     for c in configs:
         _check_config(c)
@@ -186,7 +188,8 @@ def _config_weights(configs):
     for c, dt in zip(configs, dts):
         w = _torch.empty(int(c.num_embeddings), int(c.embedding_dim),
                          dtype=_torch.float32 if isinstance(dt, str) else dt)
-        _nn.init.normal_(w)
+        if normal_first:
+            _nn.init.normal_(w)
         ws.append(w)
     with _torch.no_grad():
         for c, w in zip(configs, ws):
@@ -210,6 +213,7 @@ class _Spec:
     max_norm: float = None
     qdtype: str = None  # "int8" / "int4": weight is uint8 rows
     features: list = None  # every feature of the table (shared: several); None: [feature]
+    tiered: object = None  # a tiered embtables.Table (weight None: its rows are in a file)
 
 
 def _legacy_spec(i, spec, dtype):
@@ -227,14 +231,13 @@ def _legacy_spec(i, spec, dtype):
 
 def _table_spec(i, table):
     """_Spec of an embtables.Table: its memory as the weight (no copy; int8 / int4 rows as
-    their uint8 bytes); a tiered table, whose rows are in a file, is refused."""
+    their uint8 bytes); a tiered table (rows in a file) has no weight tensor (_tiered.py)."""
     name = f"table_{i}"
+    q = table.dtype if table.dtype in ("int8", "int4") else None
     try:
         a = table.numpy()
     except BufferError:
-        raise NotImplementedError(
-            f"tables[{i}]: a tiered table (rows in a file, not a tensor) cannot be a module's "
-            "table yet: train it with embtables.Collection") from None
+        return _Spec(name, name, None, None, qdtype=q, tiered=table)
     src = table.source
     if isinstance(src, _torch.Tensor):
         w = src.data
@@ -242,7 +245,6 @@ def _table_spec(i, table):
         w = _torch.from_numpy(a.view(_np.int16)).view(_torch.bfloat16)
     else:
         w = _torch.from_numpy(a)
-    q = table.dtype if table.dtype in ("int8", "int4") else None
     return _Spec(name, name, w, None, qdtype=q)
 
 
@@ -318,7 +320,10 @@ class _Bag(_nn.Module):
         self.feature, self.mode, self.qdtype = spec.feature, spec.mode, spec.qdtype
         self.features = spec.features or [spec.feature]
         self._table = self._opt = None
-        if parameter and spec.qdtype is None:
+        self._tiered = spec.tiered
+        if spec.tiered is not None:
+            self.weight = None  # the rows are in the table's file: state_dict copies them
+        elif parameter and spec.qdtype is None:
             self.weight = spec.weight if isinstance(spec.weight, _nn.Parameter) \
                 else _nn.Parameter(spec.weight)
         else:
@@ -327,7 +332,9 @@ class _Bag(_nn.Module):
     def _attach(self, table, optimizer):
         """Wraps the (new) C table and exposes the optimizer's state as a buffer."""
         self._table, self._opt = table, optimizer
-        st = optimizer.state(table)[0] if optimizer is not None else None
+        # a tiered table's state is beside its rows in its file (not a tensor)
+        st = optimizer.state(table)[0] if optimizer is not None and self._tiered is None \
+            else None
         if st is not None:
             self.register_buffer("optimizer_state", _torch.from_numpy(st))
         elif "optimizer_state" in self._buffers:
@@ -335,6 +342,8 @@ class _Bag(_nn.Module):
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self._tiered is not None:
+            destination[prefix + "weight"] = _tiered.rows(self._tiered)
         if self._opt is not None:
             destination[prefix + "optimizer_step"] = _torch.tensor(
                 self._opt.state(self._table)[1], dtype=_torch.int64)
@@ -343,6 +352,9 @@ class _Bag(_nn.Module):
                               unexpected_keys, error_msgs):
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
+        if self._tiered is not None:
+            self._load_tiered(state_dict, prefix + "weight", strict, missing_keys,
+                              unexpected_keys, error_msgs)
         key = prefix + "optimizer_step"
         if key in unexpected_keys:
             unexpected_keys.remove(key)
@@ -351,11 +363,26 @@ class _Bag(_nn.Module):
         elif self._opt is not None and strict:
             missing_keys.append(key)
 
+    def _load_tiered(self, state_dict, key, strict, missing_keys, unexpected_keys,
+                     error_msgs):
+        if key in unexpected_keys:
+            unexpected_keys.remove(key)
+        if key not in state_dict:
+            if strict:
+                missing_keys.append(key)
+            return
+        try:
+            _tiered.load(self._tiered, state_dict[key], key)
+        except (_et.Error, TypeError) as e:
+            error_msgs.append(str(e))
+
     def extra_repr(self):
         """rows x dim, dtype, pooling, feature."""
-        w = self.weight
-        return (f"{w.shape[0]} x {_dim(w, self.qdtype)}, "
-                f"{self.qdtype or str(w.dtype)[6:]}, {self.mode}, " +
+        t = self._tiered
+        shape = f"{t.num_embeddings} x {t.dim}, tiered {t.dtype}" if t is not None else \
+            f"{self.weight.shape[0]} x {_dim(self.weight, self.qdtype)}, " \
+            f"{self.qdtype or str(self.weight.dtype)[6:]}"
+        return (f"{shape}, {self.mode}, " +
                 (f"feature={self.feature!r}" if len(self.features) == 1
                  else f"features={self.features!r}"))
 
@@ -367,8 +394,9 @@ class EmbeddingBagCollection(_nn.Module):
     """Many embedding bags looked up (and trained) together, TorchRec's module.
 
     tables: EmbeddingBagConfig objects (ours or TorchRec's), or the older forms: (rows,
-    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), embtables.Table objects (not
-    tiered: their memory is the weight), 2-D CPU tensors or numpy arrays
+    dim) pairs (new N(0, 1) weights as nn.EmbeddingBag), embtables.Table objects (their
+    memory is the weight; a tiered one is used as it is, fused optimizer only, its
+    state_dict weight a copy of its rows and its optimizer state kept in its file), 2-D CPU tensors or numpy arrays
     (used in place: no copy), nn.EmbeddingBag modules (weight, mode, max_norm) or dicts
     (num_embeddings, embedding_dim, weight, mode, max_norm) -- tables table_0, table_1, ...
     of features of the same names.
@@ -379,7 +407,10 @@ class EmbeddingBagCollection(_nn.Module):
     as keywords. strategy / threads: how the tables are spread over threads
     (embtables.Strategy). mode, max_norm, prune_invalid, prune_nonpositive_weights,
     default_id: the pooling of the older forms' tables (mode may be a list).
-    is_weighted, device: TorchRec's (device must be the CPU or None).
+    is_weighted, device: TorchRec's (the CPU, None, or "meta" with EmbeddingBagConfig
+    tables: meta-shaped weights and no table memory until to_empty(device="cpu"), then
+    reset_parameters() draws them as TorchRec). In torch.fx.symbolic_trace the module is a
+    leaf: one call_module node.
 
     forward(features) with a KeyedJaggedTensor (ours, or TorchRec's: keys, values,
     lengths / offsets, weights_or_none) returns a KeyedTensor, each feature looked up in
@@ -412,14 +443,22 @@ class EmbeddingBagCollection(_nn.Module):
         super().__init__()
         tables = list(tables)
         configs = bool(tables) and all(_is_config(t) for t in tables)
-        if device is not None and _torch.device(device).type != "cpu":
+        meta = _meta.is_meta(device)
+        if device is not None and _torch.device(device).type != "cpu" and not meta:
             raise RuntimeError(f"EmbeddingBagCollection: device {device}: the module runs on "
                                "the CPU (GPU tables: embtables.gpu.GpuEmbeddingBagCollection)")
+        if meta and not configs:
+            raise NotImplementedError("EmbeddingBagCollection: device='meta' takes "
+                                      "EmbeddingBagConfig tables")
         if optimizer is _ABSENT:
             optimizer = None if configs else "sgd"
         if configs:
-            specs = [_config_spec(c, w, self._UNPOOLED)
-                     for c, w in zip(tables, _config_weights(tables))]
+            if meta:
+                for c in tables:
+                    _check_config(c)
+            ws = _meta.empty_weights(tables, [_config_dtype(c) for c in tables], _row_bytes) \
+                if meta else _config_weights(tables)
+            specs = [_config_spec(c, w, self._UNPOOLED) for c, w in zip(tables, ws)]
         else:
             q = _check_dtype(dtype, "EmbeddingBagCollection")
             specs = [_legacy_spec(i, s, q) for i, s in enumerate(tables)]
@@ -429,11 +468,14 @@ class EmbeddingBagCollection(_nn.Module):
                 s.max_norm = s.max_norm if s.max_norm is not None else max_norm
         self._check_specs(specs)
         self.is_weighted = is_weighted
+        self._configs = tables if configs else None  # with their init_fn
         # what __setstate__ rebuilds from (the weights come from the state_dict)
         self._args = ([_dc.replace(c, init_fn=None) if _dc.is_dataclass(c) else c
                        for c in tables] if configs else
-                      [{"num_embeddings": s.weight.shape[0],
-                        "embedding_dim": _dim(s.weight, s.qdtype),
+                      [{"num_embeddings": s.weight.shape[0] if s.tiered is None
+                        else s.tiered.num_embeddings,
+                        "embedding_dim": _dim(s.weight, s.qdtype) if s.tiered is None
+                        else s.tiered.dim,
                         "mode": s.mode, "max_norm": s.max_norm} for s in specs],
                       dict(strategy=strategy, threads=threads, mode=mode, max_norm=max_norm,
                            include_last_offset=include_last_offset, prune_invalid=prune_invalid,
@@ -444,6 +486,10 @@ class EmbeddingBagCollection(_nn.Module):
         self._strategy = _et._strategy(strategy, threads)
         self._include_last_offset = bool(include_last_offset)
         self.optimizer = _et._optimizer(optimizer, lr, **hyper)
+        if self.optimizer is None and any(s.tiered is not None for s in specs):
+            raise NotImplementedError("EmbeddingBagCollection: a tiered table trains with the "
+                                      "fused optimizer (optimizer='sgd', 'adagrad', ...), not "
+                                      "with sparse gradients")
         self.add_module(self._TABLES, _nn.ModuleDict(
             {s.name: _Bag(s, self.optimizer is None) for s in specs}))
         self._table_features = [s.features or [s.feature] for s in specs]
@@ -478,7 +524,7 @@ class EmbeddingBagCollection(_nn.Module):
         seen_t, seen_f = set(), set()
         for s in specs:
             w = s.weight
-            if w.device.type != "cpu" or w.dim() != 2:
+            if s.tiered is None and (w.device.type not in ("cpu", "meta") or w.dim() != 2):
                 raise _et.InvalidError(f"table '{s.name}': a 2-D CPU tensor is needed")
             for f in s.features or [s.feature]:
                 if s.name in seen_t or f in seen_f:
@@ -488,8 +534,17 @@ class EmbeddingBagCollection(_nn.Module):
             seen_t.add(s.name)
 
     def _build(self):
-        """The C tables over the current weights, and the collection over them."""
-        self.tables = [_et.Table(b.weight.data, name=n, dtype=b.qdtype)
+        """The C tables over the current weights, and the collection over them (none while
+        the weights are on the meta device)."""
+        self._feature_key = tuple(self._features)
+        if self.is_meta:
+            self.tables, self._coll, self._colls = [], None, None
+            self.dims = [_dim(b.weight, b.qdtype) for b in self.embedding_bags.values()]
+            for b in self.embedding_bags.values():
+                b._attach(None, None)
+            return
+        self.tables = [b._tiered if b._tiered is not None else
+                       _et.Table(b.weight.data, name=n, dtype=b.qdtype)
                        for n, b in self.embedding_bags.items()]
         if self._grouped:  # a collection per table (_grouped.py)
             self._coll, self._colls = None, _grouped.collections(self)
@@ -499,7 +554,24 @@ class EmbeddingBagCollection(_nn.Module):
         for b, t in zip(self.embedding_bags.values(), self.tables):
             b._attach(t, self.optimizer)
         self.dims = [t.dim for t in self.tables]
-        self._feature_key = tuple(self._features)
+
+    @property
+    def is_meta(self):
+        """Whether the tables are on the meta device (shapes, no memory)."""
+        return any(b.weight is not None and b.weight.is_meta
+                   for b in self.embedding_bags.values())
+
+    @property
+    def device(self):
+        """The tables' device: cpu, or meta before to_empty(device="cpu")."""
+        return _torch.device("meta" if self.is_meta else "cpu")
+
+    def reset_parameters(self):
+        """Draws every table again as TorchRec's reset_parameters (each config's init_fn,
+        default uniform in ±sqrt(1 / num_embeddings)) and restarts the fused optimizer's
+        state; on the meta device it does nothing (TorchRec's). After
+        to_empty(device="cpu") it materialises a module built with device="meta"."""
+        _meta.reset_parameters(self, self._configs, _config_weights)
 
     @property
     def _weights(self):
@@ -642,6 +714,12 @@ class EmbeddingBagCollection(_nn.Module):
     def forward(self, features, offsets=None, per_sample_weights=None, lengths=None):
         """The pooled lookup of every table: a KeyedTensor for a KeyedJaggedTensor, else a
         B x ΣD tensor (see the class's documentation for the input forms)."""
+        if isinstance(features, _torch.fx.Proxy):  # fx tracing: a leaf, as TorchRec's
+            return _traced(self, features, offsets, per_sample_weights, lengths)
+        if self.is_meta:
+            raise RuntimeError(f"{self._label()}: the tables are on the meta device (no "
+                               "memory): materialise them first with to_empty(device='cpu') "
+                               "then reset_parameters()")
         jagged = callable(getattr(features, "lengths", None))
         kjt = jagged and callable(getattr(features, "keys", None))
         if self._grouped:
@@ -677,11 +755,14 @@ class EmbeddingBagCollection(_nn.Module):
 
     @property
     def _float_weights(self):
-        return [b.weight for b in self.embedding_bags.values() if b.qdtype is None]
+        return [b.weight for b in self.embedding_bags.values()
+                if b.qdtype is None and b._tiered is None]
 
     def _apply(self, fn, *args, **kw):
-        floats = self._float_weights  # quantized tables keep their dtype
-        w = floats[0] if floats else self._weights[0]
+        if self.is_meta:
+            return _meta.materialise(self, fn)
+        floats = self._float_weights  # quantized and tiered tables keep their dtype
+        w = (floats or [x for x in self._weights if x is not None] or [_torch.empty(0)])[0]
         try:
             probe = fn(_torch.empty(0, dtype=w.dtype))
         except Exception as e:  # e.g. .cuda() without CUDA
@@ -700,10 +781,13 @@ class EmbeddingBagCollection(_nn.Module):
     def _retype(self, dtype):
         """Converts every table to dtype (new memory, the old dropped), keeping the fused
         optimizer's state and step counts."""
-        saved = [self.optimizer.state(t) for t in self.tables] if self.optimizer else None
+        saved = [self.optimizer.state(t) if b._tiered is None else
+                 (None, self.optimizer.state(t)[1])
+                 for b, t in zip(self.embedding_bags.values(), self.tables)] \
+            if self.optimizer else None
         saved = saved and [(None if s is None else s.copy(), n) for s, n in saved]
         for b in self.embedding_bags.values():
-            if b.qdtype is not None:
+            if b.qdtype is not None or b._tiered is not None:
                 continue
             new = b.weight.data.to(dtype)
             if isinstance(b.weight, _nn.Parameter):
@@ -722,6 +806,12 @@ class EmbeddingBagCollection(_nn.Module):
     # ---- pickling (torch.save / torch.load) ---------------------------------------------
 
     def __getstate__(self):
+        if self.is_meta:
+            raise TypeError(f"{self._label()}: its tables are on the meta device (nothing to "
+                            "save): materialise them first (to_empty, reset_parameters)")
+        if any(b._tiered is not None for b in self.embedding_bags.values()):
+            raise TypeError(f"{self._label()}: a module of tiered tables is not pickled (its "
+                            "rows are in files): save its state_dict() or use saver()")
         o = self.optimizer
         return {"args": self._args, "training": self.training,
                 "optimizer": None if o is None else (o.kind, o.lr, o.hyper),
@@ -811,11 +901,26 @@ class EmbeddingCollection(EmbeddingBagCollection):
 
     def forward(self, features):
         """{feature: JaggedTensor of its ids' rows} of a KeyedJaggedTensor."""
+        if isinstance(features, _torch.fx.Proxy):
+            return _traced(self, features)
         out = super().forward(features)
         if getattr(self, "need_indices", False):
             for f, jt in out.items():
                 jt._weights = features[f].values()
         return out
+
+
+def _traced(module, *args):
+    """The module's call in a graph being traced by torch.fx (a leaf: the lookup is one
+    node; the KeyedTensor / JaggedTensor outputs are fx-proxyable as TorchRec's)."""
+    while args and args[-1] is None:
+        args = args[:-1]
+    tracer = args[0].tracer
+    path = tracer.path_of_module(module)
+    if not path:
+        raise NotImplementedError(f"{module._label()}: fx traces the module inside a model "
+                                  "(as a leaf), not as the root")
+    return tracer.create_proxy("call_module", path, args, {})
 
 
 def _max_bag_grad(weight, pool, ids, bag, nbags, dy):

@@ -10,8 +10,11 @@ torch 1.13 has no torch.distributed.optim._apply_optimizer_in_backward). The mod
 nn.EmbeddingBag / nn.Embedding per table with torch's own autograd and TorchRec's
 initialisation (every table made as nn.EmbeddingBag makes it, then each config's init_fn,
 default uniform in ±sqrt(1 / rows)); a shared table (feature_names=[f1, f2]) pools each
-feature separately. The reference the TorchRec-style scripts of test_torchrec.py are
-compared with."""
+feature separately. As TorchRec's, the jagged / keyed classes are fx-proxyable and regroup
+a wrapped function (torch.fx.symbolic_trace traces a model through them), and the modules
+built with device="meta" are materialised by to_empty(device="cpu") then reset_parameters()
+(each config's init_fn: what DistributedModelParallel's sharded modules draw). The reference
+the TorchRec-style scripts of test_torchrec.py are compared with."""
 import enum
 import math
 from dataclasses import dataclass, field
@@ -19,6 +22,7 @@ from functools import partial
 
 import torch
 from torch import nn
+from torch.fx._symbolic_trace import ProxyableClassMeta
 
 
 class PoolingType(enum.Enum):
@@ -66,7 +70,7 @@ def _starts(lengths):
     return torch.cat([torch.zeros(1, dtype=lengths.dtype), torch.cumsum(lengths, 0)])
 
 
-class JaggedTensor:
+class JaggedTensor(metaclass=ProxyableClassMeta):
     def __init__(self, values, weights=None, lengths=None, offsets=None):
         self._values, self._weights = values, weights
         self._lengths = lengths if lengths is not None else offsets[1:] - offsets[:-1]
@@ -150,7 +154,7 @@ class KeyedJaggedTensor(JaggedTensor):  # (TorchRec's are separate; the accessor
                                  self._lengths.to(device), stride=self._stride)
 
 
-class KeyedTensor:
+class KeyedTensor(metaclass=ProxyableClassMeta):
     def __init__(self, keys, length_per_key, values, key_dim=1):
         self._keys, self._lengths, self._values = keys, length_per_key, values
         self._key_dim = key_dim
@@ -176,17 +180,24 @@ class KeyedTensor:
 
     @staticmethod
     def regroup(keyed_tensors, groups):
-        parts = {}
-        for kt in keyed_tensors:
-            parts.update(kt.to_dict())
-        return [torch.cat([parts[k] for k in g], dim=keyed_tensors[0].key_dim())
-                for g in groups]
+        return _regroup(keyed_tensors, groups)
+
+
+@torch.fx.wrap
+def _regroup(keyed_tensors, groups):
+    parts = {}
+    for kt in keyed_tensors:
+        parts.update(kt.to_dict())
+    return [torch.cat([parts[k] for k in g], dim=keyed_tensors[0].key_dim())
+            for g in groups]
 
 
 def _init(tables, modules):
+    """TorchRec's reset_parameters: each table's init_fn (nothing on the meta device)."""
     with torch.no_grad():
         for c in tables:
-            c.init_fn(modules[c.name].weight)
+            if not modules[c.name].weight.is_meta:
+                c.init_fn(modules[c.name].weight)
 
 
 class EmbeddingBagCollection(nn.Module):
@@ -198,6 +209,9 @@ class EmbeddingBagCollection(nn.Module):
                                     mode=c.pooling.name.lower(), include_last_offset=True,
                                     sparse=True, device=device) for c in tables})
         _init(tables, self.embedding_bags)
+
+    def reset_parameters(self):
+        _init(self._configs, self.embedding_bags)
 
     def forward(self, features):
         outs, names, dims = [], [], []
@@ -219,6 +233,9 @@ class EmbeddingCollection(nn.Module):
             c.name: nn.Embedding(c.num_embeddings, c.embedding_dim, sparse=True,
                                  device=device) for c in tables})
         _init(tables, self.embeddings)
+
+    def reset_parameters(self):
+        _init(self._configs, self.embeddings)
 
     def forward(self, features):
         out = {}
