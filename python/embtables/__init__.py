@@ -348,7 +348,8 @@ class Optimizer:
 
     def state(self, table, slot=0):
         """(state array or None, steps) of table: adagrad h (N x D), rowwise_adagrad h
-        (N x 1), adam [m | v] (N x 2D), ftrl [accumulator | linear]. A view."""
+        (N x 1), adam [m | v] (N x 2D), ftrl [accumulator | linear]. A view (with
+        state_dtype "bf16": uint16, as Table.numpy gives bf16)."""
         st, step = self._o.state(table._t if isinstance(table, Table) else table, slot)
         return (_np.asarray(st) if st is not None else None), step
 
