@@ -311,3 +311,20 @@ Test(lowp, bad_options_are_refused)
     cr_assert_eq(emb_optimizer_set_config(o, &d), 0);
     emb_optimizer_destroy(&o);
 }
+
+Test(lowp, tables_keeping_state_with_their_rows_refuse_16_bit_state)
+{
+    EmbTable *t = NULL;
+    cr_assert_eq(emb_table_dynamic_create(&t, DIM, EMB_F32, NULL), 0, "%s", emb_last_error());
+    for (EmbDtype sdt = EMB_F32; sdt <= EMB_BF16; sdt++) {
+        const EmbOptimizerConfig c = config(EMB_OPT_ADAM, sdt, 0);
+        EmbOptimizer *o = NULL;
+        cr_assert_eq(emb_optimizer_create(&o, &c), 0);
+        const int r = emb_optimizer_attach(o, t);
+        cr_assert_eq(r, sdt == EMB_F32 ? 0 : EMB_ENOTSUP, "state %d: %d", (int)sdt, r);
+        if (r)
+            cr_assert(strstr(emb_last_error(), "state_dtype"), "%s", emb_last_error());
+        emb_optimizer_destroy(&o);
+    }
+    emb_table_destroy(&t);
+}
