@@ -91,7 +91,9 @@ static double now(void)
 
 typedef struct Args {
     const char *train, *test, *ckpt_dir;
-    int epochs, dim, threads, reader_threads, resume, hash, adagrad;
+    int epochs, dim, threads, reader_threads, resume, hash;
+    EmbOptimizerKind opt; /* the tables' optimizer (--optimizer) */
+    EmbOptimizerConfig lowp; /* --state-dtype, --stochastic-rounding: its two fields */
     int64_t batch, max_ind_range, sizes[NT];
     EmbDtype emb_dtype; /* the tables' element type (--emb-dtype) */
     const char *tier_dir; /* --tier-dir: tables of more than --tier-min rows tiered there */
@@ -111,7 +113,8 @@ typedef struct Args {
 static const char usage[] =
     "usage: dlrm_train --train FILE --test FILE [--epochs N (1)] [--batch B (128)]\n"
     "         [--dim D (16)] [--max-ind-range N (100000)] [--table-sizes N,N,..(26)]\n"
-    "         [--hash] [--optimizer sgd|adagrad (adagrad)] [--lr X (0.2)] [--threads T (0: cores)]\n"
+    "         [--hash] [--optimizer sgd|adagrad|adam (adagrad)] [--lr X (0.2)] [--threads T (0: cores)]\n"
+    "         [--state-dtype f32|f16|bf16 (f32)] [--stochastic-rounding]\n"
     "         [--reader-threads T (2)] [--bot 512-256-64] [--top 512-256] [--seed S (1)]\n"
     "         [--emb-dtype f32|f16|bf16|int8|int4 (f32)] [--checkpoint-dir DIR] [--resume]\n"
     "         [--tier-dir DIR [--tier-cache F (0.1)] [--tier-min ROWS (10000)]]\n"
@@ -125,6 +128,8 @@ static const char usage[] =
     "day_23 as --test, --max-ind-range 10000000 (DLRM's); the README has the details.\n"
     "--emb-dtype int8 / int4: row-wise quantized tables (the initial rows quantized to\n"
     "nearest; each update in f32, stored again with stochastic rounding).\n"
+    "--state-dtype: the tables' optimizer state in 16 bits (half its bytes);\n"
+    "--stochastic-rounding: f16 / bf16 rows and state rounded stochastically.\n"
     "--tier-dir: the tables of more than --tier-min rows are tiered tables (tiered.h) in\n"
     "DIR, with a DRAM cache of --tier-cache of their rows: the model trains to the bits\n"
     "of the in-memory run.\n"
@@ -215,8 +220,9 @@ static void parse_args(int argc, char **argv, Args *a)
         {"emb-dtype", 1, 0, 'T'}, {"tier-dir", 1, 0, 'D'}, {"tier-cache", 1, 0, 'C'},
         {"tier-min", 1, 0, 'M'}, {"checkpoint-every", 1, 0, 'K'}, {"eval-every", 1, 0, 'E'},
         {"eval-samples", 1, 0, 'N'}, {"early-stop", 0, 0, 'X'}, {"progress-every", 1, 0, 'P'},
+        {"state-dtype", 1, 0, 'Z'}, {"stochastic-rounding", 0, 0, 'Y'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .adagrad = 1,
+    *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .opt = EMB_OPT_ADAGRAD,
                 .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
                 .top = {512, 256}, .ntop = 2, .tier_cache = 0.1, .tier_min = 10000};
     int64_t table_sizes[NT] = {0};
@@ -235,10 +241,17 @@ static void parse_args(int argc, char **argv, Args *a)
         case 'S': parse_sizes(optarg, table_sizes); break;
         case 'H': a->hash = 1; break;
         case 'o':
-            if (strcmp(optarg, "sgd") && strcmp(optarg, "adagrad"))
-                die("--optimizer is sgd or adagrad, not ", optarg);
-            a->adagrad = !strcmp(optarg, "adagrad");
+            if (strcmp(optarg, "sgd") && strcmp(optarg, "adagrad") && strcmp(optarg, "adam"))
+                die("--optimizer is sgd, adagrad or adam, not ", optarg);
+            a->opt = !strcmp(optarg, "sgd") ? EMB_OPT_SGD
+                     : !strcmp(optarg, "adam") ? EMB_OPT_ADAM : EMB_OPT_ADAGRAD;
             break;
+        case 'Z':
+            a->lowp.state_dtype = parse_dtype(optarg);
+            if (a->lowp.state_dtype > EMB_BF16)
+                die("--state-dtype is f32, f16 or bf16, not ", optarg);
+            break;
+        case 'Y': a->lowp.stochastic_rounding = 1; break;
         case 'l': {
             char *end;
             a->lr = strtof(optarg, &end);
@@ -580,8 +593,7 @@ static void model_init(Model *m, const Args *a)
         const int tier = a->tier_dir && a->sizes[t] > a->tier_min;
         if (tier) {
             snprintf(path, sizeof path, "%s/%s.tier", a->tier_dir, name);
-            const int32_t sw = emb_optimizer_state_width(
-                a->adagrad ? EMB_OPT_ADAGRAD : EMB_OPT_SGD, a->dim);
+            const int32_t sw = emb_optimizer_state_width(a->opt, a->dim);
             const int64_t rec = ((int64_t)emb_dtype_row_bytes(a->emb_dtype, a->dim) + 15) / 16 * 16 +
                                 4 * (int64_t)sw;
             ts.options.state_width = sw;
@@ -594,8 +606,9 @@ static void model_init(Model *m, const Args *a)
         tables[t] = (EmbCollectionTable){.pooling = EMB_POOLING_SUM};
         CHECK(emb_store_get(m->store, &v, EMB_REUSE_NO, &tables[t].table));
     }
-    const EmbOptimizerConfig oc =
-        emb_optimizer_defaults(a->adagrad ? EMB_OPT_ADAGRAD : EMB_OPT_SGD, a->lr);
+    EmbOptimizerConfig oc = emb_optimizer_defaults(a->opt, a->lr);
+    oc.state_dtype = a->lowp.state_dtype;
+    oc.stochastic_rounding = a->lowp.stochastic_rounding;
     const EmbCollectionOptions co = {.strategy_options = {.nthreads = a->threads},
                                      .optimizer = &oc, .prependrows = a->dim};
     CHECK(emb_collection_create(&m->emb, tables, NT, &co));
@@ -977,8 +990,16 @@ static void print_header(const Args *a)
     dlrm_blas_init(blas, sizeof blas);
     printf("dlrm_train: D %d %s tables, batch %lld, %d epoch%s, %s lr %g, %d threads; "
            "BLAS: %s\n", a->dim, emb_dtype_name(a->emb_dtype), (long long)a->batch, a->epochs,
-           a->epochs == 1 ? "" : "s", a->adagrad ? "adagrad" : "sgd", (double)a->lr, nthreads,
-           blas);
+           a->epochs == 1 ? "" : "s",
+           a->opt == EMB_OPT_SGD ? "sgd" : a->opt == EMB_OPT_ADAM ? "adam" : "adagrad",
+           (double)a->lr, nthreads, blas);
+    double state = 0; /* the tables' optimizer state, in bytes */
+    for (int t = 0; t < NT; t++)
+        state += (double)a->sizes[t] * emb_optimizer_state_width(a->opt, a->dim) *
+                 (double)emb_dtype_size(a->lowp.state_dtype);
+    printf("dlrm_train: optimizer state %.1f MiB (%s)%s\n", state / (1 << 20),
+           emb_dtype_name(a->lowp.state_dtype),
+           a->lowp.stochastic_rounding ? ", stochastic rounding" : "");
     fflush(stdout);
     if (dlrm_blas_warning(warning, sizeof warning))
         fprintf(stderr, "dlrm_train: warning: %s\n", warning);

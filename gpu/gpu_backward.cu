@@ -48,7 +48,8 @@ typedef struct BwdArgs {
     float decay_scale; /* decoupled weight decay: w = round(w * (1 - lr * wd)) (1: none) */
     int32_t bias_correction;
     int32_t sr;        /* stochastic rounding of a bf16 table */
-    uint64_t sr_key;   /* this call's key: the table's seed and call count, hashed */
+    uint64_t sr_key;   /* the table's seed */
+    uint64_t sr_step;  /* this call's step: the table's calls before it (the CPU's step) */
     float *s0, *s1;
     int64_t *step;
 } BwdArgs;
@@ -311,9 +312,9 @@ __device__ void apply_row(const BwdArgs &a, uint32_t id, char *row, float4 (&x)[
             dw = gpu_scale4(scale, A[v]);
         }
         const float4 w = make_float4(x[v].x + dw.x, x[v].y + dw.y, x[v].z + dw.z, x[v].w + dw.w);
-        if (DT == EMB_BF16 && a.sr) /* random bits from (call, column, element) alone */
-            gpu_store4_bf16_sr(row + col * gpu_elsize<DT>(), w,
-                               gpu_mix64(a.sr_key ^ ((uint64_t)id * 0xd1b54a32d192ed03ull + col)));
+        if (DT == EMB_BF16 && a.sr) /* the CPU's bits: (seed, row, step, element), sround.h */
+            gpu_store4_bf16_sr(row + col * gpu_elsize<DT>(), w, gpu_sr_draw(a.sr_key, id,
+                               a.sr_step * (uint64_t)((a.d.D + 3) / 4) + (uint64_t)(col / 4)));
         else
             gpu_store4<DT>(row + col * gpu_elsize<DT>(), w);
     }
@@ -574,7 +575,8 @@ int emb_gpu_backward_update(EmbGpuTable *table, const EmbBatch *batch, const Emb
     a.decay_scale = opt->weight_decay_mode == EMB_DECAY_DECOUPLED
                         ? 1.0f - opt->lr * opt->weight_decay : 1.0f;
     a.sr = (flags & EMB_GPU_STOCHASTIC_ROUNDING) != 0;
-    a.sr_key = gpu_mix64(table->seed + 0x9e3779b97f4a7c15ull * ++table->calls);
+    a.sr_key = table->seed;
+    a.sr_step = table->calls++;
     int bits = 1;
     while (bits < 32 && ((uint64_t)a.sentinel >> bits) != 0)
         bits++;

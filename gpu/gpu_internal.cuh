@@ -311,6 +311,15 @@ __device__ __forceinline__ uint32_t gpu_bf16_sr(float x, uint32_t r)
     return (u + (r & 0xffffu)) >> 16;
 }
 
+/* The stochastic rounding's draw @counter of row @id: src/rng.h's emb__rng_u64(seed, id,
+   counter), as the CPU's update draws it (src/sround.h): the same bits on both. */
+__host__ __device__ __forceinline__ uint64_t gpu_sr_draw(uint64_t seed, uint64_t id,
+                                                         uint64_t counter)
+{
+    const uint64_t h = gpu_mix64(seed + 0x9e3779b97f4a7c15ull * (id + 1));
+    return gpu_mix64(h ^ (counter * 0xd1b54a32d192ed03ull + 0x8cb92ba72f3d8dd7ull));
+}
+
 /* Stores 4 floats at p as bf16 with stochastic rounding, 16 random bits each from h. */
 __device__ __forceinline__ void gpu_store4_bf16_sr(void *p, float4 v, uint64_t h)
 {

@@ -120,6 +120,7 @@ typedef struct BenchConfig {
                         95% interval is within 2% (or 10x min_time has passed) */
     int breakdown;   /* print the training step's phases */
     int pooling_max; /* --pooling max: every table pooled by MAX (else SUM) */
+    EmbDtype state_dtype; /* --state-dtype: the optimizers' state (f32, f16, bf16) */
     uint64_t seed;
     double lr;
     int64_t roof_mib;

@@ -65,6 +65,7 @@ static const char usage[] =
     "                    serial, pullback, index, apply (median ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
     "  --pooling P       sum | max: how every table's bags are pooled            [sum]\n"
+    "  --state-dtype T   f32 | f16 | bf16: the optimizers' state                 [f32]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
     "  --roof-mib N      the roof's DRAM buffer at least (twice the LLC)          [512]\n"
     "  --llc-mib N       the LLC's size for the roof's model      [the CPU's, sysconf]\n"
@@ -447,6 +448,10 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "tier-dir") == 0) return (c->tier_dir = strdup(v)) ? 0 : -1;
     if (strcmp(k, "peer") == 0)
         return strcmp(v, "torch") == 0 ? ((c->peer = "torch"), 0) : bad(k, v);
+    if (strcmp(k, "state-dtype") == 0)
+        return strcmp(v, "f32") == 0 ? ((c->state_dtype = EMB_F32), 0)
+               : strcmp(v, "f16") == 0 ? ((c->state_dtype = EMB_F16), 0)
+               : strcmp(v, "bf16") == 0 ? ((c->state_dtype = EMB_BF16), 0) : bad(k, v);
     if (strcmp(k, "pooling") == 0)
         return strcmp(v, "max") == 0 ? ((c->pooling_max = 1), 0)
                : strcmp(v, "sum") == 0 ? ((c->pooling_max = 0), 0) : bad(k, v);
@@ -537,6 +542,7 @@ static const struct option long_options[] = {
     {"warmup", required_argument, 0, 0},     {"min-time", required_argument, 0, 0},
     {"breakdown", optional_argument, 0, 0},  {"lr", required_argument, 0, 0},
     {"pooling", required_argument, 0, 0},
+    {"state-dtype", required_argument, 0, 0},
     {"seed", required_argument, 0, 0},       {"roof-mib", required_argument, 0, 0},
     {"csv", required_argument, 0, 0},        {"plot", required_argument, 0, 0},
     {"peer", required_argument, 0, 0},       {"peer-script", required_argument, 0, 0},

@@ -69,8 +69,8 @@ static int optimizer(BenchRunner *r, BenchOpt kind)
 {
     if (kind == OPT_NONE || r->w->opt[kind])
         return 0;
-    const EmbOptimizerConfig cfg = emb_optimizer_defaults(bench_opt_kind(kind),
-                                                          (float)r->cfg->lr);
+    EmbOptimizerConfig cfg = emb_optimizer_defaults(bench_opt_kind(kind), (float)r->cfg->lr);
+    cfg.state_dtype = r->cfg->state_dtype;
     return emb_optimizer_create(&r->w->opt[kind], &cfg);
 }
 

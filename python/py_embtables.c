@@ -580,7 +580,8 @@ PyTypeObject Strategy_Type = {
 static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"eps", "initial_accumulator", "beta1", "beta2",
-                             "bias_correction", "lr_power", "l1", "l2", NULL};
+                             "bias_correction", "lr_power", "l1", "l2", "state_dtype",
+                             "stochastic_rounding", NULL};
     int kind;
     float lr;
     if (!PyArg_ParseTuple(args, "if", &kind, &lr))
@@ -589,9 +590,12 @@ static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *empty = PyTuple_New(0);
     if (!empty)
         return NULL;
-    const int ok = PyArg_ParseTupleAndKeywords(empty, kw, "|$ffffpfff", kwlist, &c.eps,
+    int state_dtype = EMB_F32;
+    const int ok = PyArg_ParseTupleAndKeywords(empty, kw, "|$ffffpfffip", kwlist, &c.eps,
                                                &c.initial_accumulator, &c.beta1, &c.beta2,
-                                               &c.bias_correction, &c.lr_power, &c.l1, &c.l2);
+                                               &c.bias_correction, &c.lr_power, &c.l1, &c.l2,
+                                               &state_dtype, &c.stochastic_rounding);
+    c.state_dtype = (EmbDtype)state_dtype;
     Py_DECREF(empty);
     if (!ok)
         return NULL;

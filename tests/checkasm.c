@@ -962,6 +962,10 @@ static const Entry entries[] = {
       "sumsq_int8_c", "sumsq_int8_avx2", "sumsq_int8_avx512"),
     E(REQUANT, requant[EMB_INT8], EMB_INT8, 0, 0,
       "requant_int8_c", "requant_int8_avx2", "requant_int8_avx512"),
+    E(REQUANT, requant[EMB_F16], EMB_F16, 0, 0,
+      "requant_f16_c", "requant_f16_avx2", "requant_f16_avx512"),
+    E(REQUANT, requant[EMB_BF16], EMB_BF16, 0, 0,
+      "requant_bf16_c", "requant_bf16_avx2", "requant_bf16_avx512"),
 
     E(GATHER, gather[EMB_INT4], EMB_INT4, 0, 0,
       "gather_int4_c", "gather_int4_avx2", "gather_int4_avx512"),

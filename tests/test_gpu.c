@@ -456,6 +456,54 @@ static void backward_cases(EmbGpuWorkspace *ws)
 
 /* ---- stochastic rounding ------------------------------------------------------------- */
 
+/* The CPU's update with stochastic_rounding of bf16 table @h by @steps steps of rows @dy
+   on ids 0 .. N-1 (@bt, @ddy on the device) gives the bits of the GPU's with the CPU's seed
+   (FNV-1a of the table's name, src/update/optimizer.c): one definition, src/sround.h. */
+static void sr_cpu_case(EmbGpuWorkspace *ws, const EmbTable *h, const EmbBatch *bt,
+                        const void *ddy, const int64_t *ids, const float *dy, int steps)
+{
+    const int64_t N = emb_table_ncolumns(h);
+    const int32_t D = emb_table_featuresize(h);
+    EmbTable *t = NULL;
+    emb_table_create(&t, N, D, EMB_BF16, NULL);
+    float *v = malloc((size_t)(N * D) * 4), *rows = malloc((size_t)(N * D) * 4);
+    emb_table_read(h, v, D);
+    emb_table_assign(t, v, N, D, D);
+    for (int64_t i = 0; i < N * D; i++)
+        rows[i] = dy[i % D];
+    EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_SGD, 1.0f);
+    c.stochastic_rounding = 1;
+    EmbOptimizer *o = NULL;
+    EmbIndexer *ix = NULL;
+    EmbGrad *g = NULL;
+    emb_optimizer_create(&o, &c);
+    emb_indexer_create(&ix);
+    emb_grad_create(&g);
+    uint64_t seed = 0xcbf29ce484222325ull; /* the CPU's seed of the table */
+    for (const char *p = emb_table_name(t); *p; p++)
+        seed = (seed ^ (unsigned char)*p) * 0x100000001b3ull;
+    EmbGpuTable *gt = gpu_copy(h);
+    emb_gpu_table_set_seed(gt, seed);
+    const EmbSparseGrad sg = {.ids = ids, .n = N, .featuresize = D, .values = rows, .stride = D};
+    for (int s = 0; s < steps; s++) {
+        CHECK(emb_grad_set_sparse(g, t, &sg) == 0, "cpu sr grad");
+        CHECK(emb_update(o, t, g, ix, 0) == 0, "cpu sr update: %s", emb_last_error());
+        CHECK(emb_gpu_backward_update(gt, bt, NULL, ddy, D, &c, EMB_GPU_STOCHASTIC_ROUNDING,
+                                      ws, NULL) == 0, "gpu sr");
+    }
+    emb_table_read(t, v, D);
+    float *vg = gpu_values(gt);
+    CHECK(memcmp(v, vg, (size_t)(N * D) * 4) == 0, "stochastic rounding: CPU and GPU differ");
+    free(vg);
+    free(rows);
+    free(v);
+    emb_gpu_table_destroy(&gt);
+    emb_optimizer_destroy(&o);
+    emb_indexer_destroy(&ix);
+    emb_grad_destroy(&g);
+    emb_table_destroy(&t);
+}
+
 /* 16 SGD steps of -2^-10 on bf16 ones (a quarter of the bf16 ulp 2^-8 below 1): rounding to
    nearest loses every step (1.0), truncation would give 1 - 16 / 256, stochastic rounding
    keeps them on average (mean 1 - 16 / 1024, standard error ~1e-4 over the 256 x 32
@@ -521,6 +569,7 @@ static void sr_case(EmbGpuWorkspace *ws)
     CHECK(memcmp(va, vc, N * D * 4) != 0, "stochastic rounding is the same for another seed");
     CHECK(memcmp(vf, vfs, N * D * 4) == 0, "an f32 table rounded stochastically");
     printf("stochastic rounding: mean %.5f after %d steps of -2^-10 (nearest: 1.0)\n", mean, STEPS);
+    sr_cpu_case(ws, h, &bt, ddy, ids, dy, STEPS);
     free(va);
     free(vb);
     free(vc);

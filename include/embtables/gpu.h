@@ -57,8 +57,9 @@ enum {
      * (up with probability equal to the fraction cut off, so small updates are not lost on
      * average, as FBGEMM offers) instead of to nearest even. The random bits hash the
      * table's seed (emb_gpu_table_set_seed()), its count of backward calls, the column and
-     * the element: the same seed and calls give the same bits. f32 and f16 tables round
-     * to nearest even whatever this flag.
+     * the element: the same seed and calls give the same bits, those of the CPU's
+     * EmbOptimizerConfig::stochastic_rounding at seed = its table's and step = calls.
+     * f32 and f16 tables round to nearest even whatever this flag.
      */
     EMB_GPU_STOCHASTIC_ROUNDING = 1 << 1,
 };

@@ -305,7 +305,8 @@ EMB_API int emb_checkpoint_entry(const EmbCheckpoint *ck, int64_t i, EmbCheckpoi
 /** The global step it was saved at. */
 EMB_API int64_t emb_checkpoint_global_step(const EmbCheckpoint *ck);
 /**
- * The optimizer configuration it was saved with (placement fields zero).
+ * The optimizer configuration it was saved with (placement fields zero; state_dtype: the
+ * dtype of its state tensors).
  * @return 0, EMB_ENULL, EMB_ENOTFOUND (saved without an optimizer)
  */
 EMB_API int emb_checkpoint_optimizer(const EmbCheckpoint *ck, EmbOptimizerConfig *out);

@@ -173,6 +173,18 @@ typedef struct EmbOptimizerConfig {
                               the columns a step updates only, with w the column's value
                               before the step (rounded to the table's dtype when scaled) */
     EmbWeightDecay weight_decay_mode; /**< EMB_DECAY_L2 (default) or EMB_DECAY_DECOUPLED */
+    /* ---- low-precision state and rounding (docs/design/lowp.md) ---- */
+    EmbDtype state_dtype; /**< element type of the optimizer state: EMB_F32 (default),
+                               EMB_F16 or EMB_BF16 (half the bytes; the row kernels step it
+                               as f32, then it is rounded to nearest even, or stochastically
+                               with @c stochastic_rounding). Fixed for the optimizer's life;
+                               tables that keep state with their rows (tiered, dynamic)
+                               answer EMB_ENOTSUP for anything but EMB_F32 */
+    int stochastic_rounding; /**< 1: the updated rows of f16 / bf16 tables (and a 16-bit
+                                  state) are rounded stochastically, with random bits keyed
+                                  by (the table's name, row, element, step): the same bits
+                                  for any thread, split and rank count; 0 (default): to
+                                  nearest even */
 } EmbOptimizerConfig;
 
 /** The defaults of @p kind with learning rate @p lr. */

@@ -317,7 +317,9 @@ class Optimizer:
     """A fused, deduplicating optimizer: 'sgd', 'adagrad' (PyTorch's), 'rowwise_adagrad'
     (FBGEMM's), 'adam' (PyTorch's SparseAdam: lazy moments) or 'ftrl' (TF's). Keyword
     hyper-parameters: eps, initial_accumulator, beta1, beta2, bias_correction, lr_power,
-    l1, l2. lr can be changed between steps; the state is kept."""
+    l1, l2; state_dtype ("f32", "f16" or "bf16": the state kept in half the bytes) and
+    stochastic_rounding (True: f16 / bf16 rows and state rounded stochastically, the same
+    bits for any thread count). lr can be changed between steps; the state is kept."""
 
     def __init__(self, kind="sgd", lr=0.01, **hyper):
         if kind not in OPTIMIZERS:
@@ -328,6 +330,11 @@ class Optimizer:
             hyper["initial_accumulator"] = hyper.pop("initial_accumulator_value")
         self.kind = kind
         self.hyper = dict(hyper)
+        if "state_dtype" in hyper:
+            if hyper["state_dtype"] not in ("f32", "f16", "bf16"):
+                raise InvalidError(f"optimizer state_dtype {hyper['state_dtype']!r} is not "
+                                   "'f32', 'f16' or 'bf16'")
+            hyper["state_dtype"] = DTYPES[hyper["state_dtype"]]
         self._o = _C.Optimizer(OPTIMIZERS[kind], float(lr), **hyper)
 
     @property
@@ -341,7 +348,8 @@ class Optimizer:
 
     def state(self, table, slot=0):
         """(state array or None, steps) of table: adagrad h (N x D), rowwise_adagrad h
-        (N x 1), adam [m | v] (N x 2D), ftrl [accumulator | linear]. A view."""
+        (N x 1), adam [m | v] (N x 2D), ftrl [accumulator | linear]. A view (with
+        state_dtype "bf16": uint16, as Table.numpy gives bf16)."""
         st, step = self._o.state(table._t if isinstance(table, Table) else table, slot)
         return (_np.asarray(st) if st is not None else None), step
 

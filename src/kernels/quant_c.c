@@ -21,6 +21,7 @@
 #include "dtype.h"
 #include "internal.h"
 #include "requant.h"
+#include "sround.h"
 #include "kernels/bags_ref.h"
 #include "kernels/kernels.h"
 
@@ -145,6 +146,9 @@ QSUMSQ(sumsq_int4_c, EMB_INT4)
 /* The update's re-quantization: requant.h's C, compiled with this file's flags. */
 EMB_REQUANT_KERNEL(requant_int8_c, EMB_INT8)
 EMB_REQUANT_KERNEL(requant_int4_c, EMB_INT4)
+/* f16 / bf16 rows written with stochastic rounding: sround.h's C, this file's flags. */
+EMB_SROUND_KERNEL(requant_f16_c, EMB_F16)
+EMB_SROUND_KERNEL(requant_bf16_c, EMB_BF16)
 
 /* The quantized entries of the C level (the _nt pools are the plain ones). */
 void emb__kernels_init_quant_c(EmbKernels *k)
@@ -190,4 +194,6 @@ void emb__kernels_init_quant_c(EmbKernels *k)
     k->bags_d[4][EMB_INT4] = bags_d256_int4_c;
     k->sumsq[EMB_INT4] = sumsq_int4_c;
     k->requant[EMB_INT4] = requant_int4_c;
+    k->requant[EMB_F16] = requant_f16_c;
+    k->requant[EMB_BF16] = requant_bf16_c;
 }

@@ -81,7 +81,8 @@ static int table_tensors(const EmbTable *t, const char *name, const EmbOptimizer
     for (int k = -1; k < nslots; k++, n++) {
         tensor_name(names[n], NAME_BYTES_MAX, name, opt, k < 0 ? NULL : slots[k].name);
         protos[n] = (EmbCkptTensor){
-                .dtype = k < 0 ? t->dtype : EMB_F32, .ncolumns = l ? l->n : t->ncolumns,
+                .dtype = k < 0 ? t->dtype : l ? EMB_F32 : st->slot->dtype, /* the state's */
+                .ncolumns = l ? l->n : t->ncolumns,
                 .width = k < 0 ? t->featuresize : slots[k].width, .slot = k,
                 .column = tensor_column, .src = l ? (const void *)l : k < 0 ? t : st->slot,
                 .src_off = k < 0 ? 0 : slots[k].off,
@@ -395,12 +396,15 @@ static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
         snprintf(tname, sizeof tname, "%s/%s.%s", name, emb__optimizer_kind_name(c->opt.kind),
                  slots[k].name);
         const int64_t s = emb__ckpt_tensor_find(c, tname);
-        if (s < 0 || c->tensors[s].table >= 0 || c->tensors[s].dtype != EMB_F32 ||
+        const EmbDtype sdt = s < 0 ? EMB_F32 : c->tensors[s].dtype; /* state_dtype */
+        if (s < 0 || c->tensors[s].table >= 0 ||
+            (sdt != EMB_F32 && sdt != EMB_F16 && sdt != EMB_BF16) ||
             c->tensors[s].ncolumns != val->ncolumns || c->tensors[s].width != slots[k].width)
             return emb__ckpt_corrupt(path, "optimizer state \"%.200s\" is missing or "
                                      "misshapen", tname);
         c->tensors[s].table = tb - c->tables;
         c->tensors[s].slot = k;
+        c->opt.state_dtype = sdt; /* the file records it as its state tensors' dtype */
         tb->state[k] = s;
     }
     return 0;

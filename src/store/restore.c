@@ -114,6 +114,15 @@ static int prepare_state(const EmbCkpt *c, EmbOptimizer *opt, const Target *tg, 
                          emb__optimizer_kind_name(c->opt.kind),
                          emb__optimizer_kind_name(opt->cfg.kind));
     for (int64_t i = 0; i < n; i++) {
+        const EmbCkptTable *tb = &c->tables[tg[i].table];
+        const EmbDtype sdt = tb->step >= 0 && tb->state[0] >= 0 ? c->tensors[tb->state[0]].dtype
+                                                                : opt->cfg.state_dtype;
+        if (sdt != opt->cfg.state_dtype) /* refused, not converted: docs/design/lowp.md */
+            return emb__fail(EMB_EINVAL, "checkpoint %s holds %s optimizer state of table "
+                             "\"%.200s\"; the optimizer keeps %s (state_dtype)", path,
+                             emb_dtype_name(sdt), tb->name, emb_dtype_name(opt->cfg.state_dtype));
+    }
+    for (int64_t i = 0; i < n; i++) {
         EmbOptState *st;
         const int r = c->tables[tg[i].table].step >= 0
                               ? emb__optimizer_state(opt, tg[i].t, &st) : 0;

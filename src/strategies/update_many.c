@@ -240,7 +240,7 @@ static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags
  * before a failure cancelled). */
 static int prepare_rest(ManyCtx *c)
 {
-    if (emb__strategy_reserve(c->s, 3 * (size_t)c->dmax * sizeof(float)))
+    if (emb__strategy_reserve(c->s, EMB_PLAN_SCRATCH_ROWS * (size_t)c->dmax * sizeof(float)))
         return emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     int r = plan_all(c->opt, c->plans, c->n, c->flags);
     int64_t prepared = 0;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "dtype.h"
 #include "platform.h"
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
@@ -68,6 +69,12 @@ int emb_optimizer_config_check(const EmbOptimizerConfig *cfg)
     if ((unsigned)c->weight_decay_mode > EMB_DECAY_DECOUPLED)
         return emb__fail(EMB_EINVAL, "optimizer weight_decay_mode %d is not L2 or DECOUPLED",
                          (int)c->weight_decay_mode);
+    if (c->state_dtype != EMB_F32 && c->state_dtype != EMB_F16 && c->state_dtype != EMB_BF16)
+        return emb__fail(EMB_EINVAL, "optimizer state_dtype %d is not f32, f16 or bf16",
+                         (int)c->state_dtype);
+    if (c->stochastic_rounding != 0 && c->stochastic_rounding != 1)
+        return emb__fail(EMB_EINVAL, "optimizer stochastic_rounding %d is not 0 or 1",
+                         c->stochastic_rounding);
     return emb__placement_check(c->placement, c->numa_node, "optimizer state");
 }
 
@@ -101,6 +108,10 @@ int emb_optimizer_set_config(EmbOptimizer *opt, const EmbOptimizerConfig *cfg)
         return emb__fail(EMB_EINVAL, "optimizer kind %d cannot change to %d on a live "
                          "optimizer (its state is kind-specific)", (int)opt->cfg.kind,
                          (int)cfg->kind);
+    if (cfg->state_dtype != opt->cfg.state_dtype)
+        return emb__fail(EMB_EINVAL, "optimizer state_dtype cannot change from %s to %s on a "
+                         "live optimizer (its state is kept in it)",
+                         emb_dtype_name(opt->cfg.state_dtype), emb_dtype_name(cfg->state_dtype));
     const int r = emb_optimizer_config_check(cfg);
     if (!r)
         opt->cfg = *cfg;
@@ -155,6 +166,11 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
         return emb__fail(EMB_EOVERFLOW, "optimizer state of %s is too wide", emb__table_label(t));
     const float h0 = o->cfg.initial_accumulator;
     const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2 : width;
+    const EmbDtype sdt = o->cfg.state_dtype;
+    if (t->ops->state_attach && sdt != EMB_F32)
+        return emb__fail(EMB_ENOTSUP, "%s keeps its optimizer state with its rows, in f32: "
+                         "state_dtype %s is not supported for it", emb__table_label(t),
+                         emb_dtype_name(sdt));
     if (t->ops->state_attach) { /* kept with its rows, created and evicted with them */
         float *init = calloc((size_t)width, sizeof *init);
         if (!init)
@@ -166,14 +182,14 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
         return r;
     }
     EmbTable *s = NULL;
-    int r = emb_table_create(&s, t->ncolumns, width, EMB_F32, &topts);
+    int r = emb_table_create(&s, t->ncolumns, width, sdt, &topts);
     if (r)
         return r;
     if (h0 != 0.0f && o->cfg.kind != EMB_OPT_ADAM)
         for (int64_t c = 0; c < s->ncolumns; c++) {
-            float *col = (float *)emb__column(s, c, EMB_CTX_NONE);
+            void *col = emb__column(s, c, EMB_CTX_NONE);
             for (int32_t i = 0; i < nfill; i++)
-                col[i] = h0;
+                emb__store(sdt, col, i, h0); /* nearest even */
         }
     *out = s;
     return 0;
@@ -323,17 +339,18 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     plan->sgd = NULL;
     plan->row = NULL;
     plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);
-    const EmbDtype cdt = emb__dtype_compute(t->dtype);
+    EmbDtype cdt = emb__dtype_compute(t->dtype);
     plan->requant = cdt != t->dtype;
     plan->requant_row = plan->requant ? emb__kernels()->requant[t->dtype] : NULL;
     plan->qseed = table_seed(t);
     plan->step = st->step;
+    emb__plan_lowp(c, plan, &cdt);
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(cdt, t->featuresize, nt && !plan->requant);
     else
         plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
     /* FTRL's range copies take the square root of lr_power = -0.5 (TF's special case) */
-    const bool ranged = !nt && !plan->requant &&
+    const bool ranged = !nt && !plan->requant && !plan->state_lowp &&
                         (c->kind != EMB_OPT_FTRL || c->lr_power == -0.5f);
     plan->range = ranged ? emb__kernel_rows(c->kind, t->dtype, t->featuresize) : NULL;
 }

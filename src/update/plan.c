@@ -258,8 +258,9 @@ static const float *weight_decay(const EmbPlan *plan, EmbDtype dt, void *col, co
 }
 
 /* One distinct column's step: its gradient (summed), weight decay, the row kernel. A
- * quantized row (plan->requant) is stepped as f32 in @row, then quantized again with
- * stochastic rounding keyed by (the table's seed, the id, the step). */
+ * quantized row (plan->requant; or an f16 / bf16 row rounded stochastically) is stepped
+ * as f32 in @row, then written back with stochastic rounding keyed by (the table's seed,
+ * the id, the step); a 16-bit state row is stepped as f32 after @row (lowp.c). */
 static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *state,
                              float *acc, float *tmp, float *row)
 {
@@ -267,16 +268,23 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
     const int32_t D = t->featuresize;
     const float *g = column_grad(plan, d, acc, tmp);
     void *w = col;
+    float *s = state, *sbuf = row + D; /* a 16-bit state row is stepped as f32 in sbuf */
     if (plan->requant) {
         emb__row_load(t->dtype, col, D, row);
         w = row;
+    }
+    if (plan->state_lowp) {
+        emb__row_load(plan->state->dtype, state, plan->state->featuresize, sbuf);
+        s = sbuf;
     }
     if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
         g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, g == tmp ? acc : tmp);
     if (plan->sgd)
         plan->sgd(w, g, plan->params.lr, D);
     else
-        plan->row(w, state, g, &plan->params, D);
+        plan->row(w, s, g, &plan->params, D);
+    if (plan->state_lowp)
+        emb__plan_state_store(plan, plan->ix->ids[d], state, sbuf);
     if (plan->requant) {
         const uint64_t key[3] = {plan->qseed, (uint64_t)plan->ix->ids[d], (uint64_t)plan->step};
         plan->requant_row(col, D, row, key);
@@ -321,7 +329,8 @@ static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *ac
  * no weight decay, not dynamic, rows not quantized. */
 static bool plain(const EmbPlan *plan)
 {
-    return !plan->planned && !plan->requant && plan->table->data && !plan->max_norm &&
+    return !plan->planned && !plan->requant && !plan->state_lowp && plan->table->data &&
+           !plan->max_norm &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }

@@ -15,12 +15,12 @@ int emb__update_flags_check(unsigned flags)
     return 0;
 }
 
-/* Makes room for three rows of @D floats in the indexer's own scratch (emb__plan_apply). */
+/* Makes room for EMB_PLAN_SCRATCH_ROWS rows of @D floats in the indexer's own scratch (emb__plan_apply). */
 static int indexer_scratch(EmbIndexer *ix, int32_t D)
 {
     if (ix->scratch_d >= D)
         return 0;
-    float *s = emb__aligned_alloc(EMB_ALIGN, 3 * (size_t)D * sizeof(float));
+    float *s = emb__aligned_alloc(EMB_ALIGN, EMB_PLAN_SCRATCH_ROWS * (size_t)D * sizeof(float));
     if (!s)
         return emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     emb__aligned_free(ix->scratch);

@@ -145,6 +145,10 @@ struct EmbPlan {
     emb_requant_fn requant_row; /* the re-quantization kernel (with requant) */
     uint64_t qseed;            /* the table's seed: a hash of its name */
     int64_t step;              /* the optimizer's step count of the table before this one */
+    /* low-precision state and rounding (lowp.c) */
+    bool state_lowp;           /* the state is f16 / bf16: stepped as f32 in scratch */
+    emb_requant_fn state_store; /* writes a state row back (with state_lowp) */
+    bool sround;               /* f16 / bf16 rows and state rounded stochastically */
     int rc;                    /* emb_update_many: phase 1 result */
 };
 
@@ -244,6 +248,17 @@ int emb__optimizer_slots(EmbOptimizerKind kind, int32_t D, EmbOptSlot slots[2]);
 const char *emb__optimizer_kind_name(EmbOptimizerKind kind);
 
 /* Fills the optimizer part of @plan for @st's next step (increments nothing). */
+/* ---- low-precision state and rounding (lowp.c) ------------------------------------------ */
+
+/* Floats of update scratch per element of featuresize: acc, tmp, the row as f32 (D each)
+ * and a 16-bit state row as f32 (up to 2 D). */
+#define EMB_PLAN_SCRATCH_ROWS 5
+/* Sets @plan's rounding and state fields from @c (after its state and requant fields);
+ * f16 / bf16 rows rounded stochastically then compute in f32 (*cdt). */
+void emb__plan_lowp(const EmbOptimizerConfig *c, EmbPlan *plan, EmbDtype *cdt);
+/* A 16-bit state row (of distinct id @id) written back from its f32 copy @x. */
+void emb__plan_state_store(const EmbPlan *plan, int64_t id, void *state, const float *x);
+
 void emb__plan_optimizer(const EmbOptimizer *opt, const EmbOptState *st, EmbPlan *plan,
                          unsigned flags);
 

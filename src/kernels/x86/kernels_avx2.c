@@ -14,6 +14,7 @@
 
 #include "dtype.h"
 #include "requant.h"
+#include "sround.h"
 
 #define VL 8
 #define BLK 8
@@ -927,6 +928,9 @@ QSUMSQ(sumsq_int4_avx2, EMB_INT4)
 /* The update's re-quantization: requant.h's C, compiled with this file's flags. */
 EMB_REQUANT_KERNEL(requant_int8_avx2, EMB_INT8)
 EMB_REQUANT_KERNEL(requant_int4_avx2, EMB_INT4)
+/* f16 / bf16 rows written with stochastic rounding: sround.h's C, this file's flags. */
+EMB_SROUND_KERNEL(requant_f16_avx2, EMB_F16)
+EMB_SROUND_KERNEL(requant_bf16_avx2, EMB_BF16)
 
 /* The quantized rows' entries (kernels.h). */
 void emb__kernels_init_quant_avx2(EmbKernels *k)
@@ -972,4 +976,6 @@ void emb__kernels_init_quant_avx2(EmbKernels *k)
     k->bags_d[4][EMB_INT4] = bags_d256_int4_avx2;
     k->sumsq[EMB_INT4] = sumsq_int4_avx2;
     k->requant[EMB_INT4] = requant_int4_avx2;
+    k->requant[EMB_F16] = requant_f16_avx2;
+    k->requant[EMB_BF16] = requant_bf16_avx2;
 }
