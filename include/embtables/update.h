@@ -173,6 +173,17 @@ typedef struct EmbOptimizerConfig {
                               the columns a step updates only, with w the column's value
                               before the step (rounded to the table's dtype when scaled) */
     EmbWeightDecay weight_decay_mode; /**< EMB_DECAY_L2 (default) or EMB_DECAY_DECOUPLED */
+    /* -- gradient clipping (issue 42): on each distinct column's summed gradient g, before
+       weight decay and the optimizer, in this order; 0 turns each off (the default) -- */
+    float max_gradient;  /**< element-wise: g_i = clamp(g_i, -max_gradient, max_gradient)
+                              (FBGEMM TBE's gradient_clipping; >= 0) */
+    float max_row_norm;  /**< per column: g *= max_row_norm / ||g||_2 when ||g||_2 exceeds
+                              it (>= 0) */
+    float max_global_norm; /**< over every column of every table of the call (emb_update,
+                              emb_update_many, a collection's step): g *= max_global_norm /
+                              (N + 1e-6) when the norm N of all the clipped gradients
+                              exceeds it (torch.nn.utils.clip_grad_norm_); N is the same
+                              bits for any thread and split count (>= 0) */
 } EmbOptimizerConfig;
 
 /** The defaults of @p kind with learning rate @p lr. */

@@ -220,6 +220,9 @@ static json_t *optimizer_json(const EmbOptimizerConfig *o, int *err)
     emb__json_set(j, "weight_decay", json_real(o->weight_decay), err);
     emb__json_set(j, "weight_decay_mode",
         json_string(o->weight_decay_mode == EMB_DECAY_DECOUPLED ? "decoupled" : "l2"), err);
+    emb__json_set(j, "max_gradient", json_real(o->max_gradient), err);
+    emb__json_set(j, "max_row_norm", json_real(o->max_row_norm), err);
+    emb__json_set(j, "max_global_norm", json_real(o->max_global_norm), err);
     return j;
 }
 
@@ -284,6 +287,15 @@ static int parse_optimizer(EmbCkpt *c, json_t *o, const char *path)
         if (!json_is_number(v))
             return emb__ckpt_corrupt(path, "optimizer %s is not a number", keys[i]);
         *dst[i] = (float)json_number_value(v);
+    }
+    /* gradient clipping: absent from checkpoints written before it (0: off) */
+    static const char *const clip_keys[] = {"max_gradient", "max_row_norm", "max_global_norm"};
+    float *const clip_dst[] = {&cfg->max_gradient, &cfg->max_row_norm, &cfg->max_global_norm};
+    for (size_t i = 0; i < sizeof clip_keys / sizeof *clip_keys; i++) {
+        json_t *v = json_object_get(o, clip_keys[i]);
+        if (v && !json_is_number(v))
+            return emb__ckpt_corrupt(path, "optimizer %s is not a number", clip_keys[i]);
+        *clip_dst[i] = v ? (float)json_number_value(v) : 0.0f;
     }
     int64_t bc;
     const char *mode = emb__json_str(o, "weight_decay_mode");

@@ -43,6 +43,9 @@ static int bad_hyperparam(const EmbOptimizerConfig *c, HyperParam *bad)
         {"beta1", "in [0, 1) (Adam)", c->beta1, !adam || (c->beta1 >= 0.0f && c->beta1 < 1.0f)},
         {"beta2", "in [0, 1) (Adam)", c->beta2, !adam || (c->beta2 >= 0.0f && c->beta2 < 1.0f)},
         {"weight_decay", ">= 0", c->weight_decay, c->weight_decay >= 0.0f},
+        {"max_gradient", ">= 0", c->max_gradient, c->max_gradient >= 0.0f},
+        {"max_row_norm", ">= 0", c->max_row_norm, c->max_row_norm >= 0.0f},
+        {"max_global_norm", ">= 0", c->max_global_norm, c->max_global_norm >= 0.0f},
     };
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         if (!f[i].ok || !isfinite(f[i].v)) {
@@ -320,6 +323,7 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
         plan->decay_l2 = c->weight_decay;
     else if (c->weight_decay > 0.0f)
         plan->decay_scale = 1.0f - c->lr * c->weight_decay;
+    emb__plan_clip(c, plan);
     plan->sgd = NULL;
     plan->row = NULL;
     plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);

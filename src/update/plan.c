@@ -266,6 +266,8 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
     const EmbTable *t = plan->table;
     const int32_t D = t->featuresize;
     const float *g = column_grad(plan, d, acc, tmp);
+    if (plan->clip)
+        g = emb__clip_grad(plan, g, acc);
     void *w = col;
     if (plan->requant) {
         emb__row_load(t->dtype, col, D, row);
@@ -318,10 +320,11 @@ static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *ac
 }
 
 /* Whether @plan takes apply_plain: a table (and state) in memory, no max_norm Jacobian,
- * no weight decay, not dynamic, rows not quantized. */
+ * no clipping, no weight decay, not dynamic, rows not quantized. */
 static bool plain(const EmbPlan *plan)
 {
     return !plan->planned && !plan->requant && plan->table->data && !plan->max_norm &&
+           !plan->clip &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }
