@@ -317,7 +317,9 @@ class Optimizer:
     """A fused, deduplicating optimizer: 'sgd', 'adagrad' (PyTorch's), 'rowwise_adagrad'
     (FBGEMM's), 'adam' (PyTorch's SparseAdam: lazy moments) or 'ftrl' (TF's). Keyword
     hyper-parameters: eps, initial_accumulator, beta1, beta2, bias_correction, lr_power,
-    l1, l2. lr can be changed between steps; the state is kept."""
+    l1, l2; gradient clipping (0: off) max_gradient (element-wise clamp), max_row_norm (each
+    row's L2 norm), max_global_norm (over every table of a step, as
+    torch.nn.utils.clip_grad_norm_). lr can be changed between steps; the state is kept."""
 
     def __init__(self, kind="sgd", lr=0.01, **hyper):
         if kind not in OPTIMIZERS:
