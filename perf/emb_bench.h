@@ -122,6 +122,7 @@ typedef struct BenchConfig {
     int pooling_max; /* --pooling max: every table pooled by MAX (else SUM) */
     uint64_t seed;
     double lr;
+    double clip[3]; /* --clip: max_gradient, max_row_norm, max_global_norm (0: off) */
     int64_t roof_mib;
     int quick;
     const char *csv, *plot, *peer, *peer_script;

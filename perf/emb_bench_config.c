@@ -64,6 +64,8 @@ static const char usage[] =
     "  --breakdown       print the training step's phases: forward, record (backward),\n"
     "                    serial, pullback, index, apply (median ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
+    "  --clip G,R,N      every optimizer's gradient clipping: max_gradient,\n"
+    "                    max_row_norm, max_global_norm (0: off)                [0,0,0]\n"
     "  --pooling P       sum | max: how every table's bags are pooled            [sum]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
     "  --roof-mib N      the roof's DRAM buffer at least (twice the LLC)          [512]\n"
@@ -452,6 +454,12 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
                : strcmp(v, "sum") == 0 ? ((c->pooling_max = 0), 0) : bad(k, v);
     if (strcmp(k, "min-time") == 0) return set_number(k, v, 0, &c->min_time);
     if (strcmp(k, "lr") == 0) return set_number(k, v, 0, &c->lr);
+    if (strcmp(k, "clip") == 0) {
+        char tail;
+        return sscanf(v, "%lf,%lf,%lf%c", &c->clip[0], &c->clip[1], &c->clip[2], &tail) == 3 &&
+                       c->clip[0] >= 0 && c->clip[1] >= 0 && c->clip[2] >= 0
+                   ? 0 : bad(k, v);
+    }
     if (set_number(k, v, 0, &x) != 0)
         return -1;
     if (strcmp(k, "batch") == 0 && x >= 1) return (c->batch = (int64_t)x), 0;
@@ -536,7 +544,7 @@ static const struct option long_options[] = {
     {"phases", required_argument, 0, 0},     {"iters", required_argument, 0, 0},
     {"warmup", required_argument, 0, 0},     {"min-time", required_argument, 0, 0},
     {"breakdown", optional_argument, 0, 0},  {"lr", required_argument, 0, 0},
-    {"pooling", required_argument, 0, 0},
+    {"pooling", required_argument, 0, 0},    {"clip", required_argument, 0, 0},
     {"seed", required_argument, 0, 0},       {"roof-mib", required_argument, 0, 0},
     {"csv", required_argument, 0, 0},        {"plot", required_argument, 0, 0},
     {"peer", required_argument, 0, 0},       {"peer-script", required_argument, 0, 0},
