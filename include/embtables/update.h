@@ -184,6 +184,18 @@ typedef struct EmbOptimizerConfig {
                               (N + 1e-6) when the norm N of all the clipped gradients
                               exceeds it (torch.nn.utils.clip_grad_norm_); N is the same
                               bits for any thread and split count (>= 0) */
+    /* -- EMB_OPT_ROWWISE_ADAGRAD_COUNTER (issue 42; FBGEMM's counter-based regularization,
+       regularization_mode 3): per row h, the step it was last seen, its counter c -- */
+    int32_t counter_halflife; /**< > 0: c = 1 + 2^(-steps since the row's last step /
+                                   halflife) · c; 0: c = 1; < 0 (default -1): c += 1 */
+    int32_t adjustment_iter;  /**< the learning-rate mode and the counter's weight decay
+                                   act from step adjustment_iter + 1 on (<= 0, default -1:
+                                   from the first) */
+    float adjustment_ub;      /**< learning_rate_mode 2's a (default 1; > 0) */
+    int32_t learning_rate_mode; /**< -1 (default): Adagrad's rate; 2: lr / (sqrt(a · c) +
+                                   eps) for rows with c > tail_id_threshold (FBGEMM's modes 0
+                                   and 1 scale by the table's largest counter: EMB_ENOTSUP) */
+    float tail_id_threshold;  /**< rows with c <= it keep Adagrad's rate (0; >= 0) */
 } EmbOptimizerConfig;
 
 /** The defaults of @p kind with learning rate @p lr. */

@@ -13,7 +13,9 @@
 EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr)
 {
     EmbOptimizerConfig c = {.kind = kind, .lr = lr, .eps = 1e-10f, .lr_power = -0.5f,
-                            .beta1 = 0.9f, .beta2 = 0.999f, .bias_correction = 1};
+                            .beta1 = 0.9f, .beta2 = 0.999f, .bias_correction = 1,
+                            .counter_halflife = -1, .adjustment_iter = -1,
+                            .adjustment_ub = 1.0f, .learning_rate_mode = -1};
     if (kind == EMB_OPT_FTRL)
         c.initial_accumulator = 0.1f;
     if (kind == EMB_OPT_ADAM)
@@ -59,9 +61,10 @@ int emb_optimizer_config_check(const EmbOptimizerConfig *cfg)
 {
     EMB_CHECK_NULL(cfg);
     const EmbOptimizerConfig *c = cfg;
-    if ((unsigned)c->kind > EMB_OPT_ADAM)
+    if ((unsigned)c->kind > EMB_OPT_ROWWISE_ADAGRAD_COUNTER)
         return emb__fail(EMB_EINVAL, "optimizer kind %d is unknown", (int)c->kind);
     HyperParam bad;
+    int r;
     if (bad_hyperparam(c, &bad) == 0)
         return emb__fail(EMB_EINVAL, "optimizer %s %g is not a finite number %s", bad.name,
                          (double)bad.v, bad.domain);
@@ -71,6 +74,8 @@ int emb_optimizer_config_check(const EmbOptimizerConfig *cfg)
     if ((unsigned)c->weight_decay_mode > EMB_DECAY_DECOUPLED)
         return emb__fail(EMB_EINVAL, "optimizer weight_decay_mode %d is not L2 or DECOUPLED",
                          (int)c->weight_decay_mode);
+    if (c->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER && (r = emb__counter_check(c)))
+        return r;
     return emb__placement_check(c->placement, c->numa_node, "optimizer state");
 }
 
@@ -136,6 +141,7 @@ static int32_t state_width(EmbOptimizerKind kind, int32_t D)
     switch (kind) {
     case EMB_OPT_ADAGRAD: return D;
     case EMB_OPT_ROWWISE_ADAGRAD: return 1;
+    case EMB_OPT_ROWWISE_ADAGRAD_COUNTER: return 3; /* h, last step, counter */
     case EMB_OPT_FTRL:
     case EMB_OPT_ADAM: return 2 * D;
     default: return 0;
@@ -144,7 +150,7 @@ static int32_t state_width(EmbOptimizerKind kind, int32_t D)
 
 int32_t emb_optimizer_state_width(EmbOptimizerKind kind, int32_t featuresize)
 {
-    if (kind < EMB_OPT_SGD || kind > EMB_OPT_ADAM || featuresize < 1)
+    if (kind < EMB_OPT_SGD || kind > EMB_OPT_ROWWISE_ADAGRAD_COUNTER || featuresize < 1)
         return emb__fail(EMB_EINVAL, "emb_optimizer_state_width: optimizer kind %d, "
                          "featuresize %d", (int)kind, (int)featuresize);
     return state_width(kind, featuresize);
@@ -157,7 +163,8 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
     if (width > INT32_MAX / 2)
         return emb__fail(EMB_EOVERFLOW, "optimizer state of %s is too wide", emb__table_label(t));
     const float h0 = o->cfg.initial_accumulator;
-    const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2 : width;
+    const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2
+                          : o->cfg.kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER ? 1 : width;
     if (t->ops->state_attach) { /* kept with its rows, created and evicted with them */
         float *init = calloc((size_t)width, sizeof *init);
         if (!init)
@@ -187,6 +194,10 @@ int emb__optimizer_slots(EmbOptimizerKind kind, int32_t D, EmbOptSlot slots[2])
     switch (kind) {
     case EMB_OPT_ADAGRAD: slots[0] = (EmbOptSlot){"h", 0, D}; return 1;
     case EMB_OPT_ROWWISE_ADAGRAD: slots[0] = (EmbOptSlot){"h", 0, 1}; return 1;
+    case EMB_OPT_ROWWISE_ADAGRAD_COUNTER: /* FBGEMM's momentum1, then prev_iter, row_counter */
+        slots[0] = (EmbOptSlot){"h", 0, 1};
+        slots[1] = (EmbOptSlot){"counter", 1, 2};
+        return 2;
     case EMB_OPT_FTRL:
         slots[0] = (EmbOptSlot){"accum", 0, D};
         slots[1] = (EmbOptSlot){"linear", D, D};
@@ -201,8 +212,9 @@ int emb__optimizer_slots(EmbOptimizerKind kind, int32_t D, EmbOptSlot slots[2])
 
 const char *emb__optimizer_kind_name(EmbOptimizerKind kind)
 {
-    static const char *const names[] = {"sgd", "adagrad", "rowwise_adagrad", "ftrl", "adam"};
-    return (unsigned)kind <= EMB_OPT_ADAM ? names[kind] : NULL;
+    static const char *const names[] = {"sgd", "adagrad", "rowwise_adagrad", "ftrl", "adam",
+                                        "rowwise_adagrad_counter"};
+    return (unsigned)kind <= EMB_OPT_ROWWISE_ADAGRAD_COUNTER ? names[kind] : NULL;
 }
 
 EmbOptState *emb__optimizer_find(const EmbOptimizer *o, const EmbTable *t)
@@ -332,12 +344,15 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     plan->requant_row = plan->requant ? emb__kernels()->requant[t->dtype] : NULL;
     plan->qseed = table_seed(t);
     plan->step = st->step;
+    plan->counter = NULL;
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(cdt, t->featuresize, nt && !plan->requant);
+    else if (c->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER)
+        emb__plan_counter(c, plan); /* its own weight decay; no kernel table */
     else
         plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
     /* FTRL's range copies take the square root of lr_power = -0.5 (TF's special case) */
-    const bool ranged = !nt && !plan->requant &&
+    const bool ranged = !nt && !plan->requant && !plan->counter &&
                         (c->kind != EMB_OPT_FTRL || c->lr_power == -0.5f);
     plan->range = ranged ? emb__kernel_rows(c->kind, t->dtype, t->featuresize) : NULL;
 }

@@ -275,7 +275,9 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
     }
     if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
         g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, g == tmp ? acc : tmp);
-    if (plan->sgd)
+    if (plan->counter)
+        emb__counter_row(plan, emb__dtype_compute(t->dtype), w, state, g);
+    else if (plan->sgd)
         plan->sgd(w, g, plan->params.lr, D);
     else
         plan->row(w, state, g, &plan->params, D);
@@ -320,11 +322,11 @@ static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *ac
 }
 
 /* Whether @plan takes apply_plain: a table (and state) in memory, no max_norm Jacobian,
- * no clipping, no weight decay, not dynamic, rows not quantized. */
+ * no clipping, not the counter optimizer, no weight decay, not dynamic, rows not quantized. */
 static bool plain(const EmbPlan *plan)
 {
     return !plan->planned && !plan->requant && plan->table->data && !plan->max_norm &&
-           !plan->clip &&
+           !plan->clip && !plan->counter &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }

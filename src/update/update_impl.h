@@ -150,6 +150,8 @@ struct EmbPlan {
        off), the call's global-norm factor (1: none), whether any is on */
     float clip_value, clip_norm, clip_scale;
     bool clip;
+    /* EMB_OPT_ROWWISE_ADAGRAD_COUNTER (counter.c): the optimizer's config, else NULL */
+    const EmbOptimizerConfig *counter;
 };
 
 /* ---- indexer (indexer.c) --------------------------------------------------------------- */
@@ -310,6 +312,17 @@ void emb__norm_acc_merge(EmbNormAcc *dst, const EmbNormAcc *src);
 /* The global factor for the norm sqrt(@acc): min(1, max_norm / (norm + 1e-6)); 1 when
    @max_norm is 0. */
 float emb__clip_global_scale(const EmbNormAcc *acc, float max_norm);
+
+/* ---- counter-based row-wise Adagrad (counter.c) ----------------------------------------- */
+
+/* The counter fields of @c (kind EMB_OPT_ROWWISE_ADAGRAD_COUNTER): 0, EMB_EINVAL,
+   EMB_ENOTSUP (learning_rate_mode 0 or 1), naming the field. */
+int emb__counter_check(const EmbOptimizerConfig *c);
+/* The counter optimizer's part of @plan (plan->counter; the generic weight decay off). */
+void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan);
+/* One column's step: row @w (of dtype @dt), its state @s ([h, prev_iter, counter]), its
+   gradient @g (clipped, summed). */
+void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g);
 
 /* ---- parallel indexing (pindex.c) -------------------------------------------------------
  * The index phase of one table cut into @nparts chunks of rows and @nparts partitions of
