@@ -581,7 +581,9 @@ static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"eps", "initial_accumulator", "beta1", "beta2",
                              "bias_correction", "lr_power", "l1", "l2",
-                             "max_gradient", "max_row_norm", "max_global_norm", NULL};
+                             "max_gradient", "max_row_norm", "max_global_norm",
+                             "counter_halflife", "adjustment_iter", "adjustment_ub",
+                             "learning_rate_mode", "tail_id_threshold", NULL};
     int kind;
     float lr;
     if (!PyArg_ParseTuple(args, "if", &kind, &lr))
@@ -590,11 +592,11 @@ static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *empty = PyTuple_New(0);
     if (!empty)
         return NULL;
-    const int ok = PyArg_ParseTupleAndKeywords(empty, kw, "|$ffffpffffff", kwlist, &c.eps,
-                                               &c.initial_accumulator, &c.beta1, &c.beta2,
-                                               &c.bias_correction, &c.lr_power, &c.l1, &c.l2,
-                                               &c.max_gradient, &c.max_row_norm,
-                                               &c.max_global_norm);
+    const int ok = PyArg_ParseTupleAndKeywords(
+        empty, kw, "|$ffffpffffffiifif", kwlist, &c.eps, &c.initial_accumulator, &c.beta1,
+        &c.beta2, &c.bias_correction, &c.lr_power, &c.l1, &c.l2, &c.max_gradient,
+        &c.max_row_norm, &c.max_global_norm, &c.counter_halflife, &c.adjustment_iter,
+        &c.adjustment_ub, &c.learning_rate_mode, &c.tail_id_threshold);
     Py_DECREF(empty);
     if (!ok)
         return NULL;
