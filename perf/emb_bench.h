@@ -92,7 +92,8 @@ typedef enum BenchOpt {
     OPT_ROWWISE_ADAGRAD = 3,
     OPT_FTRL = 4,
     OPT_ADAM = 5,
-    OPT_COUNT = 6
+    OPT_ROWWISE_ADAGRAD_COUNTER = 6,
+    OPT_COUNT = 7
 } BenchOpt;
 
 typedef struct BenchPhaseSpec {

@@ -53,7 +53,7 @@ static const char usage[] =
     "  --strategies LIST sequential,parallel,prealloc-concat,auto | all           [all]\n"
     "  --threads LIST    thread counts, or auto (1..physical cores)              [auto]\n"
     "  --phases LIST     forward, update:OPT, train:OPT; OPT = sgd | adagrad |\n"
-    "                    rowwise_adagrad | ftrl | adam\n"
+    "                    rowwise_adagrad | ftrl | adam | rowwise_adagrad_counter\n"
     "                                                             [forward,train:sgd]\n"
     "  --iters N         at least N timed iterations per row                       [9]\n"
     "  --warmup N        untimed iterations first                                  [1]\n"
@@ -300,7 +300,7 @@ static int set_threads(BenchConfig *c, const char *v)
 
 /* The optimizers' names in --phases, indexed by BenchOpt (OPT_NONE: none). */
 static const char *const opt_names[OPT_COUNT] = {"", "sgd", "adagrad", "rowwise_adagrad",
-                                                 "ftrl", "adam"};
+                                                 "ftrl", "adam", "rowwise_adagrad_counter"};
 
 EmbOptimizerKind bench_opt_kind(BenchOpt o)
 {
@@ -309,6 +309,7 @@ EmbOptimizerKind bench_opt_kind(BenchOpt o)
     case OPT_ROWWISE_ADAGRAD: return EMB_OPT_ROWWISE_ADAGRAD;
     case OPT_FTRL: return EMB_OPT_FTRL;
     case OPT_ADAM: return EMB_OPT_ADAM;
+    case OPT_ROWWISE_ADAGRAD_COUNTER: return EMB_OPT_ROWWISE_ADAGRAD_COUNTER;
     default: return EMB_OPT_SGD;
     }
 }
