@@ -38,7 +38,10 @@ void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan)
     plan->decay_scale = 1.0f;
 }
 
-void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g)
+/* emb__counter_row's body with the dtype a constant (one copy per dtype: no per-element
+   switch in emb__load / emb__store). */
+EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, float *s,
+                             const float *g)
 {
     const EmbOptimizerConfig *c = plan->counter;
     const int32_t D = plan->table->featuresize;
@@ -57,9 +60,16 @@ void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const
     const float freq = (float)c->counter_halflife / *cnt;
     const bool l2 = c->weight_decay > 0.0f && c->weight_decay_mode == EMB_DECAY_L2;
     float l[8] = {0}; /* Σ g'² in the 8-lane order of kernels.h, g' = g + wd·w with L2 */
-    for (int32_t i = 0; i < D; i++) {
-        const float gi = l2 ? g[i] + c->weight_decay * emb__load(dt, w, i) : g[i];
-        l[i % 8] = l[i % 8] + gi * gi;
+    const float wd = l2 ? c->weight_decay : 0.0f;
+    int32_t i = 0;
+    for (; i + 8 <= D; i += 8)
+        for (int j = 0; j < 8; j++) {
+            const float gi = g[i + j] + wd * emb__load(dt, w, i + j);
+            l[j] = l[j] + gi * gi;
+        }
+    for (int j = 0; i + j < D; j++) {
+        const float gi = g[i + j] + wd * emb__load(dt, w, i + j);
+        l[j] = l[j] + gi * gi;
     }
     const float sum = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
     *h = *h + sum / (float)D;
@@ -71,9 +81,18 @@ void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const
     float corr = 1.0f;
     if (enabled && c->weight_decay > 0.0f)
         corr = 1.0f - freq * c->weight_decay * (l2 ? mult : c->lr);
-    for (int32_t i = 0; i < D; i++) {
-        const float wi = emb__load(dt, w, i);
-        const float gi = l2 ? g[i] + c->weight_decay * wi : g[i];
-        emb__store(dt, w, i, corr * wi - adj * gi);
+    for (int32_t k = 0; k < D; k++) {
+        const float wi = emb__load(dt, w, k);
+        emb__store(dt, w, k, corr * wi - adj * (g[k] + wd * wi));
+    }
+}
+
+void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g)
+{
+    switch (dt) {
+    case EMB_F32: counter_body(plan, EMB_F32, w, s, g); break;
+    case EMB_F16: counter_body(plan, EMB_F16, w, s, g); break;
+    case EMB_BF16: counter_body(plan, EMB_BF16, w, s, g); break;
+    default: counter_body(plan, dt, w, s, g); break;
     }
 }
