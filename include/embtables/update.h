@@ -203,7 +203,8 @@ EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float l
 
 /**
  * The f32 elements of optimizer state @p kind keeps per row of @p featuresize elements
- * (SGD 0, Adagrad D, row-wise Adagrad 1, FTRL and Adam 2 x D): what a tiered table's
+ * (SGD 0, Adagrad D, row-wise Adagrad 1, counter row-wise Adagrad 3, FTRL and Adam 2 x D):
+ * what a tiered table's
  * EmbTieredOptions::state_width needs.
  * @return the width, or EMB_EINVAL (an unknown kind, featuresize < 1)
  */
@@ -211,7 +212,8 @@ EMB_API int32_t emb_optimizer_state_width(EmbOptimizerKind kind, int32_t feature
 
 /**
  * Checks @p cfg as emb_optimizer_create() does (the GPU back end checks with it too).
- * @return 0, EMB_ENULL, EMB_EINVAL (naming the hyper-parameter out of range)
+ * @return 0, EMB_ENULL, EMB_EINVAL (naming the hyper-parameter out of range), EMB_ENOTSUP
+ *         (the counter optimizer's learning_rate_mode 0 or 1)
  */
 EMB_API int emb_optimizer_config_check(const EmbOptimizerConfig *cfg);
 
@@ -223,7 +225,8 @@ EMB_API int emb_optimizer_config_check(const EmbOptimizerConfig *cfg);
  * before destroying a table it updated. An optimizer must not be used by two calls at
  * once (it holds the per-table state and step counts).
  * @return 0, EMB_ENULL, EMB_EINVAL (a hyper-parameter out of range, NaN or infinite; an
- *         unknown kind or placement), EMB_ENOMEM
+ *         unknown kind or placement), EMB_ENOTSUP (as emb_optimizer_config_check()),
+ *         EMB_ENOMEM
  */
 EMB_API int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg);
 /** Destroys an optimizer and all its state (NULL is fine); sets `*opt` to NULL. */
@@ -255,7 +258,8 @@ EMB_API void emb_optimizer_detach(EmbOptimizer *opt, const EmbTable *table);
 /**
  * @p table's state slot @p slot as a table owned by the optimizer (NULL in `*out` when
  * the kind has no such slot): Adagrad 0 = h (D per column); row-wise Adagrad 0 = h (1 per
- * column); FTRL 0 = [accumulator D | linear D] per column; Adam 0 = [m D | v D].
+ * column); FTRL 0 = [accumulator D | linear D] per column; Adam 0 = [m D | v D];
+ * counter row-wise Adagrad 0 = [h | last step | counter].
  * @p step (may be NULL) receives the number of updates applied to the table.
  * @return 0, EMB_ENULL, EMB_EINVAL (slot < 0), EMB_ENOTFOUND (the table has no state yet)
  */
