@@ -25,18 +25,10 @@ void emb__plan_clip(const EmbOptimizerConfig *c, EmbPlan *plan)
     plan->clip = c->max_gradient > 0.0f || c->max_row_norm > 0.0f || c->max_global_norm > 0.0f;
 }
 
-/* Σ g² of a row in the 8-lane order of kernels.h (row-wise Adagrad's), in a form the
-   compiler vectorises (one 8-lane accumulator). */
+/* Σ g² of a row in the 8-lane order of kernels.h (row-wise Adagrad's). */
 static float row_sumsq(const float *g, int32_t D)
 {
-    float l[8] = {0};
-    int32_t i = 0;
-    for (; i + 8 <= D; i += 8)
-        for (int j = 0; j < 8; j++)
-            l[j] = l[j] + g[i + j] * g[i + j];
-    for (int j = 0; i + j < D; j++)
-        l[j] = l[j] + g[i + j] * g[i + j];
-    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    return emb__sumsq8(g, D);
 }
 
 /* Element-wise and row-norm clipping of @g into @out (may be @g). */
