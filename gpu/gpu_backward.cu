@@ -432,6 +432,9 @@ static int check_opt(const EmbGpuTable *t, const EmbOptimizerConfig *o)
     if (o->kind != EMB_OPT_SGD && o->kind != EMB_OPT_ROWWISE_ADAGRAD && o->kind != EMB_OPT_ADAM)
         return emb__gpu_fail(EMB_ENOTSUP, "optimizer kind %d: the GPU backward takes SGD, "
                              "ROWWISE_ADAGRAD and ADAM", (int)o->kind);
+    if (o->max_gradient > 0.0f || o->max_row_norm > 0.0f || o->max_global_norm > 0.0f)
+        return emb__gpu_fail(EMB_ENOTSUP, "optimizer max_gradient / max_row_norm / "
+                             "max_global_norm: the GPU backward has no gradient clipping");
     if (t->opt_kind >= 0 && t->opt_kind != (int)o->kind)
         return emb__gpu_fail(EMB_EINVAL, "table \"%s\" holds state of optimizer kind %d, not %d",
                              t->name, t->opt_kind, (int)o->kind);

@@ -92,7 +92,8 @@ typedef enum BenchOpt {
     OPT_ROWWISE_ADAGRAD = 3,
     OPT_FTRL = 4,
     OPT_ADAM = 5,
-    OPT_COUNT = 6
+    OPT_ROWWISE_ADAGRAD_COUNTER = 6,
+    OPT_COUNT = 7
 } BenchOpt;
 
 typedef struct BenchPhaseSpec {
@@ -123,6 +124,7 @@ typedef struct BenchConfig {
     EmbDtype state_dtype; /* --state-dtype: the optimizers' state (f32, f16, bf16) */
     uint64_t seed;
     double lr;
+    double clip[3]; /* --clip: max_gradient, max_row_norm, max_global_norm (0: off) */
     int64_t roof_mib;
     int quick;
     const char *csv, *plot, *peer, *peer_script;

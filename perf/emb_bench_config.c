@@ -53,7 +53,7 @@ static const char usage[] =
     "  --strategies LIST sequential,parallel,prealloc-concat,auto | all           [all]\n"
     "  --threads LIST    thread counts, or auto (1..physical cores)              [auto]\n"
     "  --phases LIST     forward, update:OPT, train:OPT; OPT = sgd | adagrad |\n"
-    "                    rowwise_adagrad | ftrl | adam\n"
+    "                    rowwise_adagrad | ftrl | adam | rowwise_adagrad_counter\n"
     "                                                             [forward,train:sgd]\n"
     "  --iters N         at least N timed iterations per row                       [9]\n"
     "  --warmup N        untimed iterations first                                  [1]\n"
@@ -64,6 +64,8 @@ static const char usage[] =
     "  --breakdown       print the training step's phases: forward, record (backward),\n"
     "                    serial, pullback, index, apply (median ms per iteration)\n"
     "  --lr X            optimizer learning rate                                [0.01]\n"
+    "  --clip G,R,N      every optimizer's gradient clipping: max_gradient,\n"
+    "                    max_row_norm, max_global_norm (0: off)                [0,0,0]\n"
     "  --pooling P       sum | max: how every table's bags are pooled            [sum]\n"
     "  --state-dtype T   f32 | f16 | bf16: the optimizers' state                 [f32]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
@@ -299,7 +301,7 @@ static int set_threads(BenchConfig *c, const char *v)
 
 /* The optimizers' names in --phases, indexed by BenchOpt (OPT_NONE: none). */
 static const char *const opt_names[OPT_COUNT] = {"", "sgd", "adagrad", "rowwise_adagrad",
-                                                 "ftrl", "adam"};
+                                                 "ftrl", "adam", "rowwise_adagrad_counter"};
 
 EmbOptimizerKind bench_opt_kind(BenchOpt o)
 {
@@ -308,6 +310,7 @@ EmbOptimizerKind bench_opt_kind(BenchOpt o)
     case OPT_ROWWISE_ADAGRAD: return EMB_OPT_ROWWISE_ADAGRAD;
     case OPT_FTRL: return EMB_OPT_FTRL;
     case OPT_ADAM: return EMB_OPT_ADAM;
+    case OPT_ROWWISE_ADAGRAD_COUNTER: return EMB_OPT_ROWWISE_ADAGRAD_COUNTER;
     default: return EMB_OPT_SGD;
     }
 }
@@ -457,6 +460,12 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
                : strcmp(v, "sum") == 0 ? ((c->pooling_max = 0), 0) : bad(k, v);
     if (strcmp(k, "min-time") == 0) return set_number(k, v, 0, &c->min_time);
     if (strcmp(k, "lr") == 0) return set_number(k, v, 0, &c->lr);
+    if (strcmp(k, "clip") == 0) {
+        char tail;
+        return sscanf(v, "%lf,%lf,%lf%c", &c->clip[0], &c->clip[1], &c->clip[2], &tail) == 3 &&
+                       c->clip[0] >= 0 && c->clip[1] >= 0 && c->clip[2] >= 0
+                   ? 0 : bad(k, v);
+    }
     if (set_number(k, v, 0, &x) != 0)
         return -1;
     if (strcmp(k, "batch") == 0 && x >= 1) return (c->batch = (int64_t)x), 0;
@@ -541,7 +550,7 @@ static const struct option long_options[] = {
     {"phases", required_argument, 0, 0},     {"iters", required_argument, 0, 0},
     {"warmup", required_argument, 0, 0},     {"min-time", required_argument, 0, 0},
     {"breakdown", optional_argument, 0, 0},  {"lr", required_argument, 0, 0},
-    {"pooling", required_argument, 0, 0},
+    {"pooling", required_argument, 0, 0},    {"clip", required_argument, 0, 0},
     {"state-dtype", required_argument, 0, 0},
     {"seed", required_argument, 0, 0},       {"roof-mib", required_argument, 0, 0},
     {"csv", required_argument, 0, 0},        {"plot", required_argument, 0, 0},

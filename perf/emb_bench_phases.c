@@ -71,6 +71,9 @@ static int optimizer(BenchRunner *r, BenchOpt kind)
         return 0;
     EmbOptimizerConfig cfg = emb_optimizer_defaults(bench_opt_kind(kind), (float)r->cfg->lr);
     cfg.state_dtype = r->cfg->state_dtype;
+    cfg.max_gradient = (float)r->cfg->clip[0];
+    cfg.max_row_norm = (float)r->cfg->clip[1];
+    cfg.max_global_norm = (float)r->cfg->clip[2];
     return emb_optimizer_create(&r->w->opt[kind], &cfg);
 }
 

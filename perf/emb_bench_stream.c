@@ -211,6 +211,7 @@ static double state_per_element(BenchOpt opt, int32_t dim)
     switch (opt) {
     case OPT_ADAGRAD: return 1;
     case OPT_ROWWISE_ADAGRAD: return 1.0 / dim;
+    case OPT_ROWWISE_ADAGRAD_COUNTER: return 3.0 / dim;
     case OPT_FTRL:
     case OPT_ADAM: return 2;
     default: return 0;

@@ -581,7 +581,9 @@ static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"eps", "initial_accumulator", "beta1", "beta2",
                              "bias_correction", "lr_power", "l1", "l2", "state_dtype",
-                             "stochastic_rounding", NULL};
+                             "stochastic_rounding", "max_gradient", "max_row_norm",
+                             "max_global_norm", "counter_halflife", "adjustment_iter",
+                             "adjustment_ub", "learning_rate_mode", "tail_id_threshold", NULL};
     int kind;
     float lr;
     if (!PyArg_ParseTuple(args, "if", &kind, &lr))
@@ -591,10 +593,12 @@ static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (!empty)
         return NULL;
     int state_dtype = EMB_F32;
-    const int ok = PyArg_ParseTupleAndKeywords(empty, kw, "|$ffffpfffip", kwlist, &c.eps,
-                                               &c.initial_accumulator, &c.beta1, &c.beta2,
-                                               &c.bias_correction, &c.lr_power, &c.l1, &c.l2,
-                                               &state_dtype, &c.stochastic_rounding);
+    const int ok = PyArg_ParseTupleAndKeywords(
+        empty, kw, "|$ffffpfffipfffiifif", kwlist, &c.eps, &c.initial_accumulator, &c.beta1,
+        &c.beta2, &c.bias_correction, &c.lr_power, &c.l1, &c.l2, &state_dtype,
+        &c.stochastic_rounding, &c.max_gradient, &c.max_row_norm, &c.max_global_norm,
+        &c.counter_halflife, &c.adjustment_iter, &c.adjustment_ub, &c.learning_rate_mode,
+        &c.tail_id_threshold);
     c.state_dtype = (EmbDtype)state_dtype;
     Py_DECREF(empty);
     if (!ok)

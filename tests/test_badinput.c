@@ -1089,10 +1089,10 @@ static int cases_optimizers(int i, int *kp, Fx *f, CaseInfo *info)
     SECTION_BEGIN
     V(emb_optimizer_defaults, EMB_EINVAL, defaults_unknown_kind(9))
     C(emb_optimizer_config_check, EMB_ENULL, "'cfg'", emb_optimizer_config_check(NULL))
-    C(emb_optimizer_state_width, EMB_EINVAL, "kind 5", emb_optimizer_state_width(5, 8))
+    C(emb_optimizer_state_width, EMB_EINVAL, "kind 6", emb_optimizer_state_width(6, 8))
     C(emb_optimizer_state_width, EMB_EINVAL, "featuresize 0",
       emb_optimizer_state_width(EMB_OPT_ADAM, 0))
-    C(emb_optimizer_config_check, EMB_EINVAL, "kind 5", cfg_check(5, 99, 0))
+    C(emb_optimizer_config_check, EMB_EINVAL, "kind 6", cfg_check(6, 99, 0))
     C(emb_optimizer_config_check, EMB_EINVAL, "kind -1", cfg_check(-1, 99, 0))
     C(emb_optimizer_config_check, EMB_EINVAL, "lr", cfg_check(EMB_OPT_SGD, 0, 0.0f))
     C(emb_optimizer_config_check, EMB_EINVAL, "lr", cfg_check(EMB_OPT_SGD, 0, -1.0f))

@@ -716,6 +716,40 @@ static void nonfinite(void)
     emb_dist_destroy(&d);
 }
 
+/* max_global_norm (a norm over every rank's tables, not implemented): EMB_ENOTSUP on
+ * every rank, no table changed; element and row clipping (per column) apply. */
+static void global_norm_refused(void)
+{
+    EmbDist *d;
+    EmbOptimizer *opt;
+    small_ensemble("global_norm", 1, 0, &d, &opt);
+    if (!d)
+        return;
+    int64_t ids0[6] = {1, 2, 3, 4, 5, 6}, ids1[6] = {7, 8, 9, 10, 11, 12};
+    const EmbBatch b[2] = {{.ids = ids0, .nnz = 6, .nbags = 3, .bag_size = 2},
+                           {.ids = ids1, .nnz = 6, .nbags = 3, .bag_size = 2}};
+    float out[3 * 12], dy[3 * 12];
+    const EmbOutputs eo = {.concat = out, .concat_stride = 12};
+    const EmbOutputs go = {.concat = dy, .concat_stride = 12};
+    for (int i = 0; i < 36; i++)
+        dy[i] = 0.5f;
+    const double before = local_sum(d);
+    EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAGRAD, 0.1f);
+    for (int k = 0; k < 2; k++) {
+        c.max_global_norm = k ? 0.0f : 1.0f;
+        c.max_gradient = 0.25f;
+        emb_optimizer_set_config(opt, &c);
+        int r = emb_dist_maplookup(d, b, NULL, &eo);
+        r = r ? r : emb_dist_backward(d, &go);
+        r = r ? r : emb_dist_update(d, opt, 0);
+        CHECK(r == (k ? 0 : EMB_ENOTSUP), "global_norm %d: update gives %d", k, r);
+        CHECK(k || strstr(emb_dist_last_error(), "max_global_norm"), "global_norm: message");
+        CHECK(k || local_sum(d) == before, "global_norm: a table changed");
+    }
+    emb_optimizer_destroy(&opt);
+    emb_dist_destroy(&d);
+}
+
 /* A rank describing another ensemble: every rank's emb_dist_create fails the same way. */
 static void mismatch(void)
 {
@@ -922,6 +956,7 @@ int main(int argc, char **argv)
     max_rowwise();
     bad_id();
     nonfinite();
+    global_norm_refused();
     mismatch();
     placement();
     int total = 0;

@@ -41,7 +41,7 @@ Test(validation, optimizer_placement_and_hyperparameters)
     c = emb_optimizer_defaults(EMB_OPT_ADAM, 0.1f);
     c.bias_correction = 2;
     cr_assert_eq(emb_optimizer_create(&opt, &c), EMB_EINVAL);
-    c = emb_optimizer_defaults((EmbOptimizerKind)5, 0.1f);
+    c = emb_optimizer_defaults((EmbOptimizerKind)6, 0.1f);
     cr_assert_eq(emb_optimizer_create(&opt, &c), EMB_EINVAL);
     cr_assert_null(opt);
 }

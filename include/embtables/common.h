@@ -230,6 +230,9 @@ typedef enum EmbOptimizerKind {
                                       w -= lr·g / (sqrt(h) + eps)  (FBGEMM) */
     EMB_OPT_FTRL = 3,            /**< TF ApplyFtrl (lr_power, l1, l2, accumulator) */
     EMB_OPT_ADAM = 4,            /**< PyTorch SparseAdam (lazy moments, t per table) */
+    EMB_OPT_ROWWISE_ADAGRAD_COUNTER = 5, /**< FBGEMM's rowwise_adagrad_with_counter: row-wise
+                                      Adagrad with a per-row counter (EmbOptimizerConfig's
+                                      counter fields; docs/guide/training.md) */
 } EmbOptimizerKind;
 
 /** Initializer kinds (TF's names). */

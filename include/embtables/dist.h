@@ -197,7 +197,8 @@ EMB_API int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs);
  * gradient or weight on any rank gives EMB_ENONFINITE on every rank (found by
  * emb_dist_backward(), reported here, as emb_update_many() reports it) and no rank
  * applies anything.
- * @return 0; EMB_ENULL, EMB_EINVAL (no backward recorded), EMB_ENONFINITE, any code of
+ * @return 0; EMB_ENULL, EMB_EINVAL (no backward recorded), EMB_ENONFINITE, EMB_ENOTSUP
+ *         (the optimizer's max_global_norm: no norm across ranks yet), any code of
  *         emb_update_many(), EMB_EIO; the same on every rank. Every check and every
  *         allocation (emb_update_many_prepare()) is agreed on before any rank applies, so
  *         on failure no rank's table or optimizer state changes (after a failure in the

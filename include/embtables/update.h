@@ -173,6 +173,29 @@ typedef struct EmbOptimizerConfig {
                               the columns a step updates only, with w the column's value
                               before the step (rounded to the table's dtype when scaled) */
     EmbWeightDecay weight_decay_mode; /**< EMB_DECAY_L2 (default) or EMB_DECAY_DECOUPLED */
+    /* -- gradient clipping (issue 42): on each distinct column's summed gradient g, before
+       weight decay and the optimizer, in this order; 0 turns each off (the default) -- */
+    float max_gradient;  /**< element-wise: g_i = clamp(g_i, -max_gradient, max_gradient)
+                              (FBGEMM TBE's gradient_clipping; >= 0) */
+    float max_row_norm;  /**< per column: g *= max_row_norm / ||g||_2 when ||g||_2 exceeds
+                              it (>= 0) */
+    float max_global_norm; /**< over every column of every table of the call (emb_update,
+                              emb_update_many, a collection's step): g *= max_global_norm /
+                              (N + 1e-6) when the norm N of all the clipped gradients
+                              exceeds it (torch.nn.utils.clip_grad_norm_); N is the same
+                              bits for any thread and split count (>= 0) */
+    /* -- EMB_OPT_ROWWISE_ADAGRAD_COUNTER (issue 42; FBGEMM's counter-based regularization,
+       regularization_mode 3): per row h, the step it was last seen, its counter c -- */
+    int32_t counter_halflife; /**< > 0: c = 1 + 2^(-steps since the row's last step /
+                                   halflife) · c; 0: c = 1; < 0 (default -1): c += 1 */
+    int32_t adjustment_iter;  /**< the learning-rate mode and the counter's weight decay
+                                   act from step adjustment_iter + 1 on (<= 0, default -1:
+                                   from the first) */
+    float adjustment_ub;      /**< learning_rate_mode 2's a (default 1; > 0) */
+    int32_t learning_rate_mode; /**< -1 (default): Adagrad's rate; 2: lr / (sqrt(a · c) +
+                                   eps) for rows with c > tail_id_threshold (FBGEMM's modes 0
+                                   and 1 scale by the table's largest counter: EMB_ENOTSUP) */
+    float tail_id_threshold;  /**< rows with c <= it keep Adagrad's rate (0; >= 0) */
     /* ---- low-precision state and rounding (docs/design/lowp.md) ---- */
     EmbDtype state_dtype; /**< element type of the optimizer state: EMB_F32 (default),
                                EMB_F16 or EMB_BF16 (half the bytes; the row kernels step it
@@ -192,7 +215,8 @@ EMB_API EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float l
 
 /**
  * The f32 elements of optimizer state @p kind keeps per row of @p featuresize elements
- * (SGD 0, Adagrad D, row-wise Adagrad 1, FTRL and Adam 2 x D): what a tiered table's
+ * (SGD 0, Adagrad D, row-wise Adagrad 1, counter row-wise Adagrad 3, FTRL and Adam 2 x D):
+ * what a tiered table's
  * EmbTieredOptions::state_width needs.
  * @return the width, or EMB_EINVAL (an unknown kind, featuresize < 1)
  */
@@ -200,7 +224,8 @@ EMB_API int32_t emb_optimizer_state_width(EmbOptimizerKind kind, int32_t feature
 
 /**
  * Checks @p cfg as emb_optimizer_create() does (the GPU back end checks with it too).
- * @return 0, EMB_ENULL, EMB_EINVAL (naming the hyper-parameter out of range)
+ * @return 0, EMB_ENULL, EMB_EINVAL (naming the hyper-parameter out of range), EMB_ENOTSUP
+ *         (the counter optimizer's learning_rate_mode 0 or 1)
  */
 EMB_API int emb_optimizer_config_check(const EmbOptimizerConfig *cfg);
 
@@ -212,7 +237,8 @@ EMB_API int emb_optimizer_config_check(const EmbOptimizerConfig *cfg);
  * before destroying a table it updated. An optimizer must not be used by two calls at
  * once (it holds the per-table state and step counts).
  * @return 0, EMB_ENULL, EMB_EINVAL (a hyper-parameter out of range, NaN or infinite; an
- *         unknown kind or placement), EMB_ENOMEM
+ *         unknown kind or placement), EMB_ENOTSUP (as emb_optimizer_config_check()),
+ *         EMB_ENOMEM
  */
 EMB_API int emb_optimizer_create(EmbOptimizer **out, const EmbOptimizerConfig *cfg);
 /** Destroys an optimizer and all its state (NULL is fine); sets `*opt` to NULL. */
@@ -244,7 +270,8 @@ EMB_API void emb_optimizer_detach(EmbOptimizer *opt, const EmbTable *table);
 /**
  * @p table's state slot @p slot as a table owned by the optimizer (NULL in `*out` when
  * the kind has no such slot): Adagrad 0 = h (D per column); row-wise Adagrad 0 = h (1 per
- * column); FTRL 0 = [accumulator D | linear D] per column; Adam 0 = [m D | v D].
+ * column); FTRL 0 = [accumulator D | linear D] per column; Adam 0 = [m D | v D];
+ * counter row-wise Adagrad 0 = [h | last step | counter].
  * @p step (may be NULL) receives the number of updates applied to the table.
  * @return 0, EMB_ENULL, EMB_EINVAL (slot < 0), EMB_ENOTFOUND (the table has no state yet)
  */

@@ -35,7 +35,8 @@ COMBINERS = {"none": 0, "gather": 0, "sum": 1, "mean": 2, "sqrtn": 3, "max": 4}
 PRUNE_INVALID, PRUNE_NONPOSITIVE_WEIGHTS, USE_DEFAULT_ID = 1, 2, 4
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "int8": 3, "int4": 4}
 QUANTIZED = ("int8", "int4")
-OPTIMIZERS = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 2, "ftrl": 3, "adam": 4}
+OPTIMIZERS = {"sgd": 0, "adagrad": 1, "rowwise_adagrad": 2, "ftrl": 3, "adam": 4,
+              "rowwise_adagrad_counter": 5}
 INITIALIZERS = {"none": 0, "zeros": 1, "ones": 2, "constant": 3, "uniform": 4, "normal": 5,
                 "truncated_normal": 6, "uniform_unit_scaling": 7}
 
@@ -319,7 +320,12 @@ class Optimizer:
     hyper-parameters: eps, initial_accumulator, beta1, beta2, bias_correction, lr_power,
     l1, l2; state_dtype ("f32", "f16" or "bf16": the state kept in half the bytes) and
     stochastic_rounding (True: f16 / bf16 rows and state rounded stochastically, the same
-    bits for any thread count). lr can be changed between steps; the state is kept."""
+    bits for any thread count); gradient clipping (0: off) max_gradient (element-wise
+    clamp), max_row_norm (each row's L2 norm), max_global_norm (over every table of a step,
+    as torch.nn.utils.clip_grad_norm_); 'rowwise_adagrad_counter' (FBGEMM's
+    rowwise_adagrad_with_counter): counter_halflife, adjustment_iter, adjustment_ub,
+    learning_rate_mode (-1 or 2), tail_id_threshold. lr can be changed between steps; the
+    state is kept."""
 
     def __init__(self, kind="sgd", lr=0.01, **hyper):
         if kind not in OPTIMIZERS:

@@ -25,11 +25,13 @@ def steps(ebc, gen, n):
 
 
 def fresh(optimizer):
+    hyper = (dict(counter_halflife=2, learning_rate_mode=2, adjustment_ub=0.5)
+             if optimizer == "rowwise_adagrad_counter" else {})
     return EmbeddingBagCollection([torch.randn(n, d, generator=torch.Generator().manual_seed(n))
-                                   for n, d in SIZES], optimizer=optimizer, lr=0.05)
+                                   for n, d in SIZES], optimizer=optimizer, lr=0.05, **hyper)
 
 
-@pytest.mark.parametrize("optimizer", ["adagrad", "adam"])
+@pytest.mark.parametrize("optimizer", ["adagrad", "adam", "rowwise_adagrad_counter"])
 def test_resume_bit_for_bit_and_numpy_reader(tmp_path, optimizer):
     straight, resumed = fresh(optimizer), fresh(optimizer)
     steps(straight, torch.Generator().manual_seed(1), 3)

@@ -274,6 +274,13 @@ int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs)
     return r;
 }
 
+/* Whether @opt clips by a global norm (which would be each rank's own here). */
+static bool dist_global_norm(const EmbOptimizer *opt)
+{
+    EmbOptimizerConfig c;
+    return emb_optimizer_get_config(opt, &c) == 0 && c.max_global_norm > 0.0f;
+}
+
 int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
 {
     dist_clear_error();
@@ -286,6 +293,9 @@ int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
         r = dist_fail(EMB_EINVAL, "emb_dist_update: no emb_dist_backward() before");
     else if (!opt)
         r = dist_fail(EMB_ENULL, "emb_dist_update: opt is NULL");
+    else if (dist_global_norm(opt))
+        r = dist_fail(EMB_ENOTSUP, "emb_dist_update: the optimizer's max_global_norm (one "
+                      "norm over every rank's tables is not implemented)");
     else if (d->nonfinite)
         r = dist_fail(EMB_ENONFINITE, "emb_dist_update: %s (the tables check for finite "
                       "values)", d->nonfinite_msg);

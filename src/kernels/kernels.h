@@ -216,6 +216,19 @@ typedef struct EmbRowsArgs {
 } EmbRowsArgs;
 typedef void (*emb_rows_fn)(const EmbRowsArgs *a);
 
+/* Σ g² of a row in the 8-lane order the kernels use (row-wise Adagrad's, clipping's). */
+static inline float emb__sumsq8(const float *g, int32_t D)
+{
+    float l[8] = {0};
+    int32_t i = 0;
+    for (; i + 8 <= D; i += 8)
+        for (int j = 0; j < 8; j++)
+            l[j] = l[j] + g[i + j] * g[i + j];
+    for (int j = 0; i + j < D; j++)
+        l[j] = l[j] + g[i + j] * g[i + j];
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
 /* Element @i of distinct column @d's gradient (EmbRowsArgs), as the C references read it:
  * its one row's when its coefficient is 1, else the sum from zero in row order. */
 static inline float emb__rows_grad(const EmbRowsArgs *a, int64_t d, int32_t i)

@@ -15,14 +15,7 @@
 /* Σ g² in the 8-lane order of kernels.h. */
 static inline float sumsq8(const float *g, int32_t D)
 {
-    float l[8] = {0};
-    int32_t i = 0;
-    for (; i + 8 <= D; i += 8)
-        for (int j = 0; j < 8; j++)
-            l[j] = l[j] + g[i + j] * g[i + j];
-    for (int j = 0; i + j < D; j++)
-        l[j] = l[j] + g[i + j] * g[i + j];
-    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    return emb__sumsq8(g, D);
 }
 
 /* Row-wise Adagrad on columns d0 .. d1 (EmbRowsArgs): rowwise_body's steps with each

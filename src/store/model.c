@@ -221,6 +221,16 @@ static json_t *optimizer_json(const EmbOptimizerConfig *o, int *err)
     emb__json_set(j, "weight_decay", json_real(o->weight_decay), err);
     emb__json_set(j, "weight_decay_mode",
         json_string(o->weight_decay_mode == EMB_DECAY_DECOUPLED ? "decoupled" : "l2"), err);
+    emb__json_set(j, "max_gradient", json_real(o->max_gradient), err);
+    emb__json_set(j, "max_row_norm", json_real(o->max_row_norm), err);
+    emb__json_set(j, "max_global_norm", json_real(o->max_global_norm), err);
+    if (o->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER) {
+        emb__json_set(j, "counter_halflife", json_integer(o->counter_halflife), err);
+        emb__json_set(j, "adjustment_iter", json_integer(o->adjustment_iter), err);
+        emb__json_set(j, "adjustment_ub", json_real(o->adjustment_ub), err);
+        emb__json_set(j, "learning_rate_mode", json_integer(o->learning_rate_mode), err);
+        emb__json_set(j, "tail_id_threshold", json_real(o->tail_id_threshold), err);
+    }
     return j;
 }
 
@@ -270,9 +280,10 @@ static int parse_optimizer(EmbCkpt *c, json_t *o, const char *path)
 {
     const char *kind = emb__json_str(o, "kind");
     int k = 0;
-    while (k <= EMB_OPT_ADAM && (!kind || strcmp(kind, emb__optimizer_kind_name(k)) != 0))
+    while (k <= EMB_OPT_ROWWISE_ADAGRAD_COUNTER &&
+           (!kind || strcmp(kind, emb__optimizer_kind_name(k)) != 0))
         k++;
-    if (k > EMB_OPT_ADAM)
+    if (k > EMB_OPT_ROWWISE_ADAGRAD_COUNTER)
         return emb__ckpt_corrupt(path, "unknown optimizer kind");
     EmbOptimizerConfig *cfg = &c->opt;
     *cfg = emb_optimizer_defaults((EmbOptimizerKind)k, 1.0f);
@@ -285,6 +296,29 @@ static int parse_optimizer(EmbCkpt *c, json_t *o, const char *path)
         if (!json_is_number(v))
             return emb__ckpt_corrupt(path, "optimizer %s is not a number", keys[i]);
         *dst[i] = (float)json_number_value(v);
+    }
+    /* gradient clipping: absent from checkpoints written before it (0: off) */
+    static const char *const clip_keys[] = {"max_gradient", "max_row_norm", "max_global_norm"};
+    float *const clip_dst[] = {&cfg->max_gradient, &cfg->max_row_norm, &cfg->max_global_norm};
+    for (size_t i = 0; i < sizeof clip_keys / sizeof *clip_keys; i++) {
+        json_t *v = json_object_get(o, clip_keys[i]);
+        if (v && !json_is_number(v))
+            return emb__ckpt_corrupt(path, "optimizer %s is not a number", clip_keys[i]);
+        *clip_dst[i] = v ? (float)json_number_value(v) : 0.0f;
+    }
+    if (k == EMB_OPT_ROWWISE_ADAGRAD_COUNTER) {
+        int64_t hl, ai, lm;
+        json_t *ub = json_object_get(o, "adjustment_ub"), *tt = json_object_get(o, "tail_id_threshold");
+        if (emb__json_int(o, "counter_halflife", INT32_MIN, INT32_MAX, &hl) ||
+            emb__json_int(o, "adjustment_iter", INT32_MIN, INT32_MAX, &ai) ||
+            emb__json_int(o, "learning_rate_mode", -1, 2, &lm) || !json_is_number(ub) ||
+            !json_is_number(tt))
+            return emb__ckpt_corrupt(path, "optimizer counter fields are missing or invalid");
+        cfg->counter_halflife = (int32_t)hl;
+        cfg->adjustment_iter = (int32_t)ai;
+        cfg->learning_rate_mode = (int32_t)lm;
+        cfg->adjustment_ub = (float)json_number_value(ub);
+        cfg->tail_id_threshold = (float)json_number_value(tt);
     }
     int64_t bc;
     const char *mode = emb__json_str(o, "weight_decay_mode");

@@ -98,6 +98,9 @@ static EmbPlan *plans_of(EmbStrategy *s, int64_t n)
  * the same bits: a distinct column is always applied whole by one task. */
 #define APPLY_PER_PART 4
 
+/* Where a thread's global-norm accumulator starts in its scratch (after the plan's rows of @dmax). */
+#define NORM_ACC_OFFSET(dmax) ((EMB_PLAN_SCRATCH_ROWS * (size_t)(dmax) * sizeof(float) + 63) / 64 * 64)
+
 typedef EmbManyCall ManyCtx;
 
 enum { T_SERIAL = 0, T_PULLBACK = 1, T_INDEX = 2, T_APPLY = 3 };
@@ -140,6 +143,58 @@ static void apply_task(void *vctx, int64_t task, int thread)
     }
     if (c->flags & EMB_UPDATE_NONTEMPORAL)
         emb__sfence();
+}
+
+/* The global norm's task: as apply_task's split, its Σ g² into the thread's accumulator
+   (after its 3 * dmax floats of scratch). */
+static float *norm_scratch(const ManyCtx *c, int thread, EmbNormAcc **acc)
+{
+    char *s = emb__strategy_scratch(c->s, thread);
+    *acc = (EmbNormAcc *)(void *)(s + NORM_ACC_OFFSET(c->dmax));
+    return (float *)(void *)s;
+}
+
+static void norm_task(void *vctx, int64_t task, int thread)
+{
+    const ManyCtx *c = vctx;
+    const int64_t per_table = c->nsplits * c->asplits;
+    const EmbPlan *p = &c->plans[task / per_table];
+    int64_t d0, d1;
+    emb__pindex_apply_range(p, (int)(task % per_table / c->asplits), task % c->asplits,
+                            c->asplits, &d0, &d1);
+    EmbNormAcc *acc;
+    float *scratch = norm_scratch(c, thread, &acc);
+    emb__clip_norm_range(p, d0, d1, scratch, acc);
+}
+
+/* Whether the call has a global norm to compute before its apply. */
+static bool global_norm(const ManyCtx *c)
+{
+    return c->opt->cfg.max_global_norm > 0.0f;
+}
+
+/* Every thread's accumulator zeroed, before the norm tasks. */
+static void norm_start(ManyCtx *c)
+{
+    for (int t = 0; t < c->s->nthreads; t++) {
+        EmbNormAcc *acc;
+        norm_scratch(c, t, &acc);
+        *acc = (EmbNormAcc){{0}, 0.0};
+    }
+}
+
+/* The threads' accumulators merged in thread order (integer sums: any order, same bits)
+   and the global factor set in every plan. */
+static void norm_finish(ManyCtx *c)
+{
+    EmbNormAcc total = {{0}, 0.0}, *acc;
+    for (int t = 0; t < c->s->nthreads; t++) {
+        norm_scratch(c, t, &acc);
+        emb__norm_acc_merge(&total, acc);
+    }
+    const float scale = emb__clip_global_scale(&total, c->opt->cfg.max_global_norm);
+    for (int64_t i = 0; i < c->n; i++)
+        c->plans[i].clip_scale = scale;
 }
 
 static void chunk_task(void *vctx, int64_t task, int thread)
@@ -240,7 +295,7 @@ static int plan_all(EmbOptimizer *opt, EmbPlan *plans, int64_t n, unsigned flags
  * before a failure cancelled). */
 static int prepare_rest(ManyCtx *c)
 {
-    if (emb__strategy_reserve(c->s, EMB_PLAN_SCRATCH_ROWS * (size_t)c->dmax * sizeof(float)))
+    if (emb__strategy_reserve(c->s, NORM_ACC_OFFSET(c->dmax) + sizeof(EmbNormAcc)))
         return emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     int r = plan_all(c->opt, c->plans, c->n, c->flags);
     int64_t prepared = 0;
@@ -262,16 +317,31 @@ static int64_t apply_step(ManyCtx *c, emb_task_fn *fn)
     return c->n * c->nsplits * c->asplits;
 }
 
+/* The global norm's tasks (the apply's splits), after the preparation. */
+static int64_t norm_step(ManyCtx *c, emb_task_fn *fn)
+{
+    norm_start(c);
+    *fn = norm_task;
+    return c->n * c->nsplits * c->asplits;
+}
+
 /* The serial steps of emb_update_many's one region: the indexing's phases, then (@phase ==
- * index_phases) the rest of the preparation and the apply. */
+ * index_phases) the rest of the preparation and the apply, or with a global norm the
+ * norm's tasks, then (the next phase) the apply. */
 static int64_t many_step(void *vctx, int phase, emb_task_fn *fn)
 {
     ManyCtx *c = vctx;
     if (phase < index_phases(c))
         return index_step(c, phase, fn);
+    if (phase > index_phases(c)) {
+        norm_finish(c);
+        return apply_step(c, fn);
+    }
     int r = index_finish(c);
     r = r ? r : prepare_rest(c);
-    return r ? fail_step(c, r) : apply_step(c, fn);
+    if (r)
+        return fail_step(c, r);
+    return global_norm(c) ? norm_step(c, fn) : apply_step(c, fn);
 }
 
 /*
@@ -304,7 +374,7 @@ static int many_run(EmbStrategy *strategy, EmbOptimizer *opt, EmbTable *const *t
     c->asplits = c->nsplits > 1 ? APPLY_PER_PART : 1;
     const int64_t tasks = n * c->nsplits * (apply ? c->asplits : 1);
     emb__strategy_run_phases(strategy, (int)EMB_MIN(c->nthreads, tasks),
-                             index_phases(c) + apply, many_step, c);
+                             index_phases(c) + apply * (1 + global_norm(c)), many_step, c);
     if (c->rc || apply)
         return c->rc;
     r = index_finish(c);
@@ -327,7 +397,12 @@ static void many_done(ManyCtx *c)
  * Allocates nothing and cannot fail. */
 static void many_apply(ManyCtx *c)
 {
-    emb_task_fn fn;
+    emb_task_fn fn = NULL;
+    if (global_norm(c)) {
+        const int64_t ntasks = norm_step(c, &fn);
+        emb__strategy_run_on(c->s, c->nthreads, ntasks, fn, c);
+        norm_finish(c);
+    }
     const int64_t ntasks = apply_step(c, &fn);
     emb__strategy_run_on(c->s, c->nthreads, ntasks, fn, c);
     many_done(c);

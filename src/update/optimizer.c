@@ -14,7 +14,9 @@
 EmbOptimizerConfig emb_optimizer_defaults(EmbOptimizerKind kind, float lr)
 {
     EmbOptimizerConfig c = {.kind = kind, .lr = lr, .eps = 1e-10f, .lr_power = -0.5f,
-                            .beta1 = 0.9f, .beta2 = 0.999f, .bias_correction = 1};
+                            .beta1 = 0.9f, .beta2 = 0.999f, .bias_correction = 1,
+                            .counter_halflife = -1, .adjustment_iter = -1,
+                            .adjustment_ub = 1.0f, .learning_rate_mode = -1};
     if (kind == EMB_OPT_FTRL)
         c.initial_accumulator = 0.1f;
     if (kind == EMB_OPT_ADAM)
@@ -44,6 +46,9 @@ static int bad_hyperparam(const EmbOptimizerConfig *c, HyperParam *bad)
         {"beta1", "in [0, 1) (Adam)", c->beta1, !adam || (c->beta1 >= 0.0f && c->beta1 < 1.0f)},
         {"beta2", "in [0, 1) (Adam)", c->beta2, !adam || (c->beta2 >= 0.0f && c->beta2 < 1.0f)},
         {"weight_decay", ">= 0", c->weight_decay, c->weight_decay >= 0.0f},
+        {"max_gradient", ">= 0", c->max_gradient, c->max_gradient >= 0.0f},
+        {"max_row_norm", ">= 0", c->max_row_norm, c->max_row_norm >= 0.0f},
+        {"max_global_norm", ">= 0", c->max_global_norm, c->max_global_norm >= 0.0f},
     };
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         if (!f[i].ok || !isfinite(f[i].v)) {
@@ -57,9 +62,10 @@ int emb_optimizer_config_check(const EmbOptimizerConfig *cfg)
 {
     EMB_CHECK_NULL(cfg);
     const EmbOptimizerConfig *c = cfg;
-    if ((unsigned)c->kind > EMB_OPT_ADAM)
+    if ((unsigned)c->kind > EMB_OPT_ROWWISE_ADAGRAD_COUNTER)
         return emb__fail(EMB_EINVAL, "optimizer kind %d is unknown", (int)c->kind);
     HyperParam bad;
+    int r;
     if (bad_hyperparam(c, &bad) == 0)
         return emb__fail(EMB_EINVAL, "optimizer %s %g is not a finite number %s", bad.name,
                          (double)bad.v, bad.domain);
@@ -75,6 +81,12 @@ int emb_optimizer_config_check(const EmbOptimizerConfig *cfg)
     if (c->stochastic_rounding != 0 && c->stochastic_rounding != 1)
         return emb__fail(EMB_EINVAL, "optimizer stochastic_rounding %d is not 0 or 1",
                          c->stochastic_rounding);
+    if (c->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER && (r = emb__counter_check(c)))
+        return r;
+    if (c->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER && c->state_dtype != EMB_F32)
+        return emb__fail(EMB_ENOTSUP, "optimizer rowwise_adagrad_counter keeps its rows' last "
+                         "step and counter in f32: state_dtype %s is not supported for it",
+                         emb_dtype_name(c->state_dtype));
     return emb__placement_check(c->placement, c->numa_node, "optimizer state");
 }
 
@@ -144,6 +156,7 @@ static int32_t state_width(EmbOptimizerKind kind, int32_t D)
     switch (kind) {
     case EMB_OPT_ADAGRAD: return D;
     case EMB_OPT_ROWWISE_ADAGRAD: return 1;
+    case EMB_OPT_ROWWISE_ADAGRAD_COUNTER: return 3; /* h, last step, counter */
     case EMB_OPT_FTRL:
     case EMB_OPT_ADAM: return 2 * D;
     default: return 0;
@@ -152,7 +165,7 @@ static int32_t state_width(EmbOptimizerKind kind, int32_t D)
 
 int32_t emb_optimizer_state_width(EmbOptimizerKind kind, int32_t featuresize)
 {
-    if (kind < EMB_OPT_SGD || kind > EMB_OPT_ADAM || featuresize < 1)
+    if (kind < EMB_OPT_SGD || kind > EMB_OPT_ROWWISE_ADAGRAD_COUNTER || featuresize < 1)
         return emb__fail(EMB_EINVAL, "emb_optimizer_state_width: optimizer kind %d, "
                          "featuresize %d", (int)kind, (int)featuresize);
     return state_width(kind, featuresize);
@@ -165,7 +178,8 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
     if (width > INT32_MAX / 2)
         return emb__fail(EMB_EOVERFLOW, "optimizer state of %s is too wide", emb__table_label(t));
     const float h0 = o->cfg.initial_accumulator;
-    const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2 : width;
+    const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2
+                          : o->cfg.kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER ? 1 : width;
     const EmbDtype sdt = o->cfg.state_dtype;
     if (t->ops->state_attach && sdt != EMB_F32)
         return emb__fail(EMB_ENOTSUP, "%s keeps its optimizer state with its rows, in f32: "
@@ -200,6 +214,10 @@ int emb__optimizer_slots(EmbOptimizerKind kind, int32_t D, EmbOptSlot slots[2])
     switch (kind) {
     case EMB_OPT_ADAGRAD: slots[0] = (EmbOptSlot){"h", 0, D}; return 1;
     case EMB_OPT_ROWWISE_ADAGRAD: slots[0] = (EmbOptSlot){"h", 0, 1}; return 1;
+    case EMB_OPT_ROWWISE_ADAGRAD_COUNTER: /* FBGEMM's momentum1, then prev_iter, row_counter */
+        slots[0] = (EmbOptSlot){"h", 0, 1};
+        slots[1] = (EmbOptSlot){"counter", 1, 2};
+        return 2;
     case EMB_OPT_FTRL:
         slots[0] = (EmbOptSlot){"accum", 0, D};
         slots[1] = (EmbOptSlot){"linear", D, D};
@@ -214,8 +232,9 @@ int emb__optimizer_slots(EmbOptimizerKind kind, int32_t D, EmbOptSlot slots[2])
 
 const char *emb__optimizer_kind_name(EmbOptimizerKind kind)
 {
-    static const char *const names[] = {"sgd", "adagrad", "rowwise_adagrad", "ftrl", "adam"};
-    return (unsigned)kind <= EMB_OPT_ADAM ? names[kind] : NULL;
+    static const char *const names[] = {"sgd", "adagrad", "rowwise_adagrad", "ftrl", "adam",
+                                        "rowwise_adagrad_counter"};
+    return (unsigned)kind <= EMB_OPT_ROWWISE_ADAGRAD_COUNTER ? names[kind] : NULL;
 }
 
 EmbOptState *emb__optimizer_find(const EmbOptimizer *o, const EmbTable *t)
@@ -336,6 +355,7 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
         plan->decay_l2 = c->weight_decay;
     else if (c->weight_decay > 0.0f)
         plan->decay_scale = 1.0f - c->lr * c->weight_decay;
+    emb__plan_clip(c, plan);
     plan->sgd = NULL;
     plan->row = NULL;
     plan->pool = emb__kernel_pool(EMB_F32, t->featuresize, 0);
@@ -345,12 +365,15 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     plan->qseed = table_seed(t);
     plan->step = st->step;
     emb__plan_lowp(c, plan, &cdt);
+    plan->counter = NULL;
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(cdt, t->featuresize, nt && !plan->requant);
+    else if (c->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER)
+        emb__plan_counter(c, plan); /* its own weight decay; no kernel table */
     else
         plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
     /* FTRL's range copies take the square root of lr_power = -0.5 (TF's special case) */
-    const bool ranged = !nt && !plan->requant && !plan->state_lowp &&
+    const bool ranged = !nt && !plan->requant && !plan->state_lowp && !plan->counter &&
                         (c->kind != EMB_OPT_FTRL || c->lr_power == -0.5f);
     plan->range = ranged ? emb__kernel_rows(c->kind, t->dtype, t->featuresize) : NULL;
 }

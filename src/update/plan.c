@@ -267,6 +267,8 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
     const EmbTable *t = plan->table;
     const int32_t D = t->featuresize;
     const float *g = column_grad(plan, d, acc, tmp);
+    if (plan->clip)
+        g = emb__clip_grad(plan, g, acc);
     void *w = col;
     float *s = state, *sbuf = row + D; /* a 16-bit state row is stepped as f32 in sbuf */
     if (plan->requant) {
@@ -279,7 +281,9 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
     }
     if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
         g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, g == tmp ? acc : tmp);
-    if (plan->sgd)
+    if (plan->counter)
+        emb__counter_row(plan, emb__dtype_compute(t->dtype), w, state, g);
+    else if (plan->sgd)
         plan->sgd(w, g, plan->params.lr, D);
     else
         plan->row(w, s, g, &plan->params, D);
@@ -326,11 +330,11 @@ static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *ac
 }
 
 /* Whether @plan takes apply_plain: a table (and state) in memory, no max_norm Jacobian,
- * no weight decay, not dynamic, rows not quantized. */
+ * no clipping, not the counter optimizer, no weight decay, not dynamic, rows not quantized. */
 static bool plain(const EmbPlan *plan)
 {
     return !plan->planned && !plan->requant && !plan->state_lowp && plan->table->data &&
-           !plan->max_norm &&
+           !plan->max_norm && !plan->clip && !plan->counter &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }

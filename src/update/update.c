@@ -47,6 +47,11 @@ int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad, EmbIndex
         return r;
     emb__plan_rows_commit(&plan);
     emb__plan_optimizer(opt, st, &plan, flags);
+    if (opt->cfg.max_global_norm > 0.0f) {
+        EmbNormAcc acc = {{0}, 0.0};
+        emb__clip_norm_range(&plan, 0, ix->ndistinct, ix->scratch, &acc);
+        plan.clip_scale = emb__clip_global_scale(&acc, opt->cfg.max_global_norm);
+    }
     emb__plan_apply(&plan, 0, ix->ndistinct, ix->scratch);
     if (flags & EMB_UPDATE_NONTEMPORAL)
         emb__sfence();

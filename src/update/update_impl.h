@@ -150,6 +150,12 @@ struct EmbPlan {
     emb_requant_fn state_store; /* writes a state row back (with state_lowp) */
     bool sround;               /* f16 / bf16 rows and state rounded stochastically */
     int rc;                    /* emb_update_many: phase 1 result */
+    /* gradient clipping (clip.c): EmbOptimizerConfig's max_gradient and max_row_norm (0:
+       off), the call's global-norm factor (1: none), whether any is on */
+    float clip_value, clip_norm, clip_scale;
+    bool clip;
+    /* EMB_OPT_ROWWISE_ADAGRAD_COUNTER (counter.c): the optimizer's config, else NULL */
+    const EmbOptimizerConfig *counter;
 };
 
 /* ---- indexer (indexer.c) --------------------------------------------------------------- */
@@ -296,6 +302,42 @@ const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, f
 /* Phase 2: applies distinct columns [d0, d1) using @scratch (3 * featuresize floats: the
  * column's gradient, a second row for weight decay, the f32 row of a quantized one). */
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);
+
+/* ---- gradient clipping (clip.c) -------------------------------------------------------- */
+
+/* An exact sum of non-negative f32 terms: limb k holds bits [32k, 32k + 32) of the
+   fixed-point sum in units of 2^-149 (beyond 32 bits until normalized); non-finite terms
+   summed apart in @special. Integer addition: any order of terms gives the same sum. */
+#define EMB_NORM_LIMBS 10
+typedef struct EmbNormAcc {
+    uint64_t limb[EMB_NORM_LIMBS];
+    double special;
+} EmbNormAcc;
+
+/* The clipping part of @plan from @c (clip_scale 1): emb__plan_optimizer calls it. */
+void emb__plan_clip(const EmbOptimizerConfig *c, EmbPlan *plan);
+/* The clipped gradient of a column whose summed gradient is @g, into @out (may be @g). */
+const float *emb__clip_grad(const EmbPlan *plan, const float *g, float *out);
+/* Adds Σ g² of the element- and row-clipped gradient of distinct columns [d0, d1) of an
+   indexed plan into @acc (@scratch: 3 * featuresize floats); nothing without clipping. */
+void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch,
+                          EmbNormAcc *acc);
+/* @dst += @src. */
+void emb__norm_acc_merge(EmbNormAcc *dst, const EmbNormAcc *src);
+/* The global factor for the norm sqrt(@acc): min(1, max_norm / (norm + 1e-6)); 1 when
+   @max_norm is 0. */
+float emb__clip_global_scale(const EmbNormAcc *acc, float max_norm);
+
+/* ---- counter-based row-wise Adagrad (counter.c) ----------------------------------------- */
+
+/* The counter fields of @c (kind EMB_OPT_ROWWISE_ADAGRAD_COUNTER): 0, EMB_EINVAL,
+   EMB_ENOTSUP (learning_rate_mode 0 or 1), naming the field. */
+int emb__counter_check(const EmbOptimizerConfig *c);
+/* The counter optimizer's part of @plan (plan->counter; the generic weight decay off). */
+void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan);
+/* One column's step: row @w (of dtype @dt), its state @s ([h, prev_iter, counter]), its
+   gradient @g (clipped, summed). */
+void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g);
 
 /* ---- parallel indexing (pindex.c) -------------------------------------------------------
  * The index phase of one table cut into @nparts chunks of rows and @nparts partitions of

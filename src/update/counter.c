@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * counter.c — EMB_OPT_ROWWISE_ADAGRAD_COUNTER: FBGEMM's rowwise_adagrad_with_counter with
+ * its counter-based regularization (regularization_mode 3, the GPU kernel's definition),
+ * learning-rate modes -1 and 2. A C reference on one column at a time (the apply's general
+ * loop: no kernel table, no SIMD copy). Per row the state is [h, prev_iter, counter] (f32,
+ * as FBGEMM keeps momentum1, prev_iter and row_counter); the step t is the table's update
+ * count + 1 (FBGEMM's iter). Formulas: docs/guide/training.md.
+ */
+#include <math.h>
+
+#include "dtype.h"
+#include "tables/table_impl.h"
+#include "update/update_impl.h"
+
+int emb__counter_check(const EmbOptimizerConfig *c)
+{
+    if (!isfinite(c->adjustment_ub) || !(c->adjustment_ub > 0.0f))
+        return emb__fail(EMB_EINVAL, "optimizer adjustment_ub %g is not a finite number > 0",
+                         (double)c->adjustment_ub);
+    if (!isfinite(c->tail_id_threshold) || !(c->tail_id_threshold >= 0.0f))
+        return emb__fail(EMB_EINVAL, "optimizer tail_id_threshold %g is not a finite number "
+                         ">= 0", (double)c->tail_id_threshold);
+    if (c->learning_rate_mode == 0 || c->learning_rate_mode == 1)
+        return emb__fail(EMB_ENOTSUP, "optimizer learning_rate_mode %d (relative to the "
+                         "table's largest counter) is not implemented: -1 or 2",
+                         (int)c->learning_rate_mode);
+    if (c->learning_rate_mode != -1 && c->learning_rate_mode != 2)
+        return emb__fail(EMB_EINVAL, "optimizer learning_rate_mode %d is not -1 or 2",
+                         (int)c->learning_rate_mode);
+    return 0;
+}
+
+void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan)
+{
+    plan->counter = c;
+    plan->decay_l2 = 0.0f; /* the counter's weight decay is its own (emb__counter_row) */
+    plan->decay_scale = 1.0f;
+}
+
+/* emb__counter_row's body with the dtype a constant (one copy per dtype: no per-element
+   switch in emb__load / emb__store). */
+EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, float *s,
+                             const float *g)
+{
+    const EmbOptimizerConfig *c = plan->counter;
+    const int32_t D = plan->table->featuresize;
+    const float iter = (float)(plan->step + 1);
+    float *h = &s[0], *prev = &s[1], *cnt = &s[2];
+    if (c->counter_halflife > 0) {
+        const float delta = *prev == 0.0f ? 1.0f : iter - *prev;
+        *prev = iter;
+        const float log_rho = logf(2.0f) / (float)c->counter_halflife;
+        *cnt = 1.0f + expf(-delta * log_rho) * *cnt;
+    } else if (c->counter_halflife == 0) {
+        *cnt = 1.0f;
+    } else {
+        *cnt = *cnt + 1.0f;
+    }
+    const float freq = (float)c->counter_halflife / *cnt;
+    const bool l2 = c->weight_decay > 0.0f && c->weight_decay_mode == EMB_DECAY_L2;
+    float l[8] = {0}; /* Σ g'² in the 8-lane order of kernels.h, g' = g + wd·w with L2 */
+    const float wd = l2 ? c->weight_decay : 0.0f;
+    int32_t i = 0;
+    for (; i + 8 <= D; i += 8)
+        for (int j = 0; j < 8; j++) {
+            const float gi = g[i + j] + wd * emb__load(dt, w, i + j);
+            l[j] = l[j] + gi * gi;
+        }
+    for (int j = 0; i + j < D; j++) {
+        const float gi = g[i + j] + wd * emb__load(dt, w, i + j);
+        l[j] = l[j] + gi * gi;
+    }
+    const float sum = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    *h = *h + sum / (float)D;
+    const float mult = c->lr / (sqrtf(*h) + c->eps);
+    const bool enabled = c->adjustment_iter <= 0 || iter > (float)c->adjustment_iter;
+    float adj = mult;
+    if (c->learning_rate_mode == 2 && enabled && *cnt > c->tail_id_threshold)
+        adj = c->lr / (sqrtf(c->adjustment_ub * *cnt) + c->eps);
+    float corr = 1.0f;
+    if (enabled && c->weight_decay > 0.0f)
+        corr = 1.0f - freq * c->weight_decay * (l2 ? mult : c->lr);
+    for (int32_t k = 0; k < D; k++) {
+        const float wi = emb__load(dt, w, k);
+        emb__store(dt, w, k, corr * wi - adj * (g[k] + wd * wi));
+    }
+}
+
+void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g)
+{
+    switch (dt) {
+    case EMB_F32: counter_body(plan, EMB_F32, w, s, g); break;
+    case EMB_F16: counter_body(plan, EMB_F16, w, s, g); break;
+    case EMB_BF16: counter_body(plan, EMB_BF16, w, s, g); break;
+    default: counter_body(plan, dt, w, s, g); break;
+    }
+}
