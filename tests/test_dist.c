@@ -26,7 +26,7 @@ typedef struct Case {
     const char *name;
     EmbDistPlan plan;
     unsigned partition;
-    int explicit_place;     /* 1: a fixed mix given explicitly */
+    int explicit_place;     /* 1: a fixed mix given explicitly; 2: with table-row-wise */
     EmbCombiner combiner;
     int weights;            /* 1: positive, 2: some <= 0 (with pruning) */
     unsigned flags;         /* pooling flags */
@@ -393,11 +393,18 @@ static void run_case(const Case *c)
     }
 
     /* the ensemble */
-    EmbDistPlacement pl[NT] = {
-        {EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV}, {EMB_DIST_TABLEWISE, nranks - 1, 0},
-        {EMB_DIST_TABLEWISE, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
+    const int32_t last = nranks > 1 ? nranks - 1 : 1, two = nranks > 2 ? 2 : nranks;
+    EmbDistPlacement pl[2][NT] = {
+        {{EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+         {EMB_DIST_TABLEWISE, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}},
+        /* table-row-wise: rows over ranks 1.. (or 0 alone), over ranks 0..1, 1 rank */
+        {{EMB_DIST_ROWWISE, nranks - last, EMB_PARTITION_DIV, last},
+         {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, two},
+         {EMB_DIST_ROWWISE, nranks - 1, EMB_PARTITION_MOD, 1},
+         {EMB_DIST_ROWWISE, nranks - two, EMB_PARTITION_MOD, two}}};
     EmbDistOptions dopts = {.place = {.plan = c->plan, .partition = c->partition},
-                            .groups = c->groups, .placement = c->explicit_place ? pl : NULL,
+                            .groups = c->groups,
+                            .placement = c->explicit_place ? pl[c->explicit_place - 1] : NULL,
                             .strategy = c->groups > 1 ? pc : NULL}; /* else sequential */
     EmbStrategy *own = NULL;
     if (c->strategy == 1)
@@ -650,8 +657,8 @@ static void small_ensemble(const char *what, int64_t scale, unsigned flags, EmbD
 {
     EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40 * scale, .featuresize = 4},
                                 {.name = "b", .nrows = 90 * scale, .featuresize = 8}};
-    const EmbDistPlacement pl[2] = {{EMB_DIST_TABLEWISE, nranks - 1, 0},
-                                    {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
+    const EmbDistPlacement pl[2] = {{EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+                                    {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}};
     EmbDistOptions o = {.placement = pl, .table = {.flags = flags}};
     *d = NULL;
     const int r = emb_dist_create(d, MPI_COMM_WORLD, desc, 2, &o);
@@ -916,6 +923,10 @@ int main(int argc, char **argv)
          0},
         {"tablewise max default adagrad", EMB_DIST_PLAN_TABLEWISE, 0, 0, EMB_COMBINER_MAX, 0,
          EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F32, EMB_OPT_ADAGRAD, 1, 0, 0, 0},
+        {"table-row-wise mean weights adam ckpt", 0, 0, 2, EMB_COMBINER_MEAN, 1,
+         EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F32, EMB_OPT_ADAM, 2, 0, 1, 0},
+        {"table-row-wise sqrtn max_norm rowwise-adagrad per-table", 0, 0, 2,
+         EMB_COMBINER_SQRTN, 0, 0, 1.5f, 1, 1, EMB_F32, EMB_OPT_ROWWISE_ADAGRAD, 1, 1, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&cases[i]);

@@ -74,14 +74,19 @@ typedef struct EmbDistTableDesc {
 /** How one table is placed. */
 typedef enum EmbDistKind {
     EMB_DIST_TABLEWISE = 0, /**< the whole table on rank `rank` */
-    EMB_DIST_ROWWISE = 1,   /**< rows over all ranks by `partition` (shard r on rank r) */
+    EMB_DIST_ROWWISE = 1,   /**< rows by `partition` over `nshards` ranks from `rank` (shard
+                                 s on rank `rank` + s; table-row-wise when fewer than all) */
 } EmbDistKind;
 
 /** Where one table lives. */
 typedef struct EmbDistPlacement {
     EmbDistKind kind;   /**< table-wise or row-wise */
-    int32_t rank;       /**< table-wise: the owner, in [0, nranks) */
+    int32_t rank;       /**< table-wise: the owner, in [0, nranks); row-wise with nshards
+                             > 0: the first rank holding a shard */
     unsigned partition; /**< row-wise: EMB_PARTITION_MOD or EMB_PARTITION_DIV */
+    int32_t nshards;    /**< row-wise: shards on ranks rank .. rank + nshards - 1 (1 <=
+                             nshards, rank + nshards <= nranks); 0: every rank (rank
+                             ignored, shard r on rank r) */
 } EmbDistPlacement;
 
 /** Which placements emb_dist_place() may choose. */

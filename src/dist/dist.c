@@ -273,7 +273,7 @@ int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
         const int rowwise = nranks > 1 && (o.plan == EMB_DIST_PLAN_ROWWISE ||
                             (o.plan == EMB_DIST_PLAN_AUTO && (double)b > threshold));
         if (rowwise) {
-            out[i] = (EmbDistPlacement){EMB_DIST_ROWWISE, 0, part};
+            out[i] = (EmbDistPlacement){EMB_DIST_ROWWISE, 0, part, 0};
             for (int32_t r = 0; r < nranks; r++)
                 load[r] += cost[i] / nranks;
         } else {
@@ -291,7 +291,7 @@ int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
         for (int32_t r = 1; r < nranks; r++)
             if (load[r] < load[best])
                 best = r;
-        out[order[k]] = (EmbDistPlacement){EMB_DIST_TABLEWISE, best, 0};
+        out[order[k]] = (EmbDistPlacement){EMB_DIST_TABLEWISE, best, 0, 0};
         load[best] += cost[order[k]];
     }
     free(load), free(cost), free(order);
@@ -299,6 +299,16 @@ int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
+
+int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks)
+{
+    if (p->kind == EMB_DIST_TABLEWISE)
+        return p->rank >= 0 && p->rank < nranks;
+    return p->kind == EMB_DIST_ROWWISE &&
+           (p->partition == EMB_PARTITION_MOD || p->partition == EMB_PARTITION_DIV) &&
+           (p->nshards == 0 || (p->nshards >= 1 && p->rank >= 0 &&
+                                p->rank <= nranks - p->nshards));
+}
 
 static void *proxy_column(void *user, int64_t column, EmbContext ctx)
 {
@@ -309,12 +319,16 @@ static void *proxy_column(void *user, int64_t column, EmbContext ctx)
 void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
                  int64_t *column)
 {
+    (void)d; /* the placement spells out its ranks */
     if (t->place.kind == EMB_DIST_TABLEWISE) {
         *rank = t->place.rank;
         *column = id;
         return;
     }
-    emb_partition_locate(t->desc.nrows, d->nranks, t->place.partition, id, rank, column);
+    int32_t shard;
+    emb_partition_locate(t->desc.nrows, t->place.nshards, t->place.partition, id, &shard,
+                         column);
+    *rank = t->place.rank + shard;
 }
 
 void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank, char *name)
@@ -354,18 +368,21 @@ static int make_table(EmbDist *d, DistTable *t, int64_t i, const EmbDistOptions 
                              proxy_column, d->zero, NULL, &to);
     if (r)
         return dist_fail_core(r, "proxy table");
-    const EmbDistPlacement *p = &t->place;
-    if (p->kind == EMB_DIST_TABLEWISE ? (p->rank < 0 || p->rank >= d->nranks)
-        : (p->kind != EMB_DIST_ROWWISE ||
-           (p->partition != EMB_PARTITION_MOD && p->partition != EMB_PARTITION_DIV)))
-        return dist_fail(EMB_EINVAL, "placement[%lld]: kind %d, rank %d, partition %u is not "
-                         "valid over %d ranks", (long long)i, (int)p->kind, (int)p->rank,
-                         p->partition, (int)d->nranks);
+    EmbDistPlacement *p = &t->place;
+    if (!dist_placement_valid(p, d->nranks))
+        return dist_fail(EMB_EINVAL, "placement[%lld]: kind %d, rank %d, partition %u, "
+                         "nshards %d is not valid over %d ranks", (long long)i, (int)p->kind,
+                         (int)p->rank, p->partition, (int)p->nshards, (int)d->nranks);
+    if (p->kind == EMB_DIST_ROWWISE && p->nshards == 0) /* every rank, spelt out */
+        p->rank = 0, p->nshards = d->nranks;
+    if (p->kind == EMB_DIST_TABLEWISE)
+        p->partition = 0, p->nshards = 0;
     int64_t rows = -1;
     if (p->kind == EMB_DIST_TABLEWISE && p->rank == d->rank)
         rows = t->desc.nrows;
-    else if (p->kind == EMB_DIST_ROWWISE)
-        rows = emb_partition_shard_rows(t->desc.nrows, d->nranks, d->rank);
+    else if (p->kind == EMB_DIST_ROWWISE && d->rank >= p->rank &&
+             d->rank < p->rank + p->nshards)
+        rows = emb_partition_shard_rows(t->desc.nrows, p->nshards, d->rank - p->rank);
     if (rows >= 0) {
         char name[EMB_NAME_MAX + 1];
         dist_part_name(d, i, p->kind, d->rank, name);
@@ -472,10 +489,10 @@ static uint64_t ensemble_hash(const EmbDist *d)
         h = (h ^ (uint64_t)head[k]) * 0x100000001b3ull;
     for (int64_t i = 0; i < d->ntables; i++) {
         const DistTable *t = &d->t[i];
-        const int64_t v[7] = {t->desc.nrows, t->desc.featuresize, t->desc.dtype,
+        const int64_t v[8] = {t->desc.nrows, t->desc.featuresize, t->desc.dtype,
                               t->place.kind, t->place.rank, t->place.partition,
-                              t->desc.tiered != NULL};
-        for (int k = 0; k < 7; k++)
+                              t->place.nshards, t->desc.tiered != NULL};
+        for (int k = 0; k < 8; k++)
             h = (h ^ (uint64_t)v[k]) * 0x100000001b3ull;
     }
     return h;

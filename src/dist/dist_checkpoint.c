@@ -24,7 +24,8 @@
 
 #include "dist/dist_impl.h"
 
-#define INDEX_MAGIC "embtables-dist 1"
+#define INDEX_MAGIC "embtables-dist 2"   /* table lines: 8 fields (nshards last) */
+#define INDEX_MAGIC_1 "embtables-dist 1" /* 7 fields: row-wise over every rank */
 #define PATH_CAP 4096
 #define FILE_CAP 128 /* a rank's checkpoint file name, in the index */
 
@@ -51,9 +52,9 @@ static int write_index(const EmbDist *d, const char *dir, int64_t step, const ch
             (long long)step, (long long)d->ntables);
     for (int64_t i = 0; i < d->ntables; i++) {
         const DistTable *t = &d->t[i];
-        fprintf(f, "%lld %lld %d %d %d %d %u\n", (long long)i, (long long)t->desc.nrows,
+        fprintf(f, "%lld %lld %d %d %d %d %u %d\n", (long long)i, (long long)t->desc.nrows,
                 (int)t->desc.featuresize, (int)t->desc.dtype, (int)t->place.kind,
-                (int)t->place.rank, t->place.partition);
+                (int)t->place.rank, t->place.partition, (int)t->place.nshards);
     }
     for (int32_t q = 0; q < d->nranks; q++)
         fprintf(f, "file %d rank%d/%.*s\n", (int)q, (int)q, FILE_CAP - 1, files + q * FILE_CAP);
@@ -118,18 +119,21 @@ typedef struct Old {
 
 /* The index's table lines: each table's old placement, checked against the ensemble. */
 static int read_placements(const EmbDist *d, FILE *f, const char *path, int ranks, int64_t n,
-                           Old *old)
+                           int version, Old *old)
 {
     int r = 0;
     for (int64_t i = 0; i < n && !r; i++) {
-        long long idx, rows;
-        int D, dtype, kind, rank;
-        unsigned part;
+        long long idx = -1, rows = -1;
+        int D = 0, dtype = 0, kind = -1, rank = -1, nshards = 0;
+        unsigned part = 0;
         const DistTable *t = &d->t[i];
-        if (fscanf(f, "%lld %lld %d %d %d %d %u", &idx, &rows, &D, &dtype, &kind, &rank,
-                   &part) != 7 || idx != i || kind < 0 || kind > 1 ||
-            (kind == EMB_DIST_TABLEWISE && (rank < 0 || rank >= ranks)) ||
-            (kind == EMB_DIST_ROWWISE && part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV))
+        const int got = version == 1
+            ? fscanf(f, "%lld %lld %d %d %d %d %u", &idx, &rows, &D, &dtype, &kind, &rank,
+                     &part)
+            : fscanf(f, "%lld %lld %d %d %d %d %u %d", &idx, &rows, &D, &dtype, &kind, &rank,
+                     &part, &nshards) - 1;
+        EmbDistPlacement p = {(EmbDistKind)kind, rank, part, nshards};
+        if (got != 7 || idx != i || kind < 0 || kind > 1 || !dist_placement_valid(&p, ranks))
             r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
                           (long long)i);
         else if (rows != t->desc.nrows || D != t->desc.featuresize || dtype != (int)t->desc.dtype)
@@ -137,8 +141,11 @@ static int read_placements(const EmbDist *d, FILE *f, const char *path, int rank
                           "ensemble's %lld x %d of dtype %d", path, (long long)i, rows, D,
                           dtype, (long long)t->desc.nrows, (int)t->desc.featuresize,
                           (int)t->desc.dtype);
-        else
-            old->place[i] = (EmbDistPlacement){(EmbDistKind)kind, rank, part};
+        else {
+            if (p.kind == EMB_DIST_ROWWISE && p.nshards == 0) /* version 1: every rank */
+                p.rank = 0, p.nshards = ranks;
+            old->place[i] = p;
+        }
     }
     return r;
 }
@@ -170,7 +177,10 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
         return dist_fail(EMB_EIO, "cannot read '%s': %s", path, strerror(errno));
     int ranks = 0;
     long long st = -1, n = -1;
-    if (!fgets(magic, sizeof magic, f) || strncmp(magic, INDEX_MAGIC "\n", sizeof INDEX_MAGIC) ||
+    const int version = !fgets(magic, sizeof magic, f) ? 0
+                        : !strcmp(magic, INDEX_MAGIC "\n") ? 2
+                        : !strcmp(magic, INDEX_MAGIC_1 "\n") ? 1 : 0;
+    if (!version ||
         fscanf(f, "ranks %d step %lld tables %lld", &ranks, &st, &n) != 3 || ranks < 1 ||
         ranks > (1 << 24) || st != step) {
         fclose(f);
@@ -191,7 +201,7 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
         fclose(f);
         return dist_fail(EMB_ENOMEM, "out of memory for the index");
     }
-    r = read_placements(d, f, path, ranks, n, old);
+    r = read_placements(d, f, path, ranks, n, version, old);
     if (!r)
         r = read_files(f, path, ranks, old);
     fclose(f);
@@ -204,7 +214,9 @@ static int64_t old_rows(const EmbDist *d, const Old *old, int64_t i, int32_t q)
     const EmbDistPlacement *p = &old->place[i];
     if (p->kind == EMB_DIST_TABLEWISE)
         return p->rank == q ? d->t[i].desc.nrows : -1;
-    return emb_partition_shard_rows(d->t[i].desc.nrows, old->nranks, q);
+    if (q < p->rank || q >= p->rank + p->nshards)
+        return -1;
+    return emb_partition_shard_rows(d->t[i].desc.nrows, p->nshards, q - p->rank);
 }
 
 /* The id of column c of table @p i's part on old rank @p q is `c * step + base`. */
@@ -216,11 +228,11 @@ static void old_ids(const EmbDist *d, const Old *old, int64_t i, int32_t q, int6
     if (p->kind == EMB_DIST_TABLEWISE)
         return;
     if (p->partition == EMB_PARTITION_MOD) {
-        *step = old->nranks, *base = q;
+        *step = p->nshards, *base = q - p->rank;
         return;
     }
-    for (int32_t s = 0; s < q; s++)
-        *base += emb_partition_shard_rows(d->t[i].desc.nrows, old->nranks, s);
+    for (int32_t s = 0; s < q - p->rank; s++)
+        *base += emb_partition_shard_rows(d->t[i].desc.nrows, p->nshards, s);
 }
 
 /*

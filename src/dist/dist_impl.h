@@ -164,6 +164,11 @@ void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank,
 /* Seconds of a monotonic clock. */
 double dist_now(void);
 
+/* Whether placement @p p is valid over @p nranks ranks (row-wise: nshards 0 or a range
+   of ranks inside). The ensemble keeps row-wise placements with their range spelt out
+   (rank, nshards = 0, nranks for "every rank"), table-wise ones with 0 for the rest. */
+int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
+
 /* Owner rank and column in its local table of @p id of table @p t (id in range). */
 void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
                  int64_t *column);
