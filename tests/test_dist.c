@@ -26,7 +26,8 @@ typedef struct Case {
     const char *name;
     EmbDistPlan plan;
     unsigned partition;
-    int explicit_place;     /* 1: a fixed mix given explicitly; 2: with table-row-wise */
+    int explicit_place;     /* 1: a fixed mix given explicitly; 2: with table-row-wise;
+                               3: with replicated (data-parallel) tables */
     EmbCombiner combiner;
     int weights;            /* 1: positive, 2: some <= 0 (with pruning) */
     unsigned flags;         /* pooling flags */
@@ -394,14 +395,16 @@ static void run_case(const Case *c)
 
     /* the ensemble */
     const int32_t last = nranks > 1 ? nranks - 1 : 1, two = nranks > 2 ? 2 : nranks;
-    EmbDistPlacement pl[2][NT] = {
+    EmbDistPlacement pl[3][NT] = {
         {{EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
          {EMB_DIST_TABLEWISE, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}},
         /* table-row-wise: rows over ranks 1.. (or 0 alone), over ranks 0..1, 1 rank */
         {{EMB_DIST_ROWWISE, nranks - last, EMB_PARTITION_DIV, last},
          {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, two},
          {EMB_DIST_ROWWISE, nranks - 1, EMB_PARTITION_MOD, 1},
-         {EMB_DIST_ROWWISE, nranks - two, EMB_PARTITION_MOD, two}}};
+         {EMB_DIST_ROWWISE, nranks - two, EMB_PARTITION_MOD, two}},
+        {{EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+         {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, two}}};
     EmbDistOptions dopts = {.place = {.plan = c->plan, .partition = c->partition},
                             .groups = c->groups,
                             .placement = c->explicit_place ? pl[c->explicit_place - 1] : NULL,
@@ -927,6 +930,13 @@ int main(int argc, char **argv)
          EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F32, EMB_OPT_ADAM, 2, 0, 1, 0},
         {"table-row-wise sqrtn max_norm rowwise-adagrad per-table", 0, 0, 2,
          EMB_COMBINER_SQRTN, 0, 0, 1.5f, 1, 1, EMB_F32, EMB_OPT_ROWWISE_ADAGRAD, 1, 1, 0, 1},
+        {"replicated mix mean pruning default adam ckpt", 0, 0, 3, EMB_COMBINER_MEAN, 2,
+         EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID, 0, 1, 0,
+         EMB_F32, EMB_OPT_ADAM, 2, 0, 1, 0},
+        {"replicated mix sum max_norm bf16 ftrl per-table", 0, 0, 3, EMB_COMBINER_SUM, 1, 0,
+         2.0f, 1, 0, EMB_BF16, EMB_OPT_FTRL, 1, 1, 0, 2},
+        {"replicated mix gather sgd f16", 0, 0, 3, EMB_COMBINER_NONE, 0, 0, 0, 0, 0, EMB_F16,
+         EMB_OPT_SGD, 1, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&cases[i]);

@@ -76,6 +76,10 @@ typedef enum EmbDistKind {
     EMB_DIST_TABLEWISE = 0, /**< the whole table on rank `rank` */
     EMB_DIST_ROWWISE = 1,   /**< rows by `partition` over `nshards` ranks from `rank` (shard
                                  s on rank `rank` + s; table-row-wise when fewer than all) */
+    EMB_DIST_REPLICATED = 2, /**< data-parallel: the whole table on every rank; each rank
+                                  pools its own bags, every rank receives the global batch's
+                                  ids and output gradients and applies the same update (the
+                                  gradient summed in global batch order, as one process) */
 } EmbDistKind;
 
 /** Where one table lives. */

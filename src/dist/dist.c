@@ -304,6 +304,8 @@ int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks)
 {
     if (p->kind == EMB_DIST_TABLEWISE)
         return p->rank >= 0 && p->rank < nranks;
+    if (p->kind == EMB_DIST_REPLICATED)
+        return 1;
     return p->kind == EMB_DIST_ROWWISE &&
            (p->partition == EMB_PARTITION_MOD || p->partition == EMB_PARTITION_DIV) &&
            (p->nshards == 0 || (p->nshards >= 1 && p->rank >= 0 &&
@@ -319,7 +321,11 @@ static void *proxy_column(void *user, int64_t column, EmbContext ctx)
 void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
                  int64_t *column)
 {
-    (void)d; /* the placement spells out its ranks */
+    if (t->place.kind == EMB_DIST_REPLICATED) { /* here, as on every rank */
+        *rank = d->rank;
+        *column = id;
+        return;
+    }
     if (t->place.kind == EMB_DIST_TABLEWISE) {
         *rank = t->place.rank;
         *column = id;
@@ -375,10 +381,12 @@ static int make_table(EmbDist *d, DistTable *t, int64_t i, const EmbDistOptions 
                          (int)p->rank, p->partition, (int)p->nshards, (int)d->nranks);
     if (p->kind == EMB_DIST_ROWWISE && p->nshards == 0) /* every rank, spelt out */
         p->rank = 0, p->nshards = d->nranks;
-    if (p->kind == EMB_DIST_TABLEWISE)
+    if (p->kind != EMB_DIST_ROWWISE)
         p->partition = 0, p->nshards = 0;
+    if (p->kind == EMB_DIST_REPLICATED)
+        p->rank = 0;
     int64_t rows = -1;
-    if (p->kind == EMB_DIST_TABLEWISE && p->rank == d->rank)
+    if (dist_whole_on(t, d->rank))
         rows = t->desc.nrows;
     else if (p->kind == EMB_DIST_ROWWISE && d->rank >= p->rank &&
              d->rank < p->rank + p->nshards)

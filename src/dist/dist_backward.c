@@ -109,13 +109,17 @@ static int pack_grads(EmbDist *d, const EmbOutputs *g)
     for (int64_t i = 0; i < d->ntables; i++) {
         DistTable *t = &d->t[i];
         const int32_t D = t->desc.featuresize;
-        if (t->place.kind == EMB_DIST_TABLEWISE) {
-            Words *w = &d->send[t->place.rank];
-            if (dist_words_reserve(w, d->nbags * D))
-                return EMB_ENOMEM;
-            for (int64_t b = 0; b < d->nbags; b++) {
-                int64_t stride;
-                dist_put_f32s(w, dist_out_row(d, g, i, b, &stride), D);
+        if (t->place.kind != EMB_DIST_ROWWISE) { /* to the owner, or every replica */
+            for (int32_t o = 0; o < d->nranks; o++) {
+                Words *w = &d->send[o];
+                if (!dist_whole_on(t, o))
+                    continue;
+                if (dist_words_reserve(w, d->nbags * D))
+                    return EMB_ENOMEM;
+                for (int64_t b = 0; b < d->nbags; b++) {
+                    int64_t stride;
+                    dist_put_f32s(w, dist_out_row(d, g, i, b, &stride), D);
+                }
             }
             continue;
         }
@@ -141,8 +145,8 @@ static void parse_grads(EmbDist *d, int fill)
         for (int64_t i = 0; i < d->ntables; i++) {
             DistTable *t = &d->t[i];
             const int32_t D = t->desc.featuresize;
-            if (t->place.kind == EMB_DIST_TABLEWISE) {
-                if (t->place.rank != d->rank)
+            if (t->place.kind != EMB_DIST_ROWWISE) {
+                if (!dist_whole_on(t, d->rank))
                     continue;
                 if (fill)
                     memcpy(t->g_dy + d->rank_off[src] * D, p, 4 * (size_t)(nb * D));
@@ -175,7 +179,7 @@ static int record(EmbDist *d)
         DistTable *t = &d->t[i];
         const int64_t D = t->desc.featuresize;
         int r = 0;
-        if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+        if (dist_whole_on(t, d->rank)) {
             r = dist_grow((void **)&t->g_dy, &t->g_dy_cap, 4 * G * D + 4);
         } else if (t->place.kind == EMB_DIST_ROWWISE) {
             r = dist_grow((void **)&t->b_offsets, &t->b_offsets_cap, 8 * t->b_nbags + 8);
@@ -197,7 +201,7 @@ static int record(EmbDist *d)
             continue;
         const int32_t D = t->desc.featuresize;
         int r;
-        if (t->place.kind == EMB_DIST_TABLEWISE) {
+        if (t->place.kind != EMB_DIST_ROWWISE) {
             const EmbBatch b = dist_batch(t, t->g_ids, t->g_offsets, t->g_has_weights ?
                                           t->g_weights : NULL, t->g_nnz, G);
             r = emb_lookup_backward(t->local, &b, &t->pooling, t->g_dy, D, t->grad);

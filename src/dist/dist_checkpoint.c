@@ -133,7 +133,7 @@ static int read_placements(const EmbDist *d, FILE *f, const char *path, int rank
             : fscanf(f, "%lld %lld %d %d %d %d %u %d", &idx, &rows, &D, &dtype, &kind, &rank,
                      &part, &nshards) - 1;
         EmbDistPlacement p = {(EmbDistKind)kind, rank, part, nshards};
-        if (got != 7 || idx != i || kind < 0 || kind > 1 || !dist_placement_valid(&p, ranks))
+        if (got != 7 || idx != i || kind < 0 || kind > 2 || !dist_placement_valid(&p, ranks))
             r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
                           (long long)i);
         else if (rows != t->desc.nrows || D != t->desc.featuresize || dtype != (int)t->desc.dtype)
@@ -212,7 +212,7 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
 static int64_t old_rows(const EmbDist *d, const Old *old, int64_t i, int32_t q)
 {
     const EmbDistPlacement *p = &old->place[i];
-    if (p->kind == EMB_DIST_TABLEWISE)
+    if (p->kind != EMB_DIST_ROWWISE) /* a replica: read rank 0's */
         return p->rank == q ? d->t[i].desc.nrows : -1;
     if (q < p->rank || q >= p->rank + p->nshards)
         return -1;
@@ -225,7 +225,7 @@ static void old_ids(const EmbDist *d, const Old *old, int64_t i, int32_t q, int6
 {
     const EmbDistPlacement *p = &old->place[i];
     *step = 1, *base = 0;
-    if (p->kind == EMB_DIST_TABLEWISE)
+    if (p->kind != EMB_DIST_ROWWISE)
         return;
     if (p->partition == EMB_PARTITION_MOD) {
         *step = p->nshards, *base = q - p->rank;

@@ -216,7 +216,7 @@ static int pack_requests(EmbDist *d)
         for (int64_t i = 0; i < d->ntables; i++) {
             const DistTable *t = &d->t[i];
             const int64_t nnz = t->offsets[nb];
-            if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == o) {
+            if (dist_whole_on(t, o)) {
                 if (dist_words_reserve(w, 4 + 2 * nb + 3 * nnz))
                     return EMB_ENOMEM;
                 dist_put_i64(w, nnz);
@@ -260,7 +260,7 @@ static void parse_requests(EmbDist *d, int fill)
         const int64_t nb = d->rank_nbags[src], b0 = d->rank_off[src];
         for (int64_t i = 0; i < d->ntables; i++) {
             DistTable *t = &d->t[i];
-            if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+            if (dist_whole_on(t, d->rank)) {
                 const int64_t nnz = dist_get_i64(&p), hw = dist_get_i64(&p), k0 = t->g_nnz;
                 if (!fill) {
                     t->g_has_weights |= hw != 0;
@@ -292,7 +292,7 @@ static int build_global(EmbDist *d)
     for (int64_t i = 0; i < d->ntables; i++) {
         DistTable *t = &d->t[i];
         int r = 0;
-        if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+        if (dist_whole_on(t, d->rank)) {
             r = dist_grow((void **)&t->g_ids, &t->g_ids_cap, 8 * t->g_nnz + 8);
             if (!r)
                 r = dist_grow((void **)&t->g_offsets, &t->g_offsets_cap, 8 * (G + 1));
@@ -593,6 +593,18 @@ static int pool_rows(EmbDist *d, int64_t i, const EmbOutputs *out)
     return r ? dist_fail_core(r, "row-wise pooling") : 0;
 }
 
+/* Pools replicated table @p i for this rank's own bags from its replica. */
+static int pool_replica(EmbDist *d, int64_t i, const EmbOutputs *out)
+{
+    DistTable *t = &d->t[i];
+    const EmbBatch b = dist_batch(t, t->ids, t->offsets, t->has_weights ? t->weights : NULL,
+                                  t->offsets[d->nbags], d->nbags);
+    int64_t stride;
+    float *dst = dist_out_row(d, out, i, 0, &stride);
+    const int r = emb_lookup(t->local, &b, &t->pooling, dst, stride);
+    return r ? dist_fail_core(r, "replica pooling") : 0;
+}
+
 /* ---- the call ------------------------------------------------------------------------ */
 
 static int prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
@@ -644,6 +656,8 @@ int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
     for (int64_t i = 0; i < d->ntables && !r; i++)
         if (d->t[i].place.kind == EMB_DIST_ROWWISE)
             r = pool_rows(d, i, outputs);
+        else if (d->t[i].place.kind == EMB_DIST_REPLICATED)
+            r = pool_replica(d, i, outputs);
     d->stats.pool_s += dist_now() - t0;
     d->forward_done = !r;
     return r;

@@ -169,6 +169,14 @@ double dist_now(void);
    (rank, nshards = 0, nranks for "every rank"), table-wise ones with 0 for the rest. */
 int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
 
+/* Whether this rank @p rank holds table @p t whole (table-wise owner, or a replica): it
+   then receives the global batch's ids and output gradients. */
+static inline int dist_whole_on(const DistTable *t, int32_t rank)
+{
+    return t->place.kind == EMB_DIST_REPLICATED ||
+           (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == rank);
+}
+
 /* Owner rank and column in its local table of @p id of table @p t (id in range). */
 void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
                  int64_t *column);
