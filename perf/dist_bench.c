@@ -14,6 +14,9 @@
  * ensemble of the same tables with N table groups runs the same batches, its steps
  * interleaved with the first's, and the per-step difference of the forward times is
  * printed with its spread.
+ * --show-plan prints, without running a step, the planner's placement of the ensemble
+ * (EMB_DIST_PLAN_AUTO) for 2, 4 and 8 ranks, each rank's modelled step and the max/mean
+ * rank load, next to the fixed table-wise and row-wise plans' (emb_dist_plan_cost()).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +32,7 @@ static const int64_t criteo[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517,
                                    2173, 4, 7046547, 18, 15, 286181, 105, 142572};
 
 typedef struct Args {
-    int tables, dim, batch, bag, steps, warmup, groups, threads, compare;
+    int tables, dim, batch, bag, steps, warmup, groups, threads, compare, show_plan;
     int64_t rows;
     double zipf;
     EmbDistPlan plan;
@@ -37,12 +40,16 @@ typedef struct Args {
 
 static int parse(int argc, char **argv, Args *a)
 {
-    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE};
+    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--quick")) {
             a->tables = 6, a->rows = 2000, a->dim = 16, a->batch = 64, a->steps = 2;
             a->warmup = 1;
+            continue;
+        }
+        if (!strcmp(k, "--show-plan")) {
+            a->show_plan = 1;
             continue;
         }
         if (!v)
@@ -69,6 +76,72 @@ static int parse(int argc, char **argv, Args *a)
            a->steps < 1 || a->rows < 1 || a->zipf < 0 || a->threads < 1 || a->compare < 0 ||
            a->groups < 0
            ? -1 : 0;
+}
+
+static const char *kind_name(EmbDistKind k)
+{
+    return k == EMB_DIST_TABLEWISE ? "table" : k == EMB_DIST_ROWWISE ? "row" : "replicated";
+}
+
+/* Max / mean of @p n loads. */
+static double imbalance(const double *load, int n)
+{
+    double mx = 0, sum = 0;
+    for (int k = 0; k < n; k++)
+        mx = load[k] > mx ? load[k] : mx, sum += load[k];
+    return sum > 0 ? mx * n / sum : 1.0;
+}
+
+/* --show-plan: the planner's placement for 2, 4, 8 ranks and its model, with the fixed
+   plans' for comparison (rank 0 prints). */
+static int show_plan(const Args *a, EmbDistTableDesc *desc)
+{
+    static const int ranks[3] = {2, 4, 8};
+    static const EmbDistPlan plans[3] = {EMB_DIST_PLAN_AUTO, EMB_DIST_PLAN_TABLEWISE,
+                                         EMB_DIST_PLAN_ROWWISE};
+    EmbDistPlacement pl[26];
+    double load[8];
+    int64_t bytes[8];
+    for (int k = 0; k < 3; k++) {
+        const int P = ranks[k];
+        for (int t = 0; t < a->tables; t++)
+            desc[t].lookups = (double)a->batch * a->bag * P;
+        const EmbDistPlaceOptions po = {.batch = (int64_t)a->batch * P};
+        for (int j = 0; j < 3; j++) {
+            EmbDistPlaceOptions o = po;
+            o.plan = plans[j];
+            int r = emb_dist_place(desc, a->tables, P, &o, pl);
+            if (!r)
+                r = emb_dist_plan_cost(desc, a->tables, P, &o, pl, load, bytes);
+            if (r) {
+                fprintf(stderr, "plan: %s\n", emb_last_error());
+                return r;
+            }
+            printf("%d ranks, %s plan: modelled step per rank (ms):", P,
+                   j == 0 ? "auto" : j == 1 ? "table-wise" : "row-wise");
+            for (int q = 0; q < P; q++)
+                printf(" %.3f", 1e3 * load[q]);
+            printf("  max/mean %.3f\n", imbalance(load, P));
+            double mx = 0, mb = 0;
+            for (int q = 0; q < P; q++)
+                mx = load[q] > mx ? load[q] : mx, mb = bytes[q] > mb ? (double)bytes[q] : mb;
+            printf("RESULT_PLAN ranks=%d plan=%s max_over_mean=%.4f max_ms=%.4f "
+                   "max_rank_mib=%.1f\n", P, j == 0 ? "auto" : j == 1 ? "table" : "row",
+                   imbalance(load, P), 1e3 * mx, mb / 1048576.0);
+            if (j)
+                continue;
+            for (int t = 0; t < a->tables; t++)
+                if (pl[t].kind == EMB_DIST_ROWWISE)
+                    printf("  table %2d  %9lld rows  row-wise on ranks %d..%d\n", t,
+                           (long long)desc[t].nrows, (int)pl[t].rank,
+                           (int)(pl[t].rank + (pl[t].nshards ? pl[t].nshards : P) - 1));
+                else
+                    printf("  table %2d  %9lld rows  %s%s%d\n", t, (long long)desc[t].nrows,
+                           kind_name(pl[t].kind), pl[t].kind ? "" : "-wise on rank ",
+                           pl[t].kind ? 0 : (int)pl[t].rank);
+        }
+    }
+    return 0;
 }
 
 static int cmp(const void *x, const void *y)
@@ -196,7 +269,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpirun -np N dist-bench [--quick] [--tables 26] [--rows "
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
                     "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
-                    "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)]\n");
+                    "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)] "
+                    "[--show-plan]\n");
         MPI_Finalize();
         return 2;
     }
@@ -205,6 +279,11 @@ int main(int argc, char **argv)
         desc[t] = (EmbDistTableDesc){.name = "t", .nrows = criteo[t] < a.rows ? criteo[t] : a.rows,
                                      .featuresize = a.dim, .dtype = EMB_F32,
                                      .lookups = (double)a.batch * a.bag * P};
+    if (a.show_plan) {
+        const int r = rank == 0 ? show_plan(&a, desc) : 0;
+        MPI_Finalize();
+        return r ? 1 : 0;
+    }
     /* --compare-groups N: a second ensemble of the same tables with N groups, its steps
        interleaved with the first's on the same batches (the overlap, side by side) */
     const int nruns = a.compare > 0 ? 2 : 1;

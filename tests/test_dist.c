@@ -748,6 +748,85 @@ static void mismatch(void)
     }
 }
 
+/* Max / mean of the modelled loads of placement @p p over @p P ranks; @p max: the max. */
+static double model_ratio(const EmbDistTableDesc *t, int64_t n, int32_t P,
+                          const EmbDistPlaceOptions *o, const EmbDistPlacement *p, double *max)
+{
+    double load[8], sum = 0;
+    *max = 0;
+    if (emb_dist_plan_cost(t, n, P, o, p, load, NULL))
+        return 99.0;
+    for (int32_t k = 0; k < P; k++)
+        sum += load[k], *max = load[k] > *max ? load[k] : *max;
+    return *max * P / sum;
+}
+
+/* The planner (PLAN_AUTO) on the Criteo-shaped ensemble: modelled max/mean <= 1.1 on 2, 4
+   and 8 ranks and a slowest rank no slower than either fixed plan's; pins kept; memory
+   respected; a table that cannot fit refused. */
+static void planner(void)
+{
+    static const int64_t criteo[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3,
+                                       93145, 5683, 8351593, 3194, 27, 14992, 5461306, 10,
+                                       5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572};
+    EmbDistTableDesc t[26];
+    EmbDistPlacement p[26], q[26];
+    for (int32_t P = 2; P <= 8; P *= 2) {
+        for (int i = 0; i < 26; i++)
+            t[i] = (EmbDistTableDesc){.nrows = criteo[i] < 200000 ? criteo[i] : 200000,
+                                      .featuresize = 64, .lookups = 1024.0 * P};
+        EmbDistPlaceOptions o = {.plan = EMB_DIST_PLAN_AUTO, .batch = 1024 * P};
+        int r = emb_dist_place(t, 26, P, &o, p);
+        double mx = 0, fixed_mx = 0;
+        const double ratio = r ? 99.0 : model_ratio(t, 26, P, &o, p, &mx);
+        CHECK(ratio <= 1.1, "planner on %d ranks: max/mean %.3f (%d)", (int)P, ratio, r);
+        for (int k = 1; k <= 2 && !r; k++) {
+            EmbDistPlaceOptions f = o;
+            f.plan = (EmbDistPlan)k;
+            emb_dist_place(t, 26, P, &f, q);
+            model_ratio(t, 26, P, &o, q, &fixed_mx);
+            CHECK(mx <= fixed_mx, "planner on %d ranks: max %.4g ms > plan %d's %.4g ms",
+                  (int)P, 1e3 * mx, k, 1e3 * fixed_mx);
+        }
+        /* pins: table 2 row-wise over the last two ranks, table 5 whole on rank 1 */
+        EmbDistPlacement pins[26];
+        for (int i = 0; i < 26; i++)
+            pins[i] = (EmbDistPlacement){EMB_DIST_ANY, 0, 0, 0};
+        pins[2] = (EmbDistPlacement){EMB_DIST_ROWWISE, P - 2, EMB_PARTITION_DIV, 2};
+        pins[5] = (EmbDistPlacement){EMB_DIST_TABLEWISE, 1, 0, 0};
+        o.pins = pins;
+        r = emb_dist_place(t, 26, P, &o, p);
+        CHECK(r == 0 && !memcmp(&p[2], &pins[2], sizeof *p) &&
+              !memcmp(&p[5], &pins[5], sizeof *p), "planner on %d ranks: pins not kept (%d)",
+              (int)P, r);
+        /* memory: 15 % above an even share fits; 10 % below it cannot */
+        o.pins = NULL;
+        int64_t total = 0, bytes[8];
+        for (int i = 0; i < 26; i++)
+            total += t[i].nrows * 64 * 4;
+        o.memory_per_rank = total / P + total / P * 15 / 100;
+        double load[8];
+        r = emb_dist_place(t, 26, P, &o, p);
+        int over = 0;
+        if (!r)
+            emb_dist_plan_cost(t, 26, P, &o, p, load, bytes);
+        for (int32_t k = 0; !r && k < P; k++)
+            over += bytes[k] > o.memory_per_rank;
+        CHECK(r == 0 && !over, "planner on %d ranks within memory: %d (%d ranks over)",
+              (int)P, r, over);
+        o.memory_per_rank = total / P - total / P / 10;
+        r = emb_dist_place(t, 26, P, &o, p);
+        CHECK(r == EMB_ENOMEM, "planner on %d ranks: %d, not EMB_ENOMEM for too little "
+              "memory", (int)P, r);
+    }
+    EmbDistPlacement bad[26];
+    for (int i = 0; i < 26; i++)
+        bad[i] = (EmbDistPlacement){EMB_DIST_ANY, 0, 0, 0};
+    bad[3] = (EmbDistPlacement){EMB_DIST_ROWWISE, 1, EMB_PARTITION_MOD, 2};
+    const EmbDistPlaceOptions o = {.pins = bad};
+    CHECK(emb_dist_place(t, 26, 2, &o, p) == EMB_EINVAL, "a pin outside the ranks refused");
+}
+
 static void placement(void)
 {
     /* bytes 4000 / 400 / 400 / 400 and lookups 1 / 10 / 10 / 10 over 2 ranks, table-wise */
@@ -762,10 +841,9 @@ static void placement(void)
        t1 -> 1, t2 -> 1 (.799 < .8015), t3 -> 1 */
     CHECK(r == 0 && p[0].rank == 0 && p[1].rank == 1 && p[2].rank == 1 && p[3].rank == 1,
           "LPT placement: %d %d %d %d", p[0].rank, p[1].rank, p[2].rank, p[3].rank);
-    o.plan = EMB_DIST_PLAN_AUTO; /* 4000 bytes > 5200 / 2: row-wise */
-    r = emb_dist_place(t, 4, 2, &o, p);
-    CHECK(r == 0 && p[0].kind == EMB_DIST_ROWWISE && p[0].partition == EMB_PARTITION_MOD &&
-          p[1].kind == EMB_DIST_TABLEWISE, "auto placement");
+    o.plan = EMB_DIST_PLAN_AUTO;
+    CHECK(emb_dist_place(t, 4, 2, &o, p) == 0, "auto placement: %s", emb_last_error());
+    planner();
     o.plan = 7;
     CHECK(emb_dist_place(t, 4, 2, &o, p) == EMB_EINVAL, "bad plan refused");
     CHECK(emb_dist_place(NULL, 4, 2, NULL, p) == EMB_ENULL, "NULL refused");

@@ -73,6 +73,7 @@ typedef struct EmbDistTableDesc {
 
 /** How one table is placed. */
 typedef enum EmbDistKind {
+    EMB_DIST_ANY = -1,      /**< in EmbDistPlaceOptions::pins only: the planner chooses */
     EMB_DIST_TABLEWISE = 0, /**< the whole table on rank `rank` */
     EMB_DIST_ROWWISE = 1,   /**< rows by `partition` over `nshards` ranks from `rank` (shard
                                  s on rank `rank` + s; table-row-wise when fewer than all) */
@@ -95,7 +96,8 @@ typedef struct EmbDistPlacement {
 
 /** Which placements emb_dist_place() may choose. */
 typedef enum EmbDistPlan {
-    EMB_DIST_PLAN_AUTO = 0,      /**< row-wise for tables above rowwise_bytes, else table-wise */
+    EMB_DIST_PLAN_AUTO = 0,      /**< the planner: any kind, the slowest modelled rank as fast
+                                      as it can make it (emb_dist_place()) */
     EMB_DIST_PLAN_TABLEWISE = 1, /**< every table whole */
     EMB_DIST_PLAN_ROWWISE = 2,   /**< every table by rows */
 } EmbDistPlan;
@@ -103,27 +105,52 @@ typedef enum EmbDistPlan {
 /** Options of emb_dist_place(); zero-initialise for the defaults. */
 typedef struct EmbDistPlaceOptions {
     EmbDistPlan plan;      /**< which placements may be chosen */
-    int64_t rowwise_bytes; /**< AUTO: a table of more bytes is split by rows (0: the mean
-                                bytes per rank, total / nranks) */
+    int64_t rowwise_bytes; /**< unused (the size threshold AUTO was before the planner) */
     unsigned partition;    /**< row-wise tables: EMB_PARTITION_MOD (0: MOD) or _DIV */
+    int64_t memory_per_rank; /**< AUTO: bytes of table rows one rank may hold (0: no
+                                  limit); leave room for the optimizer state yourself */
+    int64_t batch;         /**< global bags per step, for the model (0: each table's
+                                lookups, as one-hot bags) */
+    const EmbDistPlacement *pins; /**< NULL, or n placements: AUTO keeps those whose kind
+                                       is not EMB_DIST_ANY as given (checked) and plans the
+                                       others around them */
 } EmbDistPlaceOptions;
 
 /**
  * The placement function: the same answer on every rank for the same arguments.
  *
- * Row-wise tables (all of them under PLAN_ROWWISE; under AUTO those of more than
- * rowwise_bytes = nrows x featuresize x element size) load every rank with 1/nranks of
- * their bytes and lookups. The other tables are placed whole by longest-processing-time
- * list scheduling on the cost `bytes / Σ bytes + lookups / Σ lookups` (both fractions of
- * the ensemble's totals, so memory and expected lookup traffic weigh the same): tables by
- * decreasing cost (ties: lower index first) each go to the rank with the least cost so
- * far (ties: lower rank). With 1 rank every table is table-wise on rank 0.
+ * PLAN_ROWWISE: every table by rows over every rank. PLAN_TABLEWISE: every table whole,
+ * by longest-processing-time list scheduling on the cost `bytes / Σ bytes + lookups /
+ * Σ lookups` (tables by decreasing cost, ties: lower index, each to the rank with the
+ * least cost so far, ties: lower rank). PLAN_AUTO, the planner: each table's modelled
+ * step cost (emb_dist_plan_cost(); the model and its constants: docs/design/mpi.md) as
+ * table-wise, replicated or row-wise over a range of ranks; whole tables by LPT while they
+ * fit under the mean load and in memory, then each remaining table (decreasing cost) takes
+ * the placement that gives the lowest maximum rank load, within memory_per_rank. Pinned
+ * tables (opts->pins) are kept. With 1 rank every table is table-wise on rank 0.
  * @param out n placements
  * @return 0; EMB_ENULL; EMB_EINVAL (n < 1, nranks < 1, bad plan or partition, a table
- *         with nrows < 0, featuresize < 1 or lookups < 0); EMB_EDTYPE; EMB_EOVERFLOW
+ *         with nrows < 0, featuresize < 1 or lookups < 0, a pin not valid over nranks,
+ *         memory_per_rank or batch < 0); EMB_EDTYPE; EMB_EOVERFLOW; EMB_ENOMEM (AUTO: a
+ *         table that fits no rank's remaining memory even split over every rank)
  */
 EMB_API int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
                            const EmbDistPlaceOptions *opts, EmbDistPlacement *out);
+
+/**
+ * The planner's model of a placement: the modelled seconds of one step (lookup, update
+ * and exchange bytes over the constants of docs/design/mpi.md) on each rank, for tables
+ * placed as @p placement (PLAN_AUTO's objective is the largest of them).
+ * @param opts for batch (NULL: 0)
+ * @param placement n placements valid over @p nranks
+ * @param load nranks seconds
+ * @param bytes NULL, or nranks: bytes of table rows each rank holds
+ * @return 0; EMB_ENULL; EMB_EINVAL (as emb_dist_place(), an invalid placement); EMB_EDTYPE
+ */
+EMB_API int emb_dist_plan_cost(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
+                               const EmbDistPlaceOptions *opts,
+                               const EmbDistPlacement *placement, double *load,
+                               int64_t *bytes);
 
 /** Options of emb_dist_create(); zero-initialise for the defaults. */
 typedef struct EmbDistOptions {

@@ -212,92 +212,6 @@ int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *s
     return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, "MPI_Alltoallv");
 }
 
-/* ---- placement ----------------------------------------------------------------------- */
-
-static int desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
-{
-    const size_t es = emb_dtype_size(t->dtype);
-    if (es == 0)
-        return dist_fail(EMB_EDTYPE, "tables[%lld]: dtype %d is not f32, f16 or bf16",
-                         (long long)i, (int)t->dtype);
-    if (t->nrows < 0 || t->featuresize < 1 || !(t->lookups >= 0.0))
-        return dist_fail(EMB_EINVAL, "tables[%lld]: nrows %lld, featuresize %d or lookups %g "
-                         "out of range", (long long)i, (long long)t->nrows,
-                         (int)t->featuresize, t->lookups);
-    if (t->nrows > INT64_MAX / ((int64_t)es * t->featuresize))
-        return dist_fail(EMB_EOVERFLOW, "tables[%lld]: %lld rows of %d elements overflow",
-                         (long long)i, (long long)t->nrows, (int)t->featuresize);
-    if (t->tiered && (!t->tiered->path || strlen(t->tiered->path) > DIST_PATH_MAX))
-        return dist_fail(t->tiered->path ? EMB_EINVAL : EMB_ENULL, "tables[%lld]: "
-                         "tiered->path is %s", (long long)i,
-                         t->tiered->path ? "too long" : "NULL");
-    *bytes = t->nrows * (int64_t)es * t->featuresize;
-    return 0;
-}
-
-int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
-                   const EmbDistPlaceOptions *opts, EmbDistPlacement *out)
-{
-    const EmbDistPlaceOptions o = opts ? *opts : (EmbDistPlaceOptions){0};
-    if (!tables || !out)
-        return dist_fail(EMB_ENULL, "emb_dist_place: tables or out is NULL");
-    const unsigned part = o.partition ? o.partition : EMB_PARTITION_MOD;
-    if (n < 1 || nranks < 1 || o.plan < EMB_DIST_PLAN_AUTO || o.plan > EMB_DIST_PLAN_ROWWISE ||
-        (part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV) || o.rowwise_bytes < 0)
-        return dist_fail(EMB_EINVAL, "emb_dist_place: n %lld, nranks %d, plan %d, partition "
-                         "%u or rowwise_bytes out of range", (long long)n, (int)nranks,
-                         (int)o.plan, part);
-    double total_bytes = 0, total_lookups = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t b;
-        const int r = desc_check(&tables[i], i, &b);
-        if (r)
-            return r;
-        total_bytes += (double)b;
-        total_lookups += tables[i].lookups > 0 ? tables[i].lookups : 1.0;
-    }
-    const double threshold = o.rowwise_bytes ? (double)o.rowwise_bytes : total_bytes / nranks;
-    double *load = calloc((size_t)nranks, sizeof *load);
-    double *cost = malloc((size_t)n * sizeof *cost);
-    int64_t *order = malloc((size_t)n * sizeof *order);
-    if (!load || !cost || !order) {
-        free(load), free(cost), free(order);
-        return dist_fail(EMB_ENOMEM, "emb_dist_place: out of memory");
-    }
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t b;
-        desc_check(&tables[i], i, &b);
-        const double l = tables[i].lookups > 0 ? tables[i].lookups : 1.0;
-        cost[i] = (total_bytes > 0 ? b / total_bytes : 0) + l / total_lookups;
-        const int rowwise = nranks > 1 && (o.plan == EMB_DIST_PLAN_ROWWISE ||
-                            (o.plan == EMB_DIST_PLAN_AUTO && (double)b > threshold));
-        if (rowwise) {
-            out[i] = (EmbDistPlacement){EMB_DIST_ROWWISE, 0, part, 0};
-            for (int32_t r = 0; r < nranks; r++)
-                load[r] += cost[i] / nranks;
-        } else {
-            order[m++] = i;
-        }
-    }
-    /* LPT: decreasing cost, ties by index (insertion sort: n is small) */
-    for (int64_t a = 1; a < m; a++)
-        for (int64_t b = a; b > 0 && cost[order[b]] > cost[order[b - 1]]; b--) {
-            const int64_t x = order[b];
-            order[b] = order[b - 1], order[b - 1] = x;
-        }
-    for (int64_t k = 0; k < m; k++) {
-        int32_t best = 0;
-        for (int32_t r = 1; r < nranks; r++)
-            if (load[r] < load[best])
-                best = r;
-        out[order[k]] = (EmbDistPlacement){EMB_DIST_TABLEWISE, best, 0, 0};
-        load[best] += cost[order[k]];
-    }
-    free(load), free(cost), free(order);
-    return 0;
-}
-
 /* ---- creation ------------------------------------------------------------------------ */
 
 int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks)
@@ -438,7 +352,7 @@ static int setup(EmbDist *d, const EmbDistTableDesc *tables, int64_t n,
     int64_t maxbytes = 4;
     for (int64_t i = 0; i < n; i++) {
         int64_t b;
-        if ((r = desc_check(&tables[i], i, &b)))
+        if ((r = dist_desc_check(&tables[i], i, &b)))
             return r;
         d->t[i].desc = tables[i];
         d->t[i].col = i ? d->t[i - 1].col + tables[i - 1].featuresize : 0;

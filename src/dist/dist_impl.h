@@ -168,6 +168,8 @@ double dist_now(void);
    of ranks inside). The ensemble keeps row-wise placements with their range spelt out
    (rank, nshards = 0, nranks for "every rank"), table-wise ones with 0 for the rest. */
 int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
+/* Checks table description @p t (tables[@p i]) and gives its bytes (dist_plan.c). */
+int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes);
 
 /* Whether this rank @p rank holds table @p t whole (table-wise owner, or a replica): it
    then receives the global batch's ids and output gradients. */
