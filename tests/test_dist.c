@@ -27,7 +27,7 @@ typedef struct Case {
     EmbDistPlan plan;
     unsigned partition;
     int explicit_place;     /* 1: a fixed mix given explicitly; 2: with table-row-wise;
-                               3: with replicated (data-parallel) tables */
+                               3: with replicated (data-parallel) tables; 4: column-wise */
     EmbCombiner combiner;
     int weights;            /* 1: positive, 2: some <= 0 (with pruning) */
     unsigned flags;         /* pooling flags */
@@ -106,14 +106,21 @@ static EmbBatch slice(const Global *g, const Case *c, int64_t b0, int64_t nb, in
     return b;
 }
 
-static void fill(EmbTable *t, int64_t ti, const int64_t *ids, int64_t n, int32_t D)
+/* Columns c0 .. c0 + D - 1 of the reference rows @p ids into @p t. */
+static void fill_cols(EmbTable *t, int64_t ti, const int64_t *ids, int64_t n, int32_t c0,
+                      int32_t D)
 {
     float *v = malloc(sizeof(float) * (size_t)(n * D + 1));
     for (int64_t c = 0; c < n; c++)
         for (int32_t j = 0; j < D; j++)
-            v[c * D + j] = value(ti, ids[c], j);
+            v[c * D + j] = value(ti, ids[c], c0 + j);
     emb_table_assign(t, v, n, D, D);
     free(v);
+}
+
+static void fill(EmbTable *t, int64_t ti, const int64_t *ids, int64_t n, int32_t D)
+{
+    fill_cols(t, ti, ids, n, 0, D);
 }
 
 static float dyval(int64_t bag, int64_t col)
@@ -131,14 +138,16 @@ static int64_t diff_tables(EmbDist *d, EmbTable *const *ref)
             continue;
         float *a = malloc(sizeof(float) * (size_t)(nrows_of[t] * D_of[t] + 1));
         float *e = malloc(sizeof(float) * (size_t)(nrows_of[t] * D_of[t] + 1));
+        int32_t c0, w; /* a column-wise slice, or every column */
+        emb_dist_local_columns(d, t, &c0, &w);
         emb_table_read(ref[t], e, D_of[t]);
-        emb_table_read(lt, a, D_of[t]);
+        emb_table_read(lt, a, w);
         for (int64_t id = 0; id < nrows_of[t]; id++) {
             int32_t owner;
             int64_t col;
             emb_dist_locate(d, t, id, &owner, &col);
             if (owner == emb_dist_rank(d))
-                diff += memcmp(a + col * D_of[t], e + id * D_of[t], 4 * (size_t)D_of[t]) != 0;
+                diff += memcmp(a + col * w, e + id * D_of[t] + c0, 4 * (size_t)w) != 0;
         }
         free(a), free(e);
     }
@@ -395,7 +404,7 @@ static void run_case(const Case *c)
 
     /* the ensemble */
     const int32_t last = nranks > 1 ? nranks - 1 : 1, two = nranks > 2 ? 2 : nranks;
-    EmbDistPlacement pl[3][NT] = {
+    EmbDistPlacement pl[4][NT] = {
         {{EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
          {EMB_DIST_TABLEWISE, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}},
         /* table-row-wise: rows over ranks 1.. (or 0 alone), over ranks 0..1, 1 rank */
@@ -404,7 +413,10 @@ static void run_case(const Case *c)
          {EMB_DIST_ROWWISE, nranks - 1, EMB_PARTITION_MOD, 1},
          {EMB_DIST_ROWWISE, nranks - two, EMB_PARTITION_MOD, two}},
         {{EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
-         {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, two}}};
+         {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, two}},
+        /* column-wise: D 16 over the last two ranks, D 12 over every rank */
+        {{EMB_DIST_TABLEWISE, 0, 0, 0}, {EMB_DIST_COLUMNWISE, nranks - two, 0, two},
+         {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_COLUMNWISE, 0, 0, 0}}};
     EmbDistOptions dopts = {.place = {.plan = c->plan, .partition = c->partition},
                             .groups = c->groups,
                             .placement = c->explicit_place ? pl[c->explicit_place - 1] : NULL,
@@ -436,7 +448,9 @@ static void run_case(const Case *c)
         }
         CHECK(found == n, "%s: table %d: local table has %lld columns, %lld ids located",
               c->name, t, (long long)n, (long long)found);
-        fill(lt, t, ids, n, D_of[t]);
+        int32_t c0, w;
+        emb_dist_local_columns(d, t, &c0, &w);
+        fill_cols(lt, t, ids, n, c0, w);
         free(ids);
     }
 
@@ -748,6 +762,44 @@ static void mismatch(void)
     }
 }
 
+/* A column-wise table refuses what needs a whole row on one rank: max_norm, row-wise
+   Adagrad, checkpoints (EMB_ENOTSUP, the same on every rank), and more slices than D. */
+static void columnwise_limits(void)
+{
+    EmbDistTableDesc desc[1] = {{.name = "c", .nrows = 30, .featuresize = 4}};
+    EmbDistPlacement pl = {EMB_DIST_COLUMNWISE, 0, 0, 0};
+    EmbDistOptions o = {.placement = &pl};
+    EmbDist *d = NULL;
+    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 1, &o);
+    CHECK(r == 0, "column-wise limits: create %d", r);
+    if (r)
+        return;
+    int64_t ids[4] = {1, 2, 3, 4};
+    const EmbBatch b = {.ids = ids, .nnz = 4, .nbags = 2, .bag_size = 2};
+    float out[2 * 4], dy[2 * 4] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const EmbOutputs eo = {.concat = out, .concat_stride = 4};
+    const EmbOutputs go = {.concat = dy, .concat_stride = 4};
+    EmbPooling p = EMB_POOLING_SUM;
+    p.max_norm = 1.0f;
+    CHECK(emb_dist_maplookup(d, &b, &p, &eo) == EMB_ENOTSUP, "column-wise max_norm refused");
+    EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ROWWISE_ADAGRAD, 0.1f);
+    EmbOptimizer *opt = NULL;
+    emb_optimizer_create(&opt, &oc);
+    r = emb_dist_maplookup(d, &b, NULL, &eo);
+    if (!r)
+        r = emb_dist_backward(d, &go);
+    CHECK(r == 0, "column-wise limits: forward / backward %d", r);
+    CHECK(emb_dist_update(d, opt, 0) == EMB_ENOTSUP, "column-wise row-wise Adagrad refused");
+    CHECK(emb_dist_save(d, "/tmp", 1, NULL) == EMB_ENOTSUP, "column-wise checkpoint refused");
+    emb_optimizer_destroy(&opt);
+    emb_dist_destroy(&d);
+    pl.nshards = nranks;
+    desc[0].featuresize = nranks > 1 ? nranks - 1 : 0;
+    if (nranks > 1)
+        CHECK(emb_dist_create(&d, MPI_COMM_WORLD, desc, 1, &o) == EMB_EINVAL,
+              "more column slices than columns refused");
+}
+
 /* Max / mean of the modelled loads of placement @p p over @p P ranks; @p max: the max. */
 static double model_ratio(const EmbDistTableDesc *t, int64_t n, int32_t P,
                           const EmbDistPlaceOptions *o, const EmbDistPlacement *p, double *max)
@@ -1015,10 +1067,20 @@ int main(int argc, char **argv)
          2.0f, 1, 0, EMB_BF16, EMB_OPT_FTRL, 1, 1, 0, 2},
         {"replicated mix gather sgd f16", 0, 0, 3, EMB_COMBINER_NONE, 0, 0, 0, 0, 0, EMB_F16,
          EMB_OPT_SGD, 1, 0, 0, 0},
+        {"column-wise mix sum weights adam groups", 0, 0, 4, EMB_COMBINER_SUM, 1, 0, 0, 1, 0,
+         EMB_F32, EMB_OPT_ADAM, 2, 0, 0, 1},
+        {"column-wise mix mean pruning default adagrad per-table", 0, 0, 4, EMB_COMBINER_MEAN,
+         2, EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID, 0, 1, 1,
+         EMB_F32, EMB_OPT_ADAGRAD, 1, 1, 0, 0},
+        {"column-wise mix max sgd bf16", 0, 0, 4, EMB_COMBINER_MAX, 0, EMB_USE_DEFAULT_ID, 0, 1,
+         0, EMB_BF16, EMB_OPT_SGD, 1, 0, 0, 0},
+        {"column-wise mix gather ftrl f16", 0, 0, 4, EMB_COMBINER_NONE, 1, 0, 0, 0, 0, EMB_F16,
+         EMB_OPT_FTRL, 3, 0, 0, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&cases[i]);
     max_rowwise();
+    columnwise_limits();
     bad_id();
     nonfinite();
     mismatch();

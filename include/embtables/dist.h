@@ -81,6 +81,13 @@ typedef enum EmbDistKind {
                                   pools its own bags, every rank receives the global batch's
                                   ids and output gradients and applies the same update (the
                                   gradient summed in global batch order, as one process) */
+    EMB_DIST_COLUMNWISE = 3, /**< the feature columns split over `nshards` ranks from `rank`
+                                  (0: every rank), as evenly as D allows (slice s: columns
+                                  s·⌊D/S⌋ + min(s, D mod S), one more while s < D mod S);
+                                  each holder pools its slice of the global batch and the
+                                  slices are placed side by side (no sums across ranks).
+                                  Not with max_norm, EMB_OPT_ROWWISE_ADAGRAD or checkpoints
+                                  (EMB_ENOTSUP); the planner does not choose it (pin it) */
 } EmbDistKind;
 
 /** Where one table lives. */
@@ -194,6 +201,14 @@ EMB_API int emb_dist_placement(const EmbDist *d, int64_t i, EmbDistPlacement *ou
  * emb_dist_locate()) when row-wise, NULL otherwise.
  */
 EMB_API EmbTable *emb_dist_local_table(const EmbDist *d, int64_t i);
+/**
+ * The feature columns of table @p i this rank's local table holds: all of them (whole or
+ * row-wise parts), a column-wise slice, or none (@p count 0).
+ * @return 0, EMB_ENULL, EMB_EINVAL (i out of range)
+ */
+EMB_API int emb_dist_local_columns(const EmbDist *d, int64_t i, int32_t *first,
+                                   int32_t *count);
+
 /**
  * Where id @p id of table @p i lives: the rank holding it and its column in that rank's
  * local table. @return 0, EMB_ENULL, EMB_EINVAL, EMB_ERANGE

@@ -220,8 +220,9 @@ int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks)
         return p->rank >= 0 && p->rank < nranks;
     if (p->kind == EMB_DIST_REPLICATED)
         return 1;
-    return p->kind == EMB_DIST_ROWWISE &&
-           (p->partition == EMB_PARTITION_MOD || p->partition == EMB_PARTITION_DIV) &&
+    return (p->kind == EMB_DIST_COLUMNWISE ||
+            (p->kind == EMB_DIST_ROWWISE &&
+             (p->partition == EMB_PARTITION_MOD || p->partition == EMB_PARTITION_DIV))) &&
            (p->nshards == 0 || (p->nshards >= 1 && p->rank >= 0 &&
                                 p->rank <= nranks - p->nshards));
 }
@@ -235,8 +236,9 @@ static void *proxy_column(void *user, int64_t column, EmbContext ctx)
 void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
                  int64_t *column)
 {
-    if (t->place.kind == EMB_DIST_REPLICATED) { /* here, as on every rank */
-        *rank = d->rank;
+    if (t->place.kind == EMB_DIST_REPLICATED || t->place.kind == EMB_DIST_COLUMNWISE) {
+        /* here when this rank holds (part of) every row, else the first holder */
+        *rank = dist_whole_on(t, d->rank) ? d->rank : t->place.rank;
         *column = id;
         return;
     }
@@ -261,10 +263,10 @@ void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank,
 }
 
 /* This rank's part of table @t: in memory, or tiered in `<path>.rank<R>`. */
-static int make_local(EmbDist *d, DistTable *t, int64_t rows, const char *name,
+static int make_local(EmbDist *d, DistTable *t, int64_t rows, int32_t width, const char *name,
                       const EmbDistOptions *o)
 {
-    EmbVariableSpec spec = {.name = name, .ncolumns = rows, .featuresize = t->desc.featuresize,
+    EmbVariableSpec spec = {.name = name, .ncolumns = rows, .featuresize = width,
                             .dtype = t->desc.dtype, .trainable = 1, .options = o->table};
     char path[DIST_PATH_MAX + 32];
     EmbTieredSpec ts;
@@ -293,22 +295,29 @@ static int make_table(EmbDist *d, DistTable *t, int64_t i, const EmbDistOptions 
         return dist_fail(EMB_EINVAL, "placement[%lld]: kind %d, rank %d, partition %u, "
                          "nshards %d is not valid over %d ranks", (long long)i, (int)p->kind,
                          (int)p->rank, p->partition, (int)p->nshards, (int)d->nranks);
-    if (p->kind == EMB_DIST_ROWWISE && p->nshards == 0) /* every rank, spelt out */
-        p->rank = 0, p->nshards = d->nranks;
+    if ((p->kind == EMB_DIST_ROWWISE || p->kind == EMB_DIST_COLUMNWISE) && p->nshards == 0)
+        p->rank = 0, p->nshards = d->nranks; /* every rank, spelt out */
+    if (p->kind == EMB_DIST_COLUMNWISE && p->nshards > t->desc.featuresize)
+        return dist_fail(EMB_EINVAL, "placement[%lld]: %d column slices of %d columns",
+                         (long long)i, (int)p->nshards, (int)t->desc.featuresize);
     if (p->kind != EMB_DIST_ROWWISE)
-        p->partition = 0, p->nshards = 0;
+        p->partition = 0;
+    if (p->kind == EMB_DIST_TABLEWISE || p->kind == EMB_DIST_REPLICATED)
+        p->nshards = 0;
     if (p->kind == EMB_DIST_REPLICATED)
         p->rank = 0;
     int64_t rows = -1;
-    if (dist_whole_on(t, d->rank))
+    int32_t c0, width = dist_cols(t, d->rank, &c0);
+    if (width > 0)
         rows = t->desc.nrows;
     else if (p->kind == EMB_DIST_ROWWISE && d->rank >= p->rank &&
              d->rank < p->rank + p->nshards)
-        rows = emb_partition_shard_rows(t->desc.nrows, p->nshards, d->rank - p->rank);
+        rows = emb_partition_shard_rows(t->desc.nrows, p->nshards, d->rank - p->rank),
+        width = t->desc.featuresize;
     if (rows >= 0) {
         char name[EMB_NAME_MAX + 1];
         dist_part_name(d, i, p->kind, d->rank, name);
-        if ((r = make_local(d, t, rows, name, o)))
+        if ((r = make_local(d, t, rows, width, name, o)))
             return r;
         if ((r = emb_grad_create(&t->grad)) || (r = emb_indexer_create(&t->indexer)))
             return dist_fail_core(r, "gradient holder");
@@ -536,6 +545,20 @@ int emb_dist_placement(const EmbDist *d, int64_t i, EmbDistPlacement *out)
 EmbTable *emb_dist_local_table(const EmbDist *d, int64_t i)
 {
     return d && i >= 0 && i < d->ntables ? d->t[i].local : NULL;
+}
+
+int emb_dist_local_columns(const EmbDist *d, int64_t i, int32_t *first, int32_t *count)
+{
+    if (!d || !first || !count)
+        return dist_fail(EMB_ENULL, "emb_dist_local_columns: NULL argument");
+    if (i < 0 || i >= d->ntables)
+        return dist_fail(EMB_EINVAL, "emb_dist_local_columns: table %lld of %lld",
+                         (long long)i, (long long)d->ntables);
+    *first = 0;
+    *count = d->t[i].local ? emb_table_featuresize(d->t[i].local) : 0;
+    if (d->t[i].place.kind == EMB_DIST_COLUMNWISE)
+        *count = dist_cols(&d->t[i], d->rank, first);
+    return 0;
 }
 
 int emb_dist_locate(const EmbDist *d, int64_t i, int64_t id, int32_t *rank, int64_t *column)

@@ -66,6 +66,15 @@ static int write_index(const EmbDist *d, const char *dir, int64_t step, const ch
     return 0;
 }
 
+/* The first column-wise table's index, -1 when none (checkpoints do not take them). */
+static int64_t columnwise(const EmbDist *d)
+{
+    for (int64_t i = 0; i < d->ntables; i++)
+        if (d->t[i].place.kind == EMB_DIST_COLUMNWISE)
+            return i;
+    return -1;
+}
+
 int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer *opt)
 {
     dist_clear_error();
@@ -74,6 +83,8 @@ int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer 
     char sub[PATH_CAP];
     int r = !dir ? dist_fail(EMB_ENULL, "emb_dist_save: dir is NULL")
             : step < 0 ? dist_fail(EMB_EINVAL, "emb_dist_save: step %lld < 0", (long long)step)
+            : columnwise(d) >= 0 ? dist_fail(EMB_ENOTSUP, "emb_dist_save: table %lld is "
+                                             "column-wise", (long long)columnwise(d))
             : path_of(sub, dir, "rank%lld", d->rank, 0);
     if (!r && mkdir(sub, 0777) != 0 && errno != EEXIST)
         r = dist_fail(EMB_EIO, "cannot create '%s': %s", sub, strerror(errno));
@@ -386,7 +397,9 @@ int emb_dist_restore(EmbDist *d, const char *dir, int64_t step, EmbOptimizer *op
         return dist_fail(EMB_ENULL, "emb_dist_restore: d is NULL");
     Old old = {0};
     int r = !dir ? dist_fail(EMB_ENULL, "emb_dist_restore: dir is NULL")
-                 : read_index(d, dir, step, &old);
+            : columnwise(d) >= 0 ? dist_fail(EMB_ENOTSUP, "emb_dist_restore: table %lld is "
+                                             "column-wise", (long long)columnwise(d))
+            : read_index(d, dir, step, &old);
     for (int32_t q = 0; q < old.nranks && !r; q++)
         r = load_old(d, dir, step, &old, q, opt);
     int64_t *saved = !r && opt ? calloc((size_t)d->ntables, sizeof *saved) : NULL;

@@ -63,6 +63,11 @@ static int check_local(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
             return dist_fail(EMB_ENOTSUP, "emb_dist_maplookup: tables[%lld]: MAX pooling of a "
                              "row-wise table is not supported (its backward would need each "
                              "element's owner): place it table-wise", (long long)i);
+        if (poolings && poolings[i].max_norm != 0 &&
+            d->t[i].place.kind == EMB_DIST_COLUMNWISE)
+            return dist_fail(EMB_ENOTSUP, "emb_dist_maplookup: tables[%lld]: max_norm of a "
+                             "column-wise table is not supported (a row's norm spans the "
+                             "ranks): place it otherwise", (long long)i);
         if (batches[i].nbags != nb)
             return dist_fail(EMB_ESHAPE, "emb_dist_maplookup: batches[%lld].nbags = %lld, "
                              "batches[0].nbags = %lld", (long long)i,
@@ -313,13 +318,15 @@ static int build_global(EmbDist *d)
 
 /* ---- (3) pooling and the row exchanges ----------------------------------------------- */
 
-/* Elements per global bag of the table-wise tables rank @p o owns in group @p g. */
+/* Elements per global bag that rank @p o pools in group @p g (table-wise tables, its
+   column-wise slices). */
 static int64_t group_width(const EmbDist *d, int32_t g, int32_t o)
 {
     int64_t w = 0;
-    for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++)
-        if (d->t[i].place.kind == EMB_DIST_TABLEWISE && d->t[i].place.rank == o)
-            w += d->t[i].desc.featuresize;
+    for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
+        int32_t c0;
+        w += dist_pooled_cols(&d->t[i], o, &c0);
+    }
     return w;
 }
 
@@ -412,7 +419,8 @@ static int pool_group(EmbDist *d, int32_t g, int64_t send_off, int64_t inflight)
     int64_t n = 0;
     for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
         DistTable *t = &d->t[i];
-        if (t->place.kind != EMB_DIST_TABLEWISE || t->place.rank != d->rank)
+        int32_t c0;
+        if (!dist_pooled_cols(t, d->rank, &c0))
             continue;
         d->tmp_tables[n] = t->local;
         d->tmp_batches[n] = dist_batch(t, t->g_ids, t->g_offsets, t->g_has_weights ?
@@ -562,20 +570,21 @@ static void scatter_pooled(EmbDist *d, const EmbOutputs *out)
             col[2 * o + 1] = group_width(d, g, o);
             recv_off += d->nbags * col[2 * o + 1];
         }
-        for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
-            const DistTable *t = &d->t[i];
-            if (t->place.kind != EMB_DIST_TABLEWISE)
-                continue;
-            const int32_t o = t->place.rank;
-            const float *src = d->pooled_recv + col[2 * o];
-            const int64_t W = col[2 * o + 1];
-            for (int64_t b = 0; b < d->nbags; b++) {
-                int64_t stride;
-                memcpy(dist_out_row(d, out, i, b, &stride), src + b * W,
-                       4 * (size_t)t->desc.featuresize);
+        for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++)
+            for (int32_t o = 0; o < d->nranks; o++) { /* the owner, or each slice's */
+                int32_t c0;
+                const int32_t w = dist_pooled_cols(&d->t[i], o, &c0);
+                if (!w)
+                    continue;
+                const float *src = d->pooled_recv + col[2 * o];
+                const int64_t W = col[2 * o + 1];
+                for (int64_t b = 0; b < d->nbags; b++) {
+                    int64_t stride;
+                    memcpy(dist_out_row(d, out, i, b, &stride) + c0, src + b * W,
+                           4 * (size_t)w);
+                }
+                col[2 * o] += w;
             }
-            col[2 * o] += t->desc.featuresize;
-        }
     }
 }
 

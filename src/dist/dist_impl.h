@@ -171,12 +171,36 @@ int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
 /* Checks table description @p t (tables[@p i]) and gives its bytes (dist_plan.c). */
 int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes);
 
-/* Whether this rank @p rank holds table @p t whole (table-wise owner, or a replica): it
-   then receives the global batch's ids and output gradients. */
+/* How many feature columns of every row of table @p t rank @p o holds (table-wise owner,
+   replica: all; column-wise holder: its slice, from column *c0; else 0). Such a rank
+   receives the global batch's ids and its columns of the output gradients. */
+static inline int32_t dist_cols(const DistTable *t, int32_t o, int32_t *c0)
+{
+    const int32_t D = t->desc.featuresize;
+    *c0 = 0;
+    if (t->place.kind == EMB_DIST_REPLICATED)
+        return D;
+    if (t->place.kind == EMB_DIST_TABLEWISE)
+        return t->place.rank == o ? D : 0;
+    const int32_t s = o - t->place.rank, S = t->place.nshards;
+    if (t->place.kind != EMB_DIST_COLUMNWISE || s < 0 || s >= S)
+        return 0;
+    *c0 = s * (D / S) + (s < D % S ? s : D % S);
+    return D / S + (s < D % S);
+}
+
+/* The columns rank @p o pools for the other ranks (table-wise, column-wise; 0 else). */
+static inline int32_t dist_pooled_cols(const DistTable *t, int32_t o, int32_t *c0)
+{
+    *c0 = 0;
+    return t->place.kind == EMB_DIST_REPLICATED ? 0 : dist_cols(t, o, c0);
+}
+
+/* Whether rank @p rank receives the global batch of table @p t (dist_cols > 0). */
 static inline int dist_whole_on(const DistTable *t, int32_t rank)
 {
-    return t->place.kind == EMB_DIST_REPLICATED ||
-           (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == rank);
+    int32_t c0;
+    return dist_cols(t, rank, &c0) > 0;
 }
 
 /* Owner rank and column in its local table of @p id of table @p t (id in range). */

@@ -85,6 +85,20 @@ static void add_cost(const Model *m, const EmbDistPlacement *p, int32_t P, doubl
             mem[p->rank] += (double)m->bytes;
         return;
     }
+    if (p->kind == EMB_DIST_COLUMNWISE) { /* pinned only: each holder a slice's owner */
+        const int32_t S = p->nshards > 0 ? p->nshards : P, first = p->nshards > 0 ? p->rank : 0;
+        const double hold = (m->L * m->rowb + 2.0 * m->B * m->outb +
+                             UPDATE_PASSES * m->U * m->rowb) / S / MEM_BW +
+                            f * (ids + 2.0 * m->B * m->outb / S) / NET_BW;
+        for (int32_t r = 0; r < P; r++)
+            load[r] += f * (ids * S + 2.0 * m->B * m->outb) / P / NET_BW;
+        for (int32_t s = 0; s < S; s++) {
+            load[first + s] += hold;
+            if (mem)
+                mem[first + s] += (double)m->bytes / S;
+        }
+        return;
+    }
     if (p->kind == EMB_DIST_REPLICATED) {
         /* every rank: pools its own bags, receives (and sends its share of) the global
            batch's ids and dy, records and applies the whole gradient */
