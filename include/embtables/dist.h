@@ -7,10 +7,12 @@
  *
  * Data parallel in, model parallel inside: every rank brings its share of the batch (every
  * table's ids for its own bags, the same bag count for every table); the global batch is
- * rank 0's bags, then rank 1's, and so on. Tables are placed on ranks either whole
- * (table-wise: the owner pools, pooled rows travel) or split by rows over all ranks
+ * rank 0's bags, then rank 1's, and so on. Tables are placed on ranks whole (table-wise:
+ * the owner pools, pooled rows travel), split by rows over all ranks or a range of them
  * (row-wise, EMB_PARTITION_MOD / DIV as partition.h: the owners send the raw rows a rank
- * asked for and the rank pools them itself, in bag order). Row-wise tables do not return
+ * asked for and the rank pools them itself, in bag order), split by feature columns
+ * (column-wise: each holder pools its slice) or replicated on every rank (data-parallel:
+ * each rank pools its own bags). Row-wise tables do not return
  * partial sums: adding per-shard partial sums would change the rounding with the rank
  * count, and every placement here gives the bits of the single-process library.
  *
