@@ -762,6 +762,113 @@ static void mismatch(void)
     }
 }
 
+/* Every table's local part of @p d, and @p opt's update count, in one float array. */
+static float *parts(EmbDist *d, int64_t *len)
+{
+    int64_t n = 0;
+    for (int t = 0; t < NT; t++) {
+        EmbTable *lt = emb_dist_local_table(d, t);
+        n += lt ? emb_table_ncolumns(lt) * emb_table_featuresize(lt) : 0;
+    }
+    float *v = malloc(sizeof(float) * (size_t)(n + 1));
+    n = 0;
+    for (int t = 0; t < NT; t++) {
+        EmbTable *lt = emb_dist_local_table(d, t);
+        if (!lt)
+            continue;
+        emb_table_read(lt, v + n, emb_table_featuresize(lt));
+        n += emb_table_ncolumns(lt) * emb_table_featuresize(lt);
+    }
+    *len = n;
+    return v;
+}
+
+/* Pipelining: an ensemble whose next batch's ids travel during the update
+   (emb_dist_prefetch) gives the outputs and tables of one that does not, bit for bit,
+   over every placement kind; a backward while a prefetch is pending is refused. */
+static void prefetch(void)
+{
+    EmbDistTableDesc desc[NT];
+    for (int t = 0; t < NT; t++)
+        desc[t] = (EmbDistTableDesc){.name = "p", .nrows = nrows_of[t], .featuresize = D_of[t]};
+    const EmbDistPlacement pl[NT] = {
+        {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+        {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_COLUMNWISE, 0, 0, 0}};
+    const EmbDistOptions o = {.placement = pl, .groups = 2};
+    EmbDist *d[2] = {NULL, NULL};
+    EmbOptimizer *opt[2] = {NULL, NULL};
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
+    for (int k = 0; k < 2; k++) {
+        CHECK(emb_dist_create(&d[k], MPI_COMM_WORLD, desc, NT, &o) == 0, "prefetch: create");
+        emb_optimizer_create(&opt[k], &oc);
+        for (int t = 0; d[k] && t < NT; t++)
+            if (emb_dist_local_table(d[k], t))
+                emb_table_initialize(emb_dist_local_table(d[k], t), &(EmbInitializer){
+                    .kind = EMB_INIT_UNIFORM, .a = -1.0f, .b = 1.0f, .seed = 3});
+    }
+    enum { STEPS = 3, BAG = 3 };
+    const int64_t nb = 4 + rank;
+    int64_t W = 0;
+    for (int t = 0; t < NT; t++)
+        W += D_of[t];
+    int64_t *ids = malloc(sizeof(int64_t) * (size_t)(STEPS * NT * nb * BAG));
+    float *wts = malloc(sizeof(float) * (size_t)(STEPS * NT * nb * BAG));
+    EmbBatch b[STEPS][NT];
+    for (int s = 0; s < STEPS; s++)
+        for (int t = 0; t < NT; t++) {
+            int64_t *x = ids + (s * NT + t) * nb * BAG;
+            float *w = wts + (s * NT + t) * nb * BAG;
+            for (int64_t k = 0; k < nb * BAG; k++) {
+                x[k] = (int64_t)(hash3((uint64_t)(s * 7 + rank), (uint64_t)t, (uint64_t)k) %
+                                 (uint64_t)nrows_of[t]);
+                w[k] = 0.25f + (float)(k % 5) * 0.5f;
+            }
+            b[s][t] = (EmbBatch){.ids = x, .nnz = nb * BAG, .nbags = nb, .bag_size = BAG,
+                                 .weights = w};
+        }
+    EmbPooling pool[NT];
+    for (int t = 0; t < NT; t++)
+        pool[t] = EMB_POOLING_MEAN;
+    float *out[2], *dy = malloc(sizeof(float) * (size_t)(nb * W));
+    for (int64_t i = 0; i < nb * W; i++)
+        dy[i] = (float)((i % 9) - 4) * 0.125f;
+    out[0] = malloc(sizeof(float) * (size_t)(nb * W));
+    out[1] = malloc(sizeof(float) * (size_t)(nb * W));
+    int r = d[0] && d[1] ? 0 : -1;
+    for (int s = 0; s < STEPS && !r; s++) {
+        for (int k = 0; k < 2 && !r; k++) {
+            const EmbOutputs eo = {.concat = out[k], .concat_stride = W};
+            const EmbOutputs go = {.concat = dy, .concat_stride = W};
+            r = emb_dist_maplookup(d[k], b[s], pool, &eo);
+            if (!r)
+                r = emb_dist_backward(d[k], &go);
+            if (!r && k == 1 && s + 1 < STEPS) {
+                r = emb_dist_prefetch(d[k], b[s + 1], pool);
+                CHECK(r == 0, "prefetch: step %d: %d (%s)", s, r, emb_last_error());
+                CHECK(emb_dist_backward(d[k], &go) == EMB_EINVAL,
+                      "prefetch: a backward while pending refused");
+            }
+            if (!r)
+                r = emb_dist_update(d[k], opt[k], 0);
+            CHECK(r == 0, "prefetch: step %d, ensemble %d: %d (%s)", s, k, r, emb_last_error());
+        }
+        CHECK(!memcmp(out[0], out[1], sizeof(float) * (size_t)(nb * W)),
+              "prefetch: step %d: outputs differ", s);
+    }
+    int64_t n0 = 0, n1 = 0;
+    float *p0 = d[0] ? parts(d[0], &n0) : NULL, *p1 = d[1] ? parts(d[1], &n1) : NULL;
+    CHECK(p0 && p1 && n0 == n1 && !memcmp(p0, p1, sizeof(float) * (size_t)n0),
+          "prefetch: the tables differ");
+    EmbDistStats st;
+    if (d[1] && !emb_dist_stats(d[1], &st))
+        CHECK(st.ids_wait_s >= 0, "prefetch: ids_wait_s %g", st.ids_wait_s);
+    free(p0), free(p1), free(ids), free(wts), free(dy), free(out[0]), free(out[1]);
+    for (int k = 0; k < 2; k++) {
+        emb_dist_destroy(&d[k]);
+        emb_optimizer_destroy(&opt[k]);
+    }
+}
+
 /* A column-wise table refuses what needs a whole row on one rank: max_norm, row-wise
    Adagrad, checkpoints (EMB_ENOTSUP, the same on every rank), and more slices than D. */
 static void columnwise_limits(void)
@@ -1081,6 +1188,7 @@ int main(int argc, char **argv)
         run_case(&cases[i]);
     max_rowwise();
     columnwise_limits();
+    prefetch();
     bad_id();
     nonfinite();
     mismatch();

@@ -259,6 +259,21 @@ EMB_API int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs);
 EMB_API int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags);
 
 /**
+ * Pipelining: starts the next forward's id exchange (the counts and the agreement on
+ * them, then a non-blocking MPI_Ialltoallv of the ids) so that it travels while
+ * emb_dist_update() runs. Call it after emb_dist_backward() and before emb_dist_update();
+ * the next emb_dist_maplookup() must pass the same @p batches and @p poolings pointers
+ * (the ids were copied here: the arrays may change) and waits only for what the overlap
+ * did not hide (EmbDistStats::ids_wait_s). Results are bit-identical with and without.
+ * Until that forward: emb_dist_backward() fails (EMB_EINVAL), emb_dist_update(),
+ * emb_dist_save() and the accessors work. Collective.
+ * @return 0; any code of emb_dist_maplookup()'s checks of the batches (not of outputs,
+ *         checked by that call), EMB_EINVAL (a prefetch pending), EMB_EIO; the same on
+ *         every rank. After a failure the next forward runs whole.
+ */
+EMB_API int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings);
+
+/**
  * Sharded checkpoint, collectively: each rank saves its tables and shards, with @p opt's
  * state of them when @p opt is not NULL, with the store's checkpoints (store.h: one
  * safetensors file per rank, `<dir>/rank<r>/ckpt-<step>` + EMB_CHECKPOINT_EXT, atomic,
@@ -298,6 +313,10 @@ typedef struct EmbDistStats {
     int64_t ids_bytes;    /**< bytes this rank sent in the id all-to-all (self excluded) */
     int64_t rows_bytes;   /**< bytes sent in the pooled / raw row all-to-alls */
     int64_t grad_bytes;   /**< bytes sent in the gradient all-to-all */
+    double ids_wait_s;    /**< seconds the last forward's ids exchange kept this rank in
+                               MPI calls: the whole exchange, or after emb_dist_prefetch()
+                               its blocking counts and agreement plus the wait for what the
+                               overlap did not hide */
 } EmbDistStats;
 
 /** This rank's statistics. @return 0, EMB_ENULL */

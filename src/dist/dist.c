@@ -170,6 +170,12 @@ float dist_get_f32(const uint32_t **p)
  */
 int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes)
 {
+    return dist_exchange_words_ex(d, code, value, sent_bytes, NULL);
+}
+
+int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes,
+                           MPI_Request *req)
+{
     const int32_t P = d->nranks;
     int64_t total = 0;
     for (int32_t r = 0; r < P && !code; r++)
@@ -206,10 +212,12 @@ int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *s
     if ((r = dist_agree(d, code, value, d->vals)))
         return r;
     t0 = dist_now();
-    r = MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf, d->rcount,
-                      d->rdispl, MPI_UINT32_T, d->comm);
+    r = req ? MPI_Ialltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
+                             d->rcount, d->rdispl, MPI_UINT32_T, d->comm, req)
+            : MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
+                            d->rcount, d->rdispl, MPI_UINT32_T, d->comm);
     *d->xclock += dist_now() - t0;
-    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, "MPI_Alltoallv");
+    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, req ? "MPI_Ialltoallv" : "MPI_Alltoallv");
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
@@ -496,6 +504,8 @@ void emb_dist_destroy(EmbDist **dp)
     if (!dp || !*dp)
         return;
     EmbDist *d = *dp;
+    if (d->prefetched) /* the buffers of the ids in flight */
+        MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
     for (int64_t i = 0; d->t && i < d->ntables; i++)
         free_table(&d->t[i]);
     for (int32_t r = 0; d->send && r < d->nranks; r++)

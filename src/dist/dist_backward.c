@@ -260,6 +260,9 @@ int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs)
     dist_clear_error();
     if (!d)
         return dist_fail(EMB_ENULL, "emb_dist_backward: d is NULL");
+    if (d->prefetched) /* every rank made the same calls: no agreement needed */
+        return dist_fail(EMB_EINVAL, "emb_dist_backward: a prefetch is pending (call "
+                         "emb_dist_maplookup() with its batches first)");
     const double t0 = dist_now();
     d->stats.grad_bytes = 0;
     d->stats.grad_exchange_s = 0;

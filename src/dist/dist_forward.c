@@ -47,7 +47,7 @@ static uint64_t pooling_hash(const EmbDist *d, const EmbPooling *poolings)
 }
 
 static int check_local(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
-                       const EmbOutputs *outputs)
+                       const EmbOutputs *outputs, int check_outputs)
 {
     if (!batches)
         return dist_fail(EMB_ENULL, "emb_dist_maplookup: batches is NULL");
@@ -73,7 +73,8 @@ static int check_local(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
                              "batches[0].nbags = %lld", (long long)i,
                              (long long)batches[i].nbags, (long long)nb);
     }
-    return dist_outputs_check(d, outputs, nb, "emb_dist_maplookup: outputs");
+    return check_outputs ? dist_outputs_check(d, outputs, nb, "emb_dist_maplookup: outputs")
+                         : 0;
 }
 
 static int64_t id_at(const EmbBatch *b, int64_t k)
@@ -617,9 +618,9 @@ static int pool_replica(EmbDist *d, int64_t i, const EmbOutputs *out)
 /* ---- the call ------------------------------------------------------------------------ */
 
 static int prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
-                   const EmbOutputs *outputs)
+                   const EmbOutputs *outputs, int check_outputs)
 {
-    int r = check_local(d, batches, poolings, outputs);
+    int r = check_local(d, batches, poolings, outputs, check_outputs);
     d->nbags = r ? 0 : batches[0].nbags;
     for (int64_t i = 0; i < d->ntables && !r; i++) {
         DistTable *t = &d->t[i];
@@ -641,11 +642,31 @@ int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
     d->forward_done = d->backward_done = 0;
     d->stats.pool_s = d->stats.exchange_s = 0;
     d->xclock = &d->stats.exchange_s;
-    d->stats.ids_bytes = d->stats.rows_bytes = 0;
-    int r = prepare(d, batches, poolings, outputs);
-    const int64_t mine[2] = {d->nbags, (int64_t)pooling_hash(d, poolings)};
-    if ((r = dist_exchange_words(d, r, mine, &d->stats.ids_bytes)))
-        return r;
+    d->stats.rows_bytes = 0;
+    int r;
+    if (d->prefetched) { /* the ids are travelling: wait for what the overlap left */
+        d->prefetched = 0;
+        r = batches != d->pf_batches || poolings != d->pf_poolings
+            ? dist_fail(EMB_EINVAL, "emb_dist_maplookup: batches or poolings are not those "
+                        "of the pending emb_dist_prefetch()")
+            : dist_outputs_check(d, outputs, d->nbags, "emb_dist_maplookup: outputs");
+        const double t0 = dist_now();
+        const int m = MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
+        d->stats.exchange_s += dist_now() - t0;
+        d->stats.ids_wait_s = d->pf_blocking + dist_now() - t0;
+        if (m != MPI_SUCCESS)
+            return dist_mpi_fail(m, "MPI_Wait (prefetched ids)");
+        if ((r = dist_agree(d, r, NULL, NULL)))
+            return r;
+    } else {
+        d->stats.ids_bytes = 0;
+        r = prepare(d, batches, poolings, outputs, 1);
+        const int64_t mine[2] = {d->nbags, (int64_t)pooling_hash(d, poolings)};
+        r = dist_exchange_words(d, r, mine, &d->stats.ids_bytes);
+        d->stats.ids_wait_s = d->stats.exchange_s;
+        if (r)
+            return r;
+    }
     d->rank_off[0] = 0;
     for (int32_t k = 0; k < d->nranks; k++) {
         if (d->vals[2 * k + 1] != d->vals[1])
@@ -670,4 +691,27 @@ int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
     d->stats.pool_s += dist_now() - t0;
     d->forward_done = !r;
     return r;
+}
+
+int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_prefetch: d is NULL");
+    if (d->prefetched) /* every rank made the same calls: no agreement needed */
+        return dist_fail(EMB_EINVAL, "emb_dist_prefetch: a prefetch is already pending");
+    double blocking = 0, *clock = d->xclock;
+    d->xclock = &blocking;
+    d->forward_done = 0; /* the saved batches are the next step's from here on */
+    d->stats.ids_bytes = 0;
+    int r = prepare(d, batches, poolings, NULL, 0);
+    const int64_t mine[2] = {d->nbags, (int64_t)pooling_hash(d, poolings)};
+    r = dist_exchange_words_ex(d, r, mine, &d->stats.ids_bytes, &d->pf_req);
+    d->xclock = clock;
+    if (r)
+        return r;
+    d->prefetched = 1;
+    d->pf_batches = batches, d->pf_poolings = poolings;
+    d->pf_blocking = blocking;
+    return 0;
 }

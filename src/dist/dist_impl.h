@@ -137,6 +137,12 @@ struct EmbDist {
     char nonfinite_msg[256];
 
     EmbDistStats stats;
+    /* emb_dist_prefetch(): the next forward's ids in flight (d->pf_req) since then */
+    int prefetched;
+    const EmbBatch *pf_batches;
+    const EmbPooling *pf_poolings;
+    MPI_Request pf_req;
+    double pf_blocking;    /* seconds the prefetch spent in its blocking MPI calls */
     double *xclock;        /* where MPI time goes: stats.exchange_s or grad_exchange_s */
 };
 
@@ -219,6 +225,10 @@ int dist_outputs_check(const EmbDist *d, const EmbOutputs *o, int64_t nbags, con
  * part at d->rdispl[k]). Returns the agreed code.
  */
 int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes);
+/* The same, the words' MPI_Ialltoallv only started (into *@p req) when @p req is not NULL:
+   every buffer and count stays in use until it completes. */
+int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes,
+                           MPI_Request *req);
 
 /* Batch of table @p t over arrays: offsets, or bag_size 1 for gather (no offsets). */
 EmbBatch dist_batch(const DistTable *t, const int64_t *ids, const int64_t *offsets,
