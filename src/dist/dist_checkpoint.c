@@ -66,15 +66,6 @@ static int write_index(const EmbDist *d, const char *dir, int64_t step, const ch
     return 0;
 }
 
-/* The first column-wise table's index, -1 when none (checkpoints do not take them). */
-static int64_t columnwise(const EmbDist *d)
-{
-    for (int64_t i = 0; i < d->ntables; i++)
-        if (d->t[i].place.kind == EMB_DIST_COLUMNWISE)
-            return i;
-    return -1;
-}
-
 int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer *opt)
 {
     dist_clear_error();
@@ -83,8 +74,6 @@ int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer 
     char sub[PATH_CAP];
     int r = !dir ? dist_fail(EMB_ENULL, "emb_dist_save: dir is NULL")
             : step < 0 ? dist_fail(EMB_EINVAL, "emb_dist_save: step %lld < 0", (long long)step)
-            : columnwise(d) >= 0 ? dist_fail(EMB_ENOTSUP, "emb_dist_save: table %lld is "
-                                             "column-wise", (long long)columnwise(d))
             : path_of(sub, dir, "rank%lld", d->rank, 0);
     if (!r && mkdir(sub, 0777) != 0 && errno != EEXIST)
         r = dist_fail(EMB_EIO, "cannot create '%s': %s", sub, strerror(errno));
@@ -144,7 +133,7 @@ static int read_placements(const EmbDist *d, FILE *f, const char *path, int rank
             : fscanf(f, "%lld %lld %d %d %d %d %u %d", &idx, &rows, &D, &dtype, &kind, &rank,
                      &part, &nshards) - 1;
         EmbDistPlacement p = {(EmbDistKind)kind, rank, part, nshards};
-        if (got != 7 || idx != i || kind < 0 || kind > 2 || !dist_placement_valid(&p, ranks))
+        if (got != 7 || idx != i || kind < 0 || kind > 3 || !dist_placement_valid(&p, ranks))
             r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
                           (long long)i);
         else if (rows != t->desc.nrows || D != t->desc.featuresize || dtype != (int)t->desc.dtype)
@@ -153,8 +142,12 @@ static int read_placements(const EmbDist *d, FILE *f, const char *path, int rank
                           dtype, (long long)t->desc.nrows, (int)t->desc.featuresize,
                           (int)t->desc.dtype);
         else {
-            if (p.kind == EMB_DIST_ROWWISE && p.nshards == 0) /* version 1: every rank */
+            if ((p.kind == EMB_DIST_ROWWISE || p.kind == EMB_DIST_COLUMNWISE) &&
+                p.nshards == 0) /* version 1: every rank */
                 p.rank = 0, p.nshards = ranks;
+            if (p.kind == EMB_DIST_COLUMNWISE && p.nshards > D)
+                r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
+                              (long long)i);
             old->place[i] = p;
         }
     }
@@ -223,11 +216,24 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
 static int64_t old_rows(const EmbDist *d, const Old *old, int64_t i, int32_t q)
 {
     const EmbDistPlacement *p = &old->place[i];
+    int32_t c0;
+    if (p->kind == EMB_DIST_COLUMNWISE)
+        return dist_slice(p, d->t[i].desc.featuresize, q, &c0) ? d->t[i].desc.nrows : -1;
     if (p->kind != EMB_DIST_ROWWISE) /* a replica: read rank 0's */
         return p->rank == q ? d->t[i].desc.nrows : -1;
     if (q < p->rank || q >= p->rank + p->nshards)
         return -1;
     return emb_partition_shard_rows(d->t[i].desc.nrows, p->nshards, q - p->rank);
+}
+
+/* Feature columns of table @p i's part on old rank @p q: all, or a column-wise slice
+   (from *c0). */
+static int32_t old_cols(const EmbDist *d, const Old *old, int64_t i, int32_t q, int32_t *c0)
+{
+    *c0 = 0;
+    if (old->place[i].kind != EMB_DIST_COLUMNWISE)
+        return d->t[i].desc.featuresize;
+    return dist_slice(&old->place[i], d->t[i].desc.featuresize, q, c0);
 }
 
 /* The id of column c of table @p i's part on old rank @p q is `c * step + base`. */
@@ -273,7 +279,7 @@ static int load_old(EmbDist *d, const char *dir, int64_t step, Old *old, int32_t
         char name[EMB_NAME_MAX + 1];
         dist_part_name(d, i, old->place[i].kind, q, name);
         const EmbVariableSpec spec = {.name = name, .ncolumns = rows,
-                                      .featuresize = d->t[i].desc.featuresize,
+                                      .featuresize = old_cols(d, old, i, q, &(int32_t){0}),
                                       .dtype = d->t[i].desc.dtype};
         if ((r = emb_store_get(old->stores[q], &spec, EMB_REUSE_NO, &vars[n].table)))
             r = dist_fail_core(r, "restore store");
@@ -297,13 +303,23 @@ static int load_old(EmbDist *d, const char *dir, int64_t step, Old *old, int32_t
     return r;
 }
 
-/* Copies column @p from of @p src to column @p to of @p dst (same layout). */
-static void copy_column(const EmbTable *src, int64_t from, EmbTable *dst, int64_t to)
+/*
+ * Copies column @p from of @p src (feature columns oc0 .. oc0 + ow - 1 of the table) to
+ * column @p to of @p dst (columns nc0 .. nc0 + nw - 1): the columns both hold, in each of
+ * @p planes planes (a table: 1; optimizer state: its width over the part's, Adam's m and
+ * v one after the other).
+ */
+static void copy_column(const EmbTable *src, int64_t from, int32_t oc0, int32_t ow,
+                        EmbTable *dst, int64_t to, int32_t nc0, int32_t nw, int32_t planes)
 {
-    void *a, *b;
-    emb_table_column_pointer(src, from, EMB_CTX_NONE, &a);
-    emb_table_column_pointer(dst, to, EMB_CTX_UPDATE, &b);
-    memcpy(b, a, emb_dtype_size(emb_table_dtype(dst)) * (size_t)emb_table_featuresize(dst));
+    unsigned char *a, *b;
+    emb_table_column_pointer(src, from, EMB_CTX_NONE, (void **)&a);
+    emb_table_column_pointer(dst, to, EMB_CTX_UPDATE, (void **)&b);
+    const size_t es = emb_dtype_size(emb_table_dtype(dst));
+    const int32_t lo = oc0 > nc0 ? oc0 : nc0, hi = oc0 + ow < nc0 + nw ? oc0 + ow : nc0 + nw;
+    for (int32_t p = 0; p < planes && lo < hi; p++)
+        memcpy(b + es * (size_t)(p * nw + lo - nc0), a + es * (size_t)(p * ow + lo - oc0),
+               es * (size_t)(hi - lo));
 }
 
 /* Copies, from every loaded old part, the columns this rank now holds (and their
@@ -326,6 +342,11 @@ static void copy_columns(EmbDist *d, const Old *old, EmbOptimizer *opt)
             if (opt && old->opts[q] &&
                 emb_optimizer_state(old->opts[q], src, 0, &ss, NULL) == 0 && ss)
                 emb_optimizer_state(opt, t->local, 0, &ds, NULL);
+            int32_t oc0, nc0 = 0, nw = emb_table_featuresize(t->local);
+            const int32_t ow = old_cols(d, old, i, q, &oc0);
+            if (t->place.kind == EMB_DIST_COLUMNWISE)
+                dist_cols(t, d->rank, &nc0);
+            const int32_t planes = ss && ds ? emb_table_featuresize(ss) / ow : 0;
             int64_t step, base;
             old_ids(d, old, i, q, &step, &base);
             for (int64_t c = 0; c < rows; c++) {
@@ -334,9 +355,9 @@ static void copy_columns(EmbDist *d, const Old *old, EmbOptimizer *opt)
                 dist_locate(d, t, c * step + base, &owner, &col);
                 if (owner != d->rank)
                     continue;
-                copy_column(src, c, t->local, col);
+                copy_column(src, c, oc0, ow, t->local, col, nc0, nw, 1);
                 if (ss && ds)
-                    copy_column(ss, c, ds, col);
+                    copy_column(ss, c, oc0, ow, ds, col, nc0, nw, planes);
             }
         }
     }
@@ -382,7 +403,7 @@ static void set_steps(EmbDist *d, int64_t i, EmbOptimizer *opt, int64_t saved)
     DistTable *t = &d->t[i];
     int64_t now = 0;
     emb_optimizer_state(opt, t->local, 0, &(EmbTable *){NULL}, &now);
-    const EmbSparseGrad none = {.featuresize = t->desc.featuresize,
+    const EmbSparseGrad none = {.featuresize = emb_table_featuresize(t->local),
                                 .stride = t->desc.featuresize};
     if (now < saved && emb_grad_set_sparse(t->grad, t->local, &none) == 0)
         for (; now < saved; now++)
@@ -397,9 +418,14 @@ int emb_dist_restore(EmbDist *d, const char *dir, int64_t step, EmbOptimizer *op
         return dist_fail(EMB_ENULL, "emb_dist_restore: d is NULL");
     Old old = {0};
     int r = !dir ? dist_fail(EMB_ENULL, "emb_dist_restore: dir is NULL")
-            : columnwise(d) >= 0 ? dist_fail(EMB_ENOTSUP, "emb_dist_restore: table %lld is "
-                                             "column-wise", (long long)columnwise(d))
             : read_index(d, dir, step, &old);
+    EmbOptimizerConfig cfg;
+    for (int64_t i = 0; !r && opt && i < d->ntables; i++) /* one accumulator per row */
+        if ((d->t[i].place.kind == EMB_DIST_COLUMNWISE ||
+             old.place[i].kind == EMB_DIST_COLUMNWISE) && !emb_optimizer_get_config(opt, &cfg) &&
+            cfg.kind == EMB_OPT_ROWWISE_ADAGRAD)
+            r = dist_fail(EMB_ENOTSUP, "emb_dist_restore: table %lld is column-wise: row-wise "
+                          "Adagrad's state cannot be split by columns", (long long)i);
     for (int32_t q = 0; q < old.nranks && !r; q++)
         r = load_old(d, dir, step, &old, q, opt);
     int64_t *saved = !r && opt ? calloc((size_t)d->ntables, sizeof *saved) : NULL;

@@ -177,6 +177,18 @@ int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
 /* Checks table description @p t (tables[@p i]) and gives its bytes (dist_plan.c). */
 int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes);
 
+/* Column-wise placement @p p of D columns: the slice rank @p o holds (from *@p c0), 0 when
+   none (the first D mod S slices take one column more). */
+static inline int32_t dist_slice(const EmbDistPlacement *p, int32_t D, int32_t o, int32_t *c0)
+{
+    const int32_t s = o - p->rank, S = p->nshards;
+    *c0 = 0;
+    if (s < 0 || s >= S)
+        return 0;
+    *c0 = s * (D / S) + (s < D % S ? s : D % S);
+    return D / S + (s < D % S);
+}
+
 /* How many feature columns of every row of table @p t rank @p o holds (table-wise owner,
    replica: all; column-wise holder: its slice, from column *c0; else 0). Such a rank
    receives the global batch's ids and its columns of the output gradients. */
@@ -188,11 +200,9 @@ static inline int32_t dist_cols(const DistTable *t, int32_t o, int32_t *c0)
         return D;
     if (t->place.kind == EMB_DIST_TABLEWISE)
         return t->place.rank == o ? D : 0;
-    const int32_t s = o - t->place.rank, S = t->place.nshards;
-    if (t->place.kind != EMB_DIST_COLUMNWISE || s < 0 || s >= S)
+    if (t->place.kind != EMB_DIST_COLUMNWISE)
         return 0;
-    *c0 = s * (D / S) + (s < D % S ? s : D % S);
-    return D / S + (s < D % S);
+    return dist_slice(&t->place, D, o, c0);
 }
 
 /* The columns rank @p o pools for the other ranks (table-wise, column-wise; 0 else). */
