@@ -88,7 +88,7 @@ typedef enum EmbDistKind {
                                   s·⌊D/S⌋ + min(s, D mod S), one more while s < D mod S);
                                   each holder pools its slice of the global batch and the
                                   slices are placed side by side (no sums across ranks).
-                                  Not with max_norm, EMB_OPT_ROWWISE_ADAGRAD or checkpoints
+                                  Not with max_norm or EMB_OPT_ROWWISE_ADAGRAD
                                   (EMB_ENOTSUP); the planner does not choose it (pin it) */
 } EmbDistKind;
 
@@ -297,8 +297,9 @@ EMB_API int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOp
  * old parts of the tables it now holds part of (whole old parts, freed at return).
  * @return 0; EMB_ENULL, EMB_EIO (a file missing), EMB_ECORRUPT (index or file damaged),
  *         EMB_ESHAPE (other tables), EMB_EINVAL (another optimizer kind, an optimizer
- *         past the checkpoint), EMB_ENOTFOUND, EMB_ENOMEM; the same on every rank, and no
- *         table is changed on failure
+ *         past the checkpoint), EMB_ENOTSUP (row-wise Adagrad's state with a
+ *         column-wise table on either side), EMB_ENOTFOUND, EMB_ENOMEM; the same on every
+ *         rank, and no table is changed on failure
  */
 EMB_API int emb_dist_restore(EmbDist *d, const char *dir, int64_t step, EmbOptimizer *opt);
 
