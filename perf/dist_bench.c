@@ -14,6 +14,12 @@
  * ensemble of the same tables with N table groups runs the same batches, its steps
  * interleaved with the first's, and the per-step difference of the forward times is
  * printed with its spread.
+ * --prefetch 1 pipelines the steps: after the backward, emb_dist_prefetch() starts the
+ * next step's id exchange, which travels during the update; "ids wait" is the time the
+ * id exchange kept the slowest rank in MPI calls (the whole exchange without prefetch).
+ * --show-plan prints, without running a step, the planner's placement of the ensemble
+ * (EMB_DIST_PLAN_AUTO) for 2, 4 and 8 ranks, each rank's modelled step and the max/mean
+ * rank load, next to the fixed table-wise and row-wise plans' (emb_dist_plan_cost()).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +35,7 @@ static const int64_t criteo[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517,
                                    2173, 4, 7046547, 18, 15, 286181, 105, 142572};
 
 typedef struct Args {
-    int tables, dim, batch, bag, steps, warmup, groups, threads, compare;
+    int tables, dim, batch, bag, steps, warmup, groups, threads, compare, show_plan, prefetch;
     int64_t rows;
     double zipf;
     EmbDistPlan plan;
@@ -37,12 +43,16 @@ typedef struct Args {
 
 static int parse(int argc, char **argv, Args *a)
 {
-    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE};
+    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--quick")) {
             a->tables = 6, a->rows = 2000, a->dim = 16, a->batch = 64, a->steps = 2;
             a->warmup = 1;
+            continue;
+        }
+        if (!strcmp(k, "--show-plan")) {
+            a->show_plan = 1;
             continue;
         }
         if (!v)
@@ -58,6 +68,7 @@ static int parse(int argc, char **argv, Args *a)
         else if (!strcmp(k, "--groups")) a->groups = atoi(v);
         else if (!strcmp(k, "--compare-groups")) a->compare = atoi(v);
         else if (!strcmp(k, "--threads")) a->threads = atoi(v);
+        else if (!strcmp(k, "--prefetch")) a->prefetch = atoi(v);
         else if (!strcmp(k, "--zipf")) a->zipf = atof(v);
         else if (!strcmp(k, "--plan"))
             a->plan = !strcmp(v, "row") ? EMB_DIST_PLAN_ROWWISE
@@ -69,6 +80,72 @@ static int parse(int argc, char **argv, Args *a)
            a->steps < 1 || a->rows < 1 || a->zipf < 0 || a->threads < 1 || a->compare < 0 ||
            a->groups < 0
            ? -1 : 0;
+}
+
+static const char *kind_name(EmbDistKind k)
+{
+    return k == EMB_DIST_TABLEWISE ? "table" : k == EMB_DIST_ROWWISE ? "row" : "replicated";
+}
+
+/* Max / mean of @p n loads. */
+static double imbalance(const double *load, int n)
+{
+    double mx = 0, sum = 0;
+    for (int k = 0; k < n; k++)
+        mx = load[k] > mx ? load[k] : mx, sum += load[k];
+    return sum > 0 ? mx * n / sum : 1.0;
+}
+
+/* --show-plan: the planner's placement for 2, 4, 8 ranks and its model, with the fixed
+   plans' for comparison (rank 0 prints). */
+static int show_plan(const Args *a, EmbDistTableDesc *desc)
+{
+    static const int ranks[3] = {2, 4, 8};
+    static const EmbDistPlan plans[3] = {EMB_DIST_PLAN_AUTO, EMB_DIST_PLAN_TABLEWISE,
+                                         EMB_DIST_PLAN_ROWWISE};
+    EmbDistPlacement pl[26];
+    double load[8];
+    int64_t bytes[8];
+    for (int k = 0; k < 3; k++) {
+        const int P = ranks[k];
+        for (int t = 0; t < a->tables; t++)
+            desc[t].lookups = (double)a->batch * a->bag * P;
+        const EmbDistPlaceOptions po = {.batch = (int64_t)a->batch * P};
+        for (int j = 0; j < 3; j++) {
+            EmbDistPlaceOptions o = po;
+            o.plan = plans[j];
+            int r = emb_dist_place(desc, a->tables, P, &o, pl);
+            if (!r)
+                r = emb_dist_plan_cost(desc, a->tables, P, &o, pl, load, bytes);
+            if (r) {
+                fprintf(stderr, "plan: %s\n", emb_last_error());
+                return r;
+            }
+            printf("%d ranks, %s plan: modelled step per rank (ms):", P,
+                   j == 0 ? "auto" : j == 1 ? "table-wise" : "row-wise");
+            for (int q = 0; q < P; q++)
+                printf(" %.3f", 1e3 * load[q]);
+            printf("  max/mean %.3f\n", imbalance(load, P));
+            double mx = 0, mb = 0;
+            for (int q = 0; q < P; q++)
+                mx = load[q] > mx ? load[q] : mx, mb = bytes[q] > mb ? (double)bytes[q] : mb;
+            printf("RESULT_PLAN ranks=%d plan=%s max_over_mean=%.4f max_ms=%.4f "
+                   "max_rank_mib=%.1f\n", P, j == 0 ? "auto" : j == 1 ? "table" : "row",
+                   imbalance(load, P), 1e3 * mx, mb / 1048576.0);
+            if (j)
+                continue;
+            for (int t = 0; t < a->tables; t++)
+                if (pl[t].kind == EMB_DIST_ROWWISE)
+                    printf("  table %2d  %9lld rows  row-wise on ranks %d..%d\n", t,
+                           (long long)desc[t].nrows, (int)pl[t].rank,
+                           (int)(pl[t].rank + (pl[t].nshards ? pl[t].nshards : P) - 1));
+                else
+                    printf("  table %2d  %9lld rows  %s%s%d\n", t, (long long)desc[t].nrows,
+                           kind_name(pl[t].kind), pl[t].kind ? "" : "-wise on rank ",
+                           pl[t].kind ? 0 : (int)pl[t].rank);
+        }
+    }
+    return 0;
 }
 
 static int cmp(const void *x, const void *y)
@@ -84,13 +161,13 @@ static void spread(double *v, int n, double out[3])
     out[0] = v[n / 2], out[1] = v[n / 10], out[2] = v[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
 }
 
-enum { T_TOTAL, T_FWD, T_POOL, T_XCHG, T_BWD, T_UPD, T_GX, NT_ };
+enum { T_TOTAL, T_FWD, T_POOL, T_XCHG, T_BWD, T_UPD, T_GX, T_IDS, NT_ };
 
 /* One ensemble being measured: its per-step times (the slowest rank's) and bytes. */
 typedef struct Run {
     EmbDist *d;
     EmbOptimizer *opt;
-    int groups, ntw, steps;
+    int groups, ntw, steps, prefetch;
     double *m;        /* NT_ x steps */
     int64_t bytes[3]; /* ids, rows, gradients: all ranks, to other ranks, per step */
 } Run;
@@ -99,7 +176,7 @@ static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbSt
                       int groups)
 {
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_SGD, 0.01f);
-    *u = (Run){.groups = groups, .steps = a->steps};
+    *u = (Run){.groups = groups, .steps = a->steps, .prefetch = a->prefetch};
     int r = emb_optimizer_create(&u->opt, &oc);
     if (!r)
         r = emb_dist_create(&u->d, MPI_COMM_WORLD, desc, a->tables, &((EmbDistOptions){
@@ -127,9 +204,10 @@ static void run_destroy(Run *u)
     free(u->m);
 }
 
-/* One training step of @p u; a step < 0 is warmup (not kept). */
-static void run_step(Run *u, int step, int rank, const EmbBatch *b, const EmbOutputs *eo,
-                     const EmbOutputs *go)
+/* One training step of @p u; a step < 0 is warmup (not kept); @p next: the next step's
+   batches (NULL: none), prefetched when u->prefetch. */
+static void run_step(Run *u, int step, int rank, const EmbBatch *b, const EmbBatch *next,
+                     const EmbOutputs *eo, const EmbOutputs *go)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
@@ -137,6 +215,11 @@ static void run_step(Run *u, int step, int rank, const EmbBatch *b, const EmbOut
     const double t1 = MPI_Wtime();
     if (!r)
         r = emb_dist_backward(u->d, go);
+    if (!r && u->prefetch && next) {
+        MPI_Barrier(MPI_COMM_WORLD); /* as before the forward: the ranks' skew is not the
+                                        id exchange's (both modes time it after a barrier) */
+        r = emb_dist_prefetch(u->d, next, NULL);
+    }
     if (!r)
         r = emb_dist_update(u->d, u->opt, 0);
     const double t2 = MPI_Wtime();
@@ -147,7 +230,7 @@ static void run_step(Run *u, int step, int rank, const EmbBatch *b, const EmbOut
     EmbDistStats st;
     emb_dist_stats(u->d, &st);
     double mine[NT_] = {t2 - t0, t1 - t0, st.pool_s, st.exchange_s, st.backward_s,
-                        st.update_s, st.grad_exchange_s}, worst[NT_];
+                        st.update_s, st.grad_exchange_s, st.ids_wait_s}, worst[NT_];
     MPI_Reduce(mine, worst, NT_, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     int64_t mb[3] = {st.ids_bytes, st.rows_bytes, st.grad_bytes};
     MPI_Allreduce(MPI_IN_PLACE, mb, 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -168,7 +251,7 @@ static void report(Run *u, const Args *a, int P)
            "of %d per rank, %d groups, %d threads, %d steps\n", P, a->tables, u->ntw,
            a->tables - u->ntw, a->dim, a->batch, a->bag, u->groups, a->threads, a->steps);
     static const char *names[NT_] = {"step", "forward", " pool", " exchange", "backward",
-                                     "update", "bwd+upd MPI"};
+                                     "update", "bwd+upd MPI", "ids wait"};
     for (int k = 0; k < NT_; k++)
         printf("  %-10s %8.3f ms  [p10 %.3f .. p90 %.3f]\n", names[k], 1e3 * q[k][0],
                1e3 * q[k][1], 1e3 * q[k][2]);
@@ -177,11 +260,13 @@ static void report(Run *u, const Args *a, int P)
     printf("RESULT ranks=%d groups=%d step_ms=%.3f step_p10_ms=%.3f forward_ms=%.3f "
            "forward_p10_ms=%.3f forward_p90_ms=%.3f pool_ms=%.3f exchange_ms=%.3f "
            "backward_ms=%.3f update_ms=%.3f grad_exchange_ms=%.3f ids_bytes=%lld "
-           "rows_bytes=%lld grad_bytes=%lld\n", P, u->groups, 1e3 * q[T_TOTAL][0],
+           "rows_bytes=%lld grad_bytes=%lld prefetch=%d ids_wait_ms=%.4f "
+           "ids_wait_p10_ms=%.4f ids_wait_p90_ms=%.4f\n", P, u->groups, 1e3 * q[T_TOTAL][0],
            1e3 * q[T_TOTAL][1], 1e3 * q[T_FWD][0], 1e3 * q[T_FWD][1], 1e3 * q[T_FWD][2],
            1e3 * q[T_POOL][0], 1e3 * q[T_XCHG][0], 1e3 * q[T_BWD][0], 1e3 * q[T_UPD][0],
            1e3 * q[T_GX][0], (long long)u->bytes[0], (long long)u->bytes[1],
-           (long long)u->bytes[2]);
+           (long long)u->bytes[2], u->prefetch, 1e3 * q[T_IDS][0], 1e3 * q[T_IDS][1],
+           1e3 * q[T_IDS][2]);
 }
 
 int main(int argc, char **argv)
@@ -196,7 +281,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: mpirun -np N dist-bench [--quick] [--tables 26] [--rows "
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
                     "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
-                    "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)]\n");
+                    "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)] "
+                    "[--show-plan] [--prefetch 0|1]\n");
         MPI_Finalize();
         return 2;
     }
@@ -205,6 +291,11 @@ int main(int argc, char **argv)
         desc[t] = (EmbDistTableDesc){.name = "t", .nrows = criteo[t] < a.rows ? criteo[t] : a.rows,
                                      .featuresize = a.dim, .dtype = EMB_F32,
                                      .lookups = (double)a.batch * a.bag * P};
+    if (a.show_plan) {
+        const int r = rank == 0 ? show_plan(&a, desc) : 0;
+        MPI_Finalize();
+        return r ? 1 : 0;
+    }
     /* --compare-groups N: a second ensemble of the same tables with N groups, its steps
        interleaved with the first's on the same batches (the overlap, side by side) */
     const int nruns = a.compare > 0 ? 2 : 1;
@@ -220,14 +311,18 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     const int64_t nnz = (int64_t)a.batch * a.bag, W = (int64_t)a.tables * a.dim;
-    int64_t *ids = malloc(sizeof(int64_t) * (size_t)(nnz * a.tables));
+    const int nall = a.warmup + a.steps; /* every step's batches made first: prefetching
+                                            needs the next step's while this one runs */
+    int64_t *ids = malloc(sizeof(int64_t) * (size_t)(nnz * a.tables * nall));
+    EmbBatch (*ball)[26] = malloc(sizeof *ball * (size_t)nall);
     float *out = malloc(sizeof(float) * (size_t)(a.batch * W));
     float *dy = malloc(sizeof(float) * (size_t)(a.batch * W));
-    EmbBatch b[26];
     for (int64_t i = 0; i < a.batch * W; i++)
         dy[i] = (float)((i % 7) - 3) * 0.01f;
     uint64_t seed = 1234 + (uint64_t)rank;
     for (int step = -a.warmup; step < a.steps; step++) {
+        EmbBatch *b = ball[step + a.warmup];
+        int64_t *sids = ids + (int64_t)(step + a.warmup) * nnz * a.tables;
         for (int t = 0; t < a.tables; t++) {
             /* fresh ids every step from the benchmarks' generator (bench_ids.h): Zipf(S)
                (--zipf S, 0: uniform), the table's hot rows the same on every rank */
@@ -235,14 +330,18 @@ int main(int argc, char **argv)
             bench_idgen_init(&g, a.zipf > 0 ? BENCH_IDS_ZIPF : BENCH_IDS_UNIFORM,
                              desc[t].nrows, a.zipf, (uint64_t)t);
             for (int64_t k = 0; k < nnz; k++)
-                ids[t * nnz + k] = bench_idgen_row(&g, &seed, k);
-            b[t] = (EmbBatch){.ids = ids + t * nnz, .nnz = nnz, .nbags = a.batch,
+                sids[t * nnz + k] = bench_idgen_row(&g, &seed, k);
+            b[t] = (EmbBatch){.ids = sids + t * nnz, .nnz = nnz, .nbags = a.batch,
                               .bag_size = a.bag};
         }
+    }
+    for (int step = -a.warmup; step < a.steps; step++) {
+        const EmbBatch *b = ball[step + a.warmup];
+        const EmbBatch *next = step + 1 < a.steps ? ball[step + a.warmup + 1] : NULL;
         const EmbOutputs eo = {.concat = out, .concat_stride = W};
         const EmbOutputs go = {.concat = dy, .concat_stride = W};
         for (int k = 0; k < nruns; k++) /* alternate which runs first */
-            run_step(&runs[(k + (step & 1)) % nruns], step, rank, b, &eo, &go);
+            run_step(&runs[(k + (step & 1)) % nruns], step, rank, b, next, &eo, &go);
     }
     if (rank == 0)
         for (int k = 0; k < nruns; k++)
@@ -259,7 +358,7 @@ int main(int argc, char **argv)
                P, a.groups, a.compare, 1e3 * q[0], 1e3 * q[1], 1e3 * q[2]);
         free(dif);
     }
-    free(ids), free(out), free(dy);
+    free(ids), free(ball), free(out), free(dy);
     for (int k = 0; k < nruns; k++)
         run_destroy(&runs[k]);
     emb_strategy_destroy(&s);

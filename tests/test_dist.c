@@ -26,7 +26,8 @@ typedef struct Case {
     const char *name;
     EmbDistPlan plan;
     unsigned partition;
-    int explicit_place;     /* 1: a fixed mix given explicitly */
+    int explicit_place;     /* 1: a fixed mix given explicitly; 2: with table-row-wise;
+                               3: with replicated (data-parallel) tables; 4: column-wise */
     EmbCombiner combiner;
     int weights;            /* 1: positive, 2: some <= 0 (with pruning) */
     unsigned flags;         /* pooling flags */
@@ -105,14 +106,21 @@ static EmbBatch slice(const Global *g, const Case *c, int64_t b0, int64_t nb, in
     return b;
 }
 
-static void fill(EmbTable *t, int64_t ti, const int64_t *ids, int64_t n, int32_t D)
+/* Columns c0 .. c0 + D - 1 of the reference rows @p ids into @p t. */
+static void fill_cols(EmbTable *t, int64_t ti, const int64_t *ids, int64_t n, int32_t c0,
+                      int32_t D)
 {
     float *v = malloc(sizeof(float) * (size_t)(n * D + 1));
     for (int64_t c = 0; c < n; c++)
         for (int32_t j = 0; j < D; j++)
-            v[c * D + j] = value(ti, ids[c], j);
+            v[c * D + j] = value(ti, ids[c], c0 + j);
     emb_table_assign(t, v, n, D, D);
     free(v);
+}
+
+static void fill(EmbTable *t, int64_t ti, const int64_t *ids, int64_t n, int32_t D)
+{
+    fill_cols(t, ti, ids, n, 0, D);
 }
 
 static float dyval(int64_t bag, int64_t col)
@@ -130,14 +138,16 @@ static int64_t diff_tables(EmbDist *d, EmbTable *const *ref)
             continue;
         float *a = malloc(sizeof(float) * (size_t)(nrows_of[t] * D_of[t] + 1));
         float *e = malloc(sizeof(float) * (size_t)(nrows_of[t] * D_of[t] + 1));
+        int32_t c0, w; /* a column-wise slice, or every column */
+        emb_dist_local_columns(d, t, &c0, &w);
         emb_table_read(ref[t], e, D_of[t]);
-        emb_table_read(lt, a, D_of[t]);
+        emb_table_read(lt, a, w);
         for (int64_t id = 0; id < nrows_of[t]; id++) {
             int32_t owner;
             int64_t col;
             emb_dist_locate(d, t, id, &owner, &col);
             if (owner == emb_dist_rank(d))
-                diff += memcmp(a + col * D_of[t], e + id * D_of[t], 4 * (size_t)D_of[t]) != 0;
+                diff += memcmp(a + col * w, e + id * D_of[t] + c0, 4 * (size_t)w) != 0;
         }
         free(a), free(e);
     }
@@ -161,17 +171,23 @@ static int64_t diff_state(EmbDist *d, EmbOptimizer *opt, EmbTable *const *ref,
         }
         if (!rs || !ls)
             continue; /* SGD: no slot */
-        const int32_t SD = emb_table_featuresize(rs);
-        float *a = malloc(sizeof(float) * (size_t)(emb_table_ncolumns(ls) * SD + 1));
+        /* planes of D elements (Adam's m, v), of which a column-wise part holds its slice */
+        const int32_t SD = emb_table_featuresize(rs), LD = emb_table_featuresize(ls);
+        int32_t c0, w;
+        emb_dist_local_columns(d, t, &c0, &w);
+        const int32_t planes = SD % D_of[t] ? 1 : SD / D_of[t], pw = planes > 1 || w < D_of[t]
+                               ? w : SD, rw = pw == SD ? SD : D_of[t];
+        float *a = malloc(sizeof(float) * (size_t)(emb_table_ncolumns(ls) * LD + 1));
         float *e = malloc(sizeof(float) * (size_t)(nrows_of[t] * SD + 1));
         emb_table_read(rs, e, SD);
-        emb_table_read(ls, a, SD);
+        emb_table_read(ls, a, LD);
         for (int64_t id = 0; id < nrows_of[t]; id++) {
             int32_t owner;
             int64_t col;
             emb_dist_locate(d, t, id, &owner, &col);
-            if (owner == emb_dist_rank(d))
-                diff += memcmp(a + col * SD, e + id * SD, 4 * (size_t)SD) != 0;
+            for (int32_t p = 0; owner == emb_dist_rank(d) && p < planes; p++)
+                diff += memcmp(a + col * LD + p * pw, e + id * SD + p * rw + (pw == SD ? 0 : c0),
+                               4 * (size_t)pw) != 0;
         }
         free(a), free(e);
     }
@@ -253,14 +269,20 @@ static void checkpoint(const char *name, EmbDist *d, const EmbDistTableDesc *des
     const EmbDistOptions tw = {.place = {.plan = EMB_DIST_PLAN_TABLEWISE}};
     const EmbDistOptions rw = {.place = {.plan = EMB_DIST_PLAN_ROWWISE,
                                          .partition = EMB_PARTITION_DIV}};
-    const struct { MPI_Comm comm; const EmbDistOptions *o; const char *what; } into[2] = {
-        {MPI_COMM_SELF, &tw, "one process"}, {half, &rw, "half the ranks, row-wise"}};
+    const EmbDistPlacement cwp[NT] = {{EMB_DIST_COLUMNWISE, 0, 0, 0},
+                                      {EMB_DIST_COLUMNWISE, 0, 0, 0},
+                                      {EMB_DIST_COLUMNWISE, 0, 0, 0},
+                                      {EMB_DIST_COLUMNWISE, 0, 0, 0}};
+    const EmbDistOptions cw = {.placement = cwp};
+    const struct { MPI_Comm comm; const EmbDistOptions *o; const char *what; } into[3] = {
+        {MPI_COMM_SELF, &tw, "one process"}, {half, &rw, "half the ranks, row-wise"},
+        {half, &cw, "half the ranks, column-wise"}};
     /* the one-process copy is saved again (rank 0's, into dir/one), for the way back */
     char one[80];
     snprintf(one, sizeof one, "%s/one", dir);
     if (rank == 0)
         mkdir(one, 0777);
-    for (int k = 0; k < 2 && !r; k++) {
+    for (int k = 0; k < 3 && !r; k++) {
         EmbDist *e;
         r = emb_dist_create(&e, into[k].comm, desc, NT, into[k].o);
         CHECK(r == 0, "%s: create (%s) %d", name, into[k].what, r);
@@ -393,11 +415,23 @@ static void run_case(const Case *c)
     }
 
     /* the ensemble */
-    EmbDistPlacement pl[NT] = {
-        {EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV}, {EMB_DIST_TABLEWISE, nranks - 1, 0},
-        {EMB_DIST_TABLEWISE, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
+    const int32_t last = nranks > 1 ? nranks - 1 : 1, two = nranks > 2 ? 2 : nranks;
+    EmbDistPlacement pl[4][NT] = {
+        {{EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+         {EMB_DIST_TABLEWISE, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}},
+        /* table-row-wise: rows over ranks 1.. (or 0 alone), over ranks 0..1, 1 rank */
+        {{EMB_DIST_ROWWISE, nranks - last, EMB_PARTITION_DIV, last},
+         {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, two},
+         {EMB_DIST_ROWWISE, nranks - 1, EMB_PARTITION_MOD, 1},
+         {EMB_DIST_ROWWISE, nranks - two, EMB_PARTITION_MOD, two}},
+        {{EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+         {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_ROWWISE, 0, EMB_PARTITION_DIV, two}},
+        /* column-wise: D 16 over the last two ranks, D 12 over every rank */
+        {{EMB_DIST_TABLEWISE, 0, 0, 0}, {EMB_DIST_COLUMNWISE, nranks - two, 0, two},
+         {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_COLUMNWISE, 0, 0, 0}}};
     EmbDistOptions dopts = {.place = {.plan = c->plan, .partition = c->partition},
-                            .groups = c->groups, .placement = c->explicit_place ? pl : NULL,
+                            .groups = c->groups,
+                            .placement = c->explicit_place ? pl[c->explicit_place - 1] : NULL,
                             .strategy = c->groups > 1 ? pc : NULL}; /* else sequential */
     EmbStrategy *own = NULL;
     if (c->strategy == 1)
@@ -426,7 +460,9 @@ static void run_case(const Case *c)
         }
         CHECK(found == n, "%s: table %d: local table has %lld columns, %lld ids located",
               c->name, t, (long long)n, (long long)found);
-        fill(lt, t, ids, n, D_of[t]);
+        int32_t c0, w;
+        emb_dist_local_columns(d, t, &c0, &w);
+        fill_cols(lt, t, ids, n, c0, w);
         free(ids);
     }
 
@@ -650,8 +686,8 @@ static void small_ensemble(const char *what, int64_t scale, unsigned flags, EmbD
 {
     EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40 * scale, .featuresize = 4},
                                 {.name = "b", .nrows = 90 * scale, .featuresize = 8}};
-    const EmbDistPlacement pl[2] = {{EMB_DIST_TABLEWISE, nranks - 1, 0},
-                                    {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD}};
+    const EmbDistPlacement pl[2] = {{EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+                                    {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}};
     EmbDistOptions o = {.placement = pl, .table = {.flags = flags}};
     *d = NULL;
     const int r = emb_dist_create(d, MPI_COMM_WORLD, desc, 2, &o);
@@ -772,6 +808,229 @@ static void mismatch(void)
     }
 }
 
+/* Every table's local part of @p d, and @p opt's update count, in one float array. */
+static float *parts(EmbDist *d, int64_t *len)
+{
+    int64_t n = 0;
+    for (int t = 0; t < NT; t++) {
+        EmbTable *lt = emb_dist_local_table(d, t);
+        n += lt ? emb_table_ncolumns(lt) * emb_table_featuresize(lt) : 0;
+    }
+    float *v = malloc(sizeof(float) * (size_t)(n + 1));
+    n = 0;
+    for (int t = 0; t < NT; t++) {
+        EmbTable *lt = emb_dist_local_table(d, t);
+        if (!lt)
+            continue;
+        emb_table_read(lt, v + n, emb_table_featuresize(lt));
+        n += emb_table_ncolumns(lt) * emb_table_featuresize(lt);
+    }
+    *len = n;
+    return v;
+}
+
+/* Pipelining: an ensemble whose next batch's ids travel during the update
+   (emb_dist_prefetch) gives the outputs and tables of one that does not, bit for bit,
+   over every placement kind; a backward while a prefetch is pending is refused. */
+static void prefetch(void)
+{
+    EmbDistTableDesc desc[NT];
+    for (int t = 0; t < NT; t++)
+        desc[t] = (EmbDistTableDesc){.name = "p", .nrows = nrows_of[t], .featuresize = D_of[t]};
+    const EmbDistPlacement pl[NT] = {
+        {EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0}, {EMB_DIST_TABLEWISE, nranks - 1, 0, 0},
+        {EMB_DIST_REPLICATED, 0, 0, 0}, {EMB_DIST_COLUMNWISE, 0, 0, 0}};
+    const EmbDistOptions o = {.placement = pl, .groups = 2};
+    EmbDist *d[2] = {NULL, NULL};
+    EmbOptimizer *opt[2] = {NULL, NULL};
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
+    for (int k = 0; k < 2; k++) {
+        CHECK(emb_dist_create(&d[k], MPI_COMM_WORLD, desc, NT, &o) == 0, "prefetch: create");
+        emb_optimizer_create(&opt[k], &oc);
+        for (int t = 0; d[k] && t < NT; t++)
+            if (emb_dist_local_table(d[k], t))
+                emb_table_initialize(emb_dist_local_table(d[k], t), &(EmbInitializer){
+                    .kind = EMB_INIT_UNIFORM, .a = -1.0f, .b = 1.0f, .seed = 3});
+    }
+    enum { STEPS = 3, BAG = 3 };
+    const int64_t nb = 4 + rank;
+    int64_t W = 0;
+    for (int t = 0; t < NT; t++)
+        W += D_of[t];
+    int64_t *ids = malloc(sizeof(int64_t) * (size_t)(STEPS * NT * nb * BAG));
+    float *wts = malloc(sizeof(float) * (size_t)(STEPS * NT * nb * BAG));
+    EmbBatch b[STEPS][NT];
+    for (int s = 0; s < STEPS; s++)
+        for (int t = 0; t < NT; t++) {
+            int64_t *x = ids + (s * NT + t) * nb * BAG;
+            float *w = wts + (s * NT + t) * nb * BAG;
+            for (int64_t k = 0; k < nb * BAG; k++) {
+                x[k] = (int64_t)(hash3((uint64_t)(s * 7 + rank), (uint64_t)t, (uint64_t)k) %
+                                 (uint64_t)nrows_of[t]);
+                w[k] = 0.25f + (float)(k % 5) * 0.5f;
+            }
+            b[s][t] = (EmbBatch){.ids = x, .nnz = nb * BAG, .nbags = nb, .bag_size = BAG,
+                                 .weights = w};
+        }
+    EmbPooling pool[NT];
+    for (int t = 0; t < NT; t++)
+        pool[t] = EMB_POOLING_MEAN;
+    float *out[2], *dy = malloc(sizeof(float) * (size_t)(nb * W));
+    for (int64_t i = 0; i < nb * W; i++)
+        dy[i] = (float)((i % 9) - 4) * 0.125f;
+    out[0] = malloc(sizeof(float) * (size_t)(nb * W));
+    out[1] = malloc(sizeof(float) * (size_t)(nb * W));
+    int r = d[0] && d[1] ? 0 : -1;
+    for (int s = 0; s < STEPS && !r; s++) {
+        for (int k = 0; k < 2 && !r; k++) {
+            const EmbOutputs eo = {.concat = out[k], .concat_stride = W};
+            const EmbOutputs go = {.concat = dy, .concat_stride = W};
+            r = emb_dist_maplookup(d[k], b[s], pool, &eo);
+            if (!r)
+                r = emb_dist_backward(d[k], &go);
+            if (!r && k == 1 && s + 1 < STEPS) {
+                r = emb_dist_prefetch(d[k], b[s + 1], pool);
+                CHECK(r == 0, "prefetch: step %d: %d (%s)", s, r, emb_last_error());
+                CHECK(emb_dist_backward(d[k], &go) == EMB_EINVAL,
+                      "prefetch: a backward while pending refused");
+            }
+            if (!r)
+                r = emb_dist_update(d[k], opt[k], 0);
+            CHECK(r == 0, "prefetch: step %d, ensemble %d: %d (%s)", s, k, r, emb_last_error());
+        }
+        CHECK(!memcmp(out[0], out[1], sizeof(float) * (size_t)(nb * W)),
+              "prefetch: step %d: outputs differ", s);
+    }
+    int64_t n0 = 0, n1 = 0;
+    float *p0 = d[0] ? parts(d[0], &n0) : NULL, *p1 = d[1] ? parts(d[1], &n1) : NULL;
+    CHECK(p0 && p1 && n0 == n1 && !memcmp(p0, p1, sizeof(float) * (size_t)n0),
+          "prefetch: the tables differ");
+    EmbDistStats st;
+    if (d[1] && !emb_dist_stats(d[1], &st))
+        CHECK(st.ids_wait_s >= 0, "prefetch: ids_wait_s %g", st.ids_wait_s);
+    free(p0), free(p1), free(ids), free(wts), free(dy), free(out[0]), free(out[1]);
+    for (int k = 0; k < 2; k++) {
+        emb_dist_destroy(&d[k]);
+        emb_optimizer_destroy(&opt[k]);
+    }
+}
+
+/* A column-wise table refuses what needs a whole row on one rank: max_norm, row-wise
+   Adagrad, checkpoints (EMB_ENOTSUP, the same on every rank), and more slices than D. */
+static void columnwise_limits(void)
+{
+    EmbDistTableDesc desc[1] = {{.name = "c", .nrows = 30, .featuresize = 4}};
+    EmbDistPlacement pl = {EMB_DIST_COLUMNWISE, 0, 0, 0};
+    EmbDistOptions o = {.placement = &pl};
+    EmbDist *d = NULL;
+    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 1, &o);
+    CHECK(r == 0, "column-wise limits: create %d", r);
+    if (r)
+        return;
+    int64_t ids[4] = {1, 2, 3, 4};
+    const EmbBatch b = {.ids = ids, .nnz = 4, .nbags = 2, .bag_size = 2};
+    float out[2 * 4], dy[2 * 4] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const EmbOutputs eo = {.concat = out, .concat_stride = 4};
+    const EmbOutputs go = {.concat = dy, .concat_stride = 4};
+    EmbPooling p = EMB_POOLING_SUM;
+    p.max_norm = 1.0f;
+    CHECK(emb_dist_maplookup(d, &b, &p, &eo) == EMB_ENOTSUP, "column-wise max_norm refused");
+    EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ROWWISE_ADAGRAD, 0.1f);
+    EmbOptimizer *opt = NULL;
+    emb_optimizer_create(&opt, &oc);
+    r = emb_dist_maplookup(d, &b, NULL, &eo);
+    if (!r)
+        r = emb_dist_backward(d, &go);
+    CHECK(r == 0, "column-wise limits: forward / backward %d", r);
+    CHECK(emb_dist_update(d, opt, 0) == EMB_ENOTSUP, "column-wise row-wise Adagrad refused");
+    emb_optimizer_destroy(&opt);
+    emb_dist_destroy(&d);
+    pl.nshards = nranks;
+    desc[0].featuresize = nranks > 1 ? nranks - 1 : 0;
+    if (nranks > 1)
+        CHECK(emb_dist_create(&d, MPI_COMM_WORLD, desc, 1, &o) == EMB_EINVAL,
+              "more column slices than columns refused");
+}
+
+/* Max / mean of the modelled loads of placement @p p over @p P ranks; @p max: the max. */
+static double model_ratio(const EmbDistTableDesc *t, int64_t n, int32_t P,
+                          const EmbDistPlaceOptions *o, const EmbDistPlacement *p, double *max)
+{
+    double load[8], sum = 0;
+    *max = 0;
+    if (emb_dist_plan_cost(t, n, P, o, p, load, NULL))
+        return 99.0;
+    for (int32_t k = 0; k < P; k++)
+        sum += load[k], *max = load[k] > *max ? load[k] : *max;
+    return *max * P / sum;
+}
+
+/* The planner (PLAN_AUTO) on the Criteo-shaped ensemble: modelled max/mean <= 1.1 on 2, 4
+   and 8 ranks and a slowest rank no slower than either fixed plan's; pins kept; memory
+   respected; a table that cannot fit refused. */
+static void planner(void)
+{
+    static const int64_t criteo[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3,
+                                       93145, 5683, 8351593, 3194, 27, 14992, 5461306, 10,
+                                       5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572};
+    EmbDistTableDesc t[26];
+    EmbDistPlacement p[26], q[26];
+    for (int32_t P = 2; P <= 8; P *= 2) {
+        for (int i = 0; i < 26; i++)
+            t[i] = (EmbDistTableDesc){.nrows = criteo[i] < 200000 ? criteo[i] : 200000,
+                                      .featuresize = 64, .lookups = 1024.0 * P};
+        EmbDistPlaceOptions o = {.plan = EMB_DIST_PLAN_AUTO, .batch = 1024 * P};
+        int r = emb_dist_place(t, 26, P, &o, p);
+        double mx = 0, fixed_mx = 0;
+        const double ratio = r ? 99.0 : model_ratio(t, 26, P, &o, p, &mx);
+        CHECK(ratio <= 1.1, "planner on %d ranks: max/mean %.3f (%d)", (int)P, ratio, r);
+        for (int k = 1; k <= 2 && !r; k++) {
+            EmbDistPlaceOptions f = o;
+            f.plan = (EmbDistPlan)k;
+            emb_dist_place(t, 26, P, &f, q);
+            model_ratio(t, 26, P, &o, q, &fixed_mx);
+            CHECK(mx <= fixed_mx, "planner on %d ranks: max %.4g ms > plan %d's %.4g ms",
+                  (int)P, 1e3 * mx, k, 1e3 * fixed_mx);
+        }
+        /* pins: table 2 row-wise over the last two ranks, table 5 whole on rank 1 */
+        EmbDistPlacement pins[26];
+        for (int i = 0; i < 26; i++)
+            pins[i] = (EmbDistPlacement){EMB_DIST_ANY, 0, 0, 0};
+        pins[2] = (EmbDistPlacement){EMB_DIST_ROWWISE, P - 2, EMB_PARTITION_DIV, 2};
+        pins[5] = (EmbDistPlacement){EMB_DIST_TABLEWISE, 1, 0, 0};
+        o.pins = pins;
+        r = emb_dist_place(t, 26, P, &o, p);
+        CHECK(r == 0 && !memcmp(&p[2], &pins[2], sizeof *p) &&
+              !memcmp(&p[5], &pins[5], sizeof *p), "planner on %d ranks: pins not kept (%d)",
+              (int)P, r);
+        /* memory: 15 % above an even share fits; 10 % below it cannot */
+        o.pins = NULL;
+        int64_t total = 0, bytes[8];
+        for (int i = 0; i < 26; i++)
+            total += t[i].nrows * 64 * 4;
+        o.memory_per_rank = total / P + total / P * 15 / 100;
+        double load[8];
+        r = emb_dist_place(t, 26, P, &o, p);
+        int over = 0;
+        if (!r)
+            emb_dist_plan_cost(t, 26, P, &o, p, load, bytes);
+        for (int32_t k = 0; !r && k < P; k++)
+            over += bytes[k] > o.memory_per_rank;
+        CHECK(r == 0 && !over, "planner on %d ranks within memory: %d (%d ranks over)",
+              (int)P, r, over);
+        o.memory_per_rank = total / P - total / P / 10;
+        r = emb_dist_place(t, 26, P, &o, p);
+        CHECK(r == EMB_ENOMEM, "planner on %d ranks: %d, not EMB_ENOMEM for too little "
+              "memory", (int)P, r);
+    }
+    EmbDistPlacement bad[26];
+    for (int i = 0; i < 26; i++)
+        bad[i] = (EmbDistPlacement){EMB_DIST_ANY, 0, 0, 0};
+    bad[3] = (EmbDistPlacement){EMB_DIST_ROWWISE, 1, EMB_PARTITION_MOD, 2};
+    const EmbDistPlaceOptions o = {.pins = bad};
+    CHECK(emb_dist_place(t, 26, 2, &o, p) == EMB_EINVAL, "a pin outside the ranks refused");
+}
+
 static void placement(void)
 {
     /* bytes 4000 / 400 / 400 / 400 and lookups 1 / 10 / 10 / 10 over 2 ranks, table-wise */
@@ -786,10 +1045,9 @@ static void placement(void)
        t1 -> 1, t2 -> 1 (.799 < .8015), t3 -> 1 */
     CHECK(r == 0 && p[0].rank == 0 && p[1].rank == 1 && p[2].rank == 1 && p[3].rank == 1,
           "LPT placement: %d %d %d %d", p[0].rank, p[1].rank, p[2].rank, p[3].rank);
-    o.plan = EMB_DIST_PLAN_AUTO; /* 4000 bytes > 5200 / 2: row-wise */
-    r = emb_dist_place(t, 4, 2, &o, p);
-    CHECK(r == 0 && p[0].kind == EMB_DIST_ROWWISE && p[0].partition == EMB_PARTITION_MOD &&
-          p[1].kind == EMB_DIST_TABLEWISE, "auto placement");
+    o.plan = EMB_DIST_PLAN_AUTO;
+    CHECK(emb_dist_place(t, 4, 2, &o, p) == 0, "auto placement: %s", emb_last_error());
+    planner();
     o.plan = 7;
     CHECK(emb_dist_place(t, 4, 2, &o, p) == EMB_EINVAL, "bad plan refused");
     CHECK(emb_dist_place(NULL, 4, 2, NULL, p) == EMB_ENULL, "NULL refused");
@@ -950,10 +1208,32 @@ int main(int argc, char **argv)
          0},
         {"tablewise max default adagrad", EMB_DIST_PLAN_TABLEWISE, 0, 0, EMB_COMBINER_MAX, 0,
          EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F32, EMB_OPT_ADAGRAD, 1, 0, 0, 0},
+        {"table-row-wise mean weights adam ckpt", 0, 0, 2, EMB_COMBINER_MEAN, 1,
+         EMB_USE_DEFAULT_ID, 0, 1, 0, EMB_F32, EMB_OPT_ADAM, 2, 0, 1, 0},
+        {"table-row-wise sqrtn max_norm rowwise-adagrad per-table", 0, 0, 2,
+         EMB_COMBINER_SQRTN, 0, 0, 1.5f, 1, 1, EMB_F32, EMB_OPT_ROWWISE_ADAGRAD, 1, 1, 0, 1},
+        {"replicated mix mean pruning default adam ckpt", 0, 0, 3, EMB_COMBINER_MEAN, 2,
+         EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID, 0, 1, 0,
+         EMB_F32, EMB_OPT_ADAM, 2, 0, 1, 0},
+        {"replicated mix sum max_norm bf16 ftrl per-table", 0, 0, 3, EMB_COMBINER_SUM, 1, 0,
+         2.0f, 1, 0, EMB_BF16, EMB_OPT_FTRL, 1, 1, 0, 2},
+        {"replicated mix gather sgd f16", 0, 0, 3, EMB_COMBINER_NONE, 0, 0, 0, 0, 0, EMB_F16,
+         EMB_OPT_SGD, 1, 0, 0, 0},
+        {"column-wise mix sum weights adam groups ckpt", 0, 0, 4, EMB_COMBINER_SUM, 1, 0, 0, 1,
+         0, EMB_F32, EMB_OPT_ADAM, 2, 0, 1, 1},
+        {"column-wise mix mean pruning default adagrad per-table", 0, 0, 4, EMB_COMBINER_MEAN,
+         2, EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_USE_DEFAULT_ID, 0, 1, 1,
+         EMB_F32, EMB_OPT_ADAGRAD, 1, 1, 0, 0},
+        {"column-wise mix max sgd bf16", 0, 0, 4, EMB_COMBINER_MAX, 0, EMB_USE_DEFAULT_ID, 0, 1,
+         0, EMB_BF16, EMB_OPT_SGD, 1, 0, 0, 0},
+        {"column-wise mix gather ftrl f16", 0, 0, 4, EMB_COMBINER_NONE, 1, 0, 0, 0, 0, EMB_F16,
+         EMB_OPT_FTRL, 3, 0, 0, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&cases[i]);
     max_rowwise();
+    columnwise_limits();
+    prefetch();
     bad_id();
     nonfinite();
     global_norm_refused();

@@ -7,10 +7,12 @@
  *
  * Data parallel in, model parallel inside: every rank brings its share of the batch (every
  * table's ids for its own bags, the same bag count for every table); the global batch is
- * rank 0's bags, then rank 1's, and so on. Tables are placed on ranks either whole
- * (table-wise: the owner pools, pooled rows travel) or split by rows over all ranks
+ * rank 0's bags, then rank 1's, and so on. Tables are placed on ranks whole (table-wise:
+ * the owner pools, pooled rows travel), split by rows over all ranks or a range of them
  * (row-wise, EMB_PARTITION_MOD / DIV as partition.h: the owners send the raw rows a rank
- * asked for and the rank pools them itself, in bag order). Row-wise tables do not return
+ * asked for and the rank pools them itself, in bag order), split by feature columns
+ * (column-wise: each holder pools its slice) or replicated on every rank (data-parallel:
+ * each rank pools its own bags). Row-wise tables do not return
  * partial sums: adding per-shard partial sums would change the rounding with the rank
  * count, and every placement here gives the bits of the single-process library.
  *
@@ -73,20 +75,38 @@ typedef struct EmbDistTableDesc {
 
 /** How one table is placed. */
 typedef enum EmbDistKind {
+    EMB_DIST_ANY = -1,      /**< in EmbDistPlaceOptions::pins only: the planner chooses */
     EMB_DIST_TABLEWISE = 0, /**< the whole table on rank `rank` */
-    EMB_DIST_ROWWISE = 1,   /**< rows over all ranks by `partition` (shard r on rank r) */
+    EMB_DIST_ROWWISE = 1,   /**< rows by `partition` over `nshards` ranks from `rank` (shard
+                                 s on rank `rank` + s; table-row-wise when fewer than all) */
+    EMB_DIST_REPLICATED = 2, /**< data-parallel: the whole table on every rank; each rank
+                                  pools its own bags, every rank receives the global batch's
+                                  ids and output gradients and applies the same update (the
+                                  gradient summed in global batch order, as one process) */
+    EMB_DIST_COLUMNWISE = 3, /**< the feature columns split over `nshards` ranks from `rank`
+                                  (0: every rank), as evenly as D allows (slice s: columns
+                                  s·⌊D/S⌋ + min(s, D mod S), one more while s < D mod S);
+                                  each holder pools its slice of the global batch and the
+                                  slices are placed side by side (no sums across ranks).
+                                  Not with max_norm or EMB_OPT_ROWWISE_ADAGRAD
+                                  (EMB_ENOTSUP); the planner does not choose it (pin it) */
 } EmbDistKind;
 
 /** Where one table lives. */
 typedef struct EmbDistPlacement {
     EmbDistKind kind;   /**< table-wise or row-wise */
-    int32_t rank;       /**< table-wise: the owner, in [0, nranks) */
+    int32_t rank;       /**< table-wise: the owner, in [0, nranks); row-wise with nshards
+                             > 0: the first rank holding a shard */
     unsigned partition; /**< row-wise: EMB_PARTITION_MOD or EMB_PARTITION_DIV */
+    int32_t nshards;    /**< row-wise: shards on ranks rank .. rank + nshards - 1 (1 <=
+                             nshards, rank + nshards <= nranks); 0: every rank (rank
+                             ignored, shard r on rank r) */
 } EmbDistPlacement;
 
 /** Which placements emb_dist_place() may choose. */
 typedef enum EmbDistPlan {
-    EMB_DIST_PLAN_AUTO = 0,      /**< row-wise for tables above rowwise_bytes, else table-wise */
+    EMB_DIST_PLAN_AUTO = 0,      /**< the planner: any kind, the slowest modelled rank as fast
+                                      as it can make it (emb_dist_place()) */
     EMB_DIST_PLAN_TABLEWISE = 1, /**< every table whole */
     EMB_DIST_PLAN_ROWWISE = 2,   /**< every table by rows */
 } EmbDistPlan;
@@ -94,27 +114,52 @@ typedef enum EmbDistPlan {
 /** Options of emb_dist_place(); zero-initialise for the defaults. */
 typedef struct EmbDistPlaceOptions {
     EmbDistPlan plan;      /**< which placements may be chosen */
-    int64_t rowwise_bytes; /**< AUTO: a table of more bytes is split by rows (0: the mean
-                                bytes per rank, total / nranks) */
+    int64_t rowwise_bytes; /**< unused (the size threshold AUTO was before the planner) */
     unsigned partition;    /**< row-wise tables: EMB_PARTITION_MOD (0: MOD) or _DIV */
+    int64_t memory_per_rank; /**< AUTO: bytes of table rows one rank may hold (0: no
+                                  limit); leave room for the optimizer state yourself */
+    int64_t batch;         /**< global bags per step, for the model (0: each table's
+                                lookups, as one-hot bags) */
+    const EmbDistPlacement *pins; /**< NULL, or n placements: AUTO keeps those whose kind
+                                       is not EMB_DIST_ANY as given (checked) and plans the
+                                       others around them */
 } EmbDistPlaceOptions;
 
 /**
  * The placement function: the same answer on every rank for the same arguments.
  *
- * Row-wise tables (all of them under PLAN_ROWWISE; under AUTO those of more than
- * rowwise_bytes = nrows x featuresize x element size) load every rank with 1/nranks of
- * their bytes and lookups. The other tables are placed whole by longest-processing-time
- * list scheduling on the cost `bytes / Σ bytes + lookups / Σ lookups` (both fractions of
- * the ensemble's totals, so memory and expected lookup traffic weigh the same): tables by
- * decreasing cost (ties: lower index first) each go to the rank with the least cost so
- * far (ties: lower rank). With 1 rank every table is table-wise on rank 0.
+ * PLAN_ROWWISE: every table by rows over every rank. PLAN_TABLEWISE: every table whole,
+ * by longest-processing-time list scheduling on the cost `bytes / Σ bytes + lookups /
+ * Σ lookups` (tables by decreasing cost, ties: lower index, each to the rank with the
+ * least cost so far, ties: lower rank). PLAN_AUTO, the planner: each table's modelled
+ * step cost (emb_dist_plan_cost(); the model and its constants: docs/design/mpi.md) as
+ * table-wise, replicated or row-wise over a range of ranks; whole tables by LPT while they
+ * fit under the mean load and in memory, then each remaining table (decreasing cost) takes
+ * the placement that gives the lowest maximum rank load, within memory_per_rank. Pinned
+ * tables (opts->pins) are kept. With 1 rank every table is table-wise on rank 0.
  * @param out n placements
  * @return 0; EMB_ENULL; EMB_EINVAL (n < 1, nranks < 1, bad plan or partition, a table
- *         with nrows < 0, featuresize < 1 or lookups < 0); EMB_EDTYPE; EMB_EOVERFLOW
+ *         with nrows < 0, featuresize < 1 or lookups < 0, a pin not valid over nranks,
+ *         memory_per_rank or batch < 0); EMB_EDTYPE; EMB_EOVERFLOW; EMB_ENOMEM (AUTO: a
+ *         table that fits no rank's remaining memory even split over every rank)
  */
 EMB_API int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
                            const EmbDistPlaceOptions *opts, EmbDistPlacement *out);
+
+/**
+ * The planner's model of a placement: the modelled seconds of one step (lookup, update
+ * and exchange bytes over the constants of docs/design/mpi.md) on each rank, for tables
+ * placed as @p placement (PLAN_AUTO's objective is the largest of them).
+ * @param opts for batch (NULL: 0)
+ * @param placement n placements valid over @p nranks
+ * @param load nranks seconds
+ * @param bytes NULL, or nranks: bytes of table rows each rank holds
+ * @return 0; EMB_ENULL; EMB_EINVAL (as emb_dist_place(), an invalid placement); EMB_EDTYPE
+ */
+EMB_API int emb_dist_plan_cost(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
+                               const EmbDistPlaceOptions *opts,
+                               const EmbDistPlacement *placement, double *load,
+                               int64_t *bytes);
 
 /** Options of emb_dist_create(); zero-initialise for the defaults. */
 typedef struct EmbDistOptions {
@@ -158,6 +203,14 @@ EMB_API int emb_dist_placement(const EmbDist *d, int64_t i, EmbDistPlacement *ou
  * emb_dist_locate()) when row-wise, NULL otherwise.
  */
 EMB_API EmbTable *emb_dist_local_table(const EmbDist *d, int64_t i);
+/**
+ * The feature columns of table @p i this rank's local table holds: all of them (whole or
+ * row-wise parts), a column-wise slice, or none (@p count 0).
+ * @return 0, EMB_ENULL, EMB_EINVAL (i out of range)
+ */
+EMB_API int emb_dist_local_columns(const EmbDist *d, int64_t i, int32_t *first,
+                                   int32_t *count);
+
 /**
  * Where id @p id of table @p i lives: the rank holding it and its column in that rank's
  * local table. @return 0, EMB_ENULL, EMB_EINVAL, EMB_ERANGE
@@ -207,6 +260,21 @@ EMB_API int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs);
 EMB_API int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags);
 
 /**
+ * Pipelining: starts the next forward's id exchange (the counts and the agreement on
+ * them, then a non-blocking MPI_Ialltoallv of the ids) so that it travels while
+ * emb_dist_update() runs. Call it after emb_dist_backward() and before emb_dist_update();
+ * the next emb_dist_maplookup() must pass the same @p batches and @p poolings pointers
+ * (the ids were copied here: the arrays may change) and waits only for what the overlap
+ * did not hide (EmbDistStats::ids_wait_s). Results are bit-identical with and without.
+ * Until that forward: emb_dist_backward() fails (EMB_EINVAL), emb_dist_update(),
+ * emb_dist_save() and the accessors work. Collective.
+ * @return 0; any code of emb_dist_maplookup()'s checks of the batches (not of outputs,
+ *         checked by that call), EMB_EINVAL (a prefetch pending), EMB_EIO; the same on
+ *         every rank. After a failure the next forward runs whole.
+ */
+EMB_API int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings);
+
+/**
  * Sharded checkpoint, collectively: each rank saves its tables and shards, with @p opt's
  * state of them when @p opt is not NULL, with the store's checkpoints (store.h: one
  * safetensors file per rank, `<dir>/rank<r>/ckpt-<step>` + EMB_CHECKPOINT_EXT, atomic,
@@ -230,8 +298,9 @@ EMB_API int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOp
  * old parts of the tables it now holds part of (whole old parts, freed at return).
  * @return 0; EMB_ENULL, EMB_EIO (a file missing), EMB_ECORRUPT (index or file damaged),
  *         EMB_ESHAPE (other tables), EMB_EINVAL (another optimizer kind, an optimizer
- *         past the checkpoint), EMB_ENOTFOUND, EMB_ENOMEM; the same on every rank, and no
- *         table is changed on failure
+ *         past the checkpoint), EMB_ENOTSUP (row-wise Adagrad's state with a
+ *         column-wise table on either side), EMB_ENOTFOUND, EMB_ENOMEM; the same on every
+ *         rank, and no table is changed on failure
  */
 EMB_API int emb_dist_restore(EmbDist *d, const char *dir, int64_t step, EmbOptimizer *opt);
 
@@ -246,6 +315,10 @@ typedef struct EmbDistStats {
     int64_t ids_bytes;    /**< bytes this rank sent in the id all-to-all (self excluded) */
     int64_t rows_bytes;   /**< bytes sent in the pooled / raw row all-to-alls */
     int64_t grad_bytes;   /**< bytes sent in the gradient all-to-all */
+    double ids_wait_s;    /**< seconds the last forward's ids exchange kept this rank in
+                               MPI calls: the whole exchange, or after emb_dist_prefetch()
+                               its blocking counts and agreement plus the wait for what the
+                               overlap did not hide */
 } EmbDistStats;
 
 /** This rank's statistics. @return 0, EMB_ENULL */

@@ -170,6 +170,12 @@ float dist_get_f32(const uint32_t **p)
  */
 int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes)
 {
+    return dist_exchange_words_ex(d, code, value, sent_bytes, NULL);
+}
+
+int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes,
+                           MPI_Request *req)
+{
     const int32_t P = d->nranks;
     int64_t total = 0;
     for (int32_t r = 0; r < P && !code; r++)
@@ -206,99 +212,28 @@ int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *s
     if ((r = dist_agree(d, code, value, d->vals)))
         return r;
     t0 = dist_now();
-    r = MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf, d->rcount,
-                      d->rdispl, MPI_UINT32_T, d->comm);
+    r = req ? MPI_Ialltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
+                             d->rcount, d->rdispl, MPI_UINT32_T, d->comm, req)
+            : MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
+                            d->rcount, d->rdispl, MPI_UINT32_T, d->comm);
     *d->xclock += dist_now() - t0;
-    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, "MPI_Alltoallv");
-}
-
-/* ---- placement ----------------------------------------------------------------------- */
-
-static int desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
-{
-    const size_t es = emb_dtype_size(t->dtype);
-    if (es == 0)
-        return dist_fail(EMB_EDTYPE, "tables[%lld]: dtype %d is not f32, f16 or bf16",
-                         (long long)i, (int)t->dtype);
-    if (t->nrows < 0 || t->featuresize < 1 || !(t->lookups >= 0.0))
-        return dist_fail(EMB_EINVAL, "tables[%lld]: nrows %lld, featuresize %d or lookups %g "
-                         "out of range", (long long)i, (long long)t->nrows,
-                         (int)t->featuresize, t->lookups);
-    if (t->nrows > INT64_MAX / ((int64_t)es * t->featuresize))
-        return dist_fail(EMB_EOVERFLOW, "tables[%lld]: %lld rows of %d elements overflow",
-                         (long long)i, (long long)t->nrows, (int)t->featuresize);
-    if (t->tiered && (!t->tiered->path || strlen(t->tiered->path) > DIST_PATH_MAX))
-        return dist_fail(t->tiered->path ? EMB_EINVAL : EMB_ENULL, "tables[%lld]: "
-                         "tiered->path is %s", (long long)i,
-                         t->tiered->path ? "too long" : "NULL");
-    *bytes = t->nrows * (int64_t)es * t->featuresize;
-    return 0;
-}
-
-int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
-                   const EmbDistPlaceOptions *opts, EmbDistPlacement *out)
-{
-    const EmbDistPlaceOptions o = opts ? *opts : (EmbDistPlaceOptions){0};
-    if (!tables || !out)
-        return dist_fail(EMB_ENULL, "emb_dist_place: tables or out is NULL");
-    const unsigned part = o.partition ? o.partition : EMB_PARTITION_MOD;
-    if (n < 1 || nranks < 1 || o.plan < EMB_DIST_PLAN_AUTO || o.plan > EMB_DIST_PLAN_ROWWISE ||
-        (part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV) || o.rowwise_bytes < 0)
-        return dist_fail(EMB_EINVAL, "emb_dist_place: n %lld, nranks %d, plan %d, partition "
-                         "%u or rowwise_bytes out of range", (long long)n, (int)nranks,
-                         (int)o.plan, part);
-    double total_bytes = 0, total_lookups = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t b;
-        const int r = desc_check(&tables[i], i, &b);
-        if (r)
-            return r;
-        total_bytes += (double)b;
-        total_lookups += tables[i].lookups > 0 ? tables[i].lookups : 1.0;
-    }
-    const double threshold = o.rowwise_bytes ? (double)o.rowwise_bytes : total_bytes / nranks;
-    double *load = calloc((size_t)nranks, sizeof *load);
-    double *cost = malloc((size_t)n * sizeof *cost);
-    int64_t *order = malloc((size_t)n * sizeof *order);
-    if (!load || !cost || !order) {
-        free(load), free(cost), free(order);
-        return dist_fail(EMB_ENOMEM, "emb_dist_place: out of memory");
-    }
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t b;
-        desc_check(&tables[i], i, &b);
-        const double l = tables[i].lookups > 0 ? tables[i].lookups : 1.0;
-        cost[i] = (total_bytes > 0 ? b / total_bytes : 0) + l / total_lookups;
-        const int rowwise = nranks > 1 && (o.plan == EMB_DIST_PLAN_ROWWISE ||
-                            (o.plan == EMB_DIST_PLAN_AUTO && (double)b > threshold));
-        if (rowwise) {
-            out[i] = (EmbDistPlacement){EMB_DIST_ROWWISE, 0, part};
-            for (int32_t r = 0; r < nranks; r++)
-                load[r] += cost[i] / nranks;
-        } else {
-            order[m++] = i;
-        }
-    }
-    /* LPT: decreasing cost, ties by index (insertion sort: n is small) */
-    for (int64_t a = 1; a < m; a++)
-        for (int64_t b = a; b > 0 && cost[order[b]] > cost[order[b - 1]]; b--) {
-            const int64_t x = order[b];
-            order[b] = order[b - 1], order[b - 1] = x;
-        }
-    for (int64_t k = 0; k < m; k++) {
-        int32_t best = 0;
-        for (int32_t r = 1; r < nranks; r++)
-            if (load[r] < load[best])
-                best = r;
-        out[order[k]] = (EmbDistPlacement){EMB_DIST_TABLEWISE, best, 0};
-        load[best] += cost[order[k]];
-    }
-    free(load), free(cost), free(order);
-    return 0;
+    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, req ? "MPI_Ialltoallv" : "MPI_Alltoallv");
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
+
+int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks)
+{
+    if (p->kind == EMB_DIST_TABLEWISE)
+        return p->rank >= 0 && p->rank < nranks;
+    if (p->kind == EMB_DIST_REPLICATED)
+        return 1;
+    return (p->kind == EMB_DIST_COLUMNWISE ||
+            (p->kind == EMB_DIST_ROWWISE &&
+             (p->partition == EMB_PARTITION_MOD || p->partition == EMB_PARTITION_DIV))) &&
+           (p->nshards == 0 || (p->nshards >= 1 && p->rank >= 0 &&
+                                p->rank <= nranks - p->nshards));
+}
 
 static void *proxy_column(void *user, int64_t column, EmbContext ctx)
 {
@@ -309,12 +244,21 @@ static void *proxy_column(void *user, int64_t column, EmbContext ctx)
 void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
                  int64_t *column)
 {
+    if (t->place.kind == EMB_DIST_REPLICATED || t->place.kind == EMB_DIST_COLUMNWISE) {
+        /* here when this rank holds (part of) every row, else the first holder */
+        *rank = dist_whole_on(t, d->rank) ? d->rank : t->place.rank;
+        *column = id;
+        return;
+    }
     if (t->place.kind == EMB_DIST_TABLEWISE) {
         *rank = t->place.rank;
         *column = id;
         return;
     }
-    emb_partition_locate(t->desc.nrows, d->nranks, t->place.partition, id, rank, column);
+    int32_t shard;
+    emb_partition_locate(t->desc.nrows, t->place.nshards, t->place.partition, id, &shard,
+                         column);
+    *rank = t->place.rank + shard;
 }
 
 void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank, char *name)
@@ -327,10 +271,10 @@ void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank,
 }
 
 /* This rank's part of table @t: in memory, or tiered in `<path>.rank<R>`. */
-static int make_local(EmbDist *d, DistTable *t, int64_t rows, const char *name,
+static int make_local(EmbDist *d, DistTable *t, int64_t rows, int32_t width, const char *name,
                       const EmbDistOptions *o)
 {
-    EmbVariableSpec spec = {.name = name, .ncolumns = rows, .featuresize = t->desc.featuresize,
+    EmbVariableSpec spec = {.name = name, .ncolumns = rows, .featuresize = width,
                             .dtype = t->desc.dtype, .trainable = 1, .options = o->table};
     char path[DIST_PATH_MAX + 32];
     EmbTieredSpec ts;
@@ -354,22 +298,34 @@ static int make_table(EmbDist *d, DistTable *t, int64_t i, const EmbDistOptions 
                              proxy_column, d->zero, NULL, &to);
     if (r)
         return dist_fail_core(r, "proxy table");
-    const EmbDistPlacement *p = &t->place;
-    if (p->kind == EMB_DIST_TABLEWISE ? (p->rank < 0 || p->rank >= d->nranks)
-        : (p->kind != EMB_DIST_ROWWISE ||
-           (p->partition != EMB_PARTITION_MOD && p->partition != EMB_PARTITION_DIV)))
-        return dist_fail(EMB_EINVAL, "placement[%lld]: kind %d, rank %d, partition %u is not "
-                         "valid over %d ranks", (long long)i, (int)p->kind, (int)p->rank,
-                         p->partition, (int)d->nranks);
+    EmbDistPlacement *p = &t->place;
+    if (!dist_placement_valid(p, d->nranks))
+        return dist_fail(EMB_EINVAL, "placement[%lld]: kind %d, rank %d, partition %u, "
+                         "nshards %d is not valid over %d ranks", (long long)i, (int)p->kind,
+                         (int)p->rank, p->partition, (int)p->nshards, (int)d->nranks);
+    if ((p->kind == EMB_DIST_ROWWISE || p->kind == EMB_DIST_COLUMNWISE) && p->nshards == 0)
+        p->rank = 0, p->nshards = d->nranks; /* every rank, spelt out */
+    if (p->kind == EMB_DIST_COLUMNWISE && p->nshards > t->desc.featuresize)
+        return dist_fail(EMB_EINVAL, "placement[%lld]: %d column slices of %d columns",
+                         (long long)i, (int)p->nshards, (int)t->desc.featuresize);
+    if (p->kind != EMB_DIST_ROWWISE)
+        p->partition = 0;
+    if (p->kind == EMB_DIST_TABLEWISE || p->kind == EMB_DIST_REPLICATED)
+        p->nshards = 0;
+    if (p->kind == EMB_DIST_REPLICATED)
+        p->rank = 0;
     int64_t rows = -1;
-    if (p->kind == EMB_DIST_TABLEWISE && p->rank == d->rank)
+    int32_t c0, width = dist_cols(t, d->rank, &c0);
+    if (width > 0)
         rows = t->desc.nrows;
-    else if (p->kind == EMB_DIST_ROWWISE)
-        rows = emb_partition_shard_rows(t->desc.nrows, d->nranks, d->rank);
+    else if (p->kind == EMB_DIST_ROWWISE && d->rank >= p->rank &&
+             d->rank < p->rank + p->nshards)
+        rows = emb_partition_shard_rows(t->desc.nrows, p->nshards, d->rank - p->rank),
+        width = t->desc.featuresize;
     if (rows >= 0) {
         char name[EMB_NAME_MAX + 1];
         dist_part_name(d, i, p->kind, d->rank, name);
-        if ((r = make_local(d, t, rows, name, o)))
+        if ((r = make_local(d, t, rows, width, name, o)))
             return r;
         if ((r = emb_grad_create(&t->grad)) || (r = emb_indexer_create(&t->indexer)))
             return dist_fail_core(r, "gradient holder");
@@ -413,7 +369,7 @@ static int setup(EmbDist *d, const EmbDistTableDesc *tables, int64_t n,
     int64_t maxbytes = 4;
     for (int64_t i = 0; i < n; i++) {
         int64_t b;
-        if ((r = desc_check(&tables[i], i, &b)))
+        if ((r = dist_desc_check(&tables[i], i, &b)))
             return r;
         d->t[i].desc = tables[i];
         d->t[i].col = i ? d->t[i - 1].col + tables[i - 1].featuresize : 0;
@@ -472,10 +428,10 @@ static uint64_t ensemble_hash(const EmbDist *d)
         h = (h ^ (uint64_t)head[k]) * 0x100000001b3ull;
     for (int64_t i = 0; i < d->ntables; i++) {
         const DistTable *t = &d->t[i];
-        const int64_t v[7] = {t->desc.nrows, t->desc.featuresize, t->desc.dtype,
+        const int64_t v[8] = {t->desc.nrows, t->desc.featuresize, t->desc.dtype,
                               t->place.kind, t->place.rank, t->place.partition,
-                              t->desc.tiered != NULL};
-        for (int k = 0; k < 7; k++)
+                              t->place.nshards, t->desc.tiered != NULL};
+        for (int k = 0; k < 8; k++)
             h = (h ^ (uint64_t)v[k]) * 0x100000001b3ull;
     }
     return h;
@@ -548,6 +504,8 @@ void emb_dist_destroy(EmbDist **dp)
     if (!dp || !*dp)
         return;
     EmbDist *d = *dp;
+    if (d->prefetched) /* the buffers of the ids in flight */
+        MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
     for (int64_t i = 0; d->t && i < d->ntables; i++)
         free_table(&d->t[i]);
     for (int32_t r = 0; d->send && r < d->nranks; r++)
@@ -597,6 +555,20 @@ int emb_dist_placement(const EmbDist *d, int64_t i, EmbDistPlacement *out)
 EmbTable *emb_dist_local_table(const EmbDist *d, int64_t i)
 {
     return d && i >= 0 && i < d->ntables ? d->t[i].local : NULL;
+}
+
+int emb_dist_local_columns(const EmbDist *d, int64_t i, int32_t *first, int32_t *count)
+{
+    if (!d || !first || !count)
+        return dist_fail(EMB_ENULL, "emb_dist_local_columns: NULL argument");
+    if (i < 0 || i >= d->ntables)
+        return dist_fail(EMB_EINVAL, "emb_dist_local_columns: table %lld of %lld",
+                         (long long)i, (long long)d->ntables);
+    *first = 0;
+    *count = d->t[i].local ? emb_table_featuresize(d->t[i].local) : 0;
+    if (d->t[i].place.kind == EMB_DIST_COLUMNWISE)
+        *count = dist_cols(&d->t[i], d->rank, first);
+    return 0;
 }
 
 int emb_dist_locate(const EmbDist *d, int64_t i, int64_t id, int32_t *rank, int64_t *column)

@@ -108,14 +108,19 @@ static int pack_grads(EmbDist *d, const EmbOutputs *g)
         d->send[o].n = 0;
     for (int64_t i = 0; i < d->ntables; i++) {
         DistTable *t = &d->t[i];
-        const int32_t D = t->desc.featuresize;
-        if (t->place.kind == EMB_DIST_TABLEWISE) {
-            Words *w = &d->send[t->place.rank];
-            if (dist_words_reserve(w, d->nbags * D))
-                return EMB_ENOMEM;
-            for (int64_t b = 0; b < d->nbags; b++) {
-                int64_t stride;
-                dist_put_f32s(w, dist_out_row(d, g, i, b, &stride), D);
+        if (t->place.kind != EMB_DIST_ROWWISE) { /* the owner, every replica, each slice */
+            for (int32_t o = 0; o < d->nranks; o++) {
+                Words *w = &d->send[o];
+                int32_t c0;
+                const int32_t cols = dist_cols(t, o, &c0);
+                if (!cols)
+                    continue;
+                if (dist_words_reserve(w, d->nbags * cols))
+                    return EMB_ENOMEM;
+                for (int64_t b = 0; b < d->nbags; b++) {
+                    int64_t stride;
+                    dist_put_f32s(w, dist_out_row(d, g, i, b, &stride) + c0, cols);
+                }
             }
             continue;
         }
@@ -141,12 +146,12 @@ static void parse_grads(EmbDist *d, int fill)
         for (int64_t i = 0; i < d->ntables; i++) {
             DistTable *t = &d->t[i];
             const int32_t D = t->desc.featuresize;
-            if (t->place.kind == EMB_DIST_TABLEWISE) {
-                if (t->place.rank != d->rank)
-                    continue;
-                if (fill)
-                    memcpy(t->g_dy + d->rank_off[src] * D, p, 4 * (size_t)(nb * D));
-                p += nb * D;
+            if (t->place.kind != EMB_DIST_ROWWISE) {
+                int32_t c0;
+                const int32_t cols = dist_cols(t, d->rank, &c0);
+                if (fill && cols)
+                    memcpy(t->g_dy + d->rank_off[src] * cols, p, 4 * (size_t)(nb * cols));
+                p += nb * cols;
                 continue;
             }
             const int64_t k = dist_get_i64(&p), m = dist_get_i64(&p);
@@ -175,8 +180,9 @@ static int record(EmbDist *d)
         DistTable *t = &d->t[i];
         const int64_t D = t->desc.featuresize;
         int r = 0;
-        if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
-            r = dist_grow((void **)&t->g_dy, &t->g_dy_cap, 4 * G * D + 4);
+        int32_t c0;
+        if (dist_whole_on(t, d->rank)) {
+            r = dist_grow((void **)&t->g_dy, &t->g_dy_cap, 4 * G * dist_cols(t, d->rank, &c0) + 4);
         } else if (t->place.kind == EMB_DIST_ROWWISE) {
             r = dist_grow((void **)&t->b_offsets, &t->b_offsets_cap, 8 * t->b_nbags + 8);
             if (!r)
@@ -197,10 +203,11 @@ static int record(EmbDist *d)
             continue;
         const int32_t D = t->desc.featuresize;
         int r;
-        if (t->place.kind == EMB_DIST_TABLEWISE) {
+        if (t->place.kind != EMB_DIST_ROWWISE) {
             const EmbBatch b = dist_batch(t, t->g_ids, t->g_offsets, t->g_has_weights ?
                                           t->g_weights : NULL, t->g_nnz, G);
-            r = emb_lookup_backward(t->local, &b, &t->pooling, t->g_dy, D, t->grad);
+            r = emb_lookup_backward(t->local, &b, &t->pooling, t->g_dy,
+                                    emb_table_featuresize(t->local), t->grad);
         } else {
             const EmbBatch b = {.ids = t->b_ids, .nnz = t->b_nnz, .nbags = t->b_nbags,
                                 .offsets = t->b_offsets, .weights = t->b_coef};
@@ -253,6 +260,9 @@ int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs)
     dist_clear_error();
     if (!d)
         return dist_fail(EMB_ENULL, "emb_dist_backward: d is NULL");
+    if (d->prefetched) /* every rank made the same calls: no agreement needed */
+        return dist_fail(EMB_EINVAL, "emb_dist_backward: a prefetch is pending (call "
+                         "emb_dist_maplookup() with its batches first)");
     const double t0 = dist_now();
     d->stats.grad_bytes = 0;
     d->stats.grad_exchange_s = 0;
@@ -299,6 +309,12 @@ int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
     else if (d->nonfinite)
         r = dist_fail(EMB_ENONFINITE, "emb_dist_update: %s (the tables check for finite "
                       "values)", d->nonfinite_msg);
+    EmbOptimizerConfig cfg;
+    for (int64_t i = 0; i < d->ntables && !r; i++)
+        if (d->t[i].place.kind == EMB_DIST_COLUMNWISE && !emb_optimizer_get_config(opt, &cfg) &&
+            cfg.kind == EMB_OPT_ROWWISE_ADAGRAD)
+            r = dist_fail(EMB_ENOTSUP, "emb_dist_update: table %lld is column-wise: row-wise "
+                          "Adagrad's one accumulator per row spans the ranks", (long long)i);
     int64_t n = 0;
     for (int64_t i = 0; i < d->ntables && !r; i++) {
         DistTable *t = &d->t[i];

@@ -24,7 +24,8 @@
 
 #include "dist/dist_impl.h"
 
-#define INDEX_MAGIC "embtables-dist 1"
+#define INDEX_MAGIC "embtables-dist 2"   /* table lines: 8 fields (nshards last) */
+#define INDEX_MAGIC_1 "embtables-dist 1" /* 7 fields: row-wise over every rank */
 #define PATH_CAP 4096
 #define FILE_CAP 128 /* a rank's checkpoint file name, in the index */
 
@@ -51,9 +52,9 @@ static int write_index(const EmbDist *d, const char *dir, int64_t step, const ch
             (long long)step, (long long)d->ntables);
     for (int64_t i = 0; i < d->ntables; i++) {
         const DistTable *t = &d->t[i];
-        fprintf(f, "%lld %lld %d %d %d %d %u\n", (long long)i, (long long)t->desc.nrows,
+        fprintf(f, "%lld %lld %d %d %d %d %u %d\n", (long long)i, (long long)t->desc.nrows,
                 (int)t->desc.featuresize, (int)t->desc.dtype, (int)t->place.kind,
-                (int)t->place.rank, t->place.partition);
+                (int)t->place.rank, t->place.partition, (int)t->place.nshards);
     }
     for (int32_t q = 0; q < d->nranks; q++)
         fprintf(f, "file %d rank%d/%.*s\n", (int)q, (int)q, FILE_CAP - 1, files + q * FILE_CAP);
@@ -118,18 +119,21 @@ typedef struct Old {
 
 /* The index's table lines: each table's old placement, checked against the ensemble. */
 static int read_placements(const EmbDist *d, FILE *f, const char *path, int ranks, int64_t n,
-                           Old *old)
+                           int version, Old *old)
 {
     int r = 0;
     for (int64_t i = 0; i < n && !r; i++) {
-        long long idx, rows;
-        int D, dtype, kind, rank;
-        unsigned part;
+        long long idx = -1, rows = -1;
+        int D = 0, dtype = 0, kind = -1, rank = -1, nshards = 0;
+        unsigned part = 0;
         const DistTable *t = &d->t[i];
-        if (fscanf(f, "%lld %lld %d %d %d %d %u", &idx, &rows, &D, &dtype, &kind, &rank,
-                   &part) != 7 || idx != i || kind < 0 || kind > 1 ||
-            (kind == EMB_DIST_TABLEWISE && (rank < 0 || rank >= ranks)) ||
-            (kind == EMB_DIST_ROWWISE && part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV))
+        const int got = version == 1
+            ? fscanf(f, "%lld %lld %d %d %d %d %u", &idx, &rows, &D, &dtype, &kind, &rank,
+                     &part)
+            : fscanf(f, "%lld %lld %d %d %d %d %u %d", &idx, &rows, &D, &dtype, &kind, &rank,
+                     &part, &nshards) - 1;
+        EmbDistPlacement p = {(EmbDistKind)kind, rank, part, nshards};
+        if (got != 7 || idx != i || kind < 0 || kind > 3 || !dist_placement_valid(&p, ranks))
             r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
                           (long long)i);
         else if (rows != t->desc.nrows || D != t->desc.featuresize || dtype != (int)t->desc.dtype)
@@ -137,8 +141,15 @@ static int read_placements(const EmbDist *d, FILE *f, const char *path, int rank
                           "ensemble's %lld x %d of dtype %d", path, (long long)i, rows, D,
                           dtype, (long long)t->desc.nrows, (int)t->desc.featuresize,
                           (int)t->desc.dtype);
-        else
-            old->place[i] = (EmbDistPlacement){(EmbDistKind)kind, rank, part};
+        else {
+            if ((p.kind == EMB_DIST_ROWWISE || p.kind == EMB_DIST_COLUMNWISE) &&
+                p.nshards == 0) /* version 1: every rank */
+                p.rank = 0, p.nshards = ranks;
+            if (p.kind == EMB_DIST_COLUMNWISE && p.nshards > D)
+                r = dist_fail(EMB_ECORRUPT, "'%s': table line %lld is malformed", path,
+                              (long long)i);
+            old->place[i] = p;
+        }
     }
     return r;
 }
@@ -170,7 +181,10 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
         return dist_fail(EMB_EIO, "cannot read '%s': %s", path, strerror(errno));
     int ranks = 0;
     long long st = -1, n = -1;
-    if (!fgets(magic, sizeof magic, f) || strncmp(magic, INDEX_MAGIC "\n", sizeof INDEX_MAGIC) ||
+    const int version = !fgets(magic, sizeof magic, f) ? 0
+                        : !strcmp(magic, INDEX_MAGIC "\n") ? 2
+                        : !strcmp(magic, INDEX_MAGIC_1 "\n") ? 1 : 0;
+    if (!version ||
         fscanf(f, "ranks %d step %lld tables %lld", &ranks, &st, &n) != 3 || ranks < 1 ||
         ranks > (1 << 24) || st != step) {
         fclose(f);
@@ -191,7 +205,7 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
         fclose(f);
         return dist_fail(EMB_ENOMEM, "out of memory for the index");
     }
-    r = read_placements(d, f, path, ranks, n, old);
+    r = read_placements(d, f, path, ranks, n, version, old);
     if (!r)
         r = read_files(f, path, ranks, old);
     fclose(f);
@@ -202,9 +216,24 @@ static int read_index(const EmbDist *d, const char *dir, int64_t step, Old *old)
 static int64_t old_rows(const EmbDist *d, const Old *old, int64_t i, int32_t q)
 {
     const EmbDistPlacement *p = &old->place[i];
-    if (p->kind == EMB_DIST_TABLEWISE)
+    int32_t c0;
+    if (p->kind == EMB_DIST_COLUMNWISE)
+        return dist_slice(p, d->t[i].desc.featuresize, q, &c0) ? d->t[i].desc.nrows : -1;
+    if (p->kind != EMB_DIST_ROWWISE) /* a replica: read rank 0's */
         return p->rank == q ? d->t[i].desc.nrows : -1;
-    return emb_partition_shard_rows(d->t[i].desc.nrows, old->nranks, q);
+    if (q < p->rank || q >= p->rank + p->nshards)
+        return -1;
+    return emb_partition_shard_rows(d->t[i].desc.nrows, p->nshards, q - p->rank);
+}
+
+/* Feature columns of table @p i's part on old rank @p q: all, or a column-wise slice
+   (from *c0). */
+static int32_t old_cols(const EmbDist *d, const Old *old, int64_t i, int32_t q, int32_t *c0)
+{
+    *c0 = 0;
+    if (old->place[i].kind != EMB_DIST_COLUMNWISE)
+        return d->t[i].desc.featuresize;
+    return dist_slice(&old->place[i], d->t[i].desc.featuresize, q, c0);
 }
 
 /* The id of column c of table @p i's part on old rank @p q is `c * step + base`. */
@@ -213,14 +242,14 @@ static void old_ids(const EmbDist *d, const Old *old, int64_t i, int32_t q, int6
 {
     const EmbDistPlacement *p = &old->place[i];
     *step = 1, *base = 0;
-    if (p->kind == EMB_DIST_TABLEWISE)
+    if (p->kind != EMB_DIST_ROWWISE)
         return;
     if (p->partition == EMB_PARTITION_MOD) {
-        *step = old->nranks, *base = q;
+        *step = p->nshards, *base = q - p->rank;
         return;
     }
-    for (int32_t s = 0; s < q; s++)
-        *base += emb_partition_shard_rows(d->t[i].desc.nrows, old->nranks, s);
+    for (int32_t s = 0; s < q - p->rank; s++)
+        *base += emb_partition_shard_rows(d->t[i].desc.nrows, p->nshards, s);
 }
 
 /*
@@ -250,7 +279,7 @@ static int load_old(EmbDist *d, const char *dir, int64_t step, Old *old, int32_t
         char name[EMB_NAME_MAX + 1];
         dist_part_name(d, i, old->place[i].kind, q, name);
         const EmbVariableSpec spec = {.name = name, .ncolumns = rows,
-                                      .featuresize = d->t[i].desc.featuresize,
+                                      .featuresize = old_cols(d, old, i, q, &(int32_t){0}),
                                       .dtype = d->t[i].desc.dtype};
         if ((r = emb_store_get(old->stores[q], &spec, EMB_REUSE_NO, &vars[n].table)))
             r = dist_fail_core(r, "restore store");
@@ -274,13 +303,23 @@ static int load_old(EmbDist *d, const char *dir, int64_t step, Old *old, int32_t
     return r;
 }
 
-/* Copies column @p from of @p src to column @p to of @p dst (same layout). */
-static void copy_column(const EmbTable *src, int64_t from, EmbTable *dst, int64_t to)
+/*
+ * Copies column @p from of @p src (feature columns oc0 .. oc0 + ow - 1 of the table) to
+ * column @p to of @p dst (columns nc0 .. nc0 + nw - 1): the columns both hold, in each of
+ * @p planes planes (a table: 1; optimizer state: its width over the part's, Adam's m and
+ * v one after the other).
+ */
+static void copy_column(const EmbTable *src, int64_t from, int32_t oc0, int32_t ow,
+                        EmbTable *dst, int64_t to, int32_t nc0, int32_t nw, int32_t planes)
 {
-    void *a, *b;
-    emb_table_column_pointer(src, from, EMB_CTX_NONE, &a);
-    emb_table_column_pointer(dst, to, EMB_CTX_UPDATE, &b);
-    memcpy(b, a, emb_dtype_size(emb_table_dtype(dst)) * (size_t)emb_table_featuresize(dst));
+    unsigned char *a, *b;
+    emb_table_column_pointer(src, from, EMB_CTX_NONE, (void **)&a);
+    emb_table_column_pointer(dst, to, EMB_CTX_UPDATE, (void **)&b);
+    const size_t es = emb_dtype_size(emb_table_dtype(dst));
+    const int32_t lo = oc0 > nc0 ? oc0 : nc0, hi = oc0 + ow < nc0 + nw ? oc0 + ow : nc0 + nw;
+    for (int32_t p = 0; p < planes && lo < hi; p++)
+        memcpy(b + es * (size_t)(p * nw + lo - nc0), a + es * (size_t)(p * ow + lo - oc0),
+               es * (size_t)(hi - lo));
 }
 
 /* Copies, from every loaded old part, the columns this rank now holds (and their
@@ -303,6 +342,11 @@ static void copy_columns(EmbDist *d, const Old *old, EmbOptimizer *opt)
             if (opt && old->opts[q] &&
                 emb_optimizer_state(old->opts[q], src, 0, &ss, NULL) == 0 && ss)
                 emb_optimizer_state(opt, t->local, 0, &ds, NULL);
+            int32_t oc0, nc0 = 0, nw = emb_table_featuresize(t->local);
+            const int32_t ow = old_cols(d, old, i, q, &oc0);
+            if (t->place.kind == EMB_DIST_COLUMNWISE)
+                dist_cols(t, d->rank, &nc0);
+            const int32_t planes = ss && ds ? emb_table_featuresize(ss) / ow : 0;
             int64_t step, base;
             old_ids(d, old, i, q, &step, &base);
             for (int64_t c = 0; c < rows; c++) {
@@ -311,9 +355,9 @@ static void copy_columns(EmbDist *d, const Old *old, EmbOptimizer *opt)
                 dist_locate(d, t, c * step + base, &owner, &col);
                 if (owner != d->rank)
                     continue;
-                copy_column(src, c, t->local, col);
+                copy_column(src, c, oc0, ow, t->local, col, nc0, nw, 1);
                 if (ss && ds)
-                    copy_column(ss, c, ds, col);
+                    copy_column(ss, c, oc0, ow, ds, col, nc0, nw, planes);
             }
         }
     }
@@ -359,7 +403,7 @@ static void set_steps(EmbDist *d, int64_t i, EmbOptimizer *opt, int64_t saved)
     DistTable *t = &d->t[i];
     int64_t now = 0;
     emb_optimizer_state(opt, t->local, 0, &(EmbTable *){NULL}, &now);
-    const EmbSparseGrad none = {.featuresize = t->desc.featuresize,
+    const EmbSparseGrad none = {.featuresize = emb_table_featuresize(t->local),
                                 .stride = t->desc.featuresize};
     if (now < saved && emb_grad_set_sparse(t->grad, t->local, &none) == 0)
         for (; now < saved; now++)
@@ -374,7 +418,14 @@ int emb_dist_restore(EmbDist *d, const char *dir, int64_t step, EmbOptimizer *op
         return dist_fail(EMB_ENULL, "emb_dist_restore: d is NULL");
     Old old = {0};
     int r = !dir ? dist_fail(EMB_ENULL, "emb_dist_restore: dir is NULL")
-                 : read_index(d, dir, step, &old);
+            : read_index(d, dir, step, &old);
+    EmbOptimizerConfig cfg;
+    for (int64_t i = 0; !r && opt && i < d->ntables; i++) /* one accumulator per row */
+        if ((d->t[i].place.kind == EMB_DIST_COLUMNWISE ||
+             old.place[i].kind == EMB_DIST_COLUMNWISE) && !emb_optimizer_get_config(opt, &cfg) &&
+            cfg.kind == EMB_OPT_ROWWISE_ADAGRAD)
+            r = dist_fail(EMB_ENOTSUP, "emb_dist_restore: table %lld is column-wise: row-wise "
+                          "Adagrad's state cannot be split by columns", (long long)i);
     for (int32_t q = 0; q < old.nranks && !r; q++)
         r = load_old(d, dir, step, &old, q, opt);
     int64_t *saved = !r && opt ? calloc((size_t)d->ntables, sizeof *saved) : NULL;

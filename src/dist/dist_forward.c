@@ -47,7 +47,7 @@ static uint64_t pooling_hash(const EmbDist *d, const EmbPooling *poolings)
 }
 
 static int check_local(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
-                       const EmbOutputs *outputs)
+                       const EmbOutputs *outputs, int check_outputs)
 {
     if (!batches)
         return dist_fail(EMB_ENULL, "emb_dist_maplookup: batches is NULL");
@@ -63,12 +63,18 @@ static int check_local(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
             return dist_fail(EMB_ENOTSUP, "emb_dist_maplookup: tables[%lld]: MAX pooling of a "
                              "row-wise table is not supported (its backward would need each "
                              "element's owner): place it table-wise", (long long)i);
+        if (poolings && poolings[i].max_norm != 0 &&
+            d->t[i].place.kind == EMB_DIST_COLUMNWISE)
+            return dist_fail(EMB_ENOTSUP, "emb_dist_maplookup: tables[%lld]: max_norm of a "
+                             "column-wise table is not supported (a row's norm spans the "
+                             "ranks): place it otherwise", (long long)i);
         if (batches[i].nbags != nb)
             return dist_fail(EMB_ESHAPE, "emb_dist_maplookup: batches[%lld].nbags = %lld, "
                              "batches[0].nbags = %lld", (long long)i,
                              (long long)batches[i].nbags, (long long)nb);
     }
-    return dist_outputs_check(d, outputs, nb, "emb_dist_maplookup: outputs");
+    return check_outputs ? dist_outputs_check(d, outputs, nb, "emb_dist_maplookup: outputs")
+                         : 0;
 }
 
 static int64_t id_at(const EmbBatch *b, int64_t k)
@@ -216,7 +222,7 @@ static int pack_requests(EmbDist *d)
         for (int64_t i = 0; i < d->ntables; i++) {
             const DistTable *t = &d->t[i];
             const int64_t nnz = t->offsets[nb];
-            if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == o) {
+            if (dist_whole_on(t, o)) {
                 if (dist_words_reserve(w, 4 + 2 * nb + 3 * nnz))
                     return EMB_ENOMEM;
                 dist_put_i64(w, nnz);
@@ -260,7 +266,7 @@ static void parse_requests(EmbDist *d, int fill)
         const int64_t nb = d->rank_nbags[src], b0 = d->rank_off[src];
         for (int64_t i = 0; i < d->ntables; i++) {
             DistTable *t = &d->t[i];
-            if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+            if (dist_whole_on(t, d->rank)) {
                 const int64_t nnz = dist_get_i64(&p), hw = dist_get_i64(&p), k0 = t->g_nnz;
                 if (!fill) {
                     t->g_has_weights |= hw != 0;
@@ -292,7 +298,7 @@ static int build_global(EmbDist *d)
     for (int64_t i = 0; i < d->ntables; i++) {
         DistTable *t = &d->t[i];
         int r = 0;
-        if (t->place.kind == EMB_DIST_TABLEWISE && t->place.rank == d->rank) {
+        if (dist_whole_on(t, d->rank)) {
             r = dist_grow((void **)&t->g_ids, &t->g_ids_cap, 8 * t->g_nnz + 8);
             if (!r)
                 r = dist_grow((void **)&t->g_offsets, &t->g_offsets_cap, 8 * (G + 1));
@@ -313,13 +319,15 @@ static int build_global(EmbDist *d)
 
 /* ---- (3) pooling and the row exchanges ----------------------------------------------- */
 
-/* Elements per global bag of the table-wise tables rank @p o owns in group @p g. */
+/* Elements per global bag that rank @p o pools in group @p g (table-wise tables, its
+   column-wise slices). */
 static int64_t group_width(const EmbDist *d, int32_t g, int32_t o)
 {
     int64_t w = 0;
-    for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++)
-        if (d->t[i].place.kind == EMB_DIST_TABLEWISE && d->t[i].place.rank == o)
-            w += d->t[i].desc.featuresize;
+    for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
+        int32_t c0;
+        w += dist_pooled_cols(&d->t[i], o, &c0);
+    }
     return w;
 }
 
@@ -412,7 +420,8 @@ static int pool_group(EmbDist *d, int32_t g, int64_t send_off, int64_t inflight)
     int64_t n = 0;
     for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
         DistTable *t = &d->t[i];
-        if (t->place.kind != EMB_DIST_TABLEWISE || t->place.rank != d->rank)
+        int32_t c0;
+        if (!dist_pooled_cols(t, d->rank, &c0))
             continue;
         d->tmp_tables[n] = t->local;
         d->tmp_batches[n] = dist_batch(t, t->g_ids, t->g_offsets, t->g_has_weights ?
@@ -562,20 +571,21 @@ static void scatter_pooled(EmbDist *d, const EmbOutputs *out)
             col[2 * o + 1] = group_width(d, g, o);
             recv_off += d->nbags * col[2 * o + 1];
         }
-        for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++) {
-            const DistTable *t = &d->t[i];
-            if (t->place.kind != EMB_DIST_TABLEWISE)
-                continue;
-            const int32_t o = t->place.rank;
-            const float *src = d->pooled_recv + col[2 * o];
-            const int64_t W = col[2 * o + 1];
-            for (int64_t b = 0; b < d->nbags; b++) {
-                int64_t stride;
-                memcpy(dist_out_row(d, out, i, b, &stride), src + b * W,
-                       4 * (size_t)t->desc.featuresize);
+        for (int64_t i = d->group_start[g]; i < d->group_start[g + 1]; i++)
+            for (int32_t o = 0; o < d->nranks; o++) { /* the owner, or each slice's */
+                int32_t c0;
+                const int32_t w = dist_pooled_cols(&d->t[i], o, &c0);
+                if (!w)
+                    continue;
+                const float *src = d->pooled_recv + col[2 * o];
+                const int64_t W = col[2 * o + 1];
+                for (int64_t b = 0; b < d->nbags; b++) {
+                    int64_t stride;
+                    memcpy(dist_out_row(d, out, i, b, &stride) + c0, src + b * W,
+                           4 * (size_t)w);
+                }
+                col[2 * o] += w;
             }
-            col[2 * o] += t->desc.featuresize;
-        }
     }
 }
 
@@ -593,12 +603,24 @@ static int pool_rows(EmbDist *d, int64_t i, const EmbOutputs *out)
     return r ? dist_fail_core(r, "row-wise pooling") : 0;
 }
 
+/* Pools replicated table @p i for this rank's own bags from its replica. */
+static int pool_replica(EmbDist *d, int64_t i, const EmbOutputs *out)
+{
+    DistTable *t = &d->t[i];
+    const EmbBatch b = dist_batch(t, t->ids, t->offsets, t->has_weights ? t->weights : NULL,
+                                  t->offsets[d->nbags], d->nbags);
+    int64_t stride;
+    float *dst = dist_out_row(d, out, i, 0, &stride);
+    const int r = emb_lookup(t->local, &b, &t->pooling, dst, stride);
+    return r ? dist_fail_core(r, "replica pooling") : 0;
+}
+
 /* ---- the call ------------------------------------------------------------------------ */
 
 static int prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
-                   const EmbOutputs *outputs)
+                   const EmbOutputs *outputs, int check_outputs)
 {
-    int r = check_local(d, batches, poolings, outputs);
+    int r = check_local(d, batches, poolings, outputs, check_outputs);
     d->nbags = r ? 0 : batches[0].nbags;
     for (int64_t i = 0; i < d->ntables && !r; i++) {
         DistTable *t = &d->t[i];
@@ -620,11 +642,31 @@ int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
     d->forward_done = d->backward_done = 0;
     d->stats.pool_s = d->stats.exchange_s = 0;
     d->xclock = &d->stats.exchange_s;
-    d->stats.ids_bytes = d->stats.rows_bytes = 0;
-    int r = prepare(d, batches, poolings, outputs);
-    const int64_t mine[2] = {d->nbags, (int64_t)pooling_hash(d, poolings)};
-    if ((r = dist_exchange_words(d, r, mine, &d->stats.ids_bytes)))
-        return r;
+    d->stats.rows_bytes = 0;
+    int r;
+    if (d->prefetched) { /* the ids are travelling: wait for what the overlap left */
+        d->prefetched = 0;
+        r = batches != d->pf_batches || poolings != d->pf_poolings
+            ? dist_fail(EMB_EINVAL, "emb_dist_maplookup: batches or poolings are not those "
+                        "of the pending emb_dist_prefetch()")
+            : dist_outputs_check(d, outputs, d->nbags, "emb_dist_maplookup: outputs");
+        const double t0 = dist_now();
+        const int m = MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
+        d->stats.exchange_s += dist_now() - t0;
+        d->stats.ids_wait_s = d->pf_blocking + dist_now() - t0;
+        if (m != MPI_SUCCESS)
+            return dist_mpi_fail(m, "MPI_Wait (prefetched ids)");
+        if ((r = dist_agree(d, r, NULL, NULL)))
+            return r;
+    } else {
+        d->stats.ids_bytes = 0;
+        r = prepare(d, batches, poolings, outputs, 1);
+        const int64_t mine[2] = {d->nbags, (int64_t)pooling_hash(d, poolings)};
+        r = dist_exchange_words(d, r, mine, &d->stats.ids_bytes);
+        d->stats.ids_wait_s = d->stats.exchange_s;
+        if (r)
+            return r;
+    }
     d->rank_off[0] = 0;
     for (int32_t k = 0; k < d->nranks; k++) {
         if (d->vals[2 * k + 1] != d->vals[1])
@@ -644,7 +686,32 @@ int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
     for (int64_t i = 0; i < d->ntables && !r; i++)
         if (d->t[i].place.kind == EMB_DIST_ROWWISE)
             r = pool_rows(d, i, outputs);
+        else if (d->t[i].place.kind == EMB_DIST_REPLICATED)
+            r = pool_replica(d, i, outputs);
     d->stats.pool_s += dist_now() - t0;
     d->forward_done = !r;
     return r;
+}
+
+int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_prefetch: d is NULL");
+    if (d->prefetched) /* every rank made the same calls: no agreement needed */
+        return dist_fail(EMB_EINVAL, "emb_dist_prefetch: a prefetch is already pending");
+    double blocking = 0, *clock = d->xclock;
+    d->xclock = &blocking;
+    d->forward_done = 0; /* the saved batches are the next step's from here on */
+    d->stats.ids_bytes = 0;
+    int r = prepare(d, batches, poolings, NULL, 0);
+    const int64_t mine[2] = {d->nbags, (int64_t)pooling_hash(d, poolings)};
+    r = dist_exchange_words_ex(d, r, mine, &d->stats.ids_bytes, &d->pf_req);
+    d->xclock = clock;
+    if (r)
+        return r;
+    d->prefetched = 1;
+    d->pf_batches = batches, d->pf_poolings = poolings;
+    d->pf_blocking = blocking;
+    return 0;
 }

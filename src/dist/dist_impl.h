@@ -137,6 +137,12 @@ struct EmbDist {
     char nonfinite_msg[256];
 
     EmbDistStats stats;
+    /* emb_dist_prefetch(): the next forward's ids in flight (d->pf_req) since then */
+    int prefetched;
+    const EmbBatch *pf_batches;
+    const EmbPooling *pf_poolings;
+    MPI_Request pf_req;
+    double pf_blocking;    /* seconds the prefetch spent in its blocking MPI calls */
     double *xclock;        /* where MPI time goes: stats.exchange_s or grad_exchange_s */
 };
 
@@ -164,6 +170,55 @@ void dist_part_name(const EmbDist *d, int64_t i, EmbDistKind kind, int32_t rank,
 /* Seconds of a monotonic clock. */
 double dist_now(void);
 
+/* Whether placement @p p is valid over @p nranks ranks (row-wise: nshards 0 or a range
+   of ranks inside). The ensemble keeps row-wise placements with their range spelt out
+   (rank, nshards = 0, nranks for "every rank"), table-wise ones with 0 for the rest. */
+int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
+/* Checks table description @p t (tables[@p i]) and gives its bytes (dist_plan.c). */
+int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes);
+
+/* Column-wise placement @p p of D columns: the slice rank @p o holds (from *@p c0), 0 when
+   none (the first D mod S slices take one column more). */
+static inline int32_t dist_slice(const EmbDistPlacement *p, int32_t D, int32_t o, int32_t *c0)
+{
+    const int32_t s = o - p->rank, S = p->nshards;
+    *c0 = 0;
+    if (s < 0 || s >= S)
+        return 0;
+    *c0 = s * (D / S) + (s < D % S ? s : D % S);
+    return D / S + (s < D % S);
+}
+
+/* How many feature columns of every row of table @p t rank @p o holds (table-wise owner,
+   replica: all; column-wise holder: its slice, from column *c0; else 0). Such a rank
+   receives the global batch's ids and its columns of the output gradients. */
+static inline int32_t dist_cols(const DistTable *t, int32_t o, int32_t *c0)
+{
+    const int32_t D = t->desc.featuresize;
+    *c0 = 0;
+    if (t->place.kind == EMB_DIST_REPLICATED)
+        return D;
+    if (t->place.kind == EMB_DIST_TABLEWISE)
+        return t->place.rank == o ? D : 0;
+    if (t->place.kind != EMB_DIST_COLUMNWISE)
+        return 0;
+    return dist_slice(&t->place, D, o, c0);
+}
+
+/* The columns rank @p o pools for the other ranks (table-wise, column-wise; 0 else). */
+static inline int32_t dist_pooled_cols(const DistTable *t, int32_t o, int32_t *c0)
+{
+    *c0 = 0;
+    return t->place.kind == EMB_DIST_REPLICATED ? 0 : dist_cols(t, o, c0);
+}
+
+/* Whether rank @p rank receives the global batch of table @p t (dist_cols > 0). */
+static inline int dist_whole_on(const DistTable *t, int32_t rank)
+{
+    int32_t c0;
+    return dist_cols(t, rank, &c0) > 0;
+}
+
 /* Owner rank and column in its local table of @p id of table @p t (id in range). */
 void dist_locate(const EmbDist *d, const DistTable *t, int64_t id, int32_t *rank,
                  int64_t *column);
@@ -180,6 +235,10 @@ int dist_outputs_check(const EmbDist *d, const EmbOutputs *o, int64_t nbags, con
  * part at d->rdispl[k]). Returns the agreed code.
  */
 int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes);
+/* The same, the words' MPI_Ialltoallv only started (into *@p req) when @p req is not NULL:
+   every buffer and count stays in use until it completes. */
+int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes,
+                           MPI_Request *req);
 
 /* Batch of table @p t over arrays: offsets, or bag_size 1 for gather (no offsets). */
 EmbBatch dist_batch(const DistTable *t, const int64_t *ids, const int64_t *offsets,

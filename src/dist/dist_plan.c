@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dist_plan.c — emb_dist_place() and its planner (EMB_DIST_PLAN_AUTO), with the cost
+ * model emb_dist_plan_cost() prints. The model and its constants are written down in
+ * docs/design/mpi.md ("The planner"); change both together.
+ *
+ * A table's cost on a rank is the modelled seconds of one step: bytes the rank's memory
+ * moves (rows gathered and pooled, outputs written, gradients recorded, rows and optimizer
+ * state updated) over MEM_BW plus bytes it sends and receives in the all-to-alls over
+ * NET_BW. The planner minimises the largest rank's sum (every rank waits for the slowest
+ * in the next collective), within each rank's memory.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_impl.h"
+
+#define MEM_BW 4e9 /* bytes/s one rank's memory moves through a lookup or an update */
+#define NET_BW 4e9 /* bytes/s one rank sends plus receives in the all-to-alls */
+#define UPDATE_PASSES 3.0 /* an updated row is read and written, its state read and written
+                             (about one more row's bytes): three row-sized passes */
+#define ENTRY_BYTES 12.0  /* a row-wise gradient entry: column (8) and coefficient (4) */
+#define ROW_ID_S 50e-9    /* a row-wise id's bookkeeping on the rank that asks: hashing it
+                             into the distinct ids, remapping, packing its gradient entry
+                             (calibrated on the measured 2-rank row-wise step) */
+
+int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
+{
+    const size_t es = emb_dtype_size(t->dtype);
+    if (es == 0)
+        return dist_fail(EMB_EDTYPE, "tables[%lld]: dtype %d is not f32, f16 or bf16",
+                         (long long)i, (int)t->dtype);
+    if (t->nrows < 0 || t->featuresize < 1 || !(t->lookups >= 0.0))
+        return dist_fail(EMB_EINVAL, "tables[%lld]: nrows %lld, featuresize %d or lookups %g "
+                         "out of range", (long long)i, (long long)t->nrows,
+                         (int)t->featuresize, t->lookups);
+    if (t->nrows > INT64_MAX / ((int64_t)es * t->featuresize))
+        return dist_fail(EMB_EOVERFLOW, "tables[%lld]: %lld rows of %d elements overflow",
+                         (long long)i, (long long)t->nrows, (int)t->featuresize);
+    if (t->tiered && (!t->tiered->path || strlen(t->tiered->path) > DIST_PATH_MAX))
+        return dist_fail(t->tiered->path ? EMB_EINVAL : EMB_ENULL, "tables[%lld]: "
+                         "tiered->path is %s", (long long)i,
+                         t->tiered->path ? "too long" : "NULL");
+    *bytes = t->nrows * (int64_t)es * t->featuresize;
+    return 0;
+}
+
+/* One table's quantities for the model. */
+typedef struct Model {
+    double rowb, outb;  /* bytes of a stored row, of a pooled f32 row */
+    double L, B, U;     /* ids, bags and distinct rows per step (global batch) */
+    int64_t bytes, nrows;
+} Model;
+
+static Model model_of(const EmbDistTableDesc *t, int64_t bytes, int64_t batch)
+{
+    Model m = {.rowb = (double)emb_dtype_size(t->dtype) * t->featuresize,
+               .outb = 4.0 * t->featuresize, .bytes = bytes, .nrows = t->nrows};
+    m.L = t->lookups > 0 ? t->lookups : 1.0;
+    m.B = batch > 0 ? (double)batch : m.L;
+    m.U = m.L < (double)t->nrows ? m.L : (double)t->nrows;
+    return m;
+}
+
+/*
+ * Adds table @p m placed as @p p to every rank's @p load (seconds) and @p mem (bytes held;
+ * may be NULL). Exchange bytes count only the part that crosses to other ranks, (P-1)/P.
+ */
+static void add_cost(const Model *m, const EmbDistPlacement *p, int32_t P, double *load,
+                     double *mem)
+{
+    const double f = (P - 1.0) / P, ids = (m->L + m->B) * 8.0;
+    if (p->kind == EMB_DIST_TABLEWISE) {
+        /* owner: pools the global batch, sends pooled rows, takes ids and dy, updates */
+        const double own_mem = m->L * m->rowb + 2.0 * m->B * m->outb +
+                               UPDATE_PASSES * m->U * m->rowb;
+        const double own_net = f * (ids + 2.0 * m->B * m->outb);
+        /* every rank: sends its ids and dy rows, receives its pooled rows */
+        const double all_net = f * (ids + 2.0 * m->B * m->outb) / P;
+        for (int32_t r = 0; r < P; r++)
+            load[r] += all_net / NET_BW;
+        load[p->rank] += own_mem / MEM_BW + own_net / NET_BW;
+        if (mem)
+            mem[p->rank] += (double)m->bytes;
+        return;
+    }
+    if (p->kind == EMB_DIST_COLUMNWISE) { /* pinned only: each holder a slice's owner */
+        const int32_t S = p->nshards > 0 ? p->nshards : P, first = p->nshards > 0 ? p->rank : 0;
+        const double hold = (m->L * m->rowb + 2.0 * m->B * m->outb +
+                             UPDATE_PASSES * m->U * m->rowb) / S / MEM_BW +
+                            f * (ids + 2.0 * m->B * m->outb / S) / NET_BW;
+        for (int32_t r = 0; r < P; r++)
+            load[r] += f * (ids * S + 2.0 * m->B * m->outb) / P / NET_BW;
+        for (int32_t s = 0; s < S; s++) {
+            load[first + s] += hold;
+            if (mem)
+                mem[first + s] += (double)m->bytes / S;
+        }
+        return;
+    }
+    if (p->kind == EMB_DIST_REPLICATED) {
+        /* every rank: pools its own bags, receives (and sends its share of) the global
+           batch's ids and dy, records and applies the whole gradient */
+        const double each = ((m->L * m->rowb + m->B * m->outb) / P + m->B * m->outb +
+                             UPDATE_PASSES * m->U * m->rowb) / MEM_BW +
+                            2.0 * f * (ids + m->B * m->outb) / NET_BW;
+        for (int32_t r = 0; r < P; r++) {
+            load[r] += each;
+            if (mem)
+                mem[r] += (double)m->bytes;
+        }
+        return;
+    }
+    const int32_t first = p->nshards > 0 ? p->rank : 0, S = p->nshards > 0 ? p->nshards : P;
+    /* holders: gather the rows asked (each distinct id once per asking rank), take the
+       gradient entries with their bags' dy rows, update their share */
+    const double u = m->U / S, l = m->L / S;
+    const double hold = (u * m->rowb + l * m->outb + UPDATE_PASSES * u * m->rowb) / MEM_BW +
+                        f * (u * 8.0 + u * m->rowb + l * (ENTRY_BYTES + m->outb)) / NET_BW;
+    /* every rank: asks for its ids, pools its bags from the rows received, sends entries */
+    const double all = m->L / P * ROW_ID_S + ((m->L * m->rowb + m->B * m->outb) / P) / MEM_BW +
+                       f * (m->U * (8.0 + m->rowb) + m->L * (ENTRY_BYTES + m->outb)) / P /
+                       NET_BW;
+    for (int32_t r = 0; r < P; r++)
+        load[r] += all;
+    for (int32_t s = 0; s < S; s++) {
+        load[first + s] += hold;
+        if (mem) /* the largest shard */
+            mem[first + s] += (double)((m->nrows + S - 1) / S) * m->rowb;
+    }
+}
+
+static int check_common(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
+                        const EmbDistPlaceOptions *o, const char *what)
+{
+    const unsigned part = o->partition ? o->partition : EMB_PARTITION_MOD;
+    if (n < 1 || nranks < 1 || o->plan < EMB_DIST_PLAN_AUTO || o->plan > EMB_DIST_PLAN_ROWWISE ||
+        (part != EMB_PARTITION_MOD && part != EMB_PARTITION_DIV) || o->rowwise_bytes < 0 ||
+        o->memory_per_rank < 0 || o->batch < 0)
+        return dist_fail(EMB_EINVAL, "%s: n %lld, nranks %d, plan %d, partition %u, "
+                         "rowwise_bytes, memory_per_rank or batch out of range", what,
+                         (long long)n, (int)nranks, (int)o->plan, part);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b;
+        const int r = dist_desc_check(&tables[i], i, &b);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+int emb_dist_plan_cost(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
+                       const EmbDistPlaceOptions *opts, const EmbDistPlacement *placement,
+                       double *load, int64_t *bytes)
+{
+    const EmbDistPlaceOptions o = opts ? *opts : (EmbDistPlaceOptions){0};
+    if (!tables || !placement || !load)
+        return dist_fail(EMB_ENULL, "emb_dist_plan_cost: tables, placement or load is NULL");
+    int r = check_common(tables, n, nranks, &o, "emb_dist_plan_cost");
+    for (int64_t i = 0; i < n && !r; i++)
+        if (!dist_placement_valid(&placement[i], nranks))
+            r = dist_fail(EMB_EINVAL, "emb_dist_plan_cost: placement[%lld] is not valid over "
+                          "%d ranks", (long long)i, (int)nranks);
+    double *mem = r ? NULL : calloc((size_t)nranks, sizeof *mem);
+    if (!r && !mem)
+        r = dist_fail(EMB_ENOMEM, "emb_dist_plan_cost: out of memory");
+    if (r)
+        return r;
+    for (int32_t k = 0; k < nranks; k++)
+        load[k] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b;
+        dist_desc_check(&tables[i], i, &b);
+        const Model m = model_of(&tables[i], b, o.batch);
+        add_cost(&m, &placement[i], nranks, load, mem);
+    }
+    for (int32_t k = 0; bytes && k < nranks; k++)
+        bytes[k] = (int64_t)mem[k];
+    free(mem);
+    return 0;
+}
+
+/* ---- the fixed plans ----------------------------------------------------------------- */
+
+/* PLAN_TABLEWISE / PLAN_ROWWISE (and 1 rank): LPT on bytes and lookups fractions. */
+static int place_fixed(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
+                       const EmbDistPlaceOptions *o, unsigned part, EmbDistPlacement *out)
+{
+    double total_bytes = 0, total_lookups = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b;
+        dist_desc_check(&tables[i], i, &b);
+        total_bytes += (double)b;
+        total_lookups += tables[i].lookups > 0 ? tables[i].lookups : 1.0;
+    }
+    double *load = calloc((size_t)nranks, sizeof *load);
+    double *cost = malloc((size_t)n * sizeof *cost);
+    int64_t *order = malloc((size_t)n * sizeof *order);
+    if (!load || !cost || !order) {
+        free(load), free(cost), free(order);
+        return dist_fail(EMB_ENOMEM, "emb_dist_place: out of memory");
+    }
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b;
+        dist_desc_check(&tables[i], i, &b);
+        const double l = tables[i].lookups > 0 ? tables[i].lookups : 1.0;
+        cost[i] = (total_bytes > 0 ? b / total_bytes : 0) + l / total_lookups;
+        if (nranks > 1 && o->plan == EMB_DIST_PLAN_ROWWISE)
+            out[i] = (EmbDistPlacement){EMB_DIST_ROWWISE, 0, part, 0};
+        else
+            order[m++] = i;
+    }
+    /* LPT: decreasing cost, ties by index (insertion sort: n is small) */
+    for (int64_t a = 1; a < m; a++)
+        for (int64_t b = a; b > 0 && cost[order[b]] > cost[order[b - 1]]; b--) {
+            const int64_t x = order[b];
+            order[b] = order[b - 1], order[b - 1] = x;
+        }
+    for (int64_t k = 0; k < m; k++) {
+        int32_t best = 0;
+        for (int32_t r = 1; r < nranks; r++)
+            if (load[r] < load[best])
+                best = r;
+        out[order[k]] = (EmbDistPlacement){EMB_DIST_TABLEWISE, best, 0, 0};
+        load[best] += cost[order[k]];
+    }
+    free(load), free(cost), free(order);
+    return 0;
+}
+
+/* ---- the planner --------------------------------------------------------------------- */
+
+typedef struct Plan {
+    int32_t P;
+    double *load, *mem, *tl, *tm; /* per rank: load, bytes held; scratch copies */
+    double limit;                 /* bytes per rank (INFINITY: none) */
+} Plan;
+
+/* Max load after adding @p m as @p p, or INFINITY when a rank's memory would overflow;
+   @p added: the sum of the loads added. */
+static double try_place(Plan *pl, const Model *m, const EmbDistPlacement *p, double *added)
+{
+    memcpy(pl->tl, pl->load, sizeof(double) * (size_t)pl->P);
+    memcpy(pl->tm, pl->mem, sizeof(double) * (size_t)pl->P);
+    add_cost(m, p, pl->P, pl->tl, pl->tm);
+    double mx = 0, sum = 0;
+    for (int32_t r = 0; r < pl->P; r++) {
+        if (pl->tm[r] > pl->limit)
+            return INFINITY;
+        mx = pl->tl[r] > mx ? pl->tl[r] : mx;
+        sum += pl->tl[r] - pl->load[r];
+    }
+    *added = sum;
+    return mx;
+}
+
+/* The best placement of @p m given the loads so far: table-wise on a rank, row-wise over
+   a range of ranks, or replicated; the lowest max load, then the least load added. */
+static int best_place(Plan *pl, const Model *m, unsigned part, EmbDistPlacement *out)
+{
+    double best = INFINITY, best_add = INFINITY;
+    const int32_t P = pl->P;
+    const int64_t smax = m->nrows < P ? (m->nrows > 1 ? m->nrows : 1) : P;
+    for (int32_t S = 1; S <= smax; S++)
+        for (int32_t first = 0; first + S <= P; first++) {
+            const EmbDistPlacement p = S == 1 ? (EmbDistPlacement){EMB_DIST_TABLEWISE, first,
+                                                                   0, 0}
+                                              : (EmbDistPlacement){EMB_DIST_ROWWISE, first,
+                                                                   part, S};
+            double add;
+            const double mx = try_place(pl, m, &p, &add);
+            if (mx < best || (mx == best && add < best_add))
+                best = mx, best_add = add, *out = p;
+        }
+    const EmbDistPlacement rep = {EMB_DIST_REPLICATED, 0, 0, 0};
+    double add;
+    const double mx = try_place(pl, m, &rep, &add);
+    if (mx < best || (mx == best && add < best_add))
+        best = mx, *out = rep;
+    return best < INFINITY ? 0 : -1;
+}
+
+static int plan_auto(const EmbDistTableDesc *tables, int64_t n, int32_t P,
+                     const EmbDistPlaceOptions *o, unsigned part, EmbDistPlacement *out)
+{
+    Plan pl = {.P = P, .limit = o->memory_per_rank > 0 ? (double)o->memory_per_rank
+                                                       : INFINITY};
+    pl.load = calloc(4 * (size_t)P, sizeof(double));
+    Model *m = malloc((size_t)n * sizeof *m);
+    int64_t *order = malloc((size_t)n * sizeof *order);
+    unsigned char *deferred = calloc((size_t)n, 1);
+    double *own = malloc((size_t)n * sizeof *own);
+    int r = 0;
+    if (!pl.load || !m || !order || !deferred || !own) {
+        r = dist_fail(EMB_ENOMEM, "emb_dist_place: out of memory");
+        goto done;
+    }
+    pl.mem = pl.load + P, pl.tl = pl.mem + P, pl.tm = pl.tl + P;
+    /* pinned tables first; the others' table-wise cost (the sum over ranks) for order */
+    double total = 0;
+    int64_t nfree = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b;
+        dist_desc_check(&tables[i], i, &b);
+        m[i] = model_of(&tables[i], b, o->batch);
+        if (o->pins && o->pins[i].kind != EMB_DIST_ANY) {
+            out[i] = o->pins[i];
+            add_cost(&m[i], &out[i], P, pl.load, pl.mem);
+            continue;
+        }
+        const EmbDistPlacement tw = {EMB_DIST_TABLEWISE, 0, 0, 0};
+        memset(pl.tl, 0, sizeof(double) * (size_t)P);
+        add_cost(&m[i], &tw, P, pl.tl, NULL);
+        own[i] = 0;
+        for (int32_t k = 0; k < P; k++)
+            own[i] += pl.tl[k];
+        total += own[i];
+        order[nfree++] = i;
+    }
+    for (int32_t k = 0; k < P; k++)
+        total += pl.load[k];
+    const double cap = total / P;
+    for (int64_t a = 1; a < nfree; a++) /* decreasing cost, ties by index */
+        for (int64_t b = a; b > 0 && own[order[b]] > own[order[b - 1]]; b--) {
+            const int64_t x = order[b];
+            order[b] = order[b - 1], order[b - 1] = x;
+        }
+    /* LPT while a table fits whole under the mean load and in memory */
+    for (int64_t k = 0; k < nfree; k++) {
+        const int64_t i = order[k];
+        int32_t best = -1;
+        for (int32_t q = 0; q < P; q++)
+            if (pl.mem[q] + (double)m[i].bytes <= pl.limit &&
+                (best < 0 || pl.load[q] < pl.load[best]))
+                best = q;
+        const EmbDistPlacement tw = {EMB_DIST_TABLEWISE, best, 0, 0};
+        double add;
+        if (best < 0 || try_place(&pl, &m[i], &tw, &add) > cap) {
+            deferred[i] = 1;
+            continue;
+        }
+        out[i] = tw;
+        add_cost(&m[i], &tw, P, pl.load, pl.mem);
+    }
+    /* the rest, largest first: whichever placement keeps the maximum lowest */
+    for (int64_t k = 0; k < nfree && !r; k++) {
+        const int64_t i = order[k];
+        if (!deferred[i])
+            continue;
+        if (best_place(&pl, &m[i], part, &out[i]))
+            r = dist_fail(EMB_ENOMEM, "emb_dist_place: table %lld (%lld bytes) fits in no "
+                          "rank's remaining memory (memory_per_rank %lld), even split over "
+                          "every rank", (long long)i, (long long)m[i].bytes,
+                          (long long)o->memory_per_rank);
+        else
+            add_cost(&m[i], &out[i], P, pl.load, pl.mem);
+    }
+done:
+    free(pl.load), free(m), free(order), free(deferred), free(own);
+    return r;
+}
+
+/* The modelled maximum rank load of placement @p p (INFINITY: a rank's memory overflows);
+   @p load, @p mem: nranks scratch. */
+static double max_load(const EmbDistTableDesc *tables, int64_t n, int32_t P,
+                       const EmbDistPlaceOptions *o, const EmbDistPlacement *p, double *load,
+                       double *mem)
+{
+    const double limit = o->memory_per_rank > 0 ? (double)o->memory_per_rank : INFINITY;
+    for (int32_t k = 0; k < P; k++)
+        load[k] = mem[k] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b;
+        dist_desc_check(&tables[i], i, &b);
+        const Model m = model_of(&tables[i], b, o->batch);
+        add_cost(&m, &p[i], P, load, mem);
+    }
+    double mx = 0;
+    for (int32_t k = 0; k < P; k++) {
+        if (mem[k] > limit)
+            return INFINITY;
+        mx = load[k] > mx ? load[k] : mx;
+    }
+    return mx;
+}
+
+/* The planner's greedy result in @p out is replaced by a fixed plan (every table whole by
+   LPT, or every table by rows; pins kept) when the model makes that one's slowest rank
+   faster: AUTO is never modelled slower than a fixed plan. */
+static int best_of_fixed(const EmbDistTableDesc *tables, int64_t n, int32_t P,
+                         const EmbDistPlaceOptions *o, unsigned part, EmbDistPlacement *out)
+{
+    double *load = malloc(2 * (size_t)P * sizeof *load);
+    EmbDistPlacement *alt = malloc((size_t)n * sizeof *alt);
+    int r = 0;
+    if (!load || !alt) {
+        r = dist_fail(EMB_ENOMEM, "emb_dist_place: out of memory");
+        goto done;
+    }
+    double best = max_load(tables, n, P, o, out, load, load + P);
+    for (int k = 0; k < 2 && !r; k++) {
+        EmbDistPlaceOptions f = *o;
+        f.plan = k ? EMB_DIST_PLAN_ROWWISE : EMB_DIST_PLAN_TABLEWISE;
+        if ((r = place_fixed(tables, n, P, &f, part, alt)))
+            break;
+        for (int64_t i = 0; o->pins && i < n; i++)
+            if (o->pins[i].kind != EMB_DIST_ANY)
+                alt[i] = o->pins[i];
+        const double mx = max_load(tables, n, P, o, alt, load, load + P);
+        if (mx < best) {
+            best = mx;
+            memcpy(out, alt, (size_t)n * sizeof *out);
+        }
+    }
+done:
+    free(load), free(alt);
+    return r;
+}
+
+int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
+                   const EmbDistPlaceOptions *opts, EmbDistPlacement *out)
+{
+    const EmbDistPlaceOptions o = opts ? *opts : (EmbDistPlaceOptions){0};
+    if (!tables || !out)
+        return dist_fail(EMB_ENULL, "emb_dist_place: tables or out is NULL");
+    int r = check_common(tables, n, nranks, &o, "emb_dist_place");
+    if (r)
+        return r;
+    const unsigned part = o.partition ? o.partition : EMB_PARTITION_MOD;
+    for (int64_t i = 0; o.pins && i < n; i++)
+        if (o.pins[i].kind != EMB_DIST_ANY && !dist_placement_valid(&o.pins[i], nranks))
+            return dist_fail(EMB_EINVAL, "emb_dist_place: pins[%lld] (kind %d, rank %d, "
+                             "nshards %d) is not valid over %d ranks", (long long)i,
+                             (int)o.pins[i].kind, (int)o.pins[i].rank,
+                             (int)o.pins[i].nshards, (int)nranks);
+    if (o.plan != EMB_DIST_PLAN_AUTO || (nranks == 1 && !o.pins))
+        return place_fixed(tables, n, nranks, &o, part, out);
+    if ((r = plan_auto(tables, n, nranks, &o, part, out)))
+        return r;
+    return best_of_fixed(tables, n, nranks, &o, part, out);
+}
