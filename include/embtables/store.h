@@ -164,6 +164,16 @@ typedef struct EmbSaverOptions {
     int64_t nvars;               /**< entries of var_list */
     const EmbOptimizer *optimizer; /**< its state of the saved tables (slots and steps) is
                                         saved with them (NULL: no state); kept by pointer */
+    int32_t full_every;          /**< delta checkpoints: 0 (default): every save is full;
+                                      N > 0: a save writes only the rows touched since this
+                                      saver's previous save (a delta, linked to that file),
+                                      and every (N+1)-th save of a chain is full again. A save
+                                      is full anyway when the index's latest is not this
+                                      saver's last file, or a table cannot be in a delta
+                                      (dynamic, tiered, a row-listing kind; a table written
+                                      untracked: initialized, restored, a column pointer
+                                      taken for UPDATE). Negative: EMB_EINVAL.
+                                      docs/guide/checkpoints.md "Delta checkpoints" */
 } EmbSaverOptions;
 
 /**

@@ -37,6 +37,11 @@ struct EmbTable {
 
     /* other kinds' private state, freed by ops->destroy */
     void *impl;
+
+    /* touched rows since the last save (touched.c, delta checkpoints): bit c of column c;
+       NULL until the first tracked write. touched_all: every row counts as touched */
+    uint64_t *touched;
+    bool touched_all;
 };
 
 /* The simple kind's operations (emb__table_alloc's default). */
@@ -86,6 +91,19 @@ EMB_INLINE void emb__table_release(const EmbTable *t)
     if (t->ops->release)
         t->ops->release(t);
 }
+
+/* ---- touched rows (touched.c): what a delta checkpoint holds ----------------------------- */
+
+/* Marks columns @ids (in range) touched; cannot fail (a failed allocation: all touched). */
+void emb__touched_set(EmbTable *t, const int64_t *ids, int64_t n);
+/* Marks every row touched (a write that is not tracked). */
+void emb__touched_all(EmbTable *t);
+/* After a save: nothing touched. */
+void emb__touched_clear(EmbTable *t);
+/* Whether every row counts as touched. */
+bool emb__touched_is_all(const EmbTable *t);
+/* The touched columns in increasing order: up to @cap of them into @ids; returns how many. */
+int64_t emb__touched_list(const EmbTable *t, int64_t *ids, int64_t cap);
 
 struct EmbTieredOptions;
 /* A tiered table created in a new file that replaces @path only on emb__table_tiered_commit

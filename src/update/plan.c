@@ -425,6 +425,7 @@ int emb__plan_rows_prepare(EmbPlan *plan)
 void emb__plan_rows_commit(EmbPlan *plan)
 {
     EmbTable *t = plan->table;
+    emb__touched_set(t, plan->ix->ids, plan->ix->ndistinct); /* the step commits */
     if (!emb__table_planned(t))
         return;
     t->ops->update_commit(t, &plan->rp);
