@@ -207,6 +207,60 @@ Test(delta, full_and_ten_deltas_restore_as_a_full_save)
     rmdir_all(ref);
 }
 
+/* Step @k through emb_update_many on @st (threads and splits: the indexing's partitions). */
+static void run_step_many(Run *r, EmbStrategy *st, int k)
+{
+    static int64_t ids[NTAB][600];
+    static float rows[NTAB][600 * 8];
+    EmbGrad *g[NTAB];
+    EmbIndexer *ix[NTAB];
+    for (int i = 0; i < NTAB; i++) {
+        uint64_t seed = 7000u * (uint64_t)k + (uint64_t)i + 1;
+        for (int j = 0; j < 600; j++)
+            ids[i][j] = (int64_t)(tu_rand(&seed) % (uint64_t)NCOL[i]);
+        for (int j = 0; j < 600 * DIM[i]; j++)
+            rows[i][j] = tu_randf(&seed);
+        const EmbSparseGrad sg = {.ids = ids[i], .n = 600, .featuresize = DIM[i],
+                                  .values = rows[i], .stride = DIM[i]};
+        cr_assert_eq(emb_grad_create(&g[i]), 0);
+        cr_assert_eq(emb_indexer_create(&ix[i]), 0);
+        cr_assert_eq(emb_grad_set_sparse(g[i], r->t[i], &sg), 0);
+    }
+    cr_assert_eq(emb_update_many(st, r->o, r->t, (const EmbGrad *const *)g, NTAB, ix, 0), 0,
+                 "%s", emb_last_error());
+    for (int i = 0; i < NTAB; i++) {
+        emb_grad_destroy(&g[i]);
+        emb_indexer_destroy(&ix[i]);
+    }
+}
+
+Test(delta, rows_of_split_parallel_updates_are_tracked)
+{
+    char dir[64], path[512];
+    tmpdir(dir);
+    Run a, b;
+    run_make(&a, 7);
+    run_make(&b, 9);
+    EmbSaver *sv = saver(dir, 0, 5, a.o);
+    cr_assert_eq(emb_saver_save(sv, a.s, 0, NULL, 0), 0);
+    for (int sp = 1; sp <= 4; sp++) {
+        const EmbStrategyOptions so = {.nthreads = 2, .num_splits = sp};
+        EmbStrategy *st = NULL;
+        cr_assert_eq(emb_strategy_prealloc_concat(&st, &so), 0);
+        run_step_many(&a, st, sp);
+        emb_strategy_destroy(&st);
+        cr_assert_eq(emb_saver_save(sv, a.s, sp, path, sizeof path), 0, "%s", emb_last_error());
+        cr_assert_geq(delta_rows(path, "user"), 0, "save %d is a delta", sp);
+        const EmbRestoreOptions ro = {.optimizer = b.o};
+        cr_assert_eq(emb_checkpoint_restore_ex(b.s, path, &ro, NULL), 0, "%s", emb_last_error());
+        cr_assert(same_run(&a, &b), "splits %d", sp);
+    }
+    emb_saver_destroy(&sv);
+    run_free(&a);
+    run_free(&b);
+    rmdir_all(dir);
+}
+
 Test(delta, a_full_save_every_n_deltas)
 {
     char dir[64], path[512];
