@@ -434,3 +434,44 @@ Test(delta, kill9_during_delta_saves_leaves_the_chain_restorable)
     }
     rmdir_all(dir);
 }
+
+Test(stream, changed_since_gives_the_rows_written_after_a_write_count)
+{
+    Run a;
+    run_make(&a, 7);
+    int64_t ids[1000], n = -1, now0 = -1, now1 = -1, now2 = -1;
+    float rows[1000 * 6];
+    /* initialised: every column counts as written */
+    cr_assert_eq(emb_table_changed_since(a.t[1], 0, ids, NULL, 0, 1000, &n, &now0), 0, "%s",
+                 emb_last_error());
+    cr_assert_eq(n, NCOL[1]);
+    for (int k = 0; k < 3; k++)
+        run_step(&a, k);
+    cr_assert_eq(emb_table_changed_since(a.t[1], now0, ids, rows, 6, 1000, &n, &now1), 0);
+    cr_assert_eq(n, distinct_ids(1, 0, 3));
+    cr_assert_gt(now1, now0);
+    float *all = malloc((size_t)NCOL[1] * 6 * sizeof *all);
+    cr_assert_eq(emb_table_read(a.t[1], all, 6), 0);
+    for (int64_t k = 0; k < n; k++) {
+        cr_assert(k == 0 || ids[k] > ids[k - 1]);
+        cr_assert_eq(ids[k] % 2, 0, "only even ids are trained (item: id * 2)");
+        cr_assert_eq(memcmp(rows + k * 6, all + ids[k] * 6, 6 * sizeof(float)), 0);
+    }
+    free(all);
+    /* too little room: the count, and the first ids */
+    int64_t few[2], m = -1;
+    cr_assert_eq(emb_table_changed_since(a.t[1], now0, few, NULL, 0, 2, &m, NULL), 0);
+    cr_assert_eq(m, n);
+    cr_assert_eq(few[1], ids[1]);
+    /* nothing since now; a scatter is a write */
+    cr_assert_eq(emb_table_changed_since(a.t[1], now1, ids, NULL, 0, 1000, &n, &now2), 0);
+    cr_assert_eq(n, 0);
+    const int64_t sid[1] = {299};
+    const float one[6] = {1, 1, 1, 1, 1, 1};
+    cr_assert_eq(emb_table_scatter_update(a.t[1], sid, 1, one, 6), 0);
+    cr_assert_eq(emb_table_changed_since(a.t[1], now2, ids, rows, 6, 1000, &n, NULL), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ids[0], 299);
+    cr_assert_eq(memcmp(rows, one, sizeof one), 0);
+    run_free(&a);
+}

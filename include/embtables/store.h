@@ -123,6 +123,31 @@ EMB_API int emb_store_uninitialized(const EmbStore *s, EmbTable **tables, int64_
 /** Records that the caller filled @p table itself (assign, copy). @return 0, EMB_ENULL, EMB_ENOTFOUND */
 EMB_API int emb_store_mark_initialized(EmbStore *s, const EmbTable *table);
 
+/**
+ * Streaming of touched rows (online training publishing increments, Monolith's pattern):
+ * the columns of @p table written since its write count was @p since, in increasing
+ * order, and their values. Tracked writes are the update steps (emb_update,
+ * emb_update_many, collections) and the scatter ops; an untracked write
+ * (emb_table_initialize, a restore, emb_table_column_pointer for EMB_CTX_UPDATE,
+ * emb_table_assign*) counts every column as written. Nothing is written to a file and
+ * nothing changes. Call it with @p since 0 first, then with the `*now` of the last call.
+ * @param table  the table (not dynamic)
+ * @param since  a write count returned in `*now` before (0: since the table was made)
+ * @param ids    up to @p cap ids (may be NULL when cap is 0)
+ * @param rows   NULL, or up to @p cap rows of their values as f32, @p stride apart
+ *               (not for a tiered table: read those with a lookup)
+ * @param stride floats between rows (>= featuresize when rows is not NULL)
+ * @param cap    entries of ids and rows
+ * @param n      the number of such columns (may exceed cap: call again with room)
+ * @param now    the table's write count now (may be NULL)
+ * @return 0, EMB_ENULL, EMB_EINVAL (cap < 0, ids NULL with cap > 0, since < 0 or above
+ *         the write count, stride < featuresize), EMB_ENOTSUP (a dynamic table; rows of a
+ *         tiered table)
+ */
+EMB_API int emb_table_changed_since(const EmbTable *table, int64_t since, int64_t *ids,
+                                    float *rows, int64_t stride, int64_t cap, int64_t *n,
+                                    int64_t *now);
+
 /* ---- checkpoints ------------------------------------------------------------------- */
 
 /*

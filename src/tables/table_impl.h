@@ -38,10 +38,14 @@ struct EmbTable {
     /* other kinds' private state, freed by ops->destroy */
     void *impl;
 
-    /* touched rows since the last save (touched.c, delta checkpoints): bit c of column c;
-       NULL until the first tracked write. touched_all: every row counts as touched */
-    uint64_t *touched;
-    bool touched_all;
+    /* touched rows (touched.c: delta checkpoints, emb_table_changed_since): the write
+       clock, each column's clock at its last tracked write (NULL until the first), the
+       clock of the last untracked write (every column touched), the clock at the last
+       save with deltas */
+    uint32_t touch_clock;
+    uint32_t *touched_at;
+    uint32_t touch_all_at;
+    uint32_t touch_saved_at;
 };
 
 /* The simple kind's operations (emb__table_alloc's default). */
@@ -98,12 +102,14 @@ EMB_INLINE void emb__table_release(const EmbTable *t)
 void emb__touched_set(EmbTable *t, const int64_t *ids, int64_t n);
 /* Marks every row touched (a write that is not tracked). */
 void emb__touched_all(EmbTable *t);
-/* After a save: nothing touched. */
+/* After a save with deltas: nothing touched since. */
 void emb__touched_clear(EmbTable *t);
-/* Whether every row counts as touched. */
+/* Whether every row counts as touched since the last save. */
 bool emb__touched_is_all(const EmbTable *t);
-/* The touched columns in increasing order: up to @cap of them into @ids; returns how many. */
+/* The columns touched since the last save (since clock @since), in increasing order: up
+   to @cap of them into @ids; returns how many. */
 int64_t emb__touched_list(const EmbTable *t, int64_t *ids, int64_t cap);
+int64_t emb__touched_list_since(const EmbTable *t, uint32_t since, int64_t *ids, int64_t cap);
 
 struct EmbTieredOptions;
 /* A tiered table created in a new file that replaces @path only on emb__table_tiered_commit
