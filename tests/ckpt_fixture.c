@@ -6,7 +6,7 @@
  * dynamic table (admission after 2 updates) trained three Adagrad steps as
  * `DIR/dynfixture-3.safetensors`, its export as `DIR/dyn.ids` (int64) and `DIR/dyn.f32`;
  * and a delta chain (deltafix-2 full, deltafix-4 and -5 deltas), the tables at step 5 as
- * `DIR/d5_<name>.f32`.
+ * `DIR/d5_<name>.f32`, and their int8 serving export `DIR/serve-int8.safetensors`.
  * Usage: ckpt_fixture DIR
  */
 #include <stdio.h>
@@ -159,6 +159,10 @@ int main(int argc, char **argv)
         dump(argv[1], name, st);
     }
     emb_saver_destroy(&sv);
+    char serve[600]; /* the serving export of the tables at step 5, int8 */
+    snprintf(serve, sizeof serve, "%s/serve-int8.safetensors", argv[1]);
+    const EmbExportOptions eo = {.dtype = EMB_INT8, .global_step = 5};
+    CHECK(emb_store_export(s, serve, &eo));
     emb_grad_destroy(&g);
     emb_indexer_destroy(&ix);
     emb_optimizer_destroy(&o);

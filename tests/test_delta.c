@@ -5,7 +5,8 @@
  * table too), a delta holds exactly the touched rows, a full save every N deltas, broken
  * chains (a missing or a foreign link) are EMB_ECORRUPT naming the link and change
  * nothing, max_to_keep never deletes what a kept chain needs, and a kill -9 during delta
- * saves leaves the chain restorable.
+ * saves leaves the chain restorable; streaming (emb_table_changed_since) and the serving
+ * export (emb_store_export, int8, mapped).
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -474,4 +475,48 @@ Test(stream, changed_since_gives_the_rows_written_after_a_write_count)
     cr_assert_eq(ids[0], 299);
     cr_assert_eq(memcmp(rows, one, sizeof one), 0);
     run_free(&a);
+}
+
+Test(export, int8_serving_file_without_state_mapped_with_no_copy)
+{
+    char dir[64], full[512], serve[600], f32[600];
+    tmpdir(dir);
+    Run a;
+    run_make(&a, 7);
+    for (int k = 0; k < 3; k++)
+        run_step(&a, k);
+    EmbSaver *sv = saver(dir, 0, 0, a.o);
+    cr_assert_eq(emb_saver_save(sv, a.s, 3, full, sizeof full), 0);
+    snprintf(serve, sizeof serve, "%s/serve-int8.safetensors", dir);
+    snprintf(f32, sizeof f32, "%s/serve-f32.safetensors", dir);
+    const EmbExportOptions eo = {.dtype = EMB_INT8, .global_step = 3};
+    cr_assert_eq(emb_store_export(a.s, serve, &eo), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_store_export(a.s, f32, NULL), 0, "%s", emb_last_error());
+    cr_assert_lt(file_size(serve) * 10, file_size(full) * 3, "int8 export over 30 %%");
+    EmbCheckpoint *ck;
+    cr_assert_eq(emb_checkpoint_open(&ck, serve, EMB_CHECKPOINT_MMAP), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_checkpoint_count(ck), NTAB, "no optimizer state");
+    cr_assert_eq(emb_checkpoint_global_step(ck), 3);
+    for (int i = 0; i < NTAB; i++) {
+        EmbTable *m, *q;
+        cr_assert_eq(emb_checkpoint_table(ck, NAME[i], &m), 0);
+        cr_assert_eq(emb_table_dtype(m), EMB_INT8);
+        cr_assert_eq(emb_table_create(&q, NCOL[i], DIM[i], EMB_INT8, NULL), 0);
+        cr_assert_eq(emb_table_quantize(q, a.t[i]), 0);
+        cr_assert(same_table(m, q), "%s: the mapped rows are not the quantized ones", NAME[i]);
+        emb_table_destroy(&q);
+    }
+    emb_checkpoint_close(&ck);
+    /* the f32 export restores the values (and no state) */
+    Run b;
+    run_make(&b, 9);
+    cr_assert_eq(emb_checkpoint_restore(b.s, f32, NULL), 0, "%s", emb_last_error());
+    for (int i = 0; i < NTAB; i++)
+        cr_assert(same_table(a.t[i], b.t[i]));
+    const EmbExportOptions bad = {.dtype = EMB_F16};
+    cr_assert_eq(emb_store_export(a.s, serve, &bad), EMB_EINVAL);
+    emb_saver_destroy(&sv);
+    run_free(&a);
+    run_free(&b);
+    rmdir_all(dir);
 }

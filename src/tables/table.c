@@ -254,6 +254,7 @@ void emb_table_destroy(EmbTable **pt)
         emb__aligned_free(t->data);
     if (t->ops->destroy)
         t->ops->destroy(t);
+    free(t->touched);
     free(t->touched_at);
     free(t);
     *pt = NULL;

@@ -38,14 +38,16 @@ struct EmbTable {
     /* other kinds' private state, freed by ops->destroy */
     void *impl;
 
-    /* touched rows (touched.c: delta checkpoints, emb_table_changed_since): the write
-       clock, each column's clock at its last tracked write (NULL until the first), the
-       clock of the last untracked write (every column touched), the clock at the last
-       save with deltas */
+    /* touched rows (touched.c): for delta checkpoints, bit c of column c written since the
+       last save with deltas (NULL until the first tracked write) and whether every column
+       counts as written; for emb_table_changed_since, the write clock, each column's clock
+       at its last tracked write (NULL until streaming is asked for) and the clock of the
+       last untracked write */
+    uint64_t *touched;
+    bool touched_all;
     uint32_t touch_clock;
     uint32_t *touched_at;
     uint32_t touch_all_at;
-    uint32_t touch_saved_at;
 };
 
 /* The simple kind's operations (emb__table_alloc's default). */
@@ -106,10 +108,9 @@ void emb__touched_all(EmbTable *t);
 void emb__touched_clear(EmbTable *t);
 /* Whether every row counts as touched since the last save. */
 bool emb__touched_is_all(const EmbTable *t);
-/* The columns touched since the last save (since clock @since), in increasing order: up
-   to @cap of them into @ids; returns how many. */
+/* The columns touched since the last save, in increasing order: up to @cap of them into
+   @ids; returns how many. */
 int64_t emb__touched_list(const EmbTable *t, int64_t *ids, int64_t cap);
-int64_t emb__touched_list_since(const EmbTable *t, uint32_t since, int64_t *ids, int64_t cap);
 
 struct EmbTieredOptions;
 /* A tiered table created in a new file that replaces @path only on emb__table_tiered_commit

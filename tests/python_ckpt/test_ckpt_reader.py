@@ -153,3 +153,15 @@ def test_numpy_reads_a_delta_chain(written, tmp_path):
     (tmp_path / "deltafix-4.safetensors").unlink()
     with pytest.raises(ValueError, match="missing"):
         embtables_ckpt.read_chain(tmp_path / "deltafix-5.safetensors")
+
+
+def test_numpy_reads_the_serving_export(written):
+    """The int8 serving export: no optimizer state, U8 rows dequantized near the values."""
+    ck = embtables_ckpt.read(written / "serve-int8.safetensors")
+    assert ck.optimizer is None and ck.global_step == 5
+    assert sorted(ck.tensors) == sorted(NAMES)
+    for name, (rows, cols, _) in NAMES.items():
+        assert ck.dtypes[name] == "U8" and ck.tables[name]["format"] == "int8"
+        want = expected(written, "d5/" + name, (rows, cols))
+        span = want.max(axis=1, keepdims=True) - want.min(axis=1, keepdims=True)
+        assert (np.abs(ck.tensors[name] - want) <= span / 255 * 0.51 + 1e-6).all()
