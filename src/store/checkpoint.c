@@ -45,15 +45,12 @@
 
 #define PATH_CAP 4096
 #define PREFIX_MAX 100
-#define FILE_NAME_MAX 255
+#define FILE_NAME_MAX EMB_CKPT_FILE_NAME_MAX
 #define INDEX_NAME "checkpoint"
 #define TMP_TAG ".tmp-"
 #define INDEX_LINE_MAX 1024
 
-typedef struct Kept {
-    char name[FILE_NAME_MAX + 1];
-    double time;
-} Kept;
+typedef EmbKept Kept;
 
 struct EmbSaver {
     char dir[PATH_CAP];
@@ -565,55 +562,6 @@ static void saved(EmbSaver *s, const EmbStore *store, const char *name, uint64_t
     }
 }
 
-/* Whether @name is in the chain of a kept delta (or of the delta being saved). */
-static bool needed(const EmbSaver *s, const char *name, const Kept *kept, int64_t n, bool delta)
-{
-    char cur[FILE_NAME_MAX + 1], base[FILE_NAME_MAX + 1];
-    for (int64_t i = -1; i < n; i++) {
-        if (i < 0 && !delta)
-            continue;
-        snprintf(cur, sizeof cur, "%s", i < 0 ? s->last : kept[i].name);
-        if (i < 0 && strcmp(cur, name) == 0)
-            return true;
-        for (int k = 0; k <= s->full_every; k++) { /* a chain is at most full_every long */
-            if (emb__delta_base_of(s->dir, cur, base, sizeof base) != 1)
-                break;
-            if (strcmp(base, name) == 0)
-                return true;
-            snprintf(cur, sizeof cur, "%s", base);
-        }
-    }
-    return false;
-}
-
-/* Files that max_to_keep would retire but a kept chain needs go back to the kept list
-   (oldest first): every kept checkpoint stays restorable. */
-static int keep_chains(const EmbSaver *s, bool delta, Kept **kept, int64_t *n, Kept *retired,
-                       int64_t *nretired)
-{
-    Kept *back = malloc((size_t)EMB_MAX(*nretired, 1) * sizeof *back);
-    if (!back)
-        return emb__fail(EMB_ENOMEM, "out of memory for the saver's index");
-    int64_t nback = 0, nleft = 0;
-    for (int64_t i = 0; i < *nretired; i++) /* kept[n - 1]: the new file, not written yet */
-        if (needed(s, retired[i].name, *kept, *n - 1, delta))
-            back[nback++] = retired[i];
-        else
-            retired[nleft++] = retired[i];
-    Kept *k = nback ? realloc(*kept, (size_t)(*n + nback) * sizeof *k) : *kept;
-    if (!k) {
-        free(back);
-        return emb__fail(EMB_ENOMEM, "out of memory for the saver's index");
-    }
-    memmove(k + nback, k, (size_t)*n * sizeof *k);
-    memcpy(k, back, (size_t)nback * sizeof *k);
-    *kept = k;
-    *n += nback;
-    *nretired = nleft;
-    free(back);
-    return 0;
-}
-
 static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *path,
                        size_t cap)
 {
@@ -631,7 +579,9 @@ static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *p
     double preserved;
     const bool delta = delta_save(s, store, name);
     int r = plan_kept(s, name, &kept, &n, &retired, &nretired, &preserved);
-    r = r || s->full_every == 0 ? r : keep_chains(s, delta, &kept, &n, retired, &nretired);
+    r = r || s->full_every == 0 ? r : emb__delta_keep_chains(s->dir, delta ? s->last : NULL,
+                                                              s->full_every, &kept, &n,
+                                                              retired, &nretired);
     /* every index text before the first write: past it, only I/O can fail */
     Kept self;
     snprintf(self.name, sizeof self.name, "%s", name);

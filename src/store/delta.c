@@ -303,3 +303,50 @@ int emb__delta_base_of(const char *dir, const char *name, char *base, size_t cap
     emb__ckpt_free(&c);
     return r;
 }
+
+/* Whether @name is in the chain of one of the @n kept checkpoints or of @head (the base of
+   the delta being saved: itself included). */
+static bool needed(const char *dir, const char *head, int32_t depth, const char *name,
+                   const EmbKept *kept, int64_t n)
+{
+    char cur[EMB_CKPT_FILE_NAME_MAX + 1], base[EMB_CKPT_FILE_NAME_MAX + 1];
+    for (int64_t i = head ? -1 : 0; i < n; i++) {
+        snprintf(cur, sizeof cur, "%s", i < 0 ? head : kept[i].name);
+        if (i < 0 && strcmp(cur, name) == 0)
+            return true;
+        for (int k = 0; k <= depth; k++) { /* a chain is at most depth deltas long */
+            if (emb__delta_base_of(dir, cur, base, sizeof base) != 1)
+                break;
+            if (strcmp(base, name) == 0)
+                return true;
+            snprintf(cur, sizeof cur, "%s", base);
+        }
+    }
+    return false;
+}
+
+int emb__delta_keep_chains(const char *dir, const char *head, int32_t depth, EmbKept **kept,
+                           int64_t *n, EmbKept *retired, int64_t *nretired)
+{
+    EmbKept *back = malloc((size_t)EMB_MAX(*nretired, 1) * sizeof *back);
+    if (!back)
+        return emb__fail(EMB_ENOMEM, "out of memory for the saver's index");
+    int64_t nback = 0, nleft = 0;
+    for (int64_t i = 0; i < *nretired; i++) /* kept[n - 1]: the new file, not written yet */
+        if (needed(dir, head, depth, retired[i].name, *kept, *n - 1))
+            back[nback++] = retired[i];
+        else
+            retired[nleft++] = retired[i];
+    EmbKept *k = nback ? realloc(*kept, (size_t)(*n + nback) * sizeof *k) : *kept;
+    if (!k) {
+        free(back);
+        return emb__fail(EMB_ENOMEM, "out of memory for the saver's index");
+    }
+    memmove(k + nback, k, (size_t)*n * sizeof *k);
+    memcpy(k, back, (size_t)nback * sizeof *k);
+    *kept = k;
+    *n += nback;
+    *nretired = nleft;
+    free(back);
+    return 0;
+}

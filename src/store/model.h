@@ -76,6 +76,20 @@ int emb__ckpt_open_path(const char *path, EmbCkpt *c, uint64_t *size, int *err);
 
 /* ---- delta checkpoints (delta.c) ---- */
 
+#define EMB_CKPT_FILE_NAME_MAX 255
+/* A checkpoint of the saver's index (checkpoint.c): its file name and when it was saved. */
+typedef struct EmbKept {
+    char name[EMB_CKPT_FILE_NAME_MAX + 1];
+    double time;
+} EmbKept;
+
+/* The @nretired files that max_to_keep would retire (@retired) but a chain of the kept
+   ones (*kept, the last one not written yet; @head: its base when it is a delta, or NULL)
+   needs go back to the front of *kept (oldest first; chains at most @depth deltas long):
+   every kept checkpoint stays restorable. 0 or EMB_ENOMEM. */
+int emb__delta_keep_chains(const char *dir, const char *head, int32_t depth, EmbKept **kept,
+                           int64_t *n, EmbKept *retired, int64_t *nretired);
+
 /* Whether a delta can hold @t: a dense kind, tracked (not all touched). */
 bool emb__delta_possible(const EmbTable *t);
 /* emb_checkpoint_restore_ex of the delta @path: its chain checked whole, then the full
