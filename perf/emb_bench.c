@@ -517,7 +517,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*main)(int, char **);
-    } sub[] = {{"coll", bench_coll_main}, {"dyn", bench_dyn_main},
+    } sub[] = {{"coll", bench_coll_main}, {"dyn", bench_dyn_main}, {"ckpt", bench_ckpt_main},
                {"quant", bench_quant_main}, {"tier", bench_tier_main}};
     for (size_t i = 0; argc > 1 && i < sizeof sub / sizeof *sub; i++)
         if (strcmp(argv[1], sub[i].name) == 0)

@@ -409,6 +409,8 @@ int bench_ids_main(int argc, char **argv);
    over f32, int8 and int4 rows of one table), tier (a tiered table's step against memory,
    and the disk's random-read rate). Their ids come from bench_ids.h. Exit codes. */
 int bench_coll_main(int argc, char **argv);
+/* emb-bench ckpt ... (emb_bench_ckpt.c): a delta checkpoint against a full one. 0, 1 or 2. */
+int bench_ckpt_main(int argc, char **argv);
 int bench_dyn_main(int argc, char **argv);
 int bench_quant_main(int argc, char **argv);
 int bench_tier_main(int argc, char **argv);

@@ -93,9 +93,9 @@ static const char usage[] =
     "options: dist-bench --help)\n"
     "emb-bench compare A.csv B.csv: B against A row by row (speed ratio, spreads)\n"
     "emb-bench ids --rows N --count M [--ids DIST] --out FILE: the generator's ids\n"
-    "emb-bench coll|dyn|quant|tier [OPTIONS]: the collection step against its calls,\n"
-    "dynamic against plain tables, int8/int4 pooled lookups, a tiered table against\n"
-    "memory and the disk (each: --help)\n";
+    "emb-bench coll|dyn|quant|tier|ckpt [OPTIONS]: the collection step against its\n"
+    "calls, dynamic against plain tables, int8/int4 pooled lookups, a tiered table\n"
+    "against memory and the disk, a delta checkpoint against a full one (each: --help)\n";
 
 const char *bench_strategy_name(int s)
 {

@@ -17,17 +17,21 @@ quantized="raw" (the U8 rows). The
 checksums (XXH3-64 of the header and of every tensor) are verified with the `xxhash`
 module or, without it, the system's libxxhash through ctypes; `ck.verified` says whether
 they were (neither found: read unverified).
+A delta checkpoint (ck.delta: {"base": NAME, "base_xxh3": HEX}) holds only touched rows:
+read_chain(path) follows its links back to the full checkpoint, checks each (the base's
+header checksum must be the one its successor names) and returns the model at that step.
 Run as a script: `embtables_ckpt.py [--inspect] FILE` lists the tensors.
 """
 import ctypes
 import ctypes.util
 import json
+import os
 import struct
 import sys
 
 import numpy as np
 
-__all__ = ["Checkpoint", "read", "load", "dequantize"]
+__all__ = ["Checkpoint", "read", "read_chain", "load", "dequantize"]
 
 # I64 / U16: a dynamic table's ids and last update steps ([rows, 1], rows in id order) and
 # its admission counts ([4, width]), as "<table>/dynamic.ids", ".last", ".sketch"
@@ -47,6 +51,8 @@ class Checkpoint:
         self.tables = {t["name"]: {k: v for k, v in t.items() if k != "name"}
                        for t in meta.get("tables", [])}
         self.checksums = meta.get("xxh3", {})
+        self.delta = meta.get("delta")  # a delta's link, or None
+        self.header_xxh3 = None
 
 
 def _xxh3_function():
@@ -127,10 +133,54 @@ def read(path, bf16="float32", quantized="float32"):
         dtypes[name] = t["dtype"]
     ck = Checkpoint(tensors, meta, dtypes)
     ck.verified = verify
+    ck.header_xxh3 = md.get("header_xxh3")
     for name, t in ck.tables.items():
         if "format" in t and quantized == "float32" and name in tensors:
             tensors[name] = dequantize(tensors[name], t["format"])
     return ck
+
+
+def _state_fill(slot, optimizer):
+    """The initial value of a state slot (a table's state made at its first update)."""
+    acc = slot in ("adagrad.h", "rowwise_adagrad.h", "ftrl.accum")
+    return float(optimizer.get("initial_accumulator", 0.0)) if acc and optimizer else 0.0
+
+
+def read_chain(path, bf16="float32", quantized="float32"):
+    """The model at `path`, a full checkpoint or a delta: its chain read back to the full
+    checkpoint, each link checked, the deltas' rows written over it oldest first. Raises
+    ValueError for a missing or foreign link."""
+    chain = [read(path, bf16, quantized)]
+    names = [str(path)]
+    while chain[-1].delta:
+        base = os.path.join(os.path.dirname(str(path)), chain[-1].delta["base"])
+        try:
+            b = read(base, bf16, quantized)
+        except OSError as e:
+            raise ValueError(f"{names[-1]} extends {base}, which is missing ({e})") from e
+        if b.header_xxh3 != chain[-1].delta["base_xxh3"]:
+            raise ValueError(f"{names[-1]} extends {base}, which is not the file it was "
+                             "saved after (a foreign link)")
+        chain.append(b)
+        names.append(base)
+    model = chain[-1]
+    tensors = {k: np.array(v) for k, v in model.tensors.items()}
+    for d in reversed(chain[:-1]):
+        kind = (d.optimizer or {}).get("kind", "")
+        for name, t in d.tables.items():
+            ids = d.tensors[name + "/delta.ids"][:, 0]
+            for tname, rows in d.tensors.items():
+                slot = tname[len(name) + 1:] if tname.startswith(name + "/") else None
+                if tname != name and not (slot and slot.startswith(kind + ".")):
+                    continue
+                if tname not in tensors:  # state made after the full checkpoint
+                    tensors[tname] = np.full((t["ncolumns"], rows.shape[1]),
+                                             _state_fill(slot, d.optimizer), rows.dtype)
+                tensors[tname][ids] = rows
+            model.tables[name]["step"] = t["step"]
+    model.tensors = tensors
+    model.global_step = chain[0].global_step
+    return model
 
 
 def load(path):

@@ -4,7 +4,9 @@
  * partitioned, f16, bf16) trained two Adam steps, saved as `DIR/fixture-2.safetensors`,
  * and every tensor's values as raw little-endian f32 in `DIR/<name, '/' as '_'>.f32`; and a
  * dynamic table (admission after 2 updates) trained three Adagrad steps as
- * `DIR/dynfixture-3.safetensors`, its export as `DIR/dyn.ids` (int64) and `DIR/dyn.f32`.
+ * `DIR/dynfixture-3.safetensors`, its export as `DIR/dyn.ids` (int64) and `DIR/dyn.f32`;
+ * and a delta chain (deltafix-2 full, deltafix-4 and -5 deltas), the tables at step 5 as
+ * `DIR/d5_<name>.f32`, and their int8 serving export `DIR/serve-int8.safetensors`.
  * Usage: ckpt_fixture DIR
  */
 #include <stdio.h>
@@ -132,6 +134,35 @@ int main(int argc, char **argv)
         dump(argv[1], name, st);
     }
     emb_saver_destroy(&sv);
+    /* a delta chain: full at step 2, deltas at 4 and 5 (the tables then dumped as d5/...) */
+    const EmbSaverOptions dso = {.optimizer = o, .full_every = 5, .max_to_keep = 0};
+    CHECK(emb_saver_create(&sv, argv[1], "deltafix", &dso));
+    CHECK(emb_saver_save(sv, s, 2, NULL, 0));
+    for (int step = 2; step < 5; step++) {
+        for (int i = 0; i < 3; i++) {
+            const int64_t more[] = {step, 1, step + 2, 1};
+            const EmbSparseGrad sg = {.ids = more, .n = 4, .featuresize = dim[i],
+                                      .values = rows, .stride = dim[i]};
+            CHECK(emb_grad_set_sparse(g, t[i], &sg));
+            CHECK(emb_update(o, t[i], g, ix, 0));
+        }
+        if (step != 2)
+            CHECK(emb_saver_save(sv, s, step + 1, NULL, 0));
+    }
+    for (int i = 0; i < 3; i++) {
+        EmbTable *st;
+        char name[128];
+        snprintf(name, sizeof name, "d5/%s", names[i]);
+        dump(argv[1], name, t[i]);
+        CHECK(emb_optimizer_state(o, t[i], 0, &st, NULL));
+        snprintf(name, sizeof name, "d5/%s/adam.mv", names[i]);
+        dump(argv[1], name, st);
+    }
+    emb_saver_destroy(&sv);
+    char serve[600]; /* the serving export of the tables at step 5, int8 */
+    snprintf(serve, sizeof serve, "%s/serve-int8.safetensors", argv[1]);
+    const EmbExportOptions eo = {.dtype = EMB_INT8, .global_step = 5};
+    CHECK(emb_store_export(s, serve, &eo));
     emb_grad_destroy(&g);
     emb_indexer_destroy(&ix);
     emb_optimizer_destroy(&o);

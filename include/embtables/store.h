@@ -123,6 +123,33 @@ EMB_API int emb_store_uninitialized(const EmbStore *s, EmbTable **tables, int64_
 /** Records that the caller filled @p table itself (assign, copy). @return 0, EMB_ENULL, EMB_ENOTFOUND */
 EMB_API int emb_store_mark_initialized(EmbStore *s, const EmbTable *table);
 
+/**
+ * Streaming of touched rows (online training publishing increments, Monolith's pattern):
+ * the columns of @p table written since its write count was @p since, in increasing
+ * order, and their values. Tracked writes are the update steps (emb_update,
+ * emb_update_many, collections) and the scatter ops; an untracked write
+ * (emb_table_initialize, a restore, emb_table_column_pointer for EMB_CTX_UPDATE,
+ * emb_table_assign*) counts every column as written. Nothing is written to a file and
+ * no value changes. The first call starts the table's write clocks (4 bytes a column,
+ * allocated then) and lists every column; call it with @p since 0 first, then with the
+ * `*now` of the last call. Not while the table is being written.
+ * @param table  the table (not dynamic)
+ * @param since  a write count returned in `*now` before (0: every column)
+ * @param ids    up to @p cap ids (may be NULL when cap is 0)
+ * @param rows   NULL, or up to @p cap rows of their values as f32, @p stride apart
+ *               (not for a tiered table: read those with a lookup)
+ * @param stride floats between rows (>= featuresize when rows is not NULL)
+ * @param cap    entries of ids and rows
+ * @param n      the number of such columns (may exceed cap: call again with room)
+ * @param now    the table's write count now (may be NULL)
+ * @return 0, EMB_ENULL, EMB_EINVAL (cap < 0, ids NULL with cap > 0, since < 0 or above
+ *         the write count), EMB_ESTRIDE, EMB_EOVERFLOW (stride), EMB_ENOTSUP (a dynamic
+ *         table; rows of a tiered table), EMB_ENOMEM (the first call)
+ */
+EMB_API int emb_table_changed_since(const EmbTable *table, int64_t since, int64_t *ids,
+                                    float *rows, int64_t stride, int64_t cap, int64_t *n,
+                                    int64_t *now);
+
 /* ---- checkpoints ------------------------------------------------------------------- */
 
 /*
@@ -164,6 +191,16 @@ typedef struct EmbSaverOptions {
     int64_t nvars;               /**< entries of var_list */
     const EmbOptimizer *optimizer; /**< its state of the saved tables (slots and steps) is
                                         saved with them (NULL: no state); kept by pointer */
+    int32_t full_every;          /**< delta checkpoints: 0 (default): every save is full;
+                                      N > 0: a save writes only the rows touched since this
+                                      saver's previous save (a delta, linked to that file),
+                                      and every (N+1)-th save of a chain is full again. A save
+                                      is full anyway when the index's latest is not this
+                                      saver's last file, or a table cannot be in a delta
+                                      (dynamic, tiered, a row-listing kind; a table written
+                                      untracked: initialized, restored, a column pointer
+                                      taken for UPDATE). Negative: EMB_EINVAL.
+                                      docs/guide/checkpoints.md "Delta checkpoints" */
 } EmbSaverOptions;
 
 /**
@@ -248,6 +285,29 @@ EMB_API int emb_checkpoint_restore_ex(EmbStore *store, const char *path,
  *         EMB_EINVAL (too long)
  */
 EMB_API int emb_checkpoint_latest(const char *dir, char *path, size_t cap);
+
+/** emb_store_export() options; zero-initialise. */
+typedef struct EmbExportOptions {
+    EmbDtype dtype;      /**< EMB_F32 (0): rows as stored; EMB_INT8 / EMB_INT4: every table
+                              of another dtype quantized row-wise (emb_table_quantize) */
+    const EmbCheckpointVar *var_list; /**< the tables and their names (NULL: every table of
+                                           the store under its own name) */
+    int64_t nvars;       /**< entries of var_list */
+    int64_t global_step; /**< recorded in the file (>= 0) */
+} EmbExportOptions;
+
+/**
+ * The serving export: writes the tables to one checkpoint file at @p path without
+ * optimizer state, optionally quantized, under a temporary name renamed into place (an
+ * existing @p path is replaced whole or not at all). emb_checkpoint_open() with
+ * EMB_CHECKPOINT_MMAP then serves its tables with no copy (every lookup form reads int8 /
+ * int4 tables), and python/embtables_ckpt.py reads it. A dynamic table is exported as
+ * stored (its ids and rows) and cannot be quantized (EMB_ENOTSUP).
+ * @return 0, EMB_ENULL, EMB_EINVAL (dtype, var_list, global_step), EMB_ESHAPE (int4 of an
+ *         odd featuresize), EMB_ENOTSUP, EMB_EIO, EMB_ENOMEM
+ */
+EMB_API int emb_store_export(const EmbStore *store, const char *path,
+                             const EmbExportOptions *opts);
 
 /** An opened checkpoint: its listing, and with EMB_CHECKPOINT_MMAP its tables. */
 typedef struct EmbCheckpoint EmbCheckpoint;

@@ -45,15 +45,12 @@
 
 #define PATH_CAP 4096
 #define PREFIX_MAX 100
-#define FILE_NAME_MAX 255
+#define FILE_NAME_MAX EMB_CKPT_FILE_NAME_MAX
 #define INDEX_NAME "checkpoint"
 #define TMP_TAG ".tmp-"
 #define INDEX_LINE_MAX 1024
 
-typedef struct Kept {
-    char name[FILE_NAME_MAX + 1];
-    double time;
-} Kept;
+typedef EmbKept Kept;
 
 struct EmbSaver {
     char dir[PATH_CAP];
@@ -68,6 +65,10 @@ struct EmbSaver {
     const EmbCheckpointVar *vars;
     int64_t nvars;
     const EmbOptimizer *opt;
+    int32_t full_every;   /* deltas between full saves (0: every save is full) */
+    int32_t ndeltas;      /* deltas written since the last full save */
+    char last[FILE_NAME_MAX + 1]; /* the file this saver wrote last ("": none) */
+    uint64_t last_hash;   /* its header_xxh3: a delta's link */
     pthread_mutex_t lock; /* one save at a time per saver (the kept list, the index) */
 };
 
@@ -366,6 +367,8 @@ int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
     if (!dir[0] || strlen(dir) >= PATH_CAP - FILE_NAME_MAX - 64)
         return emb__fail(EMB_EINVAL, "checkpoint directory \"%.200s\": empty or longer "
                          "than %d bytes", dir, PATH_CAP - FILE_NAME_MAX - 65);
+    if (opts && opts->full_every < 0)
+        return emb__fail(EMB_EINVAL, "saver full_every %d is negative", (int)opts->full_every);
     if (opts && (opts->nvars < 0 || (opts->nvars > 0 && !opts->var_list)))
         return emb__fail(EMB_EINVAL, "saver var_list: %lld entries at %p",
                          (long long)opts->nvars, (const void *)(opts ? opts->var_list : NULL));
@@ -385,6 +388,7 @@ int emb_saver_create(EmbSaver **out, const char *dir, const char *prefix,
     s->vars = opts ? opts->var_list : NULL;
     s->nvars = opts ? opts->nvars : 0;
     s->opt = opts ? opts->optimizer : NULL;
+    s->full_every = opts ? opts->full_every : 0;
     s->last_preserved = (double)time(NULL);
     Index ix;
     r = pthread_mutex_init(&s->lock, NULL) ? emb__fail(EMB_ENOMEM, "cannot make a mutex") : 0;
@@ -410,18 +414,31 @@ void emb_saver_destroy(EmbSaver **ps)
     *ps = NULL;
 }
 
-/* The tables to save, with their state, into @c. */
+/* The tables a save writes: the var_list's, or the store's (NULL: none; *n 0). */
+static EmbTable *saved_table(const EmbSaver *s, const EmbStore *store, int64_t i,
+                             const char **name)
+{
+    *name = s->nvars > 0 ? s->vars[i].name : NULL;
+    return s->nvars > 0 ? s->vars[i].table : store->entries[i].table;
+}
+
+static int64_t saved_count(const EmbSaver *s, const EmbStore *store)
+{
+    return s->nvars > 0 ? s->nvars : store ? store->n : 0;
+}
+
+/* The tables to save, with their state, into @c (a delta when c->delta_base is set). */
 static int collect(const EmbSaver *s, const EmbStore *store, EmbCkpt *c)
 {
     int r = 0;
-    if (s->nvars > 0)
-        for (int64_t i = 0; i < s->nvars && !r; i++)
-            r = emb__ckpt_add(c, s->vars[i].name, s->vars[i].table, s->opt);
-    else if (!store)
+    if (s->nvars == 0 && !store)
         r = emb__fail(EMB_ENULL, "emb_saver_save: no store and no var_list");
-    else
-        for (int64_t i = 0; i < store->n && !r; i++)
-            r = emb__ckpt_add(c, NULL, store->entries[i].table, s->opt);
+    for (int64_t i = 0; i < saved_count(s, store) && !r; i++) {
+        const char *name;
+        const EmbTable *t = saved_table(s, store, i, &name);
+        r = c->delta_base ? emb__ckpt_add_delta(c, name, t, s->opt)
+                          : emb__ckpt_add(c, name, t, s->opt);
+    }
     if (!r && s->opt) {
         c->has_opt = true;
         c->opt = s->opt->cfg;
@@ -432,10 +449,12 @@ static int collect(const EmbSaver *s, const EmbStore *store, EmbCkpt *c)
 /* Writes the checkpoint for @final to a temporary, synced: its name into @tmp, its open
  * and locked descriptor into *fd. */
 static int write_temp(const EmbSaver *s, const EmbStore *store, int64_t step, const char *final,
-                      char *tmp, size_t cap, int *fd)
+                      bool delta, char *tmp, size_t cap, int *fd, uint64_t *hash)
 {
-    EmbCkpt c = {.global_step = step};
-    int r = collect(s, store, &c);
+    EmbCkpt c = {.global_step = step, .delta_base_hash = s->last_hash};
+    int r = delta && !(c.delta_base = emb__ckpt_strdup(s->last))
+                    ? emb__fail(EMB_ENOMEM, "out of memory for a delta's link") : 0;
+    r = r ? r : collect(s, store, &c);
     *fd = r ? -1 : tmp_create(final, tmp, cap);
     if (!r && *fd < 0)
         r = emb__fail(EMB_EIO, "cannot create a temporary for %s: %s", final, strerror(errno));
@@ -447,6 +466,7 @@ static int write_temp(const EmbSaver *s, const EmbStore *store, int64_t step, co
         unlink(tmp);
         *fd = -1;
     }
+    *hash = c.header_hash;
     emb__ckpt_free(&c);
     return r;
 }
@@ -486,7 +506,10 @@ static int plan_kept(EmbSaver *s, const char *name, Kept **kept, int64_t *n, Kep
         const Kept old = (*kept)[0];
         memmove(&(*kept)[0], &(*kept)[1], (size_t)(*n - 1) * sizeof(Kept));
         (*n)--;
-        if (s->keep_hours > 0 && old.time - *preserved >= s->keep_hours * 3600.0) {
+        char base[FILE_NAME_MAX + 1];
+        if (s->keep_hours > 0 && old.time - *preserved >= s->keep_hours * 3600.0 &&
+            (s->full_every == 0 || emb__delta_base_of(s->dir, old.name, base, sizeof base) == 0)) {
+            /* a delta alone cannot be restored: only full checkpoints are preserved */
             *preserved = old.time;
             continue;
         }
@@ -510,6 +533,35 @@ static void delete_retired(const EmbSaver *s, Kept *retired, int64_t n, const ch
     free(retired);
 }
 
+/* Whether the save of @name is a delta: deltas on, fewer than full_every since the last full
+   save, the index's latest is this saver's last file, and every table can be in a delta. */
+static bool delta_save(const EmbSaver *s, const EmbStore *store, const char *name)
+{
+    if (s->full_every == 0 || !s->last[0] || s->ndeltas >= s->full_every || s->nkept == 0 ||
+        strcmp(s->kept[s->nkept - 1].name, s->last) != 0 || strcmp(name, s->last) == 0 ||
+        (s->nvars == 0 && !store))
+        return false;
+    for (int64_t i = 0; i < saved_count(s, store); i++) {
+        const char *tname;
+        if (!emb__delta_possible(saved_table(s, store, i, &tname)))
+            return false;
+    }
+    return true;
+}
+
+/* After a save with deltas on: the chain's new end, and nothing touched. */
+static void saved(EmbSaver *s, const EmbStore *store, const char *name, uint64_t hash,
+                  bool delta)
+{
+    snprintf(s->last, sizeof s->last, "%s", name);
+    s->last_hash = hash;
+    s->ndeltas = delta ? s->ndeltas + 1 : 0;
+    for (int64_t i = 0; i < saved_count(s, store); i++) {
+        const char *tname;
+        emb__touched_clear(saved_table(s, store, i, &tname));
+    }
+}
+
 static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *path,
                        size_t cap)
 {
@@ -525,7 +577,11 @@ static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *p
     Kept *kept = NULL, *retired = NULL;
     int64_t n = 0, nretired = 0;
     double preserved;
+    const bool delta = delta_save(s, store, name);
     int r = plan_kept(s, name, &kept, &n, &retired, &nretired, &preserved);
+    r = r || s->full_every == 0 ? r : emb__delta_keep_chains(s->dir, delta ? s->last : NULL,
+                                                              s->full_every, &kept, &n,
+                                                              retired, &nretired);
     /* every index text before the first write: past it, only I/O can fail */
     Kept self;
     snprintf(self.name, sizeof self.name, "%s", name);
@@ -536,7 +592,8 @@ static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *p
         r = EMB_ENOMEM;
     char tmp[PATH_CAP + FILE_NAME_MAX + 64];
     int fd = -1;
-    r = r ? r : write_temp(s, store, step, final, tmp, sizeof tmp, &fd);
+    uint64_t hash = 0;
+    r = r ? r : write_temp(s, store, step, final, delta, tmp, sizeof tmp, &fd, &hash);
     r = r ? r : write_index(s, pend_text);
     if (!r) {
         const int e = tmp_commit(fd, tmp, final, s->dir);
@@ -565,6 +622,8 @@ static int save_locked(EmbSaver *s, const EmbStore *store, int64_t step, char *p
     s->nkept = s->capkept = n;
     s->last_preserved = preserved;
     delete_retired(s, retired, nretired, name);
+    if (s->full_every > 0)
+        saved(s, store, name, hash, delta);
     if (path)
         snprintf(path, cap, "%s", final);
     return 0;

@@ -155,7 +155,7 @@ void emb__json_set(json_t *o, const char *key, json_t *v, int *err)
         *err = 1;
 }
 
-static void hex16(char out[17], uint64_t h)
+void emb__ckpt_hex16(char out[17], uint64_t h)
 {
     snprintf(out, 17, "%016" PRIx64, h);
 }
@@ -167,7 +167,7 @@ static char *meta_text(const EmbCkpt *c, json_t *meta, int *err)
     json_t *sums = json_object();
     char hex[17];
     for (int64_t i = 0; i < c->ntensors; i++) {
-        hex16(hex, c->tensors[i].hash);
+        emb__ckpt_hex16(hex, c->tensors[i].hash);
         emb__json_set(sums, c->tensors[i].name, json_string(hex), err);
     }
     emb__json_set(meta, "xxh3", sums, err);
@@ -349,7 +349,8 @@ int emb__ckpt_write(EmbCkpt *c, json_t *meta, int fd, const char *path)
         e = h ? EINVAL : ENOMEM;
     if (!e) {
         char hex[17];
-        hex16(hex, header_hash(h, n, digits));
+        c->header_hash = header_hash(h, n, digits);
+        emb__ckpt_hex16(hex, c->header_hash);
         memcpy(digits, hex, 16);
         e = write_all(fd, h, n, 8);
     }
@@ -401,7 +402,7 @@ const char *emb__json_str(json_t *o, const char *key)
     return json_string_value(v);
 }
 
-static int parse_hex16(const char *s, uint64_t *out)
+int emb__ckpt_parse_hex16(const char *s, uint64_t *out)
 {
     if (!s || strlen(s) != 16 || strspn(s, "0123456789abcdef") != 16)
         return -1;
@@ -436,7 +437,8 @@ static int parse_tensor(EmbCkpt *c, const char *name, json_t *v, json_t *sums, u
     t.width = (int32_t)cols;
     t.begin = (uint64_t)b;
     t.end = (uint64_t)e;
-    if (strlen(name) >= NAME_BYTES_MAX || parse_hex16(emb__json_str(sums, name), &t.hash))
+    if (strlen(name) >= NAME_BYTES_MAX ||
+        emb__ckpt_parse_hex16(emb__json_str(sums, name), &t.hash))
         return emb__ckpt_corrupt(path, "tensor \"%.200s\" has no checksum", name);
     return emb__ckpt_tensor_push(c, emb__ckpt_strdup(name), &t);
 }
@@ -514,8 +516,10 @@ static int parse_header(EmbCkpt *c, char *h, size_t n, uint64_t size, const char
         return emb__fail(EMB_ENOTSUP, "%s is a safetensors file that embtables did not write "
                          "(no __metadata__ format \"embtables\"); only embtables checkpoints "
                          "are restored", path);
-    if (!digits || parse_hex16(hex, &want) || !CHECKSUM_OK(header_hash(h, n, digits), want))
+    if (!digits || emb__ckpt_parse_hex16(hex, &want) ||
+        !CHECKSUM_OK(header_hash(h, n, digits), want))
         return emb__ckpt_corrupt(path, "header checksum mismatch");
+    c->header_hash = want;
     json_error_t jerr;
     json_t *root = json_loadb(h, n, JSON_REJECT_DUPLICATES, &jerr);
     json_t *md = json_object_get(root, "__metadata__");

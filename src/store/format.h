@@ -71,12 +71,15 @@ typedef struct EmbCkpt {
     int64_t ntensors, tcap;
     uint64_t data_start;  /* 8 + header bytes */
     uint64_t data_size;
+    uint64_t header_hash; /* header_xxh3: set by a write and a read (a delta's link) */
     /* the table model's (store/model.h) */
     int64_t global_step;
     bool has_opt;
     EmbOptimizerConfig opt;
     struct EmbCkptTable *tables;
     int64_t ntables, cap;
+    char *delta_base;     /* a delta (store/delta.c): the file name it extends (owned), or NULL */
+    uint64_t delta_base_hash; /* that file's header_xxh3 */
 } EmbCkpt;
 
 /* Frees the tensors (names and array). */
@@ -106,6 +109,10 @@ int emb__ckpt_verify(const EmbCkpt *c, int fd, const unsigned char *map, const c
    (EMB_CKPT_CHUNK bytes, the caller's: a restore allocates it before its first write). */
 int emb__ckpt_load_fn(const EmbCkpt *c, int64_t k, int fd, void *(*dst)(void *ctx, int64_t j),
                       void *ctx, unsigned char *buf, const char *path);
+
+/* 16 lowercase hex digits of @h; parsing them back (0, or -1 when not 16 such digits). */
+void emb__ckpt_hex16(char out[17], uint64_t h);
+int emb__ckpt_parse_hex16(const char *s, uint64_t *out);
 
 /* EMB_ECORRUPT with "checkpoint PATH is corrupt or truncated: ...". */
 int emb__ckpt_corrupt(const char *path, const char *fmt, ...) EMB_PRINTF(2, 3);

@@ -25,6 +25,7 @@ int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
     r = emb__finite_check(t, ab, 1, 2, 2, "initializer parameters a, b");
     if (r)
         return r;
+    emb__touched_all(t);
     if (t->ops->initialize) /* its rows now, and the rows it creates later */
         return t->ops->initialize(t, in);
     float *row = malloc((size_t)t->featuresize * sizeof(float));

@@ -33,6 +33,7 @@ void emb__ckpt_free(EmbCkpt *c)
         }
     }
     free(c->tables);
+    free(c->delta_base);
     *c = (EmbCkpt){0};
 }
 
@@ -111,16 +112,17 @@ static int names_check(const EmbCkpt *c, char (*names)[NAME_BYTES_MAX], int n)
     return 0;
 }
 
-/* The rows of @t as its kind lists them (NULL: a dense table). */
-static int list_rows(const EmbTable *t, bool state, EmbRowList **out)
+/* The rows of @t as its kind lists them (NULL: a dense table), or for a delta (@delta) the
+   rows touched since its last save. */
+static int list_rows(const EmbTable *t, const EmbOptState *st, bool delta, EmbRowList **out)
 {
     *out = NULL;
-    if (!t->ops->save_list)
+    if (!t->ops->save_list && !delta)
         return 0;
     EmbRowList *l = calloc(1, sizeof *l);
     if (!l)
         return emb__fail(EMB_ENOMEM, "out of memory listing %s", emb__table_label(t));
-    const int r = t->ops->save_list(t, state, l);
+    const int r = delta ? emb__delta_list(t, st, l) : t->ops->save_list(t, st != NULL, l);
     if (r)
         free(l);
     else
@@ -140,6 +142,8 @@ static void note_tensor(EmbCkptTable *tb, const EmbCkptTensor *p, const char *na
         tb->last = k;
     else if (p->src_what >= SRC_EXTRA && strcmp(suffix, "/dynamic.sketch") == 0)
         tb->sketch = k;
+    else if (p->src_what >= SRC_EXTRA && strcmp(suffix, "/delta.ids") == 0)
+        tb->delta_ids = k;
 }
 
 /* Appends the table entry (@name taken) and its @nt tensors; nothing added on failure. */
@@ -155,7 +159,7 @@ static int push_table(EmbCkpt *c, const EmbTable *t, char *name, const EmbOptSta
                          st ? st->step : -1, c->ntensors, {-1, -1},
                          .dynamic = l != NULL && emb__table_rows_appear(t),
                          .dyn_step = l ? l->step : 0, .ids = -1, .last = -1, .sketch = -1,
-                         .list = l};
+                         .list = l, .delta_ncolumns = t->ncolumns, .delta_ids = -1};
     const int64_t first = c->ntensors;
     for (int k = 0; k < nt && !r; k++) {
         protos[k].table = c->ntables;
@@ -171,7 +175,8 @@ static int push_table(EmbCkpt *c, const EmbTable *t, char *name, const EmbOptSta
     return 0;
 }
 
-int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt)
+static int add_table(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt,
+                     bool delta)
 {
     if (!name)
         name = t->name;
@@ -187,7 +192,7 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
     if (!names)
         return emb__fail(EMB_ENOMEM, "out of memory for tensor names");
     EmbRowList *l = NULL;
-    r = list_rows(t, st != NULL, &l);
+    r = list_rows(t, st, delta, &l);
     const int nt = r ? 0 : table_tensors(t, name, opt, st, l, protos, names);
     r = r ? r : names_check(c, names, nt);
     char *tabname = r ? NULL : emb__ckpt_strdup(name);
@@ -203,6 +208,17 @@ int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOpti
         }
     }
     return r;
+}
+
+int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt)
+{
+    return add_table(c, name, t, opt, false);
+}
+
+int emb__ckpt_add_delta(EmbCkpt *c, const char *name, const EmbTable *t,
+                        const EmbOptimizer *opt)
+{
+    return add_table(c, name, t, opt, true);
 }
 
 static json_t *optimizer_json(const EmbOptimizerConfig *o, int *err)
@@ -250,6 +266,8 @@ static json_t *meta_json(const EmbCkpt *c, int *err)
         const EmbDtype vd = c->tensors[t->values].dtype;
         if (emb__dtype_quantized(vd)) /* its U8 tensor holds rows of this format */
             emb__json_set(jt, "format", json_string(emb_dtype_name(vd)), err);
+        if (c->delta_base)
+            emb__json_set(jt, "ncolumns", json_integer(t->delta_ncolumns), err);
         if (t->dynamic) {
             json_t *jd = json_object();
             emb__json_set(jd, "step", json_integer(t->dyn_step), err);
@@ -259,6 +277,14 @@ static json_t *meta_json(const EmbCkpt *c, int *err)
             *err = 1;
     }
     emb__json_set(m, "tables", tables, err);
+    if (c->delta_base) {
+        json_t *jd = json_object();
+        char hex[17];
+        emb__ckpt_hex16(hex, c->delta_base_hash);
+        emb__json_set(jd, "base", json_string(c->delta_base), err);
+        emb__json_set(jd, "base_xxh3", json_string(hex), err);
+        emb__json_set(m, "delta", jd, err);
+    }
     if (c->has_opt)
         emb__json_set(m, "optimizer", optimizer_json(&c->opt, err), err);
     return m;
@@ -368,6 +394,39 @@ static int parse_dynamic(EmbCkpt *c, EmbCkptTable *tb, json_t *jd, const char *p
     return 0;
 }
 
+/* A delta's table (c->delta_base set): its columns and the ids of the rows it holds. */
+static int parse_delta_table(EmbCkpt *c, EmbCkptTable *tb, json_t *jt, const char *path)
+{
+    if (!c->delta_base)
+        return 0;
+    char tname[NAME_BYTES_MAX + 64];
+    snprintf(tname, sizeof tname, "%s/delta.ids", tb->name);
+    const int64_t s = emb__ckpt_tensor_find(c, tname);
+    const EmbCkptTensor *ts = s >= 0 ? &c->tensors[s] : NULL;
+    if (tb->dynamic || emb__json_int(jt, "ncolumns", 0, INT64_MAX, &tb->delta_ncolumns) ||
+        !ts || ts->table >= 0 || ts->dtype != EMB_CKPT_I64 || ts->width != 1 ||
+        ts->ncolumns != c->tensors[tb->values].ncolumns)
+        return emb__ckpt_corrupt(path, "delta table \"%.200s\": its ncolumns or tensor "
+                                 "\"%.200s\" is missing or misshapen", tb->name, tname);
+    c->tensors[s].table = tb - c->tables;
+    tb->delta_ids = s;
+    return 0;
+}
+
+/* A delta's link (its "delta" object, or NULL in a full checkpoint): the file it extends. */
+static int parse_delta(EmbCkpt *c, json_t *jd, const char *path)
+{
+    if (!jd)
+        return 0;
+    const char *base = emb__json_str(jd, "base");
+    if (!json_is_object(jd) || !base || !base[0] || strchr(base, '/') ||
+        strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+        emb__ckpt_parse_hex16(emb__json_str(jd, "base_xxh3"), &c->delta_base_hash))
+        return emb__ckpt_corrupt(path, "its delta link (base, base_xxh3) is invalid");
+    c->delta_base = emb__ckpt_strdup(base);
+    return c->delta_base ? 0 : emb__fail(EMB_ENOMEM, "out of memory reading checkpoint %s", path);
+}
+
 /* A table's "format" (int8 / int4: its values are U8 rows of that layout) or none: makes
    the U8 tensor @v a quantized one of featuresize D. 0, or -1 when they disagree. */
 static int quantized_values(EmbCkptTensor *v, const char *format)
@@ -414,9 +473,11 @@ static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
         return r;
     EmbCkptTable *tb = &c->tables[c->ntables];
     *tb = (EmbCkptTable){dup, (int32_t)nshards, p, step, v, {-1, -1}, .ids = -1, .last = -1,
-                         .sketch = -1};
+                         .sketch = -1, .delta_ncolumns = c->tensors[v].ncolumns,
+                         .delta_ids = -1};
     c->tensors[v].table = c->ntables++;
     r = parse_dynamic(c, tb, json_object_get(jt, "dynamic"), path);
+    r = r ? r : parse_delta_table(c, tb, jt, path);
     if (r || step < 0)
         return r;
     if (!c->has_opt)
@@ -455,6 +516,7 @@ static int parse_model(EmbCkpt *c, json_t *meta, const char *path)
                                  "or tables");
     c->global_step = step;
     int r = opt ? parse_optimizer(c, opt, path) : 0;
+    r = r ? r : parse_delta(c, json_object_get(meta, "delta"), path);
     for (size_t i = 0; i < json_array_size(tables) && !r; i++)
         r = parse_table(c, json_array_get(tables, i), path);
     for (int64_t i = 0; i < c->ntensors && !r; i++)

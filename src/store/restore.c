@@ -24,8 +24,7 @@
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
 
-/* Opens @path and reads its header into @c; returns the fd or an error (< 0, in *err). */
-static int open_checkpoint(const char *path, EmbCkpt *c, uint64_t *size, int *err)
+int emb__ckpt_open_path(const char *path, EmbCkpt *c, uint64_t *size, int *err)
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -297,6 +296,7 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
         } else {
             r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, buf, path);
         }
+        emb__touched_all(tg[i].t); /* the next save of it is whole */
         if (r)
             return r;
         EmbStoreEntry *en = s ? emb__store_entry(s, tg[i].t->name) : NULL;
@@ -333,9 +333,14 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     EmbCkpt c = {0};
     uint64_t size;
     int r;
-    const int fd = open_checkpoint(path, &c, &size, &r);
+    const int fd = emb__ckpt_open_path(path, &c, &size, &r);
     if (fd < 0)
         return r;
+    if (c.delta_base) { /* the full checkpoint and the chain up to it (delta.c) */
+        emb__ckpt_free(&c);
+        close(fd);
+        return emb__delta_restore(s, path, o, global_step);
+    }
     unsigned char *buf = malloc(EMB_CKPT_CHUNK); /* every read's: allocated before a write */
     r = buf ? emb__ckpt_verify(&c, fd, NULL, path)
             : emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
@@ -433,7 +438,7 @@ int emb_checkpoint_open(EmbCheckpoint **out, const char *path, unsigned flags)
         return emb__fail(EMB_ENOMEM, "out of memory opening %s", path);
     uint64_t size;
     int r;
-    const int fd = open_checkpoint(path, &ck->c, &size, &r);
+    const int fd = emb__ckpt_open_path(path, &ck->c, &size, &r);
     if (fd >= 0) {
         ck->size = (size_t)size;
         r = flags & EMB_CHECKPOINT_MMAP ? map_tables(ck, fd, path) : 0;
@@ -472,7 +477,7 @@ int emb_checkpoint_entry(const EmbCheckpoint *ck, int64_t i, EmbCheckpointEntry 
     const int64_t k = t - ck->c.tensors;
     const char *slot = t->slot >= 0 ? slots[t->slot].name : k == tb->ids ? "dynamic.ids"
                      : k == tb->last ? "dynamic.last" : k == tb->sketch ? "dynamic.sketch"
-                                                                          : NULL;
+                     : k == tb->delta_ids ? "delta.ids" : NULL;
     *out = (EmbCheckpointEntry){.name = t->name, .table = tb->name, .slot = slot,
                                 .ncolumns = t->ncolumns, .featuresize = t->width,
                                 .dtype = emb__ckpt_is_table_type(t->dtype) ? t->dtype : EMB_F32,

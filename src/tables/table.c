@@ -254,6 +254,8 @@ void emb_table_destroy(EmbTable **pt)
         emb__aligned_free(t->data);
     if (t->ops->destroy)
         t->ops->destroy(t);
+    free(t->touched);
+    free(t->touched_at);
     free(t);
     *pt = NULL;
 }
@@ -268,6 +270,8 @@ int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, 
     if (column < 0 || column >= t->ncolumns)
         return emb__fail(EMB_ERANGE, "column %lld is not in [0, %lld) (%s)", (long long)column,
                          (long long)t->ncolumns, emb__table_label(t));
+    if (ctx == EMB_CTX_UPDATE) /* the caller writes it: not tracked */
+        emb__touched_all((EmbTable *)t);
     if (ctx == EMB_CTX_UPDATE && t->ops->column_create) /* may create the row: may fail */
         return t->ops->column_create((EmbTable *)t, column, out);
     if (emb__table_pins(t)) { /* fetched (a disk read): may fail, unlike column() */

@@ -37,6 +37,17 @@ struct EmbTable {
 
     /* other kinds' private state, freed by ops->destroy */
     void *impl;
+
+    /* touched rows (touched.c): for delta checkpoints, bit c of column c written since the
+       last save with deltas (NULL until the first tracked write) and whether every column
+       counts as written; for emb_table_changed_since, the write clock, each column's clock
+       at its last tracked write (NULL until streaming is asked for) and the clock of the
+       last untracked write */
+    uint64_t *touched;
+    bool touched_all;
+    uint32_t touch_clock;
+    uint32_t *touched_at;
+    uint32_t touch_all_at;
 };
 
 /* The simple kind's operations (emb__table_alloc's default). */
@@ -86,6 +97,20 @@ EMB_INLINE void emb__table_release(const EmbTable *t)
     if (t->ops->release)
         t->ops->release(t);
 }
+
+/* ---- touched rows (touched.c): what a delta checkpoint holds ----------------------------- */
+
+/* Marks columns @ids (in range) touched; cannot fail (a failed allocation: all touched). */
+void emb__touched_set(EmbTable *t, const int64_t *ids, int64_t n);
+/* Marks every row touched (a write that is not tracked). */
+void emb__touched_all(EmbTable *t);
+/* After a save with deltas: nothing touched since. */
+void emb__touched_clear(EmbTable *t);
+/* Whether every row counts as touched since the last save. */
+bool emb__touched_is_all(const EmbTable *t);
+/* The columns touched since the last save, in increasing order: up to @cap of them into
+   @ids; returns how many. */
+int64_t emb__touched_list(const EmbTable *t, int64_t *ids, int64_t cap);
 
 struct EmbTieredOptions;
 /* A tiered table created in a new file that replaces @path only on emb__table_tiered_commit

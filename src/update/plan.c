@@ -438,6 +438,10 @@ int emb__plan_rows_prepare(EmbPlan *plan)
 void emb__plan_rows_commit(EmbPlan *plan)
 {
     EmbTable *t = plan->table;
+    const EmbIndexer *ix = plan->ix; /* the step commits: its rows are touched */
+    for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) /* parts: pindex.c's partitions */
+        emb__touched_set(t, ix->ids + (plan->nparts > 1 ? ix->part_start[p] : 0),
+                         plan->nparts > 1 ? ix->pdist[p] : ix->ndistinct);
     if (!emb__table_planned(t))
         return;
     t->ops->update_commit(t, &plan->rp);

@@ -158,6 +158,7 @@ static int assign_op(EmbTable *t, const float *values, int64_t ncolumns, int32_t
     if (!row)
         return EMB_ENOMEM;
     void *cols[CHUNK];
+    emb__touched_all(t);
     for (int64_t c0 = 0; c0 < t->ncolumns && !r; c0 += CHUNK) {
         const int64_t m = EMB_MIN((int64_t)CHUNK, t->ncolumns - c0);
         r = rows_of(t, NULL, c0, m, EMB_CTX_UPDATE, cols);
@@ -247,6 +248,7 @@ int emb_table_quantize(EmbTable *dst, const EmbTable *src)
     if (!row)
         return EMB_ENOMEM;
     int r = quantize_check(dst, src, row);
+    emb__touched_all(dst);
     void *from[CHUNK], *to[CHUNK];
     for (int64_t c0 = 0; c0 < src->ncolumns && !r; c0 += CHUNK) {
         const int64_t m = EMB_MIN((int64_t)CHUNK, src->ncolumns - c0);
@@ -291,6 +293,7 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
             return r;
         }
     }
+    emb__touched_set(t, ids, n); /* delta checkpoints: rows written (if it fails, later) */
     void **cols = emb__table_pins(t) ? malloc((size_t)EMB_MAX(n, 1) * sizeof *cols) : NULL;
     if (emb__table_pins(t)) { /* every row pinned before the first write */
         r = cols ? rows_of(t, ids, 0, n, EMB_CTX_UPDATE, cols)

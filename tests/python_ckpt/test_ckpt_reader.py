@@ -125,3 +125,43 @@ def test_numpy_reads_a_dynamic_table(written):
     last = ck.tensors["dyn/dynamic.last"].ravel()
     assert len(ids) >= 2 and ((last >= 0) & (last <= 3)).all()
     assert ck.tensors["dyn/dynamic.sketch"].shape == (4, 16)
+
+
+def test_numpy_reads_a_delta_chain(written, tmp_path):
+    """A full checkpoint and two deltas (the touched rows, their state and ids, linked by
+    name and checksum): read_chain gives the model at the last step, value for value."""
+    head = written / "deltafix-5.safetensors"
+    d = embtables_ckpt.read(head)
+    assert d.delta["base"] == "deltafix-4.safetensors"
+    assert d.tensors["f16/delta.ids"].ravel().tolist() == [1, 4, 6]
+    assert embtables_ckpt.read(written / "deltafix-2.safetensors").delta is None
+    ck = embtables_ckpt.read_chain(head)
+    assert ck.global_step == 5 and ck.tables["f16"]["step"] == 5
+    for name, (rows, cols, _) in NAMES.items():
+        np.testing.assert_array_equal(ck.tensors[name].astype(np.float32),
+                                      expected(written, "d5/" + name, (rows, cols)))
+        mv = expected(written, "d5/" + name + "/adam.mv", (rows, 2 * cols))
+        np.testing.assert_array_equal(ck.tensors[name + "/adam.m"], mv[:, :cols])
+        np.testing.assert_array_equal(ck.tensors[name + "/adam.v"], mv[:, cols:])
+    # a foreign link (another file under the base's name) and a missing one are refused
+    for f in ("deltafix-2.safetensors", "deltafix-4.safetensors", "deltafix-5.safetensors"):
+        (tmp_path / f).write_bytes((written / f).read_bytes())
+    (tmp_path / "deltafix-4.safetensors").write_bytes((written / "fixture-2.safetensors")
+                                                       .read_bytes())
+    with pytest.raises(ValueError, match="foreign"):
+        embtables_ckpt.read_chain(tmp_path / "deltafix-5.safetensors")
+    (tmp_path / "deltafix-4.safetensors").unlink()
+    with pytest.raises(ValueError, match="missing"):
+        embtables_ckpt.read_chain(tmp_path / "deltafix-5.safetensors")
+
+
+def test_numpy_reads_the_serving_export(written):
+    """The int8 serving export: no optimizer state, U8 rows dequantized near the values."""
+    ck = embtables_ckpt.read(written / "serve-int8.safetensors")
+    assert ck.optimizer is None and ck.global_step == 5
+    assert sorted(ck.tensors) == sorted(NAMES)
+    for name, (rows, cols, _) in NAMES.items():
+        assert ck.dtypes[name] == "U8" and ck.tables[name]["format"] == "int8"
+        want = expected(written, "d5/" + name, (rows, cols))
+        span = want.max(axis=1, keepdims=True) - want.min(axis=1, keepdims=True)
+        assert (np.abs(ck.tensors[name] - want) <= span / 255 * 0.51 + 1e-6).all()
