@@ -237,9 +237,13 @@ static json_t *optimizer_json(const EmbOptimizerConfig *o, int *err)
     emb__json_set(j, "weight_decay", json_real(o->weight_decay), err);
     emb__json_set(j, "weight_decay_mode",
         json_string(o->weight_decay_mode == EMB_DECAY_DECOUPLED ? "decoupled" : "l2"), err);
-    emb__json_set(j, "max_gradient", json_real(o->max_gradient), err);
-    emb__json_set(j, "max_row_norm", json_real(o->max_row_norm), err);
-    emb__json_set(j, "max_global_norm", json_real(o->max_global_norm), err);
+    /* clipping only when on: a file of an optimizer without it has the bytes it had before */
+    if (o->max_gradient != 0.0f)
+        emb__json_set(j, "max_gradient", json_real(o->max_gradient), err);
+    if (o->max_row_norm != 0.0f)
+        emb__json_set(j, "max_row_norm", json_real(o->max_row_norm), err);
+    if (o->max_global_norm != 0.0f)
+        emb__json_set(j, "max_global_norm", json_real(o->max_global_norm), err);
     if (o->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER) {
         emb__json_set(j, "counter_halflife", json_integer(o->counter_halflife), err);
         emb__json_set(j, "adjustment_iter", json_integer(o->adjustment_iter), err);
