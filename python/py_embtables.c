@@ -532,10 +532,12 @@ static PyObject *strategy_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         rc = emb_strategy_parallel(&self->s, &o);
     else if (strcmp(name, "prealloc-concat") == 0 || strcmp(name, "prealloc_concat") == 0)
         rc = emb_strategy_prealloc_concat(&self->s, &o);
+    else if (strcmp(name, "auto") == 0)
+        rc = emb_strategy_auto(&self->s, &o);
     else {
         Py_DECREF(self);
         return py_emb_invalid("strategy '%s' is unknown (sequential, parallel, "
-                              "prealloc-concat)", name);
+                              "prealloc-concat, auto)", name);
     }
     if (rc) {
         Py_DECREF(self);
@@ -570,7 +572,7 @@ PyTypeObject Strategy_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Strategy(name, threads=0, pinning=0, chunks=0, num_splits=0): how maplookup "
               "and the update spread tables over threads (sequential, parallel, "
-              "prealloc-concat; threads 0 = physical cores).",
+              "prealloc-concat, auto; threads 0 = physical cores).",
     .tp_methods = strategy_methods,
     .tp_new = strategy_new,
 };

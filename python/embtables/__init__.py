@@ -293,8 +293,9 @@ def lookup_jagged(table, values, lengths, weights=None, **kw):
 
 class Strategy:
     """How lookups and updates over many tables use threads: 'sequential', 'parallel'
-    (whole tables over threads) or 'prealloc-concat' (bag chunks of every table); threads
-    0 = the physical cores. Every strategy and thread count gives the same bits."""
+    (whole tables over threads), 'prealloc-concat' (bag chunks of every table) or 'auto'
+    (per call: a small one on the caller, else the better of the two); threads 0 = the
+    physical cores. Every strategy and thread count gives the same bits."""
 
     def __init__(self, name="prealloc-concat", threads=0, pinning=None, chunks=0,
                  num_splits=0):

@@ -405,7 +405,8 @@ class EmbeddingBagCollection(_nn.Module):
     gradients. Default: None with EmbeddingBagConfig tables (TorchRec's), else 'sgd'.
     lr and the optimizer's hyper-parameters (eps, betas, initial_accumulator_value, ...)
     as keywords. strategy / threads: how the tables are spread over threads
-    (embtables.Strategy). mode, max_norm, prune_invalid, prune_nonpositive_weights,
+    (embtables.Strategy; default 'auto': a small call, such as a one-hot batch, on the
+    caller's thread, a large one over threads 0 = torch.get_num_threads()). mode, max_norm, prune_invalid, prune_nonpositive_weights,
     default_id: the pooling of the older forms' tables (mode may be a list).
     is_weighted, device: TorchRec's (the CPU, None, or "meta" with EmbeddingBagConfig
     tables: meta-shaped weights and no table memory until to_empty(device="cpu"), then
@@ -436,7 +437,7 @@ class EmbeddingBagCollection(_nn.Module):
     _TABLES = "embedding_bags"  # the ModuleDict of the tables (state_dict prefix)
     _UNPOOLED = False
 
-    def __init__(self, tables, optimizer=_ABSENT, lr=0.01, strategy="prealloc-concat",
+    def __init__(self, tables, optimizer=_ABSENT, lr=0.01, strategy="auto",
                  threads=0, mode="sum", max_norm=None, include_last_offset=False,
                  prune_invalid=False, prune_nonpositive_weights=False, default_id=None,
                  dtype=_torch.float32, is_weighted=False, device=None, **hyper):
@@ -483,7 +484,9 @@ class EmbeddingBagCollection(_nn.Module):
                            default_id=default_id, dtype=dtype, is_weighted=is_weighted))
         self.poolings = [_et.pooling(s.mode, s.max_norm, default_id, prune_invalid,
                                      prune_nonpositive_weights) for s in specs]
-        self._strategy = _et._strategy(strategy, threads)
+        # threads 0: torch's intra-op count, so that the library's parallel regions run on
+        # the same OpenMP team torch uses (both link libgomp), not on a larger one
+        self._strategy = _et._strategy(strategy, threads or _torch.get_num_threads())
         self._include_last_offset = bool(include_last_offset)
         self.optimizer = _et._optimizer(optimizer, lr, **hyper)
         if self.optimizer is None and any(s.tiered is not None for s in specs):
@@ -882,7 +885,7 @@ class EmbeddingCollection(EmbeddingBagCollection):
     _UNPOOLED = True
 
     def __init__(self, tables, device=None, need_indices=False, optimizer=_ABSENT, lr=0.01,
-                 strategy="prealloc-concat", threads=0, dtype=_torch.float32, **hyper):
+                 strategy="auto", threads=0, dtype=_torch.float32, **hyper):
         tables = list(tables)
         if not tables or not all(_is_config(t) for t in tables):
             raise TypeError("EmbeddingCollection: tables are EmbeddingConfig objects")

@@ -337,12 +337,27 @@ def test_errors_leave_tables_alone():
 
 def test_thread_counts_same_bits():
     results = []
-    for strategy, threads in (("sequential", 1), ("parallel", 2), ("prealloc-concat", 3)):
+    for strategy, threads in (("sequential", 1), ("parallel", 2), ("prealloc-concat", 3),
+                              ("auto", 2)):
         torch.manual_seed(0)
         ebc, _, _ = train_pair("adam", "mean", steps=4, strategy=strategy, threads=threads)
         results.append([w.clone() for w in ebc.weights])
     for other in results[1:]:
         assert all(torch.equal(a, b) for a, b in zip(results[0], other))
+
+
+def test_default_strategy_is_auto_on_torchs_threads():
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = EmbeddingBagCollection(SIZES)
+        torch.set_num_threads(2)
+        two = EmbeddingBagCollection(SIZES)
+    finally:
+        torch.set_num_threads(old)
+    assert (one._strategy.name, one._strategy.threads) == ("auto", 1)
+    assert (two._strategy.name, two._strategy.threads) == ("auto", 2)
+    assert EmbeddingBagCollection(SIZES, threads=3)._strategy.threads == 3
 
 
 def test_embedding_bag_modules_and_dense_model():
