@@ -534,6 +534,22 @@ static void pruned_reads_as(EmbTable *t, EmbDtype dt, const EmbTable *want, cons
     cr_assert_eq(emb_table_ncolumns(m), emb_table_ncolumns(t));
     cr_assert_eq(emb_table_dtype(m), dt);
     cr_assert(same_table(m, want), "the pruned export does not read as the pruned table");
+    /* every lookup form: the same bits as the unpruned table with the pruned rows zeroed */
+    const int64_t ids[] = {0, 1, 3, 4, 199, 198, 7, 9, 9, 2, 150, 151};
+    const int64_t offs[] = {0, 2, 2, 7, 12};
+    const float w[] = {0.5f, -1, 2, 0.25f, 1, 1, -0.5f, 3, 0, 1, 2, 0.1f};
+    const EmbPooling forms[] = {EMB_POOLING_GATHER, EMB_POOLING_SUM, EMB_POOLING_MEAN};
+    for (int v = 0; v < 6; v++) {
+        const bool ragged = v >= 2 && (v & 1); /* gather takes no offsets */
+        const EmbBatch b = {.ids = ids, .nnz = 12, .nbags = ragged ? 4 : 12,
+                            .offsets = ragged ? offs : NULL, .bag_size = ragged ? 0 : 1,
+                            .weights = ragged ? w : NULL};
+        float x[12 * 6], y[12 * 6];
+        const EmbPooling p = forms[v / 2];
+        cr_assert_eq(emb_lookup(m, &b, &p, x, 6), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_lookup(want, &b, &p, y, 6), 0, "%s", emb_last_error());
+        cr_assert_eq(memcmp(x, y, (size_t)b.nbags * 6 * sizeof *x), 0, "lookup form %d", v);
+    }
     emb_checkpoint_close(&ck);
 }
 
