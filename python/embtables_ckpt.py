@@ -34,9 +34,10 @@ import numpy as np
 __all__ = ["Checkpoint", "read", "read_chain", "load", "dequantize"]
 
 # I64 / U16: a dynamic table's ids and last update steps ([rows, 1], rows in id order) and
-# its admission counts ([4, width]), as "<table>/dynamic.ids", ".last", ".sketch"
+# its admission counts ([4, width]), as "<table>/dynamic.ids", ".last", ".sketch"; I32: a
+# pruned export's "<table>/export.remap" ([ncolumns, 1]: each id's row, or -1: zeros)
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
-           "I64": np.dtype("<i8"), "U16": np.dtype("<u2"), "U8": np.dtype("u1")}
+           "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1")}
 _HEADER_MAX = 64 << 20
 
 
@@ -137,7 +138,19 @@ def read(path, bf16="float32", quantized="float32"):
     for name, t in ck.tables.items():
         if "format" in t and quantized == "float32" and name in tensors:
             tensors[name] = dequantize(tensors[name], t["format"])
+        remap = tensors.get(name + "/export.remap")
+        if remap is not None and tensors[name].dtype.kind == "f":  # a pruned export: dense
+            tensors[name] = _unprune(tensors[name], remap[:, 0], f"{path}: {name!r}")
     return ck
+
+
+def _unprune(rows, remap, what):
+    """The rows of every id of a pruned table: its row, or zeros where remap is -1."""
+    if remap.size and (remap.min() < -1 or remap.max() >= len(rows)):
+        raise ValueError(f"{what}: its remapping names rows outside [0, {len(rows)})")
+    out = np.zeros((len(remap), rows.shape[1]), dtype=rows.dtype)
+    out[remap >= 0] = rows[remap[remap >= 0]]
+    return out
 
 
 def _state_fill(slot, optimizer):

@@ -520,3 +520,77 @@ Test(export, int8_serving_file_without_state_mapped_with_no_copy)
     run_free(&b);
     rmdir_all(dir);
 }
+
+/* The pruned export of @t (@dt, rows under norm 1e-3 pruned) mapped reads as @want. */
+static void pruned_reads_as(EmbTable *t, EmbDtype dt, const EmbTable *want, const char *path)
+{
+    const EmbCheckpointVar v = {"w", t};
+    const EmbExportOptions eo = {.dtype = dt, .var_list = &v, .nvars = 1, .prune_norm = 1e-3f};
+    cr_assert_eq(emb_store_export(NULL, path, &eo), 0, "%s", emb_last_error());
+    EmbCheckpoint *ck;
+    EmbTable *m;
+    cr_assert_eq(emb_checkpoint_open(&ck, path, EMB_CHECKPOINT_MMAP), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_checkpoint_table(ck, "w", &m), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_ncolumns(m), emb_table_ncolumns(t));
+    cr_assert_eq(emb_table_dtype(m), dt);
+    cr_assert(same_table(m, want), "the pruned export does not read as the pruned table");
+    /* every lookup form: the same bits as the unpruned table with the pruned rows zeroed */
+    const int64_t ids[] = {0, 1, 3, 4, 199, 198, 7, 9, 9, 2, 150, 151};
+    const int64_t offs[] = {0, 2, 2, 7, 12};
+    const float w[] = {0.5f, -1, 2, 0.25f, 1, 1, -0.5f, 3, 0, 1, 2, 0.1f};
+    const EmbPooling forms[] = {EMB_POOLING_GATHER, EMB_POOLING_SUM, EMB_POOLING_MEAN};
+    for (int v = 0; v < 6; v++) {
+        const bool ragged = v >= 2 && (v & 1); /* gather takes no offsets */
+        const EmbBatch b = {.ids = ids, .nnz = 12, .nbags = ragged ? 4 : 12,
+                            .offsets = ragged ? offs : NULL, .bag_size = ragged ? 0 : 1,
+                            .weights = ragged ? w : NULL};
+        float x[12 * 6], y[12 * 6];
+        const EmbPooling p = forms[v / 2];
+        cr_assert_eq(emb_lookup(m, &b, &p, x, 6), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_lookup(want, &b, &p, y, 6), 0, "%s", emb_last_error());
+        cr_assert_eq(memcmp(x, y, (size_t)b.nbags * 6 * sizeof *x), 0, "lookup form %d", v);
+    }
+    emb_checkpoint_close(&ck);
+}
+
+Test(export, pruned_rows_read_as_zeros_through_the_remapping)
+{
+    char dir[64], path[600], full[600];
+    tmpdir(dir);
+    snprintf(path, sizeof path, "%s/pruned.safetensors", dir);
+    snprintf(full, sizeof full, "%s/full.safetensors", dir);
+    enum { N = 200, D = 6 };
+    EmbTable *t, *want, *q;
+    cr_assert_eq(emb_table_create(&t, N, D, EMB_F32, NULL), 0);
+    cr_assert_eq(emb_table_create(&want, N, D, EMB_F32, NULL), 0);
+    for (int64_t c = 0; c < N; c++) {
+        float *x, *y;
+        cr_assert_eq(emb_table_column_pointer(t, c, EMB_CTX_UPDATE, (void **)&x), 0);
+        cr_assert_eq(emb_table_column_pointer(want, c, EMB_CTX_UPDATE, (void **)&y), 0);
+        for (int k = 0; k < D; k++) { /* every third row small: pruned */
+            x[k] = c % 3 == 0 ? 1e-5f : (float)(c + 1) * 0.01f * (float)(k - 2);
+            y[k] = c % 3 == 0 ? 0.0f : x[k];
+        }
+    }
+    pruned_reads_as(t, EMB_F32, want, path);
+    const EmbCheckpointVar v = {"w", t};
+    const EmbExportOptions eo = {.var_list = &v, .nvars = 1};
+    cr_assert_eq(emb_store_export(NULL, full, &eo), 0);
+    cr_assert_lt(file_size(path), file_size(full), "a third of the rows pruned");
+    cr_assert_eq(emb_table_create(&q, N, D, EMB_INT8, NULL), 0);
+    cr_assert_eq(emb_table_quantize(q, want), 0);
+    pruned_reads_as(t, EMB_INT8, q, path);
+    /* a bad threshold fails before writing; a partitioned table cannot be pruned */
+    const EmbExportOptions bad = {.var_list = &v, .nvars = 1, .prune_norm = -1};
+    cr_assert_eq(emb_store_export(NULL, path, &bad), EMB_EINVAL);
+    Run a;
+    run_make(&a, 3);
+    const EmbCheckpointVar pv = {"p", a.t[0]};
+    const EmbExportOptions part = {.var_list = &pv, .nvars = 1, .prune_untouched = 1};
+    cr_assert_eq(emb_store_export(NULL, path, &part), EMB_ENOTSUP);
+    run_free(&a);
+    emb_table_destroy(&q);
+    emb_table_destroy(&want);
+    emb_table_destroy(&t);
+    rmdir_all(dir);
+}

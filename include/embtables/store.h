@@ -294,6 +294,11 @@ typedef struct EmbExportOptions {
                                            the store under its own name) */
     int64_t nvars;       /**< entries of var_list */
     int64_t global_step; /**< recorded in the file (>= 0) */
+    int prune_untouched; /**< non-zero: prune the rows that touched-row tracking does not
+                              list: never written since the table was made or restored, or
+                              since its last save with deltas (none after an untracked
+                              write) */
+    float prune_norm;    /**< > 0: prune the rows whose L2 norm is under it (f32 tables) */
 } EmbExportOptions;
 
 /**
@@ -303,8 +308,12 @@ typedef struct EmbExportOptions {
  * EMB_CHECKPOINT_MMAP then serves its tables with no copy (every lookup form reads int8 /
  * int4 tables), and python/embtables_ckpt.py reads it. A dynamic table is exported as
  * stored (its ids and rows) and cannot be quantized (EMB_ENOTSUP).
- * @return 0, EMB_ENULL, EMB_EINVAL (dtype, var_list, global_step), EMB_ESHAPE (int4 of an
- *         odd featuresize), EMB_ENOTSUP, EMB_EIO, EMB_ENOMEM
+ * With pruning (prune_untouched, prune_norm) a table of the simple kind keeps only its other
+ * rows, with an id remapping (docs/format.md "Pruned tables": a dense int32 array, id to
+ * row or -1); its mapped table reads a pruned id as zeros. Dynamic, tiered, partitioned and
+ * custom tables, and tables of over INT32_MAX columns, cannot be pruned (EMB_ENOTSUP).
+ * @return 0, EMB_ENULL, EMB_EINVAL (dtype, var_list, global_step, prune_norm), EMB_ESHAPE
+ *         (int4 of an odd featuresize), EMB_ENOTSUP, EMB_EIO, EMB_ENOMEM
  */
 EMB_API int emb_store_export(const EmbStore *store, const char *path,
                              const EmbExportOptions *opts);

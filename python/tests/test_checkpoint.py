@@ -126,3 +126,36 @@ def test_savers_create_their_directory(tmp_path):
     with pytest.raises(et.InvalidError, match="prefix"):
         et.Saver(tmp_path / "new", {"t": t}, prefix="a b")
     assert not (tmp_path / "new").exists()
+
+
+def _write_safetensors(path, tensors, meta):
+    """A checkpoint file by hand (no checksums): {name: array} and the embtables metadata."""
+    header, blobs, at = {}, [], 0
+    for name, a in tensors.items():
+        b = a.tobytes()
+        header[name] = {"dtype": {"<f4": "F32", "<i4": "I32"}[a.dtype.str],
+                        "shape": list(a.shape), "data_offsets": [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    header["__metadata__"] = {"embtables": json.dumps(meta)}
+    h = json.dumps(header).encode()
+    path.write_bytes(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def test_reader_expands_a_pruned_export(tmp_path):
+    """A pruned export (docs/format.md "Pruned tables") reads as every id's row, zeros for
+    the pruned ids; a remapping naming a row outside the values is a ValueError."""
+    import embtables_ckpt
+    rows = np.arange(8, dtype=np.float32).reshape(2, 4) + 1
+    meta = {"version": 1, "global_step": 0, "tables": [
+        {"name": "w", "nshards": 1, "partition": "none", "step": -1, "ncolumns": 4}]}
+    path = tmp_path / "pruned.safetensors"
+    _write_safetensors(path, {"w": rows, "w/export.remap": np.array(
+        [[-1], [0], [-1], [1]], dtype=np.int32)}, meta)
+    want = np.zeros((4, 4), np.float32)
+    want[1], want[3] = rows[0], rows[1]
+    np.testing.assert_array_equal(embtables_ckpt.read(path).tensors["w"], want)
+    _write_safetensors(path, {"w": rows, "w/export.remap": np.array(
+        [[-1], [0], [2], [1]], dtype=np.int32)}, meta)
+    with pytest.raises(ValueError, match="outside"):
+        embtables_ckpt.read(path)

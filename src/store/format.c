@@ -69,7 +69,7 @@ void emb__ckpt_tensors_free(EmbCkpt *c)
 const char *emb__ckpt_dtype_code(EmbDtype dt)
 {
     return dt == EMB_F16 ? "F16" : dt == EMB_BF16 ? "BF16" : dt == EMB_CKPT_I64 ? "I64"
-         : dt == EMB_CKPT_U16 ? "U16" : emb__dtype_quantized(dt) || dt == EMB_CKPT_U8 ? "U8"
+         : dt == EMB_CKPT_I32 ? "I32" : dt == EMB_CKPT_U16 ? "U16" : emb__dtype_quantized(dt) || dt == EMB_CKPT_U8 ? "U8"
          : "F32";
 }
 
@@ -77,7 +77,7 @@ size_t emb__ckpt_el_size(EmbDtype dt)
 {
     if (emb__dtype_quantized(dt) || dt == EMB_CKPT_U8)
         return 1;
-    return dt == EMB_CKPT_I64 ? 8 : dt == EMB_CKPT_U16 ? 2 : emb_dtype_size(dt);
+    return dt == EMB_CKPT_I64 ? 8 : dt == EMB_CKPT_I32 ? 4 : dt == EMB_CKPT_U16 ? 2 : emb_dtype_size(dt);
 }
 
 size_t emb__ckpt_row_bytes(EmbDtype dt, int32_t width)
@@ -107,7 +107,7 @@ static int dtype_parse(const char *s, EmbDtype *dt)
         const char *name;
         EmbDtype dt;
     } map[] = {{"F32", EMB_F32}, {"F16", EMB_F16}, {"BF16", EMB_BF16}, {"I64", EMB_CKPT_I64},
-               {"U16", EMB_CKPT_U16}, {"U8", EMB_CKPT_U8}};
+               {"I32", EMB_CKPT_I32}, {"U16", EMB_CKPT_U16}, {"U8", EMB_CKPT_U8}};
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (strcmp(s, map[i].name) == 0) {
             *dt = map[i].dt;
@@ -418,7 +418,7 @@ static int parse_tensor(EmbCkpt *c, const char *name, json_t *v, json_t *sums, u
     const char *dt = emb__json_str(v, "dtype");
     EmbCkptTensor t = {.table = -1, .slot = -1};
     if (!json_is_object(v) || json_object_size(v) != 3 || !dt || dtype_parse(dt, &t.dtype))
-        return emb__ckpt_corrupt(path, "tensor \"%.200s\" is not an F32, F16, BF16, I64 or U16 "
+        return emb__ckpt_corrupt(path, "tensor \"%.200s\" is not an F32, F16, BF16, I64, I32, U16 or U8 "
                                  "tensor", name);
     json_t *s0 = json_array_get(shape, 0), *s1 = json_array_get(shape, 1);
     json_t *o0 = json_array_get(offs, 0), *o1 = json_array_get(offs, 1);

@@ -28,6 +28,7 @@
    tensor's dtype (the same values as table_ops.h's EmbElem). */
 #define EMB_CKPT_I64 ((EmbDtype)16)
 #define EMB_CKPT_U16 ((EmbDtype)17)
+#define EMB_CKPT_I32 ((EmbDtype)19) /* an export's id remapping (store/export.c) */
 /* A "U8" tensor as parsed, before its table's "format" (int8 / int4) makes it a quantized
    table's rows: a tensor of dtype EMB_INT8 / EMB_INT4 and width D is saved as U8 of shape
    [ncolumns, emb_dtype_row_bytes(dtype, D)], the rows' bytes as they are. */

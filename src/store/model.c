@@ -144,6 +144,8 @@ static void note_tensor(EmbCkptTable *tb, const EmbCkptTensor *p, const char *na
         tb->sketch = k;
     else if (p->src_what >= SRC_EXTRA && strcmp(suffix, "/delta.ids") == 0)
         tb->delta_ids = k;
+    else if (p->src_what >= SRC_EXTRA && strcmp(suffix, "/export.remap") == 0)
+        tb->remap = k;
 }
 
 /* Appends the table entry (@name taken) and its @nt tensors; nothing added on failure. */
@@ -159,7 +161,7 @@ static int push_table(EmbCkpt *c, const EmbTable *t, char *name, const EmbOptSta
                          st ? st->step : -1, c->ntensors, {-1, -1},
                          .dynamic = l != NULL && emb__table_rows_appear(t),
                          .dyn_step = l ? l->step : 0, .ids = -1, .last = -1, .sketch = -1,
-                         .list = l, .delta_ncolumns = t->ncolumns, .delta_ids = -1};
+                         .list = l, .delta_ncolumns = t->ncolumns, .delta_ids = -1, .remap = -1};
     const int64_t first = c->ntensors;
     for (int k = 0; k < nt && !r; k++) {
         protos[k].table = c->ntables;
@@ -175,24 +177,30 @@ static int push_table(EmbCkpt *c, const EmbTable *t, char *name, const EmbOptSta
     return 0;
 }
 
+/* @given: the rows to write, listed by the caller (taken, closed on failure), or NULL. */
 static int add_table(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt,
-                     bool delta)
+                     bool delta, EmbRowList *given)
 {
     if (!name)
         name = t->name;
     int r = t->ops->save_check ? t->ops->save_check(t) : 0;
+    if (!r && (!name[0] || strlen(name) > NAME_BYTES_MAX - 64))
+        r = emb__fail(EMB_EINVAL, "a table saved in a checkpoint needs a name (1 to %d "
+                      "bytes): %s has none", NAME_BYTES_MAX - 64, emb__table_label(t));
+    if (r && given) {
+        given->close(given);
+        free(given);
+    }
     if (r)
         return r;
-    if (!name[0] || strlen(name) > NAME_BYTES_MAX - 64)
-        return emb__fail(EMB_EINVAL, "a table saved in a checkpoint needs a name (1 to %d "
-                         "bytes): %s has none", NAME_BYTES_MAX - 64, emb__table_label(t));
     const EmbOptState *st = opt ? emb__optimizer_find(opt, t) : NULL;
     EmbCkptTensor protos[MAX_TENSORS];
     char (*names)[NAME_BYTES_MAX] = malloc(MAX_TENSORS * sizeof *names);
+    EmbRowList *l = given;
     if (!names)
-        return emb__fail(EMB_ENOMEM, "out of memory for tensor names");
-    EmbRowList *l = NULL;
-    r = list_rows(t, st, delta, &l);
+        r = emb__fail(EMB_ENOMEM, "out of memory for tensor names");
+    else if (!given)
+        r = list_rows(t, st, delta, &l);
     const int nt = r ? 0 : table_tensors(t, name, opt, st, l, protos, names);
     r = r ? r : names_check(c, names, nt);
     char *tabname = r ? NULL : emb__ckpt_strdup(name);
@@ -212,13 +220,18 @@ static int add_table(EmbCkpt *c, const char *name, const EmbTable *t, const EmbO
 
 int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt)
 {
-    return add_table(c, name, t, opt, false);
+    return add_table(c, name, t, opt, false, NULL);
+}
+
+int emb__ckpt_add_listed(EmbCkpt *c, const char *name, const EmbTable *t, EmbRowList *l)
+{
+    return add_table(c, name, t, NULL, false, l);
 }
 
 int emb__ckpt_add_delta(EmbCkpt *c, const char *name, const EmbTable *t,
                         const EmbOptimizer *opt)
 {
-    return add_table(c, name, t, opt, true);
+    return add_table(c, name, t, opt, true, NULL);
 }
 
 static json_t *optimizer_json(const EmbOptimizerConfig *o, int *err)
@@ -270,7 +283,7 @@ static json_t *meta_json(const EmbCkpt *c, int *err)
         const EmbDtype vd = c->tensors[t->values].dtype;
         if (emb__dtype_quantized(vd)) /* its U8 tensor holds rows of this format */
             emb__json_set(jt, "format", json_string(emb_dtype_name(vd)), err);
-        if (c->delta_base)
+        if (c->delta_base || t->remap >= 0)
             emb__json_set(jt, "ncolumns", json_integer(t->delta_ncolumns), err);
         if (t->dynamic) {
             json_t *jd = json_object();
@@ -417,6 +430,26 @@ static int parse_delta_table(EmbCkpt *c, EmbCkptTable *tb, json_t *jt, const cha
     return 0;
 }
 
+/* An export's pruned table: its columns and its id remapping "<name>/export.remap" (I32,
+   [ncolumns, 1]: each id's row in the values, or -1: pruned; map_tables checks them). */
+static int parse_remap(EmbCkpt *c, EmbCkptTable *tb, json_t *jt, const char *path)
+{
+    char tname[NAME_BYTES_MAX + 64];
+    snprintf(tname, sizeof tname, "%s/export.remap", tb->name);
+    const int64_t s = emb__ckpt_tensor_find(c, tname);
+    if (s < 0)
+        return 0;
+    const EmbCkptTensor *ts = &c->tensors[s];
+    if (c->delta_base || tb->dynamic || tb->step >= 0 ||
+        emb__json_int(jt, "ncolumns", 0, INT32_MAX, &tb->delta_ncolumns) || ts->table >= 0 ||
+        ts->dtype != EMB_CKPT_I32 || ts->width != 1 || ts->ncolumns != tb->delta_ncolumns)
+        return emb__ckpt_corrupt(path, "pruned table \"%.200s\": its ncolumns or tensor "
+                                 "\"%.200s\" is missing or misshapen", tb->name, tname);
+    c->tensors[s].table = tb - c->tables;
+    tb->remap = s;
+    return 0;
+}
+
 /* A delta's link (its "delta" object, or NULL in a full checkpoint): the file it extends. */
 static int parse_delta(EmbCkpt *c, json_t *jd, const char *path)
 {
@@ -478,10 +511,11 @@ static int parse_table(EmbCkpt *c, json_t *jt, const char *path)
     EmbCkptTable *tb = &c->tables[c->ntables];
     *tb = (EmbCkptTable){dup, (int32_t)nshards, p, step, v, {-1, -1}, .ids = -1, .last = -1,
                          .sketch = -1, .delta_ncolumns = c->tensors[v].ncolumns,
-                         .delta_ids = -1};
+                         .delta_ids = -1, .remap = -1};
     c->tensors[v].table = c->ntables++;
     r = parse_dynamic(c, tb, json_object_get(jt, "dynamic"), path);
     r = r ? r : parse_delta_table(c, tb, jt, path);
+    r = r ? r : parse_remap(c, tb, jt, path);
     if (r || step < 0)
         return r;
     if (!c->has_opt)

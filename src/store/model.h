@@ -33,6 +33,9 @@ typedef struct EmbCkptTable {
        the rows the delta holds (I64, [rows, 1], increasing); -1 in a full checkpoint */
     int64_t delta_ncolumns;
     int64_t delta_ids;
+    /* in a pruned export (store/export.c): the tensor index of its id remapping (I32,
+       [delta_ncolumns, 1]: each id's row in the values or -1); -1: none */
+    int64_t remap;
 } EmbCkptTable;
 
 void emb__ckpt_free(EmbCkpt *c);
@@ -43,6 +46,10 @@ void emb__ckpt_free(EmbCkpt *c);
  * EMB_ENOTSUP (the kind cannot be saved so), EMB_ENOMEM.
  */
 int emb__ckpt_add(EmbCkpt *c, const char *name, const EmbTable *t, const EmbOptimizer *opt);
+
+/* emb__ckpt_add of the rows @l lists (taken: closed and freed with @c, or on failure), no
+   optimizer state (store/export.c: a pruned export). */
+int emb__ckpt_add_listed(EmbCkpt *c, const char *name, const EmbTable *t, EmbRowList *l);
 
 /* emb__ckpt_add for a delta (c->delta_base set): only the rows of @t touched since its last
    save (a table whose kind does not list its rows: a dense one), with "<name>/delta.ids". */

@@ -401,6 +401,61 @@ void emb_checkpoint_close(EmbCheckpoint **pck)
     *pck = NULL;
 }
 
+/* A pruned export's table (store/export.c): its rows in the map, its id remapping (checked:
+   every entry -1 or a row) and the zero row a pruned id reads. */
+typedef struct Remapped {
+    char *base;
+    size_t stride;
+    const int32_t *remap;
+    char *zero;
+} Remapped;
+
+static void *remapped_column(void *user, int64_t column, EmbContext ctx)
+{
+    (void)ctx;
+    const Remapped *m = user;
+    const int32_t r = m->remap[column];
+    return r < 0 ? m->zero : m->base + (size_t)r * m->stride;
+}
+
+static void remapped_free(void *user)
+{
+    Remapped *m = user;
+    free(m->zero);
+    free(m);
+}
+
+/* The table of values tensor @t over @data whose ids @rm remaps (table @tb's "export.remap"). */
+static int wrap_remapped(EmbCheckpoint *ck, const EmbCkptTensor *t, char *data,
+                         const EmbCkptTensor *rm, EmbTable **out, const char *path)
+{
+    const int32_t *remap = (const int32_t *)(ck->map + ck->c.data_start + rm->begin);
+    if ((ck->c.data_start + rm->begin) % sizeof *remap != 0)
+        return emb__fail(EMB_ENOTSUP, "tensor \"%.200s\" of %s is not aligned for its type "
+                         "and cannot be mapped", rm->name, path);
+    for (int64_t c = 0; c < rm->ncolumns; c++)
+        if (remap[c] < -1 || remap[c] >= t->ncolumns)
+            return emb__ckpt_corrupt(path, "tensor \"%.200s\" maps id %lld to row %ld of %lld",
+                                     rm->name, (long long)c, (long)remap[c],
+                                     (long long)t->ncolumns);
+    const size_t stride = (size_t)emb__ckpt_file_cols(t->dtype, t->width) *
+                          emb__ckpt_el_size(t->dtype);
+    Remapped *m = calloc(1, sizeof *m);
+    char *zero = calloc(1, stride);
+    if (!m || !zero) {
+        free(m);
+        free(zero);
+        return emb__fail(EMB_ENOMEM, "out of memory for the tables of %s", path);
+    }
+    *m = (Remapped){data, stride, remap, zero};
+    const EmbTableOptions to = {.name = t->name};
+    const int r = emb_table_custom(out, rm->ncolumns, t->width, t->dtype, remapped_column, m,
+                                   remapped_free, &to);
+    if (r)
+        remapped_free(m);
+    return r;
+}
+
 /* Maps the file and wraps every tensor in a table. */
 static int map_tables(EmbCheckpoint *ck, int fd, const char *path)
 {
@@ -420,6 +475,12 @@ static int map_tables(EmbCheckpoint *ck, int fd, const char *path)
         if (at % emb__ckpt_el_size(t->dtype) != 0)
             return emb__fail(EMB_ENOTSUP, "tensor \"%.200s\" of %s is not aligned for its type "
                              "and cannot be mapped", t->name, path);
+        const int64_t rm = ck->c.tables[t->table].remap;
+        if (rm >= 0 && ck->c.tables[t->table].values == i) {
+            r = wrap_remapped(ck, t, (char *)ck->map + at, &ck->c.tensors[rm], &ck->tables[i],
+                              path);
+            continue;
+        }
         const EmbTableOptions to = {.name = t->name};
         r = emb_table_wrap(&ck->tables[i], ck->map + at, t->ncolumns, t->width,
                            emb__ckpt_file_cols(t->dtype, t->width), t->dtype, &to);

@@ -126,6 +126,7 @@ EMB_INLINE void emb__rowplan_part(const EmbRowPlan *rp, int p, int64_t *d0, int6
 typedef enum EmbElem {
     EMB_ELEM_I64 = 16, /* safetensors "I64" */
     EMB_ELEM_U16 = 17, /* safetensors "U16" */
+    EMB_ELEM_I32 = 19, /* safetensors "I32" (an export's id remapping) */
 } EmbElem;
 
 /*
