@@ -176,6 +176,10 @@ double dist_now(void);
 int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
 /* Checks table description @p t (tables[@p i]) and gives its bytes (dist_plan.c). */
 int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes);
+/* Whether tables[@p i] = @p t can run placed as @p p (its uses flags); an EMB_ENOTSUP
+   naming the table and @p what otherwise (dist_plan.c). */
+int dist_placement_allowed(const EmbDistTableDesc *t, const EmbDistPlacement *p, int64_t i,
+                           const char *what);
 
 /* Column-wise placement @p p of D columns: the slice rank @p o holds (from *@p c0), 0 when
    none (the first D mod S slices take one column more). */
