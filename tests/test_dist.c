@@ -1031,6 +1031,70 @@ static void planner(void)
     CHECK(emb_dist_place(t, 26, 2, &o, p) == EMB_EINVAL, "a pin outside the ranks refused");
 }
 
+/* The planner knows what a table runs with (issue 43): AUTO and PLAN_ROWWISE never place a
+   MAX-pooled table by rows (AUTO splits the large table by rows when it fits no rank whole,
+   and with MAX refuses); a pin or an explicit placement the pooling or optimizer cannot
+   run is refused at plan time, naming the table. */
+static void planner_uses(void)
+{
+    static const int64_t rows[6] = {2000000, 1000, 100, 30, 5, 5};
+    EmbDistTableDesc t[6];
+    EmbDistPlacement p[6];
+    for (int32_t P = 2; P <= 4; P++)
+        for (int flag = 0; flag <= 1; flag++) {
+            for (int i = 0; i < 6; i++)
+                t[i] = (EmbDistTableDesc){.name = "t", .nrows = rows[i], .featuresize = 64,
+                                          .lookups = 4096.0 * P,
+                                          .uses = flag ? EMB_DIST_USES_MAX : 0u};
+            for (int k = 0; k <= 2; k += 2) {
+                /* AUTO: too little memory per rank to hold the large table whole */
+                const EmbDistPlaceOptions o = {.plan = (EmbDistPlan)k, .batch = 1024 * P,
+                                               .memory_per_rank = k ? 0 : rows[0] * 256 * 7 / 10};
+                const int r = emb_dist_place(t, 6, P, &o, p);
+                int byrows = 0;
+                for (int i = 0; !r && i < 6; i++)
+                    byrows += p[i].kind == EMB_DIST_ROWWISE;
+                CHECK(flag && !k ? r == EMB_ENOMEM : r == 0 && (flag ? byrows == 0 : byrows > 0),
+                      "plan %d on %d ranks, "
+                      "uses %d: %d, %d tables by rows", k, (int)P, flag, r, byrows);
+            }
+        }
+    EmbDistPlacement pins[6];
+    for (int i = 0; i < 6; i++)
+        pins[i] = (EmbDistPlacement){EMB_DIST_ANY, 0, 0, 0};
+    static const struct {
+        unsigned uses;
+        EmbDistKind kind;
+    } bad[3] = {{EMB_DIST_USES_MAX, EMB_DIST_ROWWISE},
+                {EMB_DIST_USES_MAX_NORM, EMB_DIST_COLUMNWISE},
+                {EMB_DIST_USES_ROWWISE_ADAGRAD, EMB_DIST_COLUMNWISE}};
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 6; i++)
+            t[i].uses = 0, t[i].name = "other";
+        t[4].uses = bad[k].uses, t[4].name = "culprit";
+        pins[4] = (EmbDistPlacement){bad[k].kind, 0, EMB_PARTITION_MOD, 0};
+        const EmbDistPlaceOptions o = {.pins = pins};
+        int r = emb_dist_place(t, 6, 2, &o, p);
+        CHECK(r == EMB_ENOTSUP && strstr(emb_last_error(), "pins[4]") &&
+                  strstr(emb_last_error(), "culprit"),
+              "pin %d of a table with uses %u: %d (%s)", (int)bad[k].kind, bad[k].uses, r,
+              emb_last_error());
+        /* the same placement given explicitly to emb_dist_create */
+        for (int i = 0; i < 6; i++)
+            p[i] = (EmbDistPlacement){EMB_DIST_TABLEWISE, 0, 0, 0};
+        p[4] = pins[4];
+        const EmbDistOptions dopts = {.placement = p};
+        EmbDist *d = NULL;
+        r = emb_dist_create(&d, MPI_COMM_WORLD, t, 6, &dopts);
+        CHECK(r == EMB_ENOTSUP && !d && strstr(emb_last_error(), "culprit"),
+              "explicit placement %d of a table with uses %u: %d (%s)", (int)bad[k].kind,
+              bad[k].uses, r, emb_last_error());
+        emb_dist_destroy(&d);
+    }
+    t[0].uses = 8;
+    CHECK(emb_dist_place(t, 6, 2, NULL, p) == EMB_EINVAL, "unknown uses flags refused");
+}
+
 static void placement(void)
 {
     /* bytes 4000 / 400 / 400 / 400 and lookups 1 / 10 / 10 / 10 over 2 ranks, table-wise */
@@ -1048,6 +1112,7 @@ static void placement(void)
     o.plan = EMB_DIST_PLAN_AUTO;
     CHECK(emb_dist_place(t, 4, 2, &o, p) == 0, "auto placement: %s", emb_last_error());
     planner();
+    planner_uses();
     o.plan = 7;
     CHECK(emb_dist_place(t, 4, 2, &o, p) == EMB_EINVAL, "bad plan refused");
     CHECK(emb_dist_place(NULL, 4, 2, NULL, p) == EMB_ENULL, "NULL refused");

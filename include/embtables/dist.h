@@ -59,6 +59,13 @@ extern "C" {
 /** Opaque sharded ensemble of tables over an MPI communicator. */
 typedef struct EmbDist EmbDist;
 
+/** EmbDistTableDesc::uses: what a table will run with that some placements cannot run. */
+enum {
+    EMB_DIST_USES_MAX = 1u,        /**< MAX pooling: never row-wise */
+    EMB_DIST_USES_MAX_NORM = 2u,   /**< a max_norm pooling: never column-wise */
+    EMB_DIST_USES_ROWWISE_ADAGRAD = 4u, /**< EMB_OPT_ROWWISE_ADAGRAD: never column-wise */
+};
+
 /** A table of the ensemble, as every rank describes it (the same on every rank). */
 typedef struct EmbDistTableDesc {
     const char *name;    /**< copied into the local tables' names; may be NULL */
@@ -71,6 +78,9 @@ typedef struct EmbDistTableDesc {
                               shard) is a tiered table (tiered.h) in the file
                               `<tiered->path>.rank<R>` of that rank, with these cache
                               options; NULL: in memory. Every rank passes the same choice */
+    unsigned uses;       /**< EMB_DIST_USES_* flags (0: none): the planner never chooses,
+                              and a pin or an explicit placement may not name, a placement
+                              the table's pooling or optimizer cannot run (EMB_ENOTSUP) */
 } EmbDistTableDesc;
 
 /** How one table is placed. */

@@ -303,6 +303,8 @@ static int make_table(EmbDist *d, DistTable *t, int64_t i, const EmbDistOptions 
         return dist_fail(EMB_EINVAL, "placement[%lld]: kind %d, rank %d, partition %u, "
                          "nshards %d is not valid over %d ranks", (long long)i, (int)p->kind,
                          (int)p->rank, p->partition, (int)p->nshards, (int)d->nranks);
+    if ((r = dist_placement_allowed(&t->desc, p, i, "placement")))
+        return r;
     if ((p->kind == EMB_DIST_ROWWISE || p->kind == EMB_DIST_COLUMNWISE) && p->nshards == 0)
         p->rank = 0, p->nshards = d->nranks; /* every rank, spelt out */
     if (p->kind == EMB_DIST_COLUMNWISE && p->nshards > t->desc.featuresize)

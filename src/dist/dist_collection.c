@@ -136,8 +136,14 @@ static int make_dist(DistColl *x, MPI_Comm comm, const EmbCollectionTable *table
                      ? (int)shared.kind : -1;
     for (int64_t i = 0; i < n; i++) {
         const EmbVariableSpec *s = &tables[i].spec;
+        const EmbPooling *pool = &tables[i].pooling;
+        const unsigned uses = (pool->combiner == EMB_COMBINER_MAX ? EMB_DIST_USES_MAX : 0u) |
+                              (pool->max_norm != 0 ? EMB_DIST_USES_MAX_NORM : 0u) |
+                              (kind == EMB_OPT_ROWWISE_ADAGRAD ? EMB_DIST_USES_ROWWISE_ADAGRAD
+                                                               : 0u);
         desc[i] = (EmbDistTableDesc){.name = tables[i].name, .nrows = s->ncolumns,
-                                     .featuresize = s->featuresize, .dtype = s->dtype};
+                                     .featuresize = s->featuresize, .dtype = s->dtype,
+                                     .uses = uses};
         if (s->tiered) /* state room for the collection's optimizer, as emb_collection_create */
             desc[i].tiered = with_state(s, kind, &tiered[i]);
         x->poolings[i] = tables[i].pooling;

@@ -176,6 +176,18 @@ double dist_now(void);
 int dist_placement_valid(const EmbDistPlacement *p, int32_t nranks);
 /* Checks table description @p t (tables[@p i]) and gives its bytes (dist_plan.c). */
 int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes);
+/* A lookup's local side (dist_prefetch.c): checks @p batches (and @p outputs when
+   @p check_outputs), saves them, plans the row-wise requests and packs them. */
+int dist_prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings,
+                 const EmbOutputs *outputs, int check_outputs);
+/* A hash of @p poolings (NULL: SUM for every table), for the ranks to compare. */
+uint64_t dist_pooling_hash(const EmbDist *d, const EmbPooling *poolings);
+/* Packs this rank's requests for the ids exchange (dist_forward.c); nonzero: no memory. */
+int dist_pack_requests(EmbDist *d);
+/* Whether tables[@p i] = @p t can run placed as @p p (its uses flags); an EMB_ENOTSUP
+   naming the table and @p what otherwise (dist_plan.c). */
+int dist_placement_allowed(const EmbDistTableDesc *t, const EmbDistPlacement *p, int64_t i,
+                           const char *what);
 
 /* Column-wise placement @p p of D columns: the slice rank @p o holds (from *@p c0), 0 when
    none (the first D mod S slices take one column more). */

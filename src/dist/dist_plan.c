@@ -38,6 +38,10 @@ int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
     if (t->nrows > INT64_MAX / ((int64_t)es * t->featuresize))
         return dist_fail(EMB_EOVERFLOW, "tables[%lld]: %lld rows of %d elements overflow",
                          (long long)i, (long long)t->nrows, (int)t->featuresize);
+    if (t->uses & ~(unsigned)(EMB_DIST_USES_MAX | EMB_DIST_USES_MAX_NORM |
+                              EMB_DIST_USES_ROWWISE_ADAGRAD))
+        return dist_fail(EMB_EINVAL, "tables[%lld]: uses 0x%x has unknown flags",
+                         (long long)i, t->uses);
     if (t->tiered && (!t->tiered->path || strlen(t->tiered->path) > DIST_PATH_MAX))
         return dist_fail(t->tiered->path ? EMB_EINVAL : EMB_ENULL, "tables[%lld]: "
                          "tiered->path is %s", (long long)i,
@@ -46,17 +50,35 @@ int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
     return 0;
 }
 
+int dist_placement_allowed(const EmbDistTableDesc *t, const EmbDistPlacement *p, int64_t i,
+                           const char *what)
+{
+    const char *why = NULL;
+    if (p->kind == EMB_DIST_ROWWISE && (t->uses & EMB_DIST_USES_MAX))
+        why = "row-wise: MAX pooling's backward needs each element's owner";
+    else if (p->kind == EMB_DIST_COLUMNWISE && (t->uses & EMB_DIST_USES_MAX_NORM))
+        why = "column-wise: a row's max_norm spans the ranks";
+    else if (p->kind == EMB_DIST_COLUMNWISE && (t->uses & EMB_DIST_USES_ROWWISE_ADAGRAD))
+        why = "column-wise: row-wise Adagrad's one accumulator per row spans the ranks";
+    if (!why)
+        return 0;
+    return dist_fail(EMB_ENOTSUP, "%s[%lld] (table \"%s\") cannot be %s", what, (long long)i,
+                     t->name ? t->name : "", why);
+}
+
 /* One table's quantities for the model. */
 typedef struct Model {
     double rowb, outb;  /* bytes of a stored row, of a pooled f32 row */
     double L, B, U;     /* ids, bags and distinct rows per step (global batch) */
     int64_t bytes, nrows;
+    unsigned uses;      /* EmbDistTableDesc::uses */
 } Model;
 
 static Model model_of(const EmbDistTableDesc *t, int64_t bytes, int64_t batch)
 {
     Model m = {.rowb = (double)emb_dtype_size(t->dtype) * t->featuresize,
-               .outb = 4.0 * t->featuresize, .bytes = bytes, .nrows = t->nrows};
+               .outb = 4.0 * t->featuresize, .bytes = bytes, .nrows = t->nrows,
+               .uses = t->uses};
     m.L = t->lookups > 0 ? t->lookups : 1.0;
     m.B = batch > 0 ? (double)batch : m.L;
     m.U = m.L < (double)t->nrows ? m.L : (double)t->nrows;
@@ -207,7 +229,8 @@ static int place_fixed(const EmbDistTableDesc *tables, int64_t n, int32_t nranks
         dist_desc_check(&tables[i], i, &b);
         const double l = tables[i].lookups > 0 ? tables[i].lookups : 1.0;
         cost[i] = (total_bytes > 0 ? b / total_bytes : 0) + l / total_lookups;
-        if (nranks > 1 && o->plan == EMB_DIST_PLAN_ROWWISE)
+        if (nranks > 1 && o->plan == EMB_DIST_PLAN_ROWWISE &&
+            !(tables[i].uses & EMB_DIST_USES_MAX)) /* MAX: whole, by LPT */
             out[i] = (EmbDistPlacement){EMB_DIST_ROWWISE, 0, part, 0};
         else
             order[m++] = i;
@@ -260,9 +283,10 @@ static double try_place(Plan *pl, const Model *m, const EmbDistPlacement *p, dou
    a range of ranks, or replicated; the lowest max load, then the least load added. */
 static int best_place(Plan *pl, const Model *m, unsigned part, EmbDistPlacement *out)
 {
+    const int by_rows = !(m->uses & EMB_DIST_USES_MAX);
     double best = INFINITY, best_add = INFINITY;
     const int32_t P = pl->P;
-    const int64_t smax = m->nrows < P ? (m->nrows > 1 ? m->nrows : 1) : P;
+    const int64_t smax = !by_rows ? 1 : m->nrows < P ? (m->nrows > 1 ? m->nrows : 1) : P;
     for (int32_t S = 1; S <= smax; S++)
         for (int32_t first = 0; first + S <= P; first++) {
             const EmbDistPlacement p = S == 1 ? (EmbDistPlacement){EMB_DIST_TABLEWISE, first,
@@ -351,9 +375,10 @@ static int plan_auto(const EmbDistTableDesc *tables, int64_t n, int32_t P,
             continue;
         if (best_place(&pl, &m[i], part, &out[i]))
             r = dist_fail(EMB_ENOMEM, "emb_dist_place: table %lld (%lld bytes) fits in no "
-                          "rank's remaining memory (memory_per_rank %lld), even split over "
-                          "every rank", (long long)i, (long long)m[i].bytes,
-                          (long long)o->memory_per_rank);
+                          "rank's remaining memory (memory_per_rank %lld), %s", (long long)i,
+                          (long long)m[i].bytes, (long long)o->memory_per_rank,
+                          m[i].uses & EMB_DIST_USES_MAX ? "whole (MAX pooling: never by rows)"
+                                                        : "even split over every rank");
         else
             add_cost(&m[i], &out[i], P, pl.load, pl.mem);
     }
@@ -429,12 +454,17 @@ int emb_dist_place(const EmbDistTableDesc *tables, int64_t n, int32_t nranks,
     if (r)
         return r;
     const unsigned part = o.partition ? o.partition : EMB_PARTITION_MOD;
-    for (int64_t i = 0; o.pins && i < n; i++)
-        if (o.pins[i].kind != EMB_DIST_ANY && !dist_placement_valid(&o.pins[i], nranks))
+    for (int64_t i = 0; o.pins && i < n; i++) {
+        if (o.pins[i].kind == EMB_DIST_ANY)
+            continue;
+        if (!dist_placement_valid(&o.pins[i], nranks))
             return dist_fail(EMB_EINVAL, "emb_dist_place: pins[%lld] (kind %d, rank %d, "
                              "nshards %d) is not valid over %d ranks", (long long)i,
                              (int)o.pins[i].kind, (int)o.pins[i].rank,
                              (int)o.pins[i].nshards, (int)nranks);
+        if ((r = dist_placement_allowed(&tables[i], &o.pins[i], i, "emb_dist_place: pins")))
+            return r;
+    }
     if (o.plan != EMB_DIST_PLAN_AUTO || (nranks == 1 && !o.pins))
         return place_fixed(tables, n, nranks, &o, part, out);
     if ((r = plan_auto(tables, n, nranks, &o, part, out)))
