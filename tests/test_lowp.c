@@ -328,3 +328,36 @@ Test(lowp, tables_keeping_state_with_their_rows_refuse_16_bit_state)
     }
     emb_table_destroy(&t);
 }
+
+/* A bf16 table rounded stochastically is stepped as f32 in a scratch row: weight decay
+ * (either mode) and the counter optimizer read that row as f32, so the steps the table
+ * takes keep close to those of an f32 table trained the same way. */
+Test(lowp, stochastic_rounding_with_weight_decay_and_the_counter_optimizer)
+{
+    const EmbOptimizerKind kinds[] = {EMB_OPT_SGD, EMB_OPT_ADAGRAD,
+                                      EMB_OPT_ROWWISE_ADAGRAD_COUNTER};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int mode = EMB_DECAY_L2; mode <= EMB_DECAY_DECOUPLED; mode++) {
+            EmbTable *a = tu_table(NCOL, DIM, EMB_F32, 3), *b = tu_table(NCOL, DIM, EMB_BF16, 3);
+            float *a0 = read_all(a), *b0 = read_all(b);
+            EmbOptimizerConfig ca = config(kinds[k], EMB_F32, 0);
+            ca.weight_decay = 0.1f;
+            ca.weight_decay_mode = (EmbWeightDecay)mode;
+            EmbOptimizerConfig cb = ca;
+            cb.stochastic_rounding = 1;
+            EmbOptimizer *oa = train(a, &ca, 20), *ob = train(b, &cb, 20);
+            float *va = read_all(a), *vb = read_all(b);
+            double moved = 0, diff = 0;
+            for (int i = 0; i < NCOL * DIM; i++) {
+                cr_assert(isfinite(vb[i]), "kind %d mode %d: element %d is %g", (int)kinds[k],
+                          mode, i, (double)vb[i]);
+                moved += fabs((double)va[i] - a0[i]);
+                diff += fabs(((double)va[i] - a0[i]) - ((double)vb[i] - b0[i]));
+            }
+            cr_assert(diff < 0.05 * moved, "kind %d mode %d: steps differ by %g of %g",
+                      (int)kinds[k], mode, diff, moved);
+            free(a0), free(b0), free(va), free(vb);
+            emb_optimizer_destroy(&oa), emb_optimizer_destroy(&ob);
+            emb_table_destroy(&a), emb_table_destroy(&b);
+        }
+}

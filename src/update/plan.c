@@ -270,6 +270,7 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
     if (plan->clip)
         g = emb__clip_grad(plan, g, acc);
     void *w = col;
+    const EmbDtype wdt = plan->requant ? EMB_F32 : t->dtype; /* what w holds */
     float *s = state, *sbuf = row + D; /* a 16-bit state row is stepped as f32 in sbuf */
     if (plan->requant) {
         emb__row_load(t->dtype, col, D, row);
@@ -280,9 +281,9 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
         s = sbuf;
     }
     if (plan->decay_l2 != 0.0f || plan->decay_scale != 1.0f)
-        g = weight_decay(plan, emb__dtype_compute(t->dtype), w, g, g == tmp ? acc : tmp);
+        g = weight_decay(plan, wdt, w, g, g == tmp ? acc : tmp);
     if (plan->counter)
-        emb__counter_row(plan, emb__dtype_compute(t->dtype), w, state, g);
+        emb__counter_row(plan, wdt, w, state, g);
     else if (plan->sgd)
         plan->sgd(w, g, plan->params.lr, D);
     else
