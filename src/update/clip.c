@@ -31,16 +31,22 @@ static float row_sumsq(const float *g, int32_t D)
     return emb__sumsq8(g, D);
 }
 
+/* @g clamped to [-m, m] into @out (may be @g): min / max, branch-free; NaN stays NaN. */
+static void clamp(float m, const float *g, float *out, int32_t D)
+{
+    for (int32_t i = 0; i < D; i++) {
+        float x = g[i];
+        x = x > m ? m : x;
+        out[i] = x < -m ? -m : x;
+    }
+}
+
 /* Element-wise and row-norm clipping of @g into @out (may be @g). */
 static void clip_local(const EmbPlan *plan, const float *g, float *out, int32_t D)
 {
     const float m = plan->clip_value;
     if (m > 0.0f)
-        for (int32_t i = 0; i < D; i++) { /* min / max, branch-free; NaN stays NaN */
-            float x = g[i];
-            x = x > m ? m : x;
-            out[i] = x < -m ? -m : x;
-        }
+        clamp(m, g, out, D);
     else if (out != g)
         memcpy(out, g, (size_t)D * sizeof *out);
     if (plan->clip_norm > 0.0f) {
@@ -93,6 +99,28 @@ static void acc_normalize(EmbNormAcc *a)
     }
 }
 
+/* Σ g² of @g clipped (element-wise, then by its norm) without writing it where it is not
+ * clipped: clip_local then row_sumsq, the same bits, with one Σ g² per column unless the
+ * row-norm clip scales it. */
+static float clipped_sumsq(const EmbPlan *plan, const float *g, float *row, int32_t D)
+{
+    const float m = plan->clip_value;
+    if (m > 0.0f) {
+        clamp(m, g, row, D);
+        g = row;
+    }
+    const float ss = row_sumsq(g, D);
+    if (!(plan->clip_norm > 0.0f))
+        return ss;
+    const float norm = sqrtf(ss);
+    if (!(norm > plan->clip_norm))
+        return ss;
+    const float s = plan->clip_norm / norm;
+    for (int32_t i = 0; i < D; i++)
+        row[i] = g[i] * s;
+    return row_sumsq(row, D);
+}
+
 void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch,
                           EmbNormAcc *acc)
 {
@@ -100,10 +128,8 @@ void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *sc
         return;
     const int32_t D = plan->table->featuresize;
     float *sum = scratch, *tmp = scratch + D, *row = tmp + D;
-    for (int64_t d = d0; d < d1; d++) {
-        clip_local(plan, emb__plan_column_grad(plan, d, sum, tmp), row, D);
-        acc_add(acc, row_sumsq(row, D));
-    }
+    for (int64_t d = d0; d < d1; d++)
+        acc_add(acc, clipped_sumsq(plan, emb__plan_column_grad(plan, d, sum, tmp), row, D));
     acc_normalize(acc); /* each call adds < 2^32 terms per limb before this */
 }
 

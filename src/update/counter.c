@@ -2,8 +2,10 @@
 /*
  * counter.c — EMB_OPT_ROWWISE_ADAGRAD_COUNTER: FBGEMM's rowwise_adagrad_with_counter with
  * its counter-based regularization (regularization_mode 3, the GPU kernel's definition),
- * learning-rate modes -1 and 2. A C reference on one column at a time (the apply's general
- * loop: no kernel table, no SIMD copy). Per row the state is [h, prev_iter, counter] (f32,
+ * learning-rate modes -1 and 2. One column at a time (the apply's general loop). Without
+ * weight decay a row is Σ g² (emb__sumsq8, the same 8-lane order) and an SGD step by the
+ * row's rate (the table's SIMD sgd kernel: w - adj * g, the same bits as the reference
+ * body below for finite weights); with it, the C body. Per row the state is [h, prev_iter, counter] (f32,
  * as FBGEMM keeps momentum1, prev_iter and row_counter); the step t is the table's update
  * count + 1 (FBGEMM's iter). Formulas: docs/guide/training.md.
  */
@@ -36,17 +38,14 @@ void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan)
     plan->counter = c;
     plan->decay_l2 = 0.0f; /* the counter's weight decay is its own (emb__counter_row) */
     plan->decay_scale = 1.0f;
+    plan->counter_sgd = emb__kernel_sgd_row(emb__dtype_compute(plan->table->dtype),
+                                            plan->table->featuresize, 0);
 }
 
-/* emb__counter_row's body with the dtype a constant (one copy per dtype: no per-element
-   switch in emb__load / emb__store). */
-EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, float *s,
-                             const float *g)
+/* The counter update of state @s at step @iter (FBGEMM's counter with half-life decay). */
+static void count(const EmbOptimizerConfig *c, float iter, float *s)
 {
-    const EmbOptimizerConfig *c = plan->counter;
-    const int32_t D = plan->table->featuresize;
-    const float iter = (float)(plan->step + 1);
-    float *h = &s[0], *prev = &s[1], *cnt = &s[2];
+    float *prev = &s[1], *cnt = &s[2];
     if (c->counter_halflife > 0) {
         const float delta = *prev == 0.0f ? 1.0f : iter - *prev;
         *prev = iter;
@@ -57,7 +56,30 @@ EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, fl
     } else {
         *cnt = *cnt + 1.0f;
     }
-    const float freq = (float)c->counter_halflife / *cnt;
+}
+
+/* The row's rate from its h (updated by @sum) and counter; *mult: lr / (√h + eps). */
+static float rate(const EmbOptimizerConfig *c, float iter, float *s, float sum, int32_t D,
+                  float *mult)
+{
+    s[0] = s[0] + sum / (float)D;
+    *mult = c->lr / (sqrtf(s[0]) + c->eps);
+    const bool enabled = c->adjustment_iter <= 0 || iter > (float)c->adjustment_iter;
+    if (c->learning_rate_mode == 2 && enabled && s[2] > c->tail_id_threshold)
+        return c->lr / (sqrtf(c->adjustment_ub * s[2]) + c->eps);
+    return *mult;
+}
+
+/* emb__counter_row's body with the dtype a constant (one copy per dtype: no per-element
+   switch in emb__load / emb__store). */
+EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, float *s,
+                             const float *g)
+{
+    const EmbOptimizerConfig *c = plan->counter;
+    const int32_t D = plan->table->featuresize;
+    const float iter = (float)(plan->step + 1);
+    count(c, iter, s);
+    const float freq = (float)c->counter_halflife / s[2];
     const bool l2 = c->weight_decay > 0.0f && c->weight_decay_mode == EMB_DECAY_L2;
     float l[8] = {0}; /* Σ g'² in the 8-lane order of kernels.h, g' = g + wd·w with L2 */
     const float wd = l2 ? c->weight_decay : 0.0f;
@@ -72,12 +94,9 @@ EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, fl
         l[j] = l[j] + gi * gi;
     }
     const float sum = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-    *h = *h + sum / (float)D;
-    const float mult = c->lr / (sqrtf(*h) + c->eps);
+    float mult;
+    const float adj = rate(c, iter, s, sum, D, &mult);
     const bool enabled = c->adjustment_iter <= 0 || iter > (float)c->adjustment_iter;
-    float adj = mult;
-    if (c->learning_rate_mode == 2 && enabled && *cnt > c->tail_id_threshold)
-        adj = c->lr / (sqrtf(c->adjustment_ub * *cnt) + c->eps);
     float corr = 1.0f;
     if (enabled && c->weight_decay > 0.0f)
         corr = 1.0f - freq * c->weight_decay * (l2 ? mult : c->lr);
@@ -89,6 +108,15 @@ EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, fl
 
 void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g)
 {
+    const EmbOptimizerConfig *c = plan->counter;
+    const float iter = (float)(plan->step + 1);
+    if (!(c->weight_decay > 0.0f) && plan->counter_sgd) { /* Σ g², an SGD step by the rate */
+        const int32_t D = plan->table->featuresize;
+        count(c, iter, s);
+        float mult;
+        plan->counter_sgd(w, g, rate(c, iter, s, emb__sumsq8(g, D), D, &mult), D);
+        return;
+    }
     switch (dt) {
     case EMB_F32: counter_body(plan, EMB_F32, w, s, g); break;
     case EMB_F16: counter_body(plan, EMB_F16, w, s, g); break;

@@ -331,11 +331,11 @@ static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *ac
 }
 
 /* Whether @plan takes apply_plain: a table (and state) in memory, no max_norm Jacobian,
- * no clipping, not the counter optimizer, no weight decay, not dynamic, rows not quantized. */
+ * not the counter optimizer (clipping: per column, clip.c), no weight decay, not dynamic, rows not quantized. */
 static bool plain(const EmbPlan *plan)
 {
     return !plan->planned && !plan->requant && !plan->state_lowp && plan->table->data &&
-           !plan->max_norm && !plan->clip && !plan->counter &&
+           !plan->max_norm && !plan->counter &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }
@@ -353,7 +353,7 @@ static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, siz
  * general loop, without its per-column tests (table kind, state, clipping, decay). */
 static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
 {
-    if (plan->range) { /* a static size: one call for the range */
+    if (plan->range && !plan->clip) { /* a static size: one call for the range */
         const EmbIndexer *ix = plan->ix;
         const EmbTable *t = plan->table, *st = plan->state;
         const EmbRowsArgs a = {.data = t->data, .col_stride = (int64_t)t->stride,
@@ -378,6 +378,8 @@ static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
             prefetch_plain(plan, d + PREFETCH_AHEAD, rb, sb);
         char *col = t->data + (size_t)ids[d] * t->stride;
         const float *g = column_grad(plan, d, acc, NULL);
+        if (plan->clip)
+            g = emb__clip_grad(plan, g, acc);
         if (plan->sgd)
             plan->sgd(col, g, plan->params.lr, D);
         else

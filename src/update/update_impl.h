@@ -156,6 +156,7 @@ struct EmbPlan {
     bool clip;
     /* EMB_OPT_ROWWISE_ADAGRAD_COUNTER (counter.c): the optimizer's config, else NULL */
     const EmbOptimizerConfig *counter;
+    emb_sgd_row_fn counter_sgd; /* its step without weight decay: w -= adj * g */
 };
 
 /* ---- indexer (indexer.c) --------------------------------------------------------------- */
