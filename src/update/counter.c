@@ -33,13 +33,12 @@ int emb__counter_check(const EmbOptimizerConfig *c)
     return 0;
 }
 
-void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan)
+void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan, EmbDtype cdt)
 {
     plan->counter = c;
     plan->decay_l2 = 0.0f; /* the counter's weight decay is its own (emb__counter_row) */
     plan->decay_scale = 1.0f;
-    plan->counter_sgd = emb__kernel_sgd_row(emb__dtype_compute(plan->table->dtype),
-                                            plan->table->featuresize, 0);
+    plan->counter_sgd = emb__kernel_sgd_row(cdt, plan->table->featuresize, 0);
 }
 
 /* The counter update of state @s at step @iter (FBGEMM's counter with half-life decay). */

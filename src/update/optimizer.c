@@ -369,7 +369,7 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     if (c->kind == EMB_OPT_SGD)
         plan->sgd = emb__kernel_sgd_row(cdt, t->featuresize, nt && !plan->requant);
     else if (c->kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER)
-        emb__plan_counter(c, plan); /* its own weight decay; no kernel table */
+        emb__plan_counter(c, plan, cdt); /* its own weight decay; no kernel table */
     else
         plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
     /* FTRL's range copies take the square root of lr_power = -0.5 (TF's special case) */

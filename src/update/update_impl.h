@@ -334,8 +334,9 @@ float emb__clip_global_scale(const EmbNormAcc *acc, float max_norm);
 /* The counter fields of @c (kind EMB_OPT_ROWWISE_ADAGRAD_COUNTER): 0, EMB_EINVAL,
    EMB_ENOTSUP (learning_rate_mode 0 or 1), naming the field. */
 int emb__counter_check(const EmbOptimizerConfig *c);
-/* The counter optimizer's part of @plan (plan->counter; the generic weight decay off). */
-void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan);
+/* The counter optimizer's part of @plan (plan->counter; the generic weight decay off); @cdt:
+   the dtype its rows are stepped in (f32 for quantized rows and stochastic rounding). */
+void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan, EmbDtype cdt);
 /* One column's step: row @w (of dtype @dt), its state @s ([h, prev_iter, counter]), its
    gradient @g (clipped, summed). */
 void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g);
