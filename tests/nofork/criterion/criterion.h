@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct NoforkTest {
@@ -52,6 +53,7 @@ void nofork_skip(const char *fmt, ...);
 #define cr_assert(c, ...) NOFORK_CHECK((c), #c, __VA_ARGS__)
 #define cr_expect(c, ...) NOFORK_CHECK((c), #c, __VA_ARGS__)
 #define cr_assert_eq(a, b, ...) NOFORK_CHECK((a) == (b), #a " == " #b, __VA_ARGS__)
+#define cr_assert_not(c, ...) NOFORK_CHECK(!(c), "!(" #c ")", __VA_ARGS__)
 #define cr_assert_neq(a, b, ...) NOFORK_CHECK((a) != (b), #a " != " #b, __VA_ARGS__)
 #define cr_assert_lt(a, b, ...) NOFORK_CHECK((a) < (b), #a " < " #b, __VA_ARGS__)
 #define cr_assert_leq(a, b, ...) NOFORK_CHECK((a) <= (b), #a " <= " #b, __VA_ARGS__)
@@ -62,6 +64,9 @@ void nofork_skip(const char *fmt, ...);
 #define cr_assert_str_eq(a, b, ...) NOFORK_CHECK(strcmp((a), (b)) == 0, #a " eq " #b, __VA_ARGS__)
 #define cr_assert_float_eq(a, b, eps, ...)                                                 \
     NOFORK_CHECK(fabs((double)(a) - (double)(b)) <= (double)(eps), #a " ~ " #b, __VA_ARGS__)
+#define cr_assert_arr_eq(a, b, size, ...)                                                   \
+    NOFORK_CHECK(memcmp((a), (b), (size)) == 0, #a " eq " #b, __VA_ARGS__)
+#define cr_log_info(...) (fprintf(stderr, __VA_ARGS__), (void)fputc('\n', stderr))
 #define cr_assert_fail(...) nofork_fail(__FILE__, __LINE__, "cr_assert_fail", "" __VA_ARGS__)
 #define cr_skip_test(...) nofork_skip("" __VA_ARGS__)
 
