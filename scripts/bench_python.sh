@@ -6,6 +6,9 @@
 # optim.SGD / Adagrad; the "py-vs-torch" lines). Extra flags go to emb-bench.
 # Usage: scripts/bench_python.sh [builddir] [emb-bench flags ...]
 set -e
+case " $* " in *" --help "* | *" -h "*)
+    sed -n '3,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 dir=${1:-build}

@@ -12,6 +12,9 @@
 # Runs alternate (ours, torch, ours, torch, ...) --repeat times (default 1); OpenMP waits
 # are passive for both (a shared machine; set OMP_WAIT_POLICY to override).
 set -eu
+case " $* " in *" --help "* | *" -h "*)
+    sed -n '3,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 if [ -z "${DLRM_TRAIN:-}" ]; then
     scripts/deps.sh build blas zlib torch
@@ -55,6 +58,11 @@ while [ "$i" -le "$repeat" ]; do
     i=$((i + 1))
 done
 field() { tail -n 1 "$1" | sed -n "s/.*$2=\([^ ]*\).*/\1/p"; }
+for f in "$out"/ours.* "$out"/torch.*; do # a run that printed no result line is an error
+    [ -n "$(field "$f" samples_per_s)" ] || {
+        echo "dlrm_compare.sh: $(basename "$f" | sed 's/ours/dlrm_train/; s/torch/dlrm_torch.py/') printed no result; its output:" >&2
+        cat "$f" >&2; exit 1; }
+done
 head -n 1 "$out/ours.1" "$out/torch.1" | grep -v '^==> ' | grep . # models, threads, BLAS
 printf "%-10s %-4s %10s %10s %14s\n" program run auc logloss samples/s
 for who in ours torch; do

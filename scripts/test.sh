@@ -3,6 +3,9 @@
 # The test command: installs what is missing, builds (release) in build/, runs every test.
 # Usage: scripts/test.sh [builddir] [extra meson setup options ...]
 set -e
+case " $* " in *" --help "* | *" -h "*)
+    sed -n '3,4s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 scripts/deps.sh tests jansson xxhash hwloc liburing cxx python mpi blas zlib
 dir=${1:-build}
