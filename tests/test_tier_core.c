@@ -15,7 +15,7 @@
 
 #include "internal.h"
 #include "rng.h"
-#include "tables/tier_impl.h"
+#include "tables/tiered/tier.h"
 #include "test_files.h"
 #include "tier_fault.h"
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "tables/tier_io.h"
+#include "tables/tiered/tier_io.h"
 #if EMB_HAVE_LIBURING
 #include <liburing.h>
 #endif
