@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, or a
- * pool of POOL_THREADS pread / pwrite threads fed from a queue of submitted batches.
+ * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, or the
+ * process's pool of pread / pwrite threads (tier_pool.c), shared by every table.
  * With io_uring, reads go through the ring and writes through the pool: the kernel runs
  * buffered writes to one file in one io-wq worker (hashed by inode), one at a time, and a
  * record's write that must first read its page blocks there. Buffered reads through the
@@ -30,22 +30,7 @@
 #include <liburing.h>
 #endif
 
-#define POOL_THREADS 16  /* the queue depth of the pread engine */
-#define POOL_BATCHES 256 /* submitted batches queued for the pool */
-#define POOL_CHUNK 32    /* the most reads one thread takes at a time */
-#define POOL_MIN_CHUNK 8 /* the fewest (where there are as many) */
-#define POOL_WRITE_CHUNK 4096 /* the most writes one thread takes at a time */
-/* A background batch's request that takes longer than this went to the disk, not the page
-   cache (0.6-1.5 us a record there): its thread wakes one more (pool_submit) */
-#define POOL_SLOW_NS 20000
 #define URING_ENTRIES 256
-
-/* A submitted batch: reqs[next .. n) not taken yet; bg: a background batch (pool_submit). */
-typedef struct PoolBatch {
-    EmbTierReq *reqs;
-    int64_t n, next;
-    bool bg;
-} PoolBatch;
 
 struct EmbTierIo {
     EmbTierIoKind kind;
@@ -54,205 +39,9 @@ struct EmbTierIo {
 #if EMB_HAVE_LIBURING
     struct io_uring ring;
 #endif
-    /* the pool */
-    pthread_mutex_t mu;
-    pthread_cond_t work, room, idle;
-    PoolBatch queue[POOL_BATCHES];
-    int64_t head, count; /* queue[head .. head + count) mod POOL_BATCHES */
-    int64_t pinflight;   /* the pool's requests submitted, not completed */
-    int waiters;         /* threads waiting on idle */
-    int nthreads;
-    int stop;
-    pthread_t threads[POOL_THREADS];
+    int64_t pinflight;   /* the pool's requests submitted, not completed (under its lock) */
+    bool pooled;         /* a user of the process's pool (tier_pool.c) */
 };
-
-static _Atomic(emb_tier_fault_fn) fault_hook;
-
-void emb__tier_io_set_fault(emb_tier_fault_fn fn)
-{
-    atomic_store(&fault_hook, fn);
-}
-
-/* The injected fault of @r, or 0. */
-static int injected(const EmbTierReq *r)
-{
-    const emb_tier_fault_fn fn = atomic_load(&fault_hook);
-    return fn ? fn(r) : 0;
-}
-
-/* ---- the pread / pwrite pool ------------------------------------------------------- */
-
-/*
- * Requests go to the pool as whole batches (one queue entry a submit), and a thread takes
- * them in chunks (a share of what is left, at most POOL_CHUNK), does them without the lock
- * and marks the chunk complete under it, waking waiters once a chunk. A thread that waits
- * for requests (wait_one, wait, a full queue) does queued chunks itself first: a
- * synchronous resolve whose rows are in the page cache then costs its own preads, with no
- * hand-off, while the pool's threads keep the disk's queue full when they are not.
- */
-
-/* Does all of @r with pread / pwrite; 0 or -errno (-ENODATA at the end of the file). */
-static int32_t rw_all(int fd, EmbTierReq *r)
-{
-    while (r->done < r->len) {
-        char *p = (char *)r->buf + r->done;
-        const size_t n = r->len - r->done;
-        const off_t at = (off_t)(r->offset + r->done);
-        const ssize_t k = r->write ? pwrite(fd, p, n, at) : pread(fd, p, n, at);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return -errno;
-        if (k == 0)
-            return r->write ? -EIO : -ENODATA;
-        r->done += (uint32_t)k;
-    }
-    return 0;
-}
-
-/* Takes a chunk of the head batch (io->mu held, io->count > 0): its first request and its
-   length through @k; @bg: whether the batch is a background one. */
-static EmbTierReq *take(EmbTierIo *io, int64_t *k, bool *bg)
-{
-    PoolBatch *b = &io->queue[io->head];
-    *bg = b->bg;
-    const int64_t left = b->n - b->next;
-    /* writes to one file take its inode lock one at a time (ext4, xfs): one thread writes a
-       whole run of them rather than many spinning on that lock */
-    *k = b->reqs[b->next].write
-             ? EMB_MIN(left, (int64_t)POOL_WRITE_CHUNK)
-             : EMB_MIN(left, EMB_MAX((int64_t)POOL_MIN_CHUNK,
-                                     EMB_MIN((int64_t)POOL_CHUNK, left / (io->nthreads + 1))));
-    EmbTierReq *r = b->reqs + b->next;
-    b->next += *k;
-    if (b->next == b->n) {
-        io->head = (io->head + 1) % POOL_BATCHES;
-        io->count--;
-        pthread_cond_signal(&io->room);
-    }
-    return r;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* Does a chunk taken by take() (io->mu held on entry and on return; released meanwhile).
-   A background chunk whose first request was slow wakes one more thread. */
-static void run_chunk(EmbTierIo *io, EmbTierReq *r, int64_t k, bool bg)
-{
-    const int fd = io->fd;
-    pthread_mutex_unlock(&io->mu);
-    for (int64_t i = 0; i < k; i++) {
-        const int64_t t0 = bg && i == 0 ? now_ns() : 0;
-        const int f = injected(&r[i]);
-        r[i].res = f ? f : rw_all(fd, &r[i]);
-        if (t0 && now_ns() - t0 > POOL_SLOW_NS)
-            pthread_cond_signal(&io->work); /* one may be missed: the depth grows later */
-    }
-    pthread_mutex_lock(&io->mu);
-    for (int64_t i = 0; i < k; i++)
-        r[i].complete = 1;
-    io->pinflight -= k;
-    if (io->waiters)
-        pthread_cond_broadcast(&io->idle);
-}
-
-/* Does one queued chunk if there is one (io->mu held); whether it did. */
-static bool help(EmbTierIo *io)
-{
-    if (!io->count)
-        return false;
-    int64_t k;
-    bool bg;
-    EmbTierReq *r = take(io, &k, &bg);
-    run_chunk(io, r, k, bg);
-    return true;
-}
-
-static void *pool_main(void *arg)
-{
-    EmbTierIo *io = arg;
-    pthread_mutex_lock(&io->mu);
-    for (;;) {
-        while (!io->count && !io->stop)
-            pthread_cond_wait(&io->work, &io->mu);
-        if (!help(io))
-            break;
-    }
-    pthread_mutex_unlock(&io->mu);
-    return NULL;
-}
-
-/*
- * Queues a batch. A batch someone waits for wakes a thread per POOL_MIN_CHUNK requests (a
- * wake-up costs more than a cached record's pread; the submitter's own wait does chunks
- * too). A background batch (@bg: a prefetch's) wakes one: the woken threads would take the
- * cores from the caller, who goes on computing meanwhile (on 2 cores, 16 woken threads made
- * the prefetch's submit take 0.3-0.4 ms of the caller's 2.5-3 ms step, emb-bench tier 25 %),
- * and a thread whose request went to the disk wakes another (run_chunk), so a batch on
- * disk still gets the pool's depth.
- */
-static void pool_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n, bool bg)
-{
-    if (n <= 0)
-        return;
-    pthread_mutex_lock(&io->mu);
-    while (io->count == POOL_BATCHES)
-        if (!help(io))
-            pthread_cond_wait(&io->room, &io->mu);
-    io->queue[(io->head + io->count) % POOL_BATCHES] = (PoolBatch){reqs, n, 0, bg};
-    io->count++;
-    io->pinflight += n;
-    const int64_t wake = bg ? 1 : EMB_MIN((int64_t)io->nthreads,
-                                          (n + POOL_MIN_CHUNK - 1) / POOL_MIN_CHUNK);
-    for (int64_t i = 0; i < wake; i++)
-        pthread_cond_signal(&io->work);
-    pthread_mutex_unlock(&io->mu);
-}
-
-/* Waits (doing queued chunks meanwhile) until @r is complete, or with @r NULL, until no
-   request of the pool is in flight. */
-static void pool_wait_for(EmbTierIo *io, const EmbTierReq *r)
-{
-    pthread_mutex_lock(&io->mu);
-    while (r ? !r->complete : io->pinflight != 0) {
-        if (help(io))
-            continue;
-        io->waiters++;
-        pthread_cond_wait(&io->idle, &io->mu);
-        io->waiters--;
-    }
-    pthread_mutex_unlock(&io->mu);
-}
-
-static void pool_wait(EmbTierIo *io)
-{
-    pool_wait_for(io, NULL);
-}
-
-static int pool_start(EmbTierIo *io)
-{
-    for (int i = 0; i < POOL_THREADS; i++) {
-        if (pthread_create(&io->threads[i], NULL, pool_main, io))
-            break;
-        io->nthreads++;
-    }
-    return io->nthreads ? 0 : emb__fail(EMB_ENOMEM, "tiered table: cannot start I/O threads");
-}
-
-static void pool_stop(EmbTierIo *io)
-{
-    pthread_mutex_lock(&io->mu);
-    io->stop = 1;
-    pthread_cond_broadcast(&io->work);
-    pthread_mutex_unlock(&io->mu);
-    for (int i = 0; i < io->nthreads; i++)
-        pthread_join(io->threads[i], NULL);
-}
 
 /* ---- io_uring ---------------------------------------------------------------------- */
 
@@ -312,11 +101,11 @@ static void uring_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n, bool bg)
         while (i + k < n && reqs[i + k].write)
             k++;
         if (k) {
-            pool_submit(io, &reqs[i], k, bg);
+            emb__tier_pool_submit(io->fd, &io->pinflight, &reqs[i], k, bg);
             i += k;
             continue;
         }
-        const int f = injected(&reqs[i]);
+        const int f = emb__tier_io_injected(&reqs[i]);
         if (f)
             reqs[i].res = f, reqs[i].complete = 1;
         else
@@ -345,6 +134,13 @@ static EmbTierIoKind env_kind(void)
     return EMB_TIER_IO_AUTO;
 }
 
+static int pool_join(EmbTierIo *io)
+{
+    const int r = emb__tier_pool_start();
+    io->pooled = !r;
+    return r;
+}
+
 /* io_uring when @kind asks for it and the kernel lets us (none: EMB_ENOTSUP), else the
    pool: AUTO is the pool, measured faster (the file's comment). */
 static int choose(EmbTierIo *io, EmbTierIoKind kind)
@@ -352,13 +148,13 @@ static int choose(EmbTierIo *io, EmbTierIoKind kind)
 #if EMB_HAVE_LIBURING
     if (kind == EMB_TIER_IO_URING && io_uring_queue_init(URING_ENTRIES, &io->ring, 0) == 0) {
         io->kind = EMB_TIER_IO_URING;
-        return pool_start(io); /* its writes */
+        return pool_join(io); /* its writes */
     }
 #endif
     if (kind == EMB_TIER_IO_URING)
         return emb__fail(EMB_ENOTSUP, "tiered table: io_uring is not available here");
     io->kind = EMB_TIER_IO_PREAD;
-    return pool_start(io);
+    return pool_join(io);
 }
 
 int emb__tier_io_create(EmbTierIo **out, int fd, EmbTierIoKind kind)
@@ -367,10 +163,6 @@ int emb__tier_io_create(EmbTierIo **out, int fd, EmbTierIoKind kind)
     if (!io)
         return emb__fail(EMB_ENOMEM, "out of memory for a tiered table's I/O engine");
     io->fd = fd;
-    pthread_mutex_init(&io->mu, NULL);
-    pthread_cond_init(&io->work, NULL);
-    pthread_cond_init(&io->room, NULL);
-    pthread_cond_init(&io->idle, NULL);
     const int r = choose(io, kind == EMB_TIER_IO_AUTO ? env_kind() : kind);
     if (r) {
         emb__tier_io_destroy(&io);
@@ -390,11 +182,8 @@ void emb__tier_io_destroy(EmbTierIo **pio)
     if (io->kind == EMB_TIER_IO_URING)
         io_uring_queue_exit(&io->ring);
 #endif
-    pool_stop(io);
-    pthread_mutex_destroy(&io->mu);
-    pthread_cond_destroy(&io->work);
-    pthread_cond_destroy(&io->room);
-    pthread_cond_destroy(&io->idle);
+    if (io->pooled)
+        emb__tier_pool_stop();
     free(io);
     *pio = NULL;
 }
@@ -402,22 +191,20 @@ void emb__tier_io_destroy(EmbTierIo **pio)
 void emb__tier_io_set_fd(EmbTierIo *io, int fd)
 {
     emb__tier_io_wait(io);
-    pthread_mutex_lock(&io->mu);
     io->fd = fd;
-    pthread_mutex_unlock(&io->mu);
 }
 
 int32_t emb__tier_io_rw_fd(int fd, EmbTierReq *r)
 {
-    const int f = injected(r);
-    r->res = f ? f : rw_all(fd, r);
+    const int f = emb__tier_io_injected(r);
+    r->res = f ? f : emb__tier_pool_rw(fd, r);
     return r->res;
 }
 
 int32_t emb__tier_io_sync(int fd)
 {
     const EmbTierReq q = {.write = 1, .tag = EMB_TIER_SYNC_TAG};
-    const int f = injected(&q);
+    const int f = emb__tier_io_injected(&q);
     return f ? f : fdatasync(fd) ? -errno : 0;
 }
 
@@ -436,7 +223,7 @@ static void submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n, bool bg)
         return;
     }
 #endif
-    pool_submit(io, reqs, n, bg);
+    emb__tier_pool_submit(io->fd, &io->pinflight, reqs, n, bg);
 }
 
 void emb__tier_io_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
@@ -460,10 +247,7 @@ int64_t emb__tier_io_pending(EmbTierIo *io)
         n = io->inflight;
     }
 #endif
-    pthread_mutex_lock(&io->mu);
-    n += io->pinflight;
-    pthread_mutex_unlock(&io->mu);
-    return n;
+    return n + emb__tier_pool_pending(&io->pinflight);
 }
 
 void emb__tier_io_wait(EmbTierIo *io)
@@ -472,7 +256,7 @@ void emb__tier_io_wait(EmbTierIo *io)
     if (io->kind == EMB_TIER_IO_URING)
         uring_wait(io);
 #endif
-    pool_wait(io);
+    emb__tier_pool_wait(&io->pinflight, NULL);
 }
 
 void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
@@ -484,7 +268,7 @@ void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
         return;
     }
 #endif
-    pool_wait_for(io, r);
+    emb__tier_pool_wait(&io->pinflight, r);
 }
 
 void emb__tier_io_run(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
