@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sort.c — the LSD radix sort of keyed rows that groups ids (update/indexer.c,
- * update/pindex.c) and deduplicates a tiered table's batch (tables/tier_table.c).
+ * update/pindex.c) and deduplicates a tiered table's batch (tables/tiered/tier_dedup.c).
  */
 #include <string.h>
 

@@ -15,7 +15,7 @@
 
 #include "internal.h"
 #include "rng.h"
-#include "tables/tier_impl.h"
+#include "tables/tiered/tier.h"
 #include "test_files.h"
 #include "tier_fault.h"
 
@@ -83,6 +83,57 @@ Test(tier_core, engines_read_write_short_and_faults, .init = setup, .fini = tear
 }
 
 /* ---- the cache ------------------------------------------------------------------------- */
+
+/* Every engine of the process shares one pool: its threads do not grow with the tables
+   (16 a table before), and the last engine stops them. */
+Test(tier_core, one_pool_for_every_engine, .init = setup, .fini = teardown)
+{
+    /* engines left by another suite of this process (tests/nofork) keep the pool running */
+    const int before = emb__tier_pool_threads();
+    enum { NE = 5 };
+    EmbTierIo *io[NE] = {0};
+    int fd[NE], n1 = 0;
+    for (int e = 0; e < NE; e++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/pool%d", dir, e);
+        fd[e] = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        cr_assert(fd[e] >= 0);
+        cr_assert_eq(emb__tier_io_create(&io[e], fd[e], EMB_TIER_IO_PREAD), 0);
+        if (e == 0)
+            n1 = emb__tier_pool_threads();
+    }
+    const int n = emb__tier_pool_threads();
+    cr_assert(n >= 1 && n <= 16, "%d threads for %d engines", n, NE);
+    cr_assert_eq(n, n1, "%d threads for 1 engine, %d for %d: one pool, not one each", n1, n, NE);
+    cr_assert(before == 0 || before == n);
+    /* each engine writes then reads back its own file through the shared queue */
+    static char src[NE][64][32], dst[NE][64][32];
+    static EmbTierReq q[NE][64];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int e = 0; e < NE; e++) {
+            for (int i = 0; i < 64; i++) {
+                memset(src[e][i], (e * 64 + i) % 251, 32);
+                q[e][i] = (EmbTierReq){.buf = pass ? dst[e][i] : src[e][i], .len = 32,
+                                       .offset = i * 32, .write = !pass, .tag = i};
+            }
+            emb__tier_io_submit(io[e], q[e], 64);
+        }
+        for (int e = NE - 1; e >= 0; e--) {
+            emb__tier_io_wait(io[e]);
+            cr_assert_eq(emb__tier_io_pending(io[e]), 0);
+            for (int i = 0; i < 64; i++)
+                cr_assert_eq(q[e][i].res, 0);
+        }
+    }
+    cr_assert_eq(memcmp(src, dst, sizeof src), 0);
+    for (int e = 0; e < NE; e++) {
+        emb__tier_io_destroy(&io[e]);
+        close(fd[e]);
+        if (e < NE - 1)
+            cr_assert_eq(emb__tier_pool_threads(), n, "the pool lives while an engine does");
+    }
+    cr_assert_eq(emb__tier_pool_threads(), before ? n : 0, "the last engine stops the pool");
+}
 
 Test(tier_core, cache_sets_lru_lfu_and_pins, .init = setup, .fini = teardown)
 {

@@ -23,7 +23,7 @@
 #include "embtables/store.h"
 #include "embtables/tiered.h"
 #include "embtables/update.h"
-#include "tables/tier_impl.h" /* EMB_TIER_HEADER */
+#include "tables/tiered/tier.h" /* EMB_TIER_HEADER */
 #include "tier_fault.h"
 
 enum { R = 40000, D = 16 }; /* 2.5 MiB: a whole-file pass takes 3 chunks of 1 MiB */

@@ -12,7 +12,7 @@
 
 #include <errno.h>
 
-#include "tables/tier_io.h"
+#include "tables/tiered/tier_io.h"
 #include "test_files.h"
 
 static int fault_err;           /* 0: no fault */

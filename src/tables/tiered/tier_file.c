@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tier_backing.c — a tiered table's backing file (tier_impl.h): its header, opening it
+ * tier_file.c — a tiered table's backing file (tier.h): its header, opening it
  * (regular files only, locked for the table's life), creating it, and the new files that
  * replace it (a create's, a restore's).
  *
@@ -27,7 +27,7 @@
 
 #include "dtype.h"
 #include "internal.h"
-#include "tables/tier_impl.h"
+#include "tables/tiered/tier.h"
 
 typedef struct TierHeader {
     char magic[8];
@@ -41,6 +41,12 @@ static atomic_uint_fast64_t tmp_counter;
 int64_t emb__tier_rec_offset(const Tier *x, int64_t row)
 {
     return EMB_TIER_HEADER + row * (int64_t)x->recbytes;
+}
+
+void emb__tier_set_layout(Tier *x)
+{
+    x->state_off = (x->rowbytes + 15) / 16 * 16;
+    x->recbytes = x->state_off + 4 * (size_t)x->state_room;
 }
 
 int emb__tier_format(const Tier *x, int fd, const char *path)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tier_io.h — the tiered table's I/O engine: batched asynchronous reads and writes of
- * records of one file, through a small pool of pread / pwrite threads, or io_uring
+ * records of one file, through the process's pool of pread / pwrite threads (one for every
+ * table), or io_uring
  * (liburing) for the reads where asked for (EMB_TIER_IO=uring|pread chooses; auto: the
  * pool, tier_io.c says why). Submitting never fails: a request that cannot be queued waits
  * for room. Each request completes with res 0 or a negative errno (-ENODATA: the file
@@ -13,6 +14,7 @@
 #ifndef EMB_TIER_IO_H
 #define EMB_TIER_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +47,28 @@ void emb__tier_io_set_fault(emb_tier_fault_fn fn);
 
 /* The fault hook sees a sync (emb__tier_io_sync) as a write of 0 bytes with this tag. */
 #define EMB_TIER_SYNC_TAG INT64_MAX
+
+/* The injected fault of @r (the hook's return), or 0. */
+int emb__tier_io_injected(const EmbTierReq *r);
+
+/* ---- the process's pread / pwrite pool (tier_pool.c), shared by every engine ---- */
+/* A user more (the first starts the threads): 0 or EMB_ENOMEM. */
+int emb__tier_pool_start(void);
+/* A user less (the last stops and joins the threads; nothing of its may be in flight). */
+void emb__tier_pool_stop(void);
+/* The pool's threads now (0: none started). */
+int emb__tier_pool_threads(void);
+/* Queues @n requests on the file @fd, counted in *@inflight (the engine's, under the pool's
+   lock); @bg: nobody waits for them yet (wakes one thread, see tier_pool.c). */
+void emb__tier_pool_submit(int fd, int64_t *inflight, EmbTierReq *reqs, int64_t n, bool bg);
+/* Waits (doing queued chunks meanwhile) until @r is complete, or with @r NULL, until
+   *@inflight is 0. */
+void emb__tier_pool_wait(const int64_t *inflight, const EmbTierReq *r);
+/* *@inflight read under the pool's lock. */
+int64_t emb__tier_pool_pending(const int64_t *inflight);
+/* Does all of @r with pread / pwrite on @fd, in this thread: 0 or -errno (-ENODATA at the
+   end of the file). */
+int32_t emb__tier_pool_rw(int fd, EmbTierReq *r);
 
 /* Does request @r on the file @fd (not the engine's) at once, in this thread: its res. */
 int32_t emb__tier_io_rw_fd(int fd, EmbTierReq *r);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tiered.c — tiered tables (public tiered.h): the constructors, the public calls and the
- * kind's entries of the table contract (table_ops.h). The data movement is tier_table.c's;
- * checkpoints and whole-file passes (initialize, state attach) are tiered_file.c's.
+ * tier_kind.c — tiered tables (public tiered.h): the constructors, the public calls and the
+ * kind's entries of the table contract (table_ops.h). The data movement is tier_resolve.c's
+ * and its neighbours' (tier.h); checkpoints and whole-file passes (initialize, state attach)
+ * are tier_passes.c's.
  *
  * Row pointers handed out (resolve, column, update_rows) are records in the cache or the
  * scratch pad, pinned until the operation's release. An update's prepare resolves the
@@ -15,8 +16,7 @@
 
 #include "dtype.h"
 #include "tables/table_impl.h"
-#include "tables/tier_impl.h"
-#include "tables/tiered_impl.h"
+#include "tables/tiered/tier.h"
 
 #define DEFAULT_CACHE ((int64_t)64 << 20)
 
@@ -38,31 +38,11 @@ static void *tiered_column(const EmbTable *t, int64_t id, EmbContext ctx)
     return row;
 }
 
-int emb__tiered_resolve_span(Tier *x, const EmbIdSpan *s, EmbContext ctx, const void **cols,
-                             size_t offset)
-{
-    int64_t ids[EMB_SPAN_MAX];
-    int r = 0;
-    for (int64_t k0 = 0; k0 < s->n && !r; k0 += EMB_SPAN_MAX) { /* any span length */
-        const int64_t n = EMB_MIN(EMB_SPAN_MAX, s->n - k0);
-        char **rows = (char **)cols + k0;
-        /* pinned by the lookup's batch resolve: its pointers copied */
-        const bool done = ctx != EMB_CTX_UPDATE &&
-                          emb__tier_resolved_span(x, s->ids, s->k0 + k0, n, rows);
-        for (int64_t k = 0; k < n && !done; k++)
-            ids[k] = emb__span_id(s, k0 + k);
-        r = done ? 0 : emb__tier_resolve(x, ids, n, rows, ctx == EMB_CTX_UPDATE);
-        for (int64_t k = 0; k < n && !r && offset; k++)
-            cols[k0 + k] = (const char *)cols[k0 + k] + offset;
-    }
-    return r;
-}
-
 static int tiered_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
                           const void **cols, unsigned *hint)
 {
     *hint = 0;
-    return emb__tiered_resolve_span(tier(t), s, ctx, cols, 0);
+    return emb__tier_resolve_span(tier(t), s, ctx, cols, 0);
 }
 
 static int tiered_resolve_batch(const EmbTable *t, const EmbIdSpan *s)
@@ -77,7 +57,7 @@ static void tiered_release(const EmbTable *t)
 
 /* Resolves (pins, reads) the step's distinct rows part by part; a handle is its record's
    address. Marked dirty by the commit; unpinned when the next operation starts (the update
-   calls no release: tier_table.c's release_pending). */
+   calls no release: tier_resolve.c's release_pending). */
 static int tiered_update_prepare(EmbTable *t, EmbRowPlan *rp)
 {
     Tier *x = tier(t);
@@ -124,7 +104,7 @@ static void tiered_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t 
 
 static void tiered_destroy(EmbTable *t)
 {
-    emb__tiered_unref(tier(t));
+    emb__tier_unref(tier(t));
     t->impl = NULL;
 }
 
@@ -152,20 +132,6 @@ static const EmbTableOps tiered_ops = {
 };
 
 /* ---- constructors ------------------------------------------------------------------------ */
-
-void emb__tiered_unref(Tier *x)
-{
-    if (!x || --x->refs > 0)
-        return;
-    /* best effort: _flush() reports errors. A create not committed leaves no file to flush
-       (and its error message stands) */
-    if (x->fd >= 0 && x->io && x->cache.slots && !x->tmp_path)
-        emb__tier_flush(x);
-    emb__tier_fini(x);
-    free(x->sink);
-    free(x->ids), free(x->uid), free(x->sbuf), free(x->urow), free(x->uslot);
-    free(x);
-}
 
 static int check_opts(const EmbTieredOptions *o, const char *path)
 {

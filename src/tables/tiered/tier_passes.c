@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tiered_file.c — a tiered table's passes over its whole file (tiered_impl.h): initialize
+ * tier_passes.c — a tiered table's passes over its whole file (tier.h): initialize
  * and the optimizer state's initial values (streamed in 1 MiB chunks of records, the cache
  * flushed and emptied first, into a new copy of the file renamed over it once whole: all
  * or nothing), the state view, and checkpoints. A save reads the flushed file with pread,
@@ -21,7 +21,7 @@
 #include "dtype.h"
 #include "initval.h"
 #include "tables/table_impl.h"
-#include "tables/tiered_impl.h"
+#include "tables/tiered/tier.h"
 
 /* ---- whole-file passes ----------------------------------------------------------------- */
 
@@ -140,7 +140,7 @@ static int view_resolve(const EmbTable *v, const EmbIdSpan *s, EmbContext ctx,
 {
     Tier *x = v->impl;
     *hint = 0;
-    return emb__tiered_resolve_span(x, s, ctx, cols, x->state_off);
+    return emb__tier_resolve_span(x, s, ctx, cols, x->state_off);
 }
 
 static void view_release(const EmbTable *v)
@@ -153,7 +153,7 @@ static void view_destroy(EmbTable *v)
     Tier *x = v->impl;
     x->state_width = 0;
     x->view = NULL;
-    emb__tiered_unref(x);
+    emb__tier_unref(x);
     v->impl = NULL;
 }
 

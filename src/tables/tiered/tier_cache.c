@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "tables/tier_cache.h"
+#include "tables/tiered/tier_cache.h"
 
 int emb__tier_cache_init(EmbTierCache *c, int64_t nslots, size_t stride, int lfu)
 {
