@@ -295,7 +295,7 @@ static void check_sgd(Ctx *c, Data *d, emb_sgd_row_fn ref, emb_sgd_row_fn got, u
 
 /* The range in @x applied column by column as emb__plan_apply
  * does without a range kernel: the pool (accumulate 0) unless one row of coefficient 1,
- * then the SGD row (@kind SGD) or @kind's optimizer row, all C references. */
+ * clipped as clip.c (x->clip), then the SGD row (@kind SGD) or @kind's optimizer row, all C references. */
 static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const EmbRowsArgs *x,
                            EmbDtype dt)
 {
@@ -307,6 +307,19 @@ static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const Emb
             g = x->grow[p0];
         else
             r->pool[EMB_F32](acc, x->grow + p0, x->gcoef + p0, p1 - p0, 0, x->D, 0);
+        if (x->clip) { /* clip.c's steps: clamp, row norm, global factor */
+            const EmbRowsClip *k = x->clip;
+            for (int32_t i = 0; i < x->D; i++)
+                acc[i] = k->value > 0.0f ? emb__clamp(g[i], k->value) : g[i];
+            const float n = sqrtf(emb__sumsq8(acc, x->D));
+            for (int32_t i = 0; i < x->D; i++) {
+                if (k->norm > 0.0f && n > k->norm)
+                    acc[i] = acc[i] * (k->norm / n);
+                if (k->scale != 1.0f)
+                    acc[i] = acc[i] * k->scale;
+            }
+            g = acc;
+        }
         char *col = x->data + x->ids[d] * x->col_stride;
         if (kind == EMB_OPT_SGD)
             r->sgd_row[dt](col, g, x->lr, x->D);
@@ -363,6 +376,11 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
                      .grow = grow, .gcoef = gcoef, .d0 = (int64_t)(tu_rand(s) % 2), .d1 = NC,
                      .pf_dist = (int64_t)(tu_rand(s) % 2) * 4, .lr = tu_randf(s),
                      .params = &prm, .D = d->D};
+    const EmbRowsClip clip = { /* clipping, 3 times in 4: each step on or off */
+        .value = tu_rand(s) % 2 ? ldexpf(1.0f, -(int)(tu_rand(s) % 6)) : 0.0f,
+        .norm = tu_rand(s) % 2 ? ldexpf(1.0f, -(int)(tu_rand(s) % 8)) : 0.0f,
+        .scale = tu_rand(s) % 2 ? fabsf(tu_randf(s)) : 1.0f};
+    x.clip = tu_rand(s) % 4 ? &clip : NULL;
     ref(&x);
     x.data = (char *)b;
     x.state = (char *)hb;

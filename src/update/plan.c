@@ -353,8 +353,9 @@ static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, siz
  * general loop, without its per-column tests (table kind, state, clipping, decay). */
 static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
 {
-    if (plan->range && !plan->clip) { /* a static size: one call for the range */
+    if (plan->range) { /* a static size: one call for the range, clipping inside it */
         const EmbIndexer *ix = plan->ix;
+        const EmbRowsClip clip = {plan->clip_value, plan->clip_norm, plan->clip_scale};
         const EmbTable *t = plan->table, *st = plan->state;
         const EmbRowsArgs a = {.data = t->data, .col_stride = (int64_t)t->stride,
                                .state = st ? st->data : NULL,
@@ -362,7 +363,7 @@ static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
                                .starts = ix->starts, .grow = ix->grow, .gcoef = ix->gcoef,
                                .d0 = d0, .d1 = d1, .pf_dist = PREFETCH_AHEAD,
                                .lr = plan->params.lr, .params = &plan->params,
-                               .D = t->featuresize};
+                               .clip = plan->clip ? &clip : NULL, .D = t->featuresize};
         plan->range(&a);
         return;
     }
