@@ -329,6 +329,16 @@ static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const Emb
     }
 }
 
+/* A row-wise Adagrad range's rate hook (emb_rows_rate_fn), as the counter optimizer's: the
+ * state row's h and a count updated, the rate from both. */
+static float test_rate(const void *ctx, float *s, float sumsq)
+{
+    const float lr = *(const float *)ctx;
+    s[0] = s[0] + sumsq / 3.0f;
+    s[1] = s[1] + 1.0f;
+    return lr / (sqrtf(s[0]) + sqrtf(s[1]));
+}
+
 /* A range kernel (rows[kind]) over NC distinct columns of a strided region (padding
  * between columns poisoned) and their state rows (positive accumulators),
  * each column with 1 .. 3 gradient rows whose coefficients are often 1. */
@@ -341,7 +351,7 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
     const int64_t cs = ((int64_t)d->D + 3) * d->esize, nel = NC * ((int64_t)d->D + 3);
     unsigned char *a = (unsigned char *)d->out_ref, *b = (unsigned char *)d->out_got;
     static float ha[NC * 2 * MAXD], hb[NC * 2 * MAXD], ho[NC * 2 * MAXD];
-    const int64_t sw = kind == EMB_OPT_ROWWISE_ADAGRAD ? 1 : 2 * (int64_t)d->D; /* per column */
+    const int64_t sw = kind == EMB_OPT_ROWWISE_ADAGRAD ? 2 : 2 * (int64_t)d->D; /* per column */
     int64_t ids[NC], starts[NC + 1] = {0};
     const void *grow[NR];
     float gcoef[NR];
@@ -381,12 +391,18 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
         .norm = tu_rand(s) % 2 ? ldexpf(1.0f, -(int)(tu_rand(s) % 8)) : 0.0f,
         .scale = tu_rand(s) % 2 ? fabsf(tu_randf(s)) : 1.0f};
     x.clip = tu_rand(s) % 4 ? &clip : NULL;
+    if (kind == EMB_OPT_ROWWISE_ADAGRAD && tu_rand(s) % 2) { /* the counter's rate hook */
+        x.rate = test_rate;
+        x.rate_ctx = &prm.lr;
+    }
     ref(&x);
     x.data = (char *)b;
     x.state = (char *)hb;
     got(&x);
     expect_same(c, a, b, (size_t)(NC * cs), 1);
     expect_same(c, ha, hb, (size_t)(NC * sw), sizeof(float));
+    if (x.rate) /* no per-column kernel takes a rate: the reference is the definition */
+        return;
     x.data = (char *)o;
     x.state = (char *)ho;
     rows_by_column(r, kind, &x, (EmbDtype)d->dt);

@@ -213,6 +213,11 @@ typedef struct EmbRowsClip {
     float value, norm, scale;
 } EmbRowsClip;
 
+/* A row-wise Adagrad range's rate (EmbRowsArgs.rate; NULL: h += Σ g² / D, then lr / (sqrt(h)
+ * + eps)): the column's step factor from its state row @state (updated) and the Σ g² of its
+ * gradient (8 lanes); the counter optimizer's (update/counter.c), @ctx its plan. */
+typedef float (*emb_rows_rate_fn)(const void *ctx, float *state, float sumsq);
+
 typedef struct EmbRowsArgs {
     char *data;
     int64_t col_stride;
@@ -225,6 +230,8 @@ typedef struct EmbRowsArgs {
     float lr;                /* SGD */
     const EmbOptimParams *params;
     const EmbRowsClip *clip; /* NULL: none */
+    emb_rows_rate_fn rate;   /* row-wise Adagrad's rate, or NULL */
+    const void *rate_ctx;
     int32_t D;
 } EmbRowsArgs;
 typedef void (*emb_rows_fn)(const EmbRowsArgs *a);

@@ -31,8 +31,13 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t D, const E
             l[i % 8] = l[i % 8] + g * g;
         }
         const float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-        h[0] = h[0] + s / (float)D;
-        const float m = a->params->lr / (sqrtf(h[0]) + a->params->eps);
+        float m;
+        if (a->rate) {
+            m = a->rate(a->rate_ctx, h, s);
+        } else {
+            h[0] = h[0] + s / (float)D;
+            m = a->params->lr / (sqrtf(h[0]) + a->params->eps);
+        }
         for (int32_t i = 0; i < D; i++)
             emb__store(dt, col, i, emb__load(dt, col, i) - m * emb__rows_grad_clip(a, d, i, rs));
     }

@@ -861,8 +861,14 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 acc = sq8_add(acc, g[j]);
         }
-        h[0] = h[0] + sum8_tree(acc) / (float)N;
-        const vec m = vset1(lr / (sqrtf(h[0]) + eps));
+        float f;
+        if (a->rate) {
+            f = a->rate(a->rate_ctx, h, sum8_tree(acc));
+        } else {
+            h[0] = h[0] + sum8_tree(acc) / (float)N;
+            f = lr / (sqrtf(h[0]) + eps);
+        }
+        const vec m = vset1(f);
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
             if (nblk > 1)
