@@ -295,7 +295,7 @@ static void check_sgd(Ctx *c, Data *d, emb_sgd_row_fn ref, emb_sgd_row_fn got, u
 
 /* The range in @x applied column by column as emb__plan_apply
  * does without a range kernel: the pool (accumulate 0) unless one row of coefficient 1,
- * then the SGD row (@kind SGD) or @kind's optimizer row, all C references. */
+ * clipped as clip.c (x->clip), then the SGD row (@kind SGD) or @kind's optimizer row, all C references. */
 static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const EmbRowsArgs *x,
                            EmbDtype dt)
 {
@@ -307,6 +307,19 @@ static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const Emb
             g = x->grow[p0];
         else
             r->pool[EMB_F32](acc, x->grow + p0, x->gcoef + p0, p1 - p0, 0, x->D, 0);
+        if (x->clip) { /* clip.c's steps: clamp, row norm, global factor */
+            const EmbRowsClip *k = x->clip;
+            for (int32_t i = 0; i < x->D; i++)
+                acc[i] = k->value > 0.0f ? emb__clamp(g[i], k->value) : g[i];
+            const float n = sqrtf(emb__sumsq8(acc, x->D));
+            for (int32_t i = 0; i < x->D; i++) {
+                if (k->norm > 0.0f && n > k->norm)
+                    acc[i] = acc[i] * (k->norm / n);
+                if (k->scale != 1.0f)
+                    acc[i] = acc[i] * k->scale;
+            }
+            g = acc;
+        }
         char *col = x->data + x->ids[d] * x->col_stride;
         if (kind == EMB_OPT_SGD)
             r->sgd_row[dt](col, g, x->lr, x->D);
@@ -314,6 +327,16 @@ static void rows_by_column(const EmbKernels *r, EmbOptimizerKind kind, const Emb
             r->opt_row[kind][dt](col, (float *)(x->state + x->ids[d] * x->state_stride), g,
                                  x->params, x->D);
     }
+}
+
+/* A row-wise Adagrad range's rate hook (emb_rows_rate_fn), as the counter optimizer's: the
+ * state row's h and a count updated, the rate from both. */
+static float test_rate(const void *ctx, float *s, float sumsq)
+{
+    const float lr = *(const float *)ctx;
+    s[0] = s[0] + sumsq / 3.0f;
+    s[1] = s[1] + 1.0f;
+    return lr / (sqrtf(s[0]) + sqrtf(s[1]));
 }
 
 /* A range kernel (rows[kind]) over NC distinct columns of a strided region (padding
@@ -328,7 +351,7 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
     const int64_t cs = ((int64_t)d->D + 3) * d->esize, nel = NC * ((int64_t)d->D + 3);
     unsigned char *a = (unsigned char *)d->out_ref, *b = (unsigned char *)d->out_got;
     static float ha[NC * 2 * MAXD], hb[NC * 2 * MAXD], ho[NC * 2 * MAXD];
-    const int64_t sw = kind == EMB_OPT_ROWWISE_ADAGRAD ? 1 : 2 * (int64_t)d->D; /* per column */
+    const int64_t sw = kind == EMB_OPT_ROWWISE_ADAGRAD ? 2 : 2 * (int64_t)d->D; /* per column */
     int64_t ids[NC], starts[NC + 1] = {0};
     const void *grow[NR];
     float gcoef[NR];
@@ -363,12 +386,23 @@ static void check_rows(Ctx *c, Data *d, const EmbKernels *r, EmbOptimizerKind ki
                      .grow = grow, .gcoef = gcoef, .d0 = (int64_t)(tu_rand(s) % 2), .d1 = NC,
                      .pf_dist = (int64_t)(tu_rand(s) % 2) * 4, .lr = tu_randf(s),
                      .params = &prm, .D = d->D};
+    const EmbRowsClip clip = { /* clipping, 3 times in 4: each step on or off */
+        .value = tu_rand(s) % 2 ? ldexpf(1.0f, -(int)(tu_rand(s) % 6)) : 0.0f,
+        .norm = tu_rand(s) % 2 ? ldexpf(1.0f, -(int)(tu_rand(s) % 8)) : 0.0f,
+        .scale = tu_rand(s) % 2 ? fabsf(tu_randf(s)) : 1.0f};
+    x.clip = tu_rand(s) % 4 ? &clip : NULL;
+    if (kind == EMB_OPT_ROWWISE_ADAGRAD && tu_rand(s) % 2) { /* the counter's rate hook */
+        x.rate = test_rate;
+        x.rate_ctx = &prm.lr;
+    }
     ref(&x);
     x.data = (char *)b;
     x.state = (char *)hb;
     got(&x);
     expect_same(c, a, b, (size_t)(NC * cs), 1);
     expect_same(c, ha, hb, (size_t)(NC * sw), sizeof(float));
+    if (x.rate) /* no per-column kernel takes a rate: the reference is the definition */
+        return;
     x.data = (char *)o;
     x.state = (char *)ho;
     rows_by_column(r, kind, &x, (EmbDtype)d->dt);

@@ -2,7 +2,8 @@
 /* test_counter.c — EMB_OPT_ROWWISE_ADAGRAD_COUNTER (FBGEMM's rowwise_adagrad_with_counter,
  * counter-based regularization): against a double reference of FBGEMM's formulas over
  * steps where rows skip steps, for each counter mode, learning-rate mode and weight decay;
- * resumed from a checkpoint bit for bit; bad values refused naming the field. */
+ * resumed from a checkpoint bit for bit; its range kernel the bits of its per-column step;
+ * bad values refused naming the field. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -57,8 +58,10 @@ static void ref_row(const EmbOptimizerConfig *c, int64_t iter, double *w, double
         w[i] = corr * w[i] - adj * gg[i];
 }
 
-/* Steps [s0, s1) of random gradients (seeded by the step) on @t with @o. */
-static void train(EmbTable *t, EmbOptimizer *o, int s0, int s1)
+/* Steps [s0, s1) of random gradients (seeded by the step) on @t (of @dim <= 128) with @o,
+ * emb_update's @flags. */
+static void train_dim(EmbTable *t, EmbOptimizer *o, int s0, int s1, int32_t dim,
+                      unsigned flags)
 {
     EmbGrad *g = NULL;
     EmbIndexer *ix = NULL;
@@ -66,18 +69,23 @@ static void train(EmbTable *t, EmbOptimizer *o, int s0, int s1)
     cr_assert_eq(emb_indexer_create(&ix), 0);
     for (int s = s0; s < s1; s++) {
         int64_t ids[NCOL];
-        float rows[NCOL * D];
+        static float rows[NCOL * 128];
         const int64_t n = step_ids(s, ids);
         uint64_t seed = 1000 + (uint64_t)s;
-        for (int64_t k = 0; k < n * D; k++)
+        for (int64_t k = 0; k < n * dim; k++)
             rows[k] = tu_randf(&seed);
-        const EmbSparseGrad sg = {.ids = ids, .n = n, .featuresize = D, .values = rows,
-                                  .stride = D};
+        const EmbSparseGrad sg = {.ids = ids, .n = n, .featuresize = dim, .values = rows,
+                                  .stride = dim};
         cr_assert_eq(emb_grad_set_sparse(g, t, &sg), 0);
-        cr_assert_eq(emb_update(o, t, g, ix, 0), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_update(o, t, g, ix, flags), 0, "%s", emb_last_error());
     }
     emb_indexer_destroy(&ix);
     emb_grad_destroy(&g);
+}
+
+static void train(EmbTable *t, EmbOptimizer *o, int s0, int s1)
+{
+    train_dim(t, o, s0, s1, D, 0);
 }
 
 static EmbOptimizerConfig counter_config(int halflife, int lr_mode, float wd,
@@ -182,6 +190,40 @@ Test(counter, resumed_from_a_checkpoint_bit_for_bit)
     emb_optimizer_destroy(&ob);
     emb_table_destroy(&a);
     emb_table_destroy(&b);
+}
+
+/* At a static size without weight decay the counter steps a range of columns in row-wise
+ * Adagrad's range kernel with its rate (and clipping inside it); with non-temporal stores
+ * asked, column by column (emb__counter_row): the same bits, table and state. */
+Test(counter, range_kernel_same_bits_as_per_column)
+{
+    const int32_t dims[] = {16, 64, 128};
+    for (int k = 0; k < 3; k++)
+        for (int clip = 0; clip < 2; clip++) {
+            EmbOptimizerConfig c = counter_config(3, 2, 0.0f, EMB_DECAY_L2, -1);
+            c.max_gradient = clip ? 0.5f : 0.0f;
+            c.max_row_norm = clip ? 1.5f : 0.0f;
+            EmbTable *a = tu_table(NCOL, dims[k], EMB_F32, 9);
+            EmbTable *b = tu_table(NCOL, dims[k], EMB_F32, 9);
+            const uint64_t before = tu_checksum(a);
+            EmbOptimizer *oa = NULL, *ob = NULL;
+            cr_assert_eq(emb_optimizer_create(&oa, &c), 0);
+            cr_assert_eq(emb_optimizer_create(&ob, &c), 0);
+            train_dim(a, oa, 0, STEPS, dims[k], 0);
+            train_dim(b, ob, 0, STEPS, dims[k], EMB_UPDATE_NONTEMPORAL);
+            cr_assert_neq(tu_checksum(a), before);
+            cr_assert_eq(tu_checksum(a), tu_checksum(b), "D %d clip %d: the table differs",
+                         dims[k], clip);
+            EmbTable *sa = NULL, *sb = NULL;
+            cr_assert_eq(emb_optimizer_state(oa, a, 0, &sa, NULL), 0);
+            cr_assert_eq(emb_optimizer_state(ob, b, 0, &sb, NULL), 0);
+            cr_assert_eq(tu_checksum(sa), tu_checksum(sb), "D %d clip %d: the state differs",
+                         dims[k], clip);
+            emb_optimizer_destroy(&oa);
+            emb_optimizer_destroy(&ob);
+            emb_table_destroy(&a);
+            emb_table_destroy(&b);
+        }
 }
 
 Test(counter, bad_values_refused_naming_the_field)

@@ -198,9 +198,26 @@ typedef void (*emb_opt_row_fn)(void *col, float *state, const float *g,
  * are grow[p] with coefficients gcoef[p] for p in [starts[d], starts[d + 1]). Its gradient
  * is its one row when there is one with coefficient 1, else the rows' sum from zeros in row
  * order (acc + gcoef[p] * row): exactly the pool kernel (accumulate 0); then the row kernel
- * of the optimizer: SGD col -= lr * g (sgd_row), the others their opt_row with params. pf_dist > 0: the column (and state row) pf_dist ahead (within the
- * range) is prefetched into L2 while column d is updated.
+ * of the optimizer: SGD col -= lr * g (sgd_row), the others their opt_row with params; clip non-NULL: the gradient clipped first
+ * (EmbRowsClip). pf_dist > 0: the column (and state row) pf_dist ahead (within the range)
+ * is prefetched into L2 while column d is updated.
  */
+/*
+ * Gradient clipping inside a range kernel (EmbRowsArgs.clip; NULL: none): clip.c's steps on
+ * each column's gradient g, in this order: value > 0: each element clamped to [-value,
+ * value] (x > value ? value : x, then x < -value ? -value : x: NaN stays NaN); norm > 0:
+ * when sqrt(Σ g²) (emb__sumsq8's 8 lanes) > norm, g * (norm / sqrt(Σ g²)); scale != 1:
+ * g * scale (the global norm's factor). The optimizer then steps with that g.
+ */
+typedef struct EmbRowsClip {
+    float value, norm, scale;
+} EmbRowsClip;
+
+/* A row-wise Adagrad range's rate (EmbRowsArgs.rate; NULL: h += Σ g² / D, then lr / (sqrt(h)
+ * + eps)): the column's step factor from its state row @state (updated) and the Σ g² of its
+ * gradient (8 lanes); the counter optimizer's (update/counter.c), @ctx its plan. */
+typedef float (*emb_rows_rate_fn)(const void *ctx, float *state, float sumsq);
+
 typedef struct EmbRowsArgs {
     char *data;
     int64_t col_stride;
@@ -212,6 +229,9 @@ typedef struct EmbRowsArgs {
     int64_t d0, d1, pf_dist;
     float lr;                /* SGD */
     const EmbOptimParams *params;
+    const EmbRowsClip *clip; /* NULL: none */
+    emb_rows_rate_fn rate;   /* row-wise Adagrad's rate, or NULL */
+    const void *rate_ctx;
     int32_t D;
 } EmbRowsArgs;
 typedef void (*emb_rows_fn)(const EmbRowsArgs *a);
@@ -239,6 +259,47 @@ static inline float emb__rows_grad(const EmbRowsArgs *a, int64_t d, int32_t i)
     float g = 0.0f;
     for (int64_t p = p0; p < p1; p++)
         g = g + a->gcoef[p] * ((const float *)a->grow[p])[i];
+    return g;
+}
+
+/* @x clamped to [-m, m] (EmbRowsClip's order: NaN stays NaN). */
+static inline float emb__clamp(float x, float m)
+{
+    x = x > m ? m : x;
+    return x < -m ? -m : x;
+}
+
+/* Element @i of column @d's gradient clamped (EmbRowsClip.value > 0), as the C references
+ * read it. */
+static inline float emb__rows_grad_clamped(const EmbRowsArgs *a, int64_t d, int32_t i)
+{
+    const float g = emb__rows_grad(a, d, i);
+    return a->clip && a->clip->value > 0.0f ? emb__clamp(g, a->clip->value) : g;
+}
+
+/* Column @d's row-norm factor (EmbRowsClip.norm): norm / sqrt(Σ g²) of its clamped
+ * gradient when that root exceeds norm, else 1 (no multiply). */
+static inline float emb__rows_clip_factor(const EmbRowsArgs *a, int64_t d, int32_t D)
+{
+    if (!a->clip || !(a->clip->norm > 0.0f))
+        return 1.0f;
+    float l[8] = {0};
+    for (int32_t i = 0; i < D; i++) {
+        const float g = emb__rows_grad_clamped(a, d, i);
+        l[i % 8] = l[i % 8] + g * g;
+    }
+    const float n = sqrtf(((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7])));
+    return n > a->clip->norm ? a->clip->norm / n : 1.0f;
+}
+
+/* Element @i of column @d's clipped gradient (EmbRowsClip), @rs its row-norm factor. */
+static inline float emb__rows_grad_clip(const EmbRowsArgs *a, int64_t d, int32_t i, float rs)
+{
+    float g = emb__rows_grad_clamped(a, d, i);
+    if (rs != 1.0f)
+        g = g * rs;
+    if (a->clip && a->clip->scale != 1.0f)
+        g = g * a->clip->scale;
     return g;
 }
 

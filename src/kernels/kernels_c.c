@@ -147,8 +147,9 @@ EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDt
 {
     for (int64_t d = a->d0; d < a->d1; d++) {
         void *col = a->data + a->ids[d] * a->col_stride;
+        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
         for (int32_t i = 0; i < D; i++)
-            emb__store(dt, col, i, emb__load(dt, col, i) - a->lr * emb__rows_grad(a, d, i));
+            emb__store(dt, col, i, emb__load(dt, col, i) - a->lr * emb__rows_grad_clip(a, d, i, rs));
     }
 }
 

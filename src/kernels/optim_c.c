@@ -24,16 +24,22 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t D, const E
 {
     for (int64_t d = a->d0; d < a->d1; d++) {
         void *col = a->data + a->ids[d] * a->col_stride;
+        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
         float *h = (float *)(a->state + a->ids[d] * a->state_stride), l[8] = {0};
         for (int32_t i = 0; i < D; i++) {
-            const float g = emb__rows_grad(a, d, i);
+            const float g = emb__rows_grad_clip(a, d, i, rs);
             l[i % 8] = l[i % 8] + g * g;
         }
         const float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-        h[0] = h[0] + s / (float)D;
-        const float m = a->params->lr / (sqrtf(h[0]) + a->params->eps);
+        float m;
+        if (a->rate) {
+            m = a->rate(a->rate_ctx, h, s);
+        } else {
+            h[0] = h[0] + s / (float)D;
+            m = a->params->lr / (sqrtf(h[0]) + a->params->eps);
+        }
         for (int32_t i = 0; i < D; i++)
-            emb__store(dt, col, i, emb__load(dt, col, i) - m * emb__rows_grad(a, d, i));
+            emb__store(dt, col, i, emb__load(dt, col, i) - m * emb__rows_grad_clip(a, d, i, rs));
     }
 }
 
@@ -44,9 +50,10 @@ EMB_INLINE void adagrad_rows_body(const EmbRowsArgs *a, const int32_t D, const E
     const EmbOptimParams *p = a->params;
     for (int64_t d = a->d0; d < a->d1; d++) {
         void *col = a->data + a->ids[d] * a->col_stride;
+        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
         float *h = (float *)(a->state + a->ids[d] * a->state_stride);
         for (int32_t i = 0; i < D; i++) {
-            const float g = emb__rows_grad(a, d, i);
+            const float g = emb__rows_grad_clip(a, d, i, rs);
             h[i] = h[i] + g * g;
             const float step = g / (sqrtf(h[i]) + p->eps);
             emb__store(dt, col, i, emb__load(dt, col, i) - p->lr * step);
@@ -59,9 +66,10 @@ EMB_INLINE void adam_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbD
     const EmbOptimParams *p = a->params;
     for (int64_t d = a->d0; d < a->d1; d++) {
         void *col = a->data + a->ids[d] * a->col_stride;
+        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
         float *m = (float *)(a->state + a->ids[d] * a->state_stride), *v = m + D;
         for (int32_t i = 0; i < D; i++) {
-            const float g = emb__rows_grad(a, d, i);
+            const float g = emb__rows_grad_clip(a, d, i, rs);
             m[i] = m[i] + (g - m[i]) * (1.0f - p->beta1);
             v[i] = v[i] + (g * g - v[i]) * (1.0f - p->beta2);
             const float step = m[i] / (sqrtf(v[i]) + p->eps);
@@ -121,10 +129,11 @@ EMB_INLINE void ftrl_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbD
 {
     for (int64_t d = a->d0; d < a->d1; d++) {
         void *col = a->data + a->ids[d] * a->col_stride;
+        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
         float *acc = (float *)(a->state + a->ids[d] * a->state_stride), *lin = acc + D;
         for (int32_t i = 0; i < D; i++)
             emb__store(dt, col, i, ftrl_elem(emb__load(dt, col, i), &acc[i], &lin[i],
-                                             emb__rows_grad(a, d, i), a->params));
+                                             emb__rows_grad_clip(a, d, i, rs), a->params));
     }
 }
 

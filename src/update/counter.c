@@ -2,10 +2,11 @@
 /*
  * counter.c — EMB_OPT_ROWWISE_ADAGRAD_COUNTER: FBGEMM's rowwise_adagrad_with_counter with
  * its counter-based regularization (regularization_mode 3, the GPU kernel's definition),
- * learning-rate modes -1 and 2. One column at a time (the apply's general loop). Without
- * weight decay a row is Σ g² (emb__sumsq8, the same 8-lane order) and an SGD step by the
- * row's rate (the table's SIMD sgd kernel: w - adj * g, the same bits as the reference
- * body below for finite weights); with it, the C body. Per row the state is [h, prev_iter, counter] (f32,
+ * learning-rate modes -1 and 2. Without weight decay a row is Σ g² (emb__sumsq8, the same
+ * 8-lane order) and an SGD step by the row's rate (emb__counter_rate): on a plain table of
+ * a static size the row-wise Adagrad range kernel with that rate (kernels.h,
+ * emb_rows_rate_fn), else per column the table's SIMD sgd kernel (w - adj * g, the same
+ * bits as the reference body below for finite weights); with weight decay, the C body. Per row the state is [h, prev_iter, counter] (f32,
  * as FBGEMM keeps momentum1, prev_iter and row_counter); the step t is the table's update
  * count + 1 (FBGEMM's iter). Formulas: docs/guide/training.md.
  */
@@ -105,15 +106,22 @@ EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, fl
     }
 }
 
+float emb__counter_rate(const void *ctx, float *s, float sumsq)
+{
+    const EmbPlan *plan = ctx;
+    const EmbOptimizerConfig *c = plan->counter;
+    const float iter = (float)(plan->step + 1);
+    float mult;
+    count(c, iter, s);
+    return rate(c, iter, s, sumsq, plan->table->featuresize, &mult);
+}
+
 void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g)
 {
     const EmbOptimizerConfig *c = plan->counter;
-    const float iter = (float)(plan->step + 1);
     if (!(c->weight_decay > 0.0f) && plan->counter_sgd) { /* Σ g², an SGD step by the rate */
         const int32_t D = plan->table->featuresize;
-        count(c, iter, s);
-        float mult;
-        plan->counter_sgd(w, g, rate(c, iter, s, emb__sumsq8(g, D), D, &mult), D);
+        plan->counter_sgd(w, g, emb__counter_rate(plan, s, emb__sumsq8(g, D)), D);
         return;
     }
     switch (dt) {

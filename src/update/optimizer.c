@@ -373,7 +373,10 @@ void emb__plan_optimizer(const EmbOptimizer *o, const EmbOptState *st, EmbPlan *
     else
         plan->row = emb__kernel_opt_row(c->kind, cdt, t->featuresize, nt && !plan->requant);
     /* FTRL's range copies take the square root of lr_power = -0.5 (TF's special case) */
-    const bool ranged = !nt && !plan->requant && !plan->state_lowp && !plan->counter &&
+    /* the counter without weight decay: row-wise Adagrad's range with its rate (counter.c) */
+    const bool ranged = !nt && !plan->requant && !plan->state_lowp &&
+                        (!plan->counter || !(c->weight_decay > 0.0f)) &&
                         (c->kind != EMB_OPT_FTRL || c->lr_power == -0.5f);
-    plan->range = ranged ? emb__kernel_rows(c->kind, t->dtype, t->featuresize) : NULL;
+    const EmbOptimizerKind rk = plan->counter ? EMB_OPT_ROWWISE_ADAGRAD : c->kind;
+    plan->range = ranged ? emb__kernel_rows(rk, t->dtype, t->featuresize) : NULL;
 }

@@ -331,11 +331,12 @@ static void apply_planned(const EmbPlan *plan, int64_t d0, int64_t d1, float *ac
 }
 
 /* Whether @plan takes apply_plain: a table (and state) in memory, no max_norm Jacobian,
- * not the counter optimizer (clipping: per column, clip.c), no weight decay, not dynamic, rows not quantized. */
+ * the counter optimizer only with its range kernel, no weight decay, not dynamic, rows not
+ * quantized. */
 static bool plain(const EmbPlan *plan)
 {
     return !plan->planned && !plan->requant && !plan->state_lowp && plan->table->data &&
-           !plan->max_norm && !plan->counter &&
+           !plan->max_norm && (!plan->counter || plan->range) &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
            (plan->sgd || (plan->state && plan->state->data));
 }
@@ -353,8 +354,9 @@ static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, siz
  * general loop, without its per-column tests (table kind, state, clipping, decay). */
 static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
 {
-    if (plan->range && !plan->clip) { /* a static size: one call for the range */
+    if (plan->range) { /* a static size: one call for the range, clipping inside it */
         const EmbIndexer *ix = plan->ix;
+        const EmbRowsClip clip = {plan->clip_value, plan->clip_norm, plan->clip_scale};
         const EmbTable *t = plan->table, *st = plan->state;
         const EmbRowsArgs a = {.data = t->data, .col_stride = (int64_t)t->stride,
                                .state = st ? st->data : NULL,
@@ -362,7 +364,9 @@ static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
                                .starts = ix->starts, .grow = ix->grow, .gcoef = ix->gcoef,
                                .d0 = d0, .d1 = d1, .pf_dist = PREFETCH_AHEAD,
                                .lr = plan->params.lr, .params = &plan->params,
-                               .D = t->featuresize};
+                               .clip = plan->clip ? &clip : NULL,
+                               .rate = plan->counter ? emb__counter_rate : NULL,
+                               .rate_ctx = plan, .D = t->featuresize};
         plan->range(&a);
         return;
     }

@@ -340,6 +340,8 @@ void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan, EmbDtype cdt)
 /* One column's step: row @w (of dtype @dt), its state @s ([h, prev_iter, counter]), its
    gradient @g (clipped, summed). */
 void emb__counter_row(const EmbPlan *plan, EmbDtype dt, void *w, float *s, const float *g);
+/* The counter's row rate (emb_rows_rate_fn; @ctx the EmbPlan): counts, adds Σ g² / D to h. */
+float emb__counter_rate(const void *ctx, float *s, float sumsq);
 
 /* ---- parallel indexing (pindex.c) -------------------------------------------------------
  * The index phase of one table cut into @nparts chunks of rows and @nparts partitions of

@@ -42,6 +42,11 @@ static inline vec vmax(vec x, vec acc)
 {
     return _mm256_max_ps(x, acc);
 }
+/* a < b ? a : b per lane (MINPS returns its second operand unless the first is less) */
+static inline vec vmin(vec a, vec b)
+{
+    return _mm256_min_ps(a, b);
+}
 static inline vec vmul(vec a, vec b)
 {
     return _mm256_mul_ps(a, b);

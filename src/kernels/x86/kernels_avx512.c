@@ -39,6 +39,11 @@ static inline vec vmax(vec x, vec acc)
 {
     return _mm512_max_ps(x, acc);
 }
+/* a < b ? a : b per lane (MINPS returns its second operand unless the first is less) */
+static inline vec vmin(vec a, vec b)
+{
+    return _mm512_min_ps(a, b);
+}
 static inline vec vmul(vec a, vec b)
 {
     return _mm512_mul_ps(a, b);

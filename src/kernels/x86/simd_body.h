@@ -737,6 +737,70 @@ EMB_INLINE void rows_grad(const EmbRowsArgs *a, int64_t d, int32_t off, const in
     }
 }
 
+/* A column's clipping (EmbRowsClip) as the range kernels apply it: the clamp's bounds, the
+ * row-norm factor rs (scaled: the norm was over), the global factor (global: != 1). */
+typedef struct RowsClip {
+    bool clamp, scaled, global;
+    vec hi, lo, rs, scale;
+} RowsClip;
+
+/* g clamped to [lo, hi] as emb__clamp: min(hi, x) keeps x unless hi < x, then max(lo, .). */
+EMB_INLINE void rows_clamp(const RowsClip *rc, const int nv, vec *g)
+{
+    if (rc->clamp)
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vmax(rc->lo, vmin(rc->hi, g[j]));
+}
+
+/* The call's clipping (a->clip; NULL: none): bounds and global factor, once a call. */
+EMB_INLINE void rows_clip_init(const EmbRowsArgs *a, RowsClip *rc)
+{
+    const EmbRowsClip *c = a->clip;
+    rc->clamp = c && c->value > 0.0f;
+    rc->global = c && c->scale != 1.0f;
+    rc->scaled = false;
+    rc->hi = vset1(c ? c->value : 0.0f);
+    rc->lo = vset1(c ? -c->value : 0.0f);
+    rc->scale = vset1(c ? c->scale : 1.0f);
+    rc->rs = vset1(1.0f);
+}
+
+/* Column @d's row-norm factor (a->clip's norm > 0): one pass over its clamped gradient's
+ * blocks, Σ g² in the reference's 8 lanes (emb__rows_clip_factor). */
+EMB_INLINE void rows_clip_row(const EmbRowsArgs *a, int64_t d, const int nv, const int nblk,
+                              RowsClip *rc)
+{
+    if (!a->clip || !(a->clip->norm > 0.0f))
+        return;
+    __m256 acc = _mm256_setzero_ps();
+    for (int blk = 0; blk < nblk; blk++) {
+        vec g[BLK];
+        rows_grad(a, d, blk * nv * VL, nv, g);
+        rows_clamp(rc, nv, g);
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            acc = sq8_add(acc, g[j]);
+    }
+    const float n = sqrtf(sum8_tree(acc)), norm = a->clip->norm;
+    rc->scaled = n > norm;
+    if (rc->scaled)
+        rc->rs = vset1(norm / n);
+}
+
+/* Column @d's gradient block (rows_grad) clipped by @rc: clamp, row-norm factor, global
+ * factor, each a multiply as emb__rows_grad_clip. */
+EMB_INLINE void rows_grad_clip(const EmbRowsArgs *a, int64_t d, int32_t off, const int nv,
+                               vec *g, const RowsClip *rc)
+{
+    rows_grad(a, d, off, nv, g);
+    rows_clamp(rc, nv, g);
+    if (rc->scaled)
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vmul(g[j], rc->rs);
+    if (rc->global)
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vmul(g[j], rc->scale);
+}
+
 /* The column (@bytes) and its state row (@sbytes, 0: none) @pf_dist ahead of @d into L2,
  * within the range. */
 EMB_INLINE void rows_prefetch(const EmbRowsArgs *a, int64_t d, int32_t bytes,
@@ -759,13 +823,16 @@ EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDt
 {
     const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
     const vec lr = vset1(a->lr);
+    RowsClip rc;
+    rows_clip_init(a, &rc);
     for (int64_t d = a->d0; d < a->d1; d++) {
         rows_prefetch(a, d, N * esize(dt), 0);
         char *col = a->data + a->ids[d] * a->col_stride;
+        rows_clip_row(a, d, nv, nblk, &rc);
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
             vec g[BLK];
-            rows_grad(a, d, off, nv, g);
+            rows_grad_clip(a, d, off, nv, g, &rc);
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(lr, g[j])));
         }
@@ -780,23 +847,32 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
 {
     const int nv = N / VL <= BLK ? N / VL : BLK, nblk = N / (nv * VL);
     const float lr = a->params->lr, eps = a->params->eps;
+    RowsClip rc;
+    rows_clip_init(a, &rc);
     for (int64_t d = a->d0; d < a->d1; d++) {
         rows_prefetch(a, d, N * esize(dt), (int32_t)sizeof(float));
         char *col = a->data + a->ids[d] * a->col_stride;
         float *h = (float *)(a->state + a->ids[d] * a->state_stride);
         vec g[BLK];
+        rows_clip_row(a, d, nv, nblk, &rc);
         __m256 acc = _mm256_setzero_ps();
         for (int blk = 0; blk < nblk; blk++) {
-            rows_grad(a, d, blk * nv * VL, nv, g);
+            rows_grad_clip(a, d, blk * nv * VL, nv, g, &rc);
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 acc = sq8_add(acc, g[j]);
         }
-        h[0] = h[0] + sum8_tree(acc) / (float)N;
-        const vec m = vset1(lr / (sqrtf(h[0]) + eps));
+        float f;
+        if (a->rate) {
+            f = a->rate(a->rate_ctx, h, sum8_tree(acc));
+        } else {
+            h[0] = h[0] + sum8_tree(acc) / (float)N;
+            f = lr / (sqrtf(h[0]) + eps);
+        }
+        const vec m = vset1(f);
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
             if (nblk > 1)
-                rows_grad(a, d, off, nv, g);
+                rows_grad_clip(a, d, off, nv, g, &rc);
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(m, g[j])));
         }
@@ -849,14 +925,17 @@ EMB_INLINE void elem_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbD
                       vset1(ftrl ? p->l1 : kind == EMB_OPT_ADAM ? p->step_size : p->lr),
                       vset1(p->eps)};
     const int32_t sbytes = (kind == EMB_OPT_ADAGRAD ? 1 : 2) * N * (int32_t)sizeof(float);
+    RowsClip rc;
+    rows_clip_init(a, &rc);
     for (int64_t d = a->d0; d < a->d1; d++) {
         rows_prefetch(a, d, N * esize(dt), sbytes);
         char *col = a->data + a->ids[d] * a->col_stride;
         float *s = (float *)(a->state + a->ids[d] * a->state_stride);
+        rows_clip_row(a, d, nv, nblk, &rc);
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
             vec g[BLK];
-            rows_grad(a, d, off, nv, g);
+            rows_grad_clip(a, d, off, nv, g, &rc);
             UNROLL_BLK for (int j = 0; j < nv; j++) {
                 const int32_t i = off + j * VL;
                 st(dt, col, i, elem_vec(kind, ld(dt, col, i), s, i, N, g[j], c));
