@@ -143,9 +143,9 @@ static bool dyn_readable(const EmbTable *t, int64_t id)
     return !emb__dynamic_missing_fails(t) || emb__dynamic_has(t, id);
 }
 
-static const EmbTable *dyn_state_view(const EmbTable *t)
+static bool dyn_state_is(const EmbTable *t, const EmbTable *view)
 {
-    return dyn_of(t)->view;
+    return dyn_of(t)->view == view;
 }
 
 /* ---- growth (nothing visible changes) ---------------------------------------------------- */
@@ -401,11 +401,13 @@ static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t
     }
 }
 
-/* The contract's resolve (FORWARD / NONE: reads the index only); n <= SPAN. */
+/* The contract's acquire (FORWARD / NONE: reads the index only); n <= SPAN. */
 static int dyn_resolve(const EmbTable *t, const EmbIdSpan *sp, EmbContext ctx,
                        const void **cols, unsigned *hint)
 {
     (void)ctx;
+    if (!cols) /* nothing to pin: rows in memory */
+        return 0;
     const Dyn *d = dyn_of(t);
     const size_t rowbytes = (size_t)t->featuresize * t->elsize;
     const bool pf = d->nrows * (int64_t)d->stride > EMB_RESIDENT_BYTES;
@@ -1186,29 +1188,43 @@ static int dyn_stage(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out)
     return emb__dynamic_restore_stage(t, &self, 1, in, out);
 }
 
-const EmbTableOps emb__dynamic_ops = {
-    .kind = "dynamic",
-    .flags = EMB_OPS_ROWS_APPEAR | EMB_OPS_OWN_STATE,
+static const EmbRowsFacet dyn_rows = {
+    .keys = true,
     .column = dynamic_column,
-    .resolve = dyn_resolve,
+    .acquire = dyn_resolve,
     .prefetch = dyn_prefetch,
     .missing_fails = dyn_missing_fails,
     .readable = dyn_readable,
+    .release = emb__rows_release_none,
+};
+
+static const EmbKeyedFacet dyn_keyed = {
     .column_create = emb__dynamic_get_or_create,
     .reserve_ids = emb__dynamic_reserve_ids,
     .initialize = emb__dynamic_initialize,
     .update_prepare = dyn_update_prepare,
     .update_commit = dyn_update_commit,
+    .update_cancel = emb__keyed_cancel_none,
     .update_rows = dyn_update_rows,
     .state_attach = emb__dynamic_state_attach,
-    .state_view = dyn_state_view,
-    .save_check = dyn_save_check,
-    .save_list = dyn_save_list,
-    .restore_extras = dyn_restore_extras,
+    .state_is = dyn_state_is,
+};
+
+static const EmbListedFacet dyn_listed = {
+    .list = dyn_save_list,
+    .extras = dyn_restore_extras,
     .stage = dyn_stage,
     .stage_dst = emb__dynamic_stage_dst,
     .stage_commit = emb__dynamic_stage_commit_all,
     .stage_free = emb__dynamic_stage_free_all,
+};
+
+const EmbTableOps emb__dynamic_ops = {
+    .kind = "dynamic",
+    .rows = &dyn_rows,
+    .keyed = &dyn_keyed,
+    .listed = &dyn_listed,
+    .save_check = dyn_save_check,
     .destroy = dyn_destroy,
 };
 
@@ -1219,10 +1235,19 @@ static int state_save_check(const EmbTable *t)
                      emb__table_label(t));
 }
 
+static const EmbRowsFacet state_rows = {
+    .keys = true,
+    .column = state_column,
+    .acquire = emb__rows_acquire_by_column,
+    .prefetch = emb__rows_no_prefetch,
+    .missing_fails = emb__rows_never_missing,
+    .readable = emb__rows_all_readable,
+    .release = emb__rows_release_none,
+};
+
 const EmbTableOps emb__dynamic_state_ops = {
     .kind = "dynamic state",
-    .flags = EMB_OPS_ROWS_APPEAR,
-    .column = state_column,
+    .rows = &state_rows,
     .save_check = state_save_check,
     .destroy = view_destroy,
 };
