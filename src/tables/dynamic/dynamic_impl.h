@@ -1,15 +1,127 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dynamic_impl.h — inside tables/ only: what partition.c (a table partitioned over dynamic
- * shards) and dynamic_ckpt.c (a dynamic table's checkpoint rows) use of dynamic.c. Layers
- * above tables/ reach a dynamic table through the table contract (table_ops.h) alone.
+ * dynamic_impl.h — the dynamic kind's one private header (src/tables/dynamic/ and
+ * partition.c only): the body every file of the folder shares (Dyn: the map, the slabs,
+ * the sketch, the state), what the files call of each other, and what partition.c (a
+ * table partitioned over dynamic shards) and dynamic_ckpt.c use. Layers above tables/
+ * reach a dynamic table through the table contract (table_ops.h) alone.
  */
 #ifndef EMB_DYNAMIC_IMPL_H
 #define EMB_DYNAMIC_IMPL_H
 
 #include "embtables/dynamic.h"
+#include "initval.h"
 #include "rng.h"
 #include "tables/table_impl.h"
+
+/* ---- the body (the files of src/tables/dynamic/) ---------------------------------------- */
+
+#define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
+#define MAX_LOAD_DEN 10
+#define SKETCH_DEPTH 4
+#define SLAB_BYTES (256 * 1024)
+
+/* The index: slot h holds (id, row index), id -1 when empty. */
+typedef struct DynSlot {
+    int64_t id;
+    int64_t row;
+} DynSlot;
+
+typedef struct DynIndex {
+    DynSlot *slots;
+    int64_t nslots; /* a power of two */
+} DynIndex;
+
+typedef struct Dyn {
+    DynIndex x;
+    int refs;            /* the table and the state view */
+    int32_t D;
+    EmbDtype dtype;
+    size_t stride;       /* bytes from row to row in a slab */
+    size_t align;        /* of a slab (column_align, at least 64) */
+    int shift;           /* rows per slab = 1 << shift */
+    char **slabs;
+    float **sslabs;      /* state slabs (entries NULL without state) */
+    int64_t nslabs, slabs_cap;
+    int64_t *rowid, *last; /* per slab row: its id (-1: free) and last update step */
+    int64_t free_head;   /* the last evicted row (-1: none); a free row r's rowid is
+                            -2 - (the row freed before it), so rows are reused last-in
+                            first-out with no array of their own */
+    int64_t nfree;
+    int64_t used;        /* slab rows ever used: [0, used) are live or free */
+    int64_t nrows;       /* live rows */
+    int64_t max_rows;
+    EmbInitializer init;
+    EmbDynamicMissing missing;
+    void *defrow, *sink; /* FORWARD default; a write target that no reader sees */
+    int32_t admit_after;
+    uint16_t *sketch;    /* SKETCH_DEPTH x sketch_width */
+    int64_t sketch_width;
+    int64_t step;
+    /* optimizer state */
+    int32_t swidth;      /* 0: none */
+    size_t sstride;      /* bytes */
+    float *sinit, *sdefault;
+    EmbTable *view;
+} Dyn;
+
+static inline Dyn *dyn_of(const EmbTable *t)
+{
+    return (Dyn *)t->impl;
+}
+
+/* The hash of @id; its home slot in an index of n slots is hash & (n - 1). */
+static inline uint64_t slot_hash(int64_t id)
+{
+    return emb__mix64((uint64_t)id ^ 0x5851f42d4c957f2dull);
+}
+
+/* The row of @id whose home slot is @h (of an index with @mask), or -1. */
+static inline int64_t find_at(const DynSlot *slots, uint64_t mask, uint64_t h, int64_t id)
+{
+    for (;; h = (h + 1) & mask) {
+        const DynSlot *s = &slots[h];
+        if (s->id == id)
+            return s->row;
+        if (s->id < 0)
+            return -1;
+    }
+}
+
+static inline int64_t find(const Dyn *d, int64_t id)
+{
+    const uint64_t mask = (uint64_t)d->x.nslots - 1;
+    return find_at(d->x.slots, mask, slot_hash(id) & mask, id);
+}
+
+static inline char *row_ptr(const Dyn *d, int64_t r)
+{
+    return d->slabs[r >> d->shift] + (size_t)(r & (((int64_t)1 << d->shift) - 1)) * d->stride;
+}
+
+static inline float *state_ptr(const Dyn *d, int64_t r)
+{
+    return (float *)((char *)d->sslabs[r >> d->shift] +
+                     (size_t)(r & (((int64_t)1 << d->shift) - 1)) * d->sstride);
+}
+
+
+/* The map and the slabs (dynamic_rows.c). */
+int emb__dyn_index_grow(Dyn *d, int64_t want);
+int64_t emb__dyn_slots_for(int64_t rows);
+void *emb__dyn_zalloc(size_t bytes);
+int emb__dyn_slab_add(Dyn *d);
+int emb__dyn_reserve(Dyn *d, int64_t extra, const EmbTable *t);
+int64_t emb__dyn_create(Dyn *d, int64_t id);
+void *emb__dyn_zalloc_big(size_t align, size_t bytes);
+void emb__dyn_evict_row(Dyn *d, int64_t r);
+void emb__dyn_slot_insert(DynSlot *slots, int64_t nslots, int64_t id, int64_t row);
+/* The admission sketch (dynamic_sketch.c). */
+bool emb__dyn_admits(const Dyn *d, int64_t id);
+void emb__dyn_count(Dyn *d, int64_t id);
+/* Optimizer state with the rows (dynamic_state.c). */
+void emb__dyn_unref(Dyn *d);
+void emb__dyn_view_destroy(EmbTable *v);
 
 /* The operations of a dynamic table and of its optimizer state view. */
 extern const EmbTableOps emb__dynamic_ops;

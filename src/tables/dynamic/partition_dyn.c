@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "embtables/partition.h"
-#include "tables/dynamic_impl.h"
+#include "tables/dynamic/dynamic_impl.h"
 #include "tables/partition_impl.h"
 
 #define SHARDS(t) (emb__partition(t)->shards)
