@@ -123,13 +123,27 @@ void emb__dyn_count(Dyn *d, int64_t id);
 void emb__dyn_unref(Dyn *d);
 void emb__dyn_view_destroy(EmbTable *v);
 
+/* The kind's entries (dynamic.c), which its facets (dynamic_kind.c) point at. */
+bool emb__dyn_missing_fails(const EmbTable *t);
+bool emb__dyn_readable(const EmbTable *t, int64_t id);
+bool emb__dyn_state_is(const EmbTable *t, const EmbTable *view);
+void *emb__dyn_column(const EmbTable *t, int64_t id, EmbContext ctx);
+int emb__dyn_resolve(const EmbTable *t, const EmbIdSpan *sp, EmbContext ctx,
+                     const void **cols, unsigned *hint);
+void emb__dyn_prefetch(const EmbTable *t, int64_t id);
+int emb__dyn_update_prepare(EmbTable *t, EmbRowPlan *rp);
+void emb__dyn_update_commit(EmbTable *t, EmbRowPlan *rp);
+void emb__dyn_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t d0, int64_t n,
+                          void **cols, float **states);
+void emb__dyn_destroy(EmbTable *t);
+
 /* The operations of a dynamic table and of its optimizer state view. */
 extern const EmbTableOps emb__dynamic_ops;
 extern const EmbTableOps emb__dynamic_state_ops;
 
 EMB_INLINE bool emb__is_dynamic(const EmbTable *t)
 {
-    return t->ops == &emb__dynamic_ops;
+    return t->ops->destroy == emb__dyn_destroy;
 }
 
 /* ---- the update's serial steps, per table (the contract's prepare / commit) ---- */

@@ -108,3 +108,39 @@ int emb__dynamic_state_attach(EmbTable *t, int32_t width, const float *init, Emb
     *view = v;
     return 0;
 }
+
+/* ---- the state view table ---------------------------------------------------------------- */
+
+static void *state_column(const EmbTable *t, int64_t id, EmbContext ctx)
+{
+    (void)ctx;
+    const Dyn *d = dyn_of(t);
+    if (!d->swidth)
+        return d->sdefault;
+    const int64_t r = find(d, id);
+    return r >= 0 ? (void *)state_ptr(d, r) : (void *)d->sdefault;
+}
+
+static int state_save_check(const EmbTable *t)
+{
+    return emb__fail(EMB_EINVAL, "%s is the optimizer state of a dynamic table: save the "
+                     "table with the optimizer (EmbSaverOptions.optimizer)",
+                     emb__table_label(t));
+}
+
+static const EmbRowsFacet state_rows = {
+    .keys = true,
+    .column = state_column,
+    .acquire = emb__rows_acquire_by_column,
+    .prefetch = emb__rows_no_prefetch,
+    .missing_fails = emb__rows_never_missing,
+    .readable = emb__rows_all_readable,
+    .release = emb__rows_release_none,
+};
+
+const EmbTableOps emb__dynamic_state_ops = {
+    .kind = "dynamic state",
+    .rows = &state_rows,
+    .save_check = state_save_check,
+    .destroy = emb__dyn_view_destroy,
+};
