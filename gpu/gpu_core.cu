@@ -5,24 +5,12 @@
  * upload and download.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "embtables/table.h"
 #include "gpu_internal.cuh"
-
-/* One error channel: the core's (emb_set_error(), read with emb_last_error()). */
-int emb__gpu_fail(int code, const char *fmt, ...)
-{
-    char message[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    return emb_set_error(code, "%s", message);
-}
 
 int emb__gpu_cuda(cudaError_t e, const char *what)
 {

@@ -105,11 +105,8 @@ struct EmbGpuWorkspace {
 
 /* ---- host helpers (gpu_core.cu) ------------------------------------------------------ */
 
-int emb__gpu_fail(int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+/* One error channel: the core's (emb_set_error(), read with emb_last_error()). */
+#define emb__gpu_fail(code, ...) emb_set_error((code), __VA_ARGS__)
 /* EMB_EDEVICE with the CUDA error's name, or 0 for cudaSuccess. */
 int emb__gpu_cuda(cudaError_t e, const char *what);
 #define GPU_TRY(call)                                                                      \

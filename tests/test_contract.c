@@ -22,21 +22,51 @@
 #define D 8
 #define NSHARDS 3
 
+/* The element type of the tables the kinds make (the dtype axis: f32, bf16, int8). */
+static EmbDtype dtype = EMB_F32;
+
 static float value(int64_t id, int32_t i)
 {
     return (float)((id * 31 + i * 7) % 23) * 0.0625f - 0.6f;
 }
 
-/* Writes value(id, i) into every row of @t through column pointers with UPDATE. */
+/* Row id's bytes in @dtype: value(id, i) (f32), its upper half (bf16), or quantized
+   values then a scale and a bias (int8). */
+static void encode(int64_t id, unsigned char *row)
+{
+    for (int32_t i = 0; i < D; i++) {
+        const float v = value(id, i);
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        if (dtype == EMB_F32)
+            memcpy(row + 4 * i, &v, 4);
+        else if (dtype == EMB_BF16)
+            memcpy(row + 2 * i, (const uint16_t[]){(uint16_t)(u >> 16)}, 2);
+        else
+            row[i] = (unsigned char)((id * 31 + i * 7) % 23 * 11);
+    }
+    if (dtype == EMB_INT8)
+        memcpy(row + D, (const float[]){0.0625f, -0.6f}, 8);
+}
+
+/* Writes row id's values into every row of @t through column pointers with UPDATE. */
 static void fill(EmbTable *t)
 {
     for (int64_t id = 0; id < NCOL; id++) {
         void *p;
         cr_assert_eq(emb_table_column_pointer(t, id, EMB_CTX_UPDATE, &p), 0, "%s",
                      emb_last_error());
-        for (int32_t i = 0; i < D; i++)
-            ((float *)p)[i] = value(id, i);
+        encode(id, p);
     }
+}
+
+/* A constructor's code: 0 (made), or EMB_EDTYPE / EMB_ENOTSUP on the dtype axis (the kind
+   does not take the dtype: the test has nothing to check). */
+static bool made(int r)
+{
+    cr_assert(r == 0 || ((r == EMB_EDTYPE || r == EMB_ENOTSUP) && dtype != EMB_F32), "%s",
+              emb_last_error());
+    return r == 0;
 }
 
 /* ---- the kinds --------------------------------------------------------------------------- */
@@ -45,7 +75,8 @@ static EmbTable *make_simple(const char *name)
 {
     EmbTable *t;
     const EmbTableOptions o = {.name = name};
-    cr_assert_eq(emb_table_create(&t, NCOL, D, EMB_F32, &o), 0);
+    if (!made(emb_table_create(&t, NCOL, D, dtype, &o)))
+        return NULL;
     fill(t);
     return t;
 }
@@ -63,10 +94,12 @@ static EmbTable *make_wrapped(const char *name)
 {
     EmbTable *t;
     float *buf = calloc(NCOL * (D + 3), sizeof *buf); /* a stride wider than a row */
+    const int64_t stride = dtype == EMB_INT8 ? (int64_t)emb_dtype_row_bytes(dtype, D) + 5 : D + 3;
     cr_assert(buf && nwrapped < 64);
     wrapped[nwrapped++] = buf;
     const EmbTableOptions o = {.name = name};
-    cr_assert_eq(emb_table_wrap(&t, buf, NCOL, D, D + 3, EMB_F32, &o), 0);
+    if (!made(emb_table_wrap(&t, buf, NCOL, D, stride, dtype, &o)))
+        return NULL;
     fill(t);
     return t;
 }
@@ -74,15 +107,18 @@ static EmbTable *make_wrapped(const char *name)
 static void *custom_col(void *user, int64_t c, EmbContext ctx)
 {
     (void)ctx;
-    return (float *)user + c * D;
+    return (char *)user + c * (int64_t)emb_dtype_row_bytes(dtype, D);
 }
 
 static EmbTable *make_custom(const char *name)
 {
     EmbTable *t;
     const EmbTableOptions o = {.name = name};
-    cr_assert_eq(emb_table_custom(&t, NCOL, D, EMB_F32, custom_col,
-                                  calloc(NCOL * D, sizeof(float)), free_buffer, &o), 0);
+    void *buf = calloc(NCOL * D, sizeof(float));
+    if (!made(emb_table_custom(&t, NCOL, D, dtype, custom_col, buf, free_buffer, &o))) {
+        free(buf);
+        return NULL;
+    }
     fill(t);
     return t;
 }
@@ -91,7 +127,8 @@ static EmbTable *make_part(const char *name, unsigned mode)
 {
     EmbTable *t;
     const EmbTableOptions o = {.name = name};
-    cr_assert_eq(emb_table_partitioned_create(&t, NCOL, D, EMB_F32, NSHARDS, mode, &o), 0);
+    if (!made(emb_table_partitioned_create(&t, NCOL, D, dtype, NSHARDS, mode, &o)))
+        return NULL;
     fill(t);
     return t;
 }
@@ -110,7 +147,8 @@ static EmbTable *make_dynamic(const char *name)
 {
     EmbTable *t;
     const EmbDynamicOptions o = {.table = {.name = name}};
-    cr_assert_eq(emb_table_dynamic_create(&t, D, EMB_F32, &o), 0);
+    if (!made(emb_table_dynamic_create(&t, D, dtype, &o)))
+        return NULL;
     fill(t); /* UPDATE creates the rows */
     return t;
 }
@@ -119,7 +157,11 @@ static EmbTable *make_part_dynamic(const char *name)
 {
     EmbTable *sh[NSHARDS], *t;
     for (int i = 0; i < NSHARDS; i++)
-        cr_assert_eq(emb_table_dynamic_create(&sh[i], D, EMB_F32, NULL), 0);
+        if (!made(emb_table_dynamic_create(&sh[i], D, dtype, NULL))) {
+            while (i > 0)
+                emb_table_destroy(&sh[--i]);
+            return NULL;
+        }
     const EmbTableOptions o = {.name = name};
     cr_assert_eq(emb_table_partitioned(&t, sh, NSHARDS,
                                        EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS, &o), 0);
@@ -141,8 +183,8 @@ static EmbTable *make_tiered(const char *name)
     const EmbTieredOptions o = {.table = {.name = name}, .cache_bytes = 3 * (32 + 4 * 2 * D),
                                 .state_width = 2 * D};
     EmbTable *t;
-    cr_assert_eq(emb_table_tiered_create(&t, path, NCOL, D, EMB_F32, &o), 0, "%s",
-                 emb_last_error());
+    if (!made(emb_table_tiered_create(&t, path, NCOL, D, dtype, &o)))
+        return NULL;
     fill(t);
     return t;
 }
@@ -443,3 +485,46 @@ static void battery(const Kind *k)
         battery(&k);                                                                       \
     }
 KINDS(KIND_TEST)
+
+/* The dtype axis: the lookup battery over every kind that takes bf16 / int8 rows (a kind
+   that refuses the dtype, EMB_EDTYPE, has nothing to check), against a simple table of the
+   same dtype and rows. */
+static void battery_dtype(const Kind *k, EmbDtype dt)
+{
+    dtype = dt;
+    EmbTable *t = k->make("t"), *r = make_simple("t");
+    cr_assert(r != NULL);
+    if (t) {
+        const size_t rb = emb_dtype_row_bytes(dt, D);
+        for (int64_t id = 0; id < NCOL; id++) {
+            void *p, *q;
+            cr_assert_eq(emb_table_column_pointer(t, id, EMB_CTX_NONE, &p), 0);
+            cr_assert_eq(emb_table_column_pointer(r, id, EMB_CTX_NONE, &q), 0);
+            cr_assert(memcmp(p, q, rb) == 0, "%s %s: row %lld differs", k->name,
+                      emb_dtype_name(dt), (long long)id);
+        }
+        battery_lookup(t, r);
+    }
+    emb_table_destroy(&t);
+    emb_table_destroy(&r);
+    dtype = EMB_F32; /* the nofork runner runs every test in one process */
+    while (nwrapped > 0)
+        free(wrapped[--nwrapped]);
+    if (tierdir[0]) {
+        rmdir_all(tierdir);
+        tierdir[0] = '\0';
+    }
+}
+
+#define DTYPE_TEST(name, make)                                                             \
+    Test(contract, name##_bf16)                                                            \
+    {                                                                                      \
+        const Kind k = {#name, make};                                                      \
+        battery_dtype(&k, EMB_BF16);                                                       \
+    }                                                                                      \
+    Test(contract, name##_int8)                                                            \
+    {                                                                                      \
+        const Kind k = {#name, make};                                                      \
+        battery_dtype(&k, EMB_INT8);                                                       \
+    }
+KINDS(DTYPE_TEST)

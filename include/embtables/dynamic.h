@@ -51,7 +51,6 @@
 #ifndef EMBTABLES_DYNAMIC_H
 #define EMBTABLES_DYNAMIC_H
 
-#include "embtables/store.h"
 #include "embtables/table.h"
 
 #ifdef __cplusplus

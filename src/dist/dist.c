@@ -4,7 +4,6 @@
  * accessors, errors and the agreement step, and the word all-to-all the steps share.
  * Only the public API of the core library is used.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +12,6 @@
 #include "dist/dist_impl.h"
 
 /* ---- errors -------------------------------------------------------------------------- */
-
-/* One error channel: the core's (emb_set_error(), read with emb_last_error()). */
-int dist_fail(int code, const char *fmt, ...)
-{
-    char message[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    return emb_set_error(code, "%s", message);
-}
 
 int dist_fail_core(int code, const char *what)
 {

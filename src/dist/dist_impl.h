@@ -146,8 +146,9 @@ struct EmbDist {
     double *xclock;        /* where MPI time goes: stats.exchange_s or grad_exchange_s */
 };
 
-/* Message of the last failure on this thread ("" after success). */
-int dist_fail(int code, const char *fmt, ...);
+/* Message of the last failure on this thread ("" after success): the core's one error
+   channel, emb_set_error() (read with emb_last_error()). */
+#define dist_fail(code, ...) emb_set_error((code), __VA_ARGS__)
 /* The core library's last message, prefixed. */
 int dist_fail_core(int code, const char *what);
 /* An MPI error: EMB_EIO naming the call and MPI's string. */

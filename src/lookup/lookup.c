@@ -169,7 +169,7 @@ static int resolve_rows(const EmbTable *t, const EmbBatch *b, int64_t k0, int64_
     for (int64_t k = 0; k < n && !r; k += EMB_SPAN_MAX) {
         const EmbIdSpan s = {b->ids, b->id_type == EMB_ID_I32, k0 + k,
                              EMB_MIN(EMB_SPAN_MAX, n - k)};
-        r = emb__table_resolve(t, &s, EMB_CTX_FORWARD, cols + k, &hint);
+        r = emb__table_acquire(t, &s, EMB_CTX_FORWARD, cols + k, &hint);
     }
     if (pf)
         *pf = (hint & EMB_RESOLVE_PREFETCHED) != 0;
@@ -257,7 +257,7 @@ static int span_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPooling 
    storage), bags_path's conditions, a bags kernel for (dtype, D). */
 static emb_bags_fn span_bags_kernel(const EmbTable *t, const EmbPooling *p)
 {
-    if (!t->ops->resolve || p->max_norm != 0.0f || p->combiner == EMB_COMBINER_MAX ||
+    if (!emb__table_acquires_spans(t) || p->max_norm != 0.0f || p->combiner == EMB_COMBINER_MAX ||
         (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
         return NULL;
     return emb__kernel_bags(t->dtype, t->featuresize);
@@ -319,7 +319,7 @@ static int span_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling
     return 0;
 }
 
-/* A table whose rows must be made resident (EMB_OPS_PINS): every row of the batch
+/* A table whose rows must be made resident (its rows facet pins): every row of the batch
    resolved (pinned until the caller's release) before any range addresses them, so that a
    failed fetch writes no output (and a tiered table reads the batch's misses at once). */
 int emb__lookup_pin(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
@@ -328,20 +328,14 @@ int emb__lookup_pin(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
         return 0;
     if (!p)
         p = &emb__pooling_sum;
-    const void *cols[CHUNK];
     const int64_t k0 = emb__bag_start(b, 0), k1 = emb__bag_end(b, b->nbags - 1);
-    int r = 0;
-    if (t->ops->resolve_batch) {
-        const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0};
-        r = t->ops->resolve_batch(t, &all);
-    } else {
-        for (int64_t k = k0; k < k1 && !r; k += CHUNK)
-            r = resolve_rows(t, b, k, EMB_MIN(CHUNK, k1 - k), cols, NULL);
-    }
+    const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0};
+    int r = emb__table_pin(t, &all);
     if (!r && (p->flags & EMB_USE_DEFAULT_ID)) {
         const EmbIdSpan s = {&p->default_id, 0, 0, 1};
+        const void *col;
         unsigned hint;
-        r = emb__table_resolve(t, &s, EMB_CTX_FORWARD, cols, &hint);
+        r = emb__table_acquire(t, &s, EMB_CTX_FORWARD, &col, &hint);
     }
     return r;
 }
@@ -361,7 +355,7 @@ static void generic_range(const EmbTable *t, const EmbBatch *b, const EmbPooling
         .scale = k->scale, .sumsq = k->sumsq[t->dtype],
         .weighted = b->weights != NULL || p->max_norm > 0.0f,
         .resident = resident(t),
-        .prefetch = t->ops->prefetch,
+        .prefetch = emb__table_prefetch_fn(t),
     };
     Chunk c;
     c.ncols = c.npieces = 0;

@@ -9,7 +9,7 @@
 #include "embtables/lookup.h"
 
 /*
- * The fallible part of a lookup: a kind whose rows must be fetched (EMB_OPS_PINS: tiered)
+ * The fallible part of a lookup: a kind whose rows must be fetched (its rows facet pins: tiered)
  * resolves and pins every row of the validated batch @b (and @p's default id), until the
  * caller's emb__table_release. 0 for every other kind; else 0 or the table's error
  * (table_ops.h: EMB_EIO, EMB_ENOMEM) with nothing pinned that the caller's release would

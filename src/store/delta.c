@@ -75,7 +75,7 @@ int emb__delta_list(const EmbTable *t, const EmbOptState *st, EmbRowList *out)
 
 bool emb__delta_possible(const EmbTable *t)
 {
-    return !t->ops->save_list && !emb__table_rows_appear(t) && !emb__touched_is_all(t);
+    return !emb__table_listed(t) && !emb__table_rows_appear(t) && !emb__touched_is_all(t);
 }
 
 /* ---- reading: a chain ------------------------------------------------------------------- */
@@ -185,7 +185,7 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
                              "lacks", l->path, tb->name);
         if (!t)
             continue;
-        if (t->ops->save_list || emb__table_rows_appear(t) ||
+        if (emb__table_listed(t) || emb__table_rows_appear(t) ||
             t->ncolumns != tb->delta_ncolumns || t->featuresize != v->width ||
             t->dtype != v->dtype)
             return emb__fail(EMB_ESHAPE, "delta checkpoint %s has \"%s\" as %lld x %d %s; %s "
@@ -194,7 +194,7 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
                              emb_dtype_name(v->dtype), emb__table_label(t),
                              (long long)t->ncolumns, (int)t->featuresize,
                              emb_dtype_name(t->dtype),
-                             t->ops->save_list ? " (a kind whose deltas are not kept)" : "");
+                             emb__table_listed(t) ? " (a kind whose deltas are not kept)" : "");
         const int64_t n = v->ncolumns;
         int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
         l->ids[i] = ids;

@@ -26,8 +26,8 @@ int emb_table_initialize(EmbTable *t, const EmbInitializer *in)
     if (r)
         return r;
     emb__touched_all(t);
-    if (t->ops->initialize) /* its rows now, and the rows it creates later */
-        return t->ops->initialize(t, in);
+    if (emb__table_keyed(t)) /* its rows now, and the rows it creates later */
+        return emb__table_keyed_initialize(t, in);
     float *row = malloc((size_t)t->featuresize * sizeof(float));
     if (!row)
         return emb__fail(EMB_ENOMEM, "out of memory for a row of %d floats (%s)",

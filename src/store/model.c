@@ -117,12 +117,12 @@ static int names_check(const EmbCkpt *c, char (*names)[NAME_BYTES_MAX], int n)
 static int list_rows(const EmbTable *t, const EmbOptState *st, bool delta, EmbRowList **out)
 {
     *out = NULL;
-    if (!t->ops->save_list && !delta)
+    if (!emb__table_listed(t) && !delta)
         return 0;
     EmbRowList *l = calloc(1, sizeof *l);
     if (!l)
         return emb__fail(EMB_ENOMEM, "out of memory listing %s", emb__table_label(t));
-    const int r = delta ? emb__delta_list(t, st, l) : t->ops->save_list(t, st != NULL, l);
+    const int r = delta ? emb__delta_list(t, st, l) : emb__table_list(t, st != NULL, l);
     if (r)
         free(l);
     else
@@ -183,7 +183,7 @@ static int add_table(EmbCkpt *c, const char *name, const EmbTable *t, const EmbO
 {
     if (!name)
         name = t->name;
-    int r = t->ops->save_check ? t->ops->save_check(t) : 0;
+    int r = emb__table_save_check(t);
     if (!r && (!name[0] || strlen(name) > NAME_BYTES_MAX - 64))
         r = emb__fail(EMB_EINVAL, "a table saved in a checkpoint needs a name (1 to %d "
                       "bytes): %s has none", NAME_BYTES_MAX - 64, emb__table_label(t));

@@ -142,7 +142,7 @@ typedef struct StageDst {
 static void *stage_dst(void *ctx, int64_t j)
 {
     const StageDst *d = ctx;
-    return (char *)d->t->ops->stage_dst(d->st, d->what, j) + d->off;
+    return (char *)emb__table_stage_dst(d->t, d->st, d->what, j) + d->off;
 }
 
 typedef struct RawDst {
@@ -175,7 +175,7 @@ static int read_extras(const EmbCkpt *c, int fd, const Target *g, unsigned char 
 {
     EmbExtraTensor want[EMB_EXTRA_MAX];
     int nx = 0, r = 0;
-    g->t->ops->restore_extras(g->t, want, &nx);
+    emb__table_extras(g->t, want, &nx);
     for (int e = 0; e < nx && !r; e++) {
         char name[4200];
         snprintf(name, sizeof name, "%s/%s", in->name, want[e].suffix);
@@ -264,7 +264,7 @@ static int stage_rows(const EmbCkpt *c, int fd, const EmbOptimizer *opt, Target 
     EmbStageIn in = {.nrows = c->tensors[tb->values].ncolumns, .step = tb->dyn_step,
                      .path = path, .name = tb->name};
     int r = read_extras(c, fd, g, buf, &in, path);
-    r = r ? r : g->t->ops->stage(g->t, &in, &g->stage);
+    r = r ? r : emb__table_stage(g->t, &in, &g->stage);
     StageDst d = {g->t, g->stage, EMB_STAGE_VALUES, 0};
     r = r ? r : emb__ckpt_load_fn(c, tb->values, fd, stage_dst, &d, buf, path);
     if (!r && opt && tb->step >= 0) {
@@ -291,7 +291,7 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
         int r = 0;
         const bool staged = tg[i].stage != NULL;
         if (staged) { /* swapped in whole: state and all */
-            tg[i].t->ops->stage_commit(tg[i].t, tg[i].stage);
+            emb__table_stage_commit(tg[i].t, tg[i].stage);
             tg[i].stage = NULL;
         } else {
             r = emb__ckpt_load(c, tb->values, fd, tg[i].t, 0, buf, path);
@@ -355,14 +355,14 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     r = r || !opt ? r : prepare_state(&c, opt, tg, n, path);
     r = r ? r : finite_rows(&c, fd, tg, n, buf, path);
     for (int64_t i = 0; i < n && !r; i++)
-        if (tg[i].t->ops->stage)
+        if (emb__table_listed(tg[i].t))
             r = stage_rows(&c, fd, opt, &tg[i], buf, path);
     r = r ? r : load(&c, fd, s, opt, tg, n, buf, path);
     if (!r && global_step)
         *global_step = c.global_step;
     for (int64_t i = 0; tg && i < n; i++)
         if (tg[i].stage)
-            tg[i].t->ops->stage_free(tg[i].stage);
+            emb__table_stage_free(tg[i].t, tg[i].stage);
     free(tg);
     free(buf);
     emb__ckpt_free(&c);

@@ -55,11 +55,13 @@ EmbTable *emb__partition_shard(const EmbTable *t, int32_t i)
     return emb__partition(t)->shards[i];
 }
 
+static const EmbRowsFacet mod_rows = EMB_ROWS_BY_COLUMN(mod_column);
+static const EmbRowsFacet div_rows = EMB_ROWS_BY_COLUMN(div_column);
 static const EmbTableOps mod_ops = {
-    .kind = "partitioned (mod)", .column = mod_column, .nshards = emb__partition_nshards,
+    .kind = "partitioned (mod)", .rows = &mod_rows, .nshards = emb__partition_nshards,
     .shard = emb__partition_shard, .destroy = emb__partition_destroy};
 static const EmbTableOps div_ops = {
-    .kind = "partitioned (div)", .column = div_column, .nshards = emb__partition_nshards,
+    .kind = "partitioned (div)", .rows = &div_rows, .nshards = emb__partition_nshards,
     .shard = emb__partition_shard, .destroy = emb__partition_destroy};
 
 static int check_mode(unsigned flags, unsigned allowed)

@@ -11,12 +11,6 @@
 #include "platform.h"
 #include "tables/table_impl.h"
 
-static void *simple_column(const EmbTable *t, int64_t column, EmbContext ctx)
-{
-    (void)ctx;
-    return t->data + (size_t)column * t->stride;
-}
-
 static void *custom_column(const EmbTable *t, int64_t column, EmbContext ctx)
 {
     return t->user_fn(t->user, column, ctx);
@@ -28,8 +22,9 @@ static void custom_destroy(EmbTable *t)
         t->user_destroy(t->user);
 }
 
-const EmbTableOps emb__simple_ops = {.kind = "simple", .column = simple_column};
-static const EmbTableOps custom_ops = {.kind = "custom", .column = custom_column,
+const EmbTableOps emb__simple_ops = {.kind = "simple", .rows = &emb__rows_dense};
+static const EmbRowsFacet custom_rows = EMB_ROWS_BY_COLUMN(custom_column);
+static const EmbTableOps custom_ops = {.kind = "custom", .rows = &custom_rows,
                                        .destroy = custom_destroy};
 
 const char *emb__table_label(const EmbTable *t)
@@ -272,13 +267,13 @@ int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, 
                          (long long)t->ncolumns, emb__table_label(t));
     if (ctx == EMB_CTX_UPDATE) /* the caller writes it: not tracked */
         emb__touched_all((EmbTable *)t);
-    if (ctx == EMB_CTX_UPDATE && t->ops->column_create) /* may create the row: may fail */
-        return t->ops->column_create((EmbTable *)t, column, out);
+    if (ctx == EMB_CTX_UPDATE && emb__table_keyed(t)) /* may create the row: may fail */
+        return emb__table_column_create((EmbTable *)t, column, out);
     if (emb__table_pins(t)) { /* fetched (a disk read): may fail, unlike column() */
         const EmbIdSpan s = {&column, 0, 0, 1};
         const void *col = NULL;
         unsigned hint;
-        const int r = emb__table_resolve(t, &s, ctx, &col, &hint);
+        const int r = emb__table_acquire(t, &s, ctx, &col, &hint);
         if (!r)
             *out = (void *)col;
         return r;

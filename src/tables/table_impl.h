@@ -53,49 +53,181 @@ struct EmbTable {
 /* The simple kind's operations (emb__table_alloc's default). */
 extern const EmbTableOps emb__simple_ops;
 
-/* The column pointer of an in-range column (the caller validated it). */
+/* ---- the provided defaults (table.c): a kind's facets point at them -------------------- */
+
+/* The rows facet of a kind with contiguous data (t->data + id * t->stride). */
+extern const EmbRowsFacet emb__rows_dense;
+/* acquire by column() per id (cols == NULL: nothing to pin). */
+int emb__rows_acquire_by_column(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
+                                const void **cols, unsigned *hint);
+/* acquire with cols == NULL over a span of any length, by acquire in EMB_SPAN_MAX spans. */
+int emb__rows_pin_in_spans(const EmbTable *t, const EmbIdSpan *s);
+void emb__rows_no_prefetch(const EmbTable *t, int64_t id);
+bool emb__rows_never_missing(const EmbTable *t);
+bool emb__rows_all_readable(const EmbTable *t, int64_t id);
+void emb__rows_release_none(const EmbTable *t);
+/* A complete rows facet of a kind that does not pin, with its own column function. */
+#define EMB_ROWS_BY_COLUMN(column_fn)                                                          \
+    {                                                                                          \
+        .column = (column_fn), .acquire = emb__rows_acquire_by_column,                         \
+        .prefetch = emb__rows_no_prefetch, .missing_fails = emb__rows_never_missing,           \
+        .readable = emb__rows_all_readable, .release = emb__rows_release_none,                 \
+    }
+
+int emb__keyed_column_acquire(EmbTable *t, int64_t id, void **out);
+int emb__keyed_reserve_none(EmbTable *t, const int64_t *ids, int64_t n);
+void emb__keyed_cancel_none(EmbTable *t, EmbRowPlan *rp);
+bool emb__keyed_state_unchecked(const EmbTable *t, const EmbTable *view);
+
+/* ---- the contract's wrappers (table_ops.h): callers above src/tables/ use only these ---- */
+
+/* The column pointer of an in-range column (the caller validated it): the owned table's
+   contiguous data is the one fast path. */
 EMB_INLINE void *emb__column(const EmbTable *t, int64_t column, EmbContext ctx)
 {
     if (EMB_LIKELY(t->data != NULL))
         return t->data + (size_t)column * t->stride;
-    return t->ops->column(t, column, ctx);
+    return t->ops->rows->column(t, column, ctx);
 }
 
-/* ---- the contract's wrappers (table_ops.h): the defaults of NULL entries ---------------- */
-
-/* cols[k] = the row of span id k (FORWARD / NONE); 0 or the kind's error (EMB_EIO, ...). */
-EMB_INLINE int emb__table_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
+/* cols[k] = the row of span id k (s->n <= EMB_SPAN_MAX); 0 or the kind's error (EMB_EIO). */
+EMB_INLINE int emb__table_acquire(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
                                   const void **cols, unsigned *hint)
 {
     *hint = 0;
-    if (t->ops->resolve)
-        return t->ops->resolve(t, s, ctx, cols, hint);
-    for (int64_t k = 0; k < s->n; k++)
-        cols[k] = emb__column(t, emb__span_id(s, k), ctx);
-    return 0;
+    return t->ops->rows->acquire(t, s, ctx, cols, hint);
 }
 
-EMB_INLINE void emb__table_prefetch(const EmbTable *t, int64_t id)
+/* Whether the lookup reaches the rows through acquire in spans (no contiguous data and
+   an acquire of the kind's own, not column() per id). */
+EMB_INLINE bool emb__table_acquires_spans(const EmbTable *t)
 {
-    if (t->ops->prefetch)
-        t->ops->prefetch(t, id);
+    return !t->data && t->ops->rows->acquire != emb__rows_acquire_by_column;
+}
+
+/* Makes the rows of @s (any length) resident until the release (a kind that pins). */
+EMB_INLINE int emb__table_pin(const EmbTable *t, const EmbIdSpan *s)
+{
+    return t->ops->rows->acquire(t, s, EMB_CTX_FORWARD, NULL, NULL);
+}
+
+/* The kind's prefetch hint (NULL: none, so that hot loops skip the call). */
+EMB_INLINE void (*emb__table_prefetch_fn(const EmbTable *t))(const EmbTable *, int64_t)
+{
+    return t->ops->rows->prefetch == emb__rows_no_prefetch ? NULL : t->ops->rows->prefetch;
 }
 
 /* Whether a FORWARD read of some id may be refused (then each id: emb__table_readable). */
 EMB_INLINE bool emb__table_missing_fails(const EmbTable *t)
 {
-    return t->ops->missing_fails && t->ops->missing_fails(t);
+    return t->ops->rows->missing_fails(t);
 }
 
 EMB_INLINE bool emb__table_readable(const EmbTable *t, int64_t id)
 {
-    return !t->ops->readable || t->ops->readable(t, id);
+    return t->ops->rows->readable(t, id);
 }
 
 EMB_INLINE void emb__table_release(const EmbTable *t)
 {
-    if (t->ops->release)
-        t->ops->release(t);
+    t->ops->rows->release(t);
+}
+
+/* Whether rows must be made resident and pinned (a tiered table's, from disk): reach them
+   through the fallible acquire, not column(). */
+EMB_INLINE bool emb__table_pins(const EmbTable *t)
+{
+    return t->ops->rows->pins;
+}
+
+/* Whether ids are keys and rows are created by updates (no ncolumns bound). */
+EMB_INLINE bool emb__table_rows_appear(const EmbTable *t)
+{
+    return t->ops->rows->keys;
+}
+
+/* The keyed facet (NULL: dense rows updated in place, dense optimizer state beside). */
+EMB_INLINE const EmbKeyedFacet *emb__table_keyed(const EmbTable *t)
+{
+    return t->ops->keyed;
+}
+
+/* The listed facet (NULL: a dense checkpoint). */
+EMB_INLINE const EmbListedFacet *emb__table_listed(const EmbTable *t)
+{
+    return t->ops->listed;
+}
+
+/* The keyed facet's entries (the caller tested emb__table_keyed once). */
+EMB_INLINE int emb__table_column_create(EmbTable *t, int64_t id, void **out)
+{
+    return t->ops->keyed->column_create(t, id, out);
+}
+EMB_INLINE int emb__table_reserve_ids(EmbTable *t, const int64_t *ids, int64_t n)
+{
+    return t->ops->keyed->reserve_ids(t, ids, n);
+}
+EMB_INLINE int emb__table_keyed_initialize(EmbTable *t, const struct EmbInitializer *in)
+{
+    return t->ops->keyed->initialize(t, in);
+}
+EMB_INLINE int emb__table_update_prepare(EmbTable *t, EmbRowPlan *rp)
+{
+    return t->ops->keyed->update_prepare(t, rp);
+}
+EMB_INLINE void emb__table_update_commit(EmbTable *t, EmbRowPlan *rp)
+{
+    t->ops->keyed->update_commit(t, rp);
+}
+EMB_INLINE void emb__table_update_cancel(EmbTable *t, EmbRowPlan *rp)
+{
+    t->ops->keyed->update_cancel(t, rp);
+}
+EMB_INLINE void emb__table_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t d0,
+                                       int64_t n, void **cols, float **states)
+{
+    t->ops->keyed->update_rows(t, rp, d0, n, cols, states);
+}
+EMB_INLINE int emb__table_state_attach(EmbTable *t, int32_t width, const float *init,
+                                       EmbTable **view)
+{
+    return t->ops->keyed->state_attach(t, width, init, view);
+}
+EMB_INLINE bool emb__table_state_is(const EmbTable *t, const EmbTable *view)
+{
+    return t->ops->keyed->state_is(t, view);
+}
+
+/* The listed facet's entries (the caller tested emb__table_listed once). */
+EMB_INLINE int emb__table_list(const EmbTable *t, bool state, EmbRowList *out)
+{
+    return t->ops->listed->list(t, state, out);
+}
+EMB_INLINE void emb__table_extras(const EmbTable *t, EmbExtraTensor *extra, int *n)
+{
+    t->ops->listed->extras(t, extra, n);
+}
+EMB_INLINE int emb__table_stage(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out)
+{
+    return t->ops->listed->stage(t, in, out);
+}
+EMB_INLINE void *emb__table_stage_dst(const EmbTable *t, EmbRowStage *s, int what, int64_t k)
+{
+    return t->ops->listed->stage_dst(s, what, k);
+}
+EMB_INLINE void emb__table_stage_commit(EmbTable *t, EmbRowStage *s)
+{
+    t->ops->listed->stage_commit(t, s);
+}
+EMB_INLINE void emb__table_stage_free(const EmbTable *t, EmbRowStage *s)
+{
+    t->ops->listed->stage_free(s);
+}
+
+/* Whether the table can be saved: 0, or the kind's reason (EMB_ENOTSUP / EMB_EINVAL). */
+EMB_INLINE int emb__table_save_check(const EmbTable *t)
+{
+    return t->ops->save_check ? t->ops->save_check(t) : 0;
 }
 
 /* ---- touched rows (touched.c): what a delta checkpoint holds ----------------------------- */
@@ -121,25 +253,6 @@ int emb__table_tiered_create_pending(EmbTable **out, const char *path, int64_t n
                                      int32_t featuresize, EmbDtype dtype,
                                      const struct EmbTieredOptions *opts);
 int emb__table_tiered_commit(EmbTable *t);
-
-/* Whether rows must be fetched and pinned (EMB_OPS_PINS: a tiered table's, from disk):
-   reach them through the fallible resolve, not column(). */
-EMB_INLINE bool emb__table_pins(const EmbTable *t)
-{
-    return (t->ops->flags & EMB_OPS_PINS) != 0;
-}
-
-/* Whether rows are created by updates (keyed ids: no ncolumns bound on what exists). */
-EMB_INLINE bool emb__table_rows_appear(const EmbTable *t)
-{
-    return (t->ops->flags & EMB_OPS_ROWS_APPEAR) != 0;
-}
-
-/* Whether the update resolves rows through update_prepare / commit / rows. */
-EMB_INLINE bool emb__table_planned(const EmbTable *t)
-{
-    return t->ops->update_prepare != NULL;
-}
 
 /*
  * Allocates a table struct with the common fields checked and filled (kind SIMPLE, no

@@ -4,13 +4,14 @@
  * whatever its kind. ARCHITECTURE.md "The table contract" is the overview and has the
  * checklist for a new kind; this header is the reference.
  *
- * Every EmbTable points at one EmbTableOps (t->ops, never NULL), a struct of function
- * pointers that the kind's constructor fills (dav1d / BLIS style: a const static struct
- * per kind, e.g. `static const EmbTableOps dynamic_ops = {...}` in dynamic.c). lookup/,
- * update/, strategies/ and store/ call only these entries (through the emb__table_*
- * wrappers at the end of this file) and never ask what kind a table is. An entry left
- * NULL means "the behaviour of a dense table": the wrappers give that default, so a
- * simple table fills almost nothing.
+ * Every EmbTable points at one EmbTableOps (t->ops, never NULL): three facets of function
+ * pointers that the kind fills (dav1d / BLIS style: const static structs per kind), each
+ * absent or complete — `rows` (every kind: acquire / column / release), `keyed` (rows
+ * created by updates, state with the rows) and `listed` (rows listed in a checkpoint).
+ * The defaults are provided once (table_impl.h: emb__rows_dense, emb__rows_no_prefetch,
+ * ...): a kind points at them, no entry is NULL. lookup/, update/, strategies/ and store/
+ * call only the emb__table_* wrappers of table_impl.h, never `ops->` and never ask what
+ * kind a table is; they test a facet at most once per operation.
  *
  * The fast path stays free: a simple (owned or wrapped) table sets t->data, and the hot
  * loops compute `data + column * stride` without any call (emb__column in table_impl.h).
@@ -21,12 +22,12 @@
  * row       the bytes of one id's values (featuresize elements of t->dtype); a row pointer
  *           is what the kernels read and write.
  * resident  a row pointer may be dereferenced. Rows of in-memory kinds are always resident;
- *           a kind with EMB_OPS_PINS (tiered: disk + DRAM cache) makes rows resident and
- *           pins them when they are resolved, and unpins them in `release`.
+ *           a kind whose rows facet pins (tiered: disk + DRAM cache) makes rows resident
+ *           and pins them when they are acquired, and unpins them in `release`.
  * operation one public call that reads or writes rows: a lookup (emb_lookup, one table of
  *           emb_maplookup), an update step (emb_update, one table of emb_update_many), a
  *           checkpoint save or restore. Row pointers obtained in an operation are valid
- *           until its `release` (or, for kinds without EMB_OPS_PINS, until the next
+ *           until its `release` (or, for kinds that do not pin, until the next
  *           operation that changes the table's structure: an update's commit, evict, import,
  *           restore).
  * serial    an entry marked [serial] runs on one thread with no other entry of the same
@@ -35,25 +36,25 @@
  *
  * ---- Who calls what, when ----
  * lookup (lookup/lookup.c): check (missing_fails / readable) for every id before any
- *   output is written; then per range of bags: resolve in spans (the gather, the bags
- *   kernel over span-resolving kinds), or, on the generic path, column() per id with the
- *   prefetch hint a few ids ahead (a kind with EMB_OPS_PINS has every id of the range
- *   resolved first); release once per table when every range is done (emb_lookup,
+ *   output is written; then per range of bags: acquire in spans (the gather, the bags
+ *   kernel over kinds without contiguous data), or, on the generic path, column() per id
+ *   with the prefetch hint a few ids ahead (a kind that pins has every id of the batch
+ *   acquired first); release once per table when every range is done (emb_lookup,
  *   emb_maplookup).
  * update (update/plan.c): update_prepare for every table of the call (emb_update_many:
  *   all before any commit; update_cancel when the call is cancelled or another table
  *   failed), update_commit, then update_rows in spans of 64 distinct ids on the apply
  *   threads (or column(UPDATE) for kinds without update entries); release after the
  *   apply.
- * store (store/model.c, restore.c): save_check, save_list ... close; restore_extras,
+ * store (store/model.c, restore.c): save_check, listed->list ... close; extras,
  *   stage, stage_dst, then stage_commit (after every table of the restore staged) or
  *   stage_free.
  *
  * ---- A tiered kind (disk + DRAM cache), for example ----
- * resolve fetches missing rows synchronously and pins them (EMB_EIO when a read fails);
+ * acquire fetches missing rows synchronously and pins them (EMB_EIO when a read fails);
  * prefetch starts an asynchronous read; update_prepare fetches and pins every distinct
  * id's row (the step's only failure point) and marks it dirty, update_rows returns the
- * pinned rows, update_cancel and release unpin; save_list reads dirty rows
+ * pinned rows, update_cancel and release unpin; list reads dirty rows
  * through the cache; stage builds the new content aside (a new file) and stage_commit
  * swaps it in. The rows it hands out are featuresize elements of t->dtype, as every kind's.
  *
@@ -75,7 +76,7 @@ struct EmbInitializer;
 
 /* ---- spans ----------------------------------------------------------------------------- */
 
-/* The most ids one resolve call is given (the lookup's spans). */
+/* The most ids one acquire call is given (the lookup's spans). */
 #define EMB_SPAN_MAX 128
 
 /* Ids k0 .. k0 + n - 1 of a batch's id array (int32 when id32, else int64); n <= EMB_SPAN_MAX.
@@ -92,7 +93,7 @@ EMB_INLINE int64_t emb__span_id(const EmbIdSpan *s, int64_t k)
                    : ((const int64_t *)s->ids)[s->k0 + k];
 }
 
-/* Bits a resolve may report in *hint. */
+/* Bits an acquire may report in *hint. */
 #define EMB_RESOLVE_PREFETCHED 1u /* the rows' lines were prefetched: the kernel need not */
 
 /* ---- the update's row plan ------------------------------------------------------------- */
@@ -191,70 +192,68 @@ typedef struct EmbStageIn {
 /* What stage_dst addresses: the values of row k, or its optimizer state row. */
 enum { EMB_STAGE_VALUES = 0, EMB_STAGE_STATE = 1 };
 
-/* ---- the operations table -------------------------------------------------------------- */
+/* ---- the three facets ------------------------------------------------------------------ */
 
-#define EMB_OPS_ROWS_APPEAR 1u /* rows are created by updates (keyed ids, no ncolumns bound) */
-#define EMB_OPS_PINS 2u        /* rows must be made resident: resolve pins, release unpins */
-#define EMB_OPS_OWN_STATE 4u   /* optimizer state lives with the rows (state_attach) */
+/*
+ * `rows` — every kind has it, complete (no NULL entry). Dense kinds point at a provided
+ * implementation (emb__rows_dense in table_impl.h, or EMB_ROWS_BY_COLUMN for a kind with
+ * its own column function); the provided defaults of single entries are declared there.
+ */
+typedef struct EmbRowsFacet {
+    bool pins; /* rows must be made resident: acquire pins them until release (tiered) */
+    bool keys; /* ids are keys and rows appear (dynamic): no ncolumns bound on ids */
 
-typedef struct EmbTableOps {
-    const char *kind;  /* "simple", "custom", "partitioned", "dynamic", ...: for messages */
-    unsigned flags;    /* EMB_OPS_* */
-
-    /* ---- addressing ------------------------------------------------------------------ */
-
-    /* [parallel] The row of one in-range id for @ctx; cannot fail. Required. For kinds
-       with EMB_OPS_PINS, valid only for ids resolved in the current operation. FORWARD of
-       an id without a row gives the kind's default row (dynamic: the initial value). */
+    /* [parallel] The row of one in-range id for @ctx; cannot fail. On a kind that pins,
+       valid only for ids acquired in the current operation. FORWARD of an id without a row
+       gives the kind's default row (dynamic: the initial value). */
     void *(*column)(const EmbTable *t, int64_t id, EmbContext ctx);
 
-    /* [parallel] Batched resolution: cols[k] = the row of span id k for @ctx (FORWARD or
-       NONE: reads only, never creates; UPDATE on an EMB_OPS_PINS kind only: the rows are
-       also marked dirty, for the variable ops' writes), k < s->n <= EMB_SPAN_MAX. A kind hashes, prefetches or fetches
-       the whole span at once; it may set EMB_RESOLVE_PREFETCHED in *hint. Returns 0, or
-       EMB_EIO / EMB_ENOMEM (tiered: a fetch failed; cols undefined). NULL: column() per id. */
-    int (*resolve)(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx, const void **cols,
+    /* [parallel] Batched, fallible acquisition: cols[k] = the row of span id k for @ctx
+       (FORWARD or NONE: reads only, never creates; UPDATE on a kind that pins: the rows are
+       also marked dirty, for the variable ops' writes), k < s->n <= EMB_SPAN_MAX. A kind
+       hashes, prefetches or fetches the whole span at once; it may set
+       EMB_RESOLVE_PREFETCHED in *hint. With cols == NULL (then hint may be NULL) [serial]:
+       make the rows of @s resident for FORWARD (any length, not bound by EMB_SPAN_MAX; the
+       lookup does this before it writes any output; a kind that does not pin returns 0).
+       Returns 0, or EMB_EIO / EMB_ENOMEM (tiered: a fetch failed; cols undefined; what the
+       call pinned is unpinned). */
+    int (*acquire)(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx, const void **cols,
                    unsigned *hint);
 
-    /* [serial] Resolves (pins until the operation's release) the rows of the in-range ids
-       of @s (any length, not bound by EMB_SPAN_MAX) for FORWARD at once (tiered: every
-       miss in one batch of reads), so that resolve() of them in this operation finds
-       them; the lookup calls it before it writes any output. 0, or EMB_EIO / EMB_ENOMEM
-       (what the call pinned is unpinned). NULL: the lookup resolves the rows in spans. */
-    int (*resolve_batch)(const EmbTable *t, const EmbIdSpan *s);
-
-    /* [parallel] A hint that @id will be resolved soon (a lookup, a few ids ahead): start
-       fetching its index slot / its row (tiered: an asynchronous read). NULL: none. */
+    /* [parallel] A hint that @id will be acquired soon (a lookup, a few ids ahead): start
+       fetching its index slot / its row. emb__rows_no_prefetch: none. */
     void (*prefetch)(const EmbTable *t, int64_t id);
 
     /* [serial] Whether FORWARD of an id may be refused (dynamic with EMB_DYN_MISSING_ERROR:
        an unknown id is EMB_ENOTFOUND), and whether @id may be read. The lookup checks every
-       id it will read with `readable` before it writes any output (and names the id and
-       its position in EMB_ENOTFOUND's message) when `missing_fails` says so. NULL: every
-       validated id may be read. */
+       id it will read with `readable` before it writes any output when `missing_fails`
+       says so. */
     bool (*missing_fails)(const EmbTable *t);
     bool (*readable)(const EmbTable *t, int64_t id);
 
-    /* [serial] The end of an operation: unpin what it resolved (tiered: dirty rows stay
-       cached and are written back when evicted or saved). NULL: nothing to do. */
+    /* [serial] The end of an operation: unpin what it acquired (tiered: dirty rows stay
+       cached and are written back when evicted or saved). */
     void (*release)(const EmbTable *t);
+} EmbRowsFacet;
 
-    /* ---- rows that appear ---------------------------------------------------------------- */
-
+/*
+ * `keyed` — kinds whose rows are created, moved or fetched by updates and that keep the
+ * optimizer state with their rows (dynamic, partitioned over dynamic shards, tiered).
+ * Absent (NULL): the update writes column(t, id, UPDATE) in place and the optimizer keeps a
+ * dense state table of ncolumns x width beside the table.
+ */
+typedef struct EmbKeyedFacet {
     /* [serial] emb_table_column_pointer with UPDATE: the row of @id for writing, created
-       when missing (no admission). 0 or EMB_ENOMEM. NULL: column(t, id, UPDATE). */
+       when missing (no admission). 0, EMB_ENOMEM, EMB_EIO. emb__keyed_column_acquire: one
+       acquire with UPDATE. */
     int (*column_create)(EmbTable *t, int64_t id, void **out);
     /* [serial] Room for the rows of @n ids so that column(t, id, UPDATE) of any of them
-       cannot fail afterwards (variable_ops' scatter writes). 0 or EMB_ENOMEM. NULL: none
-       needed. */
+       cannot fail afterwards (variable_ops' scatter writes). 0 or EMB_ENOMEM.
+       emb__keyed_reserve_none: none needed. */
     int (*reserve_ids)(EmbTable *t, const int64_t *ids, int64_t n);
     /* [serial] emb_table_initialize for kinds whose rows are made later (every row as if
-       created under @in, which also initialises rows created afterwards). NULL: the store
-       writes every column through column(). */
+       created under @in, which also initialises rows created afterwards). */
     int (*initialize)(EmbTable *t, const struct EmbInitializer *in);
-
-    /* ---- the update's serial steps (kinds whose rows appear, move or must be resident;
-       all NULL for dense in-memory kinds, whose update writes column(t, id, UPDATE)) ---- */
 
     /* [serial] Decide and reserve: per distinct id its handle (dynamic: its row index, -2
        to be created, -1 not admitted), room for every new row, pins / fetches (tiered).
@@ -264,7 +263,8 @@ typedef struct EmbTableOps {
     /* [serial] Cannot fail: create the rows decided, count the step, mark rows dirty. */
     void (*update_commit)(EmbTable *t, EmbRowPlan *rp);
     /* [serial] A prepared step that will not commit (another table of the same
-       emb_update_many / another rank failed): drop reservations and pins. NULL: none. */
+       emb_update_many / another rank failed): drop reservations and pins.
+       emb__keyed_cancel_none: nothing to drop. */
     void (*update_cancel)(EmbTable *t, EmbRowPlan *rp);
     /* [parallel] After the commit: cols[k] / states[k] = the row and the optimizer state
        row of distinct ids d0 .. d0 + n - 1 (NULL col: skip it; states NULL when the caller
@@ -272,31 +272,27 @@ typedef struct EmbTableOps {
     void (*update_rows)(const EmbTable *t, const EmbRowPlan *rp, int64_t d0, int64_t n,
                         void **cols, float **states);
 
-    /* ---- optimizer state ----------------------------------------------------------------- */
-
-    /* [serial] Keep @width floats of optimizer state with every row (EMB_OPS_OWN_STATE),
-       each initialised from @init (rows created later too); *view = a table (f32, width
-       wide) whose column(id) is id's state row, owned by the caller. 0, EMB_ENOMEM,
-       EMB_ENOTSUP (state kept already). NULL: the optimizer keeps a dense state table of
-       ncolumns x width beside the table. */
+    /* [serial] Keep @width floats of optimizer state with every row, each initialised from
+       @init (rows created later too); *view = a table (f32, width wide) whose column(id) is
+       id's state row, owned by the caller. 0, EMB_ENOMEM, EMB_ENOTSUP (state kept already). */
     int (*state_attach)(EmbTable *t, int32_t width, const float *init, EmbTable **view);
-    /* The view state_attach made that is still attached (NULL: none): the optimizer checks
-       that its state of the table is still the table's. NULL entry: not checked. */
-    const EmbTable *(*state_view)(const EmbTable *t);
+    /* Whether @view (an optimizer's state of the table) is the view state_attach made that
+       is still attached. emb__keyed_state_unchecked: not checked. */
+    bool (*state_is)(const EmbTable *t, const EmbTable *view);
+} EmbKeyedFacet;
 
-    /* ---- checkpoints ----------------------------------------------------------------------- */
-
-    /* [serial] Checks that the table can be saved (0 or EMB_ENOTSUP / EMB_EINVAL with the
-       reason: dynamic shards with different sketch widths; a state view). NULL: it can. */
-    int (*save_check)(const EmbTable *t);
+/*
+ * `listed` — kinds that list their own rows in a checkpoint (dynamic, partitioned over
+ * dynamic shards, tiered). Absent (NULL): a dense table: rows 0 .. ncolumns - 1 by column(),
+ * state in the optimizer's dense state table, no extra tensor.
+ */
+typedef struct EmbListedFacet {
     /* [serial] Lists the rows for a save (EmbRowList above; with the optimizer state rows
-       when @state and the kind keeps state). 0, EMB_ENOMEM, EMB_EIO. NULL: a dense table:
-       rows 0 .. ncolumns - 1 by column(), state in the optimizer's dense state table, no
-       extra tensor. */
-    int (*save_list)(const EmbTable *t, bool state, EmbRowList *out);
+       when @state and the kind keeps state). 0, EMB_ENOMEM, EMB_EIO. */
+    int (*list)(const EmbTable *t, bool state, EmbRowList *out);
     /* [serial] The extra tensors a restore reads for this table (suffix, element type;
        ncolumns < 0: one per row; `optional` ones may be absent), *n of them. */
-    void (*restore_extras)(const EmbTable *t, EmbExtraTensor *extra, int *n);
+    void (*extras)(const EmbTable *t, EmbExtraTensor *extra, int *n);
     /* [serial] Stage the new content (EmbStageIn above): 0, EMB_ECORRUPT, EMB_ESHAPE,
        EMB_ENOMEM. Then stage_dst (cannot fail; STATE: NULL when the table keeps no state),
        and stage_commit (cannot fail) or stage_free. */
@@ -304,9 +300,19 @@ typedef struct EmbTableOps {
     void *(*stage_dst)(EmbRowStage *s, int what, int64_t k);
     void (*stage_commit)(EmbTable *t, EmbRowStage *s);
     void (*stage_free)(EmbRowStage *s);
+} EmbListedFacet;
 
-    /* ---- structure ------------------------------------------------------------------------- */
+/* ---- the operations table -------------------------------------------------------------- */
 
+typedef struct EmbTableOps {
+    const char *kind;              /* "simple", "custom", "dynamic", ...: for messages */
+    const EmbRowsFacet *rows;      /* never NULL */
+    const EmbKeyedFacet *keyed;    /* NULL: dense rows, updated in place */
+    const EmbListedFacet *listed;  /* NULL: a dense checkpoint */
+
+    /* [serial] Checks that the table can be saved (0 or EMB_ENOTSUP / EMB_EINVAL with the
+       reason: dynamic shards with different sketch widths; a state view). NULL: it can. */
+    int (*save_check)(const EmbTable *t);
     /* Shards of a partitioned kind (NULL: none): emb_table_nshards / emb_table_shard, and
        the dynamic tables' public functions over a table partitioned over dynamic shards. */
     int32_t (*nshards)(const EmbTable *t);

@@ -181,17 +181,18 @@ static int make_slot(const EmbOptimizer *o, const EmbTable *t, int32_t width, Em
     const int32_t nfill = o->cfg.kind == EMB_OPT_FTRL ? width / 2
                           : o->cfg.kind == EMB_OPT_ROWWISE_ADAGRAD_COUNTER ? 1 : width;
     const EmbDtype sdt = o->cfg.state_dtype;
-    if (t->ops->state_attach && sdt != EMB_F32)
+    const bool keyed = emb__table_keyed(t) != NULL;
+    if (keyed && sdt != EMB_F32)
         return emb__fail(EMB_ENOTSUP, "%s keeps its optimizer state with its rows, in f32: "
                          "state_dtype %s is not supported for it", emb__table_label(t),
                          emb_dtype_name(sdt));
-    if (t->ops->state_attach) { /* kept with its rows, created and evicted with them */
+    if (keyed) { /* kept with its rows, created and evicted with them */
         float *init = calloc((size_t)width, sizeof *init);
         if (!init)
             return emb__fail(EMB_ENOMEM, "out of memory for optimizer state");
         for (int32_t i = 0; i < nfill && o->cfg.kind != EMB_OPT_ADAM; i++)
             init[i] = h0;
-        const int r = t->ops->state_attach((EmbTable *)t, width, init, out);
+        const int r = emb__table_state_attach((EmbTable *)t, width, init, out);
         free(init);
         return r;
     }
@@ -251,7 +252,7 @@ int emb__optimizer_state(EmbOptimizer *o, const EmbTable *t, EmbOptState **out)
     if (st) {
         if (st->width != state_width(o->cfg.kind, t->featuresize) ||
             (st->slot && st->slot->ncolumns != t->ncolumns) ||
-            (t->ops->state_view && st->slot != t->ops->state_view(t)))
+            (emb__table_keyed(t) && !emb__table_state_is(t, st->slot)))
             return emb__fail(EMB_ESHAPE, "the optimizer's state for %s has another shape (a "
                              "destroyed table's? call emb_optimizer_detach)",
                              emb__table_label(t));

@@ -299,7 +299,7 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
 /* Rows (and state rows: NULL with SGD) of distinct ids [d, d + n) of a planned table. */
 static void planned_rows(const EmbPlan *plan, int64_t d, int64_t n, void **cols, float **st)
 {
-    plan->table->ops->update_rows(plan->table, &plan->rp, d, n, cols, plan->sgd ? NULL : st);
+    emb__table_update_rows(plan->table, &plan->rp, d, n, cols, plan->sgd ? NULL : st);
     if (plan->sgd)
         memset(st, 0, (size_t)n * sizeof *st);
 }
@@ -422,7 +422,7 @@ int emb__plan_rows_prepare(EmbPlan *plan)
 {
     plan->planned = false;
     EmbTable *t = plan->table;
-    if (!emb__table_planned(t))
+    if (!emb__table_keyed(t))
         return 0;
     EmbIndexer *ix = plan->ix;
     const int64_t need = EMB_MAX(ix->nrows, ix->ndistinct); /* indices in place < nrows */
@@ -439,7 +439,7 @@ int emb__plan_rows_prepare(EmbPlan *plan)
                             .nparts = EMB_MAX(plan->nparts, 1),
                             .part_start = split ? ix->part_start : NULL,
                             .part_len = split ? ix->pdist : NULL, .handle = ix->handle};
-    return t->ops->update_prepare(t, &plan->rp);
+    return emb__table_update_prepare(t, &plan->rp);
 }
 
 void emb__plan_rows_commit(EmbPlan *plan)
@@ -449,15 +449,15 @@ void emb__plan_rows_commit(EmbPlan *plan)
     for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) /* parts: pindex.c's partitions */
         emb__touched_set(t, ix->ids + (plan->nparts > 1 ? ix->part_start[p] : 0),
                          plan->nparts > 1 ? ix->pdist[p] : ix->ndistinct);
-    if (!emb__table_planned(t))
+    if (!emb__table_keyed(t))
         return;
-    t->ops->update_commit(t, &plan->rp);
+    emb__table_update_commit(t, &plan->rp);
     plan->planned = true;
 }
 
 void emb__plan_rows_cancel(EmbPlan *plan)
 {
     EmbTable *t = plan->table;
-    if (emb__table_planned(t) && t->ops->update_cancel)
-        t->ops->update_cancel(t, &plan->rp);
+    if (emb__table_keyed(t))
+        emb__table_update_cancel(t, &plan->rp);
 }

@@ -85,7 +85,7 @@ int emb__pullback_max_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling
             const EmbIdSpan one = {b->ids, b->id_type == EMB_ID_I32, k, 1};
             const void *row;
             unsigned hint;
-            const int r = emb__table_resolve(t, &one, EMB_CTX_FORWARD, &row, &hint);
+            const int r = emb__table_acquire(t, &one, EMB_CTX_FORWARD, &row, &hint);
             if (r)
                 return r;
             max_take(t, row, id, !any, val, mi);

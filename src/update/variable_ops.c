@@ -5,7 +5,7 @@
  * every table type through the column pointer and compute in f32, rounding each result to
  * the table's dtype. Every argument and id is checked before the first write.
  *
- * A kind whose rows must be fetched (EMB_OPS_PINS: a tiered table, whose rows live on disk)
+ * A kind whose rows must be fetched (its rows facet pins: a tiered table, whose rows live on disk)
  * is worked through its fallible resolve, never column() (which cannot report a failed
  * read): a scatter pins every row it writes before the first write (a failed read writes
  * nothing); a whole-table pass goes CHUNK rows at a time, each chunk resolved, done and
@@ -97,7 +97,7 @@ static int rows_of(const EmbTable *t, const int64_t *ids, int64_t first, int64_t
             span[j] = ids ? ids[k0 + j] : first + k0 + j;
         const EmbIdSpan s = {span, 0, 0, m};
         unsigned hint;
-        const int r = emb__table_resolve(t, &s, ctx, (const void **)(cols + k0), &hint);
+        const int r = emb__table_acquire(t, &s, ctx, (const void **)(cols + k0), &hint);
         if (r) {
             emb__table_release(t);
             return r;
@@ -286,8 +286,8 @@ static int scatter_op(EmbTable *t, const int64_t *ids, int64_t n, const float *u
     float *row = row_buffer(t);
     if (!row)
         return EMB_ENOMEM;
-    if (t->ops->reserve_ids) { /* rows of unknown ids are created: room for them first */
-        r = t->ops->reserve_ids(t, ids, n);
+    if (emb__table_keyed(t)) { /* rows of unknown ids are created: room for them first */
+        r = emb__table_reserve_ids(t, ids, n);
         if (r) {
             free(row);
             return r;

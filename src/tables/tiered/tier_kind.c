@@ -38,9 +38,13 @@ static void *tiered_column(const EmbTable *t, int64_t id, EmbContext ctx)
     return row;
 }
 
+static int tiered_resolve_batch(const EmbTable *t, const EmbIdSpan *s);
+
 static int tiered_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
                           const void **cols, unsigned *hint)
 {
+    if (!cols) /* the contract's acquire without rows: pin the batch */
+        return tiered_resolve_batch(t, s);
     *hint = 0;
     return emb__tier_resolve_span(tier(t), s, ctx, cols, 0);
 }
@@ -108,27 +112,31 @@ static void tiered_destroy(EmbTable *t)
     t->impl = NULL;
 }
 
+static bool tiered_state_is(const EmbTable *t, const EmbTable *view)
+{
+    return emb__tiered_state_view(t) == view;
+}
+
+static const EmbRowsFacet tiered_rows = {
+    .pins = true, .column = tiered_column, .acquire = tiered_resolve,
+    .prefetch = emb__rows_no_prefetch, .missing_fails = emb__rows_never_missing,
+    .readable = emb__rows_all_readable, .release = tiered_release,
+};
+static const EmbKeyedFacet tiered_keyed = {
+    .column_create = emb__keyed_column_acquire, .reserve_ids = emb__keyed_reserve_none,
+    .initialize = emb__tiered_initialize, .update_prepare = tiered_update_prepare,
+    .update_commit = tiered_update_commit, .update_cancel = tiered_update_cancel,
+    .update_rows = tiered_update_rows, .state_attach = emb__tiered_state_attach,
+    .state_is = tiered_state_is,
+};
+static const EmbListedFacet tiered_listed = {
+    .list = emb__tiered_save_list, .extras = emb__tiered_restore_extras,
+    .stage = emb__tiered_stage, .stage_dst = emb__tiered_stage_dst,
+    .stage_commit = emb__tiered_stage_commit, .stage_free = emb__tiered_stage_free,
+};
 static const EmbTableOps tiered_ops = {
-    .kind = "tiered",
-    .flags = EMB_OPS_PINS | EMB_OPS_OWN_STATE,
-    .column = tiered_column,
-    .resolve = tiered_resolve,
-    .resolve_batch = tiered_resolve_batch,
-    .release = tiered_release,
-    .initialize = emb__tiered_initialize,
-    .update_prepare = tiered_update_prepare,
-    .update_commit = tiered_update_commit,
-    .update_cancel = tiered_update_cancel,
-    .update_rows = tiered_update_rows,
-    .state_attach = emb__tiered_state_attach,
-    .state_view = emb__tiered_state_view,
-    .save_list = emb__tiered_save_list,
-    .restore_extras = emb__tiered_restore_extras,
-    .stage = emb__tiered_stage,
-    .stage_dst = emb__tiered_stage_dst,
-    .stage_commit = emb__tiered_stage_commit,
-    .stage_free = emb__tiered_stage_free,
-    .destroy = tiered_destroy,
+    .kind = "tiered", .rows = &tiered_rows, .keyed = &tiered_keyed,
+    .listed = &tiered_listed, .destroy = tiered_destroy,
 };
 
 /* ---- constructors ------------------------------------------------------------------------ */

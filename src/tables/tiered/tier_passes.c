@@ -139,6 +139,8 @@ static int view_resolve(const EmbTable *v, const EmbIdSpan *s, EmbContext ctx,
                         const void **cols, unsigned *hint)
 {
     Tier *x = v->impl;
+    if (!cols) /* the contract's acquire without rows: pin them span by span */
+        return emb__rows_pin_in_spans(v, s);
     *hint = 0;
     return emb__tier_resolve_span(x, s, ctx, cols, x->state_off);
 }
@@ -157,14 +159,13 @@ static void view_destroy(EmbTable *v)
     v->impl = NULL;
 }
 
-static const EmbTableOps view_ops = {
-    .kind = "tiered state",
-    .flags = EMB_OPS_PINS,
-    .column = view_column,
-    .resolve = view_resolve,
-    .release = view_release,
-    .destroy = view_destroy,
+static const EmbRowsFacet view_rows = {
+    .pins = true, .column = view_column, .acquire = view_resolve,
+    .prefetch = emb__rows_no_prefetch, .missing_fails = emb__rows_never_missing,
+    .readable = emb__rows_all_readable, .release = view_release,
 };
+static const EmbTableOps view_ops = {.kind = "tiered state", .rows = &view_rows,
+                                     .destroy = view_destroy};
 
 int emb__tiered_state_attach(EmbTable *t, int32_t width, const float *init, EmbTable **view)
 {

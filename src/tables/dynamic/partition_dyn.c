@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "embtables/partition.h"
-#include "tables/dynamic_impl.h"
+#include "tables/dynamic/dynamic_impl.h"
 #include "tables/partition_impl.h"
 
 #define SHARDS(t) (emb__partition(t)->shards)
@@ -24,6 +24,8 @@ static void *pdyn_column(const EmbTable *t, int64_t id, EmbContext ctx)
 static int pdyn_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
                         const void **cols, unsigned *hint)
 {
+    if (!cols) /* nothing to pin: rows in memory */
+        return 0;
     *hint = 0;
     for (int64_t k = 0; k < s->n; k++) {
         const int64_t id = emb__span_id(s, k);
@@ -165,27 +167,43 @@ static int pdyn_stage(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out
     return emb__dynamic_restore_stage(t, SHARDS(t), NSHARDS(t), in, out);
 }
 
-const EmbTableOps emb__partition_dyn_ops = {
-    .kind = "partitioned (dynamic shards)",
-    .flags = EMB_OPS_ROWS_APPEAR | EMB_OPS_OWN_STATE,
+static const EmbRowsFacet pdyn_rows = {
+    .keys = true,
     .column = pdyn_column,
-    .resolve = pdyn_resolve,
+    .acquire = pdyn_resolve,
+    .prefetch = emb__rows_no_prefetch,
     .missing_fails = pdyn_missing_fails,
     .readable = pdyn_readable,
+    .release = emb__rows_release_none,
+};
+
+static const EmbKeyedFacet pdyn_keyed = {
     .column_create = pdyn_column_create,
     .reserve_ids = pdyn_reserve_ids,
     .initialize = pdyn_initialize,
     .update_prepare = pdyn_update_prepare,
     .update_commit = pdyn_update_commit,
+    .update_cancel = emb__keyed_cancel_none,
     .update_rows = pdyn_update_rows,
     .state_attach = pdyn_state_attach,
-    .save_check = pdyn_save_check,
-    .save_list = pdyn_save_list,
-    .restore_extras = pdyn_restore_extras,
+    .state_is = emb__keyed_state_unchecked,
+};
+
+static const EmbListedFacet pdyn_listed = {
+    .list = pdyn_save_list,
+    .extras = pdyn_restore_extras,
     .stage = pdyn_stage,
     .stage_dst = emb__dynamic_stage_dst,
     .stage_commit = emb__dynamic_stage_commit_all,
     .stage_free = emb__dynamic_stage_free_all,
+};
+
+const EmbTableOps emb__partition_dyn_ops = {
+    .kind = "partitioned (dynamic shards)",
+    .rows = &pdyn_rows,
+    .keyed = &pdyn_keyed,
+    .listed = &pdyn_listed,
+    .save_check = pdyn_save_check,
     .nshards = emb__partition_nshards,
     .shard = emb__partition_shard,
     .destroy = emb__partition_destroy,

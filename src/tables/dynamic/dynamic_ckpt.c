@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tables/dynamic_impl.h"
+#include "tables/dynamic/dynamic_impl.h"
 
 #define SKETCH_ROWS 4
 enum { X_IDS = 0, X_LAST = 1, X_SKETCH = 2 };
