@@ -76,7 +76,7 @@ void emb__tier_set_layout(Tier *x)
 }
 
 /* The cache and the engine (on no file yet: fd -1 until the file is opened). */
-static int setup_memory(Tier *x, int64_t cache_bytes, int lfu, EmbTierIoKind kind)
+static int setup_memory(Tier *x, int64_t cache_bytes, int policy, EmbTierIoKind kind)
 {
     if (cache_bytes < (int64_t)x->recbytes || !x->recbytes)
         return emb__fail(EMB_EINVAL, "%s: a cache of %lld bytes (cache_bytes) holds no "
@@ -84,10 +84,10 @@ static int setup_memory(Tier *x, int64_t cache_bytes, int lfu, EmbTierIoKind kin
     const int r = emb__tier_io_create(&x->io, -1, kind);
     /* no more rows than the table has: a larger cache would never fill */
     const int64_t rows = EMB_MAX(1, EMB_MIN(x->nrows, cache_bytes / (int64_t)x->recbytes));
-    return r ? r : emb__tier_cache_init(&x->cache, rows, x->recbytes, lfu);
+    return r ? r : emb__tier_cache_init(&x->cache, rows, x->recbytes, policy);
 }
 
-int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
+int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int policy,
                    EmbTierIoKind kind)
 {
     x->fd = x->hold_fd = -1;
@@ -99,11 +99,11 @@ int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, 
     int r = 0;
     if (create) { /* everything that can fail but the file first */
         emb__tier_set_layout(x);
-        r = setup_memory(x, cache_bytes, lfu, kind);
+        r = setup_memory(x, cache_bytes, policy, kind);
         r = r ? r : emb__tier_open_file(x, true);
     } else {
         r = emb__tier_open_file(x, false);
-        r = r ? r : setup_memory(x, cache_bytes, lfu, kind);
+        r = r ? r : setup_memory(x, cache_bytes, policy, kind);
     }
     if (!r) {
         emb__tier_io_set_fd(x->io, x->fd);
@@ -501,6 +501,8 @@ static int resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows, b
             __builtin_prefetch(&x->cache.slots[hint[k + SET_AHEAD]], 1);
         else if (k + SET_AHEAD < n)
             emb__tier_cache_prefetch(&x->cache, ids[k + SET_AHEAD]);
+        if (!x->counted) /* admission counts each distinct id once an operation */
+            emb__tier_cache_count(&x->cache, ids[k]);
         char *row = hit(x, ids[k], d, hint ? hint[k] : -1);
         x->st.hits += row && !x->counted;
         if (!row && !(row = place(x, ids[k], d, w, &nw, rd, &nr))) {
@@ -632,8 +634,11 @@ static void dd_keep(Tier *x, int64_t m, int64_t nd)
 {
     TierDedup *e = &x->dd[x->dd_next];
     x->dd_next = (x->dd_next + 1) % TIER_DEDUPS;
+    if (e->valid) /* never looked up: its rows no longer protected */
+        emb__tier_cache_protect_all(&x->cache, e->slot, e->nd, -1);
     dd_swap(x, e);
     e->sorted = x->sorted, e->m = m, e->nd = nd, e->valid = true;
+    emb__tier_cache_protect_all(&x->cache, e->slot, nd, 1); /* kept until its look-up */
     x->sorted = NULL;
 }
 
@@ -651,6 +656,7 @@ static int64_t dd_take(Tier *x, int64_t m)
                 return -1;
             x->urow = r, x->urow_cap = m;
         }
+        emb__tier_cache_protect_all(&x->cache, e->slot, e->nd, -1);
         dd_swap(x, e);
         x->sorted = e->sorted;
         e->valid = false, e->sorted = NULL;
