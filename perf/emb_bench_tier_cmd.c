@@ -376,6 +376,7 @@ int bench_tier_main(int argc, char **argv)
 {
     Opts o;
     parse(&o, argc, argv);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a long run's lines as they come, also into a file */
     char path[4096];
     snprintf(path, sizeof path, "%s/emb-bench-tier-%d.tier", o.dir, (int)getpid());
     int64_t rec;
