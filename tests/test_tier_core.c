@@ -186,14 +186,17 @@ Test(tier_core, cache_protects_rows_of_batches_not_yet_looked_up, .init = setup,
     cr_assert_eq(emb__tier_cache_victim(&c, 50, 0), s1);
     emb__tier_cache_protect(&c, s0, -1);
     cr_assert_eq(emb__tier_cache_victim(&c, 50, 1), s1);  /* one batch still needs it */
-    emb__tier_cache_install(&c, s0, 9, EMB_TIER_VALID);   /* a resolve's last resort */
+    emb__tier_cache_install(&c, s0, 9, EMB_TIER_VALID);   /* (a failed read's slot, reused) */
     cr_assert_eq(c.slots[s0].ahead, 1, "installing keeps the protection");
     int64_t all[8];
     for (int64_t s = 0; s < 8; s++)
         all[s] = s == s0 ? -1 : s;
     emb__tier_cache_protect_all(&c, all, 8, 1);
     cr_assert_eq(emb__tier_cache_victim(&c, 50, 1), -1);   /* a prefetch takes none */
-    cr_assert_eq(emb__tier_cache_victim(&c, 50, 0), s1);   /* a resolve: the oldest */
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 0), -1);   /* nor a resolve (scratch pad) */
+    c.slots[s1].flags |= EMB_TIER_LOADING;                 /* loaded or not: the same */
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 0), -1);
+    c.slots[s1].flags &= (uint8_t)~EMB_TIER_LOADING;
     emb__tier_cache_protect_all(&c, all, 8, -1);
     emb__tier_cache_protect(&c, s0, -1);
     emb__tier_cache_protect(&c, s0, -1);                  /* clamped at 0 */

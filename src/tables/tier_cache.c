@@ -123,10 +123,12 @@ int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id, int ahead)
         const EmbTierSlot *e = &c->slots[s];
         if (!(e->flags & (EMB_TIER_VALID | EMB_TIER_LOADING)))
             return s;
-        const int later = (e->flags & EMB_TIER_AHEAD) || e->ahead;
-        if (e->pins || (e->flags & EMB_TIER_LOADING) || (ahead && later))
+        /* protected rows are never victims, loaded or still loading alike: which slots
+           a prefetch's reads have filled yet changes no choice */
+        const int later = (e->flags & EMB_TIER_AHEAD) != 0;
+        if (e->pins || e->ahead || (e->flags & EMB_TIER_LOADING) || (ahead && later))
             continue;
-        /* rows read ahead or protected rank below every other row */
+        /* rows read ahead rank below every other row */
         const uint64_t w = worth(c, e) + (later ? 0 : (uint64_t)1 << 32);
         if (best < 0 || w > bw)
             best = s, bw = w;

@@ -10,8 +10,9 @@
  * lookup touches one set (8 adjacent entries, 2 cache lines) and eviction is O(ways).
  * Two additions use what the look-ahead knows (docs/design/tier-cache-policy.md):
  * - look-ahead protection: a slot marked by a prefetched batch that is not yet looked up
- *   (a count per slot, emb__tier_cache_protect) is never a prefetch's victim, and a
- *   resolve's only when its set has nothing else;
+ *   (a count per slot, emb__tier_cache_protect) is never a victim (a resolve whose set
+ *   holds nothing else uses the scratch pad), so no choice depends on which of a
+ *   prefetch's reads have landed;
  * - admission (EMB_TIER_LRU_ADMIT / _LFU_ADMIT): a count-min sketch of the looked-up ids
  *   (4 rows of 8-bit counters capped at 15, all halved every 10 x nslots counts, TinyLFU);
  *   a missing row takes a valid victim's slot only when its estimate is higher, so rows
@@ -69,7 +70,7 @@ void emb__tier_cache_free(EmbTierCache *c);
 /* The slot holding @id (valid or loading), or -1. */
 int64_t emb__tier_cache_find(const EmbTierCache *c, int64_t id);
 /* The slot @id should go to: a free one of its set, else the least used unpinned and not
-   loading one, rows read ahead or protected last (never with @ahead: a prefetch's victim);
+   loading nor protected one, rows read ahead last (never with @ahead: a prefetch's victim);
    -1 when there is none, or when admission keeps the valid victim (@id's estimate is not
    above its). */
 int64_t emb__tier_cache_victim(const EmbTierCache *c, int64_t id, int ahead);
