@@ -96,11 +96,11 @@ static void parse_fracs(Opts *o, const char *v)
 /* Policies of a comma-separated list @v (or "all") into o->pols. */
 static void parse_policies(Opts *o, const char *v)
 {
+    const int all = !strcmp(v, "all");
     o->npol = 0;
-    for (int k = 0; k < MAX_RUNS; k++)
-        if (!strcmp(v, "all"))
-            o->pols[o->npol++] = (EmbTierPolicy)k;
-    for (const char *p = v; o->npol == 0 && p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    for (int k = 0; k < MAX_RUNS && all; k++)
+        o->pols[o->npol++] = (EmbTierPolicy)k;
+    for (const char *p = v; !all && p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
         int k = MAX_RUNS;
         while (--k >= 0 && (strncmp(p, policy_names[k], strlen(policy_names[k])) ||
                             (p[strlen(policy_names[k])] && p[strlen(policy_names[k])] != ',')))
