@@ -8,11 +8,15 @@
  * timed run); and the step's I/O roof: the in-memory step plus the step's reads and writes
  * at the page cache's cost per record (bench_disk_cached_cost, measured in the run), the
  * floor of any buffered-I/O engine. A table larger than RAM: --no-memory (the in-memory run
- * is skipped).
+ * is skipped). With several cache fractions or policies (--cache-frac 0.1,0.25 --policy
+ * all), each pair is run with prefetch and its rows read a step are set against the ideal
+ * frequency cache of the same size, and each run prints the model of its step
+ * (emb_bench_tier_model.c). --warmup steps (not timed) bring the cache to steady state.
  *
  *   emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] [--batch B] [--bag L]
  *              [--steps S] [--zipf A | --uniform] [--prefetch P] [--engine auto|uring|pread]
- *              [--policy lru|lfu] [--dtype f32|f16|bf16|int8|int4] [--dir PATH]
+ *              [--policy P[,P..] | all] (P: lru lfu lru-admit lfu-admit) [--warmup S]
+ *              [--dtype f32|f16|bf16|int8|int4] [--dir PATH]
  *              [--no-memory] [--quick]
  */
 
@@ -28,11 +32,19 @@
 #include "bench_disk.h"
 #include "bench_ids.h"
 #include "emb_bench.h"
+#include "emb_bench_tier_model.h"
+
+#define MAX_RUNS 4 /* cache fractions, policies */
+
+static const char *const policy_names[] = {"lru", "lfu", "lru-admit", "lfu-admit"};
 
 typedef struct Opts {
-    int64_t rows, batch, bag, steps;
+    int64_t rows, batch, bag, steps, warmup;
     int32_t dim;
     double cache_frac, cache_mib, zipf;
+    double fracs[MAX_RUNS];
+    EmbTierPolicy pols[MAX_RUNS];
+    int nfrac, npol;
     int prefetch, memory;
     EmbTierEngine engine;
     EmbTierPolicy policy;
@@ -66,32 +78,67 @@ static void usage_to(FILE *f, int code)
 {
     fprintf(f, "usage: emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
             "[--batch B] [--bag L] [--steps S] [--zipf A | --uniform] [--prefetch P] "
-            "[--engine auto|uring|pread] [--policy lru|lfu] [--dtype f32|f16|bf16|int8|int4] "
-            "[--dir PATH] [--no-memory] [--quick]\n");
+            "[--engine auto|uring|pread] [--policy P[,P..] | all] (P: lru lfu lru-admit "
+            "lfu-admit) [--warmup S] [--dtype f32|f16|bf16|int8|int4] [--dir PATH] "
+            "[--no-memory] [--quick]\n");
     exit(code);
+}
+
+/* Up to MAX_RUNS fractions of a comma-separated list @v into o->fracs. */
+static void parse_fracs(Opts *o, const char *v)
+{
+    o->nfrac = 0;
+    for (const char *p = v; p && *p && o->nfrac < MAX_RUNS; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        o->fracs[o->nfrac++] = atof(p);
+    o->cache_frac = o->fracs[0];
+}
+
+/* Policies of a comma-separated list @v (or "all") into o->pols. */
+static void parse_policies(Opts *o, const char *v)
+{
+    const int all = !strcmp(v, "all");
+    o->npol = 0;
+    for (int k = 0; k < MAX_RUNS && all; k++)
+        o->pols[o->npol++] = (EmbTierPolicy)k;
+    for (const char *p = v; !all && p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        int k = MAX_RUNS;
+        while (--k >= 0 && (strncmp(p, policy_names[k], strlen(policy_names[k])) ||
+                            (p[strlen(policy_names[k])] && p[strlen(policy_names[k])] != ',')))
+            ;
+        if (k < 0 || o->npol == MAX_RUNS)
+            usage();
+        o->pols[o->npol++] = (EmbTierPolicy)k;
+        if (!strchr(p, ','))
+            break;
+    }
+    if (!o->npol)
+        usage();
+    o->policy = o->pols[0];
 }
 
 static void parse(Opts *o, int argc, char **argv)
 {
     *o = (Opts){.rows = 1000000, .dim = 64, .cache_frac = 0.10, .batch = 2048, .bag = 20,
-                .steps = 50, .zipf = 1.05, .prefetch = 1, .memory = 1, .dir = "/tmp"};
+                .steps = 50, .warmup = 1, .zipf = 1.05, .prefetch = 1, .memory = 1,
+                .dir = "/tmp", .fracs = {0.10}, .nfrac = 1, .npol = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define ARG(name) (!strcmp(a, name) && v && ++i)
         if (ARG("--rows")) o->rows = atoll(v);
         else if (ARG("--dim")) o->dim = atoi(v);
-        else if (ARG("--cache-frac")) o->cache_frac = atof(v);
+        else if (ARG("--cache-frac")) parse_fracs(o, v);
         else if (ARG("--cache-mib")) o->cache_mib = atof(v);
         else if (ARG("--batch")) o->batch = atoll(v);
         else if (ARG("--bag")) o->bag = atoll(v);
         else if (ARG("--steps")) o->steps = atoll(v);
+        else if (ARG("--warmup")) o->warmup = atoll(v);
         else if (ARG("--zipf")) o->zipf = atof(v);
         else if (ARG("--prefetch")) o->prefetch = atoi(v);
         else if (ARG("--dir")) o->dir = v;
         else if (ARG("--engine"))
             o->engine = !strcmp(v, "uring") ? EMB_TIER_ENGINE_URING
                         : !strcmp(v, "pread") ? EMB_TIER_ENGINE_PREAD : EMB_TIER_ENGINE_AUTO;
-        else if (ARG("--policy")) o->policy = !strcmp(v, "lfu") ? EMB_TIER_LFU : EMB_TIER_LRU;
+        else if (ARG("--policy")) parse_policies(o, v);
         else if (ARG("--dtype")) o->dtype = dtype_of(v);
         else if (!strcmp(a, "--uniform")) o->zipf = 0.0;
         else if (!strcmp(a, "--no-memory")) o->memory = 0;
@@ -103,8 +150,11 @@ static void parse(Opts *o, int argc, char **argv)
             usage();
 #undef ARG
     }
-    if (o->rows < 1 || o->dim < 1 || o->batch < 1 || o->bag < 1 || o->steps < 1)
+    if (o->rows < 1 || o->dim < 1 || o->batch < 1 || o->bag < 1 || o->steps < 1 ||
+        o->warmup < 0 || o->nfrac < 1 || o->prefetch < 0)
         usage();
+    if (o->cache_mib > 0)
+        o->nfrac = 1; /* one size */
 }
 
 static void die(const char *what, int r)
@@ -113,16 +163,18 @@ static void die(const char *what, int r)
     exit(1);
 }
 
-/* The training batches: steps + prefetch depth of them, ids drawn up front. */
-static int64_t *make_ids(const Opts *o)
+/* The training batches: warm-up, steps and prefetch depth of them, fresh ids drawn up front
+   (the source's scatter offset in @shift). */
+static int64_t *make_ids(const Opts *o, uint64_t *shift)
 {
-    const int64_t nb = o->steps + o->prefetch + 1, nnz = o->batch * o->bag;
+    const int64_t nb = o->warmup + o->steps + o->prefetch + 1, nnz = o->batch * o->bag;
     int64_t *ids = malloc((size_t)(nb * nnz) * sizeof *ids);
     uint64_t s = 42;
     BenchIdGen g; /* the benchmarks' generator (bench_ids.h) */
     bench_idgen_init(&g, o->zipf > 0 ? BENCH_IDS_ZIPF : BENCH_IDS_UNIFORM, o->rows, o->zipf, s);
     for (int64_t k = 0; ids && k < nb * nnz; k++)
         ids[k] = bench_idgen_row(&g, &s, k);
+    *shift = g.shift;
     return ids;
 }
 
@@ -163,13 +215,13 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
         emb_table_prefetch(t, &b);
     }
     double t0 = 0;
-    for (int64_t st = -1; st < o->steps; st++) { /* step -1: attach the state, warm up */
+    for (int64_t st = -o->warmup; st < o->steps; st++) { /* warm-up: state attached, cache filled */
         if (st == 0) {
             if (tiered)
                 emb_table_tiered_stats(t, &s0);
             t0 = now();
         }
-        const int64_t k = st < 0 ? 0 : st;
+        const int64_t k = st + o->warmup;
         const EmbBatch b = {.ids = ids + k * nnz, .nnz = nnz, .nbags = o->batch, .bag_size = o->bag};
         const EmbBatch next = {.ids = ids + (k + prefetch) * nnz, .nnz = nnz, .nbags = o->batch,
                                .bag_size = o->bag};
@@ -227,6 +279,8 @@ static EmbTable *tiered_table(const Opts *o, const char *path, int64_t *rec)
     return t;
 }
 
+static double disk_rate; /* random reads a second at depth 16, measured in the run */
+
 static void report(const char *what, const Run *r, double mem_ms, int64_t rec)
 {
     const double looked = (double)(r->d.hits + r->d.misses);
@@ -242,10 +296,87 @@ static void report(const char *what, const Run *r, double mem_ms, int64_t rec)
     printf("\n");
 }
 
+/* The in-memory step (W) on the same ids: its report and median step time. */
+static double memory_run(const Opts *o, const int64_t *ids, int64_t rec)
+{
+    EmbTable *m = NULL;
+    const EmbTableOptions mo = {.name = "tier"}; /* the stochastic rounding's key */
+    int r = emb_table_create(&m, o->rows, o->dim, o->dtype, &mo);
+    const EmbInitializer in = {EMB_INIT_UNIFORM, -0.05f, 0.05f, 1};
+    r = r ? r : emb_table_initialize(m, &in);
+    if (r)
+        die("in-memory table", r);
+    const Run rm = train(m, o, ids, 0);
+    report("memory", &rm, 0, rec);
+    emb_table_destroy(&m);
+    return rm.step_ms;
+}
+
+/* The bookkeeping of a step: a cache of every row, minus W and its own reads and writes at
+   the page cache's costs (@cost: read, write seconds). */
+static double bookkeeping_run(const Opts *o, const char *path, const int64_t *ids,
+                              double mem_ms, const double cost[2])
+{
+    Opts q = *o;
+    q.cache_frac = 1.0, q.cache_mib = 0, q.policy = EMB_TIER_LRU;
+    int64_t rec;
+    EmbTable *t = tiered_table(&q, path, &rec);
+    emb_table_tiered_flush(t);
+    const Run r = train(t, &q, ids, q.prefetch);
+    report("tiered, every row", &r, mem_ms, rec);
+    emb_table_destroy(&t);
+    unlink(path);
+    const double io = 1e3 * ((double)r.d.rows_read * cost[0] + (double)r.d.rows_written * cost[1]);
+    const double bk = r.step_ms - mem_ms - io / (double)o->steps;
+    printf("%-22s bookkeeping %.3f ms a step (the step of a cache of every row, prefetch %d, "
+           "less W and its own I/O)\n", "", bk > 0 ? bk : 0, q.prefetch);
+    return bk > 0 ? bk : 0;
+}
+
+/* One cache size and policy: its runs (prefetch 0 and P with @both, else P), the roof and
+   the model; the rows read a step with prefetch, returned. @ideal: the ideal caches'
+   misses (run, distribution), @bk: the bookkeeping. */
+static double tier_run(const Opts *o, const char *path, const int64_t *ids, double mem_ms,
+                       const double cost[2], const double ideal[2], double bk, double distinct,
+                       int both)
+{
+    int64_t rec;
+    EmbTable *t = tiered_table(o, path, &rec);
+    double reads = 0;
+    for (int pf = !both; pf <= 1; pf++) {
+        emb_table_tiered_flush(t);
+        bench_disk_drop_pages(path);
+        const Run rt = train(t, o, ids, pf ? o->prefetch : 0);
+        char what[64];
+        snprintf(what, sizeof what, "%s, prefetch %d", policy_names[o->policy],
+                 pf ? o->prefetch : 0);
+        report(what, &rt, mem_ms, rec);
+        const double rd = (double)rt.d.rows_read / (double)o->steps;
+        const double wr = (double)rt.d.rows_written / (double)o->steps;
+        if (mem_ms > 0 && cost[0] > 0) { /* the floor of a buffered engine: I/O at cache cost */
+            const double roof = mem_ms + 1e3 * (rd * cost[0] + wr * cost[1]);
+            printf("%-22s I/O roof %.3f ms (memory step + %.0f reads and %.0f writes a step at "
+                   "the page cache's cost, one thread: %.2fx memory); step at %.2f of it\n", "",
+                   roof, rd, wr, roof / mem_ms, roof / rt.step_ms);
+            const BenchTierModel m = {distinct, rd, wr, ideal[0], ideal[1], cost[0], cost[1],
+                                      bk, mem_ms, rt.step_ms};
+            bench_tier_model_print(&m);
+        }
+        if (rt.d.misses > 0 && disk_rate > 0)
+            printf("%-22s rows read at %.2f of the disk's random-read rate at depth 16\n", "",
+                   (double)rt.d.rows_read / rt.secs / disk_rate);
+        reads = rd;
+    }
+    emb_table_destroy(&t);
+    unlink(path);
+    return reads;
+}
+
 int bench_tier_main(int argc, char **argv)
 {
     Opts o;
     parse(&o, argc, argv);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a long run's lines as they come, also into a file */
     char path[4096];
     snprintf(path, sizeof path, "%s/emb-bench-tier-%d.tier", o.dir, (int)getpid());
     int64_t rec;
@@ -253,60 +384,71 @@ int bench_tier_main(int argc, char **argv)
     EmbTieredStats st;
     emb_table_tiered_stats(t, &st);
     printf("emb-bench tier: %lld rows x %d %s (+ Adagrad state) = %.1f MiB in %s; cache %lld rows "
-           "(%.1f%%, %.1f MiB); engine %s; ids %s; batch %lld x bags of %lld\n",
+           "(%.1f%%, %.1f MiB); engine %s; ids %s; batch %lld x bags of %lld; %lld steps after "
+           "%lld of warm-up\n",
            (long long)o.rows, (int)o.dim, emb_dtype_name(o.dtype),
            (double)(o.rows * rec) / 1048576.0, path,
            (long long)st.cache_rows, 100.0 * (double)st.cache_rows / (double)o.rows,
            (double)(st.cache_rows * rec) / 1048576.0, st.engine,
-           o.zipf > 0 ? "zipf" : "uniform", (long long)o.batch, (long long)o.bag);
+           o.zipf > 0 ? "zipf" : "uniform", (long long)o.batch, (long long)o.bag,
+           (long long)o.steps, (long long)o.warmup);
     if (o.zipf > 0)
-        printf("emb-bench tier: zipf exponent %.2f\n", o.zipf);
+        printf("emb-bench tier: zipf exponent %.2f, fresh ids every step\n", o.zipf);
     emb_table_tiered_flush(t);
     const int64_t nread = o.steps > 10 ? 20000 : 500;
     const double disk1 = bench_disk_rate(path, 4096, o.rows, rec, nread, 1);
-    const double disk = bench_disk_rate(path, 4096, o.rows, rec, 4 * nread, 16);
+    disk_rate = bench_disk_rate(path, 4096, o.rows, rec, 4 * nread, 16);
     printf("disk random reads of %lld-byte records (pread, pages dropped): %.0f reads/s at "
-           "depth 1, %.0f at depth 16\n", (long long)rec, disk1, disk);
-    double rd_s, wr_s;
-    bench_disk_cached_cost(path, 4096, o.rows, rec, nread, &rd_s, &wr_s);
+           "depth 1, %.0f at depth 16\n", (long long)rec, disk1, disk_rate);
+    double cost[2];
+    bench_disk_cached_cost(path, 4096, o.rows, rec, nread, &cost[0], &cost[1]);
     printf("page cache: a record's pread %.2f us, pwrite %.2f us (pages cached, one thread)\n",
-           1e6 * rd_s, 1e6 * wr_s);
-    int64_t *ids = make_ids(&o);
-    double mem_ms = 0;
-    if (o.memory) {
-        EmbTable *m = NULL;
-        const EmbTableOptions mo = {.name = "tier"}; /* the stochastic rounding's key */
-        int r = emb_table_create(&m, o.rows, o.dim, o.dtype, &mo);
-        const EmbInitializer in = {EMB_INIT_UNIFORM, -0.05f, 0.05f, 1};
-        r = r ? r : emb_table_initialize(m, &in);
-        if (r)
-            die("in-memory table", r);
-        const Run rm = train(m, &o, ids, 0);
-        mem_ms = rm.step_ms;
-        report("memory", &rm, 0, rec);
-        emb_table_destroy(&m);
-    }
-    for (int pf = 0; pf <= 1; pf++) {
-        emb_table_tiered_flush(t);
-        bench_disk_drop_pages(path);
-        const Run rt = train(t, &o, ids, pf ? o.prefetch : 0);
-        char what[64];
-        snprintf(what, sizeof what, "tiered, prefetch %d", pf ? o.prefetch : 0);
-        report(what, &rt, mem_ms, rec);
-        if (mem_ms > 0 && rd_s > 0) { /* the floor of a buffered engine: I/O at cache cost */
-            const double rd = (double)rt.d.rows_read / (double)o.steps;
-            const double wr = (double)rt.d.rows_written / (double)o.steps;
-            const double roof = mem_ms + 1e3 * (rd * rd_s + wr * wr_s);
-            printf("%-22s I/O roof %.3f ms (memory step + %.0f reads and %.0f writes a step at "
-                   "the page cache's cost, one thread: %.2fx memory); step at %.2f of it\n", "",
-                   roof, rd, wr, roof / mem_ms, roof / rt.step_ms);
-        }
-        if (rt.d.misses > 0 && disk > 0)
-            printf("%-22s rows read at %.2f of the disk's random-read rate at depth 16\n", "",
-                   (double)rt.d.rows_read / rt.secs / disk);
-    }
+           1e6 * cost[0], 1e6 * cost[1]);
     emb_table_destroy(&t);
     unlink(path);
+    uint64_t shift;
+    int64_t *ids = make_ids(&o, &shift);
+    if (!ids)
+        die("ids", EMB_ENOMEM);
+    const int64_t nnz = o.batch * o.bag;
+    const int64_t *timed = ids + o.warmup * nnz; /* the timed steps' batches */
+    double mem_ms = 0, bk = 0, reads[MAX_RUNS][MAX_RUNS], ideal[MAX_RUNS][2], distinct = 0;
+    if (o.memory) {
+        mem_ms = memory_run(&o, ids, rec);
+        bk = bookkeeping_run(&o, path, ids, mem_ms, cost);
+    }
+    const int both = o.nfrac == 1 && o.npol == 1;
+    for (int f = 0; f < o.nfrac; f++) {
+        Opts q = o;
+        q.cache_frac = o.fracs[f];
+        int64_t crec;
+        t = tiered_table(&q, path, &crec); /* its cache's rows */
+        emb_table_tiered_stats(t, &st);
+        emb_table_destroy(&t);
+        unlink(path);
+        uint8_t *hot[2] = {bench_tier_hot_run(timed, o.steps * nnz, o.rows, st.cache_rows),
+                           o.zipf > 0 ? bench_tier_hot_ranks(o.rows, st.cache_rows, shift)
+                                      : NULL};
+        for (int k = 0; k < 2; k++)
+            ideal[f][k] = hot[k] ? bench_tier_ideal_misses(timed, o.steps, nnz, o.rows, hot[k],
+                                                           &distinct)
+                                 : 0;
+        free(hot[0]), free(hot[1]);
+        printf("cache %lld rows (%.1f%%): the ideal frequency cache misses %.0f rows a step "
+               "(the run's hottest rows), %.0f (the distribution's) of %.0f distinct\n",
+               (long long)st.cache_rows, 100.0 * (double)st.cache_rows / (double)o.rows,
+               ideal[f][0], ideal[f][1], distinct);
+        for (int p = 0; p < o.npol; p++) {
+            q.policy = o.pols[p];
+            reads[f][p] = tier_run(&q, path, ids, mem_ms, cost, ideal[f], bk, distinct, both);
+        }
+    }
+    for (int f = 0; f < o.nfrac && o.nfrac * o.npol > 1; f++)
+        for (int p = 0; p < o.npol; p++)
+            printf("summary: cache %4.1f%% %-9s %7.0f misses a step, %.2fx the ideal cache "
+                   "(run), %.2fx (distribution)\n", 100.0 * o.fracs[f], policy_names[o.pols[p]],
+                   reads[f][p], ideal[f][0] > 0 ? reads[f][p] / ideal[f][0] : 0,
+                   ideal[f][1] > 0 ? reads[f][p] / ideal[f][1] : 0);
     free(ids);
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];

@@ -183,6 +183,79 @@ Test(tier_core, cache_sets_lru_lfu_and_pins, .init = setup, .fini = teardown)
     emb__tier_cache_free(&c);
 }
 
+Test(tier_core, cache_admission_keeps_hot_rows_from_one_hit_rows, .init = setup, .fini = teardown)
+{
+    EmbTierCache c;
+    cr_assert_eq(emb__tier_cache_init(&c, 8, 32, EMB_TIER_LRU_ADMIT), 0); /* one set */
+    cr_assert(c.sketch.count != NULL);
+    for (int64_t id = 0; id < 8; id++) {
+        for (int k = 0; k < 3; k++)
+            emb__tier_cache_count(&c, id);
+        const int64_t v = emb__tier_cache_victim(&c, id, 0); /* free slots: no admission */
+        cr_assert(v >= 0);
+        emb__tier_cache_install(&c, v, id, EMB_TIER_VALID);
+    }
+    cr_assert_eq(emb__tier_cache_estimate(&c, 3), 3);
+    emb__tier_cache_count(&c, 100);                      /* seen once: stays out */
+    cr_assert_eq(emb__tier_cache_estimate(&c, 100), 1);
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 0), -1);
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 1), -1);
+    for (int k = 0; k < 2; k++)                          /* as often as the victim: still out */
+        emb__tier_cache_count(&c, 100);
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 0), -1);
+    emb__tier_cache_count(&c, 100);                      /* more often: takes the LRU slot */
+    cr_assert_eq(emb__tier_cache_victim(&c, 100, 0), emb__tier_cache_find(&c, 0));
+    for (int k = 0; k < 40; k++)                         /* capped at 15 */
+        emb__tier_cache_count(&c, 5);
+    cr_assert_eq(emb__tier_cache_estimate(&c, 5), 15);
+    cr_assert_eq(c.sketch.period, 80);                   /* 10 counts a slot, then halved */
+    const unsigned before = emb__tier_cache_estimate(&c, 100);
+    while (c.sketch.added != 0)
+        emb__tier_cache_count(&c, 1000);
+    cr_assert_eq(emb__tier_cache_estimate(&c, 5), 7);
+    cr_assert_eq(emb__tier_cache_estimate(&c, 100), before / 2);
+    emb__tier_cache_free(&c);
+
+    cr_assert_eq(emb__tier_cache_init(&c, 8, 32, EMB_TIER_LRU), 0); /* no sketch: no admission */
+    cr_assert_null(c.sketch.count);
+    emb__tier_cache_count(&c, 1);
+    cr_assert_eq(emb__tier_cache_estimate(&c, 1), 0);
+    emb__tier_cache_free(&c);
+}
+
+Test(tier_core, cache_protects_rows_of_batches_not_yet_looked_up, .init = setup, .fini = teardown)
+{
+    EmbTierCache c;
+    cr_assert_eq(emb__tier_cache_init(&c, 8, 32, EMB_TIER_LRU), 0);
+    for (int64_t id = 0; id < 8; id++)
+        emb__tier_cache_install(&c, emb__tier_cache_victim(&c, id, 0), id, EMB_TIER_VALID);
+    const int64_t s0 = emb__tier_cache_find(&c, 0), s1 = emb__tier_cache_find(&c, 1);
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 1), s0); /* the oldest */
+    emb__tier_cache_protect(&c, s0, 1);
+    emb__tier_cache_protect(&c, s0, 1);                   /* two batches need it */
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 1), s1);
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 0), s1);
+    emb__tier_cache_protect(&c, s0, -1);
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 1), s1);  /* one batch still needs it */
+    emb__tier_cache_install(&c, s0, 9, EMB_TIER_VALID);   /* (a failed read's slot, reused) */
+    cr_assert_eq(c.slots[s0].ahead, 1, "installing keeps the protection");
+    int64_t all[8];
+    for (int64_t s = 0; s < 8; s++)
+        all[s] = s == s0 ? -1 : s;
+    emb__tier_cache_protect_all(&c, all, 8, 1);
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 1), -1);   /* a prefetch takes none */
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 0), -1);   /* nor a resolve (scratch pad) */
+    c.slots[s1].flags |= EMB_TIER_LOADING;                 /* loaded or not: the same */
+    cr_assert_eq(emb__tier_cache_victim(&c, 50, 0), -1);
+    c.slots[s1].flags &= (uint8_t)~EMB_TIER_LOADING;
+    emb__tier_cache_protect_all(&c, all, 8, -1);
+    emb__tier_cache_protect(&c, s0, -1);
+    emb__tier_cache_protect(&c, s0, -1);                  /* clamped at 0 */
+    for (int64_t s = 0; s < 8; s++)
+        cr_assert_eq(c.slots[s].ahead, 0);
+    emb__tier_cache_free(&c);
+}
+
 /* ---- data movement against a reference ------------------------------------------------- */
 
 enum { ROWS = 97, D = 5 };
@@ -253,10 +326,42 @@ Test(tier_core, bit_exact_for_every_cache_size_engine_and_policy, .init = setup,
 {
     const int64_t sizes[] = {1, 2, 3, 8, 17, 64, 200};
     for (int ki = 0; ki < 2; ki++)
-        for (int lfu = 0; lfu < 2; lfu++)
+        for (int lfu = EMB_TIER_LRU; lfu <= EMB_TIER_LFU_ADMIT; lfu++)
             for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
                 if (kind_ok(kinds[ki]))
                     sweep(kinds[ki], lfu, sizes[s]);
+}
+
+/* A prefetched batch's rows stay protected until its look-up; a batch never looked up
+   drops its protection when TIER_DEDUPS later batches have been prefetched. */
+Test(tier_core, prefetched_batches_protect_their_rows_until_looked_up, .init = setup,
+     .fini = teardown)
+{
+    Tier x;
+    make(&x, "t", 200, kinds[1], EMB_TIER_LRU_ADMIT, true);
+    int64_t b[80]; /* batches of 64 ids and more are deduplicated and kept for their look-up */
+    for (int k = 0; k < 80; k++)
+        b[k] = (k * 7) % 40; /* 40 distinct ids, twice each */
+    emb__tier_prefetch_batch(&x, b, false, 80);
+    for (int k = 0; k < 80; k++)
+        cr_assert_eq(x.cache.slots[emb__tier_cache_find(&x.cache, b[k])].ahead, 1);
+    cr_assert_eq(emb__tier_resolve_batch(&x, b, false, 0, 80), 0, "%s", emb_last_error());
+    for (int k = 0; k < 80; k++)
+        cr_assert_eq(x.cache.slots[emb__tier_cache_find(&x.cache, b[k])].ahead, 0);
+    emb__tier_release(&x);
+    for (int64_t id = 50; id < 50 + TIER_DEDUPS + 1; id++) { /* prefetched, never looked up */
+        for (int k = 0; k < 64; k++)
+            b[k] = id;
+        emb__tier_prefetch_batch(&x, b, false, 64);
+    }
+    cr_assert_eq(x.cache.slots[emb__tier_cache_find(&x.cache, 50)].ahead, 0);
+    cr_assert_eq(x.cache.slots[emb__tier_cache_find(&x.cache, 50 + TIER_DEDUPS)].ahead, 1);
+    int64_t marks = 0;
+    for (int64_t s = 0; s < x.cache.nslots; s++)
+        marks += x.cache.slots[s].ahead;
+    cr_assert_eq(marks, TIER_DEDUPS);
+    cr_assert_eq(emb__tier_flush(&x), 0, "%s", emb_last_error());
+    emb__tier_fini(&x);
 }
 
 /* ---- files and faults ------------------------------------------------------------------ */

@@ -176,8 +176,10 @@ Test(tiered, bit_identical_to_memory_for_every_cache_size_strategy_and_optimizer
      .init = setup, .fini = teardown, .timeout = 600)
 {
     static const Cfg cfgs[] = {
-        {1, EMB_TIER_ENGINE_URING, EMB_TIER_LRU, 0},  {3, EMB_TIER_ENGINE_PREAD, EMB_TIER_LFU, 1},
-        {16, EMB_TIER_ENGINE_AUTO, EMB_TIER_LFU, 2},  {2000, EMB_TIER_ENGINE_PREAD, EMB_TIER_LRU, 1},
+        {1, EMB_TIER_ENGINE_URING, EMB_TIER_LRU, 0},
+        {3, EMB_TIER_ENGINE_PREAD, EMB_TIER_LFU_ADMIT, 1},
+        {16, EMB_TIER_ENGINE_AUTO, EMB_TIER_LRU_ADMIT, 2},
+        {2000, EMB_TIER_ENGINE_PREAD, EMB_TIER_LFU, 1},
     };
     const Cfg mem = {0};
     static float want_fwd[STEPS * NT * NB * 64];

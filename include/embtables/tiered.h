@@ -13,7 +13,9 @@
  *   file may hold a mix of old and new rows: restore the last checkpoint (store.h), which
  *   a tiered table saves and restores like any table.
  * - **Cache**: set-associative, 8 ways (fewer when it holds fewer rows), LRU or LFU within
- *   a set; 16 bytes of index per cached row besides the records themselves. A step whose
+ *   a set, optionally with TinyLFU admission (EmbTierPolicy); 16 bytes of index per cached
+ *   row besides the records themselves. Rows of prefetched batches not yet looked up are
+ *   not evicted by a later prefetch. A step whose
  *   rows do not fit (every way of a set pinned by the step) keeps the rest in a scratch
  *   pad for the step's duration, so no cache size is too small.
  * - **Pinning**: the rows an operation (a lookup, an update step, a save) uses stay
@@ -73,6 +75,11 @@ extern "C" {
 typedef enum EmbTierPolicy {
     EMB_TIER_LRU = 0, /**< the least recently used */
     EMB_TIER_LFU = 1, /**< the least frequently used (counts halved when one saturates) */
+    /** LRU, and a missing row takes a cached row's slot only when a frequency sketch of
+        the recent look-ups (count-min, TinyLFU) counts it more often: rows seen once do
+        not push out hot ones (they are read and written back without being cached) */
+    EMB_TIER_LRU_ADMIT = 2,
+    EMB_TIER_LFU_ADMIT = 3, /**< LFU with the admission of EMB_TIER_LRU_ADMIT */
 } EmbTierPolicy;
 
 /** The I/O engine of a tiered table. */

@@ -191,8 +191,8 @@ void emb__tier_prefetch_batch(Tier *x, const void *ids, bool id32, int64_t n);
 /* Opens (or, with @create, creates and sizes) the file and the engine, sets up the cache.
    With @create, nrows, D, dtype, rowbytes and state_room are the caller's; else read from
    the file's header (rowbytes from D and dtype). 0 or an error naming the file; on error
-   nothing is left open. */
-int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
+   nothing is left open. @policy: an EmbTierPolicy. */
+int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int policy,
                    EmbTierIoKind kind);
 void emb__tier_fini(Tier *x);
 /* Pins and makes resident the rows of @n ids (repeats allowed); rows[k] receives id k's

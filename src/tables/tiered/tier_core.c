@@ -26,7 +26,7 @@ static void random_access(int fd)
 }
 
 /* The cache and the engine (on no file yet: fd -1 until the file is opened). */
-static int setup_memory(Tier *x, int64_t cache_bytes, int lfu, EmbTierIoKind kind)
+static int setup_memory(Tier *x, int64_t cache_bytes, int policy, EmbTierIoKind kind)
 {
     if (cache_bytes < (int64_t)x->recbytes || !x->recbytes)
         return emb__fail(EMB_EINVAL, "%s: a cache of %lld bytes (cache_bytes) holds no "
@@ -34,10 +34,10 @@ static int setup_memory(Tier *x, int64_t cache_bytes, int lfu, EmbTierIoKind kin
     const int r = emb__tier_io_create(&x->io, -1, kind);
     /* no more rows than the table has: a larger cache would never fill */
     const int64_t rows = EMB_MAX(1, EMB_MIN(x->nrows, cache_bytes / (int64_t)x->recbytes));
-    return r ? r : emb__tier_cache_init(&x->cache, rows, x->recbytes, lfu);
+    return r ? r : emb__tier_cache_init(&x->cache, rows, x->recbytes, policy);
 }
 
-int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int lfu,
+int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, int policy,
                    EmbTierIoKind kind)
 {
     x->fd = x->hold_fd = -1;
@@ -49,11 +49,11 @@ int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, 
     int r = 0;
     if (create) { /* everything that can fail but the file first */
         emb__tier_set_layout(x);
-        r = setup_memory(x, cache_bytes, lfu, kind);
+        r = setup_memory(x, cache_bytes, policy, kind);
         r = r ? r : emb__tier_open_file(x, true);
     } else {
         r = emb__tier_open_file(x, false);
-        r = r ? r : setup_memory(x, cache_bytes, lfu, kind);
+        r = r ? r : setup_memory(x, cache_bytes, policy, kind);
     }
     if (!r) {
         emb__tier_io_set_fd(x->io, x->fd);

@@ -91,8 +91,11 @@ void emb__tier_dd_keep(Tier *x, int64_t m, int64_t nd)
 {
     TierDedup *e = &x->dd[x->dd_next];
     x->dd_next = (x->dd_next + 1) % TIER_DEDUPS;
+    if (e->valid) /* never looked up: its rows no longer protected */
+        emb__tier_cache_protect_all(&x->cache, e->slot, e->nd, -1);
     dd_swap(x, e);
     e->sorted = x->sorted, e->m = m, e->nd = nd, e->valid = true;
+    emb__tier_cache_protect_all(&x->cache, e->slot, nd, 1); /* kept until its look-up */
     x->sorted = NULL;
 }
 
@@ -110,6 +113,7 @@ int64_t emb__tier_dd_take(Tier *x, int64_t m)
                 return -1;
             x->urow = r, x->urow_cap = m;
         }
+        emb__tier_cache_protect_all(&x->cache, e->slot, e->nd, -1);
         dd_swap(x, e);
         x->sorted = e->sorted;
         e->valid = false, e->sorted = NULL;

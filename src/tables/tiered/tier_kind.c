@@ -146,8 +146,8 @@ static int check_opts(const EmbTieredOptions *o, const char *path)
     if (o->cache_bytes < 0)
         return emb__fail(EMB_EINVAL, "tiered table %s: cache_bytes %lld is negative", path,
                          (long long)o->cache_bytes);
-    if ((unsigned)o->policy > EMB_TIER_LFU)
-        return emb__fail(EMB_EINVAL, "tiered table %s: policy %d is not LRU or LFU", path,
+    if ((unsigned)o->policy > EMB_TIER_LFU_ADMIT)
+        return emb__fail(EMB_EINVAL, "tiered table %s: policy %d is not an EmbTierPolicy", path,
                          (int)o->policy);
     if ((unsigned)o->engine > EMB_TIER_ENGINE_PREAD)
         return emb__fail(EMB_EINVAL, "tiered table %s: engine %d is not AUTO, URING or PREAD",
@@ -172,7 +172,7 @@ static int attach(EmbTable *t, const char *path, bool create, const EmbTieredOpt
     x->rowbytes = emb__row_bytes(t->dtype, t->featuresize);
     x->state_room = o->state_width;
     const int64_t cache = o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE;
-    int r = emb__tier_init(x, path, create, cache, o->policy == EMB_TIER_LFU,
+    int r = emb__tier_init(x, path, create, cache, (int)o->policy,
                            (EmbTierIoKind)o->engine);
     if (!r && !(x->sink = calloc(1, x->recbytes)))
         r = emb__fail(EMB_ENOMEM, "out of memory for a tiered table");

@@ -119,6 +119,8 @@ int emb__tier_resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows
             __builtin_prefetch(&x->cache.slots[hint[k + SET_AHEAD]], 1);
         else if (k + SET_AHEAD < n)
             emb__tier_cache_prefetch(&x->cache, ids[k + SET_AHEAD]);
+        if (!x->counted) /* admission counts each distinct id once an operation */
+            emb__tier_cache_count(&x->cache, ids[k]);
         char *row = hit(x, ids[k], d, hint ? hint[k] : -1);
         x->st.hits += row && !x->counted;
         if (!row && !(row = place(x, ids[k], d, w, &nw, rd, &nr))) {
