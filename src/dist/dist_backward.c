@@ -334,9 +334,6 @@ int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
                                                     (const EmbGrad *const *)d->tmp_grads, n,
                                                     d->tmp_indexers, flags)))
         r = dist_fail_core(r, "emb_update_many");
-    const int pf = dist_prefetch_progress(d); /* a pending prefetch's headers, sized */
-    if (!r)
-        r = pf;
     r = dist_agree_ranked(d, r, checked ? 1 : 0);
     dist_prefetch_start(d, r); /* its ids travel while the update applies */
     if (r) {

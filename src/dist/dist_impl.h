@@ -261,12 +261,10 @@ int dist_size_recvbuf(EmbDist *d, int code);
 /* The prefetch's phases (dist_prefetch.c): the headers in flight, then the words (or
    nothing: a rank's checks failed, reported by the forward). */
 enum { DIST_PF_HEADERS = 1, DIST_PF_SIZED, DIST_PF_WORDS, DIST_PF_FAILED };
-/* emb_dist_update()'s progress point, before its first agreement: waits for the
-   prefetched headers and sizes the receive buffer; returns this rank's failure (folded
-   into that agreement). */
-int dist_prefetch_progress(EmbDist *d);
-/* After that agreement (@p agreed its code): starts the words' MPI_Ialltoallv, or drops
-   the prefetch when the update failed (the next forward runs whole). */
+/* emb_dist_update()'s progress point, after its first agreement (@p agreed its code):
+   waits for a pending prefetch's headers, sizes the receive buffer, agrees on that and
+   starts the words' MPI_Ialltoallv; drops the prefetch (the next forward runs whole)
+   when the update or a receive buffer failed. */
 int dist_prefetch_start(EmbDist *d, int agreed);
 /* emb_dist_maplookup()'s side: completes the prefetched exchange; returns the agreed
    code of the prefetch's checks, @p code's (this rank's checks of the call) and the

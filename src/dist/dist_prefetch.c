@@ -214,11 +214,11 @@ int dist_prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings
 /*
  * emb_dist_prefetch() checks, copies and packs the next batch, then starts one
  * MPI_Ialltoall of fixed-size headers (to each rank: the words it will get, this rank's
- * check code, bag count and poolings hash) and returns. emb_dist_update() waits for the
- * headers before its first agreement (its own preparation gave them time to arrive),
- * sizes the receive buffer (a failure joins that agreement, which every rank reaches at
- * the same point of its collective calls) and, once agreed, starts the words'
- * MPI_Ialltoallv, which travels while the update applies. The forward waits for it.
+ * check code, bag count and poolings hash) and returns. After emb_dist_update()'s first
+ * agreement (which drove the headers: they are there by then), every rank sizes its
+ * receive buffer, the ranks agree on that (just synchronised: a short wait) and start
+ * the words' MPI_Ialltoallv, which travels while the update applies. (Each of those
+ * points is the same in every rank's sequence of collective calls.) The forward waits.
  * Without an update in between, the forward runs both legs itself. No rank blocks in
  * the prefetch; a rank whose checks failed sends no words and every rank learns it from
  * the headers: the forward reports it, agreed.
@@ -285,20 +285,23 @@ static int wait_headers(EmbDist *d)
     return dist_size_recvbuf(d, 0);
 }
 
-int dist_prefetch_progress(EmbDist *d)
-{
-    return d->prefetched && d->pf_phase == DIST_PF_HEADERS ? wait_headers(d) : 0;
-}
-
 int dist_prefetch_start(EmbDist *d, int agreed)
 {
-    if (!d->prefetched || (d->pf_phase != DIST_PF_SIZED && d->pf_phase != DIST_PF_FAILED))
+    if (!d->prefetched || d->pf_phase == DIST_PF_WORDS)
         return 0;
-    if (agreed) { /* the update failed (perhaps for the receive buffer): run whole */
+    int r = d->pf_phase == DIST_PF_HEADERS ? wait_headers(d) : 0;
+    if (!agreed && d->pf_phase == DIST_PF_SIZED) { /* every rank sized, or none starts */
+        double t = 0, *clock = d->xclock;
+        d->xclock = &t;
+        r = dist_agree(d, r, NULL, NULL);
+        d->xclock = clock, d->pf_blocking += t;
+    }
+    if (agreed || r) { /* the update failed, or a receive buffer: the forward runs whole */
         d->prefetched = 0, d->pf_phase = 0;
+        dist_clear_error();
         return 0;
     }
-    if (d->pf_phase == DIST_PF_FAILED)
+    if (d->pf_phase == DIST_PF_FAILED) /* the forward reports it */
         return 0;
     const double t0 = dist_now();
     const int m = MPI_Ialltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
@@ -308,6 +311,7 @@ int dist_prefetch_start(EmbDist *d, int agreed)
     if (m != MPI_SUCCESS) { /* MPI's errors are fatal unless a handler says otherwise */
         d->pf_phase = DIST_PF_FAILED, d->pf_code = dist_mpi_fail(m, "MPI_Ialltoallv (ids)");
         snprintf(d->pf_msg, sizeof d->pf_msg, "%s", emb_last_error());
+        dist_clear_error();
     }
     return 0;
 }
