@@ -272,9 +272,9 @@ EMB_API int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags);
 /**
  * Pipelining: starts the next forward's id exchange without blocking, so that it travels
  * while emb_dist_update() runs: this call checks, copies and packs @p batches and starts
- * a non-blocking all-to-all of fixed-size headers (counts, check results); after its
- * first agreement the update sizes the receive buffers, agrees on them and starts the
- * ids' MPI_Ialltoallv. Call it after emb_dist_backward() and before emb_dist_update(); the next
+ * a non-blocking all-to-all of fixed-size headers (counts, check results); the update
+ * sizes the receive buffers after its first agreement and starts the ids'
+ * MPI_Ialltoallv after its last (no extra synchronisation). Call it after emb_dist_backward() and before emb_dist_update(); the next
  * emb_dist_maplookup() must pass the same @p batches and @p poolings pointers (the ids
  * were copied here: the arrays may change) and waits only for what the overlap did not
  * hide (EmbDistStats::ids_wait_s). Results are bit-identical with and without. Without

@@ -261,11 +261,14 @@ int dist_size_recvbuf(EmbDist *d, int code);
 /* The prefetch's phases (dist_prefetch.c): the headers in flight, then the words (or
    nothing: a rank's checks failed, reported by the forward). */
 enum { DIST_PF_HEADERS = 1, DIST_PF_SIZED, DIST_PF_WORDS, DIST_PF_FAILED };
-/* emb_dist_update()'s progress point, after its first agreement (@p agreed its code):
-   waits for a pending prefetch's headers, sizes the receive buffer, agrees on that and
-   starts the words' MPI_Ialltoallv; drops the prefetch (the next forward runs whole)
-   when the update or a receive buffer failed. */
-int dist_prefetch_start(EmbDist *d, int agreed);
+/* emb_dist_update()'s progress points. After its first agreement (@p agreed its code): a
+   pending prefetch's headers waited for, its receive buffer sized (@p ready[0]: whether
+   it could), dropped when the update failed; returns whether @p ready is to be shared
+   (in the last agreement, into d->vals). After the last agreement: the words'
+   MPI_Ialltoallv started when every rank was ready (else the forward does it), the
+   prefetch dropped when the update failed (the next forward runs whole). */
+int dist_prefetch_progress(EmbDist *d, int agreed, int64_t ready[2]);
+void dist_prefetch_start(EmbDist *d, int agreed);
 /* emb_dist_maplookup()'s side: completes the prefetched exchange; returns the agreed
    code of the prefetch's checks, @p code's (this rank's checks of the call) and the
    exchange's, d->vals filled. */

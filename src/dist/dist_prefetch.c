@@ -215,10 +215,12 @@ int dist_prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings
  * emb_dist_prefetch() checks, copies and packs the next batch, then starts one
  * MPI_Ialltoall of fixed-size headers (to each rank: the words it will get, this rank's
  * check code, bag count and poolings hash) and returns. After emb_dist_update()'s first
- * agreement (which drove the headers: they are there by then), every rank sizes its
- * receive buffer, the ranks agree on that (just synchronised: a short wait) and start
- * the words' MPI_Ialltoallv, which travels while the update applies. (Each of those
- * points is the same in every rank's sequence of collective calls.) The forward waits.
+ * agreement (which drove the headers: every rank had posted them), each rank waits for
+ * them (at once, in practice) and sizes its receive buffer; the update's last agreement
+ * carries whether every rank could, and then the words' MPI_Ialltoallv starts, to be
+ * driven by whatever MPI calls the caller makes (the dense part's allreduce) until the
+ * forward waits for it. No extra synchronisation: each leg rides on an agreement the
+ * update makes anyway, at the same point of every rank's collective calls.
  * Without an update in between, the forward runs both legs itself. No rank blocks in
  * the prefetch; a rank whose checks failed sends no words and every rank learns it from
  * the headers: the forward reports it, agreed.
@@ -285,24 +287,36 @@ static int wait_headers(EmbDist *d)
     return dist_size_recvbuf(d, 0);
 }
 
-int dist_prefetch_start(EmbDist *d, int agreed)
+/* Drops the pending prefetch (its headers received): the next forward runs whole. */
+static void drop(EmbDist *d)
 {
-    if (!d->prefetched || d->pf_phase == DIST_PF_WORDS)
+    d->prefetched = 0, d->pf_phase = 0;
+}
+
+int dist_prefetch_progress(EmbDist *d, int agreed, int64_t ready[2])
+{
+    ready[0] = ready[1] = 0;
+    if (!d->prefetched || d->pf_phase != DIST_PF_HEADERS)
         return 0;
-    int r = d->pf_phase == DIST_PF_HEADERS ? wait_headers(d) : 0;
-    if (!agreed && d->pf_phase == DIST_PF_SIZED) { /* every rank sized, or none starts */
-        double t = 0, *clock = d->xclock;
-        d->xclock = &t;
-        r = dist_agree(d, r, NULL, NULL);
-        d->xclock = clock, d->pf_blocking += t;
+    const int r = wait_headers(d);
+    if (agreed)
+        drop(d);
+    ready[0] = !r;
+    dist_clear_error(); /* a receive buffer that failed: the forward retries it */
+    return 1;
+}
+
+void dist_prefetch_start(EmbDist *d, int agreed)
+{
+    if (!d->prefetched || (d->pf_phase != DIST_PF_SIZED && d->pf_phase != DIST_PF_FAILED))
+        return;
+    if (agreed) {
+        drop(d);
+        return;
     }
-    if (agreed || r) { /* the update failed, or a receive buffer: the forward runs whole */
-        d->prefetched = 0, d->pf_phase = 0;
-        dist_clear_error();
-        return 0;
-    }
-    if (d->pf_phase == DIST_PF_FAILED) /* the forward reports it */
-        return 0;
+    for (int32_t k = 0; k < d->nranks; k++)
+        if (d->pf_phase != DIST_PF_SIZED || !d->vals[2 * k]) /* the forward does it */
+            return;
     const double t0 = dist_now();
     const int m = MPI_Ialltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
                                  d->rcount, d->rdispl, MPI_UINT32_T, d->comm, &d->pf_req);
@@ -313,7 +327,6 @@ int dist_prefetch_start(EmbDist *d, int agreed)
         snprintf(d->pf_msg, sizeof d->pf_msg, "%s", emb_last_error());
         dist_clear_error();
     }
-    return 0;
 }
 
 int dist_prefetch_finish(EmbDist *d, int code)
@@ -321,9 +334,12 @@ int dist_prefetch_finish(EmbDist *d, int code)
     d->prefetched = 0;
     const double t0 = dist_now();
     int m = MPI_SUCCESS, r = 0;
-    if (d->pf_phase == DIST_PF_HEADERS) { /* no update in between: both legs here */
+    if (d->pf_phase == DIST_PF_HEADERS) /* no update in between: both legs here */
         r = wait_headers(d);
-        if (d->pf_phase == DIST_PF_SIZED && !(r = dist_agree(d, r, NULL, NULL)))
+    else if (d->pf_phase == DIST_PF_SIZED) /* a rank's receive buffer failed: again */
+        r = dist_size_recvbuf(d, 0);
+    if (d->pf_phase == DIST_PF_SIZED) {
+        if (!(r = dist_agree(d, r, NULL, NULL)))
             m = MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
                               d->rcount, d->rdispl, MPI_UINT32_T, d->comm);
     } else if (d->pf_phase == DIST_PF_WORDS) {
