@@ -16,7 +16,10 @@
  * printed with its spread.
  * --prefetch 1 pipelines the steps: after the backward, emb_dist_prefetch() starts the
  * next step's id exchange, which travels during the update; "ids wait" is the time the
- * id exchange kept the slowest rank in MPI calls (the whole exchange without prefetch).
+ * id exchange kept the slowest rank in MPI calls (the whole exchange without prefetch;
+ * with it, every call of its two legs: posting, the headers' wait, the forward's wait).
+ * The hidden fraction is (ids wait without - ids wait with) / ids wait without, from
+ * invocations interleaved A/B (docs/bench/2026-11-28-mpi-prefetch-nonblocking.md).
  * --show-plan prints, without running a step, the planner's placement of the ensemble
  * (EMB_DIST_PLAN_AUTO) for 2, 4 and 8 ranks, each rank's modelled step and the max/mean
  * rank load, next to the fixed table-wise and row-wise plans' (emb_dist_plan_cost()).

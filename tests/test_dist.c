@@ -659,6 +659,69 @@ static void bad_id(void)
     emb_dist_destroy(&d);
 }
 
+/* A bad id in the last rank's prefetched batch: the prefetch starts on every rank (it
+   does not block to agree), the update between runs, and the forward reports the last
+   rank's error on every rank, with or without an update in between; the forward after
+   it runs whole. */
+static void prefetch_bad_id(void)
+{
+    EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
+                                {.name = "b", .nrows = 90, .featuresize = 8}};
+    const EmbDistPlacement pl[2] = {{EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0},
+                                    {EMB_DIST_TABLEWISE, nranks - 1, 0, 0}};
+    EmbDist *d;
+    EmbOptimizer *opt = NULL;
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_SGD, 0.1f);
+    int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 2, &(EmbDistOptions){.placement = pl});
+    CHECK(r == 0 && !emb_optimizer_create(&opt, &oc), "prefetch bad id: create %d", r);
+    if (r)
+        return;
+    int64_t ids0[6] = {1, 2, 3, 4, 5, 6}, ids1[6] = {7, 8, 9, 10, 11, 12};
+    int64_t bad0[6] = {1, 2, 3, 4, 5, 6}, bad1[6] = {7, 8, 9, 10, 11, 12};
+    if (rank == nranks - 1)
+        bad1[4] = 90;
+    const EmbBatch b[2] = {{.ids = ids0, .nnz = 6, .nbags = 3, .bag_size = 2},
+                           {.ids = ids1, .nnz = 6, .nbags = 3, .bag_size = 2}};
+    const EmbBatch bad[2] = {{.ids = bad0, .nnz = 6, .nbags = 3, .bag_size = 2},
+                             {.ids = bad1, .nnz = 6, .nbags = 3, .bag_size = 2}};
+    float out[36], dy[36];
+    for (int i = 0; i < 36; i++)
+        dy[i] = 0.25f;
+    const EmbOutputs eo = {.concat = out, .concat_stride = 12};
+    const EmbOutputs go = {.concat = dy, .concat_stride = 12};
+    char want[64];
+    snprintf(want, sizeof want, "rank %d:", nranks - 1);
+    for (int update = 1; update >= 0; update--) {
+        r = emb_dist_maplookup(d, b, NULL, &eo);
+        if (!r)
+            r = emb_dist_backward(d, &go);
+        CHECK(r == 0, "prefetch bad id: step %d (%s)", r, emb_dist_last_error());
+        r = emb_dist_prefetch(d, bad, NULL);
+        CHECK(r == 0, "prefetch bad id: the prefetch %d, not 0: it does not agree", r);
+        if (update) {
+            r = emb_dist_update(d, opt, 0);
+            CHECK(r == 0, "prefetch bad id: the update %d (%s)", r, emb_dist_last_error());
+        }
+        for (int i = 0; i < 36; i++)
+            out[i] = 5.0f;
+        r = emb_dist_maplookup(d, bad, NULL, &eo);
+        CHECK(r == EMB_ERANGE, "prefetch bad id (update %d): %d, not EMB_ERANGE", update, r);
+        CHECK(strstr(emb_dist_last_error(), want) && strstr(emb_dist_last_error(), "id 90"),
+              "prefetch bad id: the message names the rank and the id: %s",
+              emb_dist_last_error());
+        int untouched = 1;
+        for (int i = 0; i < 36; i++)
+            untouched &= out[i] == 5.0f;
+        CHECK(untouched, "prefetch bad id: the output was written");
+        r = emb_dist_maplookup(d, bad, NULL, &eo); /* no prefetch pending: runs whole */
+        CHECK(r == EMB_ERANGE, "prefetch bad id: the forward after: %d", r);
+    }
+    r = emb_dist_maplookup(d, b, NULL, &eo);
+    CHECK(r == 0, "prefetch bad id: a good forward afterwards: %d", r);
+    emb_dist_destroy(&d);
+    emb_optimizer_destroy(&opt);
+}
+
 /* Sums every element this rank holds (a table changed when its sum did, here). */
 static double local_sum(EmbDist *d)
 {
@@ -831,7 +894,8 @@ static float *parts(EmbDist *d, int64_t *len)
 
 /* Pipelining: an ensemble whose next batch's ids travel during the update
    (emb_dist_prefetch) gives the outputs and tables of one that does not, bit for bit,
-   over every placement kind; a backward while a prefetch is pending is refused. */
+   over every placement kind, also when no update runs between the prefetch and the
+   forward (step 1: a forward only); a backward while a prefetch is pending is refused. */
 static void prefetch(void)
 {
     EmbDistTableDesc desc[NT];
@@ -852,7 +916,7 @@ static void prefetch(void)
                 emb_table_initialize(emb_dist_local_table(d[k], t), &(EmbInitializer){
                     .kind = EMB_INIT_UNIFORM, .a = -1.0f, .b = 1.0f, .seed = 3});
     }
-    enum { STEPS = 3, BAG = 3 };
+    enum { STEPS = 4, BAG = 3 };
     const int64_t nb = 4 + rank;
     int64_t W = 0;
     for (int t = 0; t < NT; t++)
@@ -885,8 +949,10 @@ static void prefetch(void)
         for (int k = 0; k < 2 && !r; k++) {
             const EmbOutputs eo = {.concat = out[k], .concat_stride = W};
             const EmbOutputs go = {.concat = dy, .concat_stride = W};
+            const int train = s != 1; /* step 1: forward only, the prefetch's two legs
+                                             both run in the next forward */
             r = emb_dist_maplookup(d[k], b[s], pool, &eo);
-            if (!r)
+            if (!r && train)
                 r = emb_dist_backward(d[k], &go);
             if (!r && k == 1 && s + 1 < STEPS) {
                 r = emb_dist_prefetch(d[k], b[s + 1], pool);
@@ -894,7 +960,7 @@ static void prefetch(void)
                 CHECK(emb_dist_backward(d[k], &go) == EMB_EINVAL,
                       "prefetch: a backward while pending refused");
             }
-            if (!r)
+            if (!r && train)
                 r = emb_dist_update(d[k], opt[k], 0);
             CHECK(r == 0, "prefetch: step %d, ensemble %d: %d (%s)", s, k, r, emb_last_error());
         }
@@ -1299,6 +1365,7 @@ int main(int argc, char **argv)
     max_rowwise();
     columnwise_limits();
     prefetch();
+    prefetch_bad_id();
     bad_id();
     nonfinite();
     global_norm_refused();

@@ -270,17 +270,23 @@ EMB_API int emb_dist_backward(EmbDist *d, const EmbOutputs *grad_outputs);
 EMB_API int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags);
 
 /**
- * Pipelining: starts the next forward's id exchange (the counts and the agreement on
- * them, then a non-blocking MPI_Ialltoallv of the ids) so that it travels while
- * emb_dist_update() runs. Call it after emb_dist_backward() and before emb_dist_update();
- * the next emb_dist_maplookup() must pass the same @p batches and @p poolings pointers
- * (the ids were copied here: the arrays may change) and waits only for what the overlap
- * did not hide (EmbDistStats::ids_wait_s). Results are bit-identical with and without.
- * Until that forward: emb_dist_backward() fails (EMB_EINVAL), emb_dist_update(),
- * emb_dist_save() and the accessors work. Collective.
- * @return 0; any code of emb_dist_maplookup()'s checks of the batches (not of outputs,
- *         checked by that call), EMB_EINVAL (a prefetch pending), EMB_EIO; the same on
- *         every rank. After a failure the next forward runs whole.
+ * Pipelining: starts the next forward's id exchange without blocking, so that it travels
+ * while emb_dist_update() runs: this call checks, copies and packs @p batches and starts
+ * a non-blocking all-to-all of fixed-size headers (counts, check results); the update
+ * sizes the receive buffers after its first agreement and starts the ids'
+ * MPI_Ialltoallv after its last (no extra synchronisation). Call it after emb_dist_backward() and before emb_dist_update(); the next
+ * emb_dist_maplookup() must pass the same @p batches and @p poolings pointers (the ids
+ * were copied here: the arrays may change) and waits only for what the overlap did not
+ * hide (EmbDistStats::ids_wait_s). Results are bit-identical with and without. Without
+ * an update in between, that forward runs the whole exchange. Until that forward:
+ * emb_dist_backward() fails (EMB_EINVAL), emb_dist_update(), emb_dist_save() and the
+ * accessors work; an update that fails drops the prefetch (the next forward runs whole).
+ * Collective.
+ * @return 0; EMB_ENULL, EMB_EINVAL (a prefetch pending), EMB_ENOMEM (the first call's
+ *         headers), EMB_EIO; the same on every rank. A rank's failed check of @p batches
+ *         is not returned here (no rank waits for the others): the next
+ *         emb_dist_maplookup() returns it on every rank, writes nothing, and the forward
+ *         after that runs whole.
  */
 EMB_API int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings);
 
@@ -327,8 +333,8 @@ typedef struct EmbDistStats {
     int64_t grad_bytes;   /**< bytes sent in the gradient all-to-all */
     double ids_wait_s;    /**< seconds the last forward's ids exchange kept this rank in
                                MPI calls: the whole exchange, or after emb_dist_prefetch()
-                               its blocking counts and agreement plus the wait for what the
-                               overlap did not hide */
+                               the time its two legs' calls took (posting, waiting for the
+                               headers, waiting for what the overlap did not hide) */
 } EmbDistStats;
 
 /** This rank's statistics. @return 0, EMB_ENULL */

@@ -150,30 +150,17 @@ float dist_get_f32(const uint32_t **p)
     return v;
 }
 
-/*
- * The packers' all-to-all with the agreement folded in: the counts go first
- * (MPI_Alltoall; a rank that failed sends none), every rank sizes its receive buffer,
- * the ranks agree on @p code (and exchange @p value, into d->vals), then the words
- * travel (MPI_Alltoallv) into d->recvbuf, source k's at d->rdispl[k].
- */
-int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes)
+int dist_pack_sendbuf(EmbDist *d, int code, int64_t *sent_bytes)
 {
-    return dist_exchange_words_ex(d, code, value, sent_bytes, NULL);
-}
-
-int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes,
-                           MPI_Request *req)
-{
-    const int32_t P = d->nranks;
     int64_t total = 0;
-    for (int32_t r = 0; r < P && !code; r++)
+    for (int32_t r = 0; r < d->nranks && !code; r++)
         total += d->send[r].n;
     if (!code && total > INT32_MAX)
         code = dist_fail(EMB_EOVERFLOW, "%lld words exceed MPI's int counts", (long long)total);
     if (!code)
         code = dist_grow((void **)&d->sendbuf, &d->sendbuf_cap, 4 * total + 4);
     total = 0;
-    for (int32_t k = 0; k < P; k++) {
+    for (int32_t k = 0; k < d->nranks; k++) {
         d->scount[k] = code ? 0 : (int)d->send[k].n;
         d->sdispl[k] = (int)total;
         if (d->scount[k])
@@ -182,13 +169,13 @@ int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t
         if (k != d->rank)
             *sent_bytes += 4 * (int64_t)d->scount[k];
     }
-    double t0 = dist_now();
-    int r = MPI_Alltoall(d->scount, 1, MPI_INT, d->rcount, 1, MPI_INT, d->comm);
-    *d->xclock += dist_now() - t0;
-    if (r != MPI_SUCCESS)
-        return dist_mpi_fail(r, "MPI_Alltoall (counts)");
+    return code;
+}
+
+int dist_size_recvbuf(EmbDist *d, int code)
+{
     int64_t rtotal = 0;
-    for (int32_t k = 0; k < P; k++) {
+    for (int32_t k = 0; k < d->nranks; k++) {
         d->rdispl[k] = rtotal > INT32_MAX ? 0 : (int)rtotal;
         rtotal += d->rcount[k];
     }
@@ -197,15 +184,30 @@ int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t
                          (long long)rtotal);
     if (!code)
         code = dist_grow((void **)&d->recvbuf, &d->recvbuf_cap, 4 * rtotal + 4);
-    if ((r = dist_agree(d, code, value, d->vals)))
+    return code;
+}
+
+/*
+ * The packers' all-to-all with the agreement folded in: the counts go first
+ * (MPI_Alltoall; a rank that failed sends none), every rank sizes its receive buffer,
+ * the ranks agree on @p code (and exchange @p value, into d->vals), then the words
+ * travel (MPI_Alltoallv) into d->recvbuf, source k's at d->rdispl[k].
+ */
+int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes)
+{
+    code = dist_pack_sendbuf(d, code, sent_bytes);
+    double t0 = dist_now();
+    int r = MPI_Alltoall(d->scount, 1, MPI_INT, d->rcount, 1, MPI_INT, d->comm);
+    *d->xclock += dist_now() - t0;
+    if (r != MPI_SUCCESS)
+        return dist_mpi_fail(r, "MPI_Alltoall (counts)");
+    if ((r = dist_agree(d, dist_size_recvbuf(d, code), value, d->vals)))
         return r;
     t0 = dist_now();
-    r = req ? MPI_Ialltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
-                             d->rcount, d->rdispl, MPI_UINT32_T, d->comm, req)
-            : MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
-                            d->rcount, d->rdispl, MPI_UINT32_T, d->comm);
+    r = MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf, d->rcount,
+                      d->rdispl, MPI_UINT32_T, d->comm);
     *d->xclock += dist_now() - t0;
-    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, req ? "MPI_Ialltoallv" : "MPI_Alltoallv");
+    return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, "MPI_Alltoallv");
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
@@ -496,6 +498,7 @@ void emb_dist_destroy(EmbDist **dp)
     EmbDist *d = *dp;
     if (d->prefetched) /* the buffers of the ids in flight */
         MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
+    free(d->pf_hdr);
     for (int64_t i = 0; d->t && i < d->ntables; i++)
         free_table(&d->t[i]);
     for (int32_t r = 0; d->send && r < d->nranks; r++)

@@ -334,13 +334,18 @@ int emb_dist_update(EmbDist *d, EmbOptimizer *opt, unsigned flags)
                                                     (const EmbGrad *const *)d->tmp_grads, n,
                                                     d->tmp_indexers, flags)))
         r = dist_fail_core(r, "emb_update_many");
-    if ((r = dist_agree_ranked(d, r, checked ? 1 : 0))) {
+    r = dist_agree_ranked(d, r, checked ? 1 : 0);
+    int64_t ready[2]; /* a pending prefetch's receive buffer, sized (dist_prefetch.c) */
+    const int pf = dist_prefetch_progress(d, r, ready);
+    if (r) {
         emb_update_many_cancel(d->strategy);
         goto out;
     }
     if (n > 0 && (r = emb_update_many_commit(d->strategy))) /* a custom strategy's */
         r = dist_fail_core(r, "emb_update_many");
-    r = dist_agree(d, r, NULL, NULL);
+    r = dist_agree(d, r, pf ? ready : NULL, pf ? d->vals : NULL);
+    if (pf || r)
+        dist_prefetch_start(d, r); /* the next ids travel from here */
     d->backward_done = 0;
 out:
     d->stats.update_s = dist_now() - t0;

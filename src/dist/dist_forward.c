@@ -452,18 +452,11 @@ int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
     d->stats.rows_bytes = 0;
     int r;
     if (d->prefetched) { /* the ids are travelling: wait for what the overlap left */
-        d->prefetched = 0;
         r = batches != d->pf_batches || poolings != d->pf_poolings
             ? dist_fail(EMB_EINVAL, "emb_dist_maplookup: batches or poolings are not those "
                         "of the pending emb_dist_prefetch()")
             : dist_outputs_check(d, outputs, d->nbags, "emb_dist_maplookup: outputs");
-        const double t0 = dist_now();
-        const int m = MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
-        d->stats.exchange_s += dist_now() - t0;
-        d->stats.ids_wait_s = d->pf_blocking + dist_now() - t0;
-        if (m != MPI_SUCCESS)
-            return dist_mpi_fail(m, "MPI_Wait (prefetched ids)");
-        if ((r = dist_agree(d, r, NULL, NULL)))
+        if ((r = dist_prefetch_finish(d, r)))
             return r;
     } else {
         d->stats.ids_bytes = 0;

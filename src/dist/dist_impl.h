@@ -137,12 +137,17 @@ struct EmbDist {
     char nonfinite_msg[256];
 
     EmbDistStats stats;
-    /* emb_dist_prefetch(): the next forward's ids in flight (d->pf_req) since then */
+    /* emb_dist_prefetch(): the next forward's exchange in flight (dist_prefetch.c) */
     int prefetched;
+    int pf_phase;          /* DIST_PF_*: what d->pf_req is */
+    int pf_code;           /* this rank's failure of the prefetch's checks (pf_msg) */
+    char pf_msg[512];
     const EmbBatch *pf_batches;
     const EmbPooling *pf_poolings;
     MPI_Request pf_req;
-    double pf_blocking;    /* seconds the prefetch spent in its blocking MPI calls */
+    int64_t *pf_hdr;       /* 8 x nranks: the headers sent (count, code, nbags, hash per
+                              destination), then those received */
+    double pf_blocking;    /* seconds the prefetch has spent in MPI calls so far */
     double *xclock;        /* where MPI time goes: stats.exchange_s or grad_exchange_s */
 };
 
@@ -248,10 +253,27 @@ int dist_outputs_check(const EmbDist *d, const EmbOutputs *o, int64_t nbags, con
  * part at d->rdispl[k]). Returns the agreed code.
  */
 int dist_exchange_words(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes);
-/* The same, the words' MPI_Ialltoallv only started (into *@p req) when @p req is not NULL:
-   every buffer and count stays in use until it completes. */
-int dist_exchange_words_ex(EmbDist *d, int code, const int64_t value[2], int64_t *sent_bytes,
-                           MPI_Request *req);
+/* Its halves: the packers into d->sendbuf with d->scount / sdispl (none after a failure
+   @p code; returns @p code or the packing's), and d->recvbuf sized for d->rcount with
+   d->rdispl (returns @p code or the sizing's). */
+int dist_pack_sendbuf(EmbDist *d, int code, int64_t *sent_bytes);
+int dist_size_recvbuf(EmbDist *d, int code);
+
+/* The prefetch's phases (dist_prefetch.c): the headers in flight, then the words (or
+   nothing: a rank's checks failed, reported by the forward). */
+enum { DIST_PF_HEADERS = 1, DIST_PF_SIZED, DIST_PF_WORDS, DIST_PF_FAILED };
+/* emb_dist_update()'s progress points. After its first agreement (@p agreed its code): a
+   pending prefetch's headers waited for, its receive buffer sized (@p ready[0]: whether
+   it could), dropped when the update failed; returns whether @p ready is to be shared
+   (in the last agreement, into d->vals). After the last agreement: the words'
+   MPI_Ialltoallv started when every rank was ready (else the forward does it), the
+   prefetch dropped when the update failed (the next forward runs whole). */
+int dist_prefetch_progress(EmbDist *d, int agreed, int64_t ready[2]);
+void dist_prefetch_start(EmbDist *d, int agreed);
+/* emb_dist_maplookup()'s side: completes the prefetched exchange; returns the agreed
+   code of the prefetch's checks, @p code's (this rank's checks of the call) and the
+   exchange's, d->vals filled. */
+int dist_prefetch_finish(EmbDist *d, int code);
 
 /* Batch of table @p t over arrays: offsets, or bag_size 1 for gather (no offsets). */
 EmbBatch dist_batch(const DistTable *t, const int64_t *ids, const int64_t *offsets,

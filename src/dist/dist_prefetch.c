@@ -209,6 +209,22 @@ int dist_prepare(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings
     return r;
 }
 
+/* ---- the prefetch: a non-blocking exchange in two legs ------------------------------- */
+
+/*
+ * emb_dist_prefetch() checks, copies and packs the next batch, then starts one
+ * MPI_Ialltoall of fixed-size headers (to each rank: the words it will get, this rank's
+ * check code, bag count and poolings hash) and returns. After emb_dist_update()'s first
+ * agreement (which drove the headers: every rank had posted them), each rank waits for
+ * them (at once, in practice) and sizes its receive buffer; the update's last agreement
+ * carries whether every rank could, and then the words' MPI_Ialltoallv starts, to be
+ * driven by whatever MPI calls the caller makes (the dense part's allreduce) until the
+ * forward waits for it. No extra synchronisation: each leg rides on an agreement the
+ * update makes anyway, at the same point of every rank's collective calls.
+ * Without an update in between, the forward runs both legs itself. No rank blocks in
+ * the prefetch; a rank whose checks failed sends no words and every rank learns it from
+ * the headers: the forward reports it, agreed.
+ */
 int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPooling *poolings)
 {
     dist_clear_error();
@@ -218,16 +234,128 @@ int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPooling *poo
         return dist_fail(EMB_EINVAL, "emb_dist_prefetch: a prefetch is already pending");
     double blocking = 0, *clock = d->xclock;
     d->xclock = &blocking;
+    const int32_t P = d->nranks;
+    if (!d->pf_hdr) { /* the first prefetch on every rank: its one allocation, agreed */
+        d->pf_hdr = malloc(sizeof(int64_t) * 8 * (size_t)P);
+        const int r = dist_agree(d, d->pf_hdr ? 0 : dist_fail(EMB_ENOMEM, "emb_dist_prefetch: "
+                                 "out of memory for the headers"), NULL, NULL);
+        if (r) {
+            d->xclock = clock;
+            return r;
+        }
+    }
     d->forward_done = 0; /* the saved batches are the next step's from here on */
     d->stats.ids_bytes = 0;
-    int r = dist_prepare(d, batches, poolings, NULL, 0);
-    const int64_t mine[2] = {d->nbags, (int64_t)dist_pooling_hash(d, poolings)};
-    r = dist_exchange_words_ex(d, r, mine, &d->stats.ids_bytes, &d->pf_req);
+    int code = dist_prepare(d, batches, poolings, NULL, 0);
+    code = dist_pack_sendbuf(d, code, &d->stats.ids_bytes);
+    d->pf_code = code;
+    snprintf(d->pf_msg, sizeof d->pf_msg, "%s", code ? emb_last_error() : "");
+    const int64_t hash = (int64_t)dist_pooling_hash(d, poolings);
+    int64_t *h = d->pf_hdr;
+    for (int32_t k = 0; k < P; k++)
+        h[4 * k] = d->scount[k], h[4 * k + 1] = code, h[4 * k + 2] = d->nbags, h[4 * k + 3] = hash;
+    const double t0 = dist_now();
+    const int m = MPI_Ialltoall(h, 4, MPI_INT64_T, h + 4 * P, 4, MPI_INT64_T, d->comm,
+                                &d->pf_req);
+    blocking += dist_now() - t0;
     d->xclock = clock;
-    if (r)
-        return r;
-    d->prefetched = 1;
+    if (m != MPI_SUCCESS)
+        return dist_mpi_fail(m, "MPI_Ialltoall (prefetch headers)");
+    dist_clear_error(); /* a failed check is the forward's to report */
+    d->prefetched = 1, d->pf_phase = DIST_PF_HEADERS;
     d->pf_batches = batches, d->pf_poolings = poolings;
     d->pf_blocking = blocking;
     return 0;
+}
+
+/* Waits for the headers; DIST_PF_FAILED when a rank's checks failed, else sizes the
+   receive buffer (returns its failure). */
+static int wait_headers(EmbDist *d)
+{
+    const double t0 = dist_now();
+    const int m = MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
+    d->pf_blocking += dist_now() - t0;
+    if (m != MPI_SUCCESS)
+        return dist_mpi_fail(m, "MPI_Wait (prefetch headers)");
+    const int64_t *h = d->pf_hdr + 4 * d->nranks;
+    d->pf_phase = DIST_PF_SIZED;
+    for (int32_t k = 0; k < d->nranks; k++)
+        if (h[4 * k + 1])
+            d->pf_phase = DIST_PF_FAILED;
+    for (int32_t k = 0; k < d->nranks; k++)
+        d->rcount[k] = d->pf_phase == DIST_PF_FAILED ? 0 : (int)h[4 * k];
+    return dist_size_recvbuf(d, 0);
+}
+
+/* Drops the pending prefetch (its headers received): the next forward runs whole. */
+static void drop(EmbDist *d)
+{
+    d->prefetched = 0, d->pf_phase = 0;
+}
+
+int dist_prefetch_progress(EmbDist *d, int agreed, int64_t ready[2])
+{
+    ready[0] = ready[1] = 0;
+    if (!d->prefetched || d->pf_phase != DIST_PF_HEADERS)
+        return 0;
+    const int r = wait_headers(d);
+    if (agreed)
+        drop(d);
+    ready[0] = !r;
+    dist_clear_error(); /* a receive buffer that failed: the forward retries it */
+    return 1;
+}
+
+void dist_prefetch_start(EmbDist *d, int agreed)
+{
+    if (!d->prefetched || (d->pf_phase != DIST_PF_SIZED && d->pf_phase != DIST_PF_FAILED))
+        return;
+    if (agreed) {
+        drop(d);
+        return;
+    }
+    for (int32_t k = 0; k < d->nranks; k++)
+        if (d->pf_phase != DIST_PF_SIZED || !d->vals[2 * k]) /* the forward does it */
+            return;
+    const double t0 = dist_now();
+    const int m = MPI_Ialltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
+                                 d->rcount, d->rdispl, MPI_UINT32_T, d->comm, &d->pf_req);
+    d->pf_blocking += dist_now() - t0;
+    d->pf_phase = DIST_PF_WORDS;
+    if (m != MPI_SUCCESS) { /* MPI's errors are fatal unless a handler says otherwise */
+        d->pf_phase = DIST_PF_FAILED, d->pf_code = dist_mpi_fail(m, "MPI_Ialltoallv (ids)");
+        snprintf(d->pf_msg, sizeof d->pf_msg, "%s", emb_last_error());
+        dist_clear_error();
+    }
+}
+
+int dist_prefetch_finish(EmbDist *d, int code)
+{
+    d->prefetched = 0;
+    const double t0 = dist_now();
+    int m = MPI_SUCCESS, r = 0;
+    if (d->pf_phase == DIST_PF_HEADERS) /* no update in between: both legs here */
+        r = wait_headers(d);
+    else if (d->pf_phase == DIST_PF_SIZED) /* a rank's receive buffer failed: again */
+        r = dist_size_recvbuf(d, 0);
+    if (d->pf_phase == DIST_PF_SIZED) {
+        if (!(r = dist_agree(d, r, NULL, NULL)))
+            m = MPI_Alltoallv(d->sendbuf, d->scount, d->sdispl, MPI_UINT32_T, d->recvbuf,
+                              d->rcount, d->rdispl, MPI_UINT32_T, d->comm);
+    } else if (d->pf_phase == DIST_PF_WORDS) {
+        m = MPI_Wait(&d->pf_req, MPI_STATUS_IGNORE);
+    }
+    d->pf_phase = 0;
+    *d->xclock += dist_now() - t0;
+    d->stats.ids_wait_s = d->pf_blocking + dist_now() - t0;
+    if (r)
+        return r;
+    if (m != MPI_SUCCESS)
+        return dist_mpi_fail(m, "MPI_Alltoallv (prefetched ids)");
+    const int64_t *h = d->pf_hdr + 4 * d->nranks;
+    for (int32_t k = 0; k < d->nranks; k++)
+        d->vals[2 * k] = h[4 * k + 2], d->vals[2 * k + 1] = h[4 * k + 3];
+    if (d->pf_code) /* the prefetch's checks come first, as in a whole forward */
+        code = dist_fail(d->pf_code, "%s", d->pf_msg);
+    return dist_agree(d, code, NULL, NULL);
 }
