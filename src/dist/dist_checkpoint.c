@@ -15,6 +15,9 @@
  * leaves every table as it was. With an optimizer, its state of the tables is saved with
  * them (the saver's option) and restored the same way, column by column of slot 0 (every
  * kind keeps one state column per table column), with the update count (Adam's t).
+ * Deltas (emb_dist_set_full_every): each rank's saver is kept between saves (d->ckpt) so
+ * that its file can be a delta of its previous one; the restore of a rank's file follows
+ * its chain (store/delta.c) into the temporary store, so nothing else changes.
  */
 #include <errno.h>
 #include <stdio.h>
