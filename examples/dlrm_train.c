@@ -46,6 +46,7 @@
 
 #include "criteo.h"
 #include "dlrm_blas.h"
+#include "dlrm_export.h"
 
 enum { NT = CRITEO_NCAT, NV = NT + 1, NINTER = NV * (NV - 1) / 2, MAXL = 8 };
 
@@ -105,6 +106,8 @@ typedef struct Args {
     int early_stop;                   /* stop when the held-out AUC falls */
     int64_t ckpt_every_steps;         /* --checkpoint-every N (steps) */
     double ckpt_every_s;              /* --checkpoint-every Nm (minutes, here in seconds) */
+    const char *export_path;          /* --export: the serving file written at the end */
+    EmbDtype export_dtype;            /* --export-dtype (int8) */
     float lr;
     uint64_t seed;
     int bot[MAXL], nbot, top[MAXL], ntop; /* hidden sizes (bottom ends with D, top with 1) */
@@ -120,6 +123,7 @@ static const char usage[] =
     "         [--tier-dir DIR [--tier-cache F (0.1)] [--tier-min ROWS (10000)]]\n"
     "         [--checkpoint-every STEPS | MINUTESm] [--eval-every STEPS [--eval-samples N]\n"
     "         [--early-stop]] [--progress-every SECONDS (0.5 on a terminal, else 30)]\n"
+    "         [--export FILE [--export-dtype int8|int4|f32 (int8)]]\n"
     "The defaults train a real model in one pass: Adagrad on the tables (SGD on the\n"
     "MLPs), lr 0.2. On scripts/criteo_gen.py's 200k / 40k rows they beat a hashed\n"
     "logistic regression (scripts/criteo_linear.py); SGD at DLRM's lr 0.1 needs 2 epochs\n"
@@ -138,7 +142,10 @@ static const char usage[] =
     "minutes); --resume continues from the latest, bit for bit. --eval-every: the test AUC\n"
     "and log loss every STEPS steps (on its first --eval-samples samples, default all),\n"
     "the best model kept in DIR/best; a warning when the AUC falls (CTR models overfit\n"
-    "after their first epoch), and with --early-stop the training stops there.\n";
+    "after their first epoch), and with --early-stop the training stops there.\n"
+    "--export: at the end the 26 tables are written to FILE for serving (no optimizer\n"
+    "state, rows quantized to --export-dtype), mapped back and the test set scored\n"
+    "through them too (the `export:` line, before the last one).\n";
 
 static EmbDtype parse_dtype(const char *s)
 {
@@ -221,15 +228,24 @@ static void parse_args(int argc, char **argv, Args *a)
         {"tier-min", 1, 0, 'M'}, {"checkpoint-every", 1, 0, 'K'}, {"eval-every", 1, 0, 'E'},
         {"eval-samples", 1, 0, 'N'}, {"early-stop", 0, 0, 'X'}, {"progress-every", 1, 0, 'P'},
         {"state-dtype", 1, 0, 'Z'}, {"stochastic-rounding", 0, 0, 'Y'},
+        {"export", 1, 0, 'O'}, {"export-dtype", 1, 0, 'Q'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .opt = EMB_OPT_ADAGRAD,
                 .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
-                .top = {512, 256}, .ntop = 2, .tier_cache = 0.1, .tier_min = 10000};
+                .top = {512, 256}, .ntop = 2, .tier_cache = 0.1, .tier_min = 10000,
+                .export_dtype = EMB_INT8};
     int64_t table_sizes[NT] = {0};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'a': a->train = optarg; break;
+        case 'O': a->export_path = optarg; break;
+        case 'Q':
+            a->export_dtype = parse_dtype(optarg);
+            if (a->export_dtype != EMB_F32 && a->export_dtype != EMB_INT8 &&
+                a->export_dtype != EMB_INT4)
+                die("--export-dtype is int8, int4 or f32, not ", optarg);
+            break;
         case 'b': a->test = optarg; break;
         case 'e': a->epochs = (int)parse_i64(optarg, 0, 1000000, "bad --epochs: "); break;
         case 'B': a->batch = parse_i64(optarg, 1, 1 << 20, "bad --batch: "); break;
@@ -979,6 +995,34 @@ static int64_t epoch_run(Run *run, int epoch, double *seconds)
     return samples;
 }
 
+/* ---- the serving export ------------------------------------------------------------- */
+
+/* --export: the tables written for serving, mapped back, the test set scored through them;
+   their size against the f32 rows' and the latest checkpoint's, the AUC against @f32_auc. */
+static void export_and_serve(Model *m, double f32_auc)
+{
+    const Args *a = m->a;
+    DlrmServed sv;
+    CHECK(dlrm_export(m->emb, NT, a->dim, a->export_dtype, a->export_path, &sv));
+    EmbCollection *trained = m->emb;
+    m->emb = sv.emb; /* the same concat layout: the forward reads the served rows */
+    double served_auc, served_loss;
+    evaluate(m, 0, &served_auc, &served_loss);
+    m->emb = trained;
+    char ckpt[4096] = "", also[160] = "";
+    struct stat st;
+    if (a->ckpt_dir && emb_checkpoint_latest(a->ckpt_dir, ckpt, sizeof ckpt) == 0 &&
+        stat(ckpt, &st) == 0)
+        snprintf(also, sizeof also, ", %.1f %% of the latest checkpoint's %lld",
+                 100.0 * (double)sv.bytes / (double)st.st_size, (long long)st.st_size);
+    printf("export: %s %s: %lld bytes, %.1f %% of the f32 rows' %lld%s; served auc=%.6f "
+           "logloss=%.6f (auc %+.6f against the f32 tables)\n", a->export_path,
+           emb_dtype_name(a->export_dtype), (long long)sv.bytes,
+           100.0 * (double)sv.bytes / (double)sv.f32_bytes, (long long)sv.f32_bytes, also,
+           served_auc, served_loss, served_auc - f32_auc);
+    dlrm_served_free(&sv);
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 /* The run's first line: the model, the threads and the BLAS that runs the MLPs (made
@@ -1042,6 +1086,8 @@ int main(int argc, char **argv)
     }
     double test_auc, test_loss;
     evaluate(&m, 0, &test_auc, &test_loss);
+    if (a.export_path)
+        export_and_serve(&m, test_auc);
     printf("test auc=%.6f logloss=%.6f samples_per_s=%.1f\n", test_auc, test_loss,
            trained ? (double)trained / train_time : 0.0);
     emb_saver_destroy(&run.best);

@@ -5,7 +5,8 @@
 # log loss as an uninterrupted run, with SGD and with Adagrad (checkpoints hold every
 # parameter and the tables' Adagrad accumulators).
 # int8 tables (--emb-dtype int8) likewise. Tiered tables (--tier-dir, caches of 5 % of the
-# rows), f32 and int8, resumed from a checkpoint too: the in-memory runs' bits.
+# rows), f32 and int8, resumed from a checkpoint too: the in-memory runs' bits. --export
+# (int8): the served tables' AUC within 0.003 of the f32 tables'.
 # Usage: test_dlrm_train.sh DLRM_TRAIN CRITEO_GEN_PY [PYTHON]
 set -eu
 train_bin=$1 gen=$2 py=${3:-python3}
@@ -19,7 +20,7 @@ last() { tail -n 1 "$1"; }
 metric() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
 
 # shellcheck disable=SC2086
-"$train_bin" $opts --optimizer sgd --epochs 2 >"$tmp/full.out"
+"$train_bin" $opts --optimizer sgd --epochs 2 --export "$tmp/serve.st" >"$tmp/full.out"
 cat "$tmp/full.out"
 auc=$(last "$tmp/full.out" | metric auc)
 case $(last "$tmp/full.out") in
@@ -27,6 +28,15 @@ case $(last "$tmp/full.out") in
 *) echo "FAIL: last line is not 'test auc=.. logloss=.. samples_per_s=..'"; exit 1 ;;
 esac
 awk -v a="$auc" 'BEGIN { exit !(a >= 0.6) }' || { echo "FAIL: test AUC $auc < 0.6"; exit 1; }
+# --export (int8): rows of D + 8 bytes (D = 8: about half the f32 rows'), served within
+# 0.003 AUC of the f32 tables
+served=$(grep "^export: " "$tmp/full.out" | metric auc)
+[ -s "$tmp/serve.st" ] && [ -n "$served" ] || { echo "FAIL: no export, or no export line"; exit 1; }
+grep "^export: " "$tmp/full.out" | awk -v a="$auc" -v s="$served" '
+    { pct = $0; sub(/.* bytes, /, "", pct); sub(/ %.*/, "", pct) }
+    END { d = a - s; exit !(pct + 0 < 55 && d < 0.003 && d > -0.003) }' ||
+    { echo "FAIL: export: served AUC $served against $auc, or the file too big"; exit 1; }
+echo "ok: int8 export: served auc=$served (f32 tables: $auc)"
 
 # the same bits on 1 and 2 threads, with a bottom MLP deep enough (4 layers) that the
 # layers' gradient buffers are reused within a block

@@ -3,13 +3,15 @@
  * dist_check.h — what the MPI tests (test_dist.c, test_dist_collection.c; run under
  * mpirun: tests/run_mpi.sh) share: this rank, the rank count and the failures counted on
  * it; CHECK, which counts a failure and prints it with the rank and the library's last
- * error; and the deterministic table values every rank computes alike.
+ * error; the deterministic table values every rank computes alike; the programs' end.
  */
 #ifndef EMB_TESTS_DIST_CHECK_H
 #define EMB_TESTS_DIST_CHECK_H
 
+#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <embtables/embtables.h>
 
@@ -36,6 +38,24 @@ static inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
 static inline float value(int64_t t, int64_t id, int64_t j)
 {
     return (float)((int64_t)(hash3(t + 1, id, j) % 4001) - 2000) / 997.0f;
+}
+
+/* The end of a test program: @dir removed (by rank 0, when set), the failures of every
+   rank summed and said, MPI finalized; the exit status. */
+static inline int dist_finish(const char *prog, const char *dir)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && dir && dir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0, "cleanup");
+    }
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%s: %d ranks: %s (%d failures)\n", prog, nranks, total ? "FAIL" : "ok", total);
+    MPI_Finalize();
+    return total ? 1 : 0;
 }
 
 #endif

@@ -5,7 +5,7 @@
  * table too), a delta holds exactly the touched rows, a full save every N deltas, broken
  * chains (a missing or a foreign link) are EMB_ECORRUPT naming the link and change
  * nothing, max_to_keep never deletes what a kept chain needs, and a kill -9 during delta
- * saves leaves the chain restorable; streaming (emb_table_changed_since) and the serving
+ * saves leaves the chain restorable; a collection's full_every; streaming (emb_table_changed_since) and the serving
  * export (emb_store_export, int8, mapped).
  */
 #include <criterion/criterion.h>
@@ -281,6 +281,64 @@ Test(delta, a_full_save_every_n_deltas)
     cr_assert_lt(delta_rows(path, "item"), 0);
     emb_saver_destroy(&sv);
     run_free(&a);
+    rmdir_all(dir);
+}
+
+/* A collection of the two tables (Adam) saving deltas every save but every third. */
+static EmbCollection *coll(int32_t full_every)
+{
+    EmbCollectionTable ct[NTAB];
+    for (int i = 0; i < NTAB; i++)
+        ct[i] = (EmbCollectionTable){.name = NAME[i], .pooling = {.combiner = EMB_COMBINER_SUM},
+                                     .spec = {.ncolumns = NCOL[i], .featuresize = DIM[i],
+                                              .init = {EMB_INIT_NORMAL, 0, 0.1f, 5}}};
+    const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAM, 0.01f);
+    const EmbCollectionOptions o = {.optimizer = &oc, .full_every = full_every};
+    EmbCollection *c = NULL;
+    cr_assert_eq(emb_collection_create(&c, ct, NTAB, &o), 0, "%s", emb_last_error());
+    return c;
+}
+
+static void coll_step(EmbCollection *c, int s)
+{
+    int64_t ids[NTAB][16];
+    EmbBatch b[NTAB];
+    float out[16 * (8 + 6)];
+    for (int i = 0; i < NTAB; i++) {
+        for (int k = 0; k < 16; k++)
+            ids[i][k] = (s * 37 + k * k * 11 + i) % 50; /* a few rows of each table */
+        b[i] = (EmbBatch){.ids = ids[i], .nnz = 16, .nbags = 16, .bag_size = 1};
+    }
+    const EmbOutputs lo = emb_collection_concat(c, out);
+    cr_assert_eq(emb_collection_forward(c, b, &lo), 0, "%s", emb_last_error());
+    for (int k = 0; k < 16 * (8 + 6); k++)
+        out[k] = (float)(k % 7) / 8 - 0.4f;
+    cr_assert_eq(emb_collection_backward(c, &lo), 0, "%s", emb_last_error());
+}
+
+Test(delta, collection_saves_deltas_with_full_every)
+{
+    char dir[64], path[512];
+    tmpdir(dir);
+    EmbCollection *a = coll(2), *straight = coll(0), *back = coll(2);
+    for (int s = 1; s <= 5; s++) {
+        coll_step(a, s);
+        coll_step(straight, s);
+        cr_assert_eq(emb_collection_save(a, dir, "c", s, 0, path, sizeof path), 0, "%s",
+                     emb_last_error());
+        cr_assert_eq(delta_rows(path, "user") < 0, s % 3 == 1, "save %d", s);
+    }
+    int64_t at = -1;
+    cr_assert_eq(emb_collection_restore(back, path, &at), 0, "%s", emb_last_error());
+    cr_assert_eq(at, 5);
+    coll_step(back, 6); /* the optimizer's state and count restored too */
+    coll_step(straight, 6);
+    for (int i = 0; i < NTAB; i++)
+        cr_assert(same_table(emb_collection_table(back, i), emb_collection_table(straight, i)),
+                  "table %d", i);
+    emb_collection_destroy(&a);
+    emb_collection_destroy(&straight);
+    emb_collection_destroy(&back);
     rmdir_all(dir);
 }
 

@@ -184,17 +184,5 @@ int main(int argc, char **argv)
     emb_collection_destroy(&back);
     emb_collection_destroy(&sh);
     emb_collection_destroy(&ref);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0 && dir[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        CHECK(system(cmd) == 0, "cleanup");
-    }
-    int total = 0;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_dist_collection: %d ranks: %s (%d failures)\n", nranks,
-               total ? "FAIL" : "ok", total);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return dist_finish("test_dist_collection", dir);
 }

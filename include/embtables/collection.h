@@ -98,6 +98,13 @@ typedef struct EmbCollectionOptions {
     int64_t prependrows;     /**< concat layout (emb_collection_concat()): leading elements
                                   of each row left to the caller (DLRM's dense features) */
     unsigned update_flags;   /**< emb_update_many() flags (EMB_UPDATE_NONTEMPORAL) */
+    int32_t full_every;      /**< delta checkpoints (EmbSaverOptions::full_every): 0 (default):
+                                  every emb_collection_save() is full; N > 0: the collection
+                                  keeps its saver between saves to one directory, prefix and
+                                  max_to_keep, a save writes only the rows touched since the
+                                  previous one, and every (N+1)-th save of a chain is full
+                                  again (a sharded collection: emb_dist_set_full_every()).
+                                  Negative: EMB_EINVAL */
 } EmbCollectionOptions;
 
 /**
@@ -292,7 +299,9 @@ EMB_API void *emb_collection_custom_user(const EmbCollection *c, const EmbCollec
  * `<dir>/<prefix>-<global_step>.safetensors` with a store.h saver (EmbSaverOptions's
  * max_to_keep from @p max_to_keep: 0 keeps every checkpoint; the index `<dir>/checkpoint`
  * is updated; a missing @p dir is created as emb_saver_create() creates it). The path
- * written goes to @p path (cap bytes; may be NULL).
+ * written goes to @p path (cap bytes; may be NULL). With EmbCollectionOptions::full_every
+ * the file may be a delta of the previous save's (emb_collection_restore() follows its
+ * chain).
  * @return 0; EMB_ENULL (c, dir, prefix); any code of emb_saver_create() or
  *         emb_saver_save() (EMB_EIO, EMB_EINVAL for a bad prefix, EMB_ENOMEM)
  */

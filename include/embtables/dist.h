@@ -297,11 +297,30 @@ EMB_API int emb_dist_prefetch(EmbDist *d, const EmbBatch *batches, const EmbPool
  * checksummed); then rank 0 writes the index `<dir>/dist-<step>.index` (rank count, every
  * table's shape and placement, each rank's file). @p dir must exist and be shared by the
  * ranks (one machine, or a shared file system). Every checkpoint is kept (prune old steps
- * yourself).
+ * yourself). With deltas on (emb_dist_set_full_every()), a rank's file holds only the
+ * rows of its parts touched since its previous save to @p dir with @p opt (a delta
+ * linked to that file), and a restore follows each file's chain.
  * @return 0; EMB_ENULL, EMB_EINVAL (step < 0, path too long), EMB_EIO, EMB_ENOMEM; the
  *         same on every rank
  */
 EMB_API int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer *opt);
+
+/**
+ * Delta checkpoints for emb_dist_save() (store.h's EmbSaverOptions::full_every, per rank):
+ * 0 (the default): every save is full; N > 0: the ensemble keeps each rank's saver between
+ * saves to one directory with one optimizer, so that a save writes, on each rank, only the
+ * rows of its tables and shards touched since its previous save (their optimizer state,
+ * their ids and the name and checksum of the file it extends), and every (N+1)-th save of
+ * a chain is full again. A save is full anyway in a new directory, with another optimizer,
+ * after this call, and where the saver's rules say so (a table written untracked, e.g.
+ * restored). emb_dist_restore() of a step restores each rank's full file and its deltas in
+ * order, into any rank count and placement, with the bits a full save of that step would
+ * give; a missing or foreign link is EMB_ECORRUPT naming it. Pruning old steps: keep
+ * every file a kept step's chain needs (the steps back to a full one). Every rank should
+ * pass the same value (not collective).
+ * @return 0; EMB_ENULL; EMB_EINVAL (full_every < 0)
+ */
+EMB_API int emb_dist_set_full_every(EmbDist *d, int32_t full_every);
 
 /**
  * Restores the checkpoint of @p step from @p dir into this ensemble, whatever the rank
@@ -312,7 +331,8 @@ EMB_API int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOp
  * training resumes with the bits it would have had. The tables must be those saved (same
  * count, names, shapes, dtypes). Memory: a rank reads, from each old rank's file, the
  * old parts of the tables it now holds part of (whole old parts, freed at return).
- * @return 0; EMB_ENULL, EMB_EIO (a file missing), EMB_ECORRUPT (index or file damaged),
+ * @return 0; EMB_ENULL, EMB_EIO (a file missing), EMB_ECORRUPT (index or file damaged; a
+ *         delta whose chain lacks a link or holds a foreign one),
  *         EMB_ESHAPE (other tables), EMB_EINVAL (another optimizer kind, an optimizer
  *         past the checkpoint), EMB_ENOTSUP (row-wise Adagrad's state with a
  *         column-wise table on either side), EMB_ENOTFOUND, EMB_ENOMEM; the same on every

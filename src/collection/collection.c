@@ -54,6 +54,9 @@ static int check_options(const EmbCollectionOptions *o)
     if (o->optimizer && o->shared_optimizer)
         return emb__fail(EMB_EINVAL, "emb_collection_create: both optimizer and "
                          "shared_optimizer are set");
+    if (o->full_every < 0)
+        return emb__fail(EMB_EINVAL, "emb_collection_create: full_every %d is negative",
+                         (int)o->full_every);
     return emb__update_flags_check(o->update_flags);
 }
 
@@ -178,6 +181,9 @@ static int fill(EmbCollection *c, const EmbCollectionTable *tables,
             r = emb_indexer_create(&c->ix[i]);
     }
     c->flags = o->update_flags;
+    c->full_every = o->full_every;
+    if (!r && c->full_every > 0)
+        r = emb__collection_saver_init(c);
     return r;
 }
 
@@ -303,6 +309,7 @@ void emb_collection_destroy(EmbCollection **pc)
             emb_optimizer_detach(c->opt, c->tables[i]);
     if (c->own_strategy)
         emb_strategy_destroy(&c->strategy);
+    emb__collection_saver_free(c);
     emb_store_destroy(&c->store);
     emb_indexer_destroy(&c->rows_ix);
     free(c->rows);

@@ -17,6 +17,8 @@ typedef enum EmbCollStep {
     EMB_COLL_RECORDED = 2, /* a backward recorded (no optimizer, or its update failed) */
 } EmbCollStep;
 
+typedef struct EmbCollSaver EmbCollSaver;
+
 struct EmbCollection {
     int64_t n;
     EmbTable **tables;          /* borrowed or owned by `store` */
@@ -44,7 +46,14 @@ struct EmbCollection {
     EmbIndexer *rows_ix;
     float *rows;
     size_t rows_cap;            /* floats */
+    /* emb_collection_save with deltas on (full_every > 0): the saver kept between saves to
+       one directory, prefix and max_to_keep (collection_ckpt.c) */
+    int32_t full_every;
+    EmbCollSaver *saver;        /* made at create (so a const collection saves through it) */
 };
+
+int emb__collection_saver_init(EmbCollection *c);
+void emb__collection_saver_free(EmbCollection *c);
 
 /* For a custom collection: ops.<fn> is NULL, so the call @op is EMB_ENOTSUP. */
 int emb__collection_notsup(const char *op);

@@ -505,6 +505,7 @@ void emb_dist_destroy(EmbDist **dp)
         free(d->send[r].w);
     if (d->own_strategy)
         emb_strategy_destroy(&d->strategy);
+    dist_saver_free(&d->ckpt);
     emb_store_destroy(&d->store); /* the local tables */
     free(d->t), free(d->send), free(d->rank_nbags), free(d->rank_off), free(d->scount);
     free(d->group_start), free(d->zero), free(d->sendbuf), free(d->recvbuf);

@@ -15,6 +15,9 @@
  * leaves every table as it was. With an optimizer, its state of the tables is saved with
  * them (the saver's option) and restored the same way, column by column of slot 0 (every
  * kind keeps one state column per table column), with the update count (Adam's t).
+ * Deltas (emb_dist_set_full_every): each rank's saver is kept between saves (d->ckpt) so
+ * that its file can be a delta of its previous one; the restore of a rank's file follows
+ * its chain (store/delta.c) into the temporary store, so nothing else changes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -66,6 +69,51 @@ static int write_index(const EmbDist *d, const char *dir, int64_t step, const ch
     return 0;
 }
 
+void dist_saver_free(EmbDistSaver *s)
+{
+    emb_saver_destroy(&s->saver);
+    free(s->dir);
+    s->dir = NULL;
+}
+
+int emb_dist_set_full_every(EmbDist *d, int32_t full_every)
+{
+    dist_clear_error();
+    if (!d)
+        return dist_fail(EMB_ENULL, "emb_dist_set_full_every: d is NULL");
+    if (full_every < 0)
+        return dist_fail(EMB_EINVAL, "emb_dist_set_full_every: full_every %d is negative",
+                         (int)full_every);
+    dist_saver_free(&d->ckpt); /* a new chain: the next save is full */
+    d->ckpt.full_every = full_every;
+    return 0;
+}
+
+/* The saver of this rank's file in @sub: with deltas on, the one kept from the previous
+   save of the same directory and optimizer (so that this save can extend its file). */
+static int rank_saver(EmbDist *d, const char *sub, const EmbOptimizer *opt, EmbSaver **out)
+{
+    EmbDistSaver *k = &d->ckpt;
+    if (k->saver && (strcmp(k->dir, sub) != 0 || k->opt != opt))
+        dist_saver_free(k);
+    if (k->saver) {
+        *out = k->saver;
+        return 0;
+    }
+    const EmbSaverOptions so = {.max_to_keep = -1, /* keeps all: the caller prunes old steps */
+                                .optimizer = opt, .full_every = k->full_every};
+    int r = emb_saver_create(out, sub, "ckpt", &so);
+    if (r)
+        return dist_fail_core(r, "emb_saver_create");
+    if (k->full_every > 0 && !(k->dir = strdup(sub))) {
+        emb_saver_destroy(out);
+        return dist_fail(EMB_ENOMEM, "out of memory for the saver");
+    }
+    if (k->full_every > 0)
+        k->saver = *out, k->opt = opt;
+    return 0;
+}
+
 int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer *opt)
 {
     dist_clear_error();
@@ -78,14 +126,13 @@ int emb_dist_save(EmbDist *d, const char *dir, int64_t step, const EmbOptimizer 
     if (!r && mkdir(sub, 0777) != 0 && errno != EEXIST)
         r = dist_fail(EMB_EIO, "cannot create '%s': %s", sub, strerror(errno));
     EmbSaver *s = NULL;
-    const EmbSaverOptions so = {.max_to_keep = -1, /* the caller prunes old steps */
-                                .optimizer = opt};
-    if (!r && (r = emb_saver_create(&s, sub, "ckpt", &so)))
-        r = dist_fail_core(r, "emb_saver_create");
+    if (!r)
+        r = rank_saver(d, sub, opt, &s);
     char path[PATH_CAP] = "";
     if (!r && (r = emb_saver_save(s, d->store, step, path, sizeof path)))
         r = dist_fail_core(r, "emb_saver_save");
-    emb_saver_destroy(&s);
+    if (s != d->ckpt.saver)
+        emb_saver_destroy(&s);
     /* the index names each rank's file as the saver named it (its format's extension) */
     char *files = NULL;
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;

@@ -156,6 +156,8 @@ static int make_dist(DistColl *x, MPI_Comm comm, const EmbCollectionTable *table
     free(tiered);
     x->opt = o->shared_optimizer;
     x->flags = o->update_flags;
+    if (!r) /* the same value on every rank: the same code */
+        r = emb_dist_set_full_every(x->d, o->full_every);
     if (!r && o->optimizer) {
         r = emb_optimizer_create(&x->opt, o->optimizer);
         x->own_opt = !r;

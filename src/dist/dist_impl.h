@@ -35,6 +35,17 @@ int dist_grow(void **p, int64_t *cap, int64_t bytes);
 /* One table of the ensemble on this rank. */
 #define DIST_PATH_MAX 4000 /* bytes of a tiered part's path prefix (EmbTieredSpec::path) */
 
+/* emb_dist_save()'s saver, kept between saves when deltas are on (full_every > 0): a
+   delta extends the file this saver wrote last (dist_checkpoint.c). */
+typedef struct EmbDistSaver {
+    int32_t full_every;
+    EmbSaver *saver;        /* NULL: none kept */
+    char *dir;              /* its directory, `<dir>/rank<r>` */
+    const EmbOptimizer *opt;
+} EmbDistSaver;
+
+void dist_saver_free(EmbDistSaver *s);
+
 typedef struct DistTable {
     EmbDistTableDesc desc;  /* desc.tiered is the caller's: read while creating only */
     char name[EMB_NAME_MAX + 1];
@@ -92,6 +103,7 @@ struct EmbDist {
     EmbStrategy *strategy;
     int own_strategy;
     EmbStore *store;       /* owns the local tables and shards (checkpoints save it) */
+    EmbDistSaver ckpt;     /* delta saves: the saver kept between saves (dist_checkpoint.c) */
     void *zero;            /* one zero column for the proxies */
 
     /* the last forward */
