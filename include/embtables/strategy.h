@@ -104,7 +104,7 @@ EMB_API int emb_strategy_parallel(EmbStrategy **out, const EmbStrategyOptions *o
 EMB_API int emb_strategy_prealloc_concat(EmbStrategy **out, const EmbStrategyOptions *opts);
 /**
  * Chooses per call from the ensemble's shape (a few comparisons; no state kept):
- *  - a call with little work (below 2 MiB: the forward's ids x featuresize x element size
+ *  - a call with little work (below 4 MiB: the forward's ids x featuresize x element size
  *    plus its outputs, the update's gradient rows x featuresize x 4 bytes; the update only
  *    with num_splits 0) runs on the calling thread: waking the threads would cost more
  *    than they save (a one-hot batch of 2048 ids of one table, for one).

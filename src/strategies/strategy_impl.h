@@ -30,8 +30,13 @@ typedef enum EmbStrategyKind {
  * of gradient rows, took 0.07 ms on one thread and 0.24 ms on two, forward + 3 update
  * phases each waking the team). 2 MiB, about the break-even there (0.1-0.2 ms of work on
  * one core): with threads that spin, or many cores, a larger call still gains from them.
+ * Raised to 4 MiB (issue #41): between a torch model's ops the team is cold or spinning in
+ * torch's regions, and a one-hot forward of 8 tables x 512 bags x D = 64 (exactly 2 MiB:
+ * 1 MiB of rows, 1 MiB of outputs) cost its caller 0.57 ms of CPU on 2 threads against
+ * 0.14 ms on one (thread CPU time, load 25); forward and update of the same batch now
+ * choose alike (the forward counts its outputs too, so it is twice the update's measure).
  */
-#define EMB_AUTO_SERIAL_WORK (2.0 * 1024.0 * 1024.0)
+#define EMB_AUTO_SERIAL_WORK (4.0 * 1024.0 * 1024.0)
 
 /*
  * The auto strategy's forward choice (strategy.h, emb_strategy_auto): the tables in order
