@@ -188,20 +188,24 @@ def prefault(flat8):
 
 
 def prime(m, tables, params, grad, sets, trainable):
-    """Runs the manifest's "prime" untimed steps (training SGD, else forward) at the most
-    threads on the first sets, and returns the index of the first set the rows use: each
-    row then goes on where the previous one stopped, so every row sees fresh ids.
+    """Runs the manifest's "prime" untimed steps of the first phase the rows run, at the
+    most threads, on the first sets, and returns the index of the first set the rows use:
+    each row then goes on where the previous one stopped, so every row sees fresh ids.
 
     Without it the process's first steps are slow: thousands of page faults as torch's
     heap grows (measured: 6 500 in the first step, 2 500 in several next ones, 30-400 ms
     a step against 8), which one warm-up step does not absorb, so the first row timed
     3-8x slower than the same row timed later (docs/bench/2026-11-28-peer-first-row.md)."""
     n = m.get("prime", 0)
-    if n:
+    runs = [p for p in m["phases"] if trainable or p.startswith("forward")]
+    steps = [Step(p, tables, params, grad, m["lr"]) for p in runs]
+    steps = [s for s in steps if s.kind == "forward" or s.opt is not None]
+    if n and steps:
         torch.set_num_threads(max(m["threads"]))
-        step = Step("train:sgd" if trainable else "forward", tables, params, grad, m["lr"])
         for i in range(n):
-            step(sets[i % len(sets)].read())
+            s = sets[i % len(sets)].read()
+            steps[0].prepare(s)
+            steps[0](s)
     return n
 
 
