@@ -64,12 +64,20 @@ static void write_tables(FILE *f, const BenchWorkload *w, const BenchConfig *c)
     fprintf(f, "],\n");
 }
 
+/* Untimed steps the peer runs before its first row of each variant, so that row does not
+   pay the process's first page faults (see peer_torch.py's prime). */
+#define BENCH_PEER_PRIME 8
+
 /* One entry per variant: its name and, per id set, the files and per-table nnz. In steady
-   state the sets are warmup + iters steps of the stream that no row ran (the peer cycles
-   through its sets: no step repeats within a peer's row); recycled, the four sets. */
+   state the sets are steps of the stream that none of our rows ran: BENCH_PEER_PRIME, then
+   warmup + iters for each of the peer's rows of the variant (phases x thread counts); the
+   peer walks them in order across its rows, so no row sees a step an earlier one saw.
+   Recycled, the four sets (the peer's rows cycle through them from the first). */
 static int write_sets(FILE *f, const BenchWorkload *w, const BenchConfig *c)
 {
-    const int nsets = w->steady ? c->warmup + c->iters : BENCH_NSETS;
+    const int nsets =
+        w->steady ? BENCH_PEER_PRIME + (c->warmup + c->iters) * c->nphases * c->nthreads
+                  : BENCH_NSETS;
     fprintf(f, "  \"variants\": [\n");
     for (int v = 0; v < c->nvariants; v++) {
         fprintf(f, "    {\"name\": \"%s\", \"sets\": [", c->variants[v].name);
@@ -109,6 +117,7 @@ int bench_workload_export(const BenchWorkload *w, const BenchConfig *c)
         return -1;
     fprintf(f, "{\n  \"batch\": %lld,\n  \"iters\": %d,\n  \"warmup\": %d,\n  \"lr\": %g,\n",
             (long long)c->batch, c->iters, c->warmup, c->lr);
+    fprintf(f, "  \"prime\": %d,\n", w->steady ? BENCH_PEER_PRIME : 0);
     write_list_i(f, "threads", c->threads, c->nthreads);
     fprintf(f, "  \"phases\": [");
     for (int p = 0; p < c->nphases; p++)

@@ -103,8 +103,10 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: peer_embtables.py MANIFEST")
     m, tables, variants = peer_torch.load(sys.argv[1])
-    # the torch peer uses offsets of B+1 entries (include_last_offset); ours: B starts
-    variants = [(name, [[(ids, off[:-1]) for ids, off in s] for s in sets])
+    # the torch peer uses offsets of B+1 entries (include_last_offset); ours: B starts.
+    # Every row here cycles through the same warmup + iters sets (the first ones)
+    n = m["warmup"] + m["iters"]
+    variants = [(name, [[(ids, off[:-1]) for ids, off in s.read()] for s in sets[:n]])
                 for name, sets in variants]
     with torch.no_grad():  # fault every page of the shared tables in now, for writing,
         for t in tables:   # as emb-bench's process has (else the first steps pay for it)

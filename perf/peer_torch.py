@@ -41,8 +41,28 @@ class Prepacked:
             else q.embedding_bag_4bit_rowwise_offsets
 
 
+class IdSet:
+    """One id set's files; read() gives [(ids, offsets) per table]. A row reads only its
+    own sets (untimed), so the peer holds one row's sets at a time."""
+
+    def __init__(self, base, entry, ntables, batch):
+        self.ids = os.path.join(base, entry["ids"])
+        self.offsets = os.path.join(base, entry["offsets"])
+        self.ntables, self.batch = ntables, batch
+
+    def read(self):
+        ids = torch.from_numpy(np.fromfile(self.ids, dtype=np.int64))
+        off = np.fromfile(self.offsets, dtype=np.int64).reshape(self.ntables, self.batch + 1)
+        per_table, at = [], 0
+        for t in range(self.ntables):
+            n = int(off[t, -1])
+            per_table.append((ids[at:at + n], torch.from_numpy(off[t].copy())))
+            at += n
+        return per_table
+
+
 def load(manifest):
-    """Tables (views of the shared file) and id sets [(ids, offsets) per table] per variant."""
+    """Tables (views of the shared file) and, per variant, its name and IdSets."""
     base = os.path.dirname(manifest)
     with open(manifest) as f:
         m = json.load(f)
@@ -51,6 +71,7 @@ def load(manifest):
     flat32 = torch.from_file(path, shared=True, size=size // 4, dtype=torch.float32)
     flat16 = torch.from_file(path, shared=True, size=size // 2, dtype=torch.int16)
     flat8 = torch.from_file(path, shared=True, size=size, dtype=torch.uint8)
+    prefault(flat8)
     tables = []
     for rows, dim, off, *dt in m["tables"]:
         dt = dt[0] if dt else "f32"
@@ -62,21 +83,8 @@ def load(manifest):
         else:  # off counts 4-byte units; the 16-bit bits seen as torch's half / bfloat16
             t16 = flat16[2 * off:2 * off + rows * dim].view(rows, dim)
             tables.append(t16.view(torch.float16 if dt == "f16" else torch.bfloat16))
-    batch = m["batch"]
-    variants = []
-    for v in m["variants"]:
-        sets = []
-        for s in v["sets"]:
-            ids = torch.from_numpy(np.fromfile(os.path.join(base, s["ids"]), dtype=np.int64))
-            off = np.fromfile(os.path.join(base, s["offsets"]), dtype=np.int64)
-            off = off.reshape(len(tables), batch + 1)
-            per_table, at = [], 0
-            for t in range(len(tables)):
-                n = int(off[t, -1])
-                per_table.append((ids[at:at + n], torch.from_numpy(off[t].copy())))
-                at += n
-            sets.append(per_table)
-        variants.append((v["name"], sets))
+    variants = [(v["name"], [IdSet(base, s, len(tables), m["batch"]) for s in v["sets"]])
+                for v in m["variants"]]
     return m, tables, variants
 
 
@@ -130,23 +138,75 @@ class Step:
         self.opt.zero_grad(set_to_none=True)
 
 
-def time_row(step, sets, iters, warmup):
-    it, times = 0, []
-    for _ in range(warmup):
-        step.prepare(sets[it % len(sets)])
-        step(sets[it % len(sets)])
-        it += 1
-    for _ in range(iters):
-        s = sets[it % len(sets)]
+def time_row(step, sets, iters, warmup, it=0):
+    """Median and p90 of @iters steps after @warmup, on the sets from @it on (cycling);
+    returns them and the next set's index, where the next row starts."""
+    times = []
+    mine = [sets[(it + k) % len(sets)].read() for k in range(warmup + iters)]
+    for s in mine[:warmup]:
+        step.prepare(s)
+        step(s)
+    for s in mine[warmup:]:
         step.prepare(s)
         t0 = time.perf_counter()
         step(s)
         times.append(time.perf_counter() - t0)
-        it += 1
     times.sort()
     n = len(times)
     median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
-    return median, times[math.ceil(0.9 * n) - 1]
+    return median, times[math.ceil(0.9 * n) - 1], it + warmup + iters
+
+
+def keep_freed_memory():
+    """Has glibc's malloc keep what torch frees instead of handing it back to the kernel.
+
+    By default a block above the mmap threshold (128 KiB, raised on the fly up to 32 MiB)
+    is a fresh mmap and the top of the heap is trimmed past 2x that threshold, so a step's
+    sparse gradient (batch x bag x D x 4 bytes: 10 MiB for 2048 bags of 20 at D 64) often
+    lands on pages never touched: thousands of page faults in a step, 30-60 ms on a
+    virtual machine, more in a process's first steps (the threshold has not yet risen), so
+    a row's time depended on its position in the run. Fixed thresholds end that: blocks up
+    to 32 MiB come from the heap and the heap is never trimmed. Larger blocks stay mmaps
+    (glibc's cap): their faults are then part of every step alike. Not glibc: no change."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+        libc.mallopt(m_mmap_threshold, 32 << 20)
+        libc.mallopt(m_trim_threshold, 2**31 - 1)
+        libc.mallopt(m_top_pad, 64 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
+def prefault(flat8):
+    """Maps every page of the shared tables file into this process for writing, so the
+    first row does not pay for the faults (a read maps a page read-only: the optimizer's
+    first write to it faults again). Adds 0 to one byte a page: the bytes do not change,
+    and emb-bench does not touch the file while the peer runs."""
+    flat8[::4096] += 0
+
+
+def prime(m, tables, params, grad, sets, trainable):
+    """Runs the manifest's "prime" untimed steps of the first phase the rows run, at the
+    most threads, on the first sets, and returns the index of the first set the rows use:
+    each row then goes on where the previous one stopped, so every row sees fresh ids.
+
+    Without it the process's first steps are slow: thousands of page faults as torch's
+    heap grows (measured: 6 500 in the first step, 2 500 in several next ones, 30-400 ms
+    a step against 8), which one warm-up step does not absorb, so the first row timed
+    3-8x slower than the same row timed later (docs/bench/2026-11-28-peer-first-row.md)."""
+    n = m.get("prime", 0)
+    runs = [p for p in m["phases"] if trainable or p.startswith("forward")]
+    steps = [Step(p, tables, params, grad, m["lr"]) for p in runs]
+    steps = [s for s in steps if s.kind == "forward" or s.opt is not None]
+    if n and steps:
+        torch.set_num_threads(max(m["threads"]))
+        for i in range(n):
+            s = sets[i % len(sets)].read()
+            steps[0].prepare(s)
+            steps[0](s)
+    return n
 
 
 def supported(tables):
@@ -166,6 +226,7 @@ def supported(tables):
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: peer_torch.py MANIFEST")
+    keep_freed_memory()
     m, tables, variants = load(sys.argv[1])
     if not supported(tables):
         return
@@ -176,6 +237,7 @@ def main():
     width = sum(t.dim if isinstance(t, Prepacked) else t.shape[1] for t in tables)
     grad = output_grad(m["batch"], width)
     for name, sets in variants:
+        it = prime(m, tables, params, grad, sets, trainable)
         for phase in m["phases"]:
             for threads in m["threads"]:
                 torch.set_num_threads(threads)
@@ -184,7 +246,7 @@ def main():
                 step = Step(phase, tables, params, grad, m["lr"])
                 if step.kind != "forward" and step.opt is None:
                     continue
-                med, p90 = time_row(step, sets, m["iters"], m["warmup"])
+                med, p90, it = time_row(step, sets, m["iters"], m["warmup"], it)
                 print(f"peer {name} {phase} {threads} {med:.9f} {p90:.9f}", flush=True)
 
 
