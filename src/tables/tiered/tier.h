@@ -6,6 +6,8 @@
  * calls only the ones above it; tier_io.c and tier_cache.c are units of their own, with their
  * own headers, unit-tested alone):
  *   tier_file.c       the file format: header, layout, open / create / commit
+ *   tier_log.c        the write-back log: the row map, appends, compaction
+ *   tier_manifest.c   the log's manifest (<path>.manifest): written at a flush, read at open
  *   tier_scratch.c    the scratch pad and the operation's pins
  *   tier_writeback.c  the one write-back path (park, settle, retry, release, flush)
  *   tier_dedup.c      a batch's distinct ids and the dedup ring
@@ -16,9 +18,12 @@
  *   tier_passes.c     whole-file passes: initialize, the state view, checkpoints
  *   tier_kind.c       the kind: constructors, public calls, the contract's entries
  *
- * File layout: a 4096-byte header (struct TierHeader), then record r at
+ * File layout: a 4096-byte header (struct TierHeader), then record r's home at
  * EMB_TIER_HEADER + r * recbytes: the row (rowbytes, padded to 16) then state_room floats
- * of optimizer state. A record in DRAM (a cache slot or a scratch row) has the same bytes.
+ * of optimizer state; then (4096-aligned) the log: fixed-size segments of seg_recs records
+ * each, where evicted dirty rows are appended (tier_log.c). A row's newest copy is its home
+ * or the log slot the row map (TierLog::loc) names. A record in DRAM (a cache slot or a
+ * scratch row) has the same bytes. docs/design/tiered-tables.md has the log's design.
  *
  * Pins: every row a resolve or an update's prepare hands out is pinned (its slot cannot be
  * evicted) until release() ends the operation; the pinned slots are listed once each in
@@ -75,6 +80,25 @@ typedef struct TierScratch {
     int64_t mapcap;
 } TierScratch;
 
+/* The write-back log (tier_log.c): segments of seg_recs records from file offset base. */
+#define TIER_LOG_SYNC 0 /* the staging of writes waited for in the call (resolve, release, flush) */
+#define TIER_LOG_BG 1   /* of the prefetch's write-backs (settled by emb__tier_pf_settle) */
+typedef struct TierLog {
+    uint32_t *loc;       /* per row: 0 its home, else 1 + its log slot (the newest copy) */
+    int32_t *live;       /* per segment: the rows whose newest copy it holds */
+    int32_t *pending;    /* per segment: slots appended (or read by compaction), not settled */
+    uint8_t *kept;       /* per segment: named by the manifest on disk (not reused till the next) */
+    int64_t nseg, seg_cap, seg_recs, base;
+    int64_t head, fill;  /* the segment appended to (-1: none) and its records used */
+    uint64_t uid;        /* the file's (its header): a manifest of another file is stale */
+    bool dirty;          /* the map changed since the manifest was written */
+    char *buf[2];        /* staging of the appends in flight (TIER_LOG_SYNC, TIER_LOG_BG) */
+    size_t buf_cap[2];
+    EmbTierReq *runs[2]; /* their writes: one per run of consecutive slots */
+    int64_t nruns[2], runs_cap[2];
+    int64_t compactions, compacted; /* counters: segments compacted, records moved */
+} TierLog;
+
 typedef struct Tier {
     pthread_mutex_t mu;  /* every entry below runs under it */
     int fd;
@@ -119,6 +143,7 @@ typedef struct Tier {
     EmbTierReq *pfw;     /* the prefetch's write-backs of parked dirty victims in flight */
     int64_t npfw, pfw_cap;
     EmbTieredStats st;
+    TierLog lg;
     char label[96];      /* the table's label for messages */
     /* tier_kind.c's */
     int refs;            /* the table and its state view */
@@ -162,7 +187,9 @@ typedef struct EmbTierShape {
 int emb__tier_read_shape(const char *path, EmbTierShape *sh);
 /* Writes @x's header into the file @fd and sizes it for x->nrows records: 0 or EMB_EIO. */
 int emb__tier_format(const Tier *x, int fd, const char *path);
-/* The file offset of record @row. */
+/* The uid in the header of the file @fd (0: none, or an older file). */
+uint64_t emb__tier_file_uid(int fd);
+/* The file offset of record @row's home. */
 int64_t emb__tier_rec_offset(const Tier *x, int64_t row);
 /* Opens x->path (regular files only), locked for the table (EMB_EBUSY when another holds
    it): the existing file, its shape read into @x; or, with @create, a new file formatted
@@ -277,9 +304,18 @@ static inline void emb__tier_use_slot(Tier *x, int64_t s, uint8_t dirty)
 }
 
 /* ---- requests and the write-back path (tier_writeback.c) ---- */
+/* The file offset of row @row's newest copy (its home or its log slot). */
+static inline int64_t emb__tier_row_offset(const Tier *x, int64_t row)
+{
+    const uint32_t l = x->lg.loc ? x->lg.loc[row] : 0;
+    return l ? x->lg.base + (int64_t)(l - 1) * (int64_t)x->recbytes
+             : emb__tier_rec_offset(x, row);
+}
+/* A read of row @row's newest copy, or a write-back of it (its offset chosen by the log's
+   append: emb__tier_log_submit). */
 static inline EmbTierReq emb__tier_req(const Tier *x, int64_t row, void *buf, bool write)
 {
-    return (EmbTierReq){.buf = buf, .offset = emb__tier_rec_offset(x, row),
+    return (EmbTierReq){.buf = buf, .offset = write ? -1 : emb__tier_row_offset(x, row),
                         .len = (uint32_t)x->recbytes, .write = write, .tag = row};
 }
 static inline int64_t emb__tier_count_failed(const EmbTierReq *r, int64_t n)
@@ -309,6 +345,40 @@ int64_t emb__tier_wb_settle(Tier *x);
 int emb__tier_wb_retry(Tier *x);
 /* Ends the operation (pins, held step, scratch pad); the lock held. */
 void emb__tier_release_locked(Tier *x);
+
+/* ---- the write-back log (tier_log.c, tier_manifest.c) ---- */
+/* Sets up the log of the file x->fd (its uid read; an open reads the manifest): 0, or
+   EMB_ENOMEM / EMB_ECORRUPT (a corrupt manifest, named) / EMB_EIO. */
+int emb__tier_log_init(Tier *x, bool create);
+/* The log emptied for a new file x->fd (every row at its home): a whole-file pass's copy. */
+void emb__tier_log_reset(Tier *x);
+void emb__tier_log_free(TierLog *lg);
+/* Appends the records of the @n write requests @w (buf, tag = row) to the log: staged in
+   buffer @which (TIER_LOG_*), one write per run of consecutive slots, submitted (in the
+   background with @bg). Where that cannot be, every w[i].res is set (-ENOMEM / -ENOSPC)
+   and nothing is submitted. */
+void emb__tier_log_submit(Tier *x, EmbTierReq *w, int64_t n, int which, bool bg);
+/* Waits for the writes of buffer @which. */
+void emb__tier_log_wait(Tier *x, int which);
+/* After their writes completed: each w[i].res set from its run's; the map names the new
+   copies of the rows written (the old ones stale). */
+void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which);
+/* submit + wait + settle (TIER_LOG_SYNC). */
+void emb__tier_log_run(Tier *x, EmbTierReq *w, int64_t n);
+/* Compacts segments whose live fraction fell below the threshold (none of the prefetch's
+   I/O in flight): their live records appended anew, the segments recycled. */
+void emb__tier_log_compact(Tier *x);
+/* Writes the manifest (the row map) atomically when the map changed since the last: 0 or
+   EMB_EIO naming it (tier_manifest.c). */
+int emb__tier_manifest_write(Tier *x);
+/* Reads the manifest of x->path into the log, if there is one for this file: 0, or
+   EMB_ECORRUPT naming it / EMB_EIO / EMB_ENOMEM. */
+int emb__tier_manifest_read(Tier *x);
+/* Reads the log's copies of rows [r0, r0 + n) over their homes' in @buf: 0 or EMB_EIO /
+   EMB_ENOMEM naming them. */
+int emb__tier_log_read_rows(Tier *x, int64_t r0, int64_t n, char *buf);
+/* The log's segment array grown to @n segments: 0 or EMB_ENOMEM. */
+int emb__tier_log_segs(TierLog *lg, int64_t n);
 
 /* ---- a batch's distinct ids (tier_dedup.c) ---- */
 /* The in-range ids of a batch's ids [k0, k1) into x->ids: their count, or -1 (no memory). */

@@ -58,6 +58,7 @@ int emb__tier_init(Tier *x, const char *path, bool create, int64_t cache_bytes, 
     if (!r) {
         emb__tier_io_set_fd(x->io, x->fd);
         posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);
+        r = emb__tier_log_init(x, create);
     }
     return r;
 }
@@ -67,6 +68,7 @@ void emb__tier_fini(Tier *x)
     emb__tier_io_destroy(&x->io);
     emb__tier_cache_free(&x->cache);
     emb__tier_sp_free(&x->sp);
+    emb__tier_log_free(&x->lg);
     emb__tier_close_file(x);
     free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order), free(x->pfw);
     free(x->wslot), free(x->br), free(x->brow), free(x->step_uid), free(x->step_urow);
@@ -88,6 +90,11 @@ int emb__tier_file_rw(Tier *x, int fd, int64_t r0, int64_t n, void *buf, bool wr
             emb__tier_io_run(x->io, &q, 1);
         else
             emb__tier_io_rw_fd(fd, &q);
+        if (!q.res && fd < 0 && !write) { /* the newest copies of rows in the log */
+            const int r = emb__tier_log_read_rows(x, r0 + done, k, q.buf);
+            if (r)
+                return r;
+        }
         if (q.res) {
             const int e = -q.res;
             return emb__fail(EMB_EIO, "%s: %s rows %lld..%lld of %s: %s", x->label,
@@ -132,6 +139,7 @@ void emb__tier_replace_fd(Tier *x, int fd)
     random_access(fd);
     close(x->fd);
     x->fd = fd;
+    emb__tier_log_reset(x); /* the copy holds every row at its home */
     pthread_mutex_unlock(&x->mu);
 }
 
@@ -144,6 +152,7 @@ void emb__tier_swap_file(Tier *x, int fd, char *path)
     close(x->fd);
     free(x->path);
     x->fd = fd, x->path = path;
+    emb__tier_log_reset(x);
     for (int64_t s = 0; s < x->cache.nslots; s++)
         x->cache.slots[s].flags = 0, x->cache.slots[s].pins = 0;
     x->npinned = 0;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dtype.h"
@@ -34,6 +35,7 @@ typedef struct TierHeader {
     uint32_t version;
     int32_t dtype, D, state_room;
     int64_t nrows, recbytes;
+    uint64_t uid; /* this file's, at random: names it in the manifest (0 in older files) */
 } TierHeader;
 
 static atomic_uint_fast64_t tmp_counter;
@@ -49,11 +51,30 @@ void emb__tier_set_layout(Tier *x)
     x->recbytes = x->state_off + 4 * (size_t)x->state_room;
 }
 
+/* A new file's uid: distinct for the files of one process and, very likely, of others. */
+static uint64_t new_uid(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t z = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    z ^= (uint64_t)getpid() << 40 ^ (uint64_t)atomic_fetch_add(&tmp_counter, 1) << 20;
+    z += 0x9e3779b97f4a7c15u; /* splitmix64's finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (z ^ (z >> 31)) | 1;
+}
+
+uint64_t emb__tier_file_uid(int fd)
+{
+    TierHeader h;
+    return pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h ? h.uid : 0;
+}
+
 int emb__tier_format(const Tier *x, int fd, const char *path)
 {
     char page[EMB_TIER_HEADER] = {0};
     TierHeader h = {.version = 1, .dtype = x->dtype, .D = x->D, .state_room = x->state_room,
-                    .nrows = x->nrows, .recbytes = (int64_t)x->recbytes};
+                    .nrows = x->nrows, .recbytes = (int64_t)x->recbytes, .uid = new_uid()};
     memcpy(h.magic, EMB_TIER_MAGIC, 8);
     memcpy(page, &h, sizeof h);
     if (pwrite(fd, page, sizeof page, 0) != (ssize_t)sizeof page ||

@@ -93,6 +93,7 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n, int64_t *slo
     emb__tier_pf_settle(x, true);
     if (!x->npinned) /* between operations: the last prefetch's parked rows dropped */
         emb__tier_wb_settle(x);
+    emb__tier_log_compact(x); /* nothing of the prefetch's in flight */
     for (int64_t k = 0; slot && k < n; k++)
         slot[k] = -1;
     if (!pf_room(x, n) || !pfw_room(x, n))
@@ -116,7 +117,7 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n, int64_t *slo
             slot[k] = v;
     }
     x->st.prefetched += x->npf;
-    emb__tier_io_submit_background(x->io, x->pfw, x->npfw);
+    emb__tier_log_submit(x, x->pfw, x->npfw, TIER_LOG_BG, true);
     emb__tier_io_submit_background(x->io, x->pf, x->npf);
     for (int64_t i = 0; i < x->npf; i++)
         x->pf_order[i] = i;

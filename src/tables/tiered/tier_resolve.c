@@ -141,10 +141,10 @@ int emb__tier_resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows
         return cut;
     }
     x->st.misses += nr;
-    emb__tier_io_submit(x->io, w, nw); /* from the parked copies: with the reads */
+    emb__tier_log_submit(x, w, nw, TIER_LOG_SYNC, false); /* the parked copies, with the reads */
     emb__tier_io_run(x->io, rd, nr);
-    for (int64_t i = 0; i < nw; i++)
-        emb__tier_io_wait_one(x->io, &w[i]);
+    emb__tier_log_wait(x, TIER_LOG_SYNC);
+    emb__tier_log_settle(x, w, nw, TIER_LOG_SYNC);
     int r = emb__tier_any_failed(w, nw) ? emb__tier_io_fail(x, w, nw, "writing back") : 0;
     r = r ? r : emb__tier_any_failed(rd, nr) ? emb__tier_io_fail(x, rd, nr, "reading") : 0;
     emb__tier_pf_settle(x, false);

@@ -73,6 +73,7 @@ void emb__tier_pf_settle(Tier *x, bool wait)
     if ((!x->npf && !x->npfw) || (!wait && emb__tier_io_pending(x->io)))
         return;
     emb__tier_io_wait(x->io);
+    emb__tier_log_settle(x, x->pfw, x->npfw, TIER_LOG_BG);
     for (int64_t i = 0; i < x->npfw; i++) { /* parked victims: clean, or dirty to retry */
         const int64_t k = emb__tier_sp_find(&x->sp, x->pfw[i].tag);
         if (k < 0)
@@ -132,7 +133,7 @@ int64_t emb__tier_wb_settle(Tier *x)
     for (int64_t k = 0; k < sp->n; k++)
         if ((sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED | TIER_SP_WB)) == EMB_TIER_DIRTY)
             x->rq[nw++] = emb__tier_req(x, sp->ids[k], emb__tier_sp_row(x, k), true);
-    emb__tier_io_run(x->io, x->rq, nw);
+    emb__tier_log_run(x, x->rq, nw);
     for (int64_t i = 0, k = 0; i < nw; i++) {
         while (emb__tier_sp_row(x, k) != x->rq[i].buf)
             k++;
@@ -190,6 +191,7 @@ void emb__tier_release_locked(Tier *x)
     memmove(x->pinned, x->pinned + upto, (size_t)rest * sizeof *x->pinned);
     x->npinned = rest;
     emb__tier_wb_settle(x);
+    emb__tier_log_compact(x);
 }
 /* Writes the dirty rows back and syncs; they are marked clean only once the sync has
    succeeded (a failed write-back or sync may have lost any of them: all are written again). */
@@ -209,7 +211,7 @@ static int flush_locked(Tier *x)
     for (int64_t k = 0; k < x->sp.n; k++)
         if (x->sp.flags[k] & EMB_TIER_DIRTY)
             x->rq[nw++] = emb__tier_req(x, x->sp.ids[k], emb__tier_sp_row(x, k), true);
-    emb__tier_io_run(x->io, x->rq, nw);
+    emb__tier_log_run(x, x->rq, nw);
     x->st.rows_written += nw - emb__tier_count_failed(x->rq, nw);
     if (emb__tier_any_failed(x->rq, nw))
         return emb__tier_io_fail(x, x->rq, nw, "writing back");
@@ -222,7 +224,7 @@ static int flush_locked(Tier *x)
             x->cache.slots[emb__tier_slot_of(x, x->rq[i].buf)].flags &= (uint8_t)~EMB_TIER_DIRTY;
         else
             x->sp.flags[emb__tier_sp_find(&x->sp, x->rq[i].tag)] &= (uint8_t)~EMB_TIER_DIRTY;
-    return 0;
+    return emb__tier_manifest_write(x); /* the rows are safe in the file: a retry rewrites it */
 }
 
 int emb__tier_flush(Tier *x)

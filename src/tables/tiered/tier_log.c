@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tier_log.c — the write-back log of a tiered table (tier.h; the design, its constants and
+ * its crash story: docs/design/tiered-tables.md). The file's records past the homes form
+ * fixed-size segments of seg_recs records; an evicted dirty row is appended to the segment
+ * being filled (the head): a batch of write-backs is staged in one buffer and sent as one
+ * write per run of consecutive slots (one, or two where the batch crosses into a segment
+ * that is not the next one), instead of one pwrite a record at its home. The row map
+ * (TierLog::loc, 4 bytes a row) names each row's newest copy; it changes only when a write
+ * has completed, so a failed write leaves the map, and the row (dirty), as they were.
+ *
+ * Segments are recycled: one is free when no row's newest copy is there (live 0), no write
+ * or compaction is pending on it and the manifest on disk does not name it (kept: a crash
+ * must find what the last manifest names). Compaction rewrites the live records of
+ * segments less than 2/3 live (a third stale: DeepRec's SSD tier's threshold) when no
+ * segment is free, so the log holds at most 1.5x its live records plus the segments named
+ * by the manifest. It moves bytes only: a row's bits never depend on when it ran.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tables/tiered/tier.h"
+
+#define SEG_BYTES (4 << 20) /* a segment: 4 MiB of records (8192 of 512 bytes) ... */
+#define SEG_PARTS 8         /* ... or an eighth of the table's rows, if fewer */
+#define RUN_MAX (64u << 20) /* the bytes of one write at most */
+#define NOT_SENT UINT32_MAX /* a request's run (its done field) when none was submitted */
+#define VICTIMS 4           /* segments compacted at once at most */
+
+static int64_t seg_of(const TierLog *lg, int64_t slot)
+{
+    return slot / lg->seg_recs;
+}
+
+int emb__tier_log_segs(TierLog *lg, int64_t n)
+{
+    if (n > lg->seg_cap) {
+        const int64_t cap = EMB_MAX(n, 2 * lg->seg_cap);
+        int32_t *live = realloc(lg->live, (size_t)cap * sizeof *live);
+        lg->live = live ? live : lg->live;
+        int32_t *pend = live ? realloc(lg->pending, (size_t)cap * sizeof *pend) : NULL;
+        lg->pending = pend ? pend : lg->pending;
+        uint8_t *kept = pend ? realloc(lg->kept, (size_t)cap) : NULL;
+        if (!kept)
+            return EMB_ENOMEM;
+        lg->kept = kept, lg->seg_cap = cap;
+    }
+    for (int64_t s = lg->nseg; s < n; s++)
+        lg->live[s] = lg->pending[s] = 0, lg->kept[s] = 0;
+    lg->nseg = EMB_MAX(lg->nseg, n);
+    return 0;
+}
+
+int emb__tier_log_init(Tier *x, bool create)
+{
+    TierLog *lg = &x->lg;
+    lg->loc = calloc((size_t)EMB_MAX(1, x->nrows), sizeof *lg->loc);
+    if (!lg->loc)
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for the row map of %lld rows",
+                         x->label, (long long)x->nrows);
+    lg->base = (emb__tier_rec_offset(x, x->nrows) + 4095) / 4096 * 4096;
+    lg->seg_recs = EMB_MAX(1, EMB_MIN(SEG_BYTES / (int64_t)x->recbytes,
+                                      (x->nrows + SEG_PARTS - 1) / SEG_PARTS));
+    lg->head = -1;
+    lg->uid = emb__tier_file_uid(x->fd);
+    return create ? 0 : emb__tier_manifest_read(x);
+}
+
+void emb__tier_log_reset(Tier *x)
+{
+    TierLog *lg = &x->lg;
+    if (lg->loc)
+        memset(lg->loc, 0, (size_t)EMB_MAX(1, x->nrows) * sizeof *lg->loc);
+    lg->nseg = 0, lg->head = -1, lg->fill = 0, lg->dirty = false;
+    lg->nruns[0] = lg->nruns[1] = 0;
+    lg->uid = emb__tier_file_uid(x->fd);
+}
+
+void emb__tier_log_free(TierLog *lg)
+{
+    free(lg->loc), free(lg->live), free(lg->pending), free(lg->kept);
+    for (int i = 0; i < 2; i++)
+        free(lg->buf[i]), free(lg->runs[i]);
+    memset(lg, 0, sizeof *lg);
+}
+
+/* ---- appends --------------------------------------------------------------------------- */
+
+/* Staging room in buffer @which for @n records: 0 or -ENOMEM. */
+static int room(Tier *x, int which, int64_t n)
+{
+    TierLog *lg = &x->lg;
+    const size_t bytes = (size_t)n * x->recbytes;
+    if (bytes > lg->buf_cap[which]) {
+        char *b = realloc(lg->buf[which], bytes);
+        if (!b)
+            return -ENOMEM;
+        lg->buf[which] = b, lg->buf_cap[which] = bytes;
+    }
+    if (n > lg->runs_cap[which]) {
+        EmbTierReq *r = realloc(lg->runs[which], (size_t)n * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        lg->runs[which] = r, lg->runs_cap[which] = n;
+    }
+    return 0;
+}
+
+/* A segment to append to: the lowest free one, else a new one at the end; -1 when the log
+   has no slot left that a 32-bit map can name, or no memory. */
+static int64_t new_segment(TierLog *lg)
+{
+    for (int64_t s = 0; s < lg->nseg; s++)
+        if (s != lg->head && !lg->live[s] && !lg->pending[s] && !lg->kept[s])
+            return s;
+    if ((lg->nseg + 1) * lg->seg_recs >= (int64_t)UINT32_MAX || emb__tier_log_segs(lg, lg->nseg + 1))
+        return -1;
+    return lg->nseg - 1;
+}
+
+void emb__tier_log_submit(Tier *x, EmbTierReq *w, int64_t n, int which, bool bg)
+{
+    TierLog *lg = &x->lg;
+    const int64_t rb = (int64_t)x->recbytes;
+    lg->nruns[which] = 0;
+    int err = n ? room(x, which, n) : 0;
+    int64_t k = 0, nr = 0;
+    EmbTierReq *runs = lg->runs[which];
+    for (; k < n && !err; k++) {
+        if (lg->head < 0 || lg->fill == lg->seg_recs) {
+            const int64_t s = new_segment(lg);
+            if (s < 0) {
+                err = -ENOSPC;
+                break;
+            }
+            lg->head = s, lg->fill = 0;
+        }
+        const int64_t slot = lg->head * lg->seg_recs + lg->fill++;
+        lg->pending[lg->head]++;
+        char *dst = lg->buf[which] + k * rb;
+        memcpy(dst, w[k].buf, (size_t)rb);
+        w[k].offset = lg->base + slot * rb;
+        EmbTierReq *r = nr ? &runs[nr - 1] : NULL;
+        if (r && r->offset + r->len == w[k].offset && r->len + (uint64_t)rb <= RUN_MAX)
+            r->len += (uint32_t)rb;
+        else
+            runs[nr++] = (EmbTierReq){.buf = dst, .offset = w[k].offset, .len = (uint32_t)rb,
+                                      .write = 1, .tag = w[k].tag};
+        w[k].done = (uint32_t)(nr - 1);
+    }
+    if (err) { /* nothing sent: the slots taken stay unused (stale) */
+        for (int64_t i = 0; i < k; i++)
+            lg->pending[seg_of(lg, (w[i].offset - lg->base) / rb)]--;
+        for (int64_t i = 0; i < n; i++)
+            w[i].res = err, w[i].complete = 1, w[i].done = NOT_SENT;
+        return;
+    }
+    lg->nruns[which] = nr;
+    if (bg)
+        emb__tier_io_submit_background(x->io, runs, nr);
+    else
+        emb__tier_io_submit(x->io, runs, nr);
+}
+
+void emb__tier_log_wait(Tier *x, int which)
+{
+    for (int64_t i = 0; i < x->lg.nruns[which]; i++)
+        emb__tier_io_wait_one(x->io, &x->lg.runs[which][i]);
+}
+
+void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which)
+{
+    TierLog *lg = &x->lg;
+    const int64_t rb = (int64_t)x->recbytes;
+    for (int64_t i = 0; i < n; i++) {
+        if (w[i].done == NOT_SENT)
+            continue;
+        const int64_t slot = (w[i].offset - lg->base) / rb, s = seg_of(lg, slot);
+        w[i].res = lg->runs[which][w[i].done].res, w[i].complete = 1;
+        lg->pending[s]--;
+        if (w[i].res)
+            continue;
+        const uint32_t old = lg->loc[w[i].tag];
+        if (old)
+            lg->live[seg_of(lg, old - 1)]--;
+        lg->loc[w[i].tag] = (uint32_t)(slot + 1);
+        lg->live[s]++;
+        lg->dirty = true;
+    }
+    lg->nruns[which] = 0;
+}
+
+void emb__tier_log_run(Tier *x, EmbTierReq *w, int64_t n)
+{
+    emb__tier_log_submit(x, w, n, TIER_LOG_SYNC, false);
+    emb__tier_log_wait(x, TIER_LOG_SYNC);
+    emb__tier_log_settle(x, w, n, TIER_LOG_SYNC);
+}
+
+/* ---- reads that bypass the cache ------------------------------------------------------- */
+
+int emb__tier_log_read_rows(Tier *x, int64_t r0, int64_t n, char *buf)
+{
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++)
+        m += x->lg.loc[r0 + k] != 0;
+    if (!m)
+        return 0;
+    EmbTierReq *q = malloc((size_t)m * sizeof *q);
+    if (!q)
+        return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld reads", x->label, (long long)m);
+    for (int64_t k = 0, i = 0; k < n; k++)
+        if (x->lg.loc[r0 + k])
+            q[i++] = emb__tier_req(x, r0 + k, buf + k * (int64_t)x->recbytes, false);
+    emb__tier_io_run(x->io, q, m);
+    const int r = emb__tier_any_failed(q, m) ? emb__tier_io_fail(x, q, m, "reading") : 0;
+    free(q);
+    return r;
+}
+
+/* ---- compaction ------------------------------------------------------------------------ */
+
+/* The segments to compact into @victim (flags, one a segment): when none is free, up to
+   VICTIMS of those less than 2/3 live, the least live first. Their live records. */
+static int64_t choose(const TierLog *lg, uint8_t *victim)
+{
+    const int64_t lim = lg->seg_recs * 2 / 3;
+    for (int64_t s = 0; s < lg->nseg; s++)
+        if (s != lg->head && !lg->live[s] && !lg->pending[s] && !lg->kept[s])
+            return 0; /* a free segment: nothing to do yet */
+    int64_t total = 0;
+    for (int v = 0; v < VICTIMS; v++) {
+        int64_t best = -1;
+        for (int64_t s = 0; s < lg->nseg; s++)
+            if (s != lg->head && !victim[s] && !lg->pending[s] && lg->live[s] > 0 &&
+                lg->live[s] < lim && (best < 0 || lg->live[s] < lg->live[best]))
+                best = s;
+        if (best < 0)
+            break;
+        victim[best] = 1;
+        total += lg->live[best];
+    }
+    return total;
+}
+
+void emb__tier_log_compact(Tier *x)
+{
+    TierLog *lg = &x->lg;
+    if (x->npf || x->npfw || !lg->nseg)
+        return; /* a prefetch's read may be of a slot that would move */
+    uint8_t *victim = calloc((size_t)lg->nseg, 1);
+    const int64_t m = victim ? choose(lg, victim) : 0;
+    const int64_t rb = (int64_t)x->recbytes;
+    EmbTierReq *q = m ? malloc((size_t)m * sizeof *q) : NULL;
+    char *buf = q ? malloc((size_t)(m * rb)) : NULL;
+    if (!buf)
+        goto out; /* nothing to do, or no memory: a hint */
+    int64_t i = 0;
+    for (int64_t r = 0; r < x->nrows && i < m; r++) {
+        const uint32_t l = lg->loc[r];
+        if (l && victim[seg_of(lg, l - 1)]) {
+            q[i] = emb__tier_req(x, r, buf + i * rb, false);
+            i++;
+        }
+    }
+    emb__tier_io_run(x->io, q, i);
+    if (emb__tier_any_failed(q, i))
+        goto out; /* the copies stay where they are */
+    for (int64_t k = 0; k < i; k++)
+        q[k].write = 1;
+    emb__tier_log_run(x, q, i); /* a write that fails leaves its row's copy where it was */
+    lg->compactions++;
+    lg->compacted += i - emb__tier_count_failed(q, i);
+out:
+    free(buf), free(q), free(victim);
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tier_log.c — a tiered table's write-back log (src/tables/tiered/tier_log.c,
+ * tier_manifest.c): evicted rows appended past the homes and found there again, after a
+ * flush and a reopen; compaction keeping the log bounded while the same rows are rewritten;
+ * the manifest checked (corrupt: EMB_ECORRUPT naming it; another file's: ignored); a log
+ * write that fails keeps the rows dirty and the call retryable. Internal (tier_fault.h).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "embtables/store.h"
+#include "embtables/tiered.h"
+#include "embtables/update.h"
+#include "tables/tiered/tier.h" /* EMB_TIER_HEADER */
+#include "tier_fault.h"
+
+enum { R = 4000, D = 16, CACHE = 64 }; /* records of 64 bytes; a cache of 64 of them */
+
+#define HOME_END (EMB_TIER_HEADER + (int64_t)R * D * 4)
+
+static void path_of(char *path, const char *name)
+{
+    snprintf(path, 128, "%s/%s", dir, name);
+}
+
+static EmbTable *make(const char *path, float v)
+{
+    EmbTable *t = NULL;
+    const EmbTieredOptions o = {.cache_bytes = CACHE * D * 4};
+    cr_assert_eq(emb_table_tiered_create(&t, path, R, D, EMB_F32, &o), 0, "%s",
+                 emb_last_error());
+    const EmbInitializer in = {EMB_INIT_CONSTANT, v, 0, 0};
+    cr_assert_eq(emb_table_initialize(t, &in), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_tiered_flush(t), 0, "%s", emb_last_error());
+    return t;
+}
+
+static EmbTable *reopen(const char *path)
+{
+    EmbTable *t = NULL;
+    const EmbTieredOptions o = {.cache_bytes = CACHE * D * 4};
+    cr_assert_eq(emb_table_tiered_open(&t, path, &o), 0, "%s", emb_last_error());
+    return t;
+}
+
+/* Every row r set to r + @v, in batches of 100 rows (each evicts the last's dirty rows):
+   the code of the first update that fails, or 0. */
+static int write_all(EmbTable *t, float v)
+{
+    static float rows[100 * D];
+    int64_t ids[100];
+    for (int64_t r0 = 0; r0 < R; r0 += 100) {
+        for (int k = 0; k < 100; k++) {
+            ids[k] = r0 + k;
+            for (int j = 0; j < D; j++)
+                rows[k * D + j] = (float)(r0 + k) + v;
+        }
+        const int r = emb_table_scatter_update(t, ids, 100, rows, D);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* Every row r of @t is r x @slope + @v. */
+static void check_rows(const EmbTable *t, float slope, float v, const char *what)
+{
+    float *rows = malloc((size_t)R * D * sizeof *rows);
+    cr_assert_eq(emb_table_read(t, rows, D), 0, "%s", emb_last_error());
+    for (int64_t k = 0; k < (int64_t)R * D; k++)
+        cr_assert_eq(rows[k], (float)(k / D) * slope + v, "%s: element %lld is %g", what,
+                     (long long)k, (double)rows[k]);
+    free(rows);
+}
+
+/* Every row r of @t is r + @v (write_all's). */
+static void check_all(const EmbTable *t, float v, const char *what)
+{
+    check_rows(t, 1.0f, v, what);
+}
+
+static int64_t size_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+Test(tier_log, evicted_rows_are_appended_and_found_after_a_reopen, .init = setup,
+     .fini = teardown)
+{
+    char path[128], man[160];
+    path_of(path, "t");
+    snprintf(man, sizeof man, "%s.manifest", path);
+    EmbTable *t = make(path, 0.0f);
+    cr_assert_eq(size_of(path), HOME_END, "a fresh file has no log");
+    cr_assert_eq(write_all(t, 0.5f), 0, "%s", emb_last_error());
+    cr_assert_gt(size_of(path), HOME_END, "the evicted rows were not appended");
+    check_all(t, 0.5f, "after the writes");
+    cr_assert_eq(emb_table_tiered_flush(t), 0, "%s", emb_last_error());
+    cr_assert_gt(size_of(man), 0, "a flush of a log writes its manifest");
+    emb_table_destroy(&t);
+    t = reopen(path);
+    check_all(t, 0.5f, "reopened");
+    cr_assert_eq(write_all(t, 1.5f), 0, "%s", emb_last_error());
+    emb_table_destroy(&t);
+    t = reopen(path);
+    check_all(t, 1.5f, "reopened twice");
+    emb_table_destroy(&t);
+}
+
+/* Pass m (0..39) sets the rows r with r % 40 >= m to r + m: row r is last written by pass
+   r % 40, so every pass leaves a few rows live in each segment it fills for ever. Without
+   compaction the log would hold about 20 homes' worth of records. */
+static void write_pass(EmbTable *t, int m)
+{
+    static float rows[100 * D];
+    int64_t ids[100];
+    int n = 0;
+    for (int64_t r = 0; r < R; r++) {
+        if (r % 40 < m)
+            continue;
+        ids[n] = r;
+        for (int j = 0; j < D; j++)
+            rows[n * D + j] = (float)(r + m);
+        if (++n == 100 || r == R - 1) {
+            cr_assert_eq(emb_table_scatter_update(t, ids, n, rows, D), 0, "%s",
+                         emb_last_error());
+            n = 0;
+        }
+    }
+}
+
+static void check_passes(const EmbTable *t, const char *what)
+{
+    float *rows = malloc((size_t)R * D * sizeof *rows);
+    cr_assert_eq(emb_table_read(t, rows, D), 0, "%s", emb_last_error());
+    for (int64_t k = 0; k < (int64_t)R * D; k++)
+        cr_assert_eq(rows[k], (float)(k / D + (k / D) % 40), "%s: element %lld is %g", what,
+                     (long long)k, (double)rows[k]);
+    free(rows);
+}
+
+Test(tier_log, compaction_bounds_the_log, .init = setup, .fini = teardown)
+{
+    char path[128];
+    path_of(path, "c");
+    EmbTable *t = make(path, 0.0f);
+    for (int m = 0; m < 40; m++)
+        write_pass(t, m);
+    check_passes(t, "after 40 passes");
+    const int64_t log = size_of(path) - HOME_END;
+    cr_assert_lt(log, 3 * (HOME_END - EMB_TIER_HEADER), "a log of %lld bytes", (long long)log);
+    cr_assert_eq(emb_table_tiered_flush(t), 0, "%s", emb_last_error());
+    emb_table_destroy(&t);
+    t = reopen(path);
+    check_passes(t, "reopened after compactions");
+    emb_table_destroy(&t);
+}
+
+/* A manifest changed on disk is EMB_ECORRUPT naming it, and so is one cut short. */
+Test(tier_log, a_corrupt_manifest_is_refused, .init = setup, .fini = teardown)
+{
+    char path[128], man[160];
+    path_of(path, "m");
+    snprintf(man, sizeof man, "%s.manifest", path);
+    EmbTable *t = make(path, 0.0f);
+    cr_assert_eq(write_all(t, 2.0f), 0, "%s", emb_last_error());
+    emb_table_destroy(&t); /* flushes */
+    FILE *f = fopen(man, "r+b");
+    cr_assert(f);
+    cr_assert_eq(fseek(f, 200, SEEK_SET), 0);
+    const int c = fgetc(f);
+    cr_assert_eq(fseek(f, 200, SEEK_SET), 0);
+    fputc(c ^ 1, f);
+    fclose(f);
+    const EmbTieredOptions o = {.cache_bytes = CACHE * D * 4};
+    cr_assert_eq(emb_table_tiered_open(&t, path, &o), EMB_ECORRUPT);
+    cr_assert(strstr(emb_last_error(), man), "%s", emb_last_error());
+    cr_assert_null(t);
+    cr_assert_eq(truncate(man, 100), 0);
+    cr_assert_eq(emb_table_tiered_open(&t, path, &o), EMB_ECORRUPT);
+    cr_assert(strstr(emb_last_error(), man), "%s", emb_last_error());
+}
+
+/* A table created anew over a path keeps nothing of the old file's manifest. */
+Test(tier_log, the_manifest_of_a_replaced_file_is_ignored, .init = setup, .fini = teardown)
+{
+    char path[128];
+    path_of(path, "s");
+    EmbTable *t = make(path, 0.0f);
+    cr_assert_eq(write_all(t, 3.0f), 0, "%s", emb_last_error());
+    emb_table_destroy(&t);
+    t = make(path, 7.0f); /* no row of the new file is in its log: the manifest stays */
+    emb_table_destroy(&t);
+    t = reopen(path);
+    check_rows(t, 0.0f, 7.0f, "reopened");
+    emb_table_destroy(&t);
+}
+
+/* A log write that fails (a full disk) fails the update with EMB_EIO; the dirty rows stay
+   cached and the retried updates end with the bits of a run without faults. */
+Test(tier_log, a_failed_log_write_loses_nothing, .init = setup, .fini = teardown)
+{
+    char path[128];
+    path_of(path, "f");
+    EmbTable *t = make(path, 0.0f);
+    cr_assert_eq(write_all(t, 1.0f), 0, "%s", emb_last_error());
+    fault_set(-ENOSPC, 1, 0, 0);
+    cr_assert_eq(write_all(t, 2.0f), EMB_EIO);
+    cr_assert(strstr(emb_last_error(), path), "%s", emb_last_error());
+    EmbTieredStats st;
+    cr_assert_eq(emb_table_tiered_stats(t, &st), 0);
+    cr_assert_gt(st.dirty_rows, 0);
+    cr_assert_eq(emb_table_tiered_flush(t), EMB_EIO);
+    fault_set(0, 1, 1, 0);
+    cr_assert_eq(write_all(t, 2.0f), 0, "%s", emb_last_error());
+    check_all(t, 2.0f, "after the retry");
+    cr_assert_eq(emb_table_tiered_flush(t), 0, "%s", emb_last_error());
+    emb_table_destroy(&t);
+    t = reopen(path);
+    check_all(t, 2.0f, "reopened");
+    emb_table_destroy(&t);
+}
