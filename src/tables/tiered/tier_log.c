@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 #include "tables/tiered/tier.h"
@@ -27,7 +28,7 @@
 #define SEG_PARTS 8         /* ... or an eighth of the table's rows, if fewer */
 #define RUN_MAX (64u << 20) /* the bytes of one write at most */
 #define NOT_SENT UINT32_MAX /* a request's run (its done field) when none was submitted */
-#define VICTIMS 4           /* segments compacted at once at most */
+#define VICTIMS 2           /* segments compacted at once at most (read whole) */
 
 static int64_t seg_of(const TierLog *lg, int64_t slot)
 {
@@ -252,26 +253,39 @@ void emb__tier_log_compact(Tier *x)
         return; /* a prefetch's read may be of a slot that would move */
     uint8_t *victim = calloc((size_t)lg->nseg, 1);
     const int64_t m = victim ? choose(lg, victim) : 0;
-    const int64_t rb = (int64_t)x->recbytes;
-    EmbTierReq *q = m ? malloc((size_t)m * sizeof *q) : NULL;
-    char *buf = q ? malloc((size_t)(m * rb)) : NULL;
+    const int64_t rb = (int64_t)x->recbytes, segb = lg->seg_recs * rb;
+    int64_t nv = 0;
+    EmbTierReq *q = m ? malloc((size_t)(m + VICTIMS) * sizeof *q) : NULL;
+    char *buf = q ? malloc((size_t)(VICTIMS * segb)) : NULL;
     if (!buf)
         goto out; /* nothing to do, or no memory: a hint */
-    int64_t i = 0;
-    for (int64_t r = 0; r < x->nrows && i < m; r++) {
-        const uint32_t l = lg->loc[r];
-        if (l && victim[seg_of(lg, l - 1)]) {
-            q[i] = emb__tier_req(x, r, buf + i * rb, false);
-            i++;
+    /* one read a victim segment, whole (up to the file's end: the last one written before
+       a reopen may be partly filled) */
+    struct stat st;
+    const int64_t end = fstat(x->fd, &st) == 0 ? (int64_t)st.st_size : 0;
+    EmbTierReq *rd = q + m;
+    for (int64_t s = 0; s < lg->nseg; s++)
+        if (victim[s]) {
+            const int64_t off = lg->base + s * segb, len = EMB_MIN(segb, end - off);
+            victim[s] = (uint8_t)(1 + nv); /* its buffer, plus one */
+            rd[nv] = (EmbTierReq){.buf = buf + nv * segb, .offset = off,
+                                  .len = (uint32_t)EMB_MAX(len, 0), .tag = -1};
+            nv++;
         }
-    }
-    emb__tier_io_run(x->io, q, i);
-    if (emb__tier_any_failed(q, i))
+    emb__tier_io_run(x->io, rd, nv);
+    if (emb__tier_any_failed(rd, nv))
         goto out; /* the copies stay where they are */
-    for (int64_t k = 0; k < i; k++)
-        q[k].write = 1;
+    int64_t i = 0;
+    for (int64_t r = 0; r < x->nrows && i < m; r++) { /* the victims' live records */
+        const uint32_t l = lg->loc[r];
+        const int64_t s = l ? seg_of(lg, l - 1) : 0;
+        if (l && victim[s])
+            q[i++] = (EmbTierReq){.buf = buf + (victim[s] - 1) * segb +
+                                         (int64_t)(l - 1 - s * lg->seg_recs) * rb,
+                                  .len = (uint32_t)rb, .write = 1, .tag = r};
+    }
     emb__tier_log_run(x, q, i); /* a write that fails leaves its row's copy where it was */
-    lg->compactions++;
+    lg->compactions += nv;
     lg->compacted += i - emb__tier_count_failed(q, i);
 out:
     free(buf), free(q), free(victim);
