@@ -83,6 +83,7 @@ typedef struct TierScratch {
 /* The write-back log (tier_log.c): segments of seg_recs records from file offset base. */
 #define TIER_LOG_SYNC 0 /* the staging of writes waited for in the call (resolve, release, flush) */
 #define TIER_LOG_BG 1   /* of the prefetch's write-backs (settled by emb__tier_pf_settle) */
+#define TIER_LOG_VICTIMS 2 /* segments compacted at once at most (each read whole) */
 typedef struct TierLog {
     uint32_t *loc;       /* per row: 0 its home, else 1 + its log slot (the newest copy) */
     int32_t *live;       /* per segment: the rows whose newest copy it holds */
@@ -97,6 +98,12 @@ typedef struct TierLog {
     EmbTierReq *runs[2]; /* their writes: one per run of consecutive slots */
     int64_t nruns[2], runs_cap[2];
     int64_t compactions, compacted; /* counters: segments compacted, records moved */
+    /* a compaction under way (tier_log.c): its victims' whole reads into cbuf */
+    EmbTierReq crd[TIER_LOG_VICTIMS];
+    int64_t cseg[TIER_LOG_VICTIMS];
+    int cnv;
+    char *cbuf;
+    size_t cbuf_cap;
 } TierLog;
 
 typedef struct Tier {
@@ -365,8 +372,10 @@ void emb__tier_log_wait(Tier *x, int which);
 void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which);
 /* submit + wait + settle (TIER_LOG_SYNC). */
 void emb__tier_log_run(Tier *x, EmbTierReq *w, int64_t n);
-/* Compacts segments whose live fraction fell below the threshold (none of the prefetch's
-   I/O in flight): their live records appended anew, the segments recycled. */
+/* Compaction of segments whose live fraction fell below the threshold, one call a phase:
+   starts one (the victims read in the background), or ends the one under way when none of
+   the prefetch's reads is in flight (their live records appended anew, the segments
+   recycled). */
 void emb__tier_log_compact(Tier *x);
 /* Writes the manifest (the row map) atomically when the map changed since the last: 0 or
    EMB_EIO naming it (tier_manifest.c). */

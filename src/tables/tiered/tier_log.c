@@ -13,7 +13,8 @@
  * or compaction is pending on it and the manifest on disk does not name it (kept: a crash
  * must find what the last manifest names). Compaction rewrites the live records of
  * segments less than 2/3 live (a third stale: DeepRec's SSD tier's threshold) when no
- * segment is free, so the log holds at most 1.5x its live records plus the segments named
+ * segment is free (the victims read whole in the background, on the pool's threads; their
+ * live records appended at the next call where no prefetch read is in flight), so the log holds at most 1.5x its live records plus the segments named
  * by the manifest. It moves bytes only: a row's bits never depend on when it ran.
  */
 #include <errno.h>
@@ -28,7 +29,7 @@
 #define SEG_PARTS 8         /* ... or an eighth of the table's rows, if fewer */
 #define RUN_MAX (64u << 20) /* the bytes of one write at most */
 #define NOT_SENT UINT32_MAX /* a request's run (its done field) when none was submitted */
-#define VICTIMS 2           /* segments compacted at once at most (read whole) */
+#define VICTIMS TIER_LOG_VICTIMS
 
 static int64_t seg_of(const TierLog *lg, int64_t slot)
 {
@@ -74,14 +75,14 @@ void emb__tier_log_reset(Tier *x)
     TierLog *lg = &x->lg;
     if (lg->loc)
         memset(lg->loc, 0, (size_t)EMB_MAX(1, x->nrows) * sizeof *lg->loc);
-    lg->nseg = 0, lg->head = -1, lg->fill = 0, lg->dirty = false;
+    lg->nseg = 0, lg->head = -1, lg->fill = 0, lg->dirty = false, lg->cnv = 0;
     lg->nruns[0] = lg->nruns[1] = 0;
     lg->uid = emb__tier_file_uid(x->fd);
 }
 
 void emb__tier_log_free(TierLog *lg)
 {
-    free(lg->loc), free(lg->live), free(lg->pending), free(lg->kept);
+    free(lg->loc), free(lg->live), free(lg->pending), free(lg->kept), free(lg->cbuf);
     for (int i = 0; i < 2; i++)
         free(lg->buf[i]), free(lg->runs[i]);
     memset(lg, 0, sizeof *lg);
@@ -246,47 +247,75 @@ static int64_t choose(const TierLog *lg, uint8_t *victim)
     return total;
 }
 
+/* Starts a compaction: the victims read whole into lg->cbuf in the background, on the pool's
+   threads (up to the file's end: the last segment written before a reopen may be partly
+   filled); the segments pending meanwhile (never chosen again nor recycled; appends go to
+   the head only, so their records do not change). */
+static void compact_start(Tier *x)
+{
+    TierLog *lg = &x->lg;
+    uint8_t *victim = calloc((size_t)lg->nseg, 1);
+    const int64_t m = victim ? choose(lg, victim) : 0;
+    const int64_t segb = lg->seg_recs * (int64_t)x->recbytes;
+    if (m && lg->cbuf_cap < (size_t)(VICTIMS * segb)) {
+        char *b = realloc(lg->cbuf, (size_t)(VICTIMS * segb));
+        lg->cbuf = b ? b : lg->cbuf;
+        lg->cbuf_cap = b ? (size_t)(VICTIMS * segb) : lg->cbuf_cap;
+    }
+    struct stat st;
+    const int64_t end = m && fstat(x->fd, &st) == 0 ? (int64_t)st.st_size : 0;
+    for (int64_t s = 0; s < lg->nseg && end && lg->cbuf_cap >= (size_t)(VICTIMS * segb); s++)
+        if (victim[s]) {
+            const int64_t off = lg->base + s * segb, len = EMB_MIN(segb, end - off);
+            lg->crd[lg->cnv] = (EmbTierReq){.buf = lg->cbuf + lg->cnv * segb, .offset = off,
+                                            .len = (uint32_t)EMB_MAX(len, 0), .tag = -1};
+            lg->cseg[lg->cnv++] = s;
+            lg->pending[s]++;
+        }
+    free(victim);
+    emb__tier_io_submit_background(x->io, lg->crd, lg->cnv);
+}
+
+/* Ends it: the victims' live records appended anew from what was read (this thread waits
+   for that write: one or two), the segments released (recycled once no row is there). */
+static void compact_finish(Tier *x)
+{
+    TierLog *lg = &x->lg;
+    const int64_t rb = (int64_t)x->recbytes, segb = lg->seg_recs * rb;
+    int64_t m = 0;
+    for (int i = 0; i < lg->cnv; i++) {
+        emb__tier_io_wait_one(x->io, &lg->crd[i]);
+        m += lg->live[lg->cseg[i]];
+    }
+    uint8_t *victim = calloc((size_t)lg->nseg, 1);
+    EmbTierReq *q = victim && m ? malloc((size_t)m * sizeof *q) : NULL;
+    if (q && !emb__tier_any_failed(lg->crd, lg->cnv)) { /* else the copies stay put */
+        for (int i = 0; i < lg->cnv; i++)
+            victim[lg->cseg[i]] = (uint8_t)(1 + i); /* its buffer, plus one */
+        int64_t k = 0;
+        for (int64_t r = 0; r < x->nrows && k < m; r++) { /* the victims' live records */
+            const uint32_t l = lg->loc[r];
+            const int64_t s = l ? seg_of(lg, l - 1) : 0;
+            if (l && victim[s])
+                q[k++] = (EmbTierReq){.buf = lg->cbuf + (victim[s] - 1) * segb +
+                                             (int64_t)(l - 1 - s * lg->seg_recs) * rb,
+                                      .len = (uint32_t)rb, .write = 1, .tag = r};
+        }
+        emb__tier_log_run(x, q, k); /* a write that fails leaves its row's copy where it was */
+        lg->compactions += lg->cnv;
+        lg->compacted += k - emb__tier_count_failed(q, k);
+    }
+    for (int i = 0; i < lg->cnv; i++)
+        lg->pending[lg->cseg[i]]--;
+    lg->cnv = 0;
+    free(q), free(victim);
+}
+
 void emb__tier_log_compact(Tier *x)
 {
     TierLog *lg = &x->lg;
-    if (x->npf || x->npfw || !lg->nseg)
-        return; /* a prefetch's read may be of a slot that would move */
-    uint8_t *victim = calloc((size_t)lg->nseg, 1);
-    const int64_t m = victim ? choose(lg, victim) : 0;
-    const int64_t rb = (int64_t)x->recbytes, segb = lg->seg_recs * rb;
-    int64_t nv = 0;
-    EmbTierReq *q = m ? malloc((size_t)(m + VICTIMS) * sizeof *q) : NULL;
-    char *buf = q ? malloc((size_t)(VICTIMS * segb)) : NULL;
-    if (!buf)
-        goto out; /* nothing to do, or no memory: a hint */
-    /* one read a victim segment, whole (up to the file's end: the last one written before
-       a reopen may be partly filled) */
-    struct stat st;
-    const int64_t end = fstat(x->fd, &st) == 0 ? (int64_t)st.st_size : 0;
-    EmbTierReq *rd = q + m;
-    for (int64_t s = 0; s < lg->nseg; s++)
-        if (victim[s]) {
-            const int64_t off = lg->base + s * segb, len = EMB_MIN(segb, end - off);
-            victim[s] = (uint8_t)(1 + nv); /* its buffer, plus one */
-            rd[nv] = (EmbTierReq){.buf = buf + nv * segb, .offset = off,
-                                  .len = (uint32_t)EMB_MAX(len, 0), .tag = -1};
-            nv++;
-        }
-    emb__tier_io_run(x->io, rd, nv);
-    if (emb__tier_any_failed(rd, nv))
-        goto out; /* the copies stay where they are */
-    int64_t i = 0;
-    for (int64_t r = 0; r < x->nrows && i < m; r++) { /* the victims' live records */
-        const uint32_t l = lg->loc[r];
-        const int64_t s = l ? seg_of(lg, l - 1) : 0;
-        if (l && victim[s])
-            q[i++] = (EmbTierReq){.buf = buf + (victim[s] - 1) * segb +
-                                         (int64_t)(l - 1 - s * lg->seg_recs) * rb,
-                                  .len = (uint32_t)rb, .write = 1, .tag = r};
-    }
-    emb__tier_log_run(x, q, i); /* a write that fails leaves its row's copy where it was */
-    lg->compactions += nv;
-    lg->compacted += i - emb__tier_count_failed(q, i);
-out:
-    free(buf), free(q), free(victim);
+    if (!lg->cnv && lg->nseg)
+        compact_start(x);
+    else if (lg->cnv && !x->npf && !x->npfw) /* a prefetch's read may be of a slot that moves */
+        compact_finish(x);
 }
