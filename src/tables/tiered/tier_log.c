@@ -316,6 +316,6 @@ void emb__tier_log_compact(Tier *x)
     TierLog *lg = &x->lg;
     if (!lg->cnv && lg->nseg)
         compact_start(x);
-    else if (lg->cnv && !x->npf && !x->npfw) /* a prefetch's read may be of a slot that moves */
-        compact_finish(x);
+    else if (lg->cnv && !x->npf && !x->npfw && !emb__tier_io_pending(x->io))
+        compact_finish(x); /* its reads done, and no prefetch read (of a slot that moves) */
 }

@@ -66,13 +66,16 @@ bool emb__tier_wb_park(Tier *x, int64_t v, EmbTierReq *q, uint8_t flags)
     return true;
 }
 
-/* Settles the prefetch's reads once they are all done (with @wait, waits for them): each
-   slot becomes valid, or free when its read failed (a resolve reads it again and reports). */
+/* Settles the prefetch's reads once they are all done (with @wait, waits for them, and
+   for its write-backs; not for a compaction's reads): each slot becomes valid, or free when
+   its read failed (a resolve reads it again and reports). */
 void emb__tier_pf_settle(Tier *x, bool wait)
 {
     if ((!x->npf && !x->npfw) || (!wait && emb__tier_io_pending(x->io)))
         return;
-    emb__tier_io_wait(x->io);
+    for (int64_t i = 0; i < x->npf; i++)
+        emb__tier_io_wait_one(x->io, &x->pf[i]);
+    emb__tier_log_wait(x, TIER_LOG_BG);
     emb__tier_log_settle(x, x->pfw, x->npfw, TIER_LOG_BG);
     for (int64_t i = 0; i < x->npfw; i++) { /* parked victims: clean, or dirty to retry */
         const int64_t k = emb__tier_sp_find(&x->sp, x->pfw[i].tag);
