@@ -90,13 +90,10 @@ void emb__dyn_unref(Dyn *d);
 void emb__dyn_view_destroy(EmbTable *v);
 
 /* The kind's entries (dynamic.c), which its facets (dynamic_kind.c) point at. */
-bool emb__dyn_missing_fails(const EmbTable *t);
-bool emb__dyn_readable(const EmbTable *t, int64_t id);
 bool emb__dyn_state_is(const EmbTable *t, const EmbTable *view);
 void *emb__dyn_column(const EmbTable *t, int64_t id, EmbContext ctx);
 int emb__dyn_resolve(const EmbTable *t, const EmbIdSpan *sp, EmbContext ctx,
                      const void **cols, unsigned *hint);
-void emb__dyn_prefetch(const EmbTable *t, int64_t id);
 int emb__dyn_update_prepare(EmbTable *t, EmbRowPlan *rp);
 void emb__dyn_update_commit(EmbTable *t, EmbRowPlan *rp);
 void emb__dyn_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t d0, int64_t n,

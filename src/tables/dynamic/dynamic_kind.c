@@ -157,9 +157,6 @@ static const EmbRowsFacet dyn_rows = {
     .keys = true,
     .column = emb__dyn_column,
     .acquire = emb__dyn_resolve,
-    .prefetch = emb__dyn_prefetch,
-    .missing_fails = emb__dyn_missing_fails,
-    .readable = emb__dyn_readable,
     .release = emb__rows_release_none,
 };
 
