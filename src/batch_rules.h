@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "embtables/lookup.h"
+#include "embtables/batch.h" /* EmbBatch, EmbPooling: no table, no lookup */
 
 #if defined(__CUDACC__) || defined(EMB_GPU_EMU)
 #define EMB_RULE static __host__ __device__ __forceinline__

@@ -68,26 +68,6 @@ int emb__batch_check(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
     return r ? r : check_ids(t, b, p ? p : &emb__pooling_sum, 0, b->nnz);
 }
 
-int emb__batch_check_forward(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
-{
-    int r = emb__batch_check(t, b, p);
-    if (r || !emb__table_missing_fails(t))
-        return r;
-    if (!p)
-        p = &emb__pooling_sum;
-    for (int64_t k = 0; k < b->nnz; k++) {
-        const int64_t id = emb__batch_id(b, k);
-        if (!emb__pruned(b, p, k, id) && !emb__table_readable(t, id))
-            return emb__fail(EMB_ENOTFOUND, "id %lld at position %lld has no row (%s reads "
-                             "unknown ids as an error)", (long long)id, (long long)k,
-                             emb__table_label(t));
-    }
-    if ((p->flags & EMB_USE_DEFAULT_ID) && !emb__table_readable(t, p->default_id))
-        return emb__fail(EMB_ENOTFOUND, "default_id %lld has no row (%s reads unknown ids as "
-                         "an error)", (long long)p->default_id, emb__table_label(t));
-    return 0;
-}
-
 int emb__batch_check_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, int64_t k0,
                          int64_t k1)
 {

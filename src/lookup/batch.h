@@ -52,9 +52,6 @@ extern const EmbPooling emb__pooling_sum;
  * sizes, default_id). Does not look at outputs. Returns 0 or an error with its message.
  */
 int emb__batch_check(const EmbTable *t, const EmbBatch *b, const EmbPooling *p);
-/* emb__batch_check for a lookup (a read): also, for a dynamic table whose unknown ids fail
-   (EMB_DYN_MISSING_ERROR), EMB_ENOTFOUND naming the first id that has no row. */
-int emb__batch_check_forward(const EmbTable *t, const EmbBatch *b, const EmbPooling *p);
 /*
  * emb__batch_check in two parts, for callers that check ids on several threads: the shape
  * (everything but the ids: sizes, offsets, default_id), then the ids at positions

@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * lookup.c — single-table lookup: validation, then one fused pass per chunk of bags.
+ * lookup.c — single-table lookup: validation, then acquire -> kernel over row pointers ->
+ * release, one fused pass per chunk of bags.
  *
- * The pass resolves the column pointers of as many whole bags as fit in a chunk (the
- * column-pointer interface is asked once per id, with FORWARD), together with each id's
- * weight, prunes what the pooling prunes and substitutes the default column for empty
- * bags. With max_norm, each weight is then multiplied by its column's clip factor in one
- * prefetching pass over the chunk (clip before weighting). Then the pool kernel runs over
- * the chunk bag by bag, able to prefetch the columns of the bags after the current one,
- * and the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer
- * than a chunk is pooled in pieces with the kernel's accumulate mode, in the same order.
- * No intermediate nnz x D array exists (DeepRec's three ops, fused). MAX pooling takes its bags
- * kernel where SUM would (a simple table at a static size, a SIMD level), else the generic
- * path with the max kernel in the pool kernel's place.
+ * The pass collects the kept ids of as many whole bags as fit in a chunk, together with
+ * each id's weight, pruning what the pooling prunes and substituting the default id for
+ * empty bags; then the rows of the chunk's ids are acquired (the table's batched acquire,
+ * table_ops.h: a dynamic table hashes the span and prefetches its slots and rows at once;
+ * the owned table's contiguous data, data + id * stride, is the one fast path). With
+ * max_norm, each weight is then multiplied by its row's clip factor in one prefetching pass
+ * over the chunk (clip before weighting). Then the pool kernel runs over the chunk's row
+ * pointers bag by bag, able to prefetch the rows of the bags after the current one, and
+ * the combiner's factor (1/Σw, 1/sqrt(Σw²)) scales each finished bag. A bag longer than a
+ * chunk is pooled in pieces with the kernel's accumulate mode, in the same order. No
+ * intermediate nnz x D array exists (DeepRec's three ops, fused). Over contiguous data the
+ * bags kernel (ids read, rows addressed and pooled in registers) replaces the pass when
+ * nothing is pruned or clipped; MAX pooling takes its bags kernel where SUM would, else
+ * the pass with the max kernel in the pool kernel's place.
  */
 #include <math.h>
 #include <string.h>
@@ -24,9 +28,6 @@
 
 #define CHUNK 256
 #define CLIP_AHEAD 8 /* columns prefetched ahead of the max_norm pass */
-#define SLOT_AHEAD 16 /* ids a table's prefetch hint is given ahead (dynamic: the slot) */
-#define DYN_SPAN EMB_SPAN_MAX /* ids per bags-kernel call over a table that resolves spans
-                                 (their rows: 32 KiB at D = 64 f32, within L1) */
 
 typedef struct Piece {
     int64_t bag;    /* output row */
@@ -38,6 +39,7 @@ typedef struct Piece {
 } Piece;
 
 typedef struct Chunk {
+    int64_t ids[CHUNK]; /* kept ids, acquired into cols when the chunk is flushed */
     const void *cols[CHUNK];
     float w[CHUNK];
     Piece pieces[CHUNK];
@@ -55,8 +57,39 @@ typedef struct Pass {
     emb_sumsq_fn sumsq;
     bool weighted; /* the kernels need the w array */
     bool resident; /* the table fits in cache: no software prefetch */
-    void (*prefetch)(const EmbTable *t, int64_t id); /* the table's hint (NULL: none) */
 } Pass;
+
+/* Whether the whole table fits in cache (its lookups then skip software prefetch). */
+static bool resident(const EmbTable *t)
+{
+    int64_t bytes;
+    return emb__mul_ok(t->ncolumns, (int64_t)emb__row_bytes(t->dtype, t->featuresize), &bytes) &&
+           bytes <= EMB_RESIDENT_BYTES;
+}
+
+/* cols[k] = the FORWARD rows of ids k0 .. k0 + n - 1 of @ids (int32 when @id32): the
+   owned table's contiguous data computed here (the one fast path), else the table's
+   acquire in spans. *pf: whether the acquire prefetched the rows' lines. 0 or the table's
+   error. */
+static int acquire_rows(const EmbTable *t, const void *ids, int id32, int64_t k0, int64_t n,
+                        const void **cols, bool *pf)
+{
+    *pf = false;
+    if (t->data) {
+        const EmbIdSpan s = {ids, id32, k0, n, NULL};
+        for (int64_t k = 0; k < n; k++)
+            cols[k] = t->data + (size_t)emb__span_id(&s, k) * t->stride;
+        return 0;
+    }
+    unsigned hint = 0;
+    int r = 0;
+    for (int64_t k = 0; k < n && !r; k += EMB_SPAN_MAX) {
+        const EmbIdSpan s = {ids, id32, k0 + k, EMB_MIN(EMB_SPAN_MAX, n - k), NULL};
+        r = emb__table_acquire(t, &s, EMB_CTX_FORWARD, cols + k, &hint);
+        *pf = *pf || (hint & EMB_RESOLVE_PREFETCHED);
+    }
+    return r;
+}
 
 /* max_norm clip factor of a column: min(1, max_norm / ||x||); 1 for a zero column. */
 static float clip_factor(const Pass *ps, const void *col)
@@ -82,26 +115,35 @@ static void clip_chunk(const Pass *ps, Chunk *c)
     }
 }
 
-static void flush(const Pass *ps, Chunk *c)
+/* Acquires the chunk's rows, clips and pools them; 0 or the table's error (the chunk is
+   emptied either way). */
+static int flush(const Pass *ps, Chunk *c)
 {
     const int32_t D = ps->t->featuresize;
+    bool pf;
+    const int r = acquire_rows(ps->t, c->ids, 0, 0, c->ncols, c->cols, &pf);
+    if (r) {
+        c->ncols = c->npieces = 0;
+        return r;
+    }
     if (ps->p->max_norm > 0.0f)
         clip_chunk(ps, c);
     for (int32_t i = 0; i < c->npieces; i++) {
         const Piece *pc = &c->pieces[i];
         float *o = ps->out + pc->bag * ps->stride;
-        const int64_t ahead = ps->resident ? -1 : c->ncols - pc->first - pc->count;
+        const int64_t ahead = ps->resident ? -1 : pf ? 0 : c->ncols - pc->first - pc->count;
         ps->pool(o, c->cols + pc->first, ps->weighted ? c->w + pc->first : NULL, pc->count,
                  ahead, D, pc->accumulate);
         if (pc->last && pc->scale != 1.0f)
             ps->scale(o, pc->scale, D);
     }
     c->ncols = c->npieces = 0;
+    return 0;
 }
 
-static void push(Chunk *c, const void *col, float w)
+static void push(Chunk *c, int64_t id, float w)
 {
-    c->cols[c->ncols] = col;
+    c->ids[c->ncols] = id;
     c->w[c->ncols] = w;
     c->ncols++;
 }
@@ -112,28 +154,28 @@ static void open_piece(Chunk *c, int64_t bag, bool accumulate)
     *pc = (Piece){bag, c->ncols, 0, 1.0f, accumulate, false};
 }
 
-/* Appends bag @bag's entries to the chunk, flushing it whenever it fills. */
-static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
+/* Appends bag @bag's kept ids to the chunk, flushing it whenever it fills; 0 or the
+   table's error. */
+static int add_bag(const Pass *ps, Chunk *c, int64_t bag)
 {
     const EmbBatch *b = ps->b;
     const int64_t end = emb__bag_end(b, bag);
     double sw = 0.0, sw2 = 0.0;
     int64_t kept = 0;
+    int r = 0;
     if (c->npieces == CHUNK || c->ncols == CHUNK)
-        flush(ps, c);
+        r = flush(ps, c);
     open_piece(c, bag, false);
-    for (int64_t k = emb__bag_start(b, bag); k < end; k++) {
-        if (ps->prefetch && k + SLOT_AHEAD < b->nnz) /* the table's hint, ids ahead */
-            ps->prefetch(ps->t, emb__batch_id(b, k + SLOT_AHEAD));
+    for (int64_t k = emb__bag_start(b, bag); k < end && !r; k++) {
         const int64_t id = emb__batch_id(b, k);
         if (emb__pruned(b, ps->p, k, id))
             continue;
         if (c->ncols == CHUNK) {
-            flush(ps, c);
+            r = flush(ps, c);
             open_piece(c, bag, true);
         }
         const float w = b->weights ? b->weights[k] : 1.0f;
-        push(c, emb__column(ps->t, id, EMB_CTX_FORWARD), w);
+        push(c, id, w);
         c->pieces[c->npieces - 1].count++;
         sw += w;
         sw2 += (double)w * w;
@@ -143,36 +185,12 @@ static void add_bag(const Pass *ps, Chunk *c, int64_t bag)
     pc->last = true;
     if (kept == 0) {
         if (ps->p->flags & EMB_USE_DEFAULT_ID) {
-            push(c, emb__column(ps->t, ps->p->default_id, EMB_CTX_FORWARD), 1.0f);
+            push(c, ps->p->default_id, 1.0f);
             pc->count++;
         }
-        return;
+        return r;
     }
     pc->scale = emb__combiner_scale(ps->p->combiner, sw, sw2);
-}
-
-/* Whether the whole table fits in cache (its lookups then skip software prefetch). */
-static bool resident(const EmbTable *t)
-{
-    int64_t bytes;
-    return emb__mul_ok(t->ncolumns, (int64_t)emb__row_bytes(t->dtype, t->featuresize), &bytes) &&
-           bytes <= EMB_RESIDENT_BYTES;
-}
-
-/* cols[k] = the FORWARD rows of ids k0 .. k0 + n - 1 of @b, resolved by the table in spans
-   (its batched entry, or column() per id); *pf: whether it prefetched their lines. */
-static int resolve_rows(const EmbTable *t, const EmbBatch *b, int64_t k0, int64_t n,
-                        const void **cols, bool *pf)
-{
-    unsigned hint = 0;
-    int r = 0;
-    for (int64_t k = 0; k < n && !r; k += EMB_SPAN_MAX) {
-        const EmbIdSpan s = {b->ids, b->id_type == EMB_ID_I32, k0 + k,
-                             EMB_MIN(EMB_SPAN_MAX, n - k)};
-        r = emb__table_acquire(t, &s, EMB_CTX_FORWARD, cols + k, &hint);
-    }
-    if (pf)
-        *pf = (hint & EMB_RESOLVE_PREFETCHED) != 0;
     return r;
 }
 
@@ -183,7 +201,8 @@ static int plain_gather(const EmbTable *t, const EmbBatch *b, float *out, int64_
     const emb_gather_fn g = emb__kernel_gather(t->dtype, t->featuresize);
     for (int64_t k0 = 0; k0 < b->nnz; k0 += CHUNK) {
         const int64_t n = EMB_MIN(CHUNK, b->nnz - k0);
-        const int r = resolve_rows(t, b, k0, n, cols, NULL);
+        bool pf;
+        const int r = acquire_rows(t, b->ids, b->id_type == EMB_ID_I32, k0, n, cols, &pf);
         if (r)
             return r;
         g(out + k0 * stride, stride, cols, n, t->featuresize);
@@ -224,125 +243,31 @@ static bool bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
     return true;
 }
 
-/* A bag of a span-resolving table with more than DYN_SPAN ids: the pool kernel over spans
-   of it (accumulating after the first), then the combiner's factor: the generic path's
-   order and arithmetic. */
-static int span_long_bag(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
-                             float *o, int64_t start, int64_t end)
+/* The lookup's acquire without rows (table_ops.h) over the whole batch: its ids (those a
+   pooling prunes left out) and the default id; a kind that pins has every row resident
+   and pinned (until the caller's release) before any range addresses them, and a kind
+   that refuses unknown ids refuses them here, so that a failed lookup writes no output. */
+int emb__lookup_acquire(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
 {
-    const void *cols[DYN_SPAN];
-    const emb_pool_fn pool = emb__kernel_pool(t->dtype, t->featuresize, 0);
-    double sw = 0.0, sw2 = 0.0;
-    for (int64_t k0 = start; k0 < end; k0 += DYN_SPAN) {
-        const int64_t n = EMB_MIN(DYN_SPAN, end - k0);
-        bool pf;
-        const int r = resolve_rows(t, b, k0, n, cols, &pf);
-        if (r)
-            return r;
-        pool(o, cols, b->weights ? b->weights + k0 : NULL, n, pf ? 0 : -1, t->featuresize,
-             k0 > start);
-        for (int64_t k = k0; k < k0 + n; k++) {
-            const float w = b->weights ? b->weights[k] : 1.0f;
-            sw += w;
-            sw2 += (double)w * w;
-        }
-    }
-    const float f = emb__combiner_scale(p->combiner, sw, sw2);
-    if (f != 1.0f)
-        emb__kernels()->scale(o, f, t->featuresize);
-    return 0;
-}
-
-/* Whether span_bags_path applies: a table that resolves spans itself (no contiguous
-   storage), bags_path's conditions, a bags kernel for (dtype, D). */
-static emb_bags_fn span_bags_kernel(const EmbTable *t, const EmbPooling *p)
-{
-    if (!emb__table_acquires_spans(t) || p->max_norm != 0.0f || p->combiner == EMB_COMBINER_MAX ||
-        (p->flags & (EMB_PRUNE_INVALID | EMB_PRUNE_NONPOSITIVE_WEIGHTS | EMB_OUT_NONTEMPORAL)))
-        return NULL;
-    return emb__kernel_bags(t->dtype, t->featuresize);
-}
-
-/*
- * The bags kernel over a table that resolves spans of ids (dynamic: ids hashed, index
- * slots and rows prefetched), when span_bags_kernel gives one: runs of whole bags of at
- * most DYN_SPAN ids, their rows resolved by the table, then pooled by the kernel. The
- * kernel addresses column c at data + c * col_stride: with data the span's first row and a
- * stride of 1 byte, the "ids" it is given are the rows' byte offsets from that row.
- * Bit-identical to the generic path. 0 or the table's error.
- */
-static int span_bags_path(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
-                          emb_bags_fn f, float *out, int64_t stride, int64_t bag0, int64_t bag1)
-{
-    const void *cols[DYN_SPAN];
-    int64_t off[DYN_SPAN], loff[DYN_SPAN + 1];
-    EmbBagsArgs a = {
-        .out_stride = stride, .col_stride = 1, .ids = off,
-        .offsets = b->offsets ? loff : NULL, .bag_size = b->bag_size,
-        .defcol = p->flags & EMB_USE_DEFAULT_ID ? emb__column(t, p->default_id, EMB_CTX_FORWARD)
-                                                : NULL,
-        .pf_dist = 0, .D = t->featuresize, .id32 = 0, .combiner = p->combiner,
-    };
-    for (int64_t bag = bag0; bag < bag1;) {
-        const int64_t k0 = emb__bag_start(b, bag);
-        int64_t e = bag; /* bags [bag, e) fit in a span */
-        while (e < bag1 && e - bag < DYN_SPAN && emb__bag_end(b, e) - k0 <= DYN_SPAN)
-            e++;
-        if (e == bag) {
-            const int r = span_long_bag(t, b, p, out + bag * stride, k0, emb__bag_end(b, bag));
-            if (r)
-                return r;
-            bag++;
-            continue;
-        }
-        const int64_t n = emb__bag_end(b, e - 1) - k0;
-        if (n == 0) { /* empty bags only: no row to address */
-            a.data = NULL;
-        } else {
-            const int r = resolve_rows(t, b, k0, n, cols, NULL);
-            if (r)
-                return r;
-            a.data = cols[0];
-            for (int64_t k = 0; k < n; k++)
-                off[k] = (int64_t)((intptr_t)cols[k] - (intptr_t)cols[0]);
-        }
-        if (b->offsets)
-            for (int64_t i = 0; i <= e - bag; i++)
-                loff[i] = b->offsets[bag + i] - k0;
-        a.out = out + bag * stride;
-        a.weights = b->weights ? b->weights + k0 : NULL;
-        a.bag0 = 0;
-        a.bag1 = e - bag;
-        f(&a);
-        bag = e;
-    }
-    return 0;
-}
-
-/* A table whose rows must be made resident (its rows facet pins): every row of the batch
-   resolved (pinned until the caller's release) before any range addresses them, so that a
-   failed fetch writes no output (and a tiered table reads the batch's misses at once). */
-int emb__lookup_pin(const EmbTable *t, const EmbBatch *b, const EmbPooling *p)
-{
-    if (!emb__table_pins(t) || b->nbags == 0)
+    if (b->nbags == 0 || t->data) /* contiguous data: nothing to acquire */
         return 0;
     if (!p)
         p = &emb__pooling_sum;
     const int64_t k0 = emb__bag_start(b, 0), k1 = emb__bag_end(b, b->nbags - 1);
-    const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0};
-    int r = emb__table_pin(t, &all);
+    const EmbIdSpan all = {b->ids, b->id_type == EMB_ID_I32, k0, k1 - k0,
+                           p->flags & EMB_PRUNE_NONPOSITIVE_WEIGHTS ? b->weights : NULL};
+    int r = emb__table_acquire_check(t, &all);
     if (!r && (p->flags & EMB_USE_DEFAULT_ID)) {
-        const EmbIdSpan s = {&p->default_id, 0, 0, 1};
-        const void *col;
-        unsigned hint;
-        r = emb__table_acquire(t, &s, EMB_CTX_FORWARD, &col, &hint);
+        const EmbIdSpan s = {&p->default_id, 0, 0, 1, NULL};
+        r = emb__table_acquire_check(t, &s);
     }
     return r;
 }
 
-/* The generic path: chunks of whole bags, the pool kernel over each (MAX: the max kernel,
-   which has no streaming stores; its bags have no weights and a factor of 1). */
-static void generic_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
+/* The pass: chunks of whole bags, their rows acquired, the pool kernel over each (MAX: the
+   max kernel, which has no streaming stores; its bags have no weights and a factor of 1).
+   0 or the table's error. */
+static int generic_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
                           float *out, int64_t stride, int64_t bag0, int64_t bag1)
 {
     const EmbKernels *k = emb__kernels();
@@ -355,15 +280,17 @@ static void generic_range(const EmbTable *t, const EmbBatch *b, const EmbPooling
         .scale = k->scale, .sumsq = k->sumsq[t->dtype],
         .weighted = b->weights != NULL || p->max_norm > 0.0f,
         .resident = resident(t),
-        .prefetch = emb__table_prefetch_fn(t),
     };
     Chunk c;
     c.ncols = c.npieces = 0;
-    for (int64_t bag = bag0; bag < bag1; bag++)
-        add_bag(&ps, &c, bag);
-    flush(&ps, &c);
+    int r = 0;
+    for (int64_t bag = bag0; bag < bag1 && !r; bag++)
+        r = add_bag(&ps, &c, bag);
+    if (!r)
+        r = flush(&ps, &c);
     if (p->flags & EMB_OUT_NONTEMPORAL)
         emb__sfence();
+    return r;
 }
 
 int emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p, float *out,
@@ -384,22 +311,18 @@ int emb__lookup_range(const EmbTable *t, const EmbBatch *b, const EmbPooling *p,
     }
     if (bags_path(t, b, p, out, stride, bag0, bag1))
         return 0;
-    const emb_bags_fn f = span_bags_kernel(t, p);
-    if (f)
-        return span_bags_path(t, b, p, f, out, stride, bag0, bag1);
-    generic_range(t, b, p, out, stride, bag0, bag1);
-    return 0;
+    return generic_range(t, b, p, out, stride, bag0, bag1);
 }
 
 int emb_lookup(const EmbTable *table, const EmbBatch *batch, const EmbPooling *pooling,
                float *out, int64_t out_stride)
 {
-    int r = emb__batch_check_forward(table, batch, pooling);
+    int r = emb__batch_check(table, batch, pooling);
     if (!r)
         r = emb__output_check(table, out, batch->nbags, out_stride, "output");
     if (r)
         return r;
-    r = emb__lookup_pin(table, batch, pooling);
+    r = emb__lookup_acquire(table, batch, pooling);
     if (!r)
         r = emb__lookup_range(table, batch, pooling, out, out_stride, 0, batch->nbags);
     emb__table_release(table);

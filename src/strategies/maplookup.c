@@ -7,8 +7,9 @@
  * validated, on the strategy's threads (the id scan is O(nnz) and would otherwise be a
  * serial fraction of every call); a failure is re-checked on the caller so that the
  * message of the first failing table, in table order, is the one reported. (3) Every
- * table's rows are pinned (emb__lookup_pin: a tiered table reads its misses), the one
- * step that may fail on a valid call, on the strategy's threads too: a failure is
+ * table's rows are acquired (emb__lookup_acquire: a tiered table reads its misses and
+ * pins them, a dynamic table that refuses unknown ids checks them), the one step that
+ * may fail on a valid call, on the strategy's threads too: a failure is
  * reported as the first failing table's, in table order, its code with its own message
  * (kept in the slot by the thread that failed), and nothing has been written. So a
  * failed call writes no output, under every strategy. (4) The work runs: sequential = tables in order on the caller; parallel = whole tables, largest
@@ -119,7 +120,7 @@ static void check_task(void *ctx, int64_t i, int thread)
     (void)thread;
     const Call *c = ctx;
     Slot *s = &c->slots[i];
-    s->result = emb__batch_check_forward(c->tables[i], &c->batches[i], pooling_of(c, i));
+    s->result = emb__batch_check(c->tables[i], &c->batches[i], pooling_of(c, i));
     if (!s->result)
         s->result = emb__output_check(c->tables[i], s->out, c->batches[i].nbags, s->stride,
                                       c->outputs->concat ? "concat output" : "per_table output");
@@ -138,28 +139,27 @@ static int check_batches(EmbStrategy *st, int nthreads, Call *c)
     return 0;
 }
 
-/* ---- pinning: the fallible part ------------------------------------------------------ */
+/* ---- acquiring: the fallible part --------------------------------------------------- */
 
-static void pin_task(void *ctx, int64_t i, int thread)
+static void acquire_task(void *ctx, int64_t i, int thread)
 {
     (void)thread;
     const Call *c = ctx;
-    const int r = emb__lookup_pin(c->tables[i], &c->batches[i], pooling_of(c, i));
+    const int r = emb__lookup_acquire(c->tables[i], &c->batches[i], pooling_of(c, i));
     if (r)
         slot_fail(&c->slots[i], r);
 }
 
-/* Pins every table's rows on @nthreads of the strategy's threads (a table that pins
-   nothing costs a test); 0, or the first failure in table order with every table
-   released. */
-static int pin_tables(EmbStrategy *st, int nthreads, Call *c)
+/* Every table's acquire without rows (emb__lookup_acquire: a table that pins reads its
+   misses, one that refuses unknown ids checks them; the others return at once), on
+   @nthreads of the strategy's threads when more than one table pins, else on one; 0, or
+   the first failure in table order with every table released. */
+static int acquire_tables(EmbStrategy *st, int nthreads, Call *c)
 {
     int64_t npins = 0;
     for (int64_t i = 0; i < c->ntables; i++)
         npins += emb__table_pins(c->tables[i]);
-    if (npins == 0)
-        return 0;
-    emb__strategy_run_on(st, npins > 1 ? nthreads : 1, c->ntables, pin_task, c);
+    emb__strategy_run_on(st, npins > 1 ? nthreads : 1, c->ntables, acquire_task, c);
     for (int64_t i = 0; i < c->ntables; i++)
         if (c->slots[i].result)
             return first_failure(c);
@@ -327,7 +327,7 @@ int emb_maplookup(EmbStrategy *strategy, EmbTable *const *tables, int64_t ntable
     if (strategy->kind == EMB_STRATEGY_CUSTOM)
         return strategy->cb.maplookup(strategy->user, tables, ntables, batches, poolings,
                                       outputs);
-    r = pin_tables(strategy, kind == EMB_STRATEGY_SEQUENTIAL ? 1 : strategy->nthreads, &c);
+    r = acquire_tables(strategy, kind == EMB_STRATEGY_SEQUENTIAL ? 1 : strategy->nthreads, &c);
     if (r)
         return r;
     run(strategy, &c, kind);

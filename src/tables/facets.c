@@ -25,9 +25,7 @@ static int dense_acquire(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
 }
 
 const EmbRowsFacet emb__rows_dense = {
-    .column = dense_column, .acquire = dense_acquire, .prefetch = emb__rows_no_prefetch,
-    .missing_fails = emb__rows_never_missing, .readable = emb__rows_all_readable,
-    .release = emb__rows_release_none,
+    .column = dense_column, .acquire = dense_acquire, .release = emb__rows_release_none,
 };
 
 int emb__rows_acquire_by_column(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
@@ -45,32 +43,13 @@ int emb__rows_pin_in_spans(const EmbTable *t, const EmbIdSpan *s)
 {
     const void *cols[EMB_SPAN_MAX];
     for (int64_t k = 0; k < s->n; k += EMB_SPAN_MAX) {
-        const EmbIdSpan sub = {s->ids, s->id32, s->k0 + k, EMB_MIN(EMB_SPAN_MAX, s->n - k)};
+        const EmbIdSpan sub = {s->ids, s->id32, s->k0 + k, EMB_MIN(EMB_SPAN_MAX, s->n - k), NULL};
         unsigned hint = 0;
         const int r = t->ops->rows->acquire(t, &sub, EMB_CTX_FORWARD, cols, &hint);
         if (r)
             return r;
     }
     return 0;
-}
-
-void emb__rows_no_prefetch(const EmbTable *t, int64_t id)
-{
-    (void)t;
-    (void)id;
-}
-
-bool emb__rows_never_missing(const EmbTable *t)
-{
-    (void)t;
-    return false;
-}
-
-bool emb__rows_all_readable(const EmbTable *t, int64_t id)
-{
-    (void)t;
-    (void)id;
-    return true;
 }
 
 void emb__rows_release_none(const EmbTable *t)
@@ -80,7 +59,7 @@ void emb__rows_release_none(const EmbTable *t)
 
 int emb__keyed_column_acquire(EmbTable *t, int64_t id, void **out)
 {
-    const EmbIdSpan s = {&id, 0, 0, 1};
+    const EmbIdSpan s = {&id, 0, 0, 1, NULL};
     const void *col = NULL;
     unsigned hint;
     const int r = emb__table_acquire(t, &s, EMB_CTX_UPDATE, &col, &hint);

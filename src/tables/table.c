@@ -270,7 +270,7 @@ int emb_table_column_pointer(const EmbTable *t, int64_t column, EmbContext ctx, 
     if (ctx == EMB_CTX_UPDATE && emb__table_keyed(t)) /* may create the row: may fail */
         return emb__table_column_create((EmbTable *)t, column, out);
     if (emb__table_pins(t)) { /* fetched (a disk read): may fail, unlike column() */
-        const EmbIdSpan s = {&column, 0, 0, 1};
+        const EmbIdSpan s = {&column, 0, 0, 1, NULL};
         const void *col = NULL;
         unsigned hint;
         const int r = emb__table_acquire(t, &s, ctx, &col, &hint);

@@ -62,16 +62,12 @@ int emb__rows_acquire_by_column(const EmbTable *t, const EmbIdSpan *s, EmbContex
                                 const void **cols, unsigned *hint);
 /* acquire with cols == NULL over a span of any length, by acquire in EMB_SPAN_MAX spans. */
 int emb__rows_pin_in_spans(const EmbTable *t, const EmbIdSpan *s);
-void emb__rows_no_prefetch(const EmbTable *t, int64_t id);
-bool emb__rows_never_missing(const EmbTable *t);
-bool emb__rows_all_readable(const EmbTable *t, int64_t id);
 void emb__rows_release_none(const EmbTable *t);
 /* A complete rows facet of a kind that does not pin, with its own column function. */
 #define EMB_ROWS_BY_COLUMN(column_fn)                                                          \
     {                                                                                          \
         .column = (column_fn), .acquire = emb__rows_acquire_by_column,                         \
-        .prefetch = emb__rows_no_prefetch, .missing_fails = emb__rows_never_missing,           \
-        .readable = emb__rows_all_readable, .release = emb__rows_release_none,                 \
+        .release = emb__rows_release_none,                                                     \
     }
 
 int emb__keyed_column_acquire(EmbTable *t, int64_t id, void **out);
@@ -98,34 +94,12 @@ EMB_INLINE int emb__table_acquire(const EmbTable *t, const EmbIdSpan *s, EmbCont
     return t->ops->rows->acquire(t, s, ctx, cols, hint);
 }
 
-/* Whether the lookup reaches the rows through acquire in spans (no contiguous data and
-   an acquire of the kind's own, not column() per id). */
-EMB_INLINE bool emb__table_acquires_spans(const EmbTable *t)
-{
-    return !t->data && t->ops->rows->acquire != emb__rows_acquire_by_column;
-}
-
-/* Makes the rows of @s (any length) resident until the release (a kind that pins). */
-EMB_INLINE int emb__table_pin(const EmbTable *t, const EmbIdSpan *s)
+/* acquire without rows (table_ops.h): the check of a read of @s's ids (any length) before
+   any output is written, pinning the rows of a kind that pins until the release; 0,
+   EMB_ENOTFOUND, EMB_EIO, EMB_ENOMEM. */
+EMB_INLINE int emb__table_acquire_check(const EmbTable *t, const EmbIdSpan *s)
 {
     return t->ops->rows->acquire(t, s, EMB_CTX_FORWARD, NULL, NULL);
-}
-
-/* The kind's prefetch hint (NULL: none, so that hot loops skip the call). */
-EMB_INLINE void (*emb__table_prefetch_fn(const EmbTable *t))(const EmbTable *, int64_t)
-{
-    return t->ops->rows->prefetch == emb__rows_no_prefetch ? NULL : t->ops->rows->prefetch;
-}
-
-/* Whether a FORWARD read of some id may be refused (then each id: emb__table_readable). */
-EMB_INLINE bool emb__table_missing_fails(const EmbTable *t)
-{
-    return t->ops->rows->missing_fails(t);
-}
-
-EMB_INLINE bool emb__table_readable(const EmbTable *t, int64_t id)
-{
-    return t->ops->rows->readable(t, id);
 }
 
 EMB_INLINE void emb__table_release(const EmbTable *t)

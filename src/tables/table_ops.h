@@ -8,7 +8,7 @@
  * pointers that the kind fills (dav1d / BLIS style: const static structs per kind), each
  * absent or complete — `rows` (every kind: acquire / column / release), `keyed` (rows
  * created by updates, state with the rows) and `listed` (rows listed in a checkpoint).
- * The defaults are provided once (table_impl.h: emb__rows_dense, emb__rows_no_prefetch,
+ * The defaults are provided once (table_impl.h: emb__rows_dense, emb__rows_release_none,
  * ...): a kind points at them, no entry is NULL. lookup/, update/, strategies/ and store/
  * call only the emb__table_* wrappers of table_impl.h, never `ops->` and never ask what
  * kind a table is; they test a facet at most once per operation.
@@ -35,12 +35,13 @@
  *           disjoint spans (they must not change the structure; they may pin).
  *
  * ---- Who calls what, when ----
- * lookup (lookup/lookup.c): check (missing_fails / readable) for every id before any
- *   output is written; then per range of bags: acquire in spans (the gather, the bags
- *   kernel over kinds without contiguous data), or, on the generic path, column() per id
- *   with the prefetch hint a few ids ahead (a kind that pins has every id of the batch
- *   acquired first); release once per table when every range is done (emb_lookup,
- *   emb_maplookup).
+ * lookup (lookup/lookup.c): acquire without rows over the whole batch (its kept ids, and
+ *   the default id) before any output is written: where the kind pins it pins, where it
+ *   refuses unknown ids it fails (EMB_ENOTFOUND); then per range of bags: acquire in spans
+ *   of a chunk's kept ids (or the batch's ids: the gather), the pool or gather kernel over
+ *   the row pointers (the owned table's contiguous data, data + id * stride, is the one
+ *   fast path that skips the acquire: the bags kernel); release once per table when every
+ *   range is done (emb_lookup, emb_maplookup).
  * update (update/plan.c): update_prepare for every table of the call (emb_update_many:
  *   all before any commit; update_cancel when the call is cancelled or another table
  *   failed), update_commit, then update_rows in spans of 64 distinct ids on the apply
@@ -85,6 +86,9 @@ typedef struct EmbIdSpan {
     const void *ids;
     int id32;
     int64_t k0, n;
+    /* acquire without rows: NULL, or weights of the batch's ids (w[k0 + k] for id k) whose
+       entries <= 0 (or NaN) are pruned (EMB_PRUNE_NONPOSITIVE_WEIGHTS): not read */
+    const float *pruned_w;
 } EmbIdSpan;
 
 EMB_INLINE int64_t emb__span_id(const EmbIdSpan *s, int64_t k)
@@ -211,25 +215,17 @@ typedef struct EmbRowsFacet {
     /* [parallel] Batched, fallible acquisition: cols[k] = the row of span id k for @ctx
        (FORWARD or NONE: reads only, never creates; UPDATE on a kind that pins: the rows are
        also marked dirty, for the variable ops' writes), k < s->n <= EMB_SPAN_MAX. A kind
-       hashes, prefetches or fetches the whole span at once; it may set
-       EMB_RESOLVE_PREFETCHED in *hint. With cols == NULL (then hint may be NULL) [serial]:
-       make the rows of @s resident for FORWARD (any length, not bound by EMB_SPAN_MAX; the
-       lookup does this before it writes any output; a kind that does not pin returns 0).
-       Returns 0, or EMB_EIO / EMB_ENOMEM (tiered: a fetch failed; cols undefined; what the
-       call pinned is unpinned). */
+       hashes, prefetches or fetches the whole span at once (dynamic: its index slots and
+       rows); it may set EMB_RESOLVE_PREFETCHED in *hint. Returns 0, or EMB_EIO / EMB_ENOMEM
+       (tiered: a fetch failed; cols undefined; what the call pinned is unpinned).
+       With cols == NULL (then hint may be NULL) [serial]: the check of a read of the ids of
+       @s (any length, not bound by EMB_SPAN_MAX; ids < 0 and entries s->pruned_w prunes
+       are not read) before the lookup writes any output: a kind that pins makes the rows
+       resident and pins them (EMB_EIO, EMB_ENOMEM); a kind whose FORWARD of an unknown id
+       is refused (dynamic with EMB_DYN_MISSING_ERROR) returns EMB_ENOTFOUND naming the id;
+       every other kind returns 0. */
     int (*acquire)(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx, const void **cols,
                    unsigned *hint);
-
-    /* [parallel] A hint that @id will be acquired soon (a lookup, a few ids ahead): start
-       fetching its index slot / its row. emb__rows_no_prefetch: none. */
-    void (*prefetch)(const EmbTable *t, int64_t id);
-
-    /* [serial] Whether FORWARD of an id may be refused (dynamic with EMB_DYN_MISSING_ERROR:
-       an unknown id is EMB_ENOTFOUND), and whether @id may be read. The lookup checks every
-       id it will read with `readable` before it writes any output when `missing_fails`
-       says so. */
-    bool (*missing_fails)(const EmbTable *t);
-    bool (*readable)(const EmbTable *t, int64_t id);
 
     /* [serial] The end of an operation: unpin what it acquired (tiered: dirty rows stay
        cached and are written back when evicted or saved). */

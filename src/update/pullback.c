@@ -82,7 +82,7 @@ int emb__pullback_max_ids(const EmbTable *t, const EmbBatch *b, const EmbPooling
             const int64_t id = emb__batch_id(b, k);
             if (emb__pruned(b, p, k, id))
                 continue;
-            const EmbIdSpan one = {b->ids, b->id_type == EMB_ID_I32, k, 1};
+            const EmbIdSpan one = {b->ids, b->id_type == EMB_ID_I32, k, 1, NULL};
             const void *row;
             unsigned hint;
             const int r = emb__table_acquire(t, &one, EMB_CTX_FORWARD, &row, &hint);

@@ -95,7 +95,7 @@ static int rows_of(const EmbTable *t, const int64_t *ids, int64_t first, int64_t
         const int64_t m = EMB_MIN((int64_t)EMB_SPAN_MAX, n - k0);
         for (int64_t j = 0; j < m; j++)
             span[j] = ids ? ids[k0 + j] : first + k0 + j;
-        const EmbIdSpan s = {span, 0, 0, m};
+        const EmbIdSpan s = {span, 0, 0, m, NULL};
         unsigned hint;
         const int r = emb__table_acquire(t, &s, ctx, (const void **)(cols + k0), &hint);
         if (r) {

@@ -44,16 +44,6 @@ bool emb__dynamic_has(const EmbTable *t, int64_t id)
     return id >= 0 && find(dyn_of(t), id) >= 0;
 }
 
-bool emb__dyn_missing_fails(const EmbTable *t)
-{
-    return emb__dynamic_missing_fails(t);
-}
-
-bool emb__dyn_readable(const EmbTable *t, int64_t id)
-{
-    return !emb__dynamic_missing_fails(t) || emb__dynamic_has(t, id);
-}
-
 bool emb__dyn_state_is(const EmbTable *t, const EmbTable *view)
 {
     return dyn_of(t)->view == view;
@@ -91,7 +81,7 @@ int emb__dynamic_get_or_create(EmbTable *t, int64_t id, void **col)
     return 0;
 }
 
-/* ---- resolve, prefetch (the contract: batched resolution of spans) ---------------------- */
+/* ---- acquire (the contract: batched resolution of spans) ---------------------- */
 
 #define SPAN EMB_SPAN_MAX /* ids hashed and probed together */
 
@@ -127,26 +117,36 @@ static void resolve(const Dyn *d, const void *ids, int id32, int64_t k0, int64_t
     }
 }
 
+/* acquire without rows: with EMB_DYN_MISSING_ERROR, EMB_ENOTFOUND for the first id of @sp
+   that has no row (ids < 0 and pruned entries left out). */
+static int check_readable(const EmbTable *t, const EmbIdSpan *sp)
+{
+    if (!emb__dynamic_missing_fails(t))
+        return 0;
+    for (int64_t k = 0; k < sp->n; k++) {
+        const int64_t id = emb__span_id(sp, k);
+        if (id < 0 || (sp->pruned_w && !(sp->pruned_w[sp->k0 + k] > 0.0f)))
+            continue;
+        if (!emb__dynamic_has(t, id))
+            return emb__fail(EMB_ENOTFOUND, "id %lld has no row (%s reads unknown ids as an "
+                             "error)", (long long)id, emb__table_label(t));
+    }
+    return 0;
+}
+
 /* The contract's acquire (FORWARD / NONE: reads the index only); n <= SPAN. */
 int emb__dyn_resolve(const EmbTable *t, const EmbIdSpan *sp, EmbContext ctx,
                        const void **cols, unsigned *hint)
 {
     (void)ctx;
-    if (!cols) /* nothing to pin: rows in memory */
-        return 0;
+    if (!cols) /* rows in memory: nothing to pin, ids to check */
+        return check_readable(t, sp);
     const Dyn *d = dyn_of(t);
     const size_t rowbytes = (size_t)t->featuresize * t->elsize;
     const bool pf = d->nrows * (int64_t)d->stride > EMB_RESIDENT_BYTES;
     resolve(d, sp->ids, sp->id32, sp->k0, sp->n, rowbytes, pf, (const char **)cols);
     *hint = pf ? EMB_RESOLVE_PREFETCHED : 0;
     return 0;
-}
-
-/* The contract's prefetch: the home slot of @id (a lookup, a few ids ahead). */
-void emb__dyn_prefetch(const EmbTable *t, int64_t id)
-{
-    const DynIndex *x = &dyn_of(t)->x;
-    __builtin_prefetch(&x->slots[slot_hash(id) & (uint64_t)(x->nslots - 1)]);
 }
 
 /* ---- update_prepare / update_commit / update_rows (the contract) ------------------------ */

@@ -12,25 +12,13 @@
 #include "embtables/dynamic.h"
 #include "initval.h"
 #include "rng.h"
+#include "tables/dynamic/dynamic_map.h"
 #include "tables/table_impl.h"
 
 /* ---- the body (the files of src/tables/dynamic/) ---------------------------------------- */
 
-#define MAX_LOAD_NUM 7  /* the index grows past a load of 7/10 */
-#define MAX_LOAD_DEN 10
 #define SKETCH_DEPTH 4
 #define SLAB_BYTES (256 * 1024)
-
-/* The index: slot h holds (id, row index), id -1 when empty. */
-typedef struct DynSlot {
-    int64_t id;
-    int64_t row;
-} DynSlot;
-
-typedef struct DynIndex {
-    DynSlot *slots;
-    int64_t nslots; /* a power of two */
-} DynIndex;
 
 typedef struct Dyn {
     DynIndex x;
@@ -70,28 +58,9 @@ static inline Dyn *dyn_of(const EmbTable *t)
     return (Dyn *)t->impl;
 }
 
-/* The hash of @id; its home slot in an index of n slots is hash & (n - 1). */
-static inline uint64_t slot_hash(int64_t id)
-{
-    return emb__mix64((uint64_t)id ^ 0x5851f42d4c957f2dull);
-}
-
-/* The row of @id whose home slot is @h (of an index with @mask), or -1. */
-static inline int64_t find_at(const DynSlot *slots, uint64_t mask, uint64_t h, int64_t id)
-{
-    for (;; h = (h + 1) & mask) {
-        const DynSlot *s = &slots[h];
-        if (s->id == id)
-            return s->row;
-        if (s->id < 0)
-            return -1;
-    }
-}
-
 static inline int64_t find(const Dyn *d, int64_t id)
 {
-    const uint64_t mask = (uint64_t)d->x.nslots - 1;
-    return find_at(d->x.slots, mask, slot_hash(id) & mask, id);
+    return emb__dyn_index_find(&d->x, id);
 }
 
 static inline char *row_ptr(const Dyn *d, int64_t r)
@@ -106,16 +75,13 @@ static inline float *state_ptr(const Dyn *d, int64_t r)
 }
 
 
-/* The map and the slabs (dynamic_rows.c). */
-int emb__dyn_index_grow(Dyn *d, int64_t want);
-int64_t emb__dyn_slots_for(int64_t rows);
+/* The slabs (dynamic_rows.c; the map: dynamic_map.h). */
 void *emb__dyn_zalloc(size_t bytes);
 int emb__dyn_slab_add(Dyn *d);
 int emb__dyn_reserve(Dyn *d, int64_t extra, const EmbTable *t);
 int64_t emb__dyn_create(Dyn *d, int64_t id);
 void *emb__dyn_zalloc_big(size_t align, size_t bytes);
 void emb__dyn_evict_row(Dyn *d, int64_t r);
-void emb__dyn_slot_insert(DynSlot *slots, int64_t nslots, int64_t id, int64_t row);
 /* The admission sketch (dynamic_sketch.c). */
 bool emb__dyn_admits(const Dyn *d, int64_t id);
 void emb__dyn_count(Dyn *d, int64_t id);
@@ -124,13 +90,10 @@ void emb__dyn_unref(Dyn *d);
 void emb__dyn_view_destroy(EmbTable *v);
 
 /* The kind's entries (dynamic.c), which its facets (dynamic_kind.c) point at. */
-bool emb__dyn_missing_fails(const EmbTable *t);
-bool emb__dyn_readable(const EmbTable *t, int64_t id);
 bool emb__dyn_state_is(const EmbTable *t, const EmbTable *view);
 void *emb__dyn_column(const EmbTable *t, int64_t id, EmbContext ctx);
 int emb__dyn_resolve(const EmbTable *t, const EmbIdSpan *sp, EmbContext ctx,
                      const void **cols, unsigned *hint);
-void emb__dyn_prefetch(const EmbTable *t, int64_t id);
 int emb__dyn_update_prepare(EmbTable *t, EmbRowPlan *rp);
 void emb__dyn_update_commit(EmbTable *t, EmbRowPlan *rp);
 void emb__dyn_update_rows(const EmbTable *t, const EmbRowPlan *rp, int64_t d0, int64_t n,

@@ -69,7 +69,7 @@ static void dyn_configure(Dyn *d, const EmbDynamicOptions *o, int32_t featuresiz
    the capacity hint. 0 or EMB_ENOMEM. */
 static int dyn_allocate(Dyn *d, const EmbDynamicOptions *o)
 {
-    d->x.slots = malloc((size_t)d->x.nslots * sizeof *d->x.slots);
+    emb__dyn_index_init(&d->x, d->x.nslots); /* checked below: x.slots NULL */
     d->defrow = emb__dyn_zalloc(d->stride);
     d->sink = emb__dyn_zalloc(d->stride);
     if (d->admit_after > 1) {
@@ -81,13 +81,11 @@ static int dyn_allocate(Dyn *d, const EmbDynamicOptions *o)
     }
     if (!d->x.slots || !d->defrow || !d->sink || (d->admit_after > 1 && !d->sketch))
         return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table");
-    for (int64_t i = 0; i < d->x.nslots; i++)
-        d->x.slots[i] = (DynSlot){-1, 0};
     if (o->missing == EMB_DYN_MISSING_CONSTANT)
         for (int32_t i = 0; i < d->D; i++)
             emb__store(d->dtype, d->defrow, i, o->missing_value);
     const int64_t cap = o->capacity ? o->capacity : 1024;
-    int r = emb__dyn_index_grow(d, emb__dyn_slots_for(cap));
+    int r = emb__dyn_index_grow(&d->x, emb__dyn_slots_for(cap));
     while (!r && (d->nslabs << d->shift) < cap)
         r = emb__dyn_slab_add(d);
     return r;
@@ -159,9 +157,6 @@ static const EmbRowsFacet dyn_rows = {
     .keys = true,
     .column = emb__dyn_column,
     .acquire = emb__dyn_resolve,
-    .prefetch = emb__dyn_prefetch,
-    .missing_fails = emb__dyn_missing_fails,
-    .readable = emb__dyn_readable,
     .release = emb__rows_release_none,
 };
 

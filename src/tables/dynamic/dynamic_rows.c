@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dynamic_rows.c — the id -> row index map (open addressing, linear probing, backward-shift deletion, load <= 0.7) and the rows in slabs: growth (nothing visible changes), creation and eviction of a row.
+ * dynamic_rows.c — the rows in slabs: growth (nothing visible changes), creation and
+ * eviction of a row, kept in the id -> row map (dynamic_map.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,50 +13,7 @@
 #include "rng.h"
 #include "tables/dynamic/dynamic_impl.h"
 
-/* ---- growth (nothing visible changes) ---------------------------------------------------- */
-
-/* Inserts (id, row) into @slots of @nslots (id absent, room guaranteed). */
-void emb__dyn_slot_insert(DynSlot *slots, int64_t nslots, int64_t id, int64_t row)
-{
-    const uint64_t mask = (uint64_t)nslots - 1;
-    uint64_t h = slot_hash(id) & mask;
-    while (slots[h].id >= 0)
-        h = (h + 1) & mask;
-    slots[h] = (DynSlot){id, row};
-}
-
-/* An index of at least @want slots holding every row; old index kept on failure. */
-int emb__dyn_index_grow(Dyn *d, int64_t want)
-{
-    if (want <= d->x.nslots)
-        return 0;
-    int64_t n = d->x.nslots;
-    while (n < want)
-        n *= 2;
-    DynSlot *s = (uint64_t)n <= SIZE_MAX / sizeof *s
-                     ? emb__big_alloc(EMB_ALIGN, (size_t)n * sizeof *s) : NULL;
-    if (!s)
-        return emb__fail(EMB_ENOMEM, "out of memory for a dynamic table index of %lld slots",
-                         (long long)n);
-    for (int64_t i = 0; i < n; i++)
-        s[i] = (DynSlot){-1, 0};
-    for (int64_t i = 0; i < d->x.nslots; i++)
-        if (d->x.slots[i].id >= 0)
-            emb__dyn_slot_insert(s, n, d->x.slots[i].id, d->x.slots[i].row);
-    free(d->x.slots);
-    d->x.slots = s;
-    d->x.nslots = n;
-    return 0;
-}
-
-/* Slots needed for @rows rows at a load of at most 7/10. */
-int64_t emb__dyn_slots_for(int64_t rows)
-{
-    int64_t n = 16;
-    while (n / MAX_LOAD_DEN * MAX_LOAD_NUM < rows && n < ((int64_t)1 << 60))
-        n *= 2;
-    return n;
-}
+/* ---- the slabs (growth: nothing visible changes) ----------------------------------------- */
 
 static void *zalloc_aligned(size_t align, size_t bytes)
 {
@@ -126,7 +84,7 @@ int emb__dyn_reserve(Dyn *d, int64_t extra, const EmbTable *t)
         return emb__fail(EMB_ENOMEM, "%s: %lld rows and %lld new exceed max_rows %lld",
                          emb__table_label(t), (long long)d->nrows, (long long)extra,
                          (long long)d->max_rows);
-    int r = emb__dyn_index_grow(d, emb__dyn_slots_for(d->nrows + extra));
+    int r = emb__dyn_index_grow(&d->x, emb__dyn_slots_for(d->nrows + extra));
     while (!r && d->nfree + (d->nslabs << d->shift) - d->used < extra)
         r = emb__dyn_slab_add(d);
     return r;
@@ -157,29 +115,9 @@ int64_t emb__dyn_create(Dyn *d, int64_t id)
     return r;
 }
 
-/* Removes @id (present) from the index: backward-shift deletion. */
-static void slot_remove(Dyn *d, int64_t id)
-{
-    const uint64_t mask = (uint64_t)d->x.nslots - 1;
-    uint64_t h = slot_hash(id) & mask;
-    while (d->x.slots[h].id != id)
-        h = (h + 1) & mask;
-    for (uint64_t j = (h + 1) & mask;; j = (j + 1) & mask) {
-        if (d->x.slots[j].id < 0)
-            break;
-        const uint64_t home = slot_hash(d->x.slots[j].id) & mask;
-        /* move j into the hole h when its home is not in (h, j] cyclically */
-        if (((j - home) & mask) >= ((j - h) & mask)) {
-            d->x.slots[h] = d->x.slots[j];
-            h = j;
-        }
-    }
-    d->x.slots[h] = (DynSlot){-1, 0};
-}
-
 void emb__dyn_evict_row(Dyn *d, int64_t r)
 {
-    slot_remove(d, d->rowid[r]);
+    emb__dyn_slot_remove(&d->x, d->rowid[r]);
     d->rowid[r] = -2 - d->free_head;
     d->free_head = r;
     d->nfree++;

@@ -132,9 +132,6 @@ static const EmbRowsFacet state_rows = {
     .keys = true,
     .column = state_column,
     .acquire = emb__rows_acquire_by_column,
-    .prefetch = emb__rows_no_prefetch,
-    .missing_fails = emb__rows_never_missing,
-    .readable = emb__rows_all_readable,
     .release = emb__rows_release_none,
 };
 

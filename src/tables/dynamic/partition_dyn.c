@@ -24,27 +24,24 @@ static void *pdyn_column(const EmbTable *t, int64_t id, EmbContext ctx)
 static int pdyn_resolve(const EmbTable *t, const EmbIdSpan *s, EmbContext ctx,
                         const void **cols, unsigned *hint)
 {
-    if (!cols) /* nothing to pin: rows in memory */
+    if (!cols) { /* rows in memory: nothing to pin, each id checked by its shard */
+        for (int64_t k = 0; k < s->n; k++) {
+            const int64_t id = emb__span_id(s, k);
+            const EmbIdSpan one = {&id, 0, 0, 1, NULL};
+            if (id < 0 || (s->pruned_w && !(s->pruned_w[s->k0 + k] > 0.0f)))
+                continue;
+            const int r = emb__table_acquire_check(emb__partition_home(t, id), &one);
+            if (r)
+                return r;
+        }
         return 0;
+    }
     *hint = 0;
     for (int64_t k = 0; k < s->n; k++) {
         const int64_t id = emb__span_id(s, k);
         cols[k] = emb__column(emb__partition_home(t, id), id, ctx);
     }
     return 0;
-}
-
-static bool pdyn_missing_fails(const EmbTable *t)
-{
-    for (int32_t i = 0; i < NSHARDS(t); i++)
-        if (emb__table_missing_fails(SHARDS(t)[i]))
-            return true;
-    return false;
-}
-
-static bool pdyn_readable(const EmbTable *t, int64_t id)
-{
-    return id < 0 || emb__table_readable(emb__partition_home(t, id), id);
 }
 
 static int pdyn_column_create(EmbTable *t, int64_t id, void **out)
@@ -171,9 +168,6 @@ static const EmbRowsFacet pdyn_rows = {
     .keys = true,
     .column = pdyn_column,
     .acquire = pdyn_resolve,
-    .prefetch = emb__rows_no_prefetch,
-    .missing_fails = pdyn_missing_fails,
-    .readable = pdyn_readable,
     .release = emb__rows_release_none,
 };
 

@@ -119,8 +119,7 @@ static bool tiered_state_is(const EmbTable *t, const EmbTable *view)
 
 static const EmbRowsFacet tiered_rows = {
     .pins = true, .column = tiered_column, .acquire = tiered_resolve,
-    .prefetch = emb__rows_no_prefetch, .missing_fails = emb__rows_never_missing,
-    .readable = emb__rows_all_readable, .release = tiered_release,
+    .release = tiered_release,
 };
 static const EmbKeyedFacet tiered_keyed = {
     .column_create = emb__keyed_column_acquire, .reserve_ids = emb__keyed_reserve_none,

@@ -161,8 +161,7 @@ static void view_destroy(EmbTable *v)
 
 static const EmbRowsFacet view_rows = {
     .pins = true, .column = view_column, .acquire = view_resolve,
-    .prefetch = emb__rows_no_prefetch, .missing_fails = emb__rows_never_missing,
-    .readable = emb__rows_all_readable, .release = view_release,
+    .release = view_release,
 };
 static const EmbTableOps view_ops = {.kind = "tiered state", .rows = &view_rows,
                                      .destroy = view_destroy};
