@@ -99,7 +99,7 @@ static double rate_pass(const RateBuf *b, int threads, size_t D, float *sink)
         memset(acc, 0, D * sizeof *acc);
         for (int64_t i = 0; i + 1 < RATE_READS; i += 2) {
             /* both rows PF ahead: prefetching one of the two (as this loop once did) left
-               every other row a demand miss, a memory rate 20-40 % under what a kernel
+               every other row a demand miss, a memory rate 25-45 % under what a kernel
                reads (the sweep's cold D = 128 cell, f32, at 1.15 of the roof) */
             for (int64_t k = i + PF; k < i + PF + 2 && k < RATE_READS; k++) {
                 const char *f = (const char *)(base + (size_t)idx[k] * D);
