@@ -371,6 +371,10 @@ void bench_report_breakdown(const BenchResults *r, const BenchConfig *c, FILE *f
    strategy at each row and the worst tail (p90 / median) of each strategy. */
 void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f);
 int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path);
+/* The CSV's "# " lines of a run (ids, the roof's rates) and its rows (BENCH_CSV_COLUMNS),
+   each led by "@cell: " / "@cell," when @cell is given (the sweep's cells, one file). */
+void bench_csv_comments(const BenchResults *r, const char *cell, FILE *f);
+void bench_csv_rows(const BenchResults *r, const BenchConfig *c, const char *cell, FILE *f);
 /* The CSV's column line: every benchmark program's rows (emb-bench, gpu_bench) have these
    columns, empty where one does not apply, so `emb-bench compare` reads them all. */
 #define BENCH_CSV_COLUMNS                                                                  \
@@ -380,6 +384,9 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
     "distinct_rows,l1_frac,l2_frac,llc_frac,dram_frac,steady"
 /* The record, the configuration, the roof's rates and every row as JSON (--json). */
 int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *path);
+/* The run without the record as a JSON object (ids, tables, batch, roof_rates, rows; new
+   reference; NULL: no memory): --json's body, and each cell of the sweep's. */
+json_t *bench_results_json(const BenchResults *r, const BenchConfig *c);
 int bench_report_plot(const BenchResults *r, const BenchConfig *c, const char *path);
 
 /* ---- peer (emb_bench_peer.c) ------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * emb_bench_compare.c — `emb-bench compare A.csv B.csv`: two runs' CSVs row by row (the
- * same bags, phase, strategy and thread count), the way a user compares two machines or
+ * same bags, phase, strategy and thread count, and cell when the files have that column:
+ * the sweep's), the way a user compares two machines or
  * two builds. Per row: both medians, the speed ratio A / B (> 1: B faster) and the two
  * medians' spreads combined (sqrt(a^2 + b^2)); a row whose ratio is further from 1 than
  * twice that is marked. Then the geometric mean of the ratios, their range, and the rows
@@ -52,7 +53,7 @@ static int read_csv(const char *path, CmpFile *out, FILE *log)
     if (!f)
         return fprintf(stderr, "emb-bench compare: cannot open %s\n", path), -1;
     char line[4096], *fld[64];
-    int col[NCOLS], header = 0, cap = 0, rc = 0, lineno = 0;
+    int col[NCOLS], header = 0, cap = 0, rc = 0, lineno = 0, cell = -1;
     while (!rc && fgets(line, sizeof line, f)) {
         lineno++;
         if (line[0] == '#') {
@@ -66,6 +67,9 @@ static int read_csv(const char *path, CmpFile *out, FILE *log)
                 for (int i = 0; i < n; i++)
                     if (strcmp(fld[i], col_names[k]) == 0)
                         col[k] = i;
+                if (k == 0)
+                    for (int i = 0; i < n; i++)
+                        cell = strcmp(fld[i], "cell") == 0 ? i : cell;
                 if (col[k] < 0) {
                     fprintf(stderr, "emb-bench compare: %s: no column %s (not emb-bench's CSV)\n",
                             path, col_names[k]);
@@ -78,6 +82,7 @@ static int read_csv(const char *path, CmpFile *out, FILE *log)
         int maxcol = 0;
         for (int k = 0; k < NCOLS; k++)
             maxcol = col[k] > maxcol ? col[k] : maxcol;
+        maxcol = cell > maxcol ? cell : maxcol;
         if (n <= maxcol) {
             fprintf(stderr, "emb-bench compare: %s:%d: %d fields, %d expected\n", path, lineno,
                     n, maxcol + 1);
@@ -94,7 +99,8 @@ static int read_csv(const char *path, CmpFile *out, FILE *log)
             out->rows = r;
         }
         CmpRow *r = &out->rows[out->n++];
-        snprintf(r->key, sizeof r->key, "%s %s %s %s", fld[col[COL_BAGS]], fld[col[COL_PHASE]],
+        snprintf(r->key, sizeof r->key, "%s%s%s %s %s %s", cell >= 0 ? fld[cell] : "",
+                 cell >= 0 ? " " : "", fld[col[COL_BAGS]], fld[col[COL_PHASE]],
                  fld[col[COL_STRATEGY]], fld[col[COL_THREADS]]);
         r->median_ms = atof(fld[col[COL_MEDIAN]]);
         r->spread = atof(fld[col[COL_SPREAD]]);

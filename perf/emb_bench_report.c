@@ -380,23 +380,26 @@ void bench_report_verdicts(const BenchResults *r, const BenchConfig *c, FILE *f)
     load_verdict(r, f);
 }
 
-int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path)
+void bench_csv_comments(const BenchResults *r, const char *cell, FILE *f)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "emb-bench: cannot write %s\n", path);
-        return -1;
-    }
-    bench_record_csv(&c->record, f);
-    fprintf(f, "# ids: %s\n# roof rates, GB/s (L1 L2 LLC DRAM):", r->steady
-            ? "steady state (a stream of fresh ids every step)" : "RECYCLED (4 sets rotated)");
+    const char *lead = cell ? cell : "", *sep = cell ? ": " : "";
+    fprintf(f, "# %s%sids: %s\n# %s%sroof rates, GB/s (L1 L2 LLC DRAM):", lead, sep,
+            r->steady ? "steady state (a stream of fresh ids every step)"
+                      : "RECYCLED (4 sets rotated)",
+            lead, sep);
     for (int i = 0; i < r->nrates; i++)
         fprintf(f, " %d thread%s %.1f %.1f %.1f %.1f;", r->rate_threads[i],
                 r->rate_threads[i] > 1 ? "s" : "", r->rates[i].gbs[0], r->rates[i].gbs[1],
                 r->rates[i].gbs[2], r->rates[i].gbs[3]);
-    fprintf(f, "\n%s\n", BENCH_CSV_COLUMNS);
+    fputc('\n', f);
+}
+
+void bench_csv_rows(const BenchResults *r, const BenchConfig *c, const char *cell, FILE *f)
+{
     for (int i = 0; i < r->nrows; i++) {
         const BenchRow *x = &r->rows[i];
+        if (cell)
+            fprintf(f, "%s,", cell);
         fprintf(f, "%s,%s,%s,%d,%.6f,%.4f,%.6f,%.6f,%.6f,%d,%.0f,%.4f,%.4f,%.4f,",
                 c->variants[x->variant].name, c->phases[x->phase].name,
                 bench_strategy_name(x->strategy), x->threads, x->median_s * 1e3, x->spread,
@@ -416,6 +419,19 @@ int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *pa
         fprintf(f, "%.1f,%.4f,%.4f,%.4f,%.4f,%d\n", x->distinct, x->lvl_frac[0], x->lvl_frac[1],
                 x->lvl_frac[2], x->lvl_frac[3], r->steady);
     }
+}
+
+int bench_report_csv(const BenchResults *r, const BenchConfig *c, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "emb-bench: cannot write %s\n", path);
+        return -1;
+    }
+    bench_record_csv(&c->record, f);
+    bench_csv_comments(r, NULL, f);
+    fprintf(f, "%s\n", BENCH_CSV_COLUMNS);
+    bench_csv_rows(r, c, NULL, f);
     if (fclose(f) != 0)
         return -1;
     printf("# rows: %s\n", path);
@@ -454,12 +470,11 @@ static json_t *row_json(const BenchRow *x, const BenchConfig *c)
     return o;
 }
 
-int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *path)
+json_t *bench_results_json(const BenchResults *r, const BenchConfig *c)
 {
     json_t *root = json_object(), *rows = json_array(), *rates = json_array();
     int rc = root && rows && rates ? 0 : -1;
     if (!rc) {
-        json_object_set_new(root, "record", bench_record_json(&c->record));
         json_object_set_new(root, "ids", json_string(r->steady ? "steady" : "recycled"));
         json_object_set_new(root, "tables", json_string(c->tables_desc));
         json_object_set_new(root, "batch", json_integer(c->batch));
@@ -477,10 +492,27 @@ int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *p
     if (!rc) {
         json_object_set(root, "roof_rates", rates);
         json_object_set(root, "rows", rows);
-        rc = json_dump_file(root, path, JSON_INDENT(1)) == 0 ? 0 : -1;
     }
     json_decref(rows);
     json_decref(rates);
+    if (rc) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+int bench_report_json(const BenchResults *r, const BenchConfig *c, const char *path)
+{
+    json_t *root = json_object(), *res = bench_results_json(r, c);
+    int rc = root && res ? 0 : -1;
+    if (!rc) { /* the record first, then the run */
+        json_object_set_new(root, "record", bench_record_json(&c->record));
+        rc = json_object_update(root, res);
+    }
+    if (!rc)
+        rc = json_dump_file(root, path, JSON_INDENT(1)) == 0 ? 0 : -1;
+    json_decref(res);
     json_decref(root);
     if (rc)
         fprintf(stderr, "emb-bench: cannot write %s\n", path);

@@ -9,7 +9,9 @@
  * cell is an ordinary emb-bench run (its table printed as it ends) with phases = forward,
  * bags = 20 and strategies = sequential, prealloc-concat unless --bags / --strategies were
  * given; --threads, --batch, --min-time, --peer apply to every cell. The run ends with one
- * markdown table of every row of every cell.
+ * markdown table of every row of every cell. --csv and --json keep every cell's rows in
+ * one file each: the ordinary run's columns led by a "cell" column (ids:dtype:D, which
+ * `emb-bench compare` adds to a row's key), and in JSON one object per cell.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +52,80 @@ static void print_summary(const SweepRow *r, int n, const BenchConfig *c, FILE *
     }
 }
 
+/* The files of --csv and --json: opened before the first cell (a bad path fails at once),
+   each cell's rows added as it ends. */
+typedef struct SweepOut {
+    FILE *csv;
+    json_t *json, *cells;
+} SweepOut;
+
+static int out_open(SweepOut *o, const BenchConfig *base)
+{
+    if (base->csv) {
+        if (!(o->csv = fopen(base->csv, "w")))
+            return fprintf(stderr, "emb-bench: cannot write %s\n", base->csv), -1;
+        bench_record_csv(&base->record, o->csv);
+        fprintf(o->csv, "cell,%s\n", BENCH_CSV_COLUMNS);
+    }
+    if (base->json) {
+        o->json = json_object();
+        o->cells = json_array();
+        if (!o->json || !o->cells)
+            return -1;
+        json_object_set_new(o->json, "record", bench_record_json(&base->record));
+        json_object_set(o->json, "cells", o->cells);
+    }
+    return 0;
+}
+
+static int out_cell(SweepOut *o, const BenchResults *res, const BenchConfig *c, int cold,
+                    EmbDtype dt, int32_t D)
+{
+    char cell[48];
+    snprintf(cell, sizeof cell, "%s:%s:%d", cold ? "cold" : "hot", emb_dtype_name(dt), D);
+    if (o->csv) {
+        bench_csv_comments(res, cell, o->csv);
+        bench_csv_rows(res, c, cell, o->csv);
+        fflush(o->csv);
+    }
+    if (o->cells) {
+        json_t *j = bench_results_json(res, c);
+        if (!j || json_object_set_new(j, "cell", json_string(cell)) != 0 ||
+            json_array_append_new(o->cells, j) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int out_close(SweepOut *o, const BenchConfig *base, int rc)
+{
+    if (o->csv && fclose(o->csv) != 0 && rc == 0) {
+        fprintf(stderr, "emb-bench: cannot write %s\n", base->csv);
+        rc = -1;
+    } else if (o->csv && rc == 0) {
+        printf("# rows: %s\n", base->csv);
+    }
+    if (o->json && rc == 0) {
+        rc = json_dump_file(o->json, base->json, JSON_INDENT(1)) == 0 ? 0 : -1;
+        if (rc)
+            fprintf(stderr, "emb-bench: cannot write %s\n", base->json);
+        else
+            printf("# json: %s\n", base->json);
+    }
+    json_decref(o->cells);
+    json_decref(o->json);
+    return rc;
+}
+
 int bench_sweep(const BenchConfig *base)
 {
     BenchConfig *c = malloc(sizeof *c);
     const int ncells = 2 * base->ndtypes * base->ndims;
     SweepRow *rows = NULL;
     int nrows = 0, cap = 0, rc = c ? 0 : -1;
+    SweepOut out = {0};
+    if (rc == 0)
+        rc = out_open(&out, base);
     for (int cell = 0; cell < ncells && rc == 0; cell++) {
         const int cold = cell / (base->ndtypes * base->ndims);
         const EmbDtype dt = base->dtypes[cell / base->ndims % base->ndtypes];
@@ -79,13 +149,15 @@ int bench_sweep(const BenchConfig *base)
             c->nvariants = 1, c->variants[0] = (BenchBagSpec){BAG_FIXED, 20, 20, "multi-hot-20"};
         if (!base->strategies_given)
             c->strategies = 1u << STRAT_SEQUENTIAL | 1u << STRAT_PREALLOC_CONCAT;
-        c->csv = c->plot = NULL;
+        c->csv = c->plot = c->json = NULL; /* the sweep's files hold every cell */
         printf("\n## sweep cell %d/%d\n", cell + 1, ncells);
         bench_config_print(c, stdout);
         if (cell == 0)
             bench_machine_print(stdout);
         BenchResults res = {0};
         rc = bench_run(c, &res, 0);
+        if (rc == 0)
+            rc = out_cell(&out, &res, c, cold, dt, D);
         for (int i = 0; rc == 0 && i < res.nrows; i++) {
             if (nrows == cap) {
                 cap = cap ? 2 * cap : 64;
@@ -104,6 +176,7 @@ int bench_sweep(const BenchConfig *base)
     }
     if (rc == 0)
         print_summary(rows, nrows, base, stdout);
+    rc = out_close(&out, base, rc);
     free(rows);
     free(c);
     return rc;

@@ -20,17 +20,21 @@ set -e
 cd "$(dirname "$0")/.."
 
 usage() {
+    echo "usage: scripts/bench.sh [--out DIR] [emb-bench options]"
     sed -n '3,18s/^# \{0,1\}//p' "$0"
 }
 
+# --help answers at once, building nothing: emb-bench's options too when it is built
 case " $* " in *" --help "* | *" -h "*)
     usage
     echo
-    if [ ! -x build/perf/emb-bench ]; then # the one program, not the tree
-        scripts/meson_setup.sh build >/dev/null
-        ninja -C build perf/emb-bench >/dev/null
+    if [ -x build/perf/emb-bench ]; then
+        exec ./build/perf/emb-bench --help
     fi
-    exec ./build/perf/emb-bench --help ;;
+    echo "emb-bench's options: build/perf/emb-bench --help once it is built (scripts/bench.sh"
+    echo "builds it on its first run; or: scripts/meson_setup.sh build && ninja -C build"
+    echo "perf/emb-bench)"
+    exit 0 ;;
 esac
 
 # --out DIR: taken here, not passed on
