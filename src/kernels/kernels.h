@@ -397,6 +397,7 @@ void emb__sfence(void);
 /* C references: fill every entry of @k (kernels_c.c calls optim_c.c's part). */
 void emb__kernels_init_c(EmbKernels *k);
 void emb__kernels_init_optim_c(EmbKernels *k);
+void emb__kernels_init_optim_rows_c(EmbKernels *k); /* optim_rows_c.c: the range kernels */
 void emb__kernels_init_quant_c(EmbKernels *k); /* quant_c.c: the EMB_INT8 / EMB_INT4 rows */
 #if EMB_HAVE_X86_KERNELS
 /* x86 variants (dispatch.c): override entries for the ISAs in @flags, in ascending order. */
