@@ -11,8 +11,9 @@ table contract's entries. The file circles come from the object files of BUILDDI
 .c files each reachable from the other (a strongly connected component of that graph),
 listed with its two-way pairs (-v: and the symbols of each way). Without BUILDDIR the circles are not measured.
 
---check exits 1 when a file of src/ outside EXCEPT is over LIMIT lines or a circle
-exists (the test `code_metrics`, suite `build`, runs it).
+--check exits 1 when a file of src/ outside EXCEPT is over LIMIT lines, or a circle
+exists that KNOWN_CIRCLES does not list, or one it lists is gone (the test `code_metrics`,
+suite `build`, runs it).
 """
 import json
 import os
@@ -31,6 +32,19 @@ EXCEPT = {
     'src/kernels/x86/simd_body.h',
     'src/kernels/x86/kernels_avx2.c',
     'src/kernels/x86/kernels_avx512.c',
+}
+
+# Circles left on purpose, each with its reason; the check fails on any other circle and on
+# one of these that is gone (then strike it here), so the list only shrinks. Both are a
+# recursion through a public entry, not a misplaced helper:
+KNOWN_CIRCLES = {
+    # a delta's chain restores its full base through emb_checkpoint_restore_ex, which hands
+    # a delta file to emb__delta_restore; breaking it splits that function (issue #45 edits
+    # both files now)
+    frozenset({'src/store/delta.c', 'src/store/restore.c'}),
+    # emb_table_partitioned over dynamic shards takes partition_dyn.c's contract, whose
+    # state view is itself a partitioned table (emb_table_partitioned again)
+    frozenset({'src/tables/dynamic/partition_dyn.c', 'src/tables/partition.c'}),
 }
 
 
@@ -207,8 +221,13 @@ def main(argv):
         print('file circles: %d (two-way pairs: %d; %d objects)' % (len(comps), len(pairs),
                                                                    len(edges)))
         for c in comps:
-            print('  circle: ' + ', '.join(c))
-            bad.append('file circle: ' + ', '.join(c))
+            known = frozenset(c) in KNOWN_CIRCLES
+            print('  circle: ' + ', '.join(c) + (' (known, KNOWN_CIRCLES)' if known else ''))
+            if not known:
+                bad.append('file circle: ' + ', '.join(c))
+        for k in sorted(sorted(k) for k in KNOWN_CIRCLES - {frozenset(c) for c in comps}):
+            if all(f in edges for f in k):
+                bad.append('known circle gone, strike it from KNOWN_CIRCLES: ' + ', '.join(k))
         for a, b in pairs:
             print('  pair: %s <-> %s' % (a, b))
             if verbose:
