@@ -2,10 +2,10 @@
 /*
  * model.c — the table model of checkpoints (model.h): what a table and its optimizer
  * state become in the file and back (the reading: model_read.c), through the table
- * contract; format.c writes and reads the tensors. A dense table is its values tensor (column c of the table at row c)
- * and one tensor per optimizer slot (elements [off, off + width) of its state table's
- * columns); a kind that lists its rows (save_list) gives the rows in its order, their
- * state rows and its extra tensors.
+ * contract; format.c writes and reads the tensors. A dense table is its values tensor
+ * (column c of the table at row c) and one tensor per optimizer slot (elements
+ * [off, off + width) of its state table's columns); a kind that lists its rows (save_list)
+ * gives the rows in its order, their state rows and its extra tensors.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +250,7 @@ static json_t *optimizer_json(const EmbOptimizerConfig *o, int *err)
     return j;
 }
 
-/* The "embtables" metadata object but the checksums (format.c adds them). */
+/* The "embtables" metadata object but the checksums (format_write.c adds them). */
 static json_t *meta_json(const EmbCkpt *c, int *err)
 {
     json_t *m = json_object(), *tables = json_array();

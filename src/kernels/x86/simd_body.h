@@ -883,7 +883,7 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
     }
 }
 
-/* One vector of FTRL with lr_power = -0.5 (optim_c.c's ftrl_elem, the pow a square
+/* One vector of FTRL with lr_power = -0.5 (optim_ref.h's ftrl_elem, the pow a square
  * root): acc and lin updated, the new weight returned. c holds lr, 2 l2, l1. */
 static inline vec ftrl_vec(vec w, vec *acc, vec *lin, vec g, const vec c[4])
 {
