@@ -9,7 +9,8 @@ Prints the files of src/ over LIMIT lines, the file circles, the function length
 table contract's entries. The file circles come from the object files of BUILDDIR
 (`nm`): file A uses a global symbol defined in file B; a circle is a set of two or more
 .c files each reachable from the other (a strongly connected component of that graph),
-listed with its two-way pairs (-v: and the symbols of each way). Without BUILDDIR the circles are not measured.
+listed with its two-way pairs (-v: and the symbols of each way). Without BUILDDIR the
+circles are not measured.
 
 --check exits 1 when a file of src/ outside EXCEPT is over LIMIT lines, or a circle
 exists that KNOWN_CIRCLES does not list, or one it lists is gone (the test `code_metrics`,
