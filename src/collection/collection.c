@@ -285,12 +285,6 @@ void *emb_collection_custom_user(const EmbCollection *c, const EmbCollectionOps 
     return memcmp(&c->ops, ops, sizeof *ops) ? NULL : c->user;
 }
 
-int emb__collection_notsup(const char *op)
-{
-    return emb__fail(EMB_ENOTSUP, "%s: this collection's implementation has no such call",
-                     op);
-}
-
 void emb_collection_destroy(EmbCollection **pc)
 {
     EmbCollection *c = pc ? *pc : NULL;

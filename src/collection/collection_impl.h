@@ -55,7 +55,7 @@ struct EmbCollection {
 int emb__collection_saver_init(EmbCollection *c);
 void emb__collection_saver_free(EmbCollection *c);
 
-/* For a custom collection: ops.<fn> is NULL, so the call @op is EMB_ENOTSUP. */
+/* For a custom collection: ops.<fn> is NULL, so the call @op is EMB_ENOTSUP (collection_step.c). */
 int emb__collection_notsup(const char *op);
 
 /* Re-issues the current error as "<op>: table "<name>" (<i>): <message>"; returns @code. */

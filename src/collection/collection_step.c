@@ -27,6 +27,12 @@ int emb__collection_named(const EmbCollection *c, int code, const char *op, int6
     return emb__fail(code, "%s: table \"%s\" (%lld): %s", op, c->names[i], (long long)i, msg);
 }
 
+int emb__collection_notsup(const char *op)
+{
+    return emb__fail(EMB_ENOTSUP, "%s: this collection's implementation has no such call",
+                     op);
+}
+
 /* The table the current error is about: "tables[i]" in it (the strategies' form), or the
  * one whose own label it names; -1 when neither tells. */
 static int64_t culprit(const EmbCollection *c)

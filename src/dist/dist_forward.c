@@ -28,47 +28,6 @@
 
 /* ---- (2) requests -------------------------------------------------------------------- */
 
-static int64_t req_start(const DistTable *t, int32_t o)
-{
-    int64_t s = 0;
-    for (int32_t k = 0; k < o; k++)
-        s += t->nreq[k];
-    return s;
-}
-
-int dist_pack_requests(EmbDist *d)
-{
-    const int64_t nb = d->nbags;
-    for (int32_t o = 0; o < d->nranks; o++) {
-        Words *w = &d->send[o];
-        w->n = 0;
-        for (int64_t i = 0; i < d->ntables; i++) {
-            const DistTable *t = &d->t[i];
-            const int64_t nnz = t->offsets[nb];
-            if (dist_whole_on(t, o)) {
-                if (dist_words_reserve(w, 4 + 2 * nb + 3 * nnz))
-                    return EMB_ENOMEM;
-                dist_put_i64(w, nnz);
-                dist_put_i64(w, t->has_weights);
-                for (int64_t b = 0; b < nb; b++)
-                    dist_put_i64(w, t->offsets[b + 1] - t->offsets[b]);
-                for (int64_t k = 0; k < nnz; k++)
-                    dist_put_i64(w, t->ids[k]);
-                if (t->has_weights)
-                    dist_put_f32s(w, t->weights, nnz);
-            } else if (t->place.kind == EMB_DIST_ROWWISE) {
-                const int64_t m = t->nreq[o], s = req_start(t, o);
-                if (dist_words_reserve(w, 2 + 2 * m))
-                    return EMB_ENOMEM;
-                dist_put_i64(w, m);
-                for (int64_t j = 0; j < m; j++)
-                    dist_put_i64(w, t->distinct[s + j]);
-            }
-        }
-    }
-    return 0;
-}
-
 /*
  * Owner side: walks every source's request; @p fill 0 sizes the global batches, 1 fills
  * them (ids, offsets, weights: 1 where a rank sent none), and records where each

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dist_impl.h — the sharded ensemble's private state, the message buffers and the
- * agreement step shared by dist.c (setup, placement), dist_forward.c and dist_backward.c.
+ * agreement step (dist_comm.c) shared by dist.c (setup), dist_forward.c and dist_backward.c.
  *
  * Messages are arrays of 32-bit words (MPI_UINT32_T): int64 values take two words, f32
  * one, so that one all-to-all carries ids, bag lengths, weights and gradient rows. Raw

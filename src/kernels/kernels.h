@@ -4,10 +4,10 @@
  * optimizer rows) and the one dispatch table that holds them.
  *
  * emb__kernels() returns the table, filled once at init (dispatch.c): the C references
- * (kernels_c.c, optim_c.c) first, then the SIMD variants this CPU (and the mask of
- * emb_set_cpu_mask / EMB_CPU_MASK) allows, in ascending ISA order (x86/). Kernels never
- * allocate, never print, never hold OpenMP pragmas. Column pointers point at table storage
- * of the entry's dtype; everything computed is f32.
+ * (kernels_c.c, optim_c.c, optim_rows_c.c) first, then the SIMD variants this CPU (and
+ * the mask of emb_set_cpu_mask / EMB_CPU_MASK) allows, in ascending ISA order (x86/).
+ * Kernels never allocate, never print, never hold OpenMP pragmas. Column pointers point at
+ * table storage of the entry's dtype; everything computed is f32.
  *
  * Names: <family>[_d<N>]_<dtype>_<isa>, e.g. pool_d64_f16_avx2 (pool, D = 64, f16 columns,
  * AVX2); the C reference of pool_d64_f16_avx2 is pool_f16_c (pool_d64_f16_c is the C
@@ -394,9 +394,11 @@ emb_opt_row_fn emb__kernel_opt_row(EmbOptimizerKind kind, EmbDtype dt, int32_t D
 /* A store fence after non-temporal stores (no-op where there are none). */
 void emb__sfence(void);
 
-/* C references: fill every entry of @k (kernels_c.c calls optim_c.c's part). */
+/* C references: fill every entry of @k (kernels_c.c calls optim_c.c's part, which calls
+   optim_rows_c.c's). */
 void emb__kernels_init_c(EmbKernels *k);
 void emb__kernels_init_optim_c(EmbKernels *k);
+void emb__kernels_init_optim_rows_c(EmbKernels *k); /* optim_rows_c.c: the range kernels */
 void emb__kernels_init_quant_c(EmbKernels *k); /* quant_c.c: the EMB_INT8 / EMB_INT4 rows */
 #if EMB_HAVE_X86_KERNELS
 /* x86 variants (dispatch.c): override entries for the ISAs in @flags, in ascending order. */

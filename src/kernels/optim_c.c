@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * optim_c.c — C references of the optimizer row kernels (kernels.h, opt_row): one
+ * optim_c.c — C references of the optimizer one-row kernels (kernels.h, opt_row; the range
+ * kernels, rows: optim_rows_c.c; FTRL's element step: optim_ref.h): one
  * forced-inline body per optimizer with the dtype a constant parameter, and one-line
  * wrappers named as registered. The baseline flags (-std=c11) keep multiplies and adds
  * separate.
@@ -11,77 +12,12 @@
 #include "dtype.h"
 #include "internal.h"
 #include "kernels/kernels.h"
+#include "kernels/optim_ref.h"
 
 /* Σ g² in the 8-lane order of kernels.h. */
 static inline float sumsq8(const float *g, int32_t D)
 {
     return emb__sumsq8(g, D);
-}
-
-/* Row-wise Adagrad on columns d0 .. d1 (EmbRowsArgs): rowwise_body's steps with each
- * column's gradient read twice (for the sum of squares, then for the update). */
-EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
-{
-    for (int64_t d = a->d0; d < a->d1; d++) {
-        void *col = a->data + a->ids[d] * a->col_stride;
-        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
-        float *h = (float *)(a->state + a->ids[d] * a->state_stride), l[8] = {0};
-        for (int32_t i = 0; i < D; i++) {
-            const float g = emb__rows_grad_clip(a, d, i, rs);
-            l[i % 8] = l[i % 8] + g * g;
-        }
-        const float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-        float m;
-        if (a->rate) {
-            m = a->rate(a->rate_ctx, h, s);
-        } else {
-            h[0] = h[0] + s / (float)D;
-            m = a->params->lr / (sqrtf(h[0]) + a->params->eps);
-        }
-        for (int32_t i = 0; i < D; i++)
-            emb__store(dt, col, i, emb__load(dt, col, i) - m * emb__rows_grad_clip(a, d, i, rs));
-    }
-}
-
-/* Adagrad and Adam on columns d0 .. d1 (EmbRowsArgs): adagrad_body's and adam_body's
- * steps per element. */
-EMB_INLINE void adagrad_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
-{
-    const EmbOptimParams *p = a->params;
-    for (int64_t d = a->d0; d < a->d1; d++) {
-        void *col = a->data + a->ids[d] * a->col_stride;
-        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
-        float *h = (float *)(a->state + a->ids[d] * a->state_stride);
-        for (int32_t i = 0; i < D; i++) {
-            const float g = emb__rows_grad_clip(a, d, i, rs);
-            h[i] = h[i] + g * g;
-            const float step = g / (sqrtf(h[i]) + p->eps);
-            emb__store(dt, col, i, emb__load(dt, col, i) - p->lr * step);
-        }
-    }
-}
-
-EMB_INLINE void adam_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
-{
-    const EmbOptimParams *p = a->params;
-    for (int64_t d = a->d0; d < a->d1; d++) {
-        void *col = a->data + a->ids[d] * a->col_stride;
-        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
-        float *m = (float *)(a->state + a->ids[d] * a->state_stride), *v = m + D;
-        for (int32_t i = 0; i < D; i++) {
-            const float g = emb__rows_grad_clip(a, d, i, rs);
-            m[i] = m[i] + (g - m[i]) * (1.0f - p->beta1);
-            v[i] = v[i] + (g * g - v[i]) * (1.0f - p->beta2);
-            const float step = m[i] / (sqrtf(v[i]) + p->eps);
-            emb__store(dt, col, i, emb__load(dt, col, i) - p->step_size * step);
-        }
-    }
-}
-
-/* FTRL's a^(-lr_power), with TF's sqrt special case for lr_power = -0.5. */
-static inline float ftrl_pow(float a, float lr_power)
-{
-    return lr_power == -0.5f ? sqrtf(a) : powf(a, -lr_power);
 }
 
 EMB_INLINE void adagrad_body(void *col, float *h, const float *g, const EmbOptimParams *p,
@@ -103,38 +39,12 @@ EMB_INLINE void rowwise_body(void *col, float *h, const float *g, const EmbOptim
         emb__store(dt, col, i, emb__load(dt, col, i) - m * g[i]);
 }
 
-/* One element of FTRL: updates *acc and *lin for gradient g, returns the new weight. */
-static inline float ftrl_elem(float w, float *acc, float *lin, float g, const EmbOptimParams *p)
-{
-    const float a1 = *acc + g * g;
-    const float pa1 = ftrl_pow(a1, p->lr_power);
-    *lin = *lin + (g - (pa1 - ftrl_pow(*acc, p->lr_power)) / p->lr * w);
-    const float quad = pa1 / p->lr + 2.0f * p->l2;
-    const float l = *lin;
-    *acc = a1;
-    return fabsf(l) > p->l1 ? (copysignf(p->l1, l) - l) / quad : 0.0f;
-}
-
 EMB_INLINE void ftrl_body(void *col, float *s, const float *g, const EmbOptimParams *p,
                           int32_t D, const EmbDtype dt)
 {
     float *acc = s, *lin = s + D;
     for (int32_t i = 0; i < D; i++)
         emb__store(dt, col, i, ftrl_elem(emb__load(dt, col, i), &acc[i], &lin[i], g[i], p));
-}
-
-/* FTRL on columns d0 .. d1 (EmbRowsArgs): ftrl_body's steps per element, any lr_power
- * (the SIMD copies: lr_power = -0.5 only, which emb__plan_optimizer checks). */
-EMB_INLINE void ftrl_rows_body(const EmbRowsArgs *a, const int32_t D, const EmbDtype dt)
-{
-    for (int64_t d = a->d0; d < a->d1; d++) {
-        void *col = a->data + a->ids[d] * a->col_stride;
-        const float rs = emb__rows_clip_factor(a, d, D); /* 1: no clipping */
-        float *acc = (float *)(a->state + a->ids[d] * a->state_stride), *lin = acc + D;
-        for (int32_t i = 0; i < D; i++)
-            emb__store(dt, col, i, ftrl_elem(emb__load(dt, col, i), &acc[i], &lin[i],
-                                             emb__rows_grad_clip(a, d, i, rs), a->params));
-    }
 }
 
 EMB_INLINE void adam_body(void *col, float *s, const float *g, const EmbOptimParams *p,
@@ -238,86 +148,6 @@ ROW_D(adam_d64_bf16_c, adam_body, 64, EMB_BF16)
 ROW_D(adam_d128_bf16_c, adam_body, 128, EMB_BF16)
 ROW_D(adam_d256_bf16_c, adam_body, 256, EMB_BF16)
 
-/* The range copies: NAME, the size (0: a->D), the dtype. */
-#define ROWS(NAME, BODY, N, DT)                                                            \
-    static void NAME(const EmbRowsArgs *a)                                                 \
-    {                                                                                      \
-        BODY(a, N ? N : a->D, DT);                                                         \
-    }
-ROWS(rowwise_rows_f32_c, rowwise_rows_body, 0, EMB_F32)
-ROWS(rowwise_rows_d16_f32_c, rowwise_rows_body, 16, EMB_F32)
-ROWS(rowwise_rows_d32_f32_c, rowwise_rows_body, 32, EMB_F32)
-ROWS(rowwise_rows_d64_f32_c, rowwise_rows_body, 64, EMB_F32)
-ROWS(rowwise_rows_d128_f32_c, rowwise_rows_body, 128, EMB_F32)
-ROWS(rowwise_rows_d256_f32_c, rowwise_rows_body, 256, EMB_F32)
-ROWS(rowwise_rows_f16_c, rowwise_rows_body, 0, EMB_F16)
-ROWS(rowwise_rows_d16_f16_c, rowwise_rows_body, 16, EMB_F16)
-ROWS(rowwise_rows_d32_f16_c, rowwise_rows_body, 32, EMB_F16)
-ROWS(rowwise_rows_d64_f16_c, rowwise_rows_body, 64, EMB_F16)
-ROWS(rowwise_rows_d128_f16_c, rowwise_rows_body, 128, EMB_F16)
-ROWS(rowwise_rows_d256_f16_c, rowwise_rows_body, 256, EMB_F16)
-ROWS(rowwise_rows_bf16_c, rowwise_rows_body, 0, EMB_BF16)
-ROWS(rowwise_rows_d16_bf16_c, rowwise_rows_body, 16, EMB_BF16)
-ROWS(rowwise_rows_d32_bf16_c, rowwise_rows_body, 32, EMB_BF16)
-ROWS(rowwise_rows_d64_bf16_c, rowwise_rows_body, 64, EMB_BF16)
-ROWS(rowwise_rows_d128_bf16_c, rowwise_rows_body, 128, EMB_BF16)
-ROWS(rowwise_rows_d256_bf16_c, rowwise_rows_body, 256, EMB_BF16)
-
-ROWS(adagrad_rows_f32_c, adagrad_rows_body, 0, EMB_F32)
-ROWS(adagrad_rows_d16_f32_c, adagrad_rows_body, 16, EMB_F32)
-ROWS(adagrad_rows_d32_f32_c, adagrad_rows_body, 32, EMB_F32)
-ROWS(adagrad_rows_d64_f32_c, adagrad_rows_body, 64, EMB_F32)
-ROWS(adagrad_rows_d128_f32_c, adagrad_rows_body, 128, EMB_F32)
-ROWS(adagrad_rows_d256_f32_c, adagrad_rows_body, 256, EMB_F32)
-ROWS(adagrad_rows_f16_c, adagrad_rows_body, 0, EMB_F16)
-ROWS(adagrad_rows_d16_f16_c, adagrad_rows_body, 16, EMB_F16)
-ROWS(adagrad_rows_d32_f16_c, adagrad_rows_body, 32, EMB_F16)
-ROWS(adagrad_rows_d64_f16_c, adagrad_rows_body, 64, EMB_F16)
-ROWS(adagrad_rows_d128_f16_c, adagrad_rows_body, 128, EMB_F16)
-ROWS(adagrad_rows_d256_f16_c, adagrad_rows_body, 256, EMB_F16)
-ROWS(adagrad_rows_bf16_c, adagrad_rows_body, 0, EMB_BF16)
-ROWS(adagrad_rows_d16_bf16_c, adagrad_rows_body, 16, EMB_BF16)
-ROWS(adagrad_rows_d32_bf16_c, adagrad_rows_body, 32, EMB_BF16)
-ROWS(adagrad_rows_d64_bf16_c, adagrad_rows_body, 64, EMB_BF16)
-ROWS(adagrad_rows_d128_bf16_c, adagrad_rows_body, 128, EMB_BF16)
-ROWS(adagrad_rows_d256_bf16_c, adagrad_rows_body, 256, EMB_BF16)
-ROWS(adam_rows_f32_c, adam_rows_body, 0, EMB_F32)
-ROWS(adam_rows_d16_f32_c, adam_rows_body, 16, EMB_F32)
-ROWS(adam_rows_d32_f32_c, adam_rows_body, 32, EMB_F32)
-ROWS(adam_rows_d64_f32_c, adam_rows_body, 64, EMB_F32)
-ROWS(adam_rows_d128_f32_c, adam_rows_body, 128, EMB_F32)
-ROWS(adam_rows_d256_f32_c, adam_rows_body, 256, EMB_F32)
-ROWS(adam_rows_f16_c, adam_rows_body, 0, EMB_F16)
-ROWS(adam_rows_d16_f16_c, adam_rows_body, 16, EMB_F16)
-ROWS(adam_rows_d32_f16_c, adam_rows_body, 32, EMB_F16)
-ROWS(adam_rows_d64_f16_c, adam_rows_body, 64, EMB_F16)
-ROWS(adam_rows_d128_f16_c, adam_rows_body, 128, EMB_F16)
-ROWS(adam_rows_d256_f16_c, adam_rows_body, 256, EMB_F16)
-ROWS(adam_rows_bf16_c, adam_rows_body, 0, EMB_BF16)
-ROWS(adam_rows_d16_bf16_c, adam_rows_body, 16, EMB_BF16)
-ROWS(adam_rows_d32_bf16_c, adam_rows_body, 32, EMB_BF16)
-ROWS(adam_rows_d64_bf16_c, adam_rows_body, 64, EMB_BF16)
-ROWS(adam_rows_d128_bf16_c, adam_rows_body, 128, EMB_BF16)
-ROWS(adam_rows_d256_bf16_c, adam_rows_body, 256, EMB_BF16)
-ROWS(ftrl_rows_f32_c, ftrl_rows_body, 0, EMB_F32)
-ROWS(ftrl_rows_d16_f32_c, ftrl_rows_body, 16, EMB_F32)
-ROWS(ftrl_rows_d32_f32_c, ftrl_rows_body, 32, EMB_F32)
-ROWS(ftrl_rows_d64_f32_c, ftrl_rows_body, 64, EMB_F32)
-ROWS(ftrl_rows_d128_f32_c, ftrl_rows_body, 128, EMB_F32)
-ROWS(ftrl_rows_d256_f32_c, ftrl_rows_body, 256, EMB_F32)
-ROWS(ftrl_rows_f16_c, ftrl_rows_body, 0, EMB_F16)
-ROWS(ftrl_rows_d16_f16_c, ftrl_rows_body, 16, EMB_F16)
-ROWS(ftrl_rows_d32_f16_c, ftrl_rows_body, 32, EMB_F16)
-ROWS(ftrl_rows_d64_f16_c, ftrl_rows_body, 64, EMB_F16)
-ROWS(ftrl_rows_d128_f16_c, ftrl_rows_body, 128, EMB_F16)
-ROWS(ftrl_rows_d256_f16_c, ftrl_rows_body, 256, EMB_F16)
-ROWS(ftrl_rows_bf16_c, ftrl_rows_body, 0, EMB_BF16)
-ROWS(ftrl_rows_d16_bf16_c, ftrl_rows_body, 16, EMB_BF16)
-ROWS(ftrl_rows_d32_bf16_c, ftrl_rows_body, 32, EMB_BF16)
-ROWS(ftrl_rows_d64_bf16_c, ftrl_rows_body, 64, EMB_BF16)
-ROWS(ftrl_rows_d128_bf16_c, ftrl_rows_body, 128, EMB_BF16)
-ROWS(ftrl_rows_d256_bf16_c, ftrl_rows_body, 256, EMB_BF16)
-
 /* The one-row kernels' static-size copies (d16 .. d256: emb__dclass_size's order):
  * Adagrad and row-wise Adagrad. */
 static void init_opt_row_d_adagrad(EmbKernels *k)
@@ -389,81 +219,6 @@ static void init_opt_row_d_ftrl_adam(EmbKernels *k)
     k->opt_row_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_d256_bf16_c;
 }
 
-/* The range kernels' static-size copies: Adagrad and Adam. */
-static void init_rows_d_adagrad_adam(EmbKernels *k)
-{
-    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d16_f32_c;
-    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d32_f32_c;
-    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d64_f32_c;
-    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d128_f32_c;
-    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_d256_f32_c;
-    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d16_f16_c;
-    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d32_f16_c;
-    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d64_f16_c;
-    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d128_f16_c;
-    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_d256_f16_c;
-    k->rows_d[0][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d16_bf16_c;
-    k->rows_d[1][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d32_bf16_c;
-    k->rows_d[2][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d64_bf16_c;
-    k->rows_d[3][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d128_bf16_c;
-    k->rows_d[4][EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_d256_bf16_c;
-    k->rows_d[0][EMB_OPT_ADAM][EMB_F32] = adam_rows_d16_f32_c;
-    k->rows_d[1][EMB_OPT_ADAM][EMB_F32] = adam_rows_d32_f32_c;
-    k->rows_d[2][EMB_OPT_ADAM][EMB_F32] = adam_rows_d64_f32_c;
-    k->rows_d[3][EMB_OPT_ADAM][EMB_F32] = adam_rows_d128_f32_c;
-    k->rows_d[4][EMB_OPT_ADAM][EMB_F32] = adam_rows_d256_f32_c;
-    k->rows_d[0][EMB_OPT_ADAM][EMB_F16] = adam_rows_d16_f16_c;
-    k->rows_d[1][EMB_OPT_ADAM][EMB_F16] = adam_rows_d32_f16_c;
-    k->rows_d[2][EMB_OPT_ADAM][EMB_F16] = adam_rows_d64_f16_c;
-    k->rows_d[3][EMB_OPT_ADAM][EMB_F16] = adam_rows_d128_f16_c;
-    k->rows_d[4][EMB_OPT_ADAM][EMB_F16] = adam_rows_d256_f16_c;
-    k->rows_d[0][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d16_bf16_c;
-    k->rows_d[1][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d32_bf16_c;
-    k->rows_d[2][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d64_bf16_c;
-    k->rows_d[3][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d128_bf16_c;
-    k->rows_d[4][EMB_OPT_ADAM][EMB_BF16] = adam_rows_d256_bf16_c;
-}
-
-/* The range kernels' static-size copies: row-wise Adagrad. */
-static void init_rows_d_rowwise(EmbKernels *k)
-{
-    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d16_f32_c;
-    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d32_f32_c;
-    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d64_f32_c;
-    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d128_f32_c;
-    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_d256_f32_c;
-    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d16_f16_c;
-    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d32_f16_c;
-    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d64_f16_c;
-    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d128_f16_c;
-    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_d256_f16_c;
-    k->rows_d[0][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d16_bf16_c;
-    k->rows_d[1][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d32_bf16_c;
-    k->rows_d[2][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d64_bf16_c;
-    k->rows_d[3][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d128_bf16_c;
-    k->rows_d[4][EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_d256_bf16_c;
-}
-
-/* The range kernels' static-size copies: FTRL. */
-static void init_rows_d_ftrl(EmbKernels *k)
-{
-    k->rows_d[0][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d16_f32_c;
-    k->rows_d[1][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d32_f32_c;
-    k->rows_d[2][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d64_f32_c;
-    k->rows_d[3][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d128_f32_c;
-    k->rows_d[4][EMB_OPT_FTRL][EMB_F32] = ftrl_rows_d256_f32_c;
-    k->rows_d[0][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d16_f16_c;
-    k->rows_d[1][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d32_f16_c;
-    k->rows_d[2][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d64_f16_c;
-    k->rows_d[3][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d128_f16_c;
-    k->rows_d[4][EMB_OPT_FTRL][EMB_F16] = ftrl_rows_d256_f16_c;
-    k->rows_d[0][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d16_bf16_c;
-    k->rows_d[1][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d32_bf16_c;
-    k->rows_d[2][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d64_bf16_c;
-    k->rows_d[3][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d128_bf16_c;
-    k->rows_d[4][EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_d256_bf16_c;
-}
-
 /* The one-row kernels (no streaming stores: _nt is the plain kernel) and their copies. */
 static void init_opt_row(EmbKernels *k)
 {
@@ -484,29 +239,9 @@ static void init_opt_row(EmbKernels *k)
     init_opt_row_d_ftrl_adam(k);
 }
 
-/* The range kernels (Adagrad, Adam, row-wise Adagrad, FTRL) and their copies. */
-static void init_rows(EmbKernels *k)
-{
-    k->rows[EMB_OPT_ADAGRAD][EMB_F32] = adagrad_rows_f32_c;
-    k->rows[EMB_OPT_ADAGRAD][EMB_F16] = adagrad_rows_f16_c;
-    k->rows[EMB_OPT_ADAGRAD][EMB_BF16] = adagrad_rows_bf16_c;
-    k->rows[EMB_OPT_ADAM][EMB_F32] = adam_rows_f32_c;
-    k->rows[EMB_OPT_ADAM][EMB_F16] = adam_rows_f16_c;
-    k->rows[EMB_OPT_ADAM][EMB_BF16] = adam_rows_bf16_c;
-    k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F32] = rowwise_rows_f32_c;
-    k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_F16] = rowwise_rows_f16_c;
-    k->rows[EMB_OPT_ROWWISE_ADAGRAD][EMB_BF16] = rowwise_rows_bf16_c;
-    k->rows[EMB_OPT_FTRL][EMB_F32] = ftrl_rows_f32_c;
-    k->rows[EMB_OPT_FTRL][EMB_F16] = ftrl_rows_f16_c;
-    k->rows[EMB_OPT_FTRL][EMB_BF16] = ftrl_rows_bf16_c;
-    init_rows_d_adagrad_adam(k);
-    init_rows_d_rowwise(k);
-    init_rows_d_ftrl(k);
-}
-
 /* The optimizer kernels of the C level. */
 void emb__kernels_init_optim_c(EmbKernels *k)
 {
     init_opt_row(k);
-    init_rows(k);
+    emb__kernels_init_optim_rows_c(k);
 }

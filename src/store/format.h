@@ -114,6 +114,10 @@ int emb__ckpt_load_fn(const EmbCkpt *c, int64_t k, int fd, void *(*dst)(void *ct
 /* 16 lowercase hex digits of @h; parsing them back (0, or -1 when not 16 such digits). */
 void emb__ckpt_hex16(char out[17], uint64_t h);
 int emb__ckpt_parse_hex16(const char *s, uint64_t *out);
+/* The header's checksum: where the 16 digits of header_xxh3 are in the @n header bytes
+ * @h (exactly one occurrence), or NULL; the XXH3-64 of @h with those digits read as '0'. */
+char *emb__ckpt_header_digits(char *h, size_t n);
+uint64_t emb__ckpt_header_hash(const char *h, size_t n, const char *digits);
 
 /* EMB_ECORRUPT with "checkpoint PATH is corrupt or truncated: ...". */
 int emb__ckpt_corrupt(const char *path, const char *fmt, ...) EMB_PRINTF(2, 3);

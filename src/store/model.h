@@ -78,7 +78,7 @@ int emb__ckpt_check_rows(const EmbCkpt *c, int fd, unsigned char *buf, const cha
 int emb__ckpt_load(const EmbCkpt *c, int64_t k, int fd, EmbTable *t, int32_t off,
                    unsigned char *buf, const char *path);
 
-/* Opens @path and reads its header into @c (restore.c): the fd, or -1 and the error in *err. */
+/* Opens @path and reads its header into @c (ckpt_open.c): the fd, or -1, the error in *err. */
 int emb__ckpt_open_path(const char *path, EmbCkpt *c, uint64_t *size, int *err);
 
 /* ---- delta checkpoints (delta.c) ---- */

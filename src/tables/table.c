@@ -27,15 +27,6 @@ static const EmbRowsFacet custom_rows = EMB_ROWS_BY_COLUMN(custom_column);
 static const EmbTableOps custom_ops = {.kind = "custom", .rows = &custom_rows,
                                        .destroy = custom_destroy};
 
-const char *emb__table_label(const EmbTable *t)
-{
-    static _Thread_local char buf[EMB_NAME_MAX + 16];
-    if (!t || !t->name[0])
-        return "unnamed table";
-    snprintf(buf, sizeof buf, "table \"%s\"", t->name);
-    return buf;
-}
-
 int emb__table_alloc(EmbTable **out, int64_t ncolumns, int32_t featuresize, EmbDtype dtype,
                      const EmbTableOptions *opts)
 {

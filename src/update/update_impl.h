@@ -304,7 +304,7 @@ const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, f
  * column's gradient, a second row for weight decay, the f32 row of a quantized one). */
 void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);
 
-/* ---- gradient clipping (clip.c) -------------------------------------------------------- */
+/* ---- gradient clipping (clip.c, clip_norm.c) ----------------------------------------------- */
 
 /* An exact sum of non-negative f32 terms: limb k holds bits [32k, 32k + 32) of the
    fixed-point sum in units of 2^-149 (beyond 32 bits until normalized); non-finite terms
@@ -319,6 +319,9 @@ typedef struct EmbNormAcc {
 void emb__plan_clip(const EmbOptimizerConfig *c, EmbPlan *plan);
 /* The clipped gradient of a column whose summed gradient is @g, into @out (may be @g). */
 const float *emb__clip_grad(const EmbPlan *plan, const float *g, float *out);
+/* Σ g² of @g clipped as emb__clip_grad clips it, the same bits, without writing it (into
+   @row: D floats) where it is not row-clipped (clip.c; the global norm's terms). */
+float emb__clip_sumsq(const EmbPlan *plan, const float *g, float *row, int32_t D);
 /* Adds Σ g² of the element- and row-clipped gradient of distinct columns [d0, d1) of an
    indexed plan into @acc (@scratch: 3 * featuresize floats); nothing without clipping. */
 void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch,

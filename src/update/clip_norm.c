@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * clip_norm.c — the global norm of gradient clipping (max_global_norm; clip.c clips each
+ * column): Σ over every distinct column of the call of its clipped gradient's Σ g², added
+ * exactly into an integer accumulator (EmbNormAcc), so the total is the same bits whatever
+ * the order of the columns, threads, splits and partitions; then the global factor.
+ * Above both clip.c (the clipped Σ g²) and plan.c (a column's summed gradient).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "tables/table_impl.h"
+#include "update/update_impl.h"
+
+/* Adds the finite, non-negative f32 @x exactly: x = m * 2^(shift - 149) with m < 2^24. */
+static void acc_add(EmbNormAcc *a, float x)
+{
+    if (!isfinite(x)) {
+        a->special += (double)x; /* inf + inf = inf, NaN absorbs: any order */
+        return;
+    }
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const uint32_t e = (bits >> 23) & 0xffu;
+    uint64_t m = bits & 0x7fffffu;
+    int shift = 0;
+    if (e) {
+        m |= 1u << 23;
+        shift = (int)e - 1;
+    }
+    const uint64_t v = m << (shift % 32);
+    a->limb[shift / 32] += v & 0xffffffffu;
+    a->limb[shift / 32 + 1] += v >> 32;
+}
+
+/* Carries propagated: every limb < 2^32 but the last. */
+static void acc_normalize(EmbNormAcc *a)
+{
+    for (int k = 0; k + 1 < EMB_NORM_LIMBS; k++) {
+        a->limb[k + 1] += a->limb[k] >> 32;
+        a->limb[k] &= 0xffffffffu;
+    }
+}
+
+void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch,
+                          EmbNormAcc *acc)
+{
+    if (!plan->clip)
+        return;
+    const int32_t D = plan->table->featuresize;
+    float *sum = scratch, *tmp = scratch + D, *row = tmp + D;
+    for (int64_t d = d0; d < d1; d++)
+        acc_add(acc, emb__clip_sumsq(plan, emb__plan_column_grad(plan, d, sum, tmp), row, D));
+    acc_normalize(acc); /* each call adds < 2^32 terms per limb before this */
+}
+
+void emb__norm_acc_merge(EmbNormAcc *dst, const EmbNormAcc *src)
+{
+    for (int k = 0; k < EMB_NORM_LIMBS; k++)
+        dst->limb[k] += src->limb[k];
+    dst->special += src->special;
+    acc_normalize(dst);
+}
+
+float emb__clip_global_scale(const EmbNormAcc *acc, float max_norm)
+{
+    if (!(max_norm > 0.0f))
+        return 1.0f;
+    double s = 0.0;
+    for (int k = EMB_NORM_LIMBS - 1; k >= 0; k--)
+        s = s * 4294967296.0 + (double)acc->limb[k];
+    s = ldexp(s, -149);
+    if (acc->special != 0.0 || isnan(acc->special))
+        s = acc->special;
+    const double coef = (double)max_norm / (sqrt(s) + 1e-6);
+    return coef < 1.0 || isnan(coef) ? (float)coef : 1.0f;
+}
