@@ -28,7 +28,8 @@
  * over every rank; every table replicated) in this one job and runs them on the same
  * batches in interleaved rounds (round k: the list in order, round k+1 reversed; --steps
  * rounds), then prints each placement's median step and spread and, per round, auto's step
- * over the best fixed placement's (the fixed one of lowest median) with its spread
+ * over the best fixed placement's (the fixed one of lowest median) with its spread (and
+ * auto-bf16's over auto's)
  * (docs/bench/2026-11-28-mpi-planner-paired.md).
  * --bf16 1 sends the pooled outputs and their gradients as bf16 (EmbDistOptions::
  * exchange_bf16); with --paired, "auto-bf16" in the list is the planner's placement so.
@@ -209,7 +210,7 @@ enum { T_TOTAL, T_FWD, T_POOL, T_XCHG, T_BWD, T_UPD, T_GX, T_IDS, NT_ };
 typedef struct Run {
     EmbDist *d;
     EmbOptimizer *opt;
-    int groups, ntw, steps, prefetch;
+    int groups, ntw, nrw, steps, prefetch;
     const char *name; /* --paired: the placement's name */
     double *m;        /* NT_ x steps */
     int64_t bytes[3]; /* ids, rows, gradients: all ranks, to other ranks, per step */
@@ -245,6 +246,7 @@ static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbSt
         EmbDistPlacement p;
         emb_dist_placement(u->d, t, &p);
         u->ntw += p.kind == EMB_DIST_TABLEWISE;
+        u->nrw += p.kind == EMB_DIST_ROWWISE;
         EmbTable *lt = emb_dist_local_table(u->d, t);
         const EmbInitializer init = {.kind = EMB_INIT_UNIFORM, .a = -0.05f, .b = 0.05f,
                                      .seed = (uint64_t)t};
@@ -307,9 +309,9 @@ static void report(Run *u, const Args *a, int P)
         spread(u->m + k * a->steps, a->steps, q[k]);
     if (u->name[0])
         printf("[%s] ", u->name);
-    printf("dist-bench: %d ranks, %d tables (%d table-wise, %d row-wise), D %d, %d bags "
-           "of %d per rank, %d groups, %d threads, %d steps\n", P, a->tables, u->ntw,
-           a->tables - u->ntw, a->dim, a->batch, a->bag, u->groups, a->threads, a->steps);
+    printf("dist-bench: %d ranks, %d tables (%d table-wise, %d row-wise, %d other), D %d, "
+           "%d bags of %d per rank, %d groups, %d threads, %d steps\n", P, a->tables, u->ntw,
+           u->nrw, a->tables - u->ntw - u->nrw, a->dim, a->batch, a->bag, u->groups, a->threads, a->steps);
     static const char *names[NT_] = {"step", "forward", " pool", " exchange", "backward",
                                      "update", "bwd+upd MPI", "ids wait"};
     for (int k = 0; k < NT_; k++)
@@ -346,16 +348,20 @@ static void paired_report(Run *runs, int n, int steps, int P)
         printf("paired %-10s step %8.3f ms  [p10 %.3f .. p90 %.3f]\n", runs[k].name,
                1e3 * q[0], 1e3 * q[1], 1e3 * q[2]);
     }
+    int plain = -1; /* auto-bf16 is also compared with auto */
+    for (int k = 0; k < n; k++)
+        plain = strcmp(runs[k].name, "auto") ? plain : k;
     for (int k = 0; k < n && best >= 0; k++) {
         if (strncmp(runs[k].name, "auto", 4))
             continue;
+        const int vs = k != plain && plain >= 0 ? plain : best;
         for (int i = 0; i < steps; i++)
-            v[i] = runs[k].m[T_TOTAL * steps + i] / runs[best].m[T_TOTAL * steps + i];
+            v[i] = runs[k].m[T_TOTAL * steps + i] / runs[vs].m[T_TOTAL * steps + i];
         spread(v, steps, q);
         printf("paired %s / %s per round: median %.3f [p10 %.3f .. p90 %.3f]\n"
-               "RESULT_PAIRED ranks=%d placement=%s best_fixed=%s ratio=%.4f ratio_p10=%.4f "
-               "ratio_p90=%.4f\n", runs[k].name, runs[best].name, q[0], q[1], q[2], P,
-               runs[k].name, runs[best].name, q[0], q[1], q[2]);
+               "RESULT_PAIRED ranks=%d placement=%s against=%s ratio=%.4f ratio_p10=%.4f "
+               "ratio_p90=%.4f\n", runs[k].name, runs[vs].name, q[0], q[1], q[2], P,
+               runs[k].name, runs[vs].name, q[0], q[1], q[2]);
     }
     free(v);
 }
