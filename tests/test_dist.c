@@ -871,12 +871,14 @@ static void mismatch(void)
 {
     EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
                                 {.name = "b", .nrows = 90, .featuresize = 8}};
-    for (int k = 0; k < 2 && nranks > 1; k++) {
+    for (int k = 0; k < 3 && nranks > 1; k++) {
         EmbDistOptions o = {.place = {.plan = EMB_DIST_PLAN_TABLEWISE}};
         if (rank == nranks - 1 && k == 0)
             desc[1].nrows = 91;
         if (rank == nranks - 1 && k == 1)
             o.groups = 2;
+        if (rank == nranks - 1 && k == 2) /* one rank with the bf16 exchange */
+            o.exchange_bf16 = 1;
         EmbDist *d = NULL;
         const int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 2, &o);
         char want[64];

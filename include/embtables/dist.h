@@ -199,7 +199,7 @@ typedef struct EmbDistOptions {
  * return on the duplicate), places the tables and creates, on each rank, the tables it
  * owns (whole) and its shard of every row-wise table (zero-filled; fill them through
  * emb_dist_local_table()). Every rank must pass the same tables and options (checked:
- * shapes, dtypes, placements, groups and table flags; names are not).
+ * shapes, dtypes, placements, groups, table flags and exchange_bf16; names are not).
  * @return 0; EMB_ENULL; EMB_EINVAL (as emb_dist_place(); groups < 0; a placement with a
  *         rank outside the communicator; ranks describing different ensembles); EMB_EDTYPE;
  *         EMB_ENOMEM; EMB_EIO (MPI). The same code on every rank.

@@ -468,7 +468,7 @@ int emb_dist_create(EmbDist **out, MPI_Comm comm, const EmbDistTableDesc *tables
     for (int32_t k = 1; k < d->nranks && !r; k++)
         if (d->vals[2 * k] != d->vals[0])
             r = dist_fail(EMB_EINVAL, "emb_dist_create: rank %d describes other tables, "
-                          "placements, groups or table options than rank 0", (int)k);
+                          "placements, groups, table options or exchange_bf16 than rank 0", (int)k);
     if (r) {
         emb_dist_destroy(&d);
         return r;
