@@ -108,6 +108,7 @@ typedef struct Args {
     double ckpt_every_s;              /* --checkpoint-every Nm (minutes, here in seconds) */
     const char *export_path;          /* --export: the serving file written at the end */
     EmbDtype export_dtype;            /* --export-dtype (int8) */
+    int bf16_exchange; /* --bf16-exchange: pooled rows and their gradients rounded to bf16 */
     float lr;
     uint64_t seed;
     int bot[MAXL], nbot, top[MAXL], ntop; /* hidden sizes (bottom ends with D, top with 1) */
@@ -123,7 +124,7 @@ static const char usage[] =
     "         [--tier-dir DIR [--tier-cache F (0.1)] [--tier-min ROWS (10000)]]\n"
     "         [--checkpoint-every STEPS | MINUTESm] [--eval-every STEPS [--eval-samples N]\n"
     "         [--early-stop]] [--progress-every SECONDS (0.5 on a terminal, else 30)]\n"
-    "         [--export FILE [--export-dtype int8|int4|f32 (int8)]]\n"
+    "         [--export FILE [--export-dtype int8|int4|f32 (int8)]] [--bf16-exchange]\n"
     "The defaults train a real model in one pass: Adagrad on the tables (SGD on the\n"
     "MLPs), lr 0.2. On scripts/criteo_gen.py's 200k / 40k rows they beat a hashed\n"
     "logistic regression (scripts/criteo_linear.py); SGD at DLRM's lr 0.1 needs 2 epochs\n"
@@ -228,7 +229,7 @@ static void parse_args(int argc, char **argv, Args *a)
         {"tier-min", 1, 0, 'M'}, {"checkpoint-every", 1, 0, 'K'}, {"eval-every", 1, 0, 'E'},
         {"eval-samples", 1, 0, 'N'}, {"early-stop", 0, 0, 'X'}, {"progress-every", 1, 0, 'P'},
         {"state-dtype", 1, 0, 'Z'}, {"stochastic-rounding", 0, 0, 'Y'},
-        {"export", 1, 0, 'O'}, {"export-dtype", 1, 0, 'Q'},
+        {"export", 1, 0, 'O'}, {"export-dtype", 1, 0, 'Q'}, {"bf16-exchange", 0, 0, 'G'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .opt = EMB_OPT_ADAGRAD,
                 .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
@@ -268,6 +269,7 @@ static void parse_args(int argc, char **argv, Args *a)
                 die("--state-dtype is f32, f16 or bf16, not ", optarg);
             break;
         case 'Y': a->lowp.stochastic_rounding = 1; break;
+        case 'G': a->bf16_exchange = 1; break;
         case 'l': {
             char *end;
             a->lr = strtof(optarg, &end);
@@ -665,6 +667,35 @@ static void model_free(Model *m)
 #define TEAM(n) OMP(parallel num_threads(nthreads) if (nthreads > 1 && (n) > BLOCK))
 #define BLOCKS(n) (((n) + BLOCK - 1) / BLOCK)
 
+/*
+ * --bf16-exchange: what the MPI ensemble's bf16 exchange (dist.h, EmbDistOptions::
+ * exchange_bf16) does to one process's training, without MPI: the pooled rows and their
+ * gradients rounded to bf16. The rounding is emb_dist_bf16_round()'s, bit for bit (nearest,
+ * ties to even, NaN kept quiet), written here because this example does not link MPI.
+ */
+static float bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        u |= 0x400000u;
+    else
+        u += 0x7fffu + ((u >> 16) & 1);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* The n rows' @p w embedding columns of concat output @p o, rounded to bf16. */
+static void round_bf16_cols(const EmbOutputs *o, int64_t n, int64_t w)
+{
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t j = 0; j < w; j++) {
+            float *v = o->concat + r * o->concat_stride + o->prependrows + j;
+            *v = bf16_round(*v);
+        }
+}
+
 /* Forward of a batch: logits of its n samples into m->logit. */
 static void forward(Model *m, const CriteoBatch *b)
 {
@@ -679,6 +710,8 @@ static void forward(Model *m, const CriteoBatch *b)
         m->batches[t] = (EmbBatch){.ids = b->cat[t], .nnz = n, .nbags = n, .bag_size = 1};
     const EmbOutputs out = emb_collection_concat(m->emb, m->rows);
     CHECK(emb_collection_forward(m->emb, m->batches, &out));
+    if (m->a->bf16_exchange)
+        round_bf16_cols(&out, n, NT * m->D);
     TEAM(n)
     OMP(for schedule(static))
     for (int64_t k = 0; k < BLOCKS(n); k++) {
@@ -718,6 +751,8 @@ static double train_step(Model *m, const CriteoBatch *b)
         mlp_update(&m->top, n, lr);
     }
     const EmbOutputs dout = emb_collection_concat(m->emb, m->drows);
+    if (m->a->bf16_exchange)
+        round_bf16_cols(&dout, n, NT * m->D);
     CHECK(emb_collection_backward(m->emb, &dout)); /* the tables' gradients and update */
     TEAM(n)
     {

@@ -23,6 +23,16 @@
  * --show-plan prints, without running a step, the planner's placement of the ensemble
  * (EMB_DIST_PLAN_AUTO) for 2, 4 and 8 ranks, each rank's modelled step and the max/mean
  * rank load, next to the fixed table-wise and row-wise plans' (emb_dist_plan_cost()).
+ * --paired auto,table,row,column,replicated builds the ensemble once per listed placement
+ * (the planner's; every table whole by LPT; every table by rows; every table's columns
+ * over every rank; every table replicated) in this one job and runs them on the same
+ * batches in interleaved rounds (round k: the list in order, round k+1 reversed; --steps
+ * rounds), then prints each placement's median step and spread and, per round, auto's step
+ * over the best fixed placement's (the fixed one of lowest median) with its spread (and
+ * auto-bf16's over auto's)
+ * (docs/bench/2026-11-28-mpi-planner-paired.md).
+ * --bf16 1 sends the pooled outputs and their gradients as bf16 (EmbDistOptions::
+ * exchange_bf16); with --paired, "auto-bf16" in the list is the planner's placement so.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +52,36 @@ typedef struct Args {
     int64_t rows;
     double zipf;
     EmbDistPlan plan;
+    int bf16;
+    int npaired;  /* --paired: the placements listed (P_*), 0: off */
+    int paired[8];
 } Args;
+
+/* --paired placements: the planner's, the fixed kinds, the planner's with bf16 exchange */
+enum { P_AUTO, P_TABLE, P_ROW, P_COLUMN, P_REPLICATED, P_AUTO_BF16, NP_ };
+static const char *const pnames[NP_] = {"auto", "table", "row", "column", "replicated",
+                                        "auto-bf16"};
+
+/* Parses the comma-separated --paired list into a->paired; -1 on an unknown name. */
+static int parse_paired(Args *a, const char *v)
+{
+    a->npaired = 0;
+    while (*v) {
+        const size_t n = strcspn(v, ",");
+        int k = 0;
+        while (k < NP_ && (strlen(pnames[k]) != n || strncmp(v, pnames[k], n)))
+            k++;
+        if (k == NP_ || a->npaired == 8)
+            return -1;
+        a->paired[a->npaired++] = k;
+        v += n + (v[n] == ',');
+    }
+    return a->npaired >= 2 ? 0 : -1;
+}
 
 static int parse(int argc, char **argv, Args *a)
 {
-    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE};
+    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--quick")) {
@@ -73,6 +108,11 @@ static int parse(int argc, char **argv, Args *a)
         else if (!strcmp(k, "--threads")) a->threads = atoi(v);
         else if (!strcmp(k, "--prefetch")) a->prefetch = atoi(v);
         else if (!strcmp(k, "--zipf")) a->zipf = atof(v);
+        else if (!strcmp(k, "--bf16")) a->bf16 = atoi(v);
+        else if (!strcmp(k, "--paired")) {
+            if (parse_paired(a, v))
+                return -1;
+        }
         else if (!strcmp(k, "--plan"))
             a->plan = !strcmp(v, "row") ? EMB_DIST_PLAN_ROWWISE
                       : !strcmp(v, "auto") ? EMB_DIST_PLAN_AUTO : EMB_DIST_PLAN_TABLEWISE;
@@ -170,26 +210,43 @@ enum { T_TOTAL, T_FWD, T_POOL, T_XCHG, T_BWD, T_UPD, T_GX, T_IDS, NT_ };
 typedef struct Run {
     EmbDist *d;
     EmbOptimizer *opt;
-    int groups, ntw, steps, prefetch;
+    int groups, ntw, nrw, steps, prefetch;
+    const char *name; /* --paired: the placement's name */
     double *m;        /* NT_ x steps */
     int64_t bytes[3]; /* ids, rows, gradients: all ranks, to other ranks, per step */
 } Run;
 
+/* @p kind: -1 the plan of --plan, else a --paired placement (P_*). */
 static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbStrategy *s,
-                      int groups)
+                      int groups, int kind)
 {
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_SGD, 0.01f);
-    *u = (Run){.groups = groups, .steps = a->steps, .prefetch = a->prefetch};
+    *u = (Run){.groups = groups, .steps = a->steps, .prefetch = a->prefetch,
+               .name = kind < 0 ? "" : pnames[kind]};
+    int P;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    EmbDistOptions o = {.place = {.plan = a->plan, .batch = (int64_t)a->batch * P}, .groups = groups, .strategy = s,
+                        .exchange_bf16 = a->bf16 || kind == P_AUTO_BF16};
+    EmbDistPlacement pl[26];
+    if (kind == P_AUTO || kind == P_AUTO_BF16 || kind == P_TABLE || kind == P_ROW)
+        o.place.plan = kind == P_TABLE ? EMB_DIST_PLAN_TABLEWISE
+                       : kind == P_ROW ? EMB_DIST_PLAN_ROWWISE : EMB_DIST_PLAN_AUTO;
+    if (kind == P_COLUMN || kind == P_REPLICATED) {
+        for (int t = 0; t < a->tables; t++)
+            pl[t] = (EmbDistPlacement){kind == P_COLUMN ? EMB_DIST_COLUMNWISE
+                                       : EMB_DIST_REPLICATED, 0, 0, 0};
+        o.placement = pl;
+    }
     int r = emb_optimizer_create(&u->opt, &oc);
     if (!r)
-        r = emb_dist_create(&u->d, MPI_COMM_WORLD, desc, a->tables, &((EmbDistOptions){
-                            .place = {.plan = a->plan}, .groups = groups, .strategy = s}));
+        r = emb_dist_create(&u->d, MPI_COMM_WORLD, desc, a->tables, &o);
     if (r)
         return r;
     for (int t = 0; t < a->tables; t++) {
         EmbDistPlacement p;
         emb_dist_placement(u->d, t, &p);
         u->ntw += p.kind == EMB_DIST_TABLEWISE;
+        u->nrw += p.kind == EMB_DIST_ROWWISE;
         EmbTable *lt = emb_dist_local_table(u->d, t);
         const EmbInitializer init = {.kind = EMB_INIT_UNIFORM, .a = -0.05f, .b = 0.05f,
                                      .seed = (uint64_t)t};
@@ -250,9 +307,11 @@ static void report(Run *u, const Args *a, int P)
     double q[NT_][3];
     for (int k = 0; k < NT_; k++)
         spread(u->m + k * a->steps, a->steps, q[k]);
-    printf("dist-bench: %d ranks, %d tables (%d table-wise, %d row-wise), D %d, %d bags "
-           "of %d per rank, %d groups, %d threads, %d steps\n", P, a->tables, u->ntw,
-           a->tables - u->ntw, a->dim, a->batch, a->bag, u->groups, a->threads, a->steps);
+    if (u->name[0])
+        printf("[%s] ", u->name);
+    printf("dist-bench: %d ranks, %d tables (%d table-wise, %d row-wise, %d other), D %d, "
+           "%d bags of %d per rank, %d groups, %d threads, %d steps\n", P, a->tables, u->ntw,
+           u->nrw, a->tables - u->ntw - u->nrw, a->dim, a->batch, a->bag, u->groups, a->threads, a->steps);
     static const char *names[NT_] = {"step", "forward", " pool", " exchange", "backward",
                                      "update", "bwd+upd MPI", "ids wait"};
     for (int k = 0; k < NT_; k++)
@@ -260,16 +319,51 @@ static void report(Run *u, const Args *a, int P)
                1e3 * q[k][1], 1e3 * q[k][2]);
     printf("  bytes per step, all ranks, to other ranks: ids %lld, rows %lld, gradients "
            "%lld\n", (long long)u->bytes[0], (long long)u->bytes[1], (long long)u->bytes[2]);
-    printf("RESULT ranks=%d groups=%d step_ms=%.3f step_p10_ms=%.3f forward_ms=%.3f "
+    printf("RESULT%s%s ranks=%d groups=%d step_ms=%.3f step_p10_ms=%.3f forward_ms=%.3f "
            "forward_p10_ms=%.3f forward_p90_ms=%.3f pool_ms=%.3f exchange_ms=%.3f "
            "backward_ms=%.3f update_ms=%.3f grad_exchange_ms=%.3f ids_bytes=%lld "
            "rows_bytes=%lld grad_bytes=%lld prefetch=%d ids_wait_ms=%.4f "
-           "ids_wait_p10_ms=%.4f ids_wait_p90_ms=%.4f\n", P, u->groups, 1e3 * q[T_TOTAL][0],
+           "ids_wait_p10_ms=%.4f ids_wait_p90_ms=%.4f\n", u->name[0] ? " placement=" : "",
+           u->name, P, u->groups, 1e3 * q[T_TOTAL][0],
            1e3 * q[T_TOTAL][1], 1e3 * q[T_FWD][0], 1e3 * q[T_FWD][1], 1e3 * q[T_FWD][2],
            1e3 * q[T_POOL][0], 1e3 * q[T_XCHG][0], 1e3 * q[T_BWD][0], 1e3 * q[T_UPD][0],
            1e3 * q[T_GX][0], (long long)u->bytes[0], (long long)u->bytes[1],
            (long long)u->bytes[2], u->prefetch, 1e3 * q[T_IDS][0], 1e3 * q[T_IDS][1],
            1e3 * q[T_IDS][2]);
+}
+
+/* --paired: each placement's median step, and auto's step over the best fixed placement's
+   per round (the fixed one of lowest median; the planner's runs against it). */
+static void paired_report(Run *runs, int n, int steps, int P)
+{
+    double med[8], q[3], *v = malloc(sizeof(double) * (size_t)steps);
+    int best = -1;
+    for (int k = 0; k < n; k++) {
+        memcpy(v, runs[k].m + T_TOTAL * steps, sizeof(double) * (size_t)steps);
+        spread(v, steps, q);
+        med[k] = q[0];
+        const int fixed = strcmp(runs[k].name, "auto") && strcmp(runs[k].name, "auto-bf16");
+        if (fixed && (best < 0 || med[k] < med[best]))
+            best = k;
+        printf("paired %-10s step %8.3f ms  [p10 %.3f .. p90 %.3f]\n", runs[k].name,
+               1e3 * q[0], 1e3 * q[1], 1e3 * q[2]);
+    }
+    int plain = -1; /* auto-bf16 is also compared with auto */
+    for (int k = 0; k < n; k++)
+        plain = strcmp(runs[k].name, "auto") ? plain : k;
+    for (int k = 0; k < n && best >= 0; k++) {
+        if (strncmp(runs[k].name, "auto", 4))
+            continue;
+        const int vs = k != plain && plain >= 0 ? plain : best;
+        for (int i = 0; i < steps; i++)
+            v[i] = runs[k].m[T_TOTAL * steps + i] / runs[vs].m[T_TOTAL * steps + i];
+        spread(v, steps, q);
+        printf("paired %s / %s per round: median %.3f [p10 %.3f .. p90 %.3f]\n"
+               "RESULT_PAIRED ranks=%d placement=%s against=%s ratio=%.4f ratio_p10=%.4f "
+               "ratio_p90=%.4f\n", runs[k].name, runs[vs].name, q[0], q[1], q[2], P,
+               runs[k].name, runs[vs].name, q[0], q[1], q[2]);
+    }
+    free(v);
 }
 
 int main(int argc, char **argv)
@@ -285,7 +379,8 @@ int main(int argc, char **argv)
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
                     "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
                     "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)] "
-                    "[--show-plan] [--prefetch 0|1]\n");
+                    "[--show-plan] [--prefetch 0|1] [--bf16 0|1] [--paired "
+                    "auto,table,row,column,replicated,auto-bf16]\n");
         MPI_Finalize();
         return 2;
     }
@@ -301,13 +396,14 @@ int main(int argc, char **argv)
     }
     /* --compare-groups N: a second ensemble of the same tables with N groups, its steps
        interleaved with the first's on the same batches (the overlap, side by side) */
-    const int nruns = a.compare > 0 ? 2 : 1;
+    const int nruns = a.npaired ? a.npaired : a.compare > 0 ? 2 : 1;
     EmbStrategy *s;
     const EmbStrategyOptions so = {.nthreads = a.threads};
-    Run runs[2];
+    Run runs[8];
     int r = emb_strategy_prealloc_concat(&s, &so);
     for (int k = 0; k < nruns && !r; k++)
-        r = run_create(&runs[k], &a, desc, s, k ? a.compare : a.groups);
+        r = a.npaired ? run_create(&runs[k], &a, desc, s, a.groups, a.paired[k])
+                      : run_create(&runs[k], &a, desc, s, k ? a.compare : a.groups, -1);
     if (r) {
         fprintf(stderr, "rank %d: setup failed: %s %s\n", rank, emb_dist_last_error(),
                 emb_last_error());
@@ -343,8 +439,8 @@ int main(int argc, char **argv)
         const EmbBatch *next = step + 1 < a.steps ? ball[step + a.warmup + 1] : NULL;
         const EmbOutputs eo = {.concat = out, .concat_stride = W};
         const EmbOutputs go = {.concat = dy, .concat_stride = W};
-        for (int k = 0; k < nruns; k++) /* alternate which runs first */
-            run_step(&runs[(k + (step & 1)) % nruns], step, rank, b, next, &eo, &go);
+        for (int k = 0; k < nruns; k++) /* A B C .., then .. C B A */
+            run_step(&runs[step & 1 ? nruns - 1 - k : k], step, rank, b, next, &eo, &go);
     }
     if (rank == 0)
         for (int k = 0; k < nruns; k++)
@@ -361,6 +457,8 @@ int main(int argc, char **argv)
                P, a.groups, a.compare, 1e3 * q[0], 1e3 * q[1], 1e3 * q[2]);
         free(dif);
     }
+    if (rank == 0 && a.npaired)
+        paired_report(runs, nruns, a.steps, P);
     free(ids), free(ball), free(out), free(dy);
     for (int k = 0; k < nruns; k++)
         run_destroy(&runs[k]);

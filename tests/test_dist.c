@@ -377,6 +377,18 @@ static void checkpoint(const char *name, EmbDist *d, const EmbDistTableDesc *des
     }
 }
 
+/* 1 while main() reruns cases with EmbDistOptions::exchange_bf16: the reference's
+   outputs and output gradients then go through emb_dist_bf16_round() (its table columns;
+   the ensemble gets the unrounded gradients and must round them itself). */
+static int bf16_mode;
+
+static void round_cols(float *m, int64_t rows, int32_t stride, int32_t c0, int32_t c1)
+{
+    for (int64_t b = 0; b < rows; b++)
+        for (int32_t j = c0; j < c1; j++)
+            m[b * stride + j] = emb_dist_bf16_round(m[b * stride + j]);
+}
+
 static void run_case(const Case *c)
 {
     const int steps = 2, pre = 3;
@@ -432,7 +444,8 @@ static void run_case(const Case *c)
     EmbDistOptions dopts = {.place = {.plan = c->plan, .partition = c->partition},
                             .groups = c->groups,
                             .placement = c->explicit_place ? pl[c->explicit_place - 1] : NULL,
-                            .strategy = c->groups > 1 ? pc : NULL}; /* else sequential */
+                            .strategy = c->groups > 1 ? pc : NULL, /* else sequential */
+                            .exchange_bf16 = bf16_mode};
     EmbStrategy *own = NULL;
     if (c->strategy == 1)
         emb_strategy_parallel(&own, &so);
@@ -498,6 +511,8 @@ static void run_case(const Case *c)
         const EmbOutputs ro = {.concat = rout, .concat_stride = stride, .prependrows = pre};
         r = emb_maplookup(pc, ref, NT, rb, pool, &ro);
         CHECK(r == 0, "%s: reference maplookup %d (%s)", c->name, r, emb_last_error());
+        if (bf16_mode)
+            round_cols(rout, G, stride, pre, W);
         for (int64_t i = 0; i < mynb * stride; i++)
             dout[i] = -7.0f;
         for (int t = 0; t < NT; t++)
@@ -538,6 +553,8 @@ static void run_case(const Case *c)
                 col += D_of[t];
             }
         }
+        if (bf16_mode)
+            round_cols(rdy, G, stride, pre, W);
         const EmbOutputs rgo = {.concat = rdy, .concat_stride = stride, .prependrows = pre};
         r = emb_maplookup_backward(ref, NT, rb, pool, &rgo, rg);
         if (!r)
@@ -854,12 +871,14 @@ static void mismatch(void)
 {
     EmbDistTableDesc desc[2] = {{.name = "a", .nrows = 40, .featuresize = 4},
                                 {.name = "b", .nrows = 90, .featuresize = 8}};
-    for (int k = 0; k < 2 && nranks > 1; k++) {
+    for (int k = 0; k < 3 && nranks > 1; k++) {
         EmbDistOptions o = {.place = {.plan = EMB_DIST_PLAN_TABLEWISE}};
         if (rank == nranks - 1 && k == 0)
             desc[1].nrows = 91;
         if (rank == nranks - 1 && k == 1)
             o.groups = 2;
+        if (rank == nranks - 1 && k == 2) /* one rank with the bf16 exchange */
+            o.exchange_bf16 = 1;
         EmbDist *d = NULL;
         const int r = emb_dist_create(&d, MPI_COMM_WORLD, desc, 2, &o);
         char want[64];
@@ -1301,6 +1320,25 @@ static void alloc_failure(void)
 }
 #endif
 
+/* emb_dist_bf16_round(): nearest, ties to even, NaN and overflow. */
+static void bf16_round(void)
+{
+    static const uint32_t in[6] = {0x3f800000u, 0x3f808000u, 0x3f818000u, 0x3f808001u,
+                                   0x7f7fffffu, 0xbf7fffffu};
+    static const uint32_t want[6] = {0x3f800000u, 0x3f800000u, 0x3f820000u, 0x3f810000u,
+                                     0x7f800000u, 0xbf800000u};
+    for (int k = 0; k < 6; k++) {
+        float x, y;
+        uint32_t u;
+        memcpy(&x, &in[k], 4);
+        y = emb_dist_bf16_round(x);
+        memcpy(&u, &y, 4);
+        CHECK(u == want[k], "bf16 round of 0x%08x: 0x%08x, want 0x%08x", (unsigned)in[k],
+              (unsigned)u, (unsigned)want[k]);
+    }
+    CHECK(isnan(emb_dist_bf16_round(NAN)), "bf16 round of NaN is not NaN");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -1362,6 +1400,14 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&cases[i]);
+    /* the bf16 exchange: every placement kind equals one process with the outputs and
+       output gradients rounded (exactly) */
+    static const int bf16_cases[] = {0, 1, 6, 11, 14, 15};
+    bf16_mode = 1;
+    for (size_t i = 0; i < sizeof bf16_cases / sizeof *bf16_cases; i++)
+        run_case(&cases[bf16_cases[i]]);
+    bf16_mode = 0;
+    bf16_round();
     max_rowwise();
     columnwise_limits();
     prefetch();

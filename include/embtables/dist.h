@@ -182,6 +182,16 @@ typedef struct EmbDistOptions {
                                  table count allows) whose pooled-row exchanges overlap the
                                  next group's pooling; 0 or 1: one group */
     EmbTableOptions table;  /**< options of the local tables and shards (name ignored) */
+    int32_t exchange_bf16;  /**< 1: the pooled rows (table-wise and column-wise tables) and
+                                 the output gradients travel between ranks as bf16, half the
+                                 bytes; the one setting that is not bit-identical to one
+                                 process: every output the forward writes is the
+                                 single-process output rounded by emb_dist_bf16_round()
+                                 (row-wise and replicated tables' rows too, pooled locally
+                                 then rounded), and the tables are updated as one process
+                                 would with the output gradients rounded by it. Row-wise
+                                 tables' raw rows and the ids still travel exact. 0 (the
+                                 default): bit-identical */
 } EmbDistOptions;
 
 /**
@@ -189,7 +199,7 @@ typedef struct EmbDistOptions {
  * return on the duplicate), places the tables and creates, on each rank, the tables it
  * owns (whole) and its shard of every row-wise table (zero-filled; fill them through
  * emb_dist_local_table()). Every rank must pass the same tables and options (checked:
- * shapes, dtypes, placements, groups and table flags; names are not).
+ * shapes, dtypes, placements, groups, table flags and exchange_bf16; names are not).
  * @return 0; EMB_ENULL; EMB_EINVAL (as emb_dist_place(); groups < 0; a placement with a
  *         rank outside the communicator; ranks describing different ensembles); EMB_EDTYPE;
  *         EMB_ENOMEM; EMB_EIO (MPI). The same code on every rank.
@@ -394,6 +404,15 @@ EMB_API int emb_dist_collection_create(EmbCollection **out, MPI_Comm comm,
 /** The ensemble under a collection made by emb_dist_collection_create() (for
  *  emb_dist_stats(), emb_dist_locate()), else NULL. Owned by the collection. */
 EMB_API EmbDist *emb_dist_of(const EmbCollection *c);
+
+/**
+ * The bf16 exchange's rounding (EmbDistOptions::exchange_bf16): @p x rounded to bfloat16
+ * (the upper 16 bits of a binary32), to nearest, ties to even, and widened back; NaN stays
+ * a quiet NaN, infinities stay, finite values above bf16's largest round to infinity. The
+ * rule of the library's bf16 tables (EMB_BF16).
+ * @return the rounded value
+ */
+EMB_API float emb_dist_bf16_round(float x);
 
 /**
  * This thread's message of the last failed emb_dist_* call ("rank R: ..." naming the

@@ -116,6 +116,7 @@ static int setup(EmbDist *d, const EmbDistTableDesc *tables, int64_t n,
         return r;
     d->ntables = n;
     d->table_flags = o->table.flags;
+    d->bf16 = o->exchange_bf16 != 0;
     d->check_finite = (o->table.flags & EMB_TABLE_CHECK_FINITE) != 0;
     int64_t maxbytes = 4;
     for (int64_t i = 0; i < n; i++) {
@@ -174,8 +175,8 @@ static int setup(EmbDist *d, const EmbDistTableDesc *tables, int64_t n,
 static uint64_t ensemble_hash(const EmbDist *d)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    const int64_t head[3] = {d->ntables, d->ngroups, d->table_flags};
-    for (int k = 0; k < 3; k++)
+    const int64_t head[4] = {d->ntables, d->ngroups, d->table_flags, d->bf16};
+    for (int k = 0; k < 4; k++)
         h = (h ^ (uint64_t)head[k]) * 0x100000001b3ull;
     for (int64_t i = 0; i < d->ntables; i++) {
         const DistTable *t = &d->t[i];
@@ -226,7 +227,7 @@ int emb_dist_create(EmbDist **out, MPI_Comm comm, const EmbDistTableDesc *tables
     for (int32_t k = 1; k < d->nranks && !r; k++)
         if (d->vals[2 * k] != d->vals[0])
             r = dist_fail(EMB_EINVAL, "emb_dist_create: rank %d describes other tables, "
-                          "placements, groups or table options than rank 0", (int)k);
+                          "placements, groups, table options or exchange_bf16 than rank 0", (int)k);
     if (r) {
         emb_dist_destroy(&d);
         return r;
@@ -269,6 +270,7 @@ void emb_dist_destroy(EmbDist **dp)
     free(d->t), free(d->send), free(d->rank_nbags), free(d->rank_off), free(d->scount);
     free(d->group_start), free(d->zero), free(d->sendbuf), free(d->recvbuf);
     free(d->pooled), free(d->pooled_recv), free(d->gather), free(d->gcount), free(d->req);
+    free(d->pooled16), free(d->pooled16_recv);
     free(d->agree), free(d->vals), free(d->hash), free(d->ent);
     free(d->tmp_tables), free(d->tmp_batches), free(d->tmp_poolings), free(d->tmp_grads);
     free(d->tmp_indexers), free(d->tmp_cols);

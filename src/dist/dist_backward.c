@@ -67,7 +67,11 @@ static int pack_rowwise(EmbDist *d, const EmbOutputs *g, int64_t i, const Entry 
     for (int64_t j = 0; j < n; j++)
         if (j == 0 || e[j].bag != e[j - 1].bag) {
             int64_t stride;
-            dist_put_f32s(w, dist_out_row(d, g, i, e[j].bag, &stride), D);
+            const float *dy = dist_out_row(d, g, i, e[j].bag, &stride);
+            if (d->bf16)
+                dist_put_bf16s(w, dy, D);
+            else
+                dist_put_f32s(w, dy, D);
         }
     return 0;
 }
@@ -119,7 +123,11 @@ static int pack_grads(EmbDist *d, const EmbOutputs *g)
                     return EMB_ENOMEM;
                 for (int64_t b = 0; b < d->nbags; b++) {
                     int64_t stride;
-                    dist_put_f32s(w, dist_out_row(d, g, i, b, &stride) + c0, cols);
+                    const float *dy = dist_out_row(d, g, i, b, &stride) + c0;
+                    if (d->bf16)
+                        dist_put_bf16s(w, dy, cols);
+                    else
+                        dist_put_f32s(w, dy, cols);
                 }
             }
             continue;
@@ -149,9 +157,13 @@ static void parse_grads(EmbDist *d, int fill)
             if (t->place.kind != EMB_DIST_ROWWISE) {
                 int32_t c0;
                 const int32_t cols = dist_cols(t, d->rank, &c0);
-                if (fill && cols)
+                if (fill && cols && !d->bf16)
                     memcpy(t->g_dy + d->rank_off[src] * cols, p, 4 * (size_t)(nb * cols));
-                p += nb * cols;
+                for (int64_t b = 0; b < nb && fill && cols && d->bf16; b++) {
+                    const uint32_t *q = p + b * dist_bf16_words(cols);
+                    dist_get_bf16s(&q, t->g_dy + (d->rank_off[src] + b) * cols, cols);
+                }
+                p += nb * dist_grad_words(d, cols);
                 continue;
             }
             const int64_t k = dist_get_i64(&p), m = dist_get_i64(&p);
@@ -162,10 +174,15 @@ static void parse_grads(EmbDist *d, int fill)
                 for (int64_t j = 0; j < m; j++)
                     t->b_ids[t->b_nnz + j] = dist_get_i64(&p);
                 memcpy(t->b_coef + t->b_nnz, p, 4 * (size_t)m);
-                memcpy(t->b_dy + t->b_nbags * D, p + m, 4 * (size_t)(k * D));
-                p += m + k * D;
+                p += m;
+                if (d->bf16)
+                    for (int64_t b = 0; b < k; b++)
+                        dist_get_bf16s(&p, t->b_dy + (t->b_nbags + b) * D, D);
+                else
+                    memcpy(t->b_dy + t->b_nbags * D, p, 4 * (size_t)(k * D));
+                p += d->bf16 ? 0 : k * D;
             } else {
-                p += 2 * k + 3 * m + k * D;
+                p += 2 * k + 3 * m + k * dist_grad_words(d, D);
             }
             t->b_nbags += k, t->b_nnz += m;
         }

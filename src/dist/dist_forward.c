@@ -178,6 +178,10 @@ static int size_buffers(EmbDist *d)
     int r = dist_grow((void **)&d->pooled, &d->pooled_cap, 4 * send_floats + 4);
     if (!r)
         r = dist_grow((void **)&d->pooled_recv, &d->pooled_recv_cap, 4 * recv_floats + 4);
+    if (!r && d->bf16)
+        r = dist_grow((void **)&d->pooled16, &d->pooled16_cap, 2 * send_floats + 4);
+    if (!r && d->bf16)
+        r = dist_grow((void **)&d->pooled16_recv, &d->pooled16_recv_cap, 2 * recv_floats + 4);
     if (!r)
         r = dist_grow((void **)&d->gather, &d->gather_cap, gather_bytes + 4);
     if (!r && nx > d->nreq_cap) {
@@ -261,10 +265,15 @@ static int start_pooled(EmbDist *d, int32_t g, int64_t x, int64_t send_off, int6
         rc[k] = (int)(d->nbags * wk), rd[k] = (int)(recv_off + ro);
         ro += d->nbags * wk;
         if (k != d->rank)
-            *sent += 4 * (int64_t)sc[k];
+            *sent += (d->bf16 ? 2 : 4) * (int64_t)sc[k];
     }
-    const int r = MPI_Ialltoallv(d->pooled, sc, sd, MPI_FLOAT, d->pooled_recv, rc, rd,
-                                 MPI_FLOAT, d->comm, &d->req[x]);
+    if (d->bf16) /* the group's rows as bf16, at the same element offsets */
+        dist_to_bf16(d->pooled16 + send_off, d->pooled + send_off, d->global_nbags * W);
+    const int r = d->bf16
+        ? MPI_Ialltoallv(d->pooled16, sc, sd, MPI_UINT16_T, d->pooled16_recv, rc, rd,
+                         MPI_UINT16_T, d->comm, &d->req[x])
+        : MPI_Ialltoallv(d->pooled, sc, sd, MPI_FLOAT, d->pooled_recv, rc, rd, MPI_FLOAT,
+                         d->comm, &d->req[x]);
     return r == MPI_SUCCESS ? 0 : dist_mpi_fail(r, "MPI_Ialltoallv (pooled rows)");
 }
 
@@ -359,12 +368,14 @@ static void scatter_pooled(EmbDist *d, const EmbOutputs *out)
                 const int32_t w = dist_pooled_cols(&d->t[i], o, &c0);
                 if (!w)
                     continue;
-                const float *src = d->pooled_recv + col[2 * o];
                 const int64_t W = col[2 * o + 1];
                 for (int64_t b = 0; b < d->nbags; b++) {
                     int64_t stride;
-                    memcpy(dist_out_row(d, out, i, b, &stride) + c0, src + b * W,
-                           4 * (size_t)w);
+                    float *dst = dist_out_row(d, out, i, b, &stride) + c0;
+                    if (d->bf16)
+                        dist_from_bf16(dst, d->pooled16_recv + col[2 * o] + b * W, w);
+                    else
+                        memcpy(dst, d->pooled_recv + col[2 * o] + b * W, 4 * (size_t)w);
                 }
                 col[2 * o] += w;
             }
@@ -447,6 +458,8 @@ int emb_dist_maplookup(EmbDist *d, const EmbBatch *batches, const EmbPooling *po
             r = pool_rows(d, i, outputs);
         else if (d->t[i].place.kind == EMB_DIST_REPLICATED)
             r = pool_replica(d, i, outputs);
+    if (!r && d->bf16)
+        dist_round_local_outputs(d, outputs);
     d->stats.pool_s += dist_now() - t0;
     d->forward_done = !r;
     return r;

@@ -29,6 +29,23 @@ void dist_put_f32(Words *b, float v);
 int64_t dist_get_i64(const uint32_t **p);
 float dist_get_f32(const uint32_t **p);
 
+/* The bf16 exchange (dist_bf16.c): values rounded in place; converted to and from bf16
+   bits; packed two per word (an odd count's last word half empty). */
+void dist_round_bf16(float *x, int64_t n);
+/* The outputs this rank pooled itself (row-wise, replicated tables), rounded as if they
+   had travelled. */
+void dist_round_local_outputs(EmbDist *d, const EmbOutputs *out);
+void dist_to_bf16(uint16_t *dst, const float *src, int64_t n);
+void dist_from_bf16(float *dst, const uint16_t *src, int64_t n);
+void dist_put_bf16s(Words *b, const float *v, int64_t n);
+void dist_get_bf16s(const uint32_t **p, float *dst, int64_t n);
+static inline int64_t dist_bf16_words(int64_t n)
+{
+    return (n + 1) / 2;
+}
+/* Words of @p n gradient values in the exchange: bf16 pairs or f32. */
+static inline int64_t dist_grad_words(const EmbDist *d, int64_t n);
+
 /* A grow-only byte buffer. */
 int dist_grow(void **p, int64_t *cap, int64_t bytes);
 
@@ -120,6 +137,9 @@ struct EmbDist {
     int *scount, *sdispl, *rcount, *rdispl; /* nranks each */
     float *pooled, *pooled_recv;            /* table-wise rows, all groups */
     int64_t pooled_cap, pooled_recv_cap;
+    int bf16;                               /* EmbDistOptions::exchange_bf16 */
+    uint16_t *pooled16, *pooled16_recv;     /* bf16: the pooled rows as they travel */
+    int64_t pooled16_cap, pooled16_recv_cap;
     unsigned char *gather;                  /* owner: raw rows to send, all tables */
     int64_t gather_cap;
     int *gcount, *gdispl, *grcount, *grdispl; /* per group / table: nranks each, stacked */
@@ -162,6 +182,11 @@ struct EmbDist {
     double pf_blocking;    /* seconds the prefetch has spent in MPI calls so far */
     double *xclock;        /* where MPI time goes: stats.exchange_s or grad_exchange_s */
 };
+
+static inline int64_t dist_grad_words(const EmbDist *d, int64_t n)
+{
+    return d->bf16 ? dist_bf16_words(n) : n;
+}
 
 /* Message of the last failure on this thread ("" after success): the core's one error
    channel, emb_set_error() (read with emb_last_error()). */
