@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/delta_keyed.h"
 #include "store/model.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
@@ -57,6 +58,8 @@ static void delta_close(EmbRowList *l)
 
 int emb__delta_list(const EmbTable *t, const EmbOptState *st, EmbRowList *out)
 {
+    if (emb__table_rows_appear(t)) /* keyed: delta_keyed.c */
+        return emb__delta_keyed_list(t, st, out);
     const int64_t n = emb__touched_list(t, NULL, 0);
     DeltaRows *d = calloc(1, sizeof *d);
     int64_t *ids = d ? malloc((size_t)EMB_MAX(n, 1) * sizeof *ids) : NULL;
@@ -75,7 +78,9 @@ int emb__delta_list(const EmbTable *t, const EmbOptState *st, EmbRowList *out)
 
 bool emb__delta_possible(const EmbTable *t)
 {
-    return !emb__table_listed(t) && !emb__table_rows_appear(t) && !emb__touched_is_all(t);
+    if (emb__table_rows_appear(t))
+        return emb__delta_keyed_possible(t);
+    return !emb__table_listed(t) && !emb__touched_is_all(t);
 }
 
 /* ---- reading: a chain ------------------------------------------------------------------- */
@@ -167,6 +172,23 @@ static void *array_dst(void *ctx, int64_t j)
     return (int64_t *)ctx + j;
 }
 
+/* The ids of dense table @i of delta @l, into l->ids[i], checked. */
+static int dense_ids(Link *l, int64_t i, const EmbTable *t, unsigned char *buf)
+{
+    const EmbCkptTable *tb = &l->c.tables[i];
+    const int64_t n = l->c.tensors[tb->values].ncolumns;
+    int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
+    l->ids[i] = ids;
+    int r = ids ? emb__ckpt_load_fn(&l->c, tb->delta_ids, l->fd, array_dst, ids, buf, l->path)
+                : emb__fail(EMB_ENOMEM, "out of memory restoring %s", l->path);
+    for (int64_t k = 0; k < n && !r; k++)
+        if (ids[k] < 0 || ids[k] >= t->ncolumns || (k > 0 && ids[k] <= ids[k - 1]))
+            r = emb__ckpt_corrupt(l->path, "delta table \"%.200s\": id %lld at row %lld is "
+                                  "outside [0, %lld), repeated or out of order", tb->name,
+                                  (long long)ids[k], (long long)k, (long long)t->ncolumns);
+    return r;
+}
+
 /* Delta @l checked whole: checksums, its tables' targets and shapes, its ids (kept in
    l->ids), the optimizer's kind. */
 static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigned char *buf)
@@ -185,7 +207,10 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
                              "lacks", l->path, tb->name);
         if (!t)
             continue;
-        if (emb__table_listed(t) || emb__table_rows_appear(t) ||
+        const EmbKeyedLink kl = {&l->c, l->fd, l->path};
+        if (emb__table_rows_appear(t)) /* keyed: delta_keyed.c */
+            r = emb__delta_keyed_check(&kl, tb, t, buf);
+        else if (emb__table_listed(t) || tb->dynamic ||
             t->ncolumns != tb->delta_ncolumns || t->featuresize != v->width ||
             t->dtype != v->dtype)
             return emb__fail(EMB_ESHAPE, "delta checkpoint %s has \"%s\" as %lld x %d %s; %s "
@@ -195,16 +220,8 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
                              (long long)t->ncolumns, (int)t->featuresize,
                              emb_dtype_name(t->dtype),
                              emb__table_listed(t) ? " (a kind whose deltas are not kept)" : "");
-        const int64_t n = v->ncolumns;
-        int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
-        l->ids[i] = ids;
-        r = ids ? emb__ckpt_load_fn(&l->c, tb->delta_ids, l->fd, array_dst, ids, buf, l->path)
-                : emb__fail(EMB_ENOMEM, "out of memory restoring %s", l->path);
-        for (int64_t k = 0; k < n && !r; k++)
-            if (ids[k] < 0 || ids[k] >= t->ncolumns || (k > 0 && ids[k] <= ids[k - 1]))
-                r = emb__ckpt_corrupt(l->path, "delta table \"%.200s\": id %lld at row %lld is "
-                                      "outside [0, %lld), repeated or out of order", tb->name,
-                                      (long long)ids[k], (long long)k, (long long)t->ncolumns);
+        if (!emb__table_rows_appear(t))
+            r = dense_ids(l, i, t, buf);
         if (r || !opt || tb->step < 0)
             continue;
         if (!l->c.has_opt || l->c.opt.kind != opt->cfg.kind)
@@ -237,7 +254,7 @@ static int apply_delta(const Link *l, EmbStore *s, const EmbRestoreOptions *o,
     for (int64_t i = 0; i < l->c.ntables && !r; i++) {
         const EmbCkptTable *tb = &l->c.tables[i];
         EmbTable *t = target(s, o, tb->name);
-        if (!t)
+        if (!t || emb__table_rows_appear(t)) /* keyed: merged after (keyed_restore) */
             continue;
         IdDst d = {t, l->ids[i], 0};
         r = emb__ckpt_load_fn(&l->c, tb->values, l->fd, id_dst, &d, buf, l->path);
@@ -263,6 +280,26 @@ static int apply_delta(const Link *l, EmbStore *s, const EmbRestoreOptions *o,
     return r;
 }
 
+/* The keyed tables of the @n deltas of @ch (newest first), each merged in (delta_keyed.c). */
+static int keyed_restore(const Link *ch, int64_t n, EmbStore *s, const EmbRestoreOptions *o,
+                         unsigned char *buf)
+{
+    EmbKeyedLink *kl = malloc((size_t)EMB_MAX(n, 1) * sizeof *kl);
+    if (!kl)
+        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", ch[0].path);
+    for (int64_t k = 0; k < n; k++) /* oldest first */
+        kl[k] = (EmbKeyedLink){&ch[n - 1 - k].c, ch[n - 1 - k].fd, ch[n - 1 - k].path};
+    int r = 0;
+    for (int64_t i = 0; n > 0 && i < ch[0].c.ntables && !r; i++) {
+        EmbTable *t = target(s, o, ch[0].c.tables[i].name);
+        if (t && emb__table_rows_appear(t))
+            r = emb__delta_keyed_restore(t, ch[0].c.tables[i].name, kl, n,
+                                         o ? o->optimizer : NULL, buf);
+    }
+    free(kl);
+    return r;
+}
+
 int emb__delta_restore(EmbStore *s, const char *path, const EmbRestoreOptions *o,
                        int64_t *global_step)
 {
@@ -277,6 +314,7 @@ int emb__delta_restore(EmbStore *s, const char *path, const EmbRestoreOptions *o
     r = r ? r : emb_checkpoint_restore_ex(s, ch[n - 1].path, o, NULL);
     for (int64_t k = n - 2; k >= 0 && !r; k--)
         r = apply_delta(&ch[k], s, o, buf);
+    r = r ? r : keyed_restore(ch, n - 1, s, o, buf);
     if (!r && global_step)
         *global_step = ch[0].c.global_step;
     free(buf);
