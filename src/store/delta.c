@@ -28,17 +28,20 @@ typedef struct DeltaRows {
     const EmbTable *t;
     const EmbTable *state; /* the optimizer's state table of t, or NULL */
     int64_t *ids;          /* increasing */
+    EmbRowList kind;       /* a listing kind (tiered): its listing of the ids (kind.priv) */
 } DeltaRows;
 
 static const void *delta_row(const EmbRowList *l, int64_t k)
 {
-    const DeltaRows *d = l->priv;
-    return emb__column(d->t, d->ids[k], EMB_CTX_NONE);
+    DeltaRows *d = l->priv;
+    return d->kind.priv ? d->kind.row(&d->kind, k) : emb__column(d->t, d->ids[k], EMB_CTX_NONE);
 }
 
 static const float *delta_state(const EmbRowList *l, int64_t k)
 {
-    const DeltaRows *d = l->priv;
+    DeltaRows *d = l->priv;
+    if (d->kind.priv)
+        return d->kind.state ? d->kind.state(&d->kind, k) : NULL;
     return d->state ? emb__column(d->state, d->ids[k], EMB_CTX_NONE) : NULL;
 }
 
@@ -52,6 +55,8 @@ static const void *delta_id(const EmbRowList *l, int e, int64_t j, int64_t *tmp)
 static void delta_close(EmbRowList *l)
 {
     DeltaRows *d = l->priv;
+    if (d->kind.priv)
+        d->kind.close(&d->kind);
     free(d->ids);
     free(d);
 }
@@ -69,7 +74,13 @@ int emb__delta_list(const EmbTable *t, const EmbOptState *st, EmbRowList *out)
                          (long long)n, emb__table_label(t));
     }
     emb__touched_list(t, ids, n);
-    *d = (DeltaRows){t, st ? st->slot : NULL, ids};
+    *d = (DeltaRows){t, st ? st->slot : NULL, ids, {0}};
+    const int r = emb__table_listed(t) ? emb__table_list_ids(t, ids, n, st != NULL, &d->kind) : 0;
+    if (r) {
+        free(ids);
+        free(d);
+        return r;
+    }
     *out = (EmbRowList){.n = n, .nextra = 1, .row = delta_row, .state = delta_state,
                         .extra_column = delta_id, .close = delta_close, .priv = d};
     out->extra[0] = (EmbExtraTensor){"delta.ids", EMB_ELEM_I64, n, 1, false};
@@ -80,7 +91,7 @@ bool emb__delta_possible(const EmbTable *t)
 {
     if (emb__table_rows_appear(t))
         return emb__delta_keyed_possible(t);
-    return !emb__table_listed(t) && !emb__touched_is_all(t);
+    return !emb__touched_is_all(t); /* a listing kind lists the ids (list_ids) */
 }
 
 /* ---- reading: a chain ------------------------------------------------------------------- */
@@ -210,16 +221,15 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
         const EmbKeyedLink kl = {&l->c, l->fd, l->path};
         if (emb__table_rows_appear(t)) /* keyed: delta_keyed.c */
             r = emb__delta_keyed_check(&kl, tb, t, buf);
-        else if (emb__table_listed(t) || tb->dynamic ||
+        else if (tb->dynamic ||
             t->ncolumns != tb->delta_ncolumns || t->featuresize != v->width ||
             t->dtype != v->dtype)
             return emb__fail(EMB_ESHAPE, "delta checkpoint %s has \"%s\" as %lld x %d %s; %s "
-                             "is %lld x %d %s%s", l->path, tb->name,
+                             "is %lld x %d %s", l->path, tb->name,
                              (long long)tb->delta_ncolumns, (int)v->width,
                              emb_dtype_name(v->dtype), emb__table_label(t),
                              (long long)t->ncolumns, (int)t->featuresize,
-                             emb_dtype_name(t->dtype),
-                             emb__table_listed(t) ? " (a kind whose deltas are not kept)" : "");
+                             emb_dtype_name(t->dtype));
         if (!emb__table_rows_appear(t))
             r = dense_ids(l, i, t, buf);
         if (r || !opt || tb->step < 0)
@@ -233,16 +243,54 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
     return r;
 }
 
+#define PIN_SPAN 64
+
 typedef struct IdDst {
     const EmbTable *t;
     const int64_t *ids;
     size_t off; /* bytes */
+    /* a kind that pins (tiered): the rows of ids [j0, j0 + PIN_SPAN) acquired for UPDATE
+       (marked dirty), released span by span; r: an acquire failed (then scratch) */
+    int64_t n0, j0, n;
+    int r;
+    const void *cols[PIN_SPAN];
+    unsigned char *scratch;
 } IdDst;
 
 static void *id_dst(void *ctx, int64_t j)
 {
-    const IdDst *d = ctx;
-    return (char *)emb__column(d->t, d->ids[j], EMB_CTX_UPDATE) + d->off;
+    IdDst *d = ctx;
+    if (!emb__table_pins(d->t))
+        return (char *)emb__column(d->t, d->ids[j], EMB_CTX_UPDATE) + d->off;
+    if (j < d->j0 || j >= d->j0 + d->n) {
+        emb__table_release(d->t);
+        d->j0 = j;
+        d->n = EMB_MIN(PIN_SPAN, d->n0 - j);
+        const EmbIdSpan sp = {d->ids, 0, j, d->n};
+        unsigned hint = 0;
+        const int r = d->r ? d->r : emb__table_acquire(d->t, &sp, EMB_CTX_UPDATE, d->cols, &hint);
+        if (r) {
+            d->r = r;
+            d->n = 0;
+            return d->scratch;
+        }
+    }
+    return (char *)d->cols[j - d->j0] + d->off;
+}
+
+/* Tensor @k of delta @l (rows of ids @ids) into table @t at byte @off of each row. */
+static int load_ids(const Link *l, int64_t k, const EmbTable *t, const int64_t *ids,
+                    size_t off, unsigned char *buf)
+{
+    const EmbCkptTensor *ts = &l->c.tensors[k];
+    IdDst d = {t, ids, off, ts->ncolumns, 0, 0, 0, {NULL}, NULL};
+    if (emb__table_pins(t) && !(d.scratch = malloc(emb__ckpt_row_bytes(ts->dtype, ts->width))))
+        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", l->path);
+    const int r = emb__ckpt_load_fn(&l->c, k, l->fd, id_dst, &d, buf, l->path);
+    if (emb__table_pins(t))
+        emb__table_release(t);
+    free(d.scratch);
+    return r ? r : d.r;
 }
 
 /* Writes delta @l's rows (and state) into their tables: only a read error can stop it. */
@@ -256,8 +304,7 @@ static int apply_delta(const Link *l, EmbStore *s, const EmbRestoreOptions *o,
         EmbTable *t = target(s, o, tb->name);
         if (!t || emb__table_rows_appear(t)) /* keyed: merged after (keyed_restore) */
             continue;
-        IdDst d = {t, l->ids[i], 0};
-        r = emb__ckpt_load_fn(&l->c, tb->values, l->fd, id_dst, &d, buf, l->path);
+        r = load_ids(l, tb->values, t, l->ids[i], 0, buf);
         if (r || !opt)
             continue;
         if (tb->step < 0) {
@@ -271,10 +318,9 @@ static int apply_delta(const Link *l, EmbStore *s, const EmbRestoreOptions *o,
             return r;
         EmbOptSlot slots[2];
         const int ns = emb__optimizer_slots(opt->cfg.kind, t->featuresize, slots);
-        for (int k = 0; k < ns && !r; k++) {
-            d = (IdDst){st->slot, l->ids[i], (size_t)slots[k].off * sizeof(float)};
-            r = emb__ckpt_load_fn(&l->c, tb->state[k], l->fd, id_dst, &d, buf, l->path);
-        }
+        for (int k = 0; k < ns && !r; k++)
+            r = load_ids(l, tb->state[k], st->slot, l->ids[i],
+                         (size_t)slots[k].off * sizeof(float), buf);
         st->step = tb->step;
     }
     return r;

@@ -202,6 +202,14 @@ EMB_INLINE bool emb__table_state_is(const EmbTable *t, const EmbTable *view)
 }
 
 /* The listed facet's entries (the caller tested emb__table_listed once). */
+EMB_INLINE int emb__table_list_ids(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                                   EmbRowList *out)
+{
+    return t->ops->listed->list_ids(t, ids, n, state, out);
+}
+/* The listed facet's list_ids of keyed kinds: EMB_ENOTSUP (touched.c). */
+int emb__listed_ids_none(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                         EmbRowList *out);
 EMB_INLINE int emb__table_list(const EmbTable *t, bool state, EmbRowList *out)
 {
     return t->ops->listed->list(t, state, out);

@@ -57,6 +57,13 @@ void emb__touched_set(EmbTable *t, const int64_t *ids, int64_t n)
     }
 }
 
+int emb__listed_ids_none(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                         EmbRowList *out)
+{
+    (void)ids, (void)n, (void)state, (void)out;
+    return emb__fail(EMB_ENOTSUP, "%s lists no rows by id", emb__table_label(t));
+}
+
 int emb__listed_extra(const EmbRowList *l, const char *suffix)
 {
     for (int e = 0; e < l->nextra; e++)

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_delta_keyed.c — delta checkpoints of dynamic tables (issue 45): trained with
+ * test_delta_kinds.c — delta checkpoints of dynamic and tiered tables (issue 45).
+ * Dynamic tables, trained with
  * evictions between saves, a full save and four deltas (the rows created or updated since
  * the previous save, and tombstones for the evicted ids) restore exactly what a full save at
  * that step restores (resaved whole, the files are the same bytes: every row, its Adam
  * state, the id set, the update steps and the admission counts), training on from either
  * gives the same tables, a missing link is EMB_ECORRUPT naming it, and a kill -9 during
- * delta saves leaves the chain restorable.
+ * delta saves leaves the chain restorable. Tiered tables (a cache of a few records, so that
+ * most touched rows are written back before the save): a delta holds exactly the touched
+ * rows, full + deltas restore what a full save restores, and kill -9 during delta saves
+ * leaves the chain restorable.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -25,6 +29,8 @@ static const int32_t SHARDS[NTAB] = {1, 3};
 static const char *const NAME[NTAB] = {"user", "item"};
 
 typedef struct Run {
+    bool tiered;
+    char dir[64];
     EmbStore *s;
     EmbTable *t[NTAB];
     EmbOptimizer *o;
@@ -32,8 +38,35 @@ typedef struct Run {
     EmbGrad *g;
 } Run;
 
+#define TIER_ROWS 1000
+
+/* Two tiered tables of TIER_ROWS rows in files of a new directory, caches of 6 records. */
+static void tier_make(Run *r)
+{
+    r->tiered = true;
+    tmpdir(r->dir);
+    cr_assert_eq(emb_store_create(&r->s), 0);
+    for (int i = 0; i < NTAB; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/t%d", r->dir, i);
+        const int64_t rec = ((int64_t)DIM[i] * 4 + 15) / 16 * 16 + 8 * DIM[i];
+        const EmbTieredSpec ts = {path, {.cache_bytes = 6 * rec, .engine = EMB_TIER_ENGINE_PREAD,
+                                         .state_width = 2 * DIM[i]}};
+        const EmbVariableSpec v = {.name = NAME[i], .ncolumns = TIER_ROWS, .featuresize = DIM[i],
+                                   .dtype = EMB_F32,
+                                   .init = {EMB_INIT_UNIFORM, -1, 1, 3u + (uint64_t)i},
+                                   .tiered = &ts};
+        cr_assert_eq(emb_store_get(r->s, &v, EMB_REUSE_NO, &r->t[i]), 0, "%s", emb_last_error());
+    }
+    const EmbOptimizerConfig c = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
+    cr_assert_eq(emb_optimizer_create(&r->o, &c), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_indexer_create(&r->ix), 0);
+    cr_assert_eq(emb_grad_create(&r->g), 0);
+}
+
 static void run_make(Run *r)
 {
+    r->tiered = false;
     cr_assert_eq(emb_store_create(&r->s), 0);
     for (int i = 0; i < NTAB; i++) {
         const EmbDynamicOptions d = {.admit_after = i ? 1 : 2, .sketch_width = 64};
@@ -56,6 +89,8 @@ static void run_free(Run *r)
     emb_store_destroy(&r->s);
     emb_indexer_destroy(&r->ix);
     emb_grad_destroy(&r->g);
+    if (r->tiered)
+        rmdir_all(r->dir);
 }
 
 /* Step @k: 24 seeded keys (repeats included) per table among 120 sparse keys; every third
@@ -67,7 +102,8 @@ static void run_step(Run *r, int k)
     for (int i = 0; i < NTAB; i++) {
         uint64_t seed = 1000u * (uint64_t)k + (uint64_t)i + 1;
         for (int j = 0; j < 24; j++)
-            ids[j] = (int64_t)(tu_rand(&seed) % 120u) * 1000003 + i;
+            ids[j] = r->tiered ? (int64_t)(tu_rand(&seed) % 60u) * (i + 1)
+                               : (int64_t)(tu_rand(&seed) % 120u) * 1000003 + i;
         for (int j = 0; j < 24 * DIM[i]; j++)
             rows[j] = tu_randf(&seed);
         const EmbSparseGrad sg = {.ids = ids, .n = 24, .featuresize = DIM[i], .values = rows,
@@ -75,7 +111,7 @@ static void run_step(Run *r, int k)
         cr_assert_eq(emb_grad_set_sparse(r->g, r->t[i], &sg), 0);
         cr_assert_eq(emb_update(r->o, r->t[i], r->g, r->ix, 0), 0, "%s", emb_last_error());
         const EmbDynamicEvict ev = {.ttl = 4};
-        if (k % 3 == 2)
+        if (k % 3 == 2 && !r->tiered)
             cr_assert_eq(emb_table_dynamic_evict(r->t[i], &ev, NULL), 0, "%s", emb_last_error());
     }
 }
@@ -137,7 +173,7 @@ static bool saves_as(const Run *r, int64_t step, const char *want)
     return same;
 }
 
-Test(delta_keyed, dynamic_full_and_deltas_with_evictions_restore_as_a_full_save)
+Test(delta_kinds, dynamic_full_and_deltas_with_evictions_restore_as_a_full_save)
 {
     char dir[64], ref[64], paths[5][512], full[512];
     tmpdir(dir);
@@ -212,7 +248,7 @@ Test(delta_keyed, dynamic_full_and_deltas_with_evictions_restore_as_a_full_save)
     rmdir_all(ref);
 }
 
-Test(delta_keyed, a_delta_holds_only_the_changed_rows)
+Test(delta_kinds, a_delta_holds_only_the_changed_rows)
 {
     char dir[64], p0[512], p1[512], p2[512];
     tmpdir(dir);
@@ -263,7 +299,7 @@ static int kept_restore(const char *dir, Run *r)
     return n;
 }
 
-Test(delta_keyed, kill9_during_dynamic_delta_saves_leaves_the_chain_restorable)
+static void kill9_rounds(void (*make)(Run *))
 {
     char dir[64], latest[600];
     tmpdir(dir);
@@ -276,7 +312,7 @@ Test(delta_keyed, kill9_during_dynamic_delta_saves_leaves_the_chain_restorable)
         if (pid == 0) {
             close(ready[0]);
             Run a;
-            run_make(&a);
+            make(&a);
             EmbSaver *sv = saver(dir, "m", 3, 5, a.o);
             for (int s = 0;; s++) {
                 run_step(&a, s);
@@ -297,7 +333,7 @@ Test(delta_keyed, kill9_during_dynamic_delta_saves_leaves_the_chain_restorable)
         cr_assert(WIFSIGNALED(status));
         cr_assert_eq(emb_checkpoint_latest(dir, latest, sizeof latest), 0);
         Run b;
-        run_make(&b);
+        make(&b);
         const EmbRestoreOptions ro = {.optimizer = b.o};
         cr_assert_eq(emb_checkpoint_restore_ex(b.s, latest, &ro, NULL), 0, "round %d: %s",
                      round, emb_last_error());
@@ -305,4 +341,83 @@ Test(delta_keyed, kill9_during_dynamic_delta_saves_leaves_the_chain_restorable)
         run_free(&b);
     }
     rmdir_all(dir);
+}
+
+Test(delta_kinds, kill9_during_dynamic_delta_saves_leaves_the_chain_restorable)
+{
+    kill9_rounds(run_make);
+}
+
+Test(delta_kinds, kill9_during_tiered_delta_saves_leaves_the_chain_restorable)
+{
+    kill9_rounds(tier_make);
+}
+
+/* Distinct ids of table @i over steps [k0, k1) of tiered runs (run_step's). */
+static int64_t tier_distinct(int i, int k0, int k1)
+{
+    bool seen[TIER_ROWS] = {false};
+    int64_t n = 0;
+    for (int k = k0; k < k1; k++) {
+        uint64_t seed = 1000u * (uint64_t)k + (uint64_t)i + 1;
+        for (int j = 0; j < 24; j++) {
+            const int64_t id = (int64_t)(tu_rand(&seed) % 60u) * (i + 1);
+            n += !seen[id];
+            seen[id] = true;
+        }
+        for (int j = 0; j < 24 * DIM[i]; j++)
+            (void)tu_randf(&seed);
+    }
+    return n;
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "%s", path);
+    return st.st_size;
+}
+
+Test(delta_kinds, tiered_full_and_deltas_of_the_touched_rows_restore_as_a_full_save)
+{
+    char dir[64], ref[64], paths[4][512], full[512];
+    tmpdir(dir);
+    tmpdir(ref);
+    Run a;
+    tier_make(&a);
+    run_step(&a, 0);
+    EmbSaver *sv = saver(dir, "m", 0, 10, a.o);
+    cr_assert_eq(emb_saver_save(sv, a.s, 0, paths[0], sizeof paths[0]), 0, "%s",
+                 emb_last_error());
+    for (int d = 1; d <= 3; d++) {
+        for (int k = 3 * d; k < 3 * d + 3; k++)
+            run_step(&a, k);
+        cr_assert_eq(emb_saver_save(sv, a.s, d, paths[d], sizeof paths[d]), 0, "%s",
+                     emb_last_error());
+        for (int i = 0; i < NTAB; i++) /* exactly the rows touched since the last save */
+            cr_assert_eq(tensor_rows(paths[d], NAME[i], "delta.ids"),
+                         tier_distinct(i, 3 * d, 3 * d + 3), "save %d, %s", d, NAME[i]);
+        cr_assert_lt(file_size(paths[d]) * 4, file_size(paths[0]));
+    }
+    EmbSaver *fs = saver(ref, "m", 0, 0, a.o);
+    cr_assert_eq(emb_saver_save(fs, a.s, 3, full, sizeof full), 0, "%s", emb_last_error());
+    Run b;
+    tier_make(&b);
+    const EmbRestoreOptions rb = {.optimizer = b.o};
+    int64_t step = -1;
+    cr_assert_eq(emb_checkpoint_restore_ex(b.s, paths[3], &rb, &step), 0, "%s",
+                 emb_last_error());
+    cr_assert_eq(step, 3);
+    cr_assert(saves_as(&b, 3, full), "full + 3 deltas differs from the full save");
+    for (int k = 20; k < 23; k++) /* and trains on as the original */
+        run_step(&a, k), run_step(&b, k);
+    char again[512];
+    cr_assert_eq(emb_saver_save(fs, a.s, 4, again, sizeof again), 0, "%s", emb_last_error());
+    cr_assert(saves_as(&b, 4, again), "training on from the chain differs");
+    emb_saver_destroy(&sv);
+    emb_saver_destroy(&fs);
+    run_free(&a);
+    run_free(&b);
+    rmdir_all(dir);
+    rmdir_all(ref);
 }
