@@ -21,6 +21,7 @@
 
 #include "embtables/embtables.h"
 #include "test_files.h"
+#include "test_kill9.h"
 #include "test_util.h"
 
 #define NTAB 2
@@ -173,6 +174,22 @@ static bool saves_as(const Run *r, int64_t step, const char *want)
     return same;
 }
 
+/* @a saved whole at @step into @ref (the file: @full, the saver returned); @b made by
+   @make and restored from the chain ending at @end: at @step, the full save's bytes. */
+static EmbSaver *chain_as_full(const Run *a, const char *ref, int64_t step, char *full,
+                               void (*make)(Run *), Run *b, const char *end)
+{
+    EmbSaver *fs = saver(ref, "m", 0, 0, a->o);
+    cr_assert_eq(emb_saver_save(fs, a->s, step, full, 512), 0, "%s", emb_last_error());
+    make(b);
+    const EmbRestoreOptions rb = {.optimizer = b->o};
+    int64_t at = -1;
+    cr_assert_eq(emb_checkpoint_restore_ex(b->s, end, &rb, &at), 0, "%s", emb_last_error());
+    cr_assert_eq(at, step);
+    cr_assert(saves_as(b, step, full), "full + deltas differs from the full save");
+    return fs;
+}
+
 Test(delta_kinds, dynamic_full_and_deltas_with_evictions_restore_as_a_full_save)
 {
     char dir[64], ref[64], paths[5][512], full[512];
@@ -205,16 +222,10 @@ Test(delta_kinds, dynamic_full_and_deltas_with_evictions_restore_as_a_full_save)
         }
     }
     cr_assert_gt(gone, 0, "evictions between saves make tombstones");
-    EmbSaver *fs = saver(ref, "m", 0, 0, a.o);
-    cr_assert_eq(emb_saver_save(fs, a.s, 4, full, sizeof full), 0, "%s", emb_last_error());
     Run b;
-    run_make(&b);
+    EmbSaver *fs = chain_as_full(&a, ref, 4, full, run_make, &b, paths[4]);
     const EmbRestoreOptions rb = {.optimizer = b.o};
     int64_t step = -1;
-    cr_assert_eq(emb_checkpoint_restore_ex(b.s, paths[4], &rb, &step), 0, "%s",
-                 emb_last_error());
-    cr_assert_eq(step, 4);
-    cr_assert(saves_as(&b, 4, full), "full + 4 deltas differs from the full save");
     /* a middle link restores its own step, and the chain's end again */
     cr_assert_eq(emb_checkpoint_restore_ex(b.s, paths[2], &rb, &step), 0, "%s",
                  emb_last_error());
@@ -299,58 +310,52 @@ static int kept_restore(const char *dir, Run *r)
     return n;
 }
 
-static void kill9_rounds(void (*make)(Run *))
+static void (*kill9_make)(Run *); /* the kind of the kill -9 rounds */
+
+static void kill9_train(const char *dir, int round, int ready)
 {
-    char dir[64], latest[600];
-    tmpdir(dir);
-    uint64_t seed = 5;
-    for (int round = 0; round < 8; round++) {
-        int ready[2];
-        cr_assert_eq(pipe(ready), 0);
-        const pid_t pid = fork();
-        cr_assert_geq(pid, 0);
-        if (pid == 0) {
-            close(ready[0]);
-            Run a;
-            make(&a);
-            EmbSaver *sv = saver(dir, "m", 3, 5, a.o);
-            for (int s = 0;; s++) {
-                run_step(&a, s);
-                if (emb_saver_save(sv, a.s, 1000 * round + s, NULL, 0))
-                    _exit(2);
-                if (s == 1 && write(ready[1], "r", 1) != 1)
-                    _exit(3);
-            }
-        }
-        close(ready[1]);
-        char byte;
-        cr_assert_eq(read(ready[0], &byte, 1), 1);
-        close(ready[0]);
-        usleep((useconds_t)(tu_rand(&seed) % 3000));
-        kill(pid, SIGKILL);
-        int status;
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert(WIFSIGNALED(status));
-        cr_assert_eq(emb_checkpoint_latest(dir, latest, sizeof latest), 0);
-        Run b;
-        make(&b);
-        const EmbRestoreOptions ro = {.optimizer = b.o};
-        cr_assert_eq(emb_checkpoint_restore_ex(b.s, latest, &ro, NULL), 0, "round %d: %s",
-                     round, emb_last_error());
-        cr_assert_geq(kept_restore(dir, &b), 1);
-        run_free(&b);
+    Run a;
+    kill9_make(&a);
+    EmbSaver *sv = saver(dir, "m", 3, 5, a.o);
+    for (int s = 0;; s++) {
+        run_step(&a, s);
+        if (emb_saver_save(sv, a.s, 1000 * round + s, NULL, 0))
+            _exit(2);
+        if (s == 1 && write(ready, "r", 1) != 1)
+            _exit(3);
     }
+}
+
+static void kill9_check(const char *dir, int round)
+{
+    char latest[600];
+    cr_assert_eq(emb_checkpoint_latest(dir, latest, sizeof latest), 0);
+    Run b;
+    kill9_make(&b);
+    const EmbRestoreOptions ro = {.optimizer = b.o};
+    cr_assert_eq(emb_checkpoint_restore_ex(b.s, latest, &ro, NULL), 0, "round %d: %s", round,
+                 emb_last_error());
+    cr_assert_geq(kept_restore(dir, &b), 1);
+    run_free(&b);
+}
+
+static void kill9_of(void (*make)(Run *))
+{
+    char dir[64];
+    tmpdir(dir);
+    kill9_make = make;
+    kill9_rounds(dir, 8, kill9_train, kill9_check);
     rmdir_all(dir);
 }
 
 Test(delta_kinds, kill9_during_dynamic_delta_saves_leaves_the_chain_restorable)
 {
-    kill9_rounds(run_make);
+    kill9_of(run_make);
 }
 
 Test(delta_kinds, kill9_during_tiered_delta_saves_leaves_the_chain_restorable)
 {
-    kill9_rounds(tier_make);
+    kill9_of(tier_make);
 }
 
 /* Distinct ids of table @i over steps [k0, k1) of tiered runs (run_step's). */
@@ -399,16 +404,8 @@ Test(delta_kinds, tiered_full_and_deltas_of_the_touched_rows_restore_as_a_full_s
                          tier_distinct(i, 3 * d, 3 * d + 3), "save %d, %s", d, NAME[i]);
         cr_assert_lt(file_size(paths[d]) * 4, file_size(paths[0]));
     }
-    EmbSaver *fs = saver(ref, "m", 0, 0, a.o);
-    cr_assert_eq(emb_saver_save(fs, a.s, 3, full, sizeof full), 0, "%s", emb_last_error());
     Run b;
-    tier_make(&b);
-    const EmbRestoreOptions rb = {.optimizer = b.o};
-    int64_t step = -1;
-    cr_assert_eq(emb_checkpoint_restore_ex(b.s, paths[3], &rb, &step), 0, "%s",
-                 emb_last_error());
-    cr_assert_eq(step, 3);
-    cr_assert(saves_as(&b, 3, full), "full + 3 deltas differs from the full save");
+    EmbSaver *fs = chain_as_full(&a, ref, 3, full, tier_make, &b, paths[3]);
     for (int k = 20; k < 23; k++) /* and trains on as the original */
         run_step(&a, k), run_step(&b, k);
     char again[512];
