@@ -7,6 +7,9 @@
  * to a full checkpoint, checks every link (the base's header_xxh3 must be the one the
  * delta names) and every delta whole (checksums, ids, shapes) before it writes anything,
  * restores the full checkpoint and then writes the deltas' rows in order, oldest first.
+ * A kind that lists its rows by column (tiered) lists the touched ids itself (list_ids:
+ * the untouched rows are never read) and is written back span by span through acquire;
+ * keyed kinds (dynamic) have their own deltas: delta_keyed.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
