@@ -206,16 +206,21 @@ const EmbTable *emb__tiered_state_view(const EmbTable *t)
 typedef struct Streamed {
     Tier *x;
     char *buf;
-    int64_t lo, n, chunk; /* buf holds rows [lo, lo + n) */
+    int64_t lo, n, chunk; /* buf holds listed rows [lo, lo + n) */
+    /* a delta's listing: row k is id ids[k] (the touched ids, increasing), read in runs of
+       consecutive ids, the untouched rows never; NULL: row k is id k */
+    int64_t *ids;
 } Streamed;
 
 static const void *saved_row(const EmbRowList *l, int64_t k)
 {
     Streamed *m = l->priv;
     if (k < m->lo || k >= m->lo + m->n) {
-        const int64_t n = EMB_MIN(m->chunk, m->x->nrows - k);
+        int64_t n = m->ids ? 1 : EMB_MIN(m->chunk, m->x->nrows - k);
+        while (m->ids && n < m->chunk && k + n < l->n && m->ids[k + n] == m->ids[k] + n)
+            n++;
         m->n = 0;
-        if (emb__tier_file_rw(m->x, -1, k, n, m->buf, false))
+        if (emb__tier_file_rw(m->x, -1, m->ids ? m->ids[k] : k, n, m->buf, false))
             return NULL; /* the store fails the save with this message */
         m->lo = k, m->n = n;
     }
@@ -232,13 +237,16 @@ static const float *saved_state(const EmbRowList *l, int64_t k)
 static void saved_close(EmbRowList *l)
 {
     Streamed *m = l->priv;
-    if (m)
+    if (m) {
         free(m->buf);
+        free(m->ids);
+    }
     free(m);
     l->priv = NULL;
 }
 
-int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
+int emb__tiered_list_ids(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                         EmbRowList *out)
 {
     Tier *x = t->impl;
     int r = emb__tier_flush(x);
@@ -252,75 +260,23 @@ int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
         free(m);
         return emb__fail(EMB_ENOMEM, "out of memory to save %s", x->label);
     }
-    *m = (Streamed){.x = x, .buf = buf, .chunk = chunk};
-    *out = (EmbRowList){.n = x->nrows, .row = saved_row, .close = saved_close, .priv = m,
-                        .state = state && x->state_width ? saved_state : NULL};
-    return 0;
-}
-
-/* A delta's rows (@ids: the touched ones, increasing): read from the flushed file in runs
-   of consecutive ids through emb__tier_file_rw, the untouched rows never. */
-typedef struct Picked {
-    Streamed m;
-    int64_t *ids;
-} Picked;
-
-static const void *picked_row(const EmbRowList *l, int64_t k)
-{
-    Picked *p = l->priv;
-    Streamed *m = &p->m;
-    if (k < m->lo || k >= m->lo + m->n) {
-        int64_t n = 1;
-        while (n < m->chunk && k + n < l->n && p->ids[k + n] == p->ids[k] + n)
-            n++;
-        m->n = 0;
-        if (emb__tier_file_rw(m->x, -1, p->ids[k], n, m->buf, false))
-            return NULL; /* the store fails the save with this message */
-        m->lo = k, m->n = n;
-    }
-    return m->buf + (size_t)(k - m->lo) * m->x->recbytes;
-}
-
-static const float *picked_state(const EmbRowList *l, int64_t k)
-{
-    const Picked *p = l->priv;
-    const char *row = picked_row(l, k);
-    return row ? (const float *)(row + p->m.x->state_off) : NULL;
-}
-
-static void picked_close(EmbRowList *l)
-{
-    Picked *p = l->priv;
-    if (p) {
-        free(p->m.buf);
-        free(p->ids);
-    }
-    free(p);
-    l->priv = NULL;
-}
-
-int emb__tiered_list_ids(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
-                         EmbRowList *out)
-{
-    Tier *x = t->impl;
-    int r = emb__tier_flush(x);
-    r = r ? r : emb__tier_check_size(x);
-    if (r)
-        return r;
-    Picked *p = calloc(1, sizeof *p);
-    const int64_t chunk = EMB_MAX(1, (1 << 20) / (int64_t)x->recbytes);
-    char *buf = p ? malloc((size_t)chunk * x->recbytes) : NULL;
-    int64_t *own = buf ? malloc((size_t)EMB_MAX(n, 1) * sizeof *own) : NULL;
-    if (!own) {
+    int64_t *own = ids ? malloc((size_t)EMB_MAX(n, 1) * sizeof *own) : NULL;
+    if (ids && !own) {
         free(buf);
-        free(p);
+        free(m);
         return emb__fail(EMB_ENOMEM, "out of memory to save %s", x->label);
     }
-    memcpy(own, ids, (size_t)n * sizeof *own);
-    *p = (Picked){{.x = x, .buf = buf, .chunk = chunk}, own};
-    *out = (EmbRowList){.n = n, .row = picked_row, .close = picked_close, .priv = p,
-                        .state = state && x->state_width ? picked_state : NULL};
+    if (ids)
+        memcpy(own, ids, (size_t)n * sizeof *own);
+    *m = (Streamed){.x = x, .buf = buf, .chunk = chunk, .ids = own};
+    *out = (EmbRowList){.n = ids ? n : x->nrows, .row = saved_row, .close = saved_close,
+                        .priv = m, .state = state && x->state_width ? saved_state : NULL};
     return 0;
+}
+
+int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
+{
+    return emb__tiered_list_ids(t, NULL, 0, state, out);
 }
 
 void emb__tiered_restore_extras(const EmbTable *t, EmbExtraTensor *extra, int *n)
