@@ -5,10 +5,12 @@
  * every --steps steps, a full save (a saver without deltas) and a delta save (a saver
  * with full_every) of the same state, in alternating order (so that the machine's load
  * falls on both alike), into --dir. Prints per round the touched fraction, both files'
- * bytes and save times, and the medians' ratios.
+ * bytes and save times, and the medians' ratios. With --dynamic the table is a dynamic one
+ * (the ids are its keys; rows not updated in the last --ttl steps are evicted before each
+ * save, so that deltas carry tombstones) and the touched fraction is of its rows.
  *
  *   emb-bench ckpt [--rows R] [--dim D] [--batch B] [--bag S] [--steps N] [--saves K]
- *                  [--dir DIR] [--quick]
+ *                  [--dir DIR] [--dynamic] [--ttl T] [--quick]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,30 +24,35 @@
 #include "emb_bench.h"
 
 typedef struct Opts {
-    int dim, steps, saves;
-    int64_t rows, batch, bag;
+    int dim, steps, saves, dynamic;
+    int64_t rows, batch, bag, ttl;
     const char *dir;
 } Opts;
 
 static const char ckpt_usage[] =
     "usage: emb-bench ckpt [--rows R] [--dim D] [--batch B] [--bag S] [--steps N] [--saves K]\n"
-    "                      [--dir DIR] [--quick]\n"
+    "                      [--dir DIR] [--dynamic] [--ttl T] [--quick]\n"
     "A delta checkpoint (the rows touched since the previous save) against a full one, of\n"
     "one table trained with Adam on Zipf(1.05) ids, saved every N steps, K times, in\n"
     "alternating order, into DIR (two subdirectories). Defaults: 1000000 rows x D 64, 2048\n"
-    "bags of 20, 100 steps, 5 saves, /tmp.\n";
+    "bags of 20, 100 steps, 5 saves, /tmp. --dynamic: a dynamic table keyed by the ids,\n"
+    "rows not updated in the last T steps (default 300) evicted before each save.\n";
 
 /* 0: run; 1: bad options (said on stderr); -1: --help (the usage on stdout). */
 static int parse(int argc, char **argv, Opts *o)
 {
     *o = (Opts){.dim = 64, .steps = 100, .saves = 5, .rows = 1000000, .batch = 2048,
-                .bag = 20, .dir = "/tmp"};
+                .bag = 20, .dir = "/tmp", .ttl = 300};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h"))
             return fputs(ckpt_usage, stdout), -1;
         if (!strcmp(a, "--quick")) {
             o->rows = 5000, o->dim = 16, o->batch = 64, o->bag = 4, o->steps = 3, o->saves = 2;
+            continue;
+        }
+        if (!strcmp(a, "--dynamic")) {
+            o->dynamic = 1;
             continue;
         }
         if (!v)
@@ -59,10 +66,12 @@ static int parse(int argc, char **argv, Opts *o)
         else if (!strcmp(a, "--steps")) o->steps = atoi(v);
         else if (!strcmp(a, "--saves")) o->saves = atoi(v);
         else if (!strcmp(a, "--dir")) o->dir = v;
+        else if (!strcmp(a, "--ttl")) o->ttl = atoll(v);
         else return fprintf(stderr, "emb-bench ckpt: unknown option %s (--help: the options)\n",
                             a), 1;
     }
-    if (o->dim < 1 || o->steps < 1 || o->saves < 1 || o->rows < 1 || o->batch < 1 || o->bag < 1)
+    if (o->dim < 1 || o->steps < 1 || o->saves < 1 || o->rows < 1 || o->batch < 1 ||
+        o->bag < 1 || o->ttl < 1)
         return fprintf(stderr, "emb-bench ckpt: every size must be >= 1\n"), 1;
     return 0;
 }
@@ -90,8 +99,11 @@ static int setup(Bench *x)
         return EMB_ENOMEM;
     for (int64_t k = 0; k < nnz * o->dim; k++)
         x->rows[k] = 0.001f * (float)(k % 7) - 0.003f;
-    const EmbVariableSpec v = {.name = "emb", .ncolumns = o->rows, .featuresize = o->dim,
-                               .dtype = EMB_F32, .init = {EMB_INIT_UNIFORM, -0.1f, 0.1f, 7}};
+    const EmbDynamicOptions dyn = {.capacity = o->rows};
+    const EmbVariableSpec v = {.name = "emb", .ncolumns = o->dynamic ? 0 : o->rows,
+                               .featuresize = o->dim, .dtype = EMB_F32,
+                               .init = {EMB_INIT_UNIFORM, -0.1f, 0.1f, 7},
+                               .dynamic = o->dynamic ? &dyn : NULL};
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAM, 0.01f);
     snprintf(x->fdir, sizeof x->fdir, "%s/emb-bench-ckpt-full", o->dir);
     snprintf(x->ddir, sizeof x->ddir, "%s/emb-bench-ckpt-delta", o->dir);
@@ -133,7 +145,15 @@ static double save(EmbSaver *sv, const EmbStore *s, int64_t gstep, double *bytes
     return t;
 }
 
-/* Rows in the delta file of @path ("emb/delta.ids"); -1: none. */
+/* Before a save of a dynamic table: the rows not updated in the last --ttl steps go. */
+static int evict(Bench *x)
+{
+    const EmbDynamicEvict ev = {.ttl = x->o.ttl};
+    return x->o.dynamic ? emb_table_dynamic_evict(x->t, &ev, NULL) : 0;
+}
+
+/* Rows in the delta file of @path ("emb/delta.ids", a dynamic table's "emb/dynamic.ids");
+   -1: none. */
 static int64_t delta_rows(const char *dir, int64_t gstep)
 {
     char path[4400];
@@ -144,7 +164,8 @@ static int64_t delta_rows(const char *dir, int64_t gstep)
     int64_t n = -1;
     for (int64_t i = 0; i < emb_checkpoint_count(ck); i++) {
         EmbCheckpointEntry e;
-        if (!emb_checkpoint_entry(ck, i, &e) && !strcmp(e.name, "emb/delta.ids"))
+        if (!emb_checkpoint_entry(ck, i, &e) &&
+            (!strcmp(e.name, "emb/delta.ids") || !strcmp(e.name, "emb/dynamic.ids")))
             n = e.ncolumns;
     }
     emb_checkpoint_close(&ck);
@@ -169,8 +190,9 @@ int bench_ckpt_main(int argc, char **argv)
     int r = !tf || !td || !bf || !bd ? EMB_ENOMEM : setup(&x);
     double db; /* the delta saver's first save is full: the chain's start */
     r = r || save(x.delta, x.s, 0, &db) < 0;
-    printf("emb-bench ckpt: %lld rows x %d f32, Adam, %lld bags of %lld Zipf(1.05) ids a step, "
-           "%d steps between saves\n", (long long)o->rows, o->dim, (long long)o->batch,
+    printf("emb-bench ckpt: %lld %srows x %d f32, Adam, %lld bags of %lld Zipf(1.05) ids a "
+           "step, %d steps between saves\n", (long long)o->rows,
+           o->dynamic ? "keys (dynamic, ttl-evicted) " : "", o->dim, (long long)o->batch,
            (long long)o->bag, o->steps);
     printf("%5s %9s %12s %12s %9s %9s %7s %7s\n", "save", "touched", "full_bytes", "delta_bytes",
            "full_s", "delta_s", "bytes%", "time%");
@@ -178,6 +200,7 @@ int bench_ckpt_main(int argc, char **argv)
         for (int s = 0; s < o->steps && !r; s++)
             r = step(&x, k * o->steps + s);
         const int64_t gstep = (int64_t)(k + 1) * o->steps;
+        r = r || evict(&x);
         if (k % 2) { /* alternating order */
             td[k] = save(x.delta, x.s, gstep, &bd[k]);
             tf[k] = save(x.full, x.s, gstep, &bf[k]);
@@ -187,9 +210,12 @@ int bench_ckpt_main(int argc, char **argv)
         }
         r = r || tf[k] < 0 || td[k] < 0;
         const int64_t n = delta_rows(x.ddir, gstep);
+        EmbDynamicStats ds = {.rows = o->rows};
+        if (o->dynamic)
+            emb_table_dynamic_stats(x.t, &ds);
         if (!r)
             printf("%5d %8.3f%% %12.0f %12.0f %9.4f %9.4f %6.2f%% %6.2f%%\n", k + 1,
-                   100.0 * (double)n / (double)o->rows, bf[k], bd[k], tf[k], td[k],
+                   100.0 * (double)n / (double)(ds.rows > 0 ? ds.rows : 1), bf[k], bd[k], tf[k], td[k],
                    100.0 * bd[k] / bf[k], 100.0 * td[k] / tf[k]);
     }
     if (!r) {

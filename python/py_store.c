@@ -90,16 +90,18 @@ static void saver_dealloc(SaverObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Saver(directory, prefix, tables, optimizer=None, max_to_keep=5, keep_every_n_hours=0) */
+/* Saver(directory, prefix, tables, optimizer=None, max_to_keep=5, keep_every_n_hours=0,
+         full_every=0) */
 static PyObject *saver_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"directory", "prefix", "tables", "optimizer", "max_to_keep",
-                             "keep_every_n_hours", NULL};
+                             "keep_every_n_hours", "full_every", NULL};
     const char *dir, *prefix;
     PyObject *tables, *opt = Py_None;
     EmbSaverOptions o = {.max_to_keep = EMB_SAVER_DEFAULT_MAX_TO_KEEP};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|Oid", kwlist, &dir, &prefix, &tables,
-                                     &opt, &o.max_to_keep, &o.keep_every_n_hours))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|Oidi", kwlist, &dir, &prefix, &tables,
+                                     &opt, &o.max_to_keep, &o.keep_every_n_hours,
+                                     &o.full_every))
         return NULL;
     SaverObject *self = (SaverObject *)type->tp_alloc(type, 0);
     if (!self)
@@ -148,7 +150,7 @@ static PyTypeObject Saver_Type = {
     .tp_dealloc = (destructor)saver_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Saver(directory, prefix, [(name, table)], optimizer=None, max_to_keep=5, "
-              "keep_every_n_hours=0)",
+              "keep_every_n_hours=0, full_every=0)",
     .tp_methods = saver_methods,
     .tp_new = saver_new,
 };
@@ -196,7 +198,41 @@ static PyObject *mod_latest(PyObject *mod, PyObject *args)
     return rc ? py_emb_raise(rc) : PyUnicode_DecodeFSDefault(path);
 }
 
+/* changed_since(table, since, ids, rows) -> (n, now): emb_table_changed_since into the
+   int64 array ids and the f32 rows (both None: only counts) */
+static PyObject *mod_changed_since(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *to, *io, *ro;
+    long long since;
+    if (!PyArg_ParseTuple(args, "OLOO", &to, &since, &io, &ro))
+        return NULL;
+    TableObject *t = py_as_table(to);
+    if (!t)
+        return NULL;
+    Py_buffer ib = {0}, rb = {0};
+    int64_t stride = 0, cap = 0, n = 0, now = 0;
+    if (io != Py_None) {
+        if (py_buf_get(io, &ib, K_I64, NULL, 1, "ids") < 0)
+            return NULL;
+        if (py_buf_get_rows(ro, &rb, K_F32, NULL, &stride, "rows") < 0) {
+            PyBuffer_Release(&ib);
+            return NULL;
+        }
+        cap = ib.shape[0] < rb.shape[0] ? ib.shape[0] : rb.shape[0];
+    }
+    const int rc = emb_table_changed_since(t->t, since, cap ? ib.buf : NULL,
+                                           cap ? rb.buf : NULL, stride, cap, &n, &now);
+    if (io != Py_None) {
+        PyBuffer_Release(&ib);
+        PyBuffer_Release(&rb);
+    }
+    return rc ? py_emb_raise(rc) : Py_BuildValue("(LL)", (long long)n, (long long)now);
+}
+
 static PyMethodDef store_methods[] = {
+    {"changed_since", mod_changed_since, METH_VARARGS,
+     "changed_since(table, since, ids, rows) -> (n, now)"},
     {"restore", mod_restore, METH_VARARGS, "restore(path, [(name, table)], optimizer=None)"},
     {"latest_checkpoint", mod_latest, METH_VARARGS, "latest_checkpoint(directory)"},
     {NULL, NULL, 0, NULL},

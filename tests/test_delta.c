@@ -17,6 +17,7 @@
 
 #include "embtables/embtables.h"
 #include "test_files.h"
+#include "test_kill9.h"
 #include "test_util.h"
 
 #define NTAB 2
@@ -450,47 +451,38 @@ Test(delta, max_to_keep_never_deletes_what_a_kept_chain_needs)
     rmdir_all(dir);
 }
 
+static void kill9_train(const char *dir, int round, int ready)
+{
+    Run a;
+    run_make(&a, 7);
+    EmbSaver *sv = saver(dir, 3, 5, a.o);
+    for (int s = 0;; s++) {
+        run_step(&a, s);
+        if (emb_saver_save(sv, a.s, 1000 * round + s, NULL, 0))
+            _exit(2);
+        if (s == 1 && write(ready, "r", 1) != 1)
+            _exit(3);
+    }
+}
+
+static void kill9_check(const char *dir, int round)
+{
+    char latest[600];
+    cr_assert_eq(emb_checkpoint_latest(dir, latest, sizeof latest), 0);
+    Run b;
+    run_make(&b, 9);
+    const EmbRestoreOptions ro = {.optimizer = b.o};
+    cr_assert_eq(emb_checkpoint_restore_ex(b.s, latest, &ro, NULL), 0, "round %d: %s", round,
+                 emb_last_error());
+    cr_assert_geq(kept_restore(dir, &b), 1);
+    run_free(&b);
+}
+
 Test(delta, kill9_during_delta_saves_leaves_the_chain_restorable)
 {
-    char dir[64], latest[600];
+    char dir[64];
     tmpdir(dir);
-    uint64_t seed = 5;
-    for (int round = 0; round < 12; round++) {
-        int ready[2];
-        cr_assert_eq(pipe(ready), 0);
-        const pid_t pid = fork();
-        cr_assert_geq(pid, 0);
-        if (pid == 0) {
-            close(ready[0]);
-            Run a;
-            run_make(&a, 7);
-            EmbSaver *sv = saver(dir, 3, 5, a.o);
-            for (int s = 0;; s++) {
-                run_step(&a, s);
-                if (emb_saver_save(sv, a.s, 1000 * round + s, NULL, 0))
-                    _exit(2);
-                if (s == 1 && write(ready[1], "r", 1) != 1)
-                    _exit(3);
-            }
-        }
-        close(ready[1]);
-        char byte;
-        cr_assert_eq(read(ready[0], &byte, 1), 1);
-        close(ready[0]);
-        usleep((useconds_t)(tu_rand(&seed) % 3000));
-        kill(pid, SIGKILL);
-        int status;
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert(WIFSIGNALED(status));
-        cr_assert_eq(emb_checkpoint_latest(dir, latest, sizeof latest), 0);
-        Run b;
-        run_make(&b, 9);
-        const EmbRestoreOptions ro = {.optimizer = b.o};
-        cr_assert_eq(emb_checkpoint_restore_ex(b.s, latest, &ro, NULL), 0, "round %d: %s",
-                     round, emb_last_error());
-        cr_assert_geq(kept_restore(dir, &b), 1);
-        run_free(&b);
-    }
+    kill9_rounds(dir, 12, kill9_train, kill9_check);
     rmdir_all(dir);
 }
 

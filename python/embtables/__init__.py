@@ -224,6 +224,16 @@ class Table:
         self._t.read(out)
         return out
 
+    def changed_since(self, since=0):
+        """The rows written after write count `since` (0: every row, the first call),
+        for publishing increments to a server: (ids int64, rows float32 n x dim, now),
+        `now` the write count to pass next time (emb_table_changed_since)."""
+        n, _ = _C.changed_since(self._t, int(since), None, None)
+        ids = _np.empty(n, dtype=_np.int64)
+        rows = _np.empty((n, self.dim), dtype=_np.float32)
+        n, now = _C.changed_since(self._t, int(since), ids, rows)
+        return ids[:n], rows[:n], now
+
     num_embeddings = property(lambda self: self._t.info()[0], doc="The number of rows.")
     dim = property(lambda self: self._t.info()[1], doc="The row width (embedding_dim).")
     dtype = property(lambda self: self._t.info()[2], doc="'f32', 'f16', 'bf16', 'int8' or 'int4'.")
@@ -486,16 +496,19 @@ class Saver:
     """tf.train.Saver over tables (a dict name -> Table / array / tensor): save(step)
     writes `<directory>/<prefix>-<step>.safetensors` atomically with the optimizer's state
     of those tables, updates the index `<directory>/checkpoint` and keeps the max_to_keep
-    most recent (0 or < 0: all; plus one per keep_every_n_hours). numpy, torch and
-    safetensors read the files; `read_checkpoint` needs numpy alone."""
+    most recent (0 or < 0: all; plus one per keep_every_n_hours). With full_every N > 0 a
+    save is a delta (the rows written since the previous save, with their state and ids)
+    and every (N + 1)-th a full save; `restore` of a delta reads its chain, and the saver
+    never deletes a file a kept chain needs. numpy, torch and safetensors read the files;
+    `read_checkpoint` needs numpy alone."""
 
     def __init__(self, directory, tables, optimizer=None, prefix="ckpt", max_to_keep=5,
-                 keep_every_n_hours=0.0):
+                 keep_every_n_hours=0.0, full_every=0):
         self.tables = _named(tables)
         self.optimizer = optimizer
         self._s = _C.Saver(str(directory), prefix, [(n, t._t) for n, t in self.tables],
                            optimizer._o if optimizer is not None else None, int(max_to_keep),
-                           float(keep_every_n_hours))
+                           float(keep_every_n_hours), int(full_every))
 
     def save(self, global_step):
         """Writes a checkpoint; returns its path."""

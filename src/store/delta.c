@@ -7,12 +7,16 @@
  * to a full checkpoint, checks every link (the base's header_xxh3 must be the one the
  * delta names) and every delta whole (checksums, ids, shapes) before it writes anything,
  * restores the full checkpoint and then writes the deltas' rows in order, oldest first.
+ * A kind that lists its rows by column (tiered) lists the touched ids itself (list_ids:
+ * the untouched rows are never read) and is written back span by span through acquire;
+ * keyed kinds (dynamic) have their own deltas: delta_keyed.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "store/delta_keyed.h"
 #include "store/model.h"
 #include "store/store_impl.h"
 #include "tables/table_impl.h"
@@ -27,17 +31,20 @@ typedef struct DeltaRows {
     const EmbTable *t;
     const EmbTable *state; /* the optimizer's state table of t, or NULL */
     int64_t *ids;          /* increasing */
+    EmbRowList kind;       /* a listing kind (tiered): its listing of the ids (kind.priv) */
 } DeltaRows;
 
 static const void *delta_row(const EmbRowList *l, int64_t k)
 {
-    const DeltaRows *d = l->priv;
-    return emb__column(d->t, d->ids[k], EMB_CTX_NONE);
+    DeltaRows *d = l->priv;
+    return d->kind.priv ? d->kind.row(&d->kind, k) : emb__column(d->t, d->ids[k], EMB_CTX_NONE);
 }
 
 static const float *delta_state(const EmbRowList *l, int64_t k)
 {
-    const DeltaRows *d = l->priv;
+    DeltaRows *d = l->priv;
+    if (d->kind.priv)
+        return d->kind.state ? d->kind.state(&d->kind, k) : NULL;
     return d->state ? emb__column(d->state, d->ids[k], EMB_CTX_NONE) : NULL;
 }
 
@@ -51,12 +58,16 @@ static const void *delta_id(const EmbRowList *l, int e, int64_t j, int64_t *tmp)
 static void delta_close(EmbRowList *l)
 {
     DeltaRows *d = l->priv;
+    if (d->kind.priv)
+        d->kind.close(&d->kind);
     free(d->ids);
     free(d);
 }
 
 int emb__delta_list(const EmbTable *t, const EmbOptState *st, EmbRowList *out)
 {
+    if (emb__table_rows_appear(t)) /* keyed: delta_keyed.c */
+        return emb__delta_keyed_list(t, st, out);
     const int64_t n = emb__touched_list(t, NULL, 0);
     DeltaRows *d = calloc(1, sizeof *d);
     int64_t *ids = d ? malloc((size_t)EMB_MAX(n, 1) * sizeof *ids) : NULL;
@@ -66,7 +77,13 @@ int emb__delta_list(const EmbTable *t, const EmbOptState *st, EmbRowList *out)
                          (long long)n, emb__table_label(t));
     }
     emb__touched_list(t, ids, n);
-    *d = (DeltaRows){t, st ? st->slot : NULL, ids};
+    *d = (DeltaRows){t, st ? st->slot : NULL, ids, {0}};
+    const int r = emb__table_listed(t) ? emb__table_list_ids(t, ids, n, st != NULL, &d->kind) : 0;
+    if (r) {
+        free(ids);
+        free(d);
+        return r;
+    }
     *out = (EmbRowList){.n = n, .nextra = 1, .row = delta_row, .state = delta_state,
                         .extra_column = delta_id, .close = delta_close, .priv = d};
     out->extra[0] = (EmbExtraTensor){"delta.ids", EMB_ELEM_I64, n, 1, false};
@@ -75,7 +92,9 @@ int emb__delta_list(const EmbTable *t, const EmbOptState *st, EmbRowList *out)
 
 bool emb__delta_possible(const EmbTable *t)
 {
-    return !emb__table_listed(t) && !emb__table_rows_appear(t) && !emb__touched_is_all(t);
+    if (emb__table_rows_appear(t))
+        return emb__delta_keyed_possible(t);
+    return !emb__touched_is_all(t); /* a listing kind lists the ids (list_ids) */
 }
 
 /* ---- reading: a chain ------------------------------------------------------------------- */
@@ -167,6 +186,23 @@ static void *array_dst(void *ctx, int64_t j)
     return (int64_t *)ctx + j;
 }
 
+/* The ids of dense table @i of delta @l, into l->ids[i], checked. */
+static int dense_ids(Link *l, int64_t i, const EmbTable *t, unsigned char *buf)
+{
+    const EmbCkptTable *tb = &l->c.tables[i];
+    const int64_t n = l->c.tensors[tb->values].ncolumns;
+    int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
+    l->ids[i] = ids;
+    int r = ids ? emb__ckpt_load_fn(&l->c, tb->delta_ids, l->fd, array_dst, ids, buf, l->path)
+                : emb__fail(EMB_ENOMEM, "out of memory restoring %s", l->path);
+    for (int64_t k = 0; k < n && !r; k++)
+        if (ids[k] < 0 || ids[k] >= t->ncolumns || (k > 0 && ids[k] <= ids[k - 1]))
+            r = emb__ckpt_corrupt(l->path, "delta table \"%.200s\": id %lld at row %lld is "
+                                  "outside [0, %lld), repeated or out of order", tb->name,
+                                  (long long)ids[k], (long long)k, (long long)t->ncolumns);
+    return r;
+}
+
 /* Delta @l checked whole: checksums, its tables' targets and shapes, its ids (kept in
    l->ids), the optimizer's kind. */
 static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigned char *buf)
@@ -185,26 +221,20 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
                              "lacks", l->path, tb->name);
         if (!t)
             continue;
-        if (emb__table_listed(t) || emb__table_rows_appear(t) ||
+        const EmbKeyedLink kl = {&l->c, l->fd, l->path};
+        if (emb__table_rows_appear(t)) /* keyed: delta_keyed.c */
+            r = emb__delta_keyed_check(&kl, tb, t, buf);
+        else if (tb->dynamic ||
             t->ncolumns != tb->delta_ncolumns || t->featuresize != v->width ||
             t->dtype != v->dtype)
             return emb__fail(EMB_ESHAPE, "delta checkpoint %s has \"%s\" as %lld x %d %s; %s "
-                             "is %lld x %d %s%s", l->path, tb->name,
+                             "is %lld x %d %s", l->path, tb->name,
                              (long long)tb->delta_ncolumns, (int)v->width,
                              emb_dtype_name(v->dtype), emb__table_label(t),
                              (long long)t->ncolumns, (int)t->featuresize,
-                             emb_dtype_name(t->dtype),
-                             emb__table_listed(t) ? " (a kind whose deltas are not kept)" : "");
-        const int64_t n = v->ncolumns;
-        int64_t *ids = malloc((size_t)EMB_MAX(n, 1) * sizeof *ids);
-        l->ids[i] = ids;
-        r = ids ? emb__ckpt_load_fn(&l->c, tb->delta_ids, l->fd, array_dst, ids, buf, l->path)
-                : emb__fail(EMB_ENOMEM, "out of memory restoring %s", l->path);
-        for (int64_t k = 0; k < n && !r; k++)
-            if (ids[k] < 0 || ids[k] >= t->ncolumns || (k > 0 && ids[k] <= ids[k - 1]))
-                r = emb__ckpt_corrupt(l->path, "delta table \"%.200s\": id %lld at row %lld is "
-                                      "outside [0, %lld), repeated or out of order", tb->name,
-                                      (long long)ids[k], (long long)k, (long long)t->ncolumns);
+                             emb_dtype_name(t->dtype));
+        if (!emb__table_rows_appear(t))
+            r = dense_ids(l, i, t, buf);
         if (r || !opt || tb->step < 0)
             continue;
         if (!l->c.has_opt || l->c.opt.kind != opt->cfg.kind)
@@ -216,16 +246,54 @@ static int check_delta(Link *l, EmbStore *s, const EmbRestoreOptions *o, unsigne
     return r;
 }
 
+#define PIN_SPAN 64
+
 typedef struct IdDst {
     const EmbTable *t;
     const int64_t *ids;
     size_t off; /* bytes */
+    /* a kind that pins (tiered): the rows of ids [j0, j0 + PIN_SPAN) acquired for UPDATE
+       (marked dirty), released span by span; r: an acquire failed (then scratch) */
+    int64_t n0, j0, n;
+    int r;
+    const void *cols[PIN_SPAN];
+    unsigned char *scratch;
 } IdDst;
 
 static void *id_dst(void *ctx, int64_t j)
 {
-    const IdDst *d = ctx;
-    return (char *)emb__column(d->t, d->ids[j], EMB_CTX_UPDATE) + d->off;
+    IdDst *d = ctx;
+    if (!emb__table_pins(d->t))
+        return (char *)emb__column(d->t, d->ids[j], EMB_CTX_UPDATE) + d->off;
+    if (j < d->j0 || j >= d->j0 + d->n) {
+        emb__table_release(d->t);
+        d->j0 = j;
+        d->n = EMB_MIN(PIN_SPAN, d->n0 - j);
+        const EmbIdSpan sp = {d->ids, 0, j, d->n};
+        unsigned hint = 0;
+        const int r = d->r ? d->r : emb__table_acquire(d->t, &sp, EMB_CTX_UPDATE, d->cols, &hint);
+        if (r) {
+            d->r = r;
+            d->n = 0;
+            return d->scratch;
+        }
+    }
+    return (char *)d->cols[j - d->j0] + d->off;
+}
+
+/* Tensor @k of delta @l (rows of ids @ids) into table @t at byte @off of each row. */
+static int load_ids(const Link *l, int64_t k, const EmbTable *t, const int64_t *ids,
+                    size_t off, unsigned char *buf)
+{
+    const EmbCkptTensor *ts = &l->c.tensors[k];
+    IdDst d = {t, ids, off, ts->ncolumns, 0, 0, 0, {NULL}, NULL};
+    if (emb__table_pins(t) && !(d.scratch = malloc(emb__ckpt_row_bytes(ts->dtype, ts->width))))
+        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", l->path);
+    const int r = emb__ckpt_load_fn(&l->c, k, l->fd, id_dst, &d, buf, l->path);
+    if (emb__table_pins(t))
+        emb__table_release(t);
+    free(d.scratch);
+    return r ? r : d.r;
 }
 
 /* Writes delta @l's rows (and state) into their tables: only a read error can stop it. */
@@ -237,10 +305,9 @@ static int apply_delta(const Link *l, EmbStore *s, const EmbRestoreOptions *o,
     for (int64_t i = 0; i < l->c.ntables && !r; i++) {
         const EmbCkptTable *tb = &l->c.tables[i];
         EmbTable *t = target(s, o, tb->name);
-        if (!t)
+        if (!t || emb__table_rows_appear(t)) /* keyed: merged after (keyed_restore) */
             continue;
-        IdDst d = {t, l->ids[i], 0};
-        r = emb__ckpt_load_fn(&l->c, tb->values, l->fd, id_dst, &d, buf, l->path);
+        r = load_ids(l, tb->values, t, l->ids[i], 0, buf);
         if (r || !opt)
             continue;
         if (tb->step < 0) {
@@ -254,12 +321,31 @@ static int apply_delta(const Link *l, EmbStore *s, const EmbRestoreOptions *o,
             return r;
         EmbOptSlot slots[2];
         const int ns = emb__optimizer_slots(opt->cfg.kind, t->featuresize, slots);
-        for (int k = 0; k < ns && !r; k++) {
-            d = (IdDst){st->slot, l->ids[i], (size_t)slots[k].off * sizeof(float)};
-            r = emb__ckpt_load_fn(&l->c, tb->state[k], l->fd, id_dst, &d, buf, l->path);
-        }
+        for (int k = 0; k < ns && !r; k++)
+            r = load_ids(l, tb->state[k], st->slot, l->ids[i],
+                         (size_t)slots[k].off * sizeof(float), buf);
         st->step = tb->step;
     }
+    return r;
+}
+
+/* The keyed tables of the @n deltas of @ch (newest first), each merged in (delta_keyed.c). */
+static int keyed_restore(const Link *ch, int64_t n, EmbStore *s, const EmbRestoreOptions *o,
+                         unsigned char *buf)
+{
+    EmbKeyedLink *kl = malloc((size_t)EMB_MAX(n, 1) * sizeof *kl);
+    if (!kl)
+        return emb__fail(EMB_ENOMEM, "out of memory restoring %s", ch[0].path);
+    for (int64_t k = 0; k < n; k++) /* oldest first */
+        kl[k] = (EmbKeyedLink){&ch[n - 1 - k].c, ch[n - 1 - k].fd, ch[n - 1 - k].path};
+    int r = 0;
+    for (int64_t i = 0; n > 0 && i < ch[0].c.ntables && !r; i++) {
+        EmbTable *t = target(s, o, ch[0].c.tables[i].name);
+        if (t && emb__table_rows_appear(t))
+            r = emb__delta_keyed_restore(t, ch[0].c.tables[i].name, kl, n,
+                                         o ? o->optimizer : NULL, buf);
+    }
+    free(kl);
     return r;
 }
 
@@ -277,6 +363,7 @@ int emb__delta_restore(EmbStore *s, const char *path, const EmbRestoreOptions *o
     r = r ? r : emb_checkpoint_restore_ex(s, ch[n - 1].path, o, NULL);
     for (int64_t k = n - 2; k >= 0 && !r; k--)
         r = apply_delta(&ch[k], s, o, buf);
+    r = r ? r : keyed_restore(ch, n - 1, s, o, buf);
     if (!r && global_step)
         *global_step = ch[0].c.global_step;
     free(buf);

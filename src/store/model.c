@@ -125,7 +125,8 @@ static void note_tensor(EmbCkptTable *tb, const EmbCkptTensor *p, const char *na
         tb->last = k;
     else if (p->src_what >= SRC_EXTRA && strcmp(suffix, "/dynamic.sketch") == 0)
         tb->sketch = k;
-    else if (p->src_what >= SRC_EXTRA && strcmp(suffix, "/delta.ids") == 0)
+    else if (p->src_what >= SRC_EXTRA && (strcmp(suffix, "/delta.ids") == 0 ||
+                                          strcmp(suffix, "/delta.gone") == 0))
         tb->delta_ids = k;
     else if (p->src_what >= SRC_EXTRA && strcmp(suffix, "/export.remap") == 0)
         tb->remap = k;

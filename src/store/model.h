@@ -30,7 +30,8 @@ typedef struct EmbCkptTable {
     int64_t ids, last, sketch;
     EmbRowList *list;     /* writing: its rows as its kind lists them (owned), or NULL */
     /* in a delta (store/delta.c): the table's columns, and the tensor index of the ids of
-       the rows the delta holds (I64, [rows, 1], increasing); -1 in a full checkpoint */
+       the rows the delta holds (I64, [rows, 1], increasing; a dynamic table's: its
+       tombstones "delta.gone", delta_keyed.c); -1 in a full checkpoint */
     int64_t delta_ncolumns;
     int64_t delta_ids;
     /* in a pruned export (store/export.c): the tensor index of its id remapping (I32,

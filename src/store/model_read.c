@@ -128,9 +128,14 @@ static int parse_delta_table(EmbCkpt *c, EmbCkptTable *tb, json_t *jt, const cha
     if (!c->delta_base)
         return 0;
     char tname[NAME_BYTES_MAX + 64];
-    snprintf(tname, sizeof tname, "%s/delta.ids", tb->name);
+    snprintf(tname, sizeof tname, "%s/delta.%s", tb->name, tb->dynamic ? "gone" : "ids");
     const int64_t s = emb__ckpt_tensor_find(c, tname);
     const EmbCkptTensor *ts = s >= 0 ? &c->tensors[s] : NULL;
+    if (tb->dynamic && ts && ts->table < 0 && ts->dtype == EMB_CKPT_I64 && ts->width == 1) {
+        c->tensors[s].table = tb - c->tables; /* a keyed table's tombstones */
+        tb->delta_ids = s;
+        return 0;
+    }
     if (tb->dynamic || emb__json_int(jt, "ncolumns", 0, INT64_MAX, &tb->delta_ncolumns) ||
         !ts || ts->table >= 0 || ts->dtype != EMB_CKPT_I64 || ts->width != 1 ||
         ts->ncolumns != c->tensors[tb->values].ncolumns)

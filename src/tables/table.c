@@ -242,6 +242,7 @@ void emb_table_destroy(EmbTable **pt)
         t->ops->destroy(t);
     free(t->touched);
     free(t->touched_at);
+    free(t->saved_keys);
     free(t);
     *pt = NULL;
 }

@@ -48,6 +48,9 @@ struct EmbTable {
     uint32_t touch_clock;
     uint32_t *touched_at;
     uint32_t touch_all_at;
+    /* keyed kinds (rows appear): the ids and the kind's step at the last save with deltas
+       (touched.c), what a delta's new rows and tombstones are found against; NULL: none */
+    struct EmbSavedKeys *saved_keys;
 };
 
 /* The simple kind's operations (emb__table_alloc's default). */
@@ -173,6 +176,14 @@ EMB_INLINE bool emb__table_state_is(const EmbTable *t, const EmbTable *view)
 }
 
 /* The listed facet's entries (the caller tested emb__table_listed once). */
+EMB_INLINE int emb__table_list_ids(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                                   EmbRowList *out)
+{
+    return t->ops->listed->list_ids(t, ids, n, state, out);
+}
+/* The listed facet's list_ids of keyed kinds: EMB_ENOTSUP (touched.c). */
+int emb__listed_ids_none(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                         EmbRowList *out);
 EMB_INLINE int emb__table_list(const EmbTable *t, bool state, EmbRowList *out)
 {
     return t->ops->listed->list(t, state, out);
@@ -208,10 +219,18 @@ EMB_INLINE int emb__table_save_check(const EmbTable *t)
 
 /* Marks columns @ids (in range) touched; cannot fail (a failed allocation: all touched). */
 void emb__touched_set(EmbTable *t, const int64_t *ids, int64_t n);
+/* A keyed table's ids and step at its last save with deltas (NULL: none), sorted. */
+typedef struct EmbSavedKeys {
+    int64_t step, n;
+    int64_t ids[];
+} EmbSavedKeys;
 /* Marks every row touched (a write that is not tracked). */
 void emb__touched_all(EmbTable *t);
-/* After a save with deltas: nothing touched since. */
+/* After a save with deltas: nothing touched since (a keyed table: its ids and step kept in
+   saved_keys; without memory for them, every row stays touched). */
 void emb__touched_clear(EmbTable *t);
+/* The index of the extra tensor named @suffix in listing @l, or -1. */
+int emb__listed_extra(const struct EmbRowList *l, const char *suffix);
 /* Whether every row counts as touched since the last save. */
 bool emb__touched_is_all(const EmbTable *t);
 /* The columns touched since the last save, in increasing order: up to @cap of them into

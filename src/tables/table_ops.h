@@ -286,6 +286,12 @@ typedef struct EmbListedFacet {
     /* [serial] Lists the rows for a save (EmbRowList above; with the optimizer state rows
        when @state and the kind keeps state). 0, EMB_ENOMEM, EMB_EIO. */
     int (*list)(const EmbTable *t, bool state, EmbRowList *out);
+    /* [serial] For a delta (store/delta.c) of a kind whose ids are columns: lists only the
+       rows of the @n increasing in-range @ids (tiered: those rows alone are read, never the
+       untouched ones). 0, EMB_ENOMEM, EMB_EIO; emb__listed_ids_none: EMB_ENOTSUP (keyed
+       kinds, whose deltas are found from their listing: store/delta_keyed.c). */
+    int (*list_ids)(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                    EmbRowList *out);
     /* [serial] The extra tensors a restore reads for this table (suffix, element type;
        ncolumns < 0: one per row; `optional` ones may be absent), *n of them. */
     void (*extras)(const EmbTable *t, EmbExtraTensor *extra, int *n);

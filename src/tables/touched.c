@@ -9,7 +9,10 @@
  * table whose ids are keys (rows appear), or whose writes were not tracked
  * (emb_table_initialize, a restore, a column pointer for UPDATE, a whole-table op), counts
  * every column as touched. Memory is allocated at the first tracked write; when that fails
- * the write counts as untracked, so tracking never fails a write.
+ * the write counts as untracked, so tracking never fails a write. A keyed table (dynamic)
+ * is not tracked by column: its update stamps each row with the kind's step, and a save
+ * with deltas keeps its ids and step (saved_keys), against which the next delta finds the
+ * rows updated or created since (store/delta_keyed.c) and the ids evicted since.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include "dtype.h"
 #include "embtables/store.h"
 #include "tables/table_impl.h"
+#include "tables/table_ops.h"
 
 static size_t words(const EmbTable *t)
 {
@@ -53,8 +57,48 @@ void emb__touched_set(EmbTable *t, const int64_t *ids, int64_t n)
     }
 }
 
+int emb__listed_ids_none(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                         EmbRowList *out)
+{
+    (void)ids, (void)n, (void)state, (void)out;
+    return emb__fail(EMB_ENOTSUP, "%s lists no rows by id", emb__table_label(t));
+}
+
+int emb__listed_extra(const EmbRowList *l, const char *suffix)
+{
+    for (int e = 0; e < l->nextra; e++)
+        if (strcmp(l->extra[e].suffix, suffix) == 0)
+            return e;
+    return -1;
+}
+
+/* A keyed table's ids and step now (its listing's "dynamic.ids"), or NULL (no memory). */
+static EmbSavedKeys *keys_now(const EmbTable *t)
+{
+    EmbRowList l = {0};
+    if (!emb__table_listed(t) || emb__table_list(t, false, &l) != 0)
+        return NULL;
+    const int e = emb__listed_extra(&l, "dynamic.ids");
+    EmbSavedKeys *k = e < 0 ? NULL : malloc(sizeof *k + (size_t)l.n * sizeof k->ids[0]);
+    if (k) {
+        k->step = l.step;
+        k->n = l.n;
+        for (int64_t j = 0; j < l.n; j++) {
+            int64_t tmp;
+            k->ids[j] = *(const int64_t *)l.extra_column(&l, e, j, &tmp);
+        }
+    }
+    l.close(&l);
+    return k;
+}
+
 void emb__touched_clear(EmbTable *t)
 {
+    if (emb__table_rows_appear(t)) { /* keyed: the ids and step a delta is found against */
+        free(t->saved_keys);
+        if (!(t->saved_keys = keys_now(t))) /* no memory: the next save is whole */
+            return;
+    }
     __atomic_store_n(&t->touched_all, false, __ATOMIC_RELAXED);
     if (t->touched)
         memset(t->touched, 0, words(t) * sizeof *t->touched);

@@ -445,8 +445,9 @@ int emb__plan_rows_prepare(EmbPlan *plan)
 void emb__plan_rows_commit(EmbPlan *plan)
 {
     EmbTable *t = plan->table;
-    const EmbIndexer *ix = plan->ix; /* the step commits: its rows are touched */
-    for (int p = 0; p < EMB_MAX(plan->nparts, 1); p++) /* parts: pindex.c's partitions */
+    const EmbIndexer *ix = plan->ix; /* the step commits: its rows are touched (a keyed
+                                        kind's: stamped with its step, tables/touched.c) */
+    for (int p = 0; p < EMB_MAX(plan->nparts, 1) && !emb__table_rows_appear(t); p++)
         emb__touched_set(t, ix->ids + (plan->nparts > 1 ? ix->part_start[p] : 0),
                          plan->nparts > 1 ? ix->pdist[p] : ix->ndistinct);
     if (!emb__table_keyed(t))

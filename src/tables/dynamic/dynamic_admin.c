@@ -254,6 +254,7 @@ int emb_table_dynamic_import(EmbTable *t, const int64_t *ids, const float *rows,
     r = emb__dyn_reserve(d, extra, t);
     if (r)
         return r;
+    emb__touched_all(t); /* rows written without a step's stamp: the next save is whole */
     for (int64_t k = 0; k < n; k++) {
         int64_t row = find(d, ids[k]);
         if (row < 0)

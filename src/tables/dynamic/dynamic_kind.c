@@ -173,7 +173,7 @@ static const EmbKeyedFacet dyn_keyed = {
 };
 
 static const EmbListedFacet dyn_listed = {
-    .list = dyn_save_list,
+    .list_ids = emb__listed_ids_none, .list = dyn_save_list,
     .extras = dyn_restore_extras,
     .stage = dyn_stage,
     .stage_dst = emb__dynamic_stage_dst,

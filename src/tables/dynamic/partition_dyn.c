@@ -184,7 +184,7 @@ static const EmbKeyedFacet pdyn_keyed = {
 };
 
 static const EmbListedFacet pdyn_listed = {
-    .list = pdyn_save_list,
+    .list_ids = emb__listed_ids_none, .list = pdyn_save_list,
     .extras = pdyn_restore_extras,
     .stage = pdyn_stage,
     .stage_dst = emb__dynamic_stage_dst,

@@ -418,6 +418,8 @@ int emb__tiered_initialize(EmbTable *t, const struct EmbInitializer *in);
 int emb__tiered_state_attach(EmbTable *t, int32_t width, const float *init, EmbTable **view);
 const EmbTable *emb__tiered_state_view(const EmbTable *t);
 int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out);
+int emb__tiered_list_ids(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                         EmbRowList *out);
 void emb__tiered_restore_extras(const EmbTable *t, EmbExtraTensor *extra, int *n);
 int emb__tiered_stage(const EmbTable *t, const EmbStageIn *in, EmbRowStage **out);
 void *emb__tiered_stage_dst(EmbRowStage *s, int what, int64_t k);

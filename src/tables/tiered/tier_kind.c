@@ -129,7 +129,8 @@ static const EmbKeyedFacet tiered_keyed = {
     .state_is = tiered_state_is,
 };
 static const EmbListedFacet tiered_listed = {
-    .list = emb__tiered_save_list, .extras = emb__tiered_restore_extras,
+    .list = emb__tiered_save_list, .list_ids = emb__tiered_list_ids,
+    .extras = emb__tiered_restore_extras,
     .stage = emb__tiered_stage, .stage_dst = emb__tiered_stage_dst,
     .stage_commit = emb__tiered_stage_commit, .stage_free = emb__tiered_stage_free,
 };

@@ -205,16 +205,21 @@ const EmbTable *emb__tiered_state_view(const EmbTable *t)
 typedef struct Streamed {
     Tier *x;
     char *buf;
-    int64_t lo, n, chunk; /* buf holds rows [lo, lo + n) */
+    int64_t lo, n, chunk; /* buf holds listed rows [lo, lo + n) */
+    /* a delta's listing: row k is id ids[k] (the touched ids, increasing), read in runs of
+       consecutive ids, the untouched rows never; NULL: row k is id k */
+    int64_t *ids;
 } Streamed;
 
 static const void *saved_row(const EmbRowList *l, int64_t k)
 {
     Streamed *m = l->priv;
     if (k < m->lo || k >= m->lo + m->n) {
-        const int64_t n = EMB_MIN(m->chunk, m->x->nrows - k);
+        int64_t n = m->ids ? 1 : EMB_MIN(m->chunk, m->x->nrows - k);
+        while (m->ids && n < m->chunk && k + n < l->n && m->ids[k + n] == m->ids[k] + n)
+            n++;
         m->n = 0;
-        if (emb__tier_file_rw(m->x, -1, k, n, m->buf, false))
+        if (emb__tier_file_rw(m->x, -1, m->ids ? m->ids[k] : k, n, m->buf, false))
             return NULL; /* the store fails the save with this message */
         m->lo = k, m->n = n;
     }
@@ -231,13 +236,16 @@ static const float *saved_state(const EmbRowList *l, int64_t k)
 static void saved_close(EmbRowList *l)
 {
     Streamed *m = l->priv;
-    if (m)
+    if (m) {
         free(m->buf);
+        free(m->ids);
+    }
     free(m);
     l->priv = NULL;
 }
 
-int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
+int emb__tiered_list_ids(const EmbTable *t, const int64_t *ids, int64_t n, bool state,
+                         EmbRowList *out)
 {
     Tier *x = t->impl;
     int r = emb__tier_flush(x);
@@ -251,10 +259,23 @@ int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
         free(m);
         return emb__fail(EMB_ENOMEM, "out of memory to save %s", x->label);
     }
-    *m = (Streamed){.x = x, .buf = buf, .chunk = chunk};
-    *out = (EmbRowList){.n = x->nrows, .row = saved_row, .close = saved_close, .priv = m,
-                        .state = state && x->state_width ? saved_state : NULL};
+    int64_t *own = ids ? malloc((size_t)EMB_MAX(n, 1) * sizeof *own) : NULL;
+    if (ids && !own) {
+        free(buf);
+        free(m);
+        return emb__fail(EMB_ENOMEM, "out of memory to save %s", x->label);
+    }
+    if (ids)
+        memcpy(own, ids, (size_t)n * sizeof *own);
+    *m = (Streamed){.x = x, .buf = buf, .chunk = chunk, .ids = own};
+    *out = (EmbRowList){.n = ids ? n : x->nrows, .row = saved_row, .close = saved_close,
+                        .priv = m, .state = state && x->state_width ? saved_state : NULL};
     return 0;
+}
+
+int emb__tiered_save_list(const EmbTable *t, bool state, EmbRowList *out)
+{
+    return emb__tiered_list_ids(t, NULL, 0, state, out);
 }
 
 void emb__tiered_restore_extras(const EmbTable *t, EmbExtraTensor *extra, int *n)
