@@ -269,7 +269,7 @@ static void *id_dst(void *ctx, int64_t j)
         emb__table_release(d->t);
         d->j0 = j;
         d->n = EMB_MIN(PIN_SPAN, d->n0 - j);
-        const EmbIdSpan sp = {d->ids, 0, j, d->n};
+        const EmbIdSpan sp = {d->ids, 0, j, d->n, NULL};
         unsigned hint = 0;
         const int r = d->r ? d->r : emb__table_acquire(d->t, &sp, EMB_CTX_UPDATE, d->cols, &hint);
         if (r) {
