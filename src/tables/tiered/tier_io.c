@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, or the
- * process's pool of pread / pwrite threads (tier_pool.c), shared by every table.
+ * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, the
+ * process's pool of pread / pwrite threads (tier_pool.c), shared by every table, or reads
+ * copied from a mapping of the file (tier_map.c; docs/design/tiered-tables.md, "Mapped
+ * reads"), its writes and populates on the pool.
  * With io_uring, reads go through the ring and writes through the pool: the kernel runs
  * buffered writes to one file in one io-wq worker (hashed by inode), one at a time, and a
  * record's write that must first read its page blocks there. Buffered reads through the

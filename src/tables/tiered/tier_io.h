@@ -3,8 +3,9 @@
  * tier_io.h — the tiered table's I/O engine: batched asynchronous reads and writes of
  * records of one file, through the process's pool of pread / pwrite threads (one for every
  * table), or io_uring
- * (liburing) for the reads where asked for (EMB_TIER_IO=uring|pread chooses; auto: the
- * pool, tier_io.c says why). Submitting never fails: a request that cannot be queued waits
+ * (liburing) for the reads where asked for, or copies from a mapping of the file for the
+ * reads (tier_map.c; EMB_TIER_IO=uring|pread|map chooses; auto: the pool, tier_io.c says
+ * why). Submitting never fails: a request that cannot be queued waits
  * for room. Each request completes with res 0 or a negative errno (-ENODATA: the file
  * ended before the request did).
  *
