@@ -229,13 +229,14 @@ static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
             if (io->npop > p0)
                 io->pop[io->npop - 1].len = (uint32_t)(hi - lo);
             lo = a, hi = b;
-            io->pop[io->npop++] = (EmbTierReq){.buf = io->map.base + a, .offset = a,
-                                               .populate = 1, .tag = r->tag};
+            io->pop[io->npop++] = (EmbTierReq){.offset = a, .populate = 1, .tag = r->tag};
         }
         io->def[io->ndef++] = r;
     }
     if (io->npop > p0)
         io->pop[io->npop - 1].len = (uint32_t)(hi - lo);
+    for (int64_t i = p0; i < io->npop; i++) /* the mapping of now (a cover may have moved it) */
+        io->pop[i].buf = io->map.base + io->pop[i].offset;
     emb__tier_pool_submit(io->fd, &io->popinflight, io->pop + p0, io->npop - p0, true);
 }
 
