@@ -8,7 +8,8 @@
  *
  * The guard: a SIGBUS handler installed while mapped engines exist (counted; the previous
  * handler is restored by the last), with SA_NODEFER so that the siglongjmp out of it leaves
- * the signal unblocked (sigsetjmp saves no mask: no system call a record). A fault in a
+ * the signal unblocked (sigsetjmp saves no mask: no system call a record; a fault sets the
+ * mask of its time back, one system call). A fault in a
  * guarded copy (this thread's guard_jb set) jumps back to it; any other SIGBUS goes to the
  * previous handler (its default: the process dies, as it would have without us).
  */
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -41,6 +43,10 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
     sigjmp_buf *jb = guard_jb;
     if (jb) {
         guard_jb = NULL;
+        /* the mask of the fault's time back: a wrapper of ours (ThreadSanitizer's) may block
+           more than SA_NODEFER lets through, and a SIGBUS blocked then kills */
+        if (uc)
+            pthread_sigmask(SIG_SETMASK, &((const ucontext_t *)uc)->uc_sigmask, NULL);
         siglongjmp(*jb, 1);
     }
     if (guard_prev.sa_flags & SA_SIGINFO) {
