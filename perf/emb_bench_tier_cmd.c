@@ -14,7 +14,7 @@
  * (emb_bench_tier_model.c). --warmup steps (not timed) bring the cache to steady state.
  *
  *   emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] [--batch B] [--bag L]
- *              [--steps S] [--zipf A | --uniform] [--prefetch P] [--engine auto|uring|pread]
+ *              [--steps S] [--zipf A | --uniform] [--prefetch P] [--engine auto|uring|pread|map]
  *              [--policy P[,P..] | all] (P: lru lfu lru-admit lfu-admit) [--warmup S]
  *              [--dtype f32|f16|bf16|int8|int4] [--dir PATH]
  *              [--no-memory] [--quick]
@@ -78,7 +78,7 @@ static void usage_to(FILE *f, int code)
 {
     fprintf(f, "usage: emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
             "[--batch B] [--bag L] [--steps S] [--zipf A | --uniform] [--prefetch P] "
-            "[--engine auto|uring|pread] [--policy P[,P..] | all] (P: lru lfu lru-admit "
+            "[--engine auto|uring|pread|map] [--policy P[,P..] | all] (P: lru lfu lru-admit "
             "lfu-admit) [--warmup S] [--dtype f32|f16|bf16|int8|int4] [--dir PATH] "
             "[--no-memory] [--quick]\n");
     exit(code);
@@ -137,7 +137,9 @@ static void parse(Opts *o, int argc, char **argv)
         else if (ARG("--dir")) o->dir = v;
         else if (ARG("--engine"))
             o->engine = !strcmp(v, "uring") ? EMB_TIER_ENGINE_URING
-                        : !strcmp(v, "pread") ? EMB_TIER_ENGINE_PREAD : EMB_TIER_ENGINE_AUTO;
+                        : !strcmp(v, "pread") ? EMB_TIER_ENGINE_PREAD
+                        : !strcmp(v, "map")   ? EMB_TIER_ENGINE_MAP
+                                              : EMB_TIER_ENGINE_AUTO;
         else if (ARG("--policy")) parse_policies(o, v);
         else if (ARG("--dtype")) o->dtype = dtype_of(v);
         else if (!strcmp(a, "--uniform")) o->zipf = 0.0;

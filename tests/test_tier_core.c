@@ -20,7 +20,9 @@
 #include "tier_fault.h"
 
 
-static const EmbTierIoKind kinds[] = {EMB_TIER_IO_URING, EMB_TIER_IO_PREAD};
+static const EmbTierIoKind kinds[] = {EMB_TIER_IO_URING, EMB_TIER_IO_PREAD, EMB_TIER_IO_MAP};
+static const char *const kind_names[] = {"io_uring", "pread", "mmap"};
+#define NKINDS 3
 
 static bool kind_ok(EmbTierIoKind k)
 {
@@ -36,7 +38,7 @@ static bool kind_ok(EmbTierIoKind k)
 
 Test(tier_core, engines_read_write_short_and_faults, .init = setup, .fini = teardown)
 {
-    for (int ki = 0; ki < 2; ki++) {
+    for (int ki = 0; ki < NKINDS; ki++) {
         if (!kind_ok(kinds[ki]))
             continue;
         char path[128];
@@ -45,7 +47,7 @@ Test(tier_core, engines_read_write_short_and_faults, .init = setup, .fini = tear
         cr_assert(fd >= 0);
         EmbTierIo *io = NULL;
         cr_assert_eq(emb__tier_io_create(&io, fd, kinds[ki]), 0);
-        cr_assert_str_eq(emb__tier_io_name(io), ki ? "pread" : "io_uring");
+        cr_assert_str_eq(emb__tier_io_name(io), kind_names[ki]);
         enum { N = 600, L = 100 };  /* more than the ring holds at once */
         static char src[N][L], dst[N][L];
         static EmbTierReq q[N];
@@ -325,7 +327,7 @@ static void sweep(EmbTierIoKind k, int lfu, int64_t cache_rows)
 Test(tier_core, bit_exact_for_every_cache_size_engine_and_policy, .init = setup, .fini = teardown)
 {
     const int64_t sizes[] = {1, 2, 3, 8, 17, 64, 200};
-    for (int ki = 0; ki < 2; ki++)
+    for (int ki = 0; ki < NKINDS; ki++)
         for (int lfu = EMB_TIER_LRU; lfu <= EMB_TIER_LFU_ADMIT; lfu++)
             for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
                 if (kind_ok(kinds[ki]))
@@ -415,11 +417,11 @@ static float get(Tier *x, int64_t id, int *err)
 
 Test(tier_core, write_back_faults_lose_nothing_and_retry, .init = setup, .fini = teardown)
 {
-    for (int ki = 0; ki < 2; ki++) {
+    for (int ki = 0; ki < NKINDS; ki++) {
         if (!kind_ok(kinds[ki]))
             continue;
         Tier x;
-        make(&x, ki ? "fp" : "fu", 1, kinds[ki], 0, true); /* one row: every miss evicts */
+        make(&x, (const char *[]){"fu", "fp", "fm"}[ki], 1, kinds[ki], 0, true); /* one row: every miss evicts */
         put(&x, 10, 1.5f);
         fault_set(-ENOSPC, 1, 0, 0);
         int err;
@@ -511,7 +513,7 @@ static void *worker(void *arg)
 
 Test(tier_core, threads_resolve_at_once, .init = setup, .fini = teardown)
 {
-    for (int ki = 0; ki < 2; ki++) {
+    for (int ki = 0; ki < NKINDS; ki++) {
         if (!kind_ok(kinds[ki]))
             continue;
         Tier x;

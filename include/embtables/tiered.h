@@ -28,7 +28,7 @@
  *   arrived. A hint: it never fails and never changes results.
  * - **I/O**: a pool of 16 pread / pwrite threads, or io_uring (liburing) for the reads
  *   (writes stay in the pool) where asked for and the kernel allows it
- *   (EmbTieredOptions::engine, or the environment variable EMB_TIER_IO=uring|pread). The
+ *   (EmbTieredOptions::engine, or the environment variable EMB_TIER_IO=uring|pread|map). The
  *   pool is the default: faster on the disks measured (docs/bench/). Buffered I/O (records are
  *   smaller than a disk block).
  * - **Row formats**: f32, f16, bf16 and the quantized EMB_INT8 / EMB_INT4 rows (common.h):
@@ -87,6 +87,9 @@ typedef enum EmbTierEngine {
     EMB_TIER_ENGINE_AUTO = 0,  /**< EMB_TIER_IO from the environment, else pread */
     EMB_TIER_ENGINE_URING = 1, /**< io_uring reads, pwrite writes (EMB_ENOTSUP where unavailable) */
     EMB_TIER_ENGINE_PREAD = 2, /**< a pool of pread / pwrite threads */
+    EMB_TIER_ENGINE_MAP = 3,   /**< reads copied from a mapping of the file, populated ahead
+                                    by the prefetch; pwrite writes (pread where the file
+                                    cannot be mapped) */
 } EmbTierEngine;
 
 /** Options of emb_table_tiered_create() / _open(); zero-initialise and set what you need. */
@@ -171,7 +174,7 @@ typedef struct EmbTieredStats {
     int64_t cache_rows;    /**< records the cache holds */
     int64_t record_bytes;  /**< bytes of one record (row + state, padded) */
     int64_t dirty_rows;    /**< rows not yet written back now */
-    const char *engine;    /**< "io_uring" or "pread" (static) */
+    const char *engine;    /**< "io_uring", "mmap" or "pread" (static) */
 } EmbTieredStats;
 
 /** @return 0, EMB_ENULL, EMB_EINVAL (not a tiered table) */

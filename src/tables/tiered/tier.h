@@ -3,8 +3,8 @@
  * tier.h — the inside of a tiered table (public tiered.h), the one private header of
  * src/tables/tiered/: the backing file, the I/O engine, the DRAM cache, the scratch pad, the
  * current operation's pins and the prefetch requests in flight. The files, bottom up (each
- * calls only the ones above it; tier_io.c and tier_cache.c are units of their own, with their
- * own headers, unit-tested alone):
+ * calls only the ones above it; tier_io.c (with tier_pool.c and tier_map.c) and tier_cache.c
+ * are units of their own, with their own headers, unit-tested alone):
  *   tier_file.c       the file format: header, layout, open / create / commit
  *   tier_log.c        the write-back log: the row map, appends, compaction
  *   tier_manifest.c   the log's manifest (<path>.manifest): written at a flush, read at open

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, or the
- * process's pool of pread / pwrite threads (tier_pool.c), shared by every table.
+ * tier_io.c — the tiered table's I/O engine (tier_io.h): io_uring through liburing, the
+ * process's pool of pread / pwrite threads (tier_pool.c), shared by every table, or reads
+ * copied from a mapping of the file (tier_map.c; docs/design/tiered-tables.md, "Mapped
+ * reads"), its writes and populates on the pool.
  * With io_uring, reads go through the ring and writes through the pool: the kernel runs
  * buffered writes to one file in one io-wq worker (hashed by inode), one at a time, and a
  * record's write that must first read its page blocks there. Buffered reads through the
@@ -41,6 +43,16 @@ struct EmbTierIo {
 #endif
     int64_t pinflight;   /* the pool's requests submitted, not completed (under its lock) */
     bool pooled;         /* a user of the process's pool (tier_pool.c) */
+    /* the mapped engine (EMB_TIER_IO_MAP): reads copied from map; a background read waits
+       in def (its pages populated by pop) until someone waits for it or pending() */
+    bool guarded;        /* a user of the SIGBUS guard (tier_map.c) */
+    bool unmappable;     /* the file cannot be mapped: reads go through pread */
+    EmbTierMap map;
+    int64_t popinflight; /* populates submitted to the pool, not completed */
+    EmbTierReq *pop;
+    int64_t npop, pop_cap;
+    EmbTierReq **def;
+    int64_t ndef, def_cap;
 };
 
 /* ---- io_uring ---------------------------------------------------------------------- */
@@ -122,6 +134,131 @@ static void uring_wait(EmbTierIo *io)
 }
 #endif
 
+/* ---- the mapped engine ------------------------------------------------------------- */
+
+/* Populate ranges a gap of up to MAP_GAP pages apart are one (the gap's pages cost a page
+   walk, cheaper than a system call), up to MAP_RANGE bytes. */
+#define MAP_GAP 4
+#define MAP_RANGE (1 << 20)
+
+static void finish(EmbTierReq *r, int32_t res)
+{
+    r->res = res, r->done = res ? 0 : r->len, r->complete = 1;
+}
+
+/* Covers the request @r's bytes (nothing may be using the mapping: populates waited for):
+   0, -ENODATA, or -errno where the file cannot be mapped (io->unmappable set: pread). */
+static int32_t cover(EmbTierIo *io, const EmbTierReq *r)
+{
+    const int64_t end = r->offset + (int64_t)r->len;
+    if (io->unmappable || end <= io->map.fsize)
+        return io->unmappable ? -ENODEV : 0;
+    emb__tier_pool_wait(&io->popinflight, NULL);
+    const int e = emb__tier_map_cover(&io->map, io->fd, end);
+    io->unmappable = e && e != -ENODATA;
+    return e;
+}
+
+/* The read @r, now, in this thread (the fault hook's first): a guarded copy from the
+   mapping, or a pread where the file cannot be mapped. */
+static void map_read(EmbTierIo *io, EmbTierReq *r)
+{
+    int32_t e = emb__tier_io_injected(r);
+    if (!e && (e = cover(io, r)) && io->unmappable)
+        e = emb__tier_pool_rw(io->fd, r);
+    else if (!e)
+        e = emb__tier_guarded_copy(r->buf, io->map.base + r->offset, r->len);
+    finish(r, e);
+}
+
+/* Copies the background reads waiting in io->def (their populates waited for). A failed
+   populate (-EFAULT: a page of its range would raise SIGBUS) fails no read by itself: its
+   range may hold good records too; the guarded copy finds the bad ones (-EIO). */
+static void map_drain(EmbTierIo *io)
+{
+    if (!io->ndef)
+        return;
+    emb__tier_pool_wait(&io->popinflight, NULL);
+    for (int64_t i = 0; i < io->ndef; i++)
+        map_read(io, io->def[i]);
+    io->ndef = io->npop = 0;
+}
+
+static bool defer_room(EmbTierIo *io, int64_t n)
+{
+    if (io->ndef + n > io->def_cap) {
+        const int64_t cap = EMB_MAX(2 * io->def_cap, io->ndef + n);
+        EmbTierReq **d = realloc(io->def, (size_t)cap * sizeof *d);
+        if (!d)
+            return false;
+        io->def = d, io->def_cap = cap;
+    }
+    if (io->npop + n > io->pop_cap) {
+        const int64_t cap = EMB_MAX(2 * io->pop_cap, io->npop + n);
+        EmbTierReq *p = realloc(io->pop, (size_t)cap * sizeof *p);
+        if (!p)
+            return false;
+        io->pop = p, io->pop_cap = cap;
+    }
+    return true;
+}
+
+/* Background reads (a prefetch's): their pages populated on the pool's threads, ranges
+   coalesced in the requests' order (a prefetch's is the file's); the copies wait in io->def
+   for the step (map_drain). Out of memory: copied now. */
+static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
+{
+    emb__tier_pool_wait(&io->popinflight, NULL); /* io->pop may move */
+    if (!defer_room(io, n)) {
+        for (int64_t i = 0; i < n; i++)
+            map_read(io, &reqs[i]);
+        return;
+    }
+    const int64_t ps = emb__tier_map_page(), p0 = io->npop;
+    int64_t lo = 0, hi = 0; /* the open range */
+    for (int64_t i = 0; i < n; i++) {
+        EmbTierReq *r = &reqs[i];
+        if (cover(io, r)) {
+            map_read(io, r); /* its error, or its pread */
+            continue;
+        }
+        const int64_t a = r->offset / ps * ps, b = (r->offset + r->len + ps - 1) / ps * ps;
+        if (io->npop > p0 && a <= hi + MAP_GAP * ps && b - lo <= MAP_RANGE) {
+            hi = EMB_MAX(hi, b);
+        } else {
+            if (io->npop > p0)
+                io->pop[io->npop - 1].len = (uint32_t)(hi - lo);
+            lo = a, hi = b;
+            io->pop[io->npop++] = (EmbTierReq){.offset = a, .populate = 1, .tag = r->tag};
+        }
+        io->def[io->ndef++] = r;
+    }
+    if (io->npop > p0)
+        io->pop[io->npop - 1].len = (uint32_t)(hi - lo);
+    for (int64_t i = p0; i < io->npop; i++) /* the mapping of now (a cover may have moved it) */
+        io->pop[i].buf = io->map.base + io->pop[i].offset;
+    emb__tier_pool_submit(io->fd, &io->popinflight, io->pop + p0, io->npop - p0, true);
+}
+
+/* Writes go to the pool; reads are copied now, or with @bg deferred (map_defer). */
+static void map_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n, bool bg)
+{
+    for (int64_t i = 0; i < n;) {
+        int64_t k = 0;
+        const uint8_t w = reqs[i].write;
+        while (i + k < n && reqs[i + k].write == w)
+            k++;
+        if (w)
+            emb__tier_pool_submit(io->fd, &io->pinflight, &reqs[i], k, bg);
+        else if (bg)
+            map_defer(io, &reqs[i], k);
+        else
+            for (int64_t j = 0; j < k; j++)
+                map_read(io, &reqs[i + j]);
+        i += k;
+    }
+}
+
 /* ---- the engine -------------------------------------------------------------------- */
 
 static EmbTierIoKind env_kind(void)
@@ -131,6 +268,8 @@ static EmbTierIoKind env_kind(void)
         return EMB_TIER_IO_PREAD;
     if (e && !strcmp(e, "uring"))
         return EMB_TIER_IO_URING;
+    if (e && !strcmp(e, "map"))
+        return EMB_TIER_IO_MAP;
     return EMB_TIER_IO_AUTO;
 }
 
@@ -153,6 +292,11 @@ static int choose(EmbTierIo *io, EmbTierIoKind kind)
 #endif
     if (kind == EMB_TIER_IO_URING)
         return emb__fail(EMB_ENOTSUP, "tiered table: io_uring is not available here");
+    if (kind == EMB_TIER_IO_MAP && !emb__tier_guard_acquire()) {
+        io->kind = EMB_TIER_IO_MAP, io->guarded = true;
+        return pool_join(io); /* its writes and populates */
+    }
+    emb__clear_error(); /* no guard: the pool */
     io->kind = EMB_TIER_IO_PREAD;
     return pool_join(io);
 }
@@ -184,6 +328,11 @@ void emb__tier_io_destroy(EmbTierIo **pio)
 #endif
     if (io->pooled)
         emb__tier_pool_stop();
+    emb__tier_map_drop(&io->map);
+    if (io->guarded)
+        emb__tier_guard_release();
+    free(io->pop);
+    free(io->def);
     free(io);
     *pio = NULL;
 }
@@ -191,6 +340,8 @@ void emb__tier_io_destroy(EmbTierIo **pio)
 void emb__tier_io_set_fd(EmbTierIo *io, int fd)
 {
     emb__tier_io_wait(io);
+    emb__tier_map_drop(&io->map);
+    io->unmappable = false;
     io->fd = fd;
 }
 
@@ -210,13 +361,19 @@ int32_t emb__tier_io_sync(int fd)
 
 const char *emb__tier_io_name(const EmbTierIo *io)
 {
-    return io->kind == EMB_TIER_IO_URING ? "io_uring" : "pread";
+    return io->kind == EMB_TIER_IO_URING                    ? "io_uring"
+           : io->kind == EMB_TIER_IO_MAP && !io->unmappable ? "mmap"
+                                                            : "pread";
 }
 
 static void submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n, bool bg)
 {
     for (int64_t i = 0; i < n; i++)
-        reqs[i].done = 0, reqs[i].res = 0, reqs[i].complete = 0;
+        reqs[i].done = 0, reqs[i].res = 0, reqs[i].complete = 0, reqs[i].populate = 0;
+    if (io->kind == EMB_TIER_IO_MAP) {
+        map_submit(io, reqs, n, bg);
+        return;
+    }
 #if EMB_HAVE_LIBURING
     if (io->kind == EMB_TIER_IO_URING) {
         uring_submit(io, reqs, n, bg);
@@ -247,7 +404,9 @@ int64_t emb__tier_io_pending(EmbTierIo *io)
         n = io->inflight;
     }
 #endif
-    return n + emb__tier_pool_pending(&io->pinflight);
+    if (io->ndef && !emb__tier_pool_pending(&io->popinflight))
+        map_drain(io); /* populated: copied now */
+    return n + io->ndef + emb__tier_pool_pending(&io->pinflight);
 }
 
 void emb__tier_io_wait(EmbTierIo *io)
@@ -257,6 +416,7 @@ void emb__tier_io_wait(EmbTierIo *io)
         uring_wait(io);
 #endif
     emb__tier_pool_wait(&io->pinflight, NULL);
+    map_drain(io);
 }
 
 void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
@@ -268,6 +428,8 @@ void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
         return;
     }
 #endif
+    if (!r->write && !r->complete && io->kind == EMB_TIER_IO_MAP)
+        map_drain(io);
     emb__tier_pool_wait(&io->pinflight, r);
 }
 

@@ -3,8 +3,9 @@
  * tier_io.h — the tiered table's I/O engine: batched asynchronous reads and writes of
  * records of one file, through the process's pool of pread / pwrite threads (one for every
  * table), or io_uring
- * (liburing) for the reads where asked for (EMB_TIER_IO=uring|pread chooses; auto: the
- * pool, tier_io.c says why). Submitting never fails: a request that cannot be queued waits
+ * (liburing) for the reads where asked for, or copies from a mapping of the file for the
+ * reads (tier_map.c; EMB_TIER_IO=uring|pread|map chooses; auto: the pool, tier_io.c says
+ * why). Submitting never fails: a request that cannot be queued waits
  * for room. Each request completes with res 0 or a negative errno (-ENODATA: the file
  * ended before the request did).
  *
@@ -26,6 +27,7 @@ typedef struct EmbTierReq {
     int64_t offset;
     uint32_t len;
     uint8_t write;
+    uint8_t populate; /* the mapped engine's: MADV_POPULATE_READ of buf (a mapping), len */
     int32_t res;   /* set on completion: 0 or -errno */
     uint32_t done; /* bytes done so far (the engine's) */
     uint8_t complete; /* set with res (the engine's; read it through emb__tier_io_wait_one) */
@@ -36,6 +38,7 @@ typedef enum EmbTierIoKind {
     EMB_TIER_IO_AUTO = 0,  /* EMB_TIER_IO from the environment, else pread */
     EMB_TIER_IO_URING = 1,
     EMB_TIER_IO_PREAD = 2,
+    EMB_TIER_IO_MAP = 3,   /* reads copied from a mapping of the file (tier_map.c) */
 } EmbTierIoKind;
 
 /*
@@ -70,6 +73,29 @@ int64_t emb__tier_pool_pending(const int64_t *inflight);
    end of the file). */
 int32_t emb__tier_pool_rw(int fd, EmbTierReq *r);
 
+/* ---- the mapped read engine's pieces (tier_map.c) ---- */
+/* A read-only shared mapping of a file: base[0, len), the file's size fsize when last seen. */
+typedef struct EmbTierMap {
+    char *base;
+    size_t len;
+    int64_t fsize;
+} EmbTierMap;
+/* The SIGBUS guard's user count, one more (the first installs it): 0 or EMB_ENOTSUP. */
+int emb__tier_guard_acquire(void);
+/* One less (the last restores the previous handler). */
+void emb__tier_guard_release(void);
+/* memcpy from a mapping: 0, or -EIO where a page faulted (SIGBUS: unreadable, truncated). */
+int32_t emb__tier_guarded_copy(void *dst, const void *src, size_t len);
+/* Covers the file @fd's bytes [0, @end): 0, -ENODATA (shorter) or -errno (not mappable). */
+int emb__tier_map_cover(EmbTierMap *m, int fd, int64_t end);
+/* Unmaps. */
+void emb__tier_map_drop(EmbTierMap *m);
+/* The page size. */
+int64_t emb__tier_map_page(void);
+/* MADV_POPULATE_READ of [@addr, +@len) (page-aligned): 0 or -errno (-EFAULT: a page would
+   have raised SIGBUS; -EHWPOISON, -ENOMEM...). */
+int32_t emb__tier_populate(const void *addr, size_t len);
+
 /* Does request @r on the file @fd (not the engine's) at once, in this thread: its res. */
 int32_t emb__tier_io_rw_fd(int fd, EmbTierReq *r);
 /* fdatasync of @fd (the fault hook's first): 0 or -errno. */
@@ -81,7 +107,7 @@ int emb__tier_io_create(EmbTierIo **out, int fd, EmbTierIoKind kind);
 void emb__tier_io_destroy(EmbTierIo **io);
 /* Switches to the file @fd (no request in flight: the caller waited). */
 void emb__tier_io_set_fd(EmbTierIo *io, int fd);
-/* "io_uring" or "pread" */
+/* "io_uring", "mmap" or "pread" */
 const char *emb__tier_io_name(const EmbTierIo *io);
 /* Starts @n requests (their memory stays the caller's until emb__tier_io_wait returns). */
 void emb__tier_io_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n);

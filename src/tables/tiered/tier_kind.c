@@ -149,8 +149,8 @@ static int check_opts(const EmbTieredOptions *o, const char *path)
     if ((unsigned)o->policy > EMB_TIER_LFU_ADMIT)
         return emb__fail(EMB_EINVAL, "tiered table %s: policy %d is not an EmbTierPolicy", path,
                          (int)o->policy);
-    if ((unsigned)o->engine > EMB_TIER_ENGINE_PREAD)
-        return emb__fail(EMB_EINVAL, "tiered table %s: engine %d is not AUTO, URING or PREAD",
+    if ((unsigned)o->engine > EMB_TIER_ENGINE_MAP)
+        return emb__fail(EMB_EINVAL, "tiered table %s: engine %d is not AUTO, URING, PREAD or MAP",
                          path, (int)o->engine);
     if (o->state_width < 0)
         return emb__fail(EMB_EINVAL, "tiered table %s: state_width %d is negative", path,

@@ -86,6 +86,8 @@ int emb__tier_io_injected(const EmbTierReq *r)
 /* Does all of @r with pread / pwrite; 0 or -errno (-ENODATA at the end of the file). */
 int32_t emb__tier_pool_rw(int fd, EmbTierReq *r)
 {
+    if (r->populate) /* the mapped engine's (tier_map.c): not a transfer */
+        return emb__tier_populate(r->buf, r->len);
     while (r->done < r->len) {
         char *p = (char *)r->buf + r->done;
         const size_t n = r->len - r->done;
@@ -141,7 +143,7 @@ static void run_chunk(EmbTierReq *r, int64_t k, const PoolBatch *b)
     pthread_mutex_unlock(&pool.mu);
     for (int64_t i = 0; i < k; i++) {
         const int64_t t0 = bg && i == 0 ? now_ns() : 0;
-        const int f = emb__tier_io_injected(&r[i]);
+        const int f = r[i].populate ? 0 : emb__tier_io_injected(&r[i]);
         r[i].res = f ? f : emb__tier_pool_rw(fd, &r[i]);
         if (t0 && now_ns() - t0 > POOL_SLOW_NS)
             pthread_cond_signal(&pool.work); /* one may be missed: the depth grows later */

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tier_map.c — the mapped read engine of tiered tables (tier_map.c, tier_io.c):
+ * background reads populated and copied, a file that grows under the mapping, and a file
+ * truncated by someone else under a running table: EMB_EIO naming the file and rows, never a
+ * crash (the SIGBUS guard), and the guard chaining to the previous SIGBUS handler and
+ * restoring it. Internal (the static library).
+ *
+ * The tests that take a SIGBUS restore the process's handler before asserting (the nofork
+ * runner of the TSan build runs every suite in one process).
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tables/tiered/tier.h"
+#include "tier_fault.h"
+
+enum { N = 3000, L = 100 }; /* records of the engine's tests: 73 pages */
+
+/* A file of N records of L bytes, record i all i % 251, and a mapped engine on it. */
+static int fill(const char *name, EmbTierIo **io)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    const int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0);
+    static char rec[L];
+    for (int i = 0; i < N; i++) {
+        memset(rec, i % 251, L);
+        cr_assert_eq(pwrite(fd, rec, L, (off_t)i * L), L);
+    }
+    cr_assert_eq(emb__tier_io_create(io, fd, EMB_TIER_IO_MAP), 0, "%s", emb_last_error());
+    cr_assert_str_eq(emb__tier_io_name(*io), "mmap");
+    return fd;
+}
+
+static bool is_rec(const char *p, int i)
+{
+    for (int k = 0; k < L; k++)
+        if (p[k] != (char)(i % 251))
+            return false;
+    return true;
+}
+
+Test(tier_map, background_reads_populate_then_copy_and_follow_a_growing_file, .init = setup,
+     .fini = teardown)
+{
+    EmbTierIo *io = NULL;
+    const int fd = fill("grow", &io);
+    static char dst[N][L];
+    static EmbTierReq q[N];
+    for (int i = 0; i < N; i++) /* every third record, ascending (a prefetch's order) */
+        q[i] = (EmbTierReq){.buf = dst[i], .offset = (int64_t)(3 * i % N) * L, .len = L,
+                            .tag = 3 * i % N};
+    emb__tier_io_submit_background(io, q, N / 3);
+    emb__tier_io_submit(io, q + N / 3, N / 3); /* copied at once */
+    for (int i = N / 3; i < 2 * N / 3; i++)
+        cr_assert(q[i].complete && !q[i].res && is_rec(dst[i], (int)q[i].tag), "read %d", i);
+    emb__tier_io_wait_one(io, &q[5]); /* the step's copy of every background read */
+    emb__tier_io_wait(io);
+    cr_assert_eq(emb__tier_io_pending(io), 0);
+    for (int i = 0; i < N / 3; i++)
+        cr_assert(q[i].complete && !q[i].res && is_rec(dst[i], (int)q[i].tag), "read %d", i);
+    /* past the end: -ENODATA, as pread; then the file grows (a log's append) and is read */
+    EmbTierReq s = {.buf = dst[0], .offset = (int64_t)N * L + 5000, .len = L, .tag = 1};
+    emb__tier_io_run(io, &s, 1);
+    cr_assert_eq(s.res, -ENODATA);
+    static char big[64 * 1024];
+    memset(big, 7, sizeof big);
+    cr_assert_eq(pwrite(fd, big, sizeof big, (off_t)N * L), (ssize_t)sizeof big);
+    emb__tier_io_submit_background(io, &s, 1);
+    emb__tier_io_wait(io);
+    cr_assert_eq(s.res, 0);
+    cr_assert_eq(dst[0][0], 7);
+    /* a write through the page cache is seen by the next mapped read */
+    EmbTierReq w = {.buf = big, .offset = 10 * L, .len = L, .write = 1, .tag = 10};
+    emb__tier_io_run(io, &w, 1);
+    EmbTierReq r = {.buf = dst[1], .offset = 10 * L, .len = L, .tag = 10};
+    emb__tier_io_run(io, &r, 1);
+    cr_assert(!w.res && !r.res && dst[1][0] == 7 && dst[1][L - 1] == 7);
+    /* the fault hook sees the mapped reads too */
+    fault_set(-EIO, 0, 1, 0);
+    emb__tier_io_run(io, &r, 1);
+    cr_assert_eq(r.res, -EIO);
+    fault_set(0, 1, 1, 0);
+    emb__tier_io_destroy(&io);
+    close(fd);
+}
+
+/* Reads of every record after the file was cut to @keep bytes: the ones past the cut fail
+   with -EIO (foreground: a SIGBUS caught; background: the populate's EFAULT), the others
+   read. The process's SIGBUS handler is as it was when the engine is gone. */
+static void cut_reads(bool bg)
+{
+    struct sigaction before, after;
+    sigaction(SIGBUS, NULL, &before);
+    EmbTierIo *io = NULL;
+    const int fd = fill(bg ? "cutb" : "cutf", &io);
+    static char dst[N][L];
+    static EmbTierReq q[N];
+    for (int i = 0; i < N; i++)
+        q[i] = (EmbTierReq){.buf = dst[i], .offset = (int64_t)i * L, .len = L, .tag = i};
+    emb__tier_io_run(io, q, N); /* mapped, every page touched */
+    const off_t keep = 8192;
+    cr_assert_eq(ftruncate(fd, keep), 0); /* someone else cuts the file */
+    if (bg)
+        emb__tier_io_submit_background(io, q, N);
+    else
+        emb__tier_io_submit(io, q, N);
+    emb__tier_io_wait(io);
+    int ok = 0, eio = 0, other = 0;
+    for (int i = 0; i < N; i++) {
+        const bool past = (q[i].offset + L + 4095) / 4096 * 4096 > keep;
+        if (!past && !q[i].res && is_rec(dst[i], i))
+            ok++;
+        else if (past && q[i].res == -EIO)
+            eio++;
+        else
+            other++;
+    }
+    emb__tier_io_destroy(&io);
+    close(fd);
+    sigaction(SIGBUS, NULL, &after);
+    cr_assert(ok > 70 && eio > N - 100 && !other, "ok %d, eio %d, other %d", ok, eio, other);
+    cr_assert(after.sa_handler == before.sa_handler,
+              "the SIGBUS handler was not restored");
+}
+
+Test(tier_map, a_file_cut_under_the_engine_fails_reads_with_eio, .init = setup,
+     .fini = teardown)
+{
+    cut_reads(false);
+}
+
+Test(tier_map, a_file_cut_under_a_prefetch_fails_its_reads_with_eio, .init = setup,
+     .fini = teardown)
+{
+    cut_reads(true);
+}
+
+enum { ROWS = 4096, D = 12 };
+
+static float get(Tier *x, int64_t id, int *err)
+{
+    char *row;
+    *err = emb__tier_resolve(x, &id, 1, &row, false);
+    const float v = *err ? -1.0f : ((float *)row)[0];
+    emb__tier_release(x);
+    return v;
+}
+
+Test(tier_map, a_table_whose_file_is_cut_fails_with_eio_naming_file_and_rows, .init = setup,
+     .fini = teardown)
+{
+    struct sigaction before, after;
+    sigaction(SIGBUS, NULL, &before);
+    Tier x;
+    memset(&x, 0, sizeof x);
+    char path[128];
+    snprintf(path, sizeof path, "%s/t", dir);
+    snprintf(x.label, sizeof x.label, "tiered table \"t\"");
+    x.nrows = ROWS, x.D = D, x.dtype = EMB_F32, x.rowbytes = D * 4;
+    int r = emb__tier_init(&x, path, true, 8 * D * 4, 0, EMB_TIER_IO_MAP);
+    r = r ? r : emb__tier_commit(&x);
+    cr_assert_eq(r, 0, "%s", emb_last_error());
+    int err[6];
+    float v[6];
+    v[0] = get(&x, 3000, &err[0]); /* through the mapping */
+    cr_assert_eq(truncate(x.path, 4096), 0);
+    v[1] = get(&x, 3500, &err[1]);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", emb_last_error());
+    const int64_t ids[3] = {3601, 3700, 3800};
+    emb__tier_prefetch(&x, ids, 3); /* populates fail: a hint, never an error */
+    char *rows[3];
+    err[2] = emb__tier_resolve(&x, ids, 3, rows, false);
+    emb__tier_release(&x);
+    cr_assert_eq(truncate(x.path, (off_t)ROWS * D * 4 + 65536), 0); /* and back */
+    v[3] = get(&x, 3500, &err[3]);
+    emb__tier_fini(&x);
+    sigaction(SIGBUS, NULL, &after);
+    cr_assert(!err[0] && v[0] == 0.0f);
+    cr_assert_eq(err[1], EMB_EIO);
+    cr_assert(strstr(msg, "rows 3500..3500") && strstr(msg, path), "%s", msg);
+    cr_assert_eq(err[2], EMB_EIO);
+    cr_assert(!err[3] && v[3] == 0.0f, "%d", err[3]);
+    cr_assert(after.sa_handler == before.sa_handler, "the SIGBUS handler was not restored");
+}
+
+static volatile sig_atomic_t prev_hits;
+
+static void prev_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)si, (void)uc;
+    prev_hits++;
+}
+
+Test(tier_map, the_guard_chains_to_the_previous_handler_and_restores_it, .init = setup,
+     .fini = teardown)
+{
+    struct sigaction mine, saved, during, after;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = prev_handler;
+    mine.sa_flags = SA_SIGINFO;
+    sigemptyset(&mine.sa_mask);
+    sigaction(SIGBUS, &mine, &saved);
+    prev_hits = 0;
+    const int r0 = emb__tier_guard_acquire();
+    const int r1 = emb__tier_guard_acquire(); /* counted */
+    emb__tier_guard_release();
+    sigaction(SIGBUS, NULL, &during);
+    raise(SIGBUS); /* outside a guarded copy: the previous handler's */
+    const int hits = prev_hits;
+    emb__tier_guard_release();
+    sigaction(SIGBUS, &saved, &after); /* the process's handler back, before asserting */
+    cr_assert(!r0 && !r1);
+    cr_assert(during.sa_sigaction != prev_handler, "the guard is not installed");
+    cr_assert_eq(hits, 1);
+    cr_assert(after.sa_sigaction == prev_handler, "the guard did not restore the handler");
+}
