@@ -11,9 +11,12 @@
  * same fresh ids: round r's block of --pair-steps steps is the same steps on both sides
  * (checked: a hash of every step's ids, per side, must agree). Per round: each side's
  * mean step and apply (the optimizer's pass), and B / A; then the median ratio, its
- * quartiles, range, the median of the A-first and of the B-first rounds (an order effect
- * shows as a gap between them), and the notch (1.57 IQR / sqrt(n): the median's 95 %
- * interval, as emb-bench's rows). When the two sides are one configuration, the tables
+ * quartiles, range and notch (1.57 IQR / sqrt(n): the median's 95 % interval, as
+ * emb-bench's rows), the median of the A-first and of the B-first rounds, and the
+ * ratio of each pair of rounds (A B + B A). The order matters: in A B, B A the side
+ * that runs twice in a row finds its hot rows in the caches, the other does not, so the
+ * second block of a round is the slower one; a pair of rounds gives each side one of
+ * each, and its ratio is the one to quote. When the two sides are one configuration, the tables
  * must end bit-identical (checked when each table is at most 64 MiB).
  */
 #include <math.h>
@@ -145,6 +148,13 @@ static int run_pair(const BenchConfig *c, PairSide side[2], int v, int strategy,
         }
         printf("step B/A, A first: %.3f (%d rounds); B first: %.3f (%d rounds)\n", by[0],
                nby[0], by[1], nby[1]);
+        /* A B then B A: each side once first (after the other side's block: its rows out
+           of the caches) and once second (after its own block) */
+        const int nq = rounds / 2;
+        for (int q = 0; q < nq; q++)
+            ratio[q] = (t[1][2 * q] + t[1][2 * q + 1]) / (t[0][2 * q] + t[0][2 * q + 1]);
+        if (nq)
+            print_ratios("step (A B + B A rounds)", ratio, nq, tmp);
     }
     bench_runner_destroy(&r[0]);
     bench_runner_destroy(&r[1]);
