@@ -536,6 +536,11 @@ int main(int argc, char **argv)
     bench_record_fill(&cfg.record, "emb-bench", cfg.cmdline);
     if (cfg.sweep)
         return bench_sweep(&cfg) == 0 ? 0 : 1;
+    if (cfg.pair) {
+        bench_config_print(&cfg, stdout);
+        bench_machine_print(stdout);
+        return bench_pair_run(&cfg) == 0 ? 0 : 1;
+    }
     if (cfg.peer && bench_peer_check() != 0)
         return 2;
     bench_config_print(&cfg, stdout);

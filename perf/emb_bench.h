@@ -125,6 +125,11 @@ typedef struct BenchConfig {
     uint64_t seed;
     double lr;
     double clip[3]; /* --clip: max_gradient, max_row_norm, max_global_norm (0: off) */
+    int pair;       /* --opt-pair / --clip-pair given: bench_pair_run instead of the rows */
+    BenchOpt pair_opt[2];  /* --opt-pair: the two sides' optimizers (OPT_NONE: the phase's) */
+    double pair_clip[2][3]; /* --clip-pair: the two sides' clipping (if pair_clip_given) */
+    int pair_clip_given;
+    int pair_steps;         /* --pair-steps: steps of one side in a round */
     int64_t roof_mib;
     int quick;
     const char *csv, *plot, *peer, *peer_script;
@@ -153,6 +158,8 @@ void bench_config_default(BenchConfig *c);
 int bench_config_parse(BenchConfig *c, int argc, char **argv);
 /* The library's optimizer of @o (OPT_SGD ... OPT_ADAM; not OPT_NONE). */
 EmbOptimizerKind bench_opt_kind(BenchOpt o);
+/* The optimizer's name in --phases ("rowwise_adagrad"; "?" for OPT_NONE). */
+const char *bench_opt_name(BenchOpt o);
 /* Prints the configuration in one or two lines (to @f). */
 void bench_config_print(const BenchConfig *c, FILE *f);
 const char *bench_strategy_name(int s);
@@ -163,6 +170,9 @@ typedef struct BenchResults BenchResults;
 /* Roofs, workload, every row timed, the peer; prints the table (and with @verdicts the
    breakdown, CSV, plot and verdict lines). 0 or -1. */
 int bench_run(const BenchConfig *c, BenchResults *res, int verdicts);
+/* --opt-pair / --clip-pair: two optimizer configurations in paired rounds, each on its
+   own copy of the workload (emb_bench_pair.c); printed. 0 or -1. */
+int bench_pair_run(const BenchConfig *c);
 /* --sweep dims: bench_run per cell, then one summary table (markdown). 0 or -1. */
 int bench_sweep(const BenchConfig *c);
 

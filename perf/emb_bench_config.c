@@ -69,6 +69,13 @@ static const char usage[] =
     "                    max_row_norm, max_global_norm (0: off)                [0,0,0]\n"
     "  --pooling P       sum | max: how every table's bags are pooled            [sum]\n"
     "  --state-dtype T   f32 | f16 | bf16: the optimizers' state                 [f32]\n"
+    "  --opt-pair A,B    time two optimizers (train:A against train:B, or update:)\n"
+    "                    in one process, in paired rounds A B, B A, ... of --iters\n"
+    "                    rounds, each side on its own copy of the tables and state,\n"
+    "                    the same ids: per-round ratios, median, spread\n"
+    "  --clip-pair X/Y   the same with clipping X against Y (each G,R,N as --clip); the\n"
+    "                    optimizer from --opt-pair or the first train:/update: phase\n"
+    "  --pair-steps N    steps of one side in a round                             [4]\n"
     "  --seed N          seed of tables and ids                                   [42]\n"
     "  --roof-mib N      the roof's DRAM buffer at least (twice the LLC)          [512]\n"
     "  --llc-mib N       the LLC's size for the roof's model      [the CPU's, sysconf]\n"
@@ -316,12 +323,38 @@ EmbOptimizerKind bench_opt_kind(BenchOpt o)
     }
 }
 
+const char *bench_opt_name(BenchOpt o)
+{
+    return o > OPT_NONE && o < OPT_COUNT ? opt_names[o] : "?";
+}
+
 static BenchOpt parse_opt(const char *name)
 {
     for (int o = OPT_SGD; o < OPT_COUNT; o++)
         if (strcmp(name, opt_names[o]) == 0)
             return (BenchOpt)o;
     return OPT_NONE;
+}
+
+/* --opt-pair A,B (two optimizer names) or --clip-pair X/Y (two G,R,N; '/' or a blank
+   between them): the two sides of bench_pair_run. */
+static int set_pair(BenchConfig *c, const char *k, const char *v)
+{
+    char a[64], b[64], tail;
+    double *x = c->pair_clip[0], *y = c->pair_clip[1];
+    if (k[0] == 'o') {
+        if (sscanf(v, "%63[^,],%63s%c", a, b, &tail) != 2 ||
+            (c->pair_opt[0] = parse_opt(a)) == OPT_NONE ||
+            (c->pair_opt[1] = parse_opt(b)) == OPT_NONE)
+            return bad(k, v);
+    } else if (sscanf(v, "%lf,%lf,%lf%*[/ ]%lf,%lf,%lf%c", &x[0], &x[1], &x[2], &y[0], &y[1],
+                      &y[2], &tail) != 6 || x[0] < 0 || x[1] < 0 || x[2] < 0 || y[0] < 0 ||
+               y[1] < 0 || y[2] < 0) {
+        return bad(k, v);
+    }
+    c->pair_clip_given |= k[0] == 'c';
+    c->pair = 1;
+    return 0;
 }
 
 static int set_phases(BenchConfig *c, const char *v)
@@ -461,6 +494,8 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
                : strcmp(v, "sum") == 0 ? ((c->pooling_max = 0), 0) : bad(k, v);
     if (strcmp(k, "min-time") == 0) return set_number(k, v, 0, &c->min_time);
     if (strcmp(k, "lr") == 0) return set_number(k, v, 0, &c->lr);
+    if (strcmp(k, "opt-pair") == 0 || strcmp(k, "clip-pair") == 0)
+        return set_pair(c, k, v);
     if (strcmp(k, "clip") == 0) {
         char tail;
         return sscanf(v, "%lf,%lf,%lf%c", &c->clip[0], &c->clip[1], &c->clip[2], &tail) == 3 &&
@@ -472,6 +507,7 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "batch") == 0 && x >= 1) return (c->batch = (int64_t)x), 0;
     if (strcmp(k, "iters") == 0 && x >= 1) return (c->iters = (int)x), 0;
     if (strcmp(k, "warmup") == 0) return (c->warmup = (int)x), 0;
+    if (strcmp(k, "pair-steps") == 0 && x >= 1) return (c->pair_steps = (int)x), 0;
     if (strcmp(k, "seed") == 0) return (c->seed = (uint64_t)x), 0;
     if (strcmp(k, "roof-mib") == 0 && x >= 1) return (c->roof_mib = (int64_t)x), 0;
     if (strcmp(k, "llc-mib") == 0 && x >= 1)
@@ -532,6 +568,7 @@ void bench_config_default(BenchConfig *c)
     set_phases(c, "forward,train:sgd");
     c->iters = 9;
     c->warmup = 1;
+    c->pair_steps = 4;
     c->min_time = 0.2;
     c->lr = 0.01;
     c->seed = 42;
@@ -562,6 +599,8 @@ static const struct option long_options[] = {
     {"cold-mib", required_argument, 0, 0},   {"tier-dir", required_argument, 0, 0},
     {"recycle", no_argument, 0, 0},          {"check-roof", no_argument, 0, 0},
     {"json", required_argument, 0, 0},       {"llc-mib", required_argument, 0, 0},
+    {"opt-pair", required_argument, 0, 0},   {"clip-pair", required_argument, 0, 0},
+    {"pair-steps", required_argument, 0, 0},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 

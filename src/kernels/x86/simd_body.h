@@ -853,8 +853,11 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
     const float lr = a->params->lr, eps = a->params->eps;
     RowsClip rc;
     rows_clip_init(a, &rc);
+    /* the state row: h, or with a rate (the counter) h, prev_iter, counter: 12 bytes, one
+       row in eight across two lines, both prefetched */
+    const int32_t sbytes = a->rate ? (int32_t)EMB_MIN(a->state_stride, 64) : (int32_t)sizeof(float);
     for (int64_t d = a->d0; d < a->d1; d++) {
-        rows_prefetch(a, d, N * esize(dt), (int32_t)sizeof(float));
+        rows_prefetch(a, d, N * esize(dt), sbytes);
         char *col = a->data + a->ids[d] * a->col_stride;
         float *h = (float *)(a->state + a->ids[d] * a->state_stride);
         vec g[BLK];
