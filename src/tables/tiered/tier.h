@@ -337,6 +337,7 @@ static inline bool emb__tier_any_failed(const EmbTierReq *r, int64_t n)
     return emb__tier_count_failed(r, n) != 0;
 }
 /* EMB_EIO naming the file, the rows of the failed requests among @n and the first errno. */
+/* (tier_file.c) */
 int emb__tier_io_fail(const Tier *x, const EmbTierReq *r, int64_t n, const char *what);
 /* Room for @n requests in x->rq (and x->wslot): 0 or EMB_ENOMEM. */
 int emb__tier_rq_room(Tier *x, int64_t n);
@@ -386,7 +387,7 @@ int emb__tier_manifest_read(Tier *x);
 /* Reads the log's copies of rows [r0, r0 + n) over their homes' in @buf: 0 or EMB_EIO /
    EMB_ENOMEM naming them. */
 int emb__tier_log_read_rows(Tier *x, int64_t r0, int64_t n, char *buf);
-/* The log's segment array grown to @n segments: 0 or EMB_ENOMEM. */
+/* The log's segment array grown to @n segments (tier_manifest.c): 0 or EMB_ENOMEM. */
 int emb__tier_log_segs(TierLog *lg, int64_t n);
 
 /* ---- a batch's distinct ids (tier_dedup.c) ---- */

@@ -271,3 +271,18 @@ int emb__tier_check_size(const Tier *x)
                          (long long)x->nrows - 1, (long long)x->nrows);
     return 0;
 }
+
+/* EMB_EIO naming the file, the rows of the failed requests among @n and the first errno. */
+int emb__tier_io_fail(const Tier *x, const EmbTierReq *r, int64_t n, const char *what)
+{
+    int64_t lo = INT64_MAX, hi = -1, bad = 0;
+    int err = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (r[i].res) {
+            lo = EMB_MIN(lo, r[i].tag), hi = EMB_MAX(hi, r[i].tag), bad++;
+            err = err ? err : -r[i].res;
+        }
+    const char *why = err == ENODATA ? "the file is shorter than the table" : strerror(err);
+    return emb__fail(EMB_EIO, "%s: %s rows %lld..%lld (%lld failed) of %s: %s", x->label, what,
+                     (long long)lo, (long long)hi, (long long)bad, x->path, why);
+}

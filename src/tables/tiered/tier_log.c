@@ -36,24 +36,6 @@ static int64_t seg_of(const TierLog *lg, int64_t slot)
     return slot / lg->seg_recs;
 }
 
-int emb__tier_log_segs(TierLog *lg, int64_t n)
-{
-    if (n > lg->seg_cap) {
-        const int64_t cap = EMB_MAX(n, 2 * lg->seg_cap);
-        int32_t *live = realloc(lg->live, (size_t)cap * sizeof *live);
-        lg->live = live ? live : lg->live;
-        int32_t *pend = live ? realloc(lg->pending, (size_t)cap * sizeof *pend) : NULL;
-        lg->pending = pend ? pend : lg->pending;
-        uint8_t *kept = pend ? realloc(lg->kept, (size_t)cap) : NULL;
-        if (!kept)
-            return EMB_ENOMEM;
-        lg->kept = kept, lg->seg_cap = cap;
-    }
-    for (int64_t s = lg->nseg; s < n; s++)
-        lg->live[s] = lg->pending[s] = 0, lg->kept[s] = 0;
-    lg->nseg = EMB_MAX(lg->nseg, n);
-    return 0;
-}
 
 int emb__tier_log_init(Tier *x, bool create)
 {

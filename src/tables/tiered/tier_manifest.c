@@ -188,3 +188,24 @@ int emb__tier_manifest_read(Tier *x)
     free(mp);
     return r;
 }
+
+/* The log's per-segment arrays grown to @n segments (here, below the log: the manifest
+   restores them, the log grows them): 0 or EMB_ENOMEM. */
+int emb__tier_log_segs(TierLog *lg, int64_t n)
+{
+    if (n > lg->seg_cap) {
+        const int64_t cap = EMB_MAX(n, 2 * lg->seg_cap);
+        int32_t *live = realloc(lg->live, (size_t)cap * sizeof *live);
+        lg->live = live ? live : lg->live;
+        int32_t *pend = live ? realloc(lg->pending, (size_t)cap * sizeof *pend) : NULL;
+        lg->pending = pend ? pend : lg->pending;
+        uint8_t *kept = pend ? realloc(lg->kept, (size_t)cap) : NULL;
+        if (!kept)
+            return EMB_ENOMEM;
+        lg->kept = kept, lg->seg_cap = cap;
+    }
+    for (int64_t s = lg->nseg; s < n; s++)
+        lg->live[s] = lg->pending[s] = 0, lg->kept[s] = 0;
+    lg->nseg = EMB_MAX(lg->nseg, n);
+    return 0;
+}
