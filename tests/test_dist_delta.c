@@ -9,6 +9,7 @@
  * full save of that step restores); a missing or foreign link is EMB_ECORRUPT naming it
  * and changes nothing. Exit 0 on success, 1 on a failure.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +38,20 @@ static void specs(EmbCollectionTable *ct)
                                               .init = {EMB_INIT_CONSTANT, 0.125f, 0, 0}}};
 }
 
-/* A collection over @comm (rowwise_bytes: the placement) or, with comm MPI_COMM_NULL, the
-   one-process reference; Adam, deltas every save but every FULL_EVERY + 1-th. */
-static EmbCollection *make(MPI_Comm comm, int64_t rowwise_bytes)
+/* A collection over @comm (rowwise_bytes: the placement; with @tier_dir, every rank's parts
+   tiered tables there) or, with comm MPI_COMM_NULL, the one-process reference; Adam, deltas every save but every FULL_EVERY + 1-th. */
+static EmbCollection *make(MPI_Comm comm, int64_t rowwise_bytes, const char *tier_dir)
 {
     EmbCollectionTable ct[NT];
     specs(ct);
+    char paths[NT][128];
+    EmbTieredSpec ts[NT];
+    for (int t = 0; t < NT && tier_dir; t++) { /* tiered parts, a cache of 2 records */
+        snprintf(paths[t], sizeof paths[t], "%s/tier-%s", tier_dir, ct[t].name);
+        ts[t] = (EmbTieredSpec){paths[t], {.cache_bytes = 2 * 4 * 3 * dims[t],
+                                           .engine = EMB_TIER_ENGINE_PREAD}};
+        ct[t].spec.tiered = &ts[t];
+    }
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
     const EmbCollectionOptions o = {.optimizer = &oc, .full_every = FULL_EVERY};
     const EmbDistOptions dopts = {.place = {.plan = EMB_DIST_PLAN_AUTO,
@@ -143,7 +152,7 @@ static int deltas_in(const char *dir, int s, long long *bytes)
    EMB_ECORRUPT naming @culprit and leaves it as it was. */
 static void restore_fails(const char *dir, int s, const char *culprit, const char *what)
 {
-    EmbCollection *one = make(MPI_COMM_SELF, 5000), *same = make(MPI_COMM_NULL, 0);
+    EmbCollection *one = make(MPI_COMM_SELF, 5000, NULL), *same = make(MPI_COMM_NULL, 0, NULL);
     char path[256];
     snprintf(path, sizeof path, "%s/dist-%d.index", dir, s);
     const int r = one ? emb_collection_restore(one, path, NULL) : -1;
@@ -209,16 +218,13 @@ static void restore(EmbCollection *c, const char *dir, int s)
     CHECK(c && emb_collection_restore(c, path, &got) == 0 && got == s, "restore %d", s);
 }
 
-int main(int argc, char **argv)
+/* Six steps of @sh against the reference, saved with deltas; the chains restored into one
+   process and into another placement, trained on. With @tiered, the sharded collection's
+   parts are tiered tables (their deltas list the touched rows without reading the rest). */
+static void scenario(const char *dir, bool tiered)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    char dir[64] = "/tmp/embtables-distdelta-XXXXXX";
-    if (rank == 0 && !mkdtemp(dir))
-        dir[0] = '\0';
-    MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
-    EmbCollection *sh = make(MPI_COMM_WORLD, 5000), *ref = make(MPI_COMM_NULL, 0);
+    EmbCollection *sh = make(MPI_COMM_WORLD, 5000, tiered ? dir : NULL);
+    EmbCollection *ref = make(MPI_COMM_NULL, 0, NULL);
     long long full_bytes = -1;
     for (int s = 0; s < 6 && sh && ref; s++) {
         step(sh, rank, nranks, ref, s);
@@ -228,21 +234,23 @@ int main(int argc, char **argv)
         long long bytes;
         const int nd = deltas_in(dir, s + 1, &bytes);
         const int delta = s % (FULL_EVERY + 1) != 0; /* steps 1 and 5 full */
-        CHECK(delta ? nd > 0 && bytes < full_bytes : nd == 0, "step %d: %d delta tensors, "
-              "%lld bytes (the full: %lld)", s + 1, nd, bytes, full_bytes);
+        CHECK(delta ? nd > 0 && bytes < full_bytes : nd == 0, "%sstep %d: %d delta tensors, "
+              "%lld bytes (the full: %lld)", tiered ? "tiered: " : "", s + 1, nd, bytes,
+              full_bytes);
         full_bytes = delta ? full_bytes : bytes;
         if (s + 1 == 4) { /* the chain full 1 + deltas 2, 3, 4 into one process */
-            EmbCollection *one = make(MPI_COMM_SELF, 5000);
+            EmbCollection *one = make(MPI_COMM_SELF, 5000, NULL);
             restore(one, dir, 4);
             if (one)
-                compare(one, ref, "step 4 in one process");
+                compare(one, ref, tiered ? "tiered: step 4 in one process"
+                                         : "step 4 in one process");
             emb_collection_destroy(&one);
         }
     }
     /* full 5 + delta 6: into another placement over these ranks (every table whole on
        one rank) and into one process, then one more step each */
-    EmbCollection *back = make(MPI_COMM_WORLD, (int64_t)1 << 40);
-    EmbCollection *one = make(MPI_COMM_SELF, 0);
+    EmbCollection *back = make(MPI_COMM_WORLD, (int64_t)1 << 40, NULL);
+    EmbCollection *one = make(MPI_COMM_SELF, 0, NULL);
     restore(back, dir, 6);
     restore(one, dir, 6);
     if (back && one && ref) {
@@ -253,11 +261,33 @@ int main(int argc, char **argv)
         compare(back, ref, "trained on, another placement");
         compare(one, ref, "trained on in one process");
     }
-    if (dir[0])
+    if (dir[0] && !tiered)
         bad_links(dir);
     emb_collection_destroy(&one);
     emb_collection_destroy(&back);
     emb_collection_destroy(&sh);
     emb_collection_destroy(&ref);
-    return dist_finish("test_dist_delta", dir);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    char dir[2][64] = {"/tmp/embtables-distdelta-XXXXXX", "/tmp/embtables-distdelta-XXXXXX"};
+    for (int k = 0; k < 2; k++) {
+        if (rank == 0 && !mkdtemp(dir[k]))
+            dir[k][0] = '\0';
+        MPI_Bcast(dir[k], sizeof dir[k], MPI_CHAR, 0, MPI_COMM_WORLD);
+    }
+    scenario(dir[0], false);
+    if (dir[1][0])
+        scenario(dir[1], true);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && dir[1][0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir[1]);
+        CHECK(system(cmd) == 0, "cleanup");
+    }
+    return dist_finish("test_dist_delta", dir[0]);
 }
