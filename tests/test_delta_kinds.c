@@ -290,26 +290,6 @@ Test(delta_kinds, a_delta_holds_only_the_changed_rows)
     rmdir_all(dir);
 }
 
-/* Every checkpoint the index of @dir keeps restores into @r. */
-static int kept_restore(const char *dir, Run *r)
-{
-    char ipath[600], line[600], name[300], path[1000];
-    snprintf(ipath, sizeof ipath, "%s/checkpoint", dir);
-    FILE *f = fopen(ipath, "r");
-    cr_assert_not_null(f);
-    const EmbRestoreOptions ro = {.optimizer = r->o};
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "kept %299s", name) == 1) {
-            snprintf(path, sizeof path, "%s/%s", dir, name);
-            cr_assert_eq(emb_checkpoint_restore_ex(r->s, path, &ro, NULL), 0, "%s: %s", name,
-                         emb_last_error());
-            n++;
-        }
-    fclose(f);
-    return n;
-}
-
 static void (*kill9_make)(Run *); /* the kind of the kill -9 rounds */
 
 static void kill9_train(const char *dir, int round, int ready)
@@ -335,7 +315,7 @@ static void kill9_check(const char *dir, int round)
     const EmbRestoreOptions ro = {.optimizer = b.o};
     cr_assert_eq(emb_checkpoint_restore_ex(b.s, latest, &ro, NULL), 0, "round %d: %s", round,
                  emb_last_error());
-    cr_assert_geq(kept_restore(dir, &b), 1);
+    cr_assert_geq(kept_restore(dir, b.s, b.o), 1);
     run_free(&b);
 }
 

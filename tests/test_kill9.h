@@ -2,13 +2,16 @@
 /*
  * test_kill9.h — kill -9 during checkpoint saves (test_delta.c, test_delta_kinds.c):
  * rounds of a child that trains and saves into a directory forever, killed at a random
- * moment once it saved twice, then the parent's check of what the directory holds.
+ * moment once it saved twice, then the parent's check of what the directory holds; and
+ * kept_restore, which that check and the max_to_keep tests use.
  */
 #ifndef TEST_KILL9_H
 #define TEST_KILL9_H
 
 #include <criterion/criterion.h>
+#include <embtables/embtables.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +46,27 @@ static inline void kill9_rounds(const char *dir, int rounds,
         cr_assert(WIFSIGNALED(status));
         check(dir, round);
     }
+}
+
+/* Every checkpoint the index of @dir keeps restores into the store @s (optimizer @o): their
+   count. */
+static inline int kept_restore(const char *dir, EmbStore *s, EmbOptimizer *o)
+{
+    char ipath[600], line[600], name[300], path[1000];
+    snprintf(ipath, sizeof ipath, "%s/checkpoint", dir);
+    FILE *f = fopen(ipath, "r");
+    cr_assert_not_null(f);
+    const EmbRestoreOptions ro = {.optimizer = o};
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "kept %299s", name) == 1) {
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            cr_assert_eq(emb_checkpoint_restore_ex(s, path, &ro, NULL), 0, "%s: %s", name,
+                         emb_last_error());
+            n++;
+        }
+    fclose(f);
+    return n;
 }
 
 #endif
