@@ -175,7 +175,8 @@ void emb__tier_release_locked(Tier *x)
     emb__tier_pf_settle(x, false);
     const int64_t rest = x->npinned - upto;
     emb__tier_unpin_from(x, 0, upto);
-    memmove(x->pinned, x->pinned + upto, (size_t)rest * sizeof *x->pinned);
+    if (rest > 0) /* (pinned is NULL while nothing was ever pinned) */
+        memmove(x->pinned, x->pinned + upto, (size_t)rest * sizeof *x->pinned);
     x->npinned = rest;
     emb__tier_wb_settle(x);
     emb__tier_log_compact(x);
