@@ -428,7 +428,9 @@ void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
         return;
     }
 #endif
-    if (!r->write && !r->complete && io->kind == EMB_TIER_IO_MAP)
+    /* the kind first: another engine's requests complete on the pool's threads, under its
+       lock (emb__tier_pool_wait reads them there); a mapped read completes in this thread */
+    if (io->kind == EMB_TIER_IO_MAP && !r->write && !r->complete)
         map_drain(io);
     emb__tier_pool_wait(&io->pinflight, r);
 }
