@@ -134,9 +134,16 @@ static const char *check(const Tier *x, const ManHeader *h)
         return "its shape is not the table's";
     if (h->seg_recs < 1 || h->nseg < 0 || h->nseg > ((int64_t)UINT32_MAX - 1) / h->seg_recs)
         return "its segments are out of range";
-    for (int64_t r = 0; r < x->nrows; r++)
+    uint64_t last = 0; /* the highest slot + 1 a row's copy is in */
+    for (int64_t r = 0; r < x->nrows; r++) {
         if (x->lg.loc[r] > (uint64_t)(h->nseg * h->seg_recs))
             return "a row's copy is past its last segment";
+        last = EMB_MAX(last, x->lg.loc[r]);
+    }
+    struct stat st; /* a copy must lie in the file (a file replaced under an old manifest) */
+    if (last && (fstat(x->fd, &st) != 0 ||
+                 (uint64_t)x->lg.base + last * (uint64_t)x->recbytes > (uint64_t)st.st_size))
+        return "a row's copy lies past the end of the table's file";
     return NULL;
 }
 
