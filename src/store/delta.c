@@ -360,7 +360,9 @@ int emb__delta_restore(EmbStore *s, const char *path, const EmbRestoreOptions *o
         r = emb__fail(EMB_ENOMEM, "out of memory restoring %s", path);
     for (int64_t k = 0; k + 1 < n && !r; k++)
         r = check_delta(&ch[k], s, o, buf);
-    r = r ? r : emb_checkpoint_restore_ex(s, ch[n - 1].path, o, NULL);
+    r = r ? r : emb__restore_full(s, ch[n - 1].path, o, NULL);
+    if (r == EMB__RESTORE_IS_DELTA) /* open_chain saw a full one: replaced since */
+        r = emb__fail(EMB_ECORRUPT, "%s: the chain's base is a delta", ch[n - 1].path);
     for (int64_t k = n - 2; k >= 0 && !r; k--)
         r = apply_delta(&ch[k], s, o, buf);
     r = r ? r : keyed_restore(ch, n - 1, s, o, buf);

@@ -100,6 +100,12 @@ int emb__delta_keep_chains(const char *dir, const char *head, int32_t depth, Emb
 
 /* Whether a delta can hold @t: a dense kind, tracked (not all touched). */
 bool emb__delta_possible(const EmbTable *t);
+/* emb_checkpoint_restore_ex of the full checkpoint @path (restore.c; arguments checked by the
+   caller): 0, an error code, or EMB__RESTORE_IS_DELTA (> 0) when @path is a delta, having
+   touched nothing. */
+#define EMB__RESTORE_IS_DELTA 1
+int emb__restore_full(EmbStore *s, const char *path, const EmbRestoreOptions *o,
+                      int64_t *global_step);
 /* emb_checkpoint_restore_ex of the delta @path: its chain checked whole, then the full
    checkpoint restored and the deltas written in order. */
 int emb__delta_restore(EmbStore *s, const char *path, const EmbRestoreOptions *o,

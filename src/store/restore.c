@@ -302,25 +302,19 @@ static int load(const EmbCkpt *c, int fd, EmbStore *s, EmbOptimizer *opt, Target
     return 0;
 }
 
-int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOptions *o,
-                              int64_t *global_step)
+int emb__restore_full(EmbStore *s, const char *path, const EmbRestoreOptions *o,
+                      int64_t *global_step)
 {
-    EMB_CHECK_NULL(path);
-    if (o && (o->nvars < 0 || (o->nvars > 0 && !o->var_list)))
-        return emb__fail(EMB_EINVAL, "restore var_list: %lld entries at %p", (long long)o->nvars,
-                         (const void *)o->var_list);
-    if (!s && !(o && o->nvars > 0))
-        return emb__fail(EMB_ENULL, "emb_checkpoint_restore: no store and no var_list");
     EmbCkpt c = {0};
     uint64_t size;
     int r;
     const int fd = emb__ckpt_open_path(path, &c, &size, &r);
     if (fd < 0)
         return r;
-    if (c.delta_base) { /* the full checkpoint and the chain up to it (delta.c) */
+    if (c.delta_base) { /* the caller restores the chain (restore_ex.c, delta.c) */
         emb__ckpt_free(&c);
         close(fd);
-        return emb__delta_restore(s, path, o, global_step);
+        return EMB__RESTORE_IS_DELTA;
     }
     unsigned char *buf = malloc(EMB_CKPT_CHUNK); /* every read's: allocated before a write */
     r = buf ? emb__ckpt_verify(&c, fd, NULL, path)
@@ -349,11 +343,4 @@ int emb_checkpoint_restore_ex(EmbStore *s, const char *path, const EmbRestoreOpt
     emb__ckpt_free(&c);
     close(fd);
     return r;
-}
-
-int emb_checkpoint_restore(EmbStore *s, const char *path, int64_t *global_step)
-{
-    if (!s)
-        return emb__fail(EMB_ENULL, "emb_checkpoint_restore: argument 'store' is NULL");
-    return emb_checkpoint_restore_ex(s, path, NULL, global_step);
 }

@@ -57,10 +57,10 @@ EmbTable *emb__partition_shard(const EmbTable *t, int32_t i)
 
 static const EmbRowsFacet mod_rows = EMB_ROWS_BY_COLUMN(mod_column);
 static const EmbRowsFacet div_rows = EMB_ROWS_BY_COLUMN(div_column);
-static const EmbTableOps mod_ops = {
+const EmbTableOps emb__partition_mod_ops = {
     .kind = "partitioned (mod)", .rows = &mod_rows, .nshards = emb__partition_nshards,
     .shard = emb__partition_shard, .destroy = emb__partition_destroy};
-static const EmbTableOps div_ops = {
+const EmbTableOps emb__partition_div_ops = {
     .kind = "partitioned (div)", .rows = &div_rows, .nshards = emb__partition_nshards,
     .shard = emb__partition_shard, .destroy = emb__partition_destroy};
 
@@ -156,20 +156,22 @@ static int check_shards(EmbTable *const *shards, int32_t nshards, unsigned mode,
     return r ? r : check_shard_sizes(shards, nshards, name, nrows);
 }
 
-int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32_t nshards,
-                          unsigned flags, const EmbTableOptions *opts)
+int emb__partition_check(EmbTable *const *shards, int32_t nshards, unsigned flags,
+                         const EmbTableOptions *opts, int64_t *nrows)
 {
-    EMB_CHECK_NULL(out);
     EMB_CHECK_NULL(shards);
-    int64_t nrows = 0;
-    int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV | EMB_PARTITION_OWN_SHARDS);
-    if (!r)
-        r = check_shards(shards, nshards, flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV), opts,
-                         &nrows);
-    if (r)
-        return r;
+    const int r = check_mode(flags, EMB_PARTITION_MOD | EMB_PARTITION_DIV |
+                                        EMB_PARTITION_OWN_SHARDS);
+    return r ? r : check_shards(shards, nshards, flags & (EMB_PARTITION_MOD | EMB_PARTITION_DIV),
+                                opts, nrows);
+}
+
+int emb__partition_build(EmbTable **out, EmbTable *const *shards, int32_t nshards,
+                         unsigned flags, const EmbTableOptions *opts, int64_t nrows,
+                         const EmbTableOps *ops)
+{
     EmbTable *t = NULL;
-    r = emb__table_alloc(&t, nrows, shards[0]->featuresize, shards[0]->dtype, opts);
+    int r = emb__table_alloc(&t, nrows, shards[0]->featuresize, shards[0]->dtype, opts);
     if (r)
         return r;
     Partition *p = malloc(sizeof *p + (size_t)nshards * sizeof p->shards[0]);
@@ -187,8 +189,7 @@ int emb_table_partitioned(EmbTable **out, EmbTable *const *shards, int32_t nshar
     p->r = nrows % nshards;
     p->split = p->r * (p->q + 1);
     memcpy(p->shards, shards, (size_t)nshards * sizeof p->shards[0]);
-    t->ops = p->dynamic ? &emb__partition_dyn_ops
-           : p->mode == EMB_PARTITION_MOD ? &mod_ops : &div_ops;
+    t->ops = ops;
     t->impl = p;
     *out = t;
     return 0;
@@ -266,8 +267,10 @@ int emb_table_partitioned_create(EmbTable **out, int64_t nrows, int32_t features
         return emb__fail(EMB_ENOMEM, "out of memory for %d shards", (int)nshards);
     for (int32_t i = 0; i < nshards && !r; i++)
         r = create_shard(&shards[i], nrows, featuresize, dtype, nshards, i, opts);
-    if (!r)
-        r = emb_table_partitioned(out, shards, nshards, flags | EMB_PARTITION_OWN_SHARDS, opts);
+    if (!r) /* fresh dense shards of the size rule's rows: nothing left to check */
+        r = emb__partition_build(out, shards, nshards, flags | EMB_PARTITION_OWN_SHARDS, opts,
+                                 nrows, flags & EMB_PARTITION_MOD ? &emb__partition_mod_ops
+                                                                  : &emb__partition_div_ops);
     if (r)
         for (int32_t i = 0; i < nshards; i++)
             emb_table_destroy(&shards[i]);

@@ -134,8 +134,8 @@ static int pdyn_state_attach(EmbTable *t, int32_t width, const float *init, EmbT
     int r = views ? 0 : emb__fail(EMB_ENOMEM, "out of memory for optimizer state");
     for (int32_t i = 0; i < n && !r; i++)
         r = emb__dynamic_state_attach(SHARDS(t)[i], width, init, &views[i]);
-    r = r ? r : emb_table_partitioned(out, views, n,
-                                      EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS, NULL);
+    r = r ? r : emb__partition_build(out, views, n, EMB_PARTITION_MOD | EMB_PARTITION_OWN_SHARDS,
+                                     NULL, INT64_MAX, &emb__partition_dyn_ops);
     for (int32_t i = 0; r && views && i < n; i++)
         emb_table_destroy(&views[i]); /* detaches the state made */
     free(views);
