@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_choice.h"
 #include "bench_ids.h"
 
 #include <embtables/dist.h>
@@ -62,16 +63,17 @@ enum { P_AUTO, P_TABLE, P_ROW, P_COLUMN, P_REPLICATED, P_AUTO_BF16, NP_ };
 static const char *const pnames[NP_] = {"auto", "table", "row", "column", "replicated",
                                         "auto-bf16"};
 
-/* Parses the comma-separated --paired list into a->paired; -1 on an unknown name. */
-static int parse_paired(Args *a, const char *v)
+/* Parses the comma-separated --paired list into a->paired; -1 on an unknown name (said on
+   @err, NULL: silent). */
+static int parse_paired(Args *a, const char *v, FILE *err)
 {
     a->npaired = 0;
     while (*v) {
         const size_t n = strcspn(v, ",");
-        int k = 0;
-        while (k < NP_ && (strlen(pnames[k]) != n || strncmp(v, pnames[k], n)))
-            k++;
-        if (k == NP_ || a->npaired == 8)
+        char one[32];
+        snprintf(one, sizeof one, "%.*s", (int)n, v);
+        const int k = bench_choice(err, "dist-bench", "--paired", one, pnames, NP_);
+        if (k < 0 || a->npaired == 8)
             return -1;
         a->paired[a->npaired++] = k;
         v += n + (v[n] == ',');
@@ -79,8 +81,11 @@ static int parse_paired(Args *a, const char *v)
     return a->npaired >= 2 ? 0 : -1;
 }
 
-static int parse(int argc, char **argv, Args *a)
+/* The options into @a; -1 on a bad one (an enum-like option's value named on @err). */
+static int parse(int argc, char **argv, Args *a, FILE *err)
 {
+    static const char *const plans[] = {"table", "row", "auto"}, *const flag[] = {"0", "1"};
+    int c;
     *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -106,16 +111,22 @@ static int parse(int argc, char **argv, Args *a)
         else if (!strcmp(k, "--groups")) a->groups = atoi(v);
         else if (!strcmp(k, "--compare-groups")) a->compare = atoi(v);
         else if (!strcmp(k, "--threads")) a->threads = atoi(v);
-        else if (!strcmp(k, "--prefetch")) a->prefetch = atoi(v);
         else if (!strcmp(k, "--zipf")) a->zipf = atof(v);
-        else if (!strcmp(k, "--bf16")) a->bf16 = atoi(v);
+        else if (!strcmp(k, "--bf16") || !strcmp(k, "--prefetch")) {
+            if ((c = bench_choice(err, "dist-bench", k, v, flag, 2)) < 0)
+                return -1;
+            *(k[2] == 'b' ? &a->bf16 : &a->prefetch) = c;
+        }
         else if (!strcmp(k, "--paired")) {
-            if (parse_paired(a, v))
+            if (parse_paired(a, v, err))
                 return -1;
         }
-        else if (!strcmp(k, "--plan"))
-            a->plan = !strcmp(v, "row") ? EMB_DIST_PLAN_ROWWISE
-                      : !strcmp(v, "auto") ? EMB_DIST_PLAN_AUTO : EMB_DIST_PLAN_TABLEWISE;
+        else if (!strcmp(k, "--plan")) {
+            if ((c = bench_choice(err, "dist-bench", k, v, plans, 3)) < 0)
+                return -1;
+            a->plan = c == 1 ? EMB_DIST_PLAN_ROWWISE
+                      : c == 2 ? EMB_DIST_PLAN_AUTO : EMB_DIST_PLAN_TABLEWISE;
+        }
         else
             return -1;
     }
@@ -373,7 +384,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     Args a;
-    if (parse(argc, argv, &a)) {
+    if (parse(argc, argv, &a, rank == 0 ? stderr : NULL)) {
         if (rank == 0)
             fprintf(stderr, "usage: mpirun -np N dist-bench [--quick] [--tables 26] [--rows "
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_choice.h"
 #include "bench_ids.h"
 
 #include "emb_bench.h"
@@ -115,6 +116,21 @@ static int bad(const char *key, const char *value)
     fprintf(stderr, "emb-bench: bad value for %s: '%s'\n", key, value);
     return -1;
 }
+
+/* An enum-like option's bad value @v: the message names --@key and the @n @names; -1. */
+static int bad_of(const char *key, const char *v, const char *const *names, int n)
+{
+    bench_choice_fail(stderr, "emb-bench", key, v, names, n);
+    return -1;
+}
+
+/* The index of @v among @names of the option @key, or -1 said as bad_of(). */
+static int choice(const char *key, const char *v, const char *const *names, int n)
+{
+    return bench_choice(stderr, "emb-bench", key, v, names, n);
+}
+
+static const char *const float_dtypes[] = {"f32", "f16", "bf16"};
 
 /* A table's dtype: f32, f16, bf16, int8 or int4 (@quantized: the quantized ones too). */
 static int parse_dtype_of(const char *s, EmbDtype *d, int quantized)
@@ -271,8 +287,11 @@ static int set_strategies(BenchConfig *c, const char *v)
                 c->strategies |= 1u << s;
                 found = 1;
             }
-        if (!found)
-            return bad("strategies", v);
+        if (!found) {
+            const char *acc[STRAT_COUNT + 1] = {"all"};
+            memcpy(acc + 1, strategy_names, sizeof strategy_names);
+            return bad_of("strategies", g, acc, STRAT_COUNT + 1);
+        }
     }
     return c->strategies ? 0 : bad("strategies", v);
 }
@@ -343,10 +362,11 @@ static int set_pair(BenchConfig *c, const char *k, const char *v)
     char a[64], b[64], tail;
     double *x = c->pair_clip[0], *y = c->pair_clip[1];
     if (k[0] == 'o') {
-        if (sscanf(v, "%63[^,],%63s%c", a, b, &tail) != 2 ||
-            (c->pair_opt[0] = parse_opt(a)) == OPT_NONE ||
-            (c->pair_opt[1] = parse_opt(b)) == OPT_NONE)
+        if (sscanf(v, "%63[^,],%63s%c", a, b, &tail) != 2)
             return bad(k, v);
+        if ((c->pair_opt[0] = parse_opt(a)) == OPT_NONE ||
+            (c->pair_opt[1] = parse_opt(b)) == OPT_NONE)
+            return bad_of(k, c->pair_opt[0] == OPT_NONE ? a : b, opt_names + 1, OPT_COUNT - 1);
     } else if (sscanf(v, "%lf,%lf,%lf%*[/ ]%lf,%lf,%lf%c", &x[0], &x[1], &x[2], &y[0], &y[1],
                       &y[2], &tail) != 6 || x[0] < 0 || x[1] < 0 || x[2] < 0 || y[0] < 0 ||
                y[1] < 0 || y[2] < 0) {
@@ -371,8 +391,12 @@ static int set_phases(BenchConfig *c, const char *v)
         if (strcmp(g, "update") == 0 || strcmp(g, "train") == 0) {
             p.kind = g[0] == 'u' ? PHASE_UPDATE : PHASE_TRAIN;
             if ((p.opt = parse_opt(opt)) == OPT_NONE)
-                return bad("phases", v);
-        } else if (strcmp(g, "forward") != 0 || colon || c->nphases == BENCH_MAX_PHASES) {
+                return bad_of(g[0] == 'u' ? "phases update:OPT" : "phases train:OPT", opt,
+                              opt_names + 1, OPT_COUNT - 1);
+        } else if (strcmp(g, "forward") != 0 || colon) {
+            static const char *const kinds[] = {"forward", "update:OPT", "train:OPT"};
+            return bad_of("phases", g, kinds, 3);
+        } else if (c->nphases == BENCH_MAX_PHASES) {
             return bad("phases", v);
         }
         snprintf(p.name, sizeof p.name, "%s%s%s", g, colon ? ":" : "", opt);
@@ -394,7 +418,9 @@ static int set_dtypes(BenchConfig *c, const char *v)
     c->ndtypes = 0;
     for (char *g = strtok(buf, ","); g; g = strtok(NULL, ",")) {
         EmbDtype d;
-        if (parse_dtype_of(g, &d, 0) != 0 || c->ndtypes == 3)
+        if (parse_dtype_of(g, &d, 0) != 0)
+            return bad_of("dtypes", g, float_dtypes, 3);
+        if (c->ndtypes == 3)
             return bad("dtypes", v);
         c->dtypes[c->ndtypes++] = d;
     }
@@ -415,7 +441,8 @@ static int set_ids(BenchConfig *c, const char *v)
         c->ids = IDS_TRACE;
         return (c->trace = strdup(v + 6)) ? 0 : -1;
     }
-    return bad("ids", v);
+    static const char *const forms[] = {"uniform", "zipf:S (S > 0)", "trace:PATH"};
+    return bad_of("ids", v, forms, 3);
 }
 
 static int set_number(const char *key, const char *v, double lo, double *out)
@@ -474,8 +501,11 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "threads") == 0) return (c->threads_given = 1), set_threads(c, v);
     if (strcmp(k, "dims") == 0) return set_dims(c, v);
     if (strcmp(k, "dtypes") == 0) return set_dtypes(c, v);
+    static const char *const sweeps[] = {"dims"}, *const peers[] = {"torch"},
+                             *const poolings[] = {"sum", "max"};
+    int e;
     if (strcmp(k, "sweep") == 0)
-        return strcmp(v, "dims") == 0 ? ((c->sweep = 1), 0) : bad(k, v);
+        return choice(k, v, sweeps, 1) < 0 ? -1 : ((c->sweep = 1), 0);
     if (strcmp(k, "phases") == 0) return set_phases(c, v);
     if (strcmp(k, "config") == 0) return read_config(c, v);
     if (strcmp(k, "csv") == 0) return (c->csv = strdup(v)) ? 0 : -1;
@@ -484,14 +514,13 @@ static int set_option(BenchConfig *c, const char *k, const char *v)
     if (strcmp(k, "peer-script") == 0) return (c->peer_script = strdup(v)) ? 0 : -1;
     if (strcmp(k, "tier-dir") == 0) return (c->tier_dir = strdup(v)) ? 0 : -1;
     if (strcmp(k, "peer") == 0)
-        return strcmp(v, "torch") == 0 ? ((c->peer = "torch"), 0) : bad(k, v);
-    if (strcmp(k, "state-dtype") == 0)
-        return strcmp(v, "f32") == 0 ? ((c->state_dtype = EMB_F32), 0)
-               : strcmp(v, "f16") == 0 ? ((c->state_dtype = EMB_F16), 0)
-               : strcmp(v, "bf16") == 0 ? ((c->state_dtype = EMB_BF16), 0) : bad(k, v);
+        return choice(k, v, peers, 1) < 0 ? -1 : ((c->peer = "torch"), 0);
+    if (strcmp(k, "state-dtype") == 0) {
+        static const EmbDtype sd[] = {EMB_F32, EMB_F16, EMB_BF16};
+        return (e = choice(k, v, float_dtypes, 3)) < 0 ? -1 : ((c->state_dtype = sd[e]), 0);
+    }
     if (strcmp(k, "pooling") == 0)
-        return strcmp(v, "max") == 0 ? ((c->pooling_max = 1), 0)
-               : strcmp(v, "sum") == 0 ? ((c->pooling_max = 0), 0) : bad(k, v);
+        return (e = choice(k, v, poolings, 2)) < 0 ? -1 : ((c->pooling_max = e), 0);
     if (strcmp(k, "min-time") == 0) return set_number(k, v, 0, &c->min_time);
     if (strcmp(k, "lr") == 0) return set_number(k, v, 0, &c->lr);
     if (strcmp(k, "opt-pair") == 0 || strcmp(k, "clip-pair") == 0)

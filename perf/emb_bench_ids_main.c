@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_choice.h"
 #include "bench_ids.h"
 #include "emb_bench.h"
 
@@ -70,7 +71,10 @@ int bench_ids_main(int argc, char **argv)
             kind = BENCH_IDS_UNIFORM;
         else if (strcmp(k, "--ids") == 0 && sscanf(v, "zipf:%lf", &s) == 1 && s > 0)
             kind = BENCH_IDS_ZIPF;
-        else
+        else if (strcmp(k, "--ids") == 0) {
+            static const char *const forms[] = {"uniform", "zipf:S (S > 0)"};
+            return bench_choice_fail(stderr, "emb-bench ids", k, v, forms, 2), 2;
+        } else
             return fprintf(stderr, "emb-bench ids: bad option %s %s\n%s", k, v, ids_usage), 2;
     }
     if (rows < 1 || count < 1 || !out)

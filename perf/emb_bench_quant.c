@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_choice.h"
 #include "bench_ids.h"
 #include "embtables/embtables.h"
 #include "emb_bench.h"
@@ -237,8 +238,13 @@ static int parse(int argc, char **argv, Opts *o)
         else if (!strcmp(argv[i], "--rounds")) o->rounds = (int32_t)v;
         else if (!strcmp(argv[i], "--hot-rows")) o->hot_rows = v;
         else if (!strcmp(argv[i], "--seed")) o->seed = v;
-        else if (!strcmp(argv[i], "--thp")) o->thp = v;
-        else if (!strcmp(argv[i], "--cpu-time")) o->cpu_time = v;
+        else if (!strcmp(argv[i], "--thp") || !strcmp(argv[i], "--cpu-time")) {
+            static const char *const flag[] = {"0", "1"};
+            const int k = bench_choice(stderr, "emb-bench quant", argv[i], argv[i + 1], flag, 2);
+            if (k < 0)
+                return -1;
+            *(argv[i][2] == 't' ? &o->thp : &o->cpu_time) = k;
+        }
         else return -1;
     }
     return argc % 2 == 1 && o->mib > 0 && o->dim > 0 && o->dim % 2 == 0 && o->bag > 0 &&

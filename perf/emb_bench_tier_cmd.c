@@ -29,6 +29,7 @@
 
 #include "embtables/embtables.h"
 
+#include "bench_choice.h"
 #include "bench_disk.h"
 #include "bench_ids.h"
 #include "emb_bench.h"
@@ -63,14 +64,28 @@ static double now(void)
 static void usage_to(FILE *f, int code);
 #define usage() usage_to(stderr, 2)
 
+/* The value of the enum-like option @opt among @names (its index), or exit 2 naming them. */
+static int choice(const char *opt, const char *v, const char *const *names, int n)
+{
+    const int k = bench_choice(stderr, "emb-bench tier", opt, v, names, n);
+    if (k < 0)
+        exit(2);
+    return k;
+}
+
 static EmbDtype dtype_of(const char *s)
 {
     static const EmbDtype all[] = {EMB_F32, EMB_F16, EMB_BF16, EMB_INT8, EMB_INT4};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (!strcmp(s, emb_dtype_name(all[i])))
-            return all[i];
-    usage();
-    return EMB_F32;
+    static const char *const names[] = {"f32", "f16", "bf16", "int8", "int4"};
+    return all[choice("--dtype", s, names, 5)];
+}
+
+static EmbTierEngine engine_of(const char *s)
+{
+    static const EmbTierEngine all[] = {EMB_TIER_ENGINE_AUTO, EMB_TIER_ENGINE_URING,
+                                        EMB_TIER_ENGINE_PREAD, EMB_TIER_ENGINE_MAP};
+    static const char *const names[] = {"auto", "uring", "pread", "map"};
+    return all[choice("--engine", s, names, 4)];
 }
 
 /* The usage on @f, then exit(@code): 0 for --help, 2 for a bad option. */
@@ -101,11 +116,11 @@ static void parse_policies(Opts *o, const char *v)
     for (int k = 0; k < MAX_RUNS && all; k++)
         o->pols[o->npol++] = (EmbTierPolicy)k;
     for (const char *p = v; !all && p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-        int k = MAX_RUNS;
-        while (--k >= 0 && (strncmp(p, policy_names[k], strlen(policy_names[k])) ||
-                            (p[strlen(policy_names[k])] && p[strlen(policy_names[k])] != ',')))
-            ;
-        if (k < 0 || o->npol == MAX_RUNS)
+        char one[32];
+        snprintf(one, sizeof one, "%.*s", (int)strcspn(p, ","), p);
+        const int k = choice("--policy", one, policy_names,
+                             (int)(sizeof policy_names / sizeof *policy_names));
+        if (o->npol == MAX_RUNS)
             usage();
         o->pols[o->npol++] = (EmbTierPolicy)k;
         if (!strchr(p, ','))
@@ -136,10 +151,7 @@ static void parse(Opts *o, int argc, char **argv)
         else if (ARG("--prefetch")) o->prefetch = atoi(v);
         else if (ARG("--dir")) o->dir = v;
         else if (ARG("--engine"))
-            o->engine = !strcmp(v, "uring") ? EMB_TIER_ENGINE_URING
-                        : !strcmp(v, "pread") ? EMB_TIER_ENGINE_PREAD
-                        : !strcmp(v, "map")   ? EMB_TIER_ENGINE_MAP
-                                              : EMB_TIER_ENGINE_AUTO;
+            o->engine = engine_of(v);
         else if (ARG("--policy")) parse_policies(o, v);
         else if (ARG("--dtype")) o->dtype = dtype_of(v);
         else if (!strcmp(a, "--uniform")) o->zipf = 0.0;

@@ -33,6 +33,7 @@ typedef struct CollectionObject {
     OptimizerObject *opt;     /* borrowed by c (shared_optimizer); NULL: no fused update */
     StepMem spare;    /* a finished step's memory, reused by the next forward */
     int has_spare;
+    int full_every;   /* EmbCollectionOptions::full_every: delta checkpoints */
 } CollectionObject;
 
 typedef struct StepObject {
@@ -313,7 +314,8 @@ static int collection_setup(CollectionObject *self, PyObject *poolings)
             goto done;
     }
     const EmbCollectionOptions o = {.strategy = self->strategy->s,
-                                    .shared_optimizer = self->opt ? self->opt->opt : NULL};
+                                    .shared_optimizer = self->opt ? self->opt->opt : NULL,
+                                    .full_every = self->full_every};
     const int err = emb_collection_create(&self->c, ts, n, &o);
     rc = err ? (py_emb_raise(err), -1) : 0;
 done:
@@ -322,14 +324,15 @@ done:
     return rc;
 }
 
-/* Collection(tables, poolings, strategy, optimizer=None) */
+/* Collection(tables, poolings, strategy, optimizer=None, full_every=0) */
 static PyObject *collection_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"tables", "poolings", "strategy", "optimizer", NULL};
+    static char *kwlist[] = {"tables", "poolings", "strategy", "optimizer", "full_every", NULL};
     PyObject *tables, *poolings, *opt = Py_None;
     StrategyObject *strategy;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO!|O", kwlist, &tables, &poolings,
-                                     &Strategy_Type, &strategy, &opt))
+    int full_every = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO!|Oi", kwlist, &tables, &poolings,
+                                     &Strategy_Type, &strategy, &opt, &full_every))
         return NULL;
     if (opt != Py_None && !PyObject_TypeCheck(opt, &Optimizer_Type)) {
         PyErr_SetString(PyExc_TypeError, "optimizer: an embtables Optimizer or None");
@@ -341,6 +344,7 @@ static PyObject *collection_new(PyTypeObject *type, PyObject *args, PyObject *kw
     self->tables = PySequence_Tuple(tables);
     self->strategy = (StrategyObject *)Py_NewRef((PyObject *)strategy);
     self->opt = opt == Py_None ? NULL : (OptimizerObject *)Py_NewRef(opt);
+    self->full_every = full_every;
     PyObject *pf = self->tables ? PySequence_Fast(poolings, "poolings: a sequence") : NULL;
     if (!pf)
         goto fail;
@@ -520,6 +524,43 @@ static PyObject *collection_batch(CollectionObject *self, PyObject *args)
                          (long long)b->bag_size, off);
 }
 
+/* save(directory, prefix, global_step, max_to_keep) -> the checkpoint's path
+   (emb_collection_save: with full_every, a delta of the previous save's) */
+static PyObject *collection_save(CollectionObject *self, PyObject *args)
+{
+    const char *dir, *prefix;
+    long long step;
+    int keep;
+    if (!PyArg_ParseTuple(args, "ssLi", &dir, &prefix, &step, &keep))
+        return NULL;
+    if (claim(self->strategy, self->opt) < 0)
+        return NULL;
+    char path[4096];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = emb_collection_save(self->c, dir, prefix, step, keep, path, sizeof path);
+    Py_END_ALLOW_THREADS
+    unclaim(self->strategy, self->opt);
+    return rc ? py_emb_raise(rc) : PyUnicode_DecodeFSDefault(path);
+}
+
+/* restore(path) -> the global step (emb_collection_restore: a delta's chain followed) */
+static PyObject *collection_restore(CollectionObject *self, PyObject *args)
+{
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path))
+        return NULL;
+    if (claim(self->strategy, self->opt) < 0)
+        return NULL;
+    int64_t step = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = emb_collection_restore(self->c, path, &step);
+    Py_END_ALLOW_THREADS
+    unclaim(self->strategy, self->opt);
+    return rc ? py_emb_raise(rc) : PyLong_FromLongLong(step);
+}
+
 static PyObject *collection_width(CollectionObject *self, PyObject *args)
 {
     (void)args;
@@ -532,6 +573,9 @@ static PyMethodDef collection_methods[] = {
     {"backward", (PyCFunction)collection_backward, METH_VARARGS,
      "backward(step, grad_output, prepend=0): fused update of every table"},
     {"width", (PyCFunction)collection_width, METH_NOARGS, "Σ feature sizes"},
+    {"save", (PyCFunction)collection_save, METH_VARARGS,
+     "save(directory, prefix, global_step, max_to_keep) -> path"},
+    {"restore", (PyCFunction)collection_restore, METH_VARARGS, "restore(path) -> global step"},
     {"batch", (PyCFunction)collection_batch, METH_VARARGS,
      "batch(step, t) -> (first, nnz, nbags, bag_size, offsets bytes or None)"},
     {NULL, NULL, 0, NULL},
@@ -543,7 +587,7 @@ PyTypeObject Collection_Type = {
     .tp_basicsize = sizeof(CollectionObject),
     .tp_dealloc = (destructor)collection_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Collection(tables, poolings, strategy, optimizer=None)",
+    .tp_doc = "Collection(tables, poolings, strategy, optimizer=None, full_every=0)",
     .tp_methods = collection_methods,
     .tp_new = collection_new,
 };

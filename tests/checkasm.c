@@ -1342,6 +1342,15 @@ static void check_dispatch(const Level *levels)
         emb__kernel_pool(EMB_F32, 64, 0) != levels[LEVEL_C].k.pool_d[2][EMB_F32] ||
         emb__kernel_pool(EMB_F32, 65, 0) != levels[LEVEL_C].k.pool[EMB_F32])
         report(&c, "mask 0 does not select the C pool", 0);
+    /* a library's entries need every feature it is compiled for: AVX2 (+ FMA) or AVX-512
+       with F16C masked (a VM may hide it) select no SIMD entry at all (issue: SIGILL) */
+    static const unsigned no_f16c[2] = {EMB_CPU_AVX2, EMB_CPU_AVX2 | EMB_CPU_AVX512};
+    for (int m = 0; m < 2; m++) {
+        emb_set_cpu_mask(no_f16c[m]);
+        checks++;
+        if (memcmp(emb__kernels(), &levels[LEVEL_C].k, sizeof levels[LEVEL_C].k) != 0)
+            report(&c, "a mask without F16C selects an entry of a library built with -mf16c", m);
+    }
     emb_set_cpu_mask(~0u);
     const Level *best = &levels[LEVEL_C];
     for (int l = 0; l < NLEVELS; l++)

@@ -392,10 +392,12 @@ def _optimizer(o, lr=0.01, **hyper):
 class Collection:
     """Tables looked up together into the DLRM concat layout (nbags x (prepend + ΣD)),
     and, with an optimizer, updated together by a fused backward. The numpy core of
-    embtables.torch.EmbeddingBagCollection."""
+    embtables.torch.EmbeddingBagCollection. save() / restore() checkpoint every table (under
+    its name, or "tables[i]") with the optimizer's state; full_every N > 0: a save writes
+    only the rows touched since the previous one and every (N + 1)-th is full (as Saver)."""
 
     def __init__(self, tables, poolings=None, strategy="prealloc-concat", threads=0,
-                 optimizer=None, include_last_offset=False):
+                 optimizer=None, include_last_offset=False, full_every=0):
         self.tables = [t if isinstance(t, Table) else Table(t) for t in tables]
         if poolings is None or isinstance(poolings, (str, tuple)):
             poolings = [poolings or "sum"] * len(self.tables)
@@ -404,8 +406,20 @@ class Collection:
         self.optimizer = _optimizer(optimizer)
         self.include_last_offset = bool(include_last_offset)
         self._c = _C.Collection([t._t for t in self.tables], self.poolings, self.strategy._s,
-                                self.optimizer._o if self.optimizer else None)
+                                self.optimizer._o if self.optimizer else None, int(full_every))
         self.width = self._c.width()
+
+    def save(self, directory, global_step, prefix="ckpt", max_to_keep=5):
+        """Writes `<directory>/<prefix>-<global_step>.safetensors` (a delta with full_every)
+        and updates the index `<directory>/checkpoint`, keeping the max_to_keep most recent
+        (0: all); returns its path."""
+        return self._c.save(str(directory), prefix, int(global_step), int(max_to_keep))
+
+    def restore(self, path):
+        """Restores every table and the optimizer's state from a checkpoint save() wrote
+        (a delta's chain followed); returns its global step. The whole chain is verified
+        first: on any error nothing is changed."""
+        return self._c.restore(str(path))
 
     def nbags(self, form, indices, offsets):
         if form == 0:

@@ -39,14 +39,20 @@ void emb_set_cpu_mask(unsigned mask)
 }
 
 #if EMB_HAVE_X86_KERNELS
+/* The features each x86 library is compiled for (meson.build: x86_avx2_args = -mavx2 -mfma
+   -mf16c; x86_avx512_args adds -mavx512f/bw/vl/dq): the compiler may use any of them anywhere
+   in the library (the quantized rows' scale and bias are f16), so its entries are taken only
+   when the CPU has them all (EMB_CPU_AVX2 is AVX2 + FMA; no -mbmi* flag is used). */
+enum { NEED_AVX2 = EMB_CPU_AVX2 | EMB_CPU_F16C, NEED_AVX512 = NEED_AVX2 | EMB_CPU_AVX512 };
+
 /* dav1d order: each ISA overrides the entries of the one below; stop at a missing flag. */
 void emb__kernels_init_x86(EmbKernels *k, unsigned flags)
 {
-    if (!(flags & EMB_CPU_AVX2))
+    if ((flags & NEED_AVX2) != NEED_AVX2)
         return;
     emb__kernels_init_avx2(k, flags);
     emb__kernels_init_quant_avx2(k);
-    if (!(flags & EMB_CPU_AVX512))
+    if ((flags & NEED_AVX512) != NEED_AVX512)
         return;
     emb__kernels_init_avx512(k, flags);
     emb__kernels_init_quant_avx512(k);
