@@ -6,8 +6,8 @@
  * the disk's own random-read rate for the record size, measured in the same run on the same
  * file (its pages dropped from the page cache first with posix_fadvise, as before each
  * timed run); and the step's I/O roof: the in-memory step plus the step's reads and writes
- * at the page cache's cost per record (bench_disk_cached_cost, measured in the run), the
- * floor of any buffered-I/O engine. A table larger than RAM: --no-memory (the in-memory run
+ * at the page cache's cost per record (reads: bench_disk_cached_cost; writes: a batched
+ * log append, bench_tier_append_cost; measured in the run), the floor of the engine. A table larger than RAM: --no-memory (the in-memory run
  * is skipped). With several cache fractions or policies (--cache-frac 0.1,0.25 --policy
  * all), each pair is run with prefetch and its rows read a step are set against the ideal
  * frequency cache of the same size, and each run prints the model of its step
@@ -36,6 +36,7 @@
 #include "emb_bench_tier_model.h"
 
 #define MAX_RUNS 4 /* cache fractions, policies */
+#define APPEND_BATCH 4096 /* records a step's write-backs append at once (~5 000 at 10 %) */
 
 static const char *const policy_names[] = {"lru", "lfu", "lru-admit", "lfu-admit"};
 
@@ -197,6 +198,7 @@ typedef struct Run {
     double part_ms[4];    /* mean per step: prefetch, lookup, backward, update */
     EmbTieredStats d;     /* the timed steps' counters */
     double secs;
+    int64_t steps;        /* timed */
 } Run;
 
 static int cmp_d(const void *a, const void *b)
@@ -257,12 +259,16 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
         for (int p = 0; p < 4 && st >= 0; p++)
             part[p] += 1e3 * (tp[p + 1] - tp[p]) / (double)o->steps;
     }
-    Run run = {.secs = now() - t0, .part_ms = {part[0], part[1], part[2], part[3]}};
+    Run run = {.secs = now() - t0, .steps = o->steps, .part_ms = {part[0], part[1], part[2], part[3]}};
     if (tiered) {
         emb_table_tiered_stats(t, &s1);
         run.d = s1;
         run.d.hits -= s0.hits, run.d.misses -= s0.misses, run.d.rows_read -= s0.rows_read;
         run.d.rows_written -= s0.rows_written, run.d.prefetched -= s0.prefetched;
+        run.d.log_bytes_appended -= s0.log_bytes_appended;
+        run.d.log_segments -= s0.log_segments, run.d.log_compactions -= s0.log_compactions;
+        run.d.log_bytes_compacted -= s0.log_bytes_compacted;
+        run.d.log_compact_ns -= s0.log_compact_ns;
     }
     qsort(ms, (size_t)o->steps, sizeof *ms, cmp_d);
     run.step_ms = ms[o->steps / 2];
@@ -307,6 +313,14 @@ static void report(const char *what, const Run *r, double mem_ms, int64_t rec)
                "%.1f MiB", "", 100.0 * (double)r->d.hits / looked, (double)r->d.rows_read / r->secs,
                (double)r->d.rows_written / r->secs,
                (double)(r->d.rows_read * rec) / 1048576.0);
+    if (looked > 0 && r->steps > 0)
+        printf("\n%-22s log a step: %.2f MiB appended, %.2f segments begun, %.3f compactions "
+               "rewriting %.2f MiB, %.3f ms of compaction in the calls; live fraction %.3f at "
+               "the end", "", (double)r->d.log_bytes_appended / 1048576.0 / (double)r->steps,
+               (double)r->d.log_segments / (double)r->steps,
+               (double)r->d.log_compactions / (double)r->steps,
+               (double)r->d.log_bytes_compacted / 1048576.0 / (double)r->steps,
+               1e-6 * (double)r->d.log_compact_ns / (double)r->steps, r->d.log_live_fraction);
     printf("\n");
 }
 
@@ -369,10 +383,11 @@ static double tier_run(const Opts *o, const char *path, const int64_t *ids, doub
         const double wr = (double)rt.d.rows_written / (double)o->steps;
         if (mem_ms > 0 && cost[0] > 0) { /* the floor of a buffered engine: I/O at cache cost */
             const double roof = mem_ms + 1e3 * (rd * cost[0] + wr * cost[1]);
-            printf("%-22s I/O roof %.3f ms (memory step + %.0f reads and %.0f writes a step at "
-                   "the page cache's cost, one thread: %.2fx memory); step at %.2f of it\n", "",
+            printf("%-22s I/O roof %.3f ms (memory step + %.0f reads and %.0f log appends a "
+                   "step at the page cache's cost, one thread: %.2fx memory); step at %.2f of it\n", "",
                    roof, rd, wr, roof / mem_ms, roof / rt.step_ms);
-            const BenchTierModel m = {distinct, rd, wr, ideal[0], ideal[1], cost[0], cost[1],
+            const double mv = (double)rt.d.log_bytes_compacted / (double)rec / (double)o->steps;
+            const BenchTierModel m = {distinct, rd, wr, ideal[0], ideal[1], mv, cost[0], cost[1],
                                       bk, mem_ms, rt.step_ms};
             bench_tier_model_print(&m);
         }
@@ -416,8 +431,11 @@ int bench_tier_main(int argc, char **argv)
            "depth 1, %.0f at depth 16\n", (long long)rec, disk1, disk_rate);
     double cost[2];
     bench_disk_cached_cost(path, 4096, o.rows, rec, nread, &cost[0], &cost[1]);
-    printf("page cache: a record's pread %.2f us, pwrite %.2f us (pages cached, one thread)\n",
-           1e6 * cost[0], 1e6 * cost[1]);
+    const double pwrite_s = cost[1];
+    cost[1] = bench_tier_append_cost(o.dir, rec, APPEND_BATCH); /* what a write-back costs now */
+    printf("page cache: a record's pread %.2f us, pwrite %.2f us (pages cached, one thread); "
+           "its share of a log append of %d records %.3f us (the model's write cost)\n",
+           1e6 * cost[0], 1e6 * pwrite_s, APPEND_BATCH, 1e6 * cost[1]);
     emb_table_destroy(&t);
     unlink(path);
     uint64_t shift;

@@ -175,6 +175,19 @@ typedef struct EmbTieredStats {
     int64_t record_bytes;  /**< bytes of one record (row + state, padded) */
     int64_t dirty_rows;    /**< rows not yet written back now */
     const char *engine;    /**< "io_uring", "mmap" or "pread" (static) */
+    /* the write-back log (docs/design/tiered-tables.md) */
+    int64_t log_bytes_appended;  /**< bytes appended to the log and written (write-backs
+                                      and compaction's moves) */
+    int64_t log_segments;        /**< log segments begun (a new or recycled segment that
+                                      appends started to fill) */
+    int64_t log_compactions;     /**< compactions completed (each rewrites the live records
+                                      of up to 2 segments less than 2/3 live) */
+    int64_t log_bytes_compacted; /**< bytes compaction rewrote (moved records) */
+    int64_t log_compact_ns;      /**< time the table's calls spent on compaction, in ns
+                                      (choosing, scanning the row map, queuing: its reads
+                                      and writes run on the I/O threads) */
+    double log_live_fraction;    /**< of the log's record slots now, the fraction holding a
+                                      row's newest copy (1 with no log yet) */
 } EmbTieredStats;
 
 /** @return 0, EMB_ENULL, EMB_EINVAL (not a tiered table) */

@@ -83,6 +83,8 @@ typedef struct TierScratch {
 /* The write-back log (tier_log.c): segments of seg_recs records from file offset base. */
 #define TIER_LOG_SYNC 0 /* the staging of writes waited for in the call (resolve, release, flush) */
 #define TIER_LOG_BG 1   /* of the prefetch's write-backs (settled by emb__tier_pf_settle) */
+#define TIER_LOG_MOVE 2 /* of a compaction's appends (settled by a later emb__tier_log_compact) */
+#define TIER_LOG_STAGES 3
 #define TIER_LOG_VICTIMS 2 /* segments compacted at once at most (each read whole) */
 typedef struct TierLog {
     uint32_t *loc;       /* per row: 0 its home, else 1 + its log slot (the newest copy) */
@@ -93,17 +95,25 @@ typedef struct TierLog {
     int64_t head, fill;  /* the segment appended to (-1: none) and its records used */
     uint64_t uid;        /* the file's (its header): a manifest of another file is stale */
     bool dirty;          /* the map changed since the manifest was written */
-    char *buf[2];        /* staging of the appends in flight (TIER_LOG_SYNC, TIER_LOG_BG) */
-    size_t buf_cap[2];
-    EmbTierReq *runs[2]; /* their writes: one per run of consecutive slots */
-    int64_t nruns[2], runs_cap[2];
-    int64_t compactions, compacted; /* counters: segments compacted, records moved */
-    /* a compaction under way (tier_log.c): its victims' whole reads into cbuf */
+    char *buf[TIER_LOG_STAGES]; /* staging of the appends in flight (TIER_LOG_*) */
+    size_t buf_cap[TIER_LOG_STAGES];
+    EmbTierReq *runs[TIER_LOG_STAGES]; /* their writes: one per run of consecutive slots */
+    int64_t nruns[TIER_LOG_STAGES], runs_cap[TIER_LOG_STAGES];
+    /* counters (EmbTieredStats' log_*): records appended, segments begun, compactions
+       completed, records they moved, ns the table's calls spent on compaction */
+    int64_t appended, begun, compactions, compacted, compact_ns;
+    /* a compaction under way (tier_log.c): its victims' whole reads into cbuf (cnv > 0),
+       then (moving) the appends of their live records, cq[0, ncq), each valid only while
+       its row's map entry is still cold[i] (the copy read) */
     EmbTierReq crd[TIER_LOG_VICTIMS];
     int64_t cseg[TIER_LOG_VICTIMS];
     int cnv;
+    bool moving;
     char *cbuf;
     size_t cbuf_cap;
+    EmbTierReq *cq;
+    uint32_t *cold;
+    int64_t ncq, cq_cap;
 } TierLog;
 
 typedef struct Tier {
@@ -373,11 +383,17 @@ void emb__tier_log_wait(Tier *x, int which);
 void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which);
 /* submit + wait + settle (TIER_LOG_SYNC). */
 void emb__tier_log_run(Tier *x, EmbTierReq *w, int64_t n);
-/* Compaction of segments whose live fraction fell below the threshold, one call a phase:
-   starts one (the victims read in the background), or ends the one under way when none of
-   the prefetch's reads is in flight (their live records appended anew, the segments
-   recycled). */
+/* Compaction of segments whose live fraction fell below the threshold, one step a call, each
+   on the pool's threads: starts one (the victims read in the background); once read, queues
+   the appends of their live records (in the background); once written and none of the
+   prefetch's I/O is in flight, settles them (the map names the moved copies, the segments
+   are recycled). The calling thread never waits for its I/O. */
 void emb__tier_log_compact(Tier *x);
+/* Waits for a compaction's I/O in flight and drops it (nothing moved): before the file is
+   switched or closed. */
+void emb__tier_log_quiesce(Tier *x);
+/* The log's counters into @out (EmbTieredStats' log_*). */
+void emb__tier_log_stats(const Tier *x, EmbTieredStats *out);
 /* Writes the manifest (the row map) atomically when the map changed since the last: 0 or
    EMB_EIO naming it (tier_manifest.c). */
 int emb__tier_manifest_write(Tier *x);

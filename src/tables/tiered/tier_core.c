@@ -135,6 +135,7 @@ void emb__tier_replace_fd(Tier *x, int fd)
 {
     pthread_mutex_lock(&x->mu);
     emb__tier_pf_settle(x, true);
+    emb__tier_log_quiesce(x); /* nothing in flight on the file closed */
     emb__tier_io_set_fd(x->io, fd);
     random_access(fd);
     close(x->fd);
@@ -147,6 +148,7 @@ void emb__tier_swap_file(Tier *x, int fd, char *path)
 {
     pthread_mutex_lock(&x->mu);
     emb__tier_pf_settle(x, true);
+    emb__tier_log_quiesce(x); /* nothing in flight on the file closed */
     emb__tier_io_set_fd(x->io, fd);
     random_access(fd);
     close(x->fd);
@@ -174,6 +176,7 @@ void emb__tier_stats(Tier *x, EmbTieredStats *out)
     out->cache_rows = x->cache.nslots;
     out->record_bytes = (int64_t)x->recbytes;
     out->engine = emb__tier_io_name(x->io);
+    emb__tier_log_stats(x, out);
     pthread_mutex_unlock(&x->mu);
 }
 

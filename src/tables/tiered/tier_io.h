@@ -69,6 +69,8 @@ void emb__tier_pool_submit(int fd, int64_t *inflight, EmbTierReq *reqs, int64_t 
 void emb__tier_pool_wait(const int64_t *inflight, const EmbTierReq *r);
 /* *@inflight read under the pool's lock. */
 int64_t emb__tier_pool_pending(const int64_t *inflight);
+/* CLOCK_MONOTONIC in ns. */
+int64_t emb__tier_now_ns(void);
 /* Does all of @r with pread / pwrite on @fd, in this thread: 0 or -errno (-ENODATA at the
    end of the file). */
 int32_t emb__tier_pool_rw(int fd, EmbTierReq *r);

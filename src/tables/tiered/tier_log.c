@@ -13,9 +13,12 @@
  * or compaction is pending on it and the manifest on disk does not name it (kept: a crash
  * must find what the last manifest names). Compaction rewrites the live records of
  * segments less than 2/3 live (a third stale: DeepRec's SSD tier's threshold) when no
- * segment is free (the victims read whole in the background, on the pool's threads; their
- * live records appended at the next call where no prefetch read is in flight), so the log holds at most 1.5x its live records plus the segments named
- * by the manifest. It moves bytes only: a row's bits never depend on when it ran.
+ * segment is free, entirely on the pool's threads: the victims read whole in the
+ * background; at a later call their live records queued as appends in the background; at a
+ * later one still, once written, the map moved to the new copies of the rows not rewritten
+ * meanwhile. So the log holds at most 1.5x its live records plus the segments named by the
+ * manifest, and no call waits for compaction's I/O. It moves bytes only: a row's bits never
+ * depend on when it ran.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,14 +61,17 @@ void emb__tier_log_reset(Tier *x)
     if (lg->loc)
         memset(lg->loc, 0, (size_t)EMB_MAX(1, x->nrows) * sizeof *lg->loc);
     lg->nseg = 0, lg->head = -1, lg->fill = 0, lg->dirty = false, lg->cnv = 0;
-    lg->nruns[0] = lg->nruns[1] = 0;
+    lg->moving = false, lg->ncq = 0;
+    for (int i = 0; i < TIER_LOG_STAGES; i++)
+        lg->nruns[i] = 0;
     lg->uid = emb__tier_file_uid(x->fd);
 }
 
 void emb__tier_log_free(TierLog *lg)
 {
     free(lg->loc), free(lg->live), free(lg->pending), free(lg->kept), free(lg->cbuf);
-    for (int i = 0; i < 2; i++)
+    free(lg->cq), free(lg->cold);
+    for (int i = 0; i < TIER_LOG_STAGES; i++)
         free(lg->buf[i]), free(lg->runs[i]);
     memset(lg, 0, sizeof *lg);
 }
@@ -120,6 +126,7 @@ void emb__tier_log_submit(Tier *x, EmbTierReq *w, int64_t n, int which, bool bg)
                 break;
             }
             lg->head = s, lg->fill = 0;
+            lg->begun++;
         }
         const int64_t slot = lg->head * lg->seg_recs + lg->fill++;
         lg->pending[lg->head]++;
@@ -154,7 +161,9 @@ void emb__tier_log_wait(Tier *x, int which)
         emb__tier_io_wait_one(x->io, &x->lg.runs[which][i]);
 }
 
-void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which)
+/* emb__tier_log_settle, where @cold (not NULL) is each row's map entry when its copy was
+   read: a row whose entry has changed since (rewritten meanwhile) keeps the newer copy. */
+static void settle(Tier *x, EmbTierReq *w, int64_t n, int which, const uint32_t *cold)
 {
     TierLog *lg = &x->lg;
     const int64_t rb = (int64_t)x->recbytes;
@@ -166,7 +175,10 @@ void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which)
         lg->pending[s]--;
         if (w[i].res)
             continue;
+        lg->appended++;
         const uint32_t old = lg->loc[w[i].tag];
+        if (cold && old != cold[i])
+            continue; /* the copy written is stale already: its slot stays unused */
         if (old)
             lg->live[seg_of(lg, old - 1)]--;
         lg->loc[w[i].tag] = (uint32_t)(slot + 1);
@@ -174,6 +186,11 @@ void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which)
         lg->dirty = true;
     }
     lg->nruns[which] = 0;
+}
+
+void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which)
+{
+    settle(x, w, n, which, NULL);
 }
 
 void emb__tier_log_run(Tier *x, EmbTierReq *w, int64_t n)
@@ -258,46 +275,113 @@ static void compact_start(Tier *x)
     emb__tier_io_submit_background(x->io, lg->crd, lg->cnv);
 }
 
-/* Ends it: the victims' live records appended anew from what was read (this thread waits
-   for that write: one or two), the segments released (recycled once no row is there). */
-static void compact_finish(Tier *x)
+/* Room for @n moves in lg->cq / lg->cold: false when there is no memory. */
+static bool move_room(TierLog *lg, int64_t n)
+{
+    if (n <= lg->cq_cap)
+        return true;
+    EmbTierReq *q = realloc(lg->cq, (size_t)n * sizeof *q);
+    lg->cq = q ? q : lg->cq;
+    uint32_t *c = q ? realloc(lg->cold, (size_t)n * sizeof *c) : NULL;
+    lg->cold = c ? c : lg->cold;
+    if (c)
+        lg->cq_cap = n;
+    return c != NULL;
+}
+
+/* Its reads done: the victims' live records (one scan of the map) queued as appends in the
+   background (TIER_LOG_MOVE), each with its map entry now; on a failed read or no memory,
+   the compaction ends with nothing moved. */
+static void compact_move(Tier *x)
 {
     TierLog *lg = &x->lg;
     const int64_t rb = (int64_t)x->recbytes, segb = lg->seg_recs * rb;
     int64_t m = 0;
     for (int i = 0; i < lg->cnv; i++) {
-        emb__tier_io_wait_one(x->io, &lg->crd[i]);
+        emb__tier_io_wait_one(x->io, &lg->crd[i]); /* done already: its result read */
         m += lg->live[lg->cseg[i]];
     }
     uint8_t *victim = calloc((size_t)lg->nseg, 1);
-    EmbTierReq *q = victim && m ? malloc((size_t)m * sizeof *q) : NULL;
-    if (q && !emb__tier_any_failed(lg->crd, lg->cnv)) { /* else the copies stay put */
+    int64_t k = 0;
+    if (victim && m && move_room(lg, m) && !emb__tier_any_failed(lg->crd, lg->cnv)) {
         for (int i = 0; i < lg->cnv; i++)
             victim[lg->cseg[i]] = (uint8_t)(1 + i); /* its buffer, plus one */
-        int64_t k = 0;
         for (int64_t r = 0; r < x->nrows && k < m; r++) { /* the victims' live records */
             const uint32_t l = lg->loc[r];
             const int64_t s = l ? seg_of(lg, l - 1) : 0;
-            if (l && victim[s])
-                q[k++] = (EmbTierReq){.buf = lg->cbuf + (victim[s] - 1) * segb +
-                                             (int64_t)(l - 1 - s * lg->seg_recs) * rb,
-                                      .len = (uint32_t)rb, .write = 1, .tag = r};
+            if (l && victim[s]) {
+                lg->cold[k] = l;
+                lg->cq[k++] = (EmbTierReq){.buf = lg->cbuf + (victim[s] - 1) * segb +
+                                                  (int64_t)(l - 1 - s * lg->seg_recs) * rb,
+                                           .len = (uint32_t)rb, .write = 1, .tag = r};
+            }
         }
-        emb__tier_log_run(x, q, k); /* a write that fails leaves its row's copy where it was */
-        lg->compactions += lg->cnv;
-        lg->compacted += k - emb__tier_count_failed(q, k);
+        emb__tier_log_submit(x, lg->cq, k, TIER_LOG_MOVE, true); /* copied to its staging */
     }
+    free(victim);
+    lg->ncq = k, lg->moving = true;
+}
+
+/* Its appends done: the map names the new copies of the rows not rewritten meanwhile (a
+   write that failed leaves its row's copy where it was); the victims released (recycled
+   once no row is there and the manifest no longer names them). */
+static void compact_finish(Tier *x)
+{
+    TierLog *lg = &x->lg;
+    emb__tier_log_wait(x, TIER_LOG_MOVE); /* done already: the results read */
+    settle(x, lg->cq, lg->ncq, TIER_LOG_MOVE, lg->cold);
+    lg->compactions++;
+    lg->compacted += lg->ncq - emb__tier_count_failed(lg->cq, lg->ncq);
     for (int i = 0; i < lg->cnv; i++)
         lg->pending[lg->cseg[i]]--;
-    lg->cnv = 0;
-    free(q), free(victim);
+    lg->cnv = 0, lg->ncq = 0, lg->moving = false;
 }
 
 void emb__tier_log_compact(Tier *x)
 {
     TierLog *lg = &x->lg;
-    if (!lg->cnv && lg->nseg)
+    if (!lg->nseg)
+        return;
+    const int64_t t0 = emb__tier_now_ns();
+    /* a step only where nothing is in flight (a compaction's I/O done; no prefetch read of
+       a slot the map is about to move, whose segment could then be recycled) */
+    const bool quiet = !x->npf && !x->npfw && !emb__tier_io_pending(x->io);
+    if (!lg->cnv)
         compact_start(x);
-    else if (lg->cnv && !x->npf && !x->npfw && !emb__tier_io_pending(x->io))
-        compact_finish(x); /* its reads done, and no prefetch read (of a slot that moves) */
+    else if (quiet && !lg->moving)
+        compact_move(x);
+    else if (quiet)
+        compact_finish(x);
+    lg->compact_ns += emb__tier_now_ns() - t0;
+}
+
+void emb__tier_log_quiesce(Tier *x)
+{
+    TierLog *lg = &x->lg;
+    if (!lg->cnv)
+        return;
+    for (int i = 0; i < lg->cnv; i++)
+        emb__tier_io_wait_one(x->io, &lg->crd[i]);
+    if (lg->moving) { /* settled: the copies written are as good as the ones read */
+        compact_finish(x);
+        return;
+    }
+    for (int i = 0; i < lg->cnv; i++)
+        lg->pending[lg->cseg[i]]--;
+    lg->cnv = 0;
+}
+
+void emb__tier_log_stats(const Tier *x, EmbTieredStats *out)
+{
+    const TierLog *lg = &x->lg;
+    const int64_t rb = (int64_t)x->recbytes;
+    int64_t live = 0;
+    for (int64_t s = 0; s < lg->nseg; s++)
+        live += lg->live[s];
+    out->log_bytes_appended = lg->appended * rb;
+    out->log_segments = lg->begun;
+    out->log_compactions = lg->compactions;
+    out->log_bytes_compacted = lg->compacted * rb;
+    out->log_compact_ns = lg->compact_ns;
+    out->log_live_fraction = lg->nseg ? (double)live / (double)(lg->nseg * lg->seg_recs) : 1.0;
 }

@@ -127,7 +127,7 @@ static EmbTierReq *take(int64_t *k, PoolBatch *out)
     return r;
 }
 
-static int64_t now_ns(void)
+int64_t emb__tier_now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -142,10 +142,10 @@ static void run_chunk(EmbTierReq *r, int64_t k, const PoolBatch *b)
     const bool bg = b->bg;
     pthread_mutex_unlock(&pool.mu);
     for (int64_t i = 0; i < k; i++) {
-        const int64_t t0 = bg && i == 0 ? now_ns() : 0;
+        const int64_t t0 = bg && i == 0 ? emb__tier_now_ns() : 0;
         const int f = r[i].populate ? 0 : emb__tier_io_injected(&r[i]);
         r[i].res = f ? f : emb__tier_pool_rw(fd, &r[i]);
-        if (t0 && now_ns() - t0 > POOL_SLOW_NS)
+        if (t0 && emb__tier_now_ns() - t0 > POOL_SLOW_NS)
             pthread_cond_signal(&pool.work); /* one may be missed: the depth grows later */
     }
     pthread_mutex_lock(&pool.mu);
