@@ -158,6 +158,13 @@ typedef struct Timed {
 } Timed;
 
 #define SPREAD_TARGET 0.02 /* stop when every row's median is known within 2% (95%) */
+/*
+ * The time cap (10x min_time) stops a group only after this many rounds: the default's
+ * bags-of-20 train rows (20-46 ms a step) hit it after 45-52 rounds with medians known to
+ * +-11-21 %, and one such row moved a strategy's verdict by 5 % from run to run
+ * (docs/bench/2026-11-28-verdict-spread-2.md).
+ */
+#define CAP_MIN_ROUNDS 120
 
 static double quantile(const double *sorted, int n, double q)
 {
@@ -316,7 +323,8 @@ static void shuffle(int *order, int n, uint64_t *seed)
  * fixed rotation put, say, auto at 1 thread after prealloc-concat at 2 threads in nearly
  * every round: it found its core's caches half filled by the other core, and the first
  * row of each round met the round's new id set with cold caches). At least iters rounds and min_time per row; then on until every
- * row's median is known within SPREAD_TARGET, or 10x min_time per row has passed. The
+ * row's median is known within SPREAD_TARGET, or 10x min_time per row has passed and at
+ * least CAP_MIN_ROUNDS rounds have run. The
  * time counted is the rows' timed iterations, not the drawing of their ids (untimed): a
  * step of the default's bags of 20 draws ~1M ids, ~50 ms, 5-10x the step, and counting it
  * stopped those rows after 22-34 rounds with medians known to +-4-60 %
@@ -354,7 +362,7 @@ static int time_rows(const Plan *p, Timed *rows, int nrows)
         }
         if (round + 1 < c->iters || el < min_total)
             continue;
-        if (c->min_time <= 0 || el >= 10 * min_total ||
+        if (c->min_time <= 0 || (el >= 10 * min_total && round + 1 >= CAP_MIN_ROUNDS) ||
             worst_spread(rows, nrows, tmp) <= SPREAD_TARGET)
             break;
     }

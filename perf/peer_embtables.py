@@ -102,6 +102,10 @@ def fmt(name, ts):
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: peer_embtables.py MANIFEST")
+    # as peer_torch does: without it every step of torch's bags of 20 got its sparse
+    # gradients (10 MiB a table) as fresh mmaps, thousands of page faults a step, 4x its
+    # CPU time (docs/bench/2026-11-28-python-torch-steady.md); the same process runs ours
+    peer_torch.keep_freed_memory()
     m, tables, variants = peer_torch.load(sys.argv[1])
     # the torch peer uses offsets of B+1 entries (include_last_offset); ours: B starts.
     # Every row here cycles through the same warmup + iters sets (the first ones)
