@@ -298,6 +298,11 @@ void emb__tier_log_compact(Tier *x)
     TierLog *lg = &x->lg;
     if (!lg->cnv && lg->nseg)
         compact_start(x);
-    else if (lg->cnv && !x->npf && !x->npfw && !emb__tier_io_pending(x->io))
-        compact_finish(x); /* its reads done, and no prefetch read (of a slot that moves) */
+    else if (lg->cnv && !x->npf && !x->npfw) { /* no prefetch read (of a slot that moves) */
+        /* its reads waited for: a resolve's I/O goes before them in the pool's queue, so
+           they may still be queued when the resolve's is done (tier_pool.c) */
+        for (int i = 0; i < lg->cnv; i++)
+            emb__tier_io_wait_one(x->io, &lg->crd[i]);
+        compact_finish(x);
+    }
 }
