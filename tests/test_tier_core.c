@@ -366,6 +366,65 @@ Test(tier_core, prefetched_batches_protect_their_rows_until_looked_up, .init = s
     emb__tier_fini(&x);
 }
 
+/* A prefetch reads the rows whose sets have no slot for them (admission keeps the hot rows)
+   into the scratch pad, kept for the lookup of its batch: the lookup reads nothing, its rows
+   are the file's; a batch never looked up lets its rows go after TIER_DEDUPS prefetches. */
+Test(tier_core, a_prefetch_reads_the_rows_admission_refuses_for_its_lookup, .init = setup,
+     .fini = teardown)
+{
+    for (int ki = 0; ki < NKINDS; ki++) {
+        if (!kind_ok(kinds[ki]))
+            continue;
+        Tier x;
+        make(&x, "t", 8, kinds[ki], EMB_TIER_LFU_ADMIT, true);
+        static float ref[ROWS][12];
+        int64_t all[ROWS], b[64];
+        static char *rows[ROWS];
+        for (int64_t id = 0; id < ROWS; id++)
+            all[id] = id;
+        cr_assert_eq(emb__tier_resolve(&x, all, ROWS, rows, true), 0, "%s", emb_last_error());
+        for (int64_t id = 0; id < ROWS; id++) {
+            for (int i = 0; i < 12; i++)
+                ref[id][i] = (float)(id * 100 + i);
+            memcpy(rows[id], ref[id], 48);
+        }
+        emb__tier_release(&x);
+        cr_assert_eq(emb__tier_flush(&x), 0, "%s", emb_last_error());
+        for (int rep = 0; rep < 4; rep++) { /* rows 0..7 hot, cached */
+            cr_assert_eq(emb__tier_resolve(&x, all, 8, rows, false), 0, "%s", emb_last_error());
+            emb__tier_release(&x);
+        }
+        for (int k = 0; k < 64; k++)
+            b[k] = 30 + k;
+        const int64_t m0 = x.st.misses, p0 = x.st.prefetched;
+        emb__tier_prefetch_batch(&x, b, false, 64);
+        cr_assert_eq(x.st.prefetched - p0, 64, "%s", kind_names[ki]);
+        cr_assert_eq(emb__tier_resolve_batch(&x, b, false, 0, 64), 0, "%s", emb_last_error());
+        cr_assert_eq(x.st.misses - m0, 0, "%s: %lld rows read in the lookup", kind_names[ki],
+                     (long long)(x.st.misses - m0));
+        cr_assert(emb__tier_resolved_span(&x, b, 0, 64, rows));
+        for (int k = 0; k < 64; k++)
+            cr_assert_eq(memcmp(rows[k], ref[b[k]], 48), 0, "row %lld", (long long)b[k]);
+        emb__tier_release(&x);
+        emb__tier_release(&x); /* (the held step's) */
+        cr_assert_eq(x.sp.n, 0, "the lookup's scratch rows dropped at its release");
+        emb__tier_prefetch_batch(&x, b, false, 64); /* never looked up */
+        for (int p = 0; p < TIER_DEDUPS; p++) {
+            cr_assert_geq(emb__tier_sp_find(&x.sp, 30), 0, "after %d prefetches", p);
+            int64_t one[64];
+            for (int k = 0; k < 64; k++)
+                one[k] = 95;
+            emb__tier_prefetch_batch(&x, one, false, 64);
+        }
+        cr_assert_lt(emb__tier_sp_find(&x.sp, 30), 0);
+        cr_assert_eq(emb__tier_flush(&x), 0, "%s", emb_last_error());
+        static float file[ROWS][12];
+        cr_assert_eq(emb__tier_file_rw(&x, -1, 0, ROWS, file, false), 0);
+        cr_assert_eq(memcmp(file, ref, sizeof ref), 0);
+        emb__tier_fini(&x);
+    }
+}
+
 /* ---- files and faults ------------------------------------------------------------------ */
 
 Test(tier_core, missing_short_and_unopenable_files, .init = setup, .fini = teardown)

@@ -56,6 +56,15 @@
 #define SP_BLOCK 64         /* scratch rows per block */
 #define TIER_SP_PINNED 0x80 /* a scratch row's flag: pinned by the operation */
 #define TIER_SP_WB 0x40     /* a prefetch's write-back of the row is in flight (x->pfw) */
+/* A row a prefetch read into the scratch pad (its set had no slot it could take: admission
+   or protection said no), kept for the lookup of its batch, which takes it (tier_resolve.c:
+   into the cache when the lookup's own victim choice admits it) instead of reading it
+   again. TIER_SP_AGE counts the prefetches since (one TIER_SP_AGE1 each): a row aged past a
+   prefetch depth of TIER_DEDUPS - 1 is an ordinary clean row (dropped at the next release).
+   EMB_TIER_LOADING: its read is in flight. */
+#define TIER_SP_PF 0x20
+#define TIER_SP_AGE 0x18
+#define TIER_SP_AGE1 0x08
 
 /* The distinct ids of a batch a prefetch deduplicated (distinct_ids), kept for the lookup of
    the same ids, which takes them instead of sorting again (dd_take: compared id for id).

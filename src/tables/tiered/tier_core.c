@@ -115,7 +115,8 @@ void emb__tier_each_resident(Tier *x, emb_tier_rec_fn fn, const void *arg)
         if (x->cache.slots[s].flags & EMB_TIER_VALID)
             fn(x, emb__tier_cache_row(&x->cache, s), x->cache.slots[s].id, arg);
     for (int64_t k = 0; k < x->sp.n; k++)
-        fn(x, emb__tier_sp_row(x, k), x->sp.ids[k], arg);
+        if (x->sp.ids[k] >= 0) /* (-1: a row dropped, till the next release) */
+            fn(x, emb__tier_sp_row(x, k), x->sp.ids[k], arg);
     pthread_mutex_unlock(&x->mu);
 }
 

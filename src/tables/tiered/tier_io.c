@@ -48,6 +48,7 @@ struct EmbTierIo {
     bool guarded;        /* a user of the SIGBUS guard (tier_map.c) */
     bool unmappable;     /* the file cannot be mapped: reads go through pread */
     EmbTierMap map;
+    int64_t hot;         /* the mapping's bytes [0, hot) populated at once (map_hot) */
     int64_t popinflight; /* populates submitted to the pool, not completed */
     EmbTierReq *pop;
     int64_t npop, pop_cap;
@@ -146,6 +147,30 @@ static void finish(EmbTierReq *r, int32_t res)
     r->res = res, r->done = res ? 0 : r->len, r->complete = 1;
 }
 
+/*
+ * A file of at most a MAP_HOT_DIV-th of the memory is populated whole, once a mapping (one
+ * MADV_POPULATE_READ, on the thread that maps it): then a background read is a copy at once,
+ * no system call a range. A populate per range (map_defer) costs about a pread a record
+ * when a step's misses lie a page apart or more: at 10 % of a 500 k x 64 table it made the
+ * engine no faster than the pool (docs/bench/2026-11-28-tier-mapped-reads.md);
+ * docs/bench/2026-11-28-tier-step.md measures this. Pages the kernel reclaims later fault
+ * back in on the copy (guarded). Larger files keep the populate per range.
+ */
+#define MAP_HOT_DIV 4
+
+/* Populates the mapping up to the file's end; @from: the bytes populated before on the
+   same mapping (0: a new one). */
+static void map_hot(EmbTierIo *io, int64_t from)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const int64_t ps = emb__tier_map_page(), end = (io->map.fsize + ps - 1) / ps * ps;
+    const int64_t a = from / ps * ps;
+    io->hot = 0;
+    if (pages > 0 && io->map.fsize <= (int64_t)pages * ps / MAP_HOT_DIV &&
+        !emb__tier_populate(io->map.base + a, (size_t)(end - a)))
+        io->hot = io->map.fsize;
+}
+
 /* Covers the request @r's bytes (nothing may be using the mapping: populates waited for):
    0, -ENODATA, or -errno where the file cannot be mapped (io->unmappable set: pread). */
 static int32_t cover(EmbTierIo *io, const EmbTierReq *r)
@@ -154,8 +179,11 @@ static int32_t cover(EmbTierIo *io, const EmbTierReq *r)
     if (io->unmappable || end <= io->map.fsize)
         return io->unmappable ? -ENODEV : 0;
     emb__tier_pool_wait(&io->popinflight, NULL);
+    const char *base = io->map.base;
     const int e = emb__tier_map_cover(&io->map, io->fd, end);
     io->unmappable = e && e != -ENODATA;
+    if (!e)
+        map_hot(io, io->map.base == base ? io->hot : 0);
     return e;
 }
 
@@ -218,8 +246,8 @@ static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
     int64_t lo = 0, hi = 0; /* the open range */
     for (int64_t i = 0; i < n; i++) {
         EmbTierReq *r = &reqs[i];
-        if (cover(io, r)) {
-            map_read(io, r); /* its error, or its pread */
+        if (cover(io, r) || r->offset + (int64_t)r->len <= io->hot) {
+            map_read(io, r); /* its error, or its pread; or populated: copied now */
             continue;
         }
         const int64_t a = r->offset / ps * ps, b = (r->offset + r->len + ps - 1) / ps * ps;
@@ -342,6 +370,7 @@ void emb__tier_io_set_fd(EmbTierIo *io, int fd)
     emb__tier_io_wait(io);
     emb__tier_map_drop(&io->map);
     io->unmappable = false;
+    io->hot = 0;
     io->fd = fd;
 }
 

@@ -343,9 +343,10 @@ void emb__tier_log_compact(Tier *x)
     if (!lg->nseg)
         return;
     const int64_t t0 = emb__tier_now_ns();
-    /* a step only where nothing is in flight (a compaction's I/O done; no prefetch read of
-       a slot the map is about to move, whose segment could then be recycled) */
-    const bool quiet = !x->npf && !x->npfw && !emb__tier_io_pending(x->io);
+    /* a step only where no prefetch read is in flight (of a slot the map is about to move,
+       whose segment could then be recycled); each step waits for its own I/O, which a
+       resolve's I/O may have passed in the pool's queue (tier_pool.c) */
+    const bool quiet = !x->npf && !x->npfw;
     if (!lg->cnv)
         compact_start(x);
     else if (quiet && !lg->moving)

@@ -199,7 +199,11 @@ void emb__tier_pool_submit(int fd, int64_t *inflight, EmbTierReq *reqs, int64_t 
     while (pool.count == POOL_BATCHES)
         if (!help())
             pthread_cond_wait(&pool.room, &pool.mu);
-    pool.queue[(pool.head + pool.count) % POOL_BATCHES] =
+    /* a batch someone waits for goes before the background ones: a lookup's few reads or
+       write-backs do not wait behind (nor, helping, do) the next batch's prefetch */
+    if (!bg)
+        pool.head = (pool.head + POOL_BATCHES - 1) % POOL_BATCHES;
+    pool.queue[bg ? (pool.head + pool.count) % POOL_BATCHES : pool.head] =
         (PoolBatch){.reqs = reqs, .n = n, .inflight = inflight, .fd = fd, .bg = bg};
     pool.count++;
     *inflight += n;

@@ -83,6 +83,34 @@ static int64_t pf_slot(Tier *x, int64_t id)
     return v;
 }
 
+/* A scratch row for the prefetch of @id (its set had no slot for it), loading, kept for
+   its lookup (TIER_SP_PF): its record, or NULL (no memory: the lookup reads it). */
+static char *pf_scratch(Tier *x, int64_t id)
+{
+    if (emb__tier_sp_room(x))
+        return NULL;
+    const int64_t k = x->sp.n++;
+    x->sp.ids[k] = id;
+    x->sp.flags[k] = EMB_TIER_VALID | EMB_TIER_LOADING | TIER_SP_PF;
+    emb__tier_sp_map_put(&x->sp, k);
+    return emb__tier_sp_row(x, k);
+}
+
+/* One prefetch more for the scratch rows kept for a lookup: those older than the deepest
+   prefetch are not anybody's any more (ordinary clean rows, dropped at the next release). */
+static void pf_age(Tier *x)
+{
+    for (int64_t k = 0; k < x->sp.n; k++) {
+        uint8_t *f = &x->sp.flags[k];
+        if (!(*f & TIER_SP_PF))
+            continue;
+        if ((*f & TIER_SP_AGE) / TIER_SP_AGE1 >= TIER_DEDUPS - 1)
+            *f &= (uint8_t) ~(TIER_SP_PF | TIER_SP_AGE);
+        else
+            *f = (uint8_t)(*f + TIER_SP_AGE1);
+    }
+}
+
 /* Queues reads of the missing rows of @ids into free or evictable slots, dirty victims'
    write-backs in the same submission (emb__tier_wb_park); the resident rows of @ids are marked
    as read ahead, so that the next prefetch does not evict them before they are used. */
@@ -91,6 +119,7 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n, int64_t *slo
     if (x->release_pending)
         emb__tier_release_locked(x);
     emb__tier_pf_settle(x, true);
+    pf_age(x);
     if (!x->npinned) /* between operations: the last prefetch's parked rows dropped */
         emb__tier_wb_settle(x);
     emb__tier_log_compact(x); /* nothing of the prefetch's in flight */
@@ -111,8 +140,9 @@ static void prefetch_locked(Tier *x, const int64_t *ids, int64_t n, int64_t *slo
         if (s >= 0 || emb__tier_sp_find(&x->sp, ids[k]) >= 0)
             continue;
         const int64_t v = pf_slot(x, ids[k]);
-        if (v >= 0)
-            x->pf[x->npf++] = emb__tier_req(x, ids[k], emb__tier_cache_row(&x->cache, v), false);
+        char *row = v >= 0 ? emb__tier_cache_row(&x->cache, v) : pf_scratch(x, ids[k]);
+        if (row)
+            x->pf[x->npf++] = emb__tier_req(x, ids[k], row, false);
         if (slot)
             slot[k] = v;
     }

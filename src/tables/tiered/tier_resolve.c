@@ -36,10 +36,13 @@ static void resolve_undo(Tier *x, const EmbTierReq *w, int64_t nw, const EmbTier
     }
 }
 
-/* Row of a hit (cache or scratch, pinned; @dirty: marked dirty), or NULL for a miss. @s0:
-   the slot a prefetch found or gave @id (-1: none), looked at before the id's set. */
-static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0)
+/* Row of a hit (cache or scratch, pinned; @dirty: marked dirty), or NULL for a miss, or
+   for a scratch row a prefetch read for the lookup (TIER_SP_PF: its index in *@ahead, for
+   take_ahead; else -1). @s0: the slot a prefetch found or gave @id (-1: none), looked at
+   before the id's set. */
+static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0, int64_t *ahead)
 {
+    *ahead = -1;
     int64_t s = s0 >= 0 && x->cache.slots[s0].id == id &&
                         (x->cache.slots[s0].flags & (EMB_TIER_VALID | EMB_TIER_LOADING))
                     ? s0
@@ -54,17 +57,43 @@ static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0)
         return emb__tier_cache_row(&x->cache, s);
     }
     int64_t k = emb__tier_sp_find(&x->sp, id);
-    if (k >= 0 && (x->sp.flags[k] & TIER_SP_WB)) {
-        /* a row a prefetch parked, its write-back still in flight from these bytes: the
-           caller may write the row, so that write completes first */
+    if (k >= 0 && (x->sp.flags[k] & (TIER_SP_WB | EMB_TIER_LOADING))) {
+        /* a row a prefetch parked, its write-back still in flight from these bytes (the
+           caller may write the row, so that write completes first), or one it is reading */
         emb__tier_pf_settle(x, true);
         k = emb__tier_sp_find(&x->sp, id);
     }
-    if (k < 0)
+    if (k >= 0 && (x->sp.flags[k] & TIER_SP_PF))
+        *ahead = k;
+    if (k < 0 || *ahead >= 0)
         return NULL;
     x->sp.flags[k] |= dirty;
     emb__tier_pin_sp(x, k);
     return emb__tier_sp_row(x, k);
+}
+
+/* The row of @id that a prefetch read into scratch row @k (its set had no slot for it
+   then): moved into the slot the lookup's own victim choice gives it (a dirty victim parked
+   as place() does), else kept in the scratch pad; pinned, as hit() pins. */
+static char *take_ahead(Tier *x, int64_t id, int64_t k, uint8_t dirty, EmbTierReq *w,
+                        int64_t *nw)
+{
+    x->sp.flags[k] &= (uint8_t) ~(TIER_SP_PF | TIER_SP_AGE);
+    const int64_t v = emb__tier_cache_victim(&x->cache, id, 0);
+    const bool park = v >= 0 && (x->cache.slots[v].flags & EMB_TIER_DIRTY);
+    if (v < 0 || (park && !emb__tier_wb_park(x, v, &w[*nw], EMB_TIER_VALID))) {
+        x->sp.flags[k] |= dirty;
+        emb__tier_pin_sp(x, k);
+        return emb__tier_sp_row(x, k);
+    }
+    if (park)
+        x->wslot[(*nw)++] = v;
+    x->st.evictions += (x->cache.slots[v].flags & EMB_TIER_VALID) != 0;
+    emb__tier_cache_install(&x->cache, v, id, EMB_TIER_VALID | dirty);
+    memcpy(emb__tier_cache_row(&x->cache, v), emb__tier_sp_row(x, k), x->recbytes);
+    x->sp.ids[k] = -1, x->sp.flags[k] = 0; /* clean: dropped at the release */
+    emb__tier_pin_slot(x, v);
+    return emb__tier_cache_row(&x->cache, v);
 }
 
 /* A slot (or a scratch row) for the missing row @id, pinned, its read queued in rd and a
@@ -121,7 +150,9 @@ int emb__tier_resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows
             emb__tier_cache_prefetch(&x->cache, ids[k + SET_AHEAD]);
         if (!x->counted) /* admission counts each distinct id once an operation */
             emb__tier_cache_count(&x->cache, ids[k]);
-        char *row = hit(x, ids[k], d, hint ? hint[k] : -1);
+        int64_t a;
+        char *row = hit(x, ids[k], d, hint ? hint[k] : -1, &a);
+        row = a >= 0 ? take_ahead(x, ids[k], a, d, w, &nw) : row;
         x->st.hits += row && !x->counted;
         if (!row && !(row = place(x, ids[k], d, w, &nw, rd, &nr))) {
             for (int64_t i = 0; i < nw; i++)

@@ -50,6 +50,20 @@ bool emb__tier_wb_park(Tier *x, int64_t v, EmbTierReq *q, uint8_t flags)
     return true;
 }
 
+/* Settles the prefetch's read @q into a scratch row (TIER_SP_PF): loaded, or, where the read
+   failed, the row made unfindable (id -1, dropped at the next release; the lookup reads it
+   again and reports). */
+static void pf_settle_scratch(Tier *x, const EmbTierReq *q)
+{
+    const int64_t k = emb__tier_sp_find(&x->sp, q->tag);
+    if (k < 0 || !(x->sp.flags[k] & EMB_TIER_LOADING) || emb__tier_sp_row(x, k) != q->buf)
+        return; /* cannot happen: a loading row stays where it is until settled */
+    x->sp.flags[k] &= (uint8_t)~EMB_TIER_LOADING;
+    if (q->res)
+        x->sp.ids[k] = -1, x->sp.flags[k] = 0;
+    x->st.rows_read += !q->res;
+}
+
 /* Settles the prefetch's reads once they are all done (with @wait, waits for them, and
    for its write-backs; not for a compaction's reads): each slot becomes valid, or free when
    its read failed (a resolve reads it again and reports). */
@@ -72,6 +86,10 @@ void emb__tier_pf_settle(Tier *x, bool wait)
     }
     x->npfw = 0;
     for (int64_t i = 0; i < x->npf; i++) {
+        if (!emb__tier_in_cache(x, x->pf[i].buf)) {
+            pf_settle_scratch(x, &x->pf[i]);
+            continue;
+        }
         EmbTierSlot *e = &x->cache.slots[emb__tier_slot_of(x, x->pf[i].buf)];
         if (!(e->flags & EMB_TIER_LOADING) || e->id != x->pf[i].tag)
             continue;
@@ -129,11 +147,11 @@ int64_t emb__tier_wb_settle(Tier *x)
     }
     x->wb_failed = emb__tier_any_failed(x->rq, nw);
     for (int64_t k = 0; k < sp->n; k++)
-        if (sp->flags[k] & (TIER_SP_PINNED | TIER_SP_WB))
-            return nw; /* rows handed out or being written stay where they are */
+        if (sp->flags[k] & (TIER_SP_PINNED | TIER_SP_WB | EMB_TIER_LOADING))
+            return nw; /* rows handed out, being written or read stay where they are */
     int64_t m = 0;
     for (int64_t k = 0; k < sp->n; k++) {
-        if (!(sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED)))
+        if (!(sp->flags[k] & (EMB_TIER_DIRTY | TIER_SP_PINNED | TIER_SP_PF)))
             continue;
         if (m != k) {
             memcpy(emb__tier_sp_row(x, m), emb__tier_sp_row(x, k), x->recbytes);
