@@ -100,7 +100,7 @@ typedef struct Args {
     const char *tier_dir; /* --tier-dir: tables of more than --tier-min rows tiered there */
     double tier_cache;    /* --tier-cache: each tiered table's cache, a fraction of its rows */
     int64_t tier_min;
-    int no_prefetch;      /* --no-prefetch: tiered tables read a step's misses in its lookup */
+    int no_prefetch;       /* --no-prefetch: tiered tables read a step's misses in its lookup */
     int max_ind_range_set; /* --max-ind-range given: it caps --table-sizes too */
     double progress_every; /* seconds between progress lines (0: 0.5 on a terminal, else 30) */
     int64_t eval_every, eval_samples; /* steps between held-out evaluations; their samples */
@@ -738,7 +738,8 @@ static double train_step(Model *m, const CriteoBatch *b, const CriteoBatch *next
     if (next) {
         EmbBatch nb[NT];
         for (int t = 0; t < NT; t++)
-            nb[t] = (EmbBatch){.ids = next->cat[t], .nnz = next->n, .nbags = next->n, .bag_size = 1};
+            nb[t] =
+                (EmbBatch){.ids = next->cat[t], .nnz = next->n, .nbags = next->n, .bag_size = 1};
         CHECK(emb_collection_prefetch(m->emb, nb));
     }
     double loss = 0;
