@@ -100,6 +100,7 @@ typedef struct Args {
     const char *tier_dir; /* --tier-dir: tables of more than --tier-min rows tiered there */
     double tier_cache;    /* --tier-cache: each tiered table's cache, a fraction of its rows */
     int64_t tier_min;
+    int no_prefetch;       /* --no-prefetch: tiered tables read a step's misses in its lookup */
     int max_ind_range_set; /* --max-ind-range given: it caps --table-sizes too */
     double progress_every; /* seconds between progress lines (0: 0.5 on a terminal, else 30) */
     int64_t eval_every, eval_samples; /* steps between held-out evaluations; their samples */
@@ -121,7 +122,7 @@ static const char usage[] =
     "         [--state-dtype f32|f16|bf16 (f32)] [--stochastic-rounding]\n"
     "         [--reader-threads T (2)] [--bot 512-256-64] [--top 512-256] [--seed S (1)]\n"
     "         [--emb-dtype f32|f16|bf16|int8|int4 (f32)] [--checkpoint-dir DIR] [--resume]\n"
-    "         [--tier-dir DIR [--tier-cache F (0.1)] [--tier-min ROWS (10000)]]\n"
+    "         [--tier-dir DIR [--tier-cache F (0.1)] [--tier-min ROWS (10000)] [--no-prefetch]]\n"
     "         [--checkpoint-every STEPS | MINUTESm] [--eval-every STEPS [--eval-samples N]\n"
     "         [--early-stop]] [--progress-every SECONDS (0.5 on a terminal, else 30)]\n"
     "         [--export FILE [--export-dtype int8|int4|f32 (int8)]] [--bf16-exchange]\n"
@@ -137,7 +138,7 @@ static const char usage[] =
     "--stochastic-rounding: f16 / bf16 rows and state rounded stochastically.\n"
     "--tier-dir: the tables of more than --tier-min rows are tiered tables (tiered.h) in\n"
     "DIR, with a DRAM cache of --tier-cache of their rows: the model trains to the bits\n"
-    "of the in-memory run.\n"
+    "of the in-memory run; each step prefetches the next batch's rows (--no-prefetch: not).\n"
     "FILEs are plain or gzip-compressed (.gz, where built with zlib). --checkpoint-dir\n"
     "keeps the latest checkpoints (each epoch's end, and every --checkpoint-every steps or\n"
     "minutes); --resume continues from the latest, bit for bit. --eval-every: the test AUC\n"
@@ -230,7 +231,7 @@ static void parse_args(int argc, char **argv, Args *a)
         {"eval-samples", 1, 0, 'N'}, {"early-stop", 0, 0, 'X'}, {"progress-every", 1, 0, 'P'},
         {"state-dtype", 1, 0, 'Z'}, {"stochastic-rounding", 0, 0, 'Y'},
         {"export", 1, 0, 'O'}, {"export-dtype", 1, 0, 'Q'}, {"bf16-exchange", 0, 0, 'G'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"no-prefetch", 0, 0, 'F'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     *a = (Args){.epochs = 1, .dim = 16, .batch = 128, .max_ind_range = 100000, .lr = 0.2f, .opt = EMB_OPT_ADAGRAD,
                 .reader_threads = 2, .seed = 1, .bot = {512, 256, 64}, .nbot = 3,
                 .top = {512, 256}, .ntop = 2, .tier_cache = 0.1, .tier_min = 10000,
@@ -294,6 +295,7 @@ static void parse_args(int argc, char **argv, Args *a)
             break;
         }
         case 'M': a->tier_min = parse_i64(optarg, 0, INT64_MAX, "bad --tier-min: "); break;
+        case 'F': a->no_prefetch = 1; break;
         case 'K': parse_every(optarg, a); break;
         case 'E': a->eval_every = parse_i64(optarg, 1, INT64_MAX, "bad --eval-every: "); break;
         case 'N': a->eval_samples = parse_i64(optarg, 1, INT64_MAX, "bad --eval-samples: "); break;
@@ -727,11 +729,19 @@ static double bce(float z, float y) /* -log sigmoid(z) if y else -log(1 - sigmoi
     return (x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))) - (double)y * x;
 }
 
-/* One SGD step on a batch; returns its summed loss. */
-static double train_step(Model *m, const CriteoBatch *b)
+/* One SGD step on a batch; returns its summed loss. @p next (or NULL): the next batch,
+ * whose rows tiered tables start reading while this step computes (a hint: same bits). */
+static double train_step(Model *m, const CriteoBatch *b, const CriteoBatch *next)
 {
     const int64_t n = b->n;
     forward(m, b);
+    if (next) {
+        EmbBatch nb[NT];
+        for (int t = 0; t < NT; t++)
+            nb[t] =
+                (EmbBatch){.ids = next->cat[t], .nnz = next->n, .nbags = next->n, .bag_size = 1};
+        CHECK(emb_collection_prefetch(m->emb, nb));
+    }
     double loss = 0;
     for (int64_t s = 0; s < n; s++) {
         const double p = 1.0 / (1.0 + exp(-(double)m->logit[s]));
@@ -973,16 +983,17 @@ static void progress(Run *run, CriteoReader *r, int epoch, int64_t samples, doub
     run->last_progress = t;
 }
 
-/* One batch: passed over (trained before a resume) or trained, then what falls due
- * after it: a checkpoint, a held-out evaluation. Returns the batch's loss, or NAN. */
-static double one_batch(Run *run, const CriteoBatch *b)
+/* One batch: passed over (trained before a resume) or trained (prefetching @p next, if
+ * any), then what falls due after it: a checkpoint, a held-out evaluation. Returns the
+ * batch's loss, or NAN. */
+static double one_batch(Run *run, const CriteoBatch *b, const CriteoBatch *next)
 {
     if (run->skip > 0) {
         run->skip--;
         run->step++;
         return NAN;
     }
-    const double loss = train_step(run->m, b);
+    const double loss = train_step(run->m, b, next);
     run->step++;
     const Args *a = run->a;
     if ((a->ckpt_every_steps && run->step % a->ckpt_every_steps == 0) ||
@@ -993,20 +1004,67 @@ static double one_batch(Run *run, const CriteoBatch *b)
     return loss;
 }
 
+/* A batch kept past the reader's next call, which recycles the batch it returned before:
+ * tiered tables prefetch the next batch's rows while this one trains. */
+typedef struct HeldBatch {
+    CriteoBatch b;
+    float *label, *dense;
+    int64_t *cat[NT], cap;
+} HeldBatch;
+
+static void hold_batch(HeldBatch *h, const CriteoBatch *b)
+{
+    if (b->n > h->cap) {
+        h->cap = b->n;
+        h->label = realloc(h->label, (size_t)h->cap * sizeof *h->label);
+        h->dense = realloc(h->dense, (size_t)h->cap * CRITEO_NDENSE * sizeof *h->dense);
+        if (!h->label || !h->dense)
+            die("out of memory", NULL);
+        for (int t = 0; t < NT; t++)
+            if (!(h->cat[t] = realloc(h->cat[t], (size_t)h->cap * sizeof *h->cat[t])))
+                die("out of memory", NULL);
+    }
+    h->b = *b;
+    h->b.label = memcpy(h->label, b->label, (size_t)b->n * sizeof *h->label);
+    h->b.dense = memcpy(h->dense, b->dense, (size_t)b->n * CRITEO_NDENSE * sizeof *h->dense);
+    for (int t = 0; t < NT; t++)
+        h->b.cat[t] = memcpy(h->cat[t], b->cat[t], (size_t)b->n * sizeof *h->cat[t]);
+}
+
+static void held_free(HeldBatch *h)
+{
+    free(h->label);
+    free(h->dense);
+    for (int t = 0; t < NT; t++)
+        free(h->cat[t]);
+}
+
 /* One epoch over the training file; returns the samples trained (0 when a resumed run
- * passed over the whole epoch). */
+ * passed over the whole epoch). With tiered tables (unless --no-prefetch) each step
+ * prefetches the next batch's rows. */
 static int64_t epoch_run(Run *run, int epoch, double *seconds)
 {
     BadLines bad;
     CriteoReader *r = open_data(run->a, run->a->train, &bad);
-    CriteoBatch b;
+    CriteoBatch next, *bp = &next;
+    HeldBatch held = {0};
+    const int ahead = run->a->tier_dir && !run->a->no_prefetch;
     double loss = 0, running = NAN;
     int64_t samples = 0, read = 0;
     const double t0 = now();
     run->last_progress = t0;
-    while (!run->stop && next_batch(r, &b, run->a->train)) {
+    int more = next_batch(r, &next, run->a->train);
+    while (!run->stop && more) {
+        if (ahead) { /* this batch held, the next one read for its prefetch */
+            hold_batch(&held, &next);
+            bp = &held.b;
+            more = next_batch(r, &next, run->a->train);
+        }
+        const CriteoBatch b = *bp;
         read += b.n;
-        const double l = one_batch(run, &b);
+        const double l = one_batch(run, &b, ahead && more ? &next : NULL);
+        if (!ahead)
+            more = next_batch(r, &next, run->a->train);
         if (isnan(l))
             continue;
         loss += l;
@@ -1016,6 +1074,7 @@ static int64_t epoch_run(Run *run, int epoch, double *seconds)
             progress(run, r, epoch, samples, t0, running);
     }
     *seconds = now() - t0;
+    held_free(&held);
     if (run->tty && samples > 0 && run->last_progress > t0)
         fputc('\n', stderr);
     close_data(&r, &bad, read);

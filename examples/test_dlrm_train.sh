@@ -5,7 +5,8 @@
 # log loss as an uninterrupted run, with SGD and with Adagrad (checkpoints hold every
 # parameter and the tables' Adagrad accumulators).
 # int8 tables (--emb-dtype int8) likewise. Tiered tables (--tier-dir, caches of 5 % of the
-# rows), f32 and int8, resumed from a checkpoint too: the in-memory runs' bits. --export
+# rows), f32 and int8, resumed from a checkpoint too, with the next batch prefetched
+# (the default) or not (--no-prefetch): the in-memory runs' bits. --export
 # (int8): the served tables' AUC within 0.003 of the f32 tables'.
 # Usage: test_dlrm_train.sh DLRM_TRAIN CRITEO_GEN_PY [PYTHON]
 set -eu
@@ -91,6 +92,9 @@ mkdir "$tmp/tiers"
 # shellcheck disable=SC2086
 tq=$("$train_bin" $opts $q $tier --epochs 2 | tail -n 1 | sed 's/ samples_per_s=.*//')
 [ "$tq" = "$q2" ] || { echo "FAIL: tiered int8: '$tq', in memory '$q2'"; exit 1; }
+# shellcheck disable=SC2086
+tn=$("$train_bin" $opts $q $tier --epochs 2 --no-prefetch | tail -n 1 | sed 's/ samples_per_s=.*//')
+[ "$tn" = "$q2" ] || { echo "FAIL: tiered int8 --no-prefetch: '$tn', in memory '$q2'"; exit 1; }
 rm -rf "$tmp/ck"
 # shellcheck disable=SC2086
 "$train_bin" $opts --optimizer adagrad $tier --epochs 1 --checkpoint-dir "$tmp/ck" >/dev/null
