@@ -1116,6 +1116,26 @@ static void planner(void)
     CHECK(emb_dist_place(t, 26, 2, &o, p) == EMB_EINVAL, "a pin outside the ranks refused");
 }
 
+/* The model's cache term (issue 43): a table whose rows fit a rank's cache share is
+   modelled cheaper than the same lookups of a table of the same D whose rows come from
+   DRAM; past the share, more rows cost more (until every row misses). */
+static void planner_cache(void)
+{
+    const EmbDistPlacement p[1] = {{EMB_DIST_TABLEWISE, 0, 0, 0}};
+    const EmbDistPlaceOptions o = {.batch = 2048};
+    double small[2], large[2], larger[2];
+    EmbDistTableDesc t = {.nrows = 1000, .featuresize = 64, .lookups = 2048};
+    int r = emb_dist_plan_cost(&t, 1, 2, &o, p, small, NULL);
+    t.nrows = 1000000; /* 256 MB of rows: beyond any cache share */
+    r = r ? r : emb_dist_plan_cost(&t, 1, 2, &o, p, large, NULL);
+    t.nrows = 4000000;
+    r = r ? r : emb_dist_plan_cost(&t, 1, 2, &o, p, larger, NULL);
+    CHECK(r == 0 && small[0] < large[0] && large[0] <= larger[0] && small[1] == large[1],
+          "cache term: %.4g ms (1000 rows) < %.4g ms (1 M rows) <= %.4g (4 M), others' "
+          "%.4g == %.4g (%d)", 1e3 * small[0], 1e3 * large[0], 1e3 * larger[0], 1e3 * small[1],
+          1e3 * large[1], r);
+}
+
 /* The planner knows what a table runs with (issue 43): AUTO and PLAN_ROWWISE never place a
    MAX-pooled table by rows (AUTO splits the large table by rows when it fits no rank whole,
    and with MAX refuses); a pin or an explicit placement the pooling or optimizer cannot
@@ -1197,6 +1217,7 @@ static void placement(void)
     o.plan = EMB_DIST_PLAN_AUTO;
     CHECK(emb_dist_place(t, 4, 2, &o, p) == 0, "auto placement: %s", emb_last_error());
     planner();
+    planner_cache();
     planner_uses();
     o.plan = 7;
     CHECK(emb_dist_place(t, 4, 2, &o, p) == EMB_EINVAL, "bad plan refused");
