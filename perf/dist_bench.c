@@ -29,8 +29,11 @@
  * batches in interleaved rounds (round k: the list in order, round k+1 reversed; --steps
  * rounds), then prints each placement's median step and spread and, per round, auto's step
  * over the best fixed placement's (the fixed one of lowest median) with its spread (and
- * auto-bf16's over auto's)
- * (docs/bench/2026-11-28-mpi-planner-paired.md).
+ * auto-bf16's over auto's), and next to each placement's measured step the planner's
+ * modelled one (emb_dist_plan_cost(), the slowest rank)
+ * (docs/bench/2026-11-28-mpi-planner-paired.md, 2026-11-28-mpi-planner-calibrated.md).
+ * --mix replaces the Criteo-shaped ensemble by 6 tables whose fixed placements differ
+ * more (mix_rows, mix_dim: wide, huge and tiny tables).
  * --bf16 1 sends the pooled outputs and their gradients as bf16 (EmbDistOptions::
  * exchange_bf16); with --paired, "auto-bf16" in the list is the planner's placement so.
  */
@@ -48,8 +51,16 @@ static const int64_t criteo[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517,
                                    93145, 5683, 8351593, 3194, 27, 14992, 5461306, 10, 5652,
                                    2173, 4, 7046547, 18, 15, 286181, 105, 142572};
 
+/* --mix: an ensemble whose fixed placements differ more: three wide tables (60 000 rows,
+   D 256) that no whole-table plan balances over 2 ranks, a huge narrow one (1 M rows, D 8)
+   and two tiny ones (1000 and 50 rows, D 16) */
+#define NMIX 6
+static const int64_t mix_rows[NMIX] = {60000, 60000, 60000, 1000000, 1000, 50};
+static const int32_t mix_dim[NMIX] = {256, 256, 256, 8, 16, 16};
+
 typedef struct Args {
     int tables, dim, batch, bag, steps, warmup, groups, threads, compare, show_plan, prefetch;
+    int mix;
     int64_t rows;
     double zipf;
     EmbDistPlan plan;
@@ -86,7 +97,8 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
 {
     static const char *const plans[] = {"table", "row", "auto"}, *const flag[] = {"0", "1"};
     int c;
-    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 200000, 1.05, EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}};
+    *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 0, 200000, 1.05,
+                EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--quick")) {
@@ -96,6 +108,10 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
         }
         if (!strcmp(k, "--show-plan")) {
             a->show_plan = 1;
+            continue;
+        }
+        if (!strcmp(k, "--mix")) {
+            a->mix = 1, a->tables = NMIX;
             continue;
         }
         if (!v)
@@ -130,7 +146,7 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
         else
             return -1;
     }
-    return a->tables < 1 || a->tables > 26 || a->dim < 1 || a->batch < 1 || a->bag < 1 ||
+    return a->tables < 1 || a->tables > (a->mix ? NMIX : 26) || a->dim < 1 || a->batch < 1 || a->bag < 1 ||
            a->steps < 1 || a->rows < 1 || a->zipf < 0 || a->threads < 1 || a->compare < 0 ||
            a->groups < 0
            ? -1 : 0;
@@ -225,6 +241,7 @@ typedef struct Run {
     const char *name; /* --paired: the placement's name */
     double *m;        /* NT_ x steps */
     int64_t bytes[3]; /* ids, rows, gradients: all ranks, to other ranks, per step */
+    double model_s;   /* the planner's modelled step of this placement (slowest rank) */
 } Run;
 
 /* @p kind: -1 the plan of --plan, else a --paired placement (P_*). */
@@ -256,6 +273,7 @@ static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbSt
     for (int t = 0; t < a->tables; t++) {
         EmbDistPlacement p;
         emb_dist_placement(u->d, t, &p);
+        pl[t] = p;
         u->ntw += p.kind == EMB_DIST_TABLEWISE;
         u->nrw += p.kind == EMB_DIST_ROWWISE;
         EmbTable *lt = emb_dist_local_table(u->d, t);
@@ -264,6 +282,10 @@ static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbSt
         if (lt)
             emb_table_initialize(lt, &init);
     }
+    double load[64];
+    if (P <= 64 && !emb_dist_plan_cost(desc, a->tables, P, &o.place, pl, load, NULL))
+        for (int q = 0; q < P; q++)
+            u->model_s = load[q] > u->model_s ? load[q] : u->model_s;
     u->m = malloc(sizeof(double) * (size_t)(NT_ * a->steps));
     return u->m ? 0 : EMB_ENOMEM;
 }
@@ -356,8 +378,11 @@ static void paired_report(Run *runs, int n, int steps, int P)
         const int fixed = strcmp(runs[k].name, "auto") && strcmp(runs[k].name, "auto-bf16");
         if (fixed && (best < 0 || med[k] < med[best]))
             best = k;
-        printf("paired %-10s step %8.3f ms  [p10 %.3f .. p90 %.3f]\n", runs[k].name,
-               1e3 * q[0], 1e3 * q[1], 1e3 * q[2]);
+        printf("paired %-10s step %8.3f ms  [p10 %.3f .. p90 %.3f]  modelled %.3f ms "
+               "(modelled / measured %.2f)\nRESULT_MODEL ranks=%d placement=%s step_ms=%.3f "
+               "model_ms=%.3f\n", runs[k].name, 1e3 * q[0], 1e3 * q[1], 1e3 * q[2],
+               1e3 * runs[k].model_s, runs[k].model_s / q[0], P, runs[k].name, 1e3 * q[0],
+               1e3 * runs[k].model_s);
     }
     int plain = -1; /* auto-bf16 is also compared with auto */
     for (int k = 0; k < n; k++)
@@ -390,16 +415,20 @@ int main(int argc, char **argv)
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
                     "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
                     "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)] "
-                    "[--show-plan] [--prefetch 0|1] [--bf16 0|1] [--paired "
+                    "[--show-plan] [--mix] [--prefetch 0|1] [--bf16 0|1] [--paired "
                     "auto,table,row,column,replicated,auto-bf16]\n");
         MPI_Finalize();
         return 2;
     }
     EmbDistTableDesc desc[26];
-    for (int t = 0; t < a.tables; t++)
-        desc[t] = (EmbDistTableDesc){.name = "t", .nrows = criteo[t] < a.rows ? criteo[t] : a.rows,
-                                     .featuresize = a.dim, .dtype = EMB_F32,
-                                     .lookups = (double)a.batch * a.bag * P};
+    int64_t W = 0; /* the concat output's width */
+    for (int t = 0; t < a.tables; t++) {
+        const int64_t rows = a.mix ? mix_rows[t] : criteo[t] < a.rows ? criteo[t] : a.rows;
+        desc[t] = (EmbDistTableDesc){.name = "t", .nrows = rows,
+                                     .featuresize = a.mix ? mix_dim[t] : a.dim,
+                                     .dtype = EMB_F32, .lookups = (double)a.batch * a.bag * P};
+        W += desc[t].featuresize;
+    }
     if (a.show_plan) {
         const int r = rank == 0 ? show_plan(&a, desc) : 0;
         MPI_Finalize();
@@ -420,7 +449,7 @@ int main(int argc, char **argv)
                 emb_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    const int64_t nnz = (int64_t)a.batch * a.bag, W = (int64_t)a.tables * a.dim;
+    const int64_t nnz = (int64_t)a.batch * a.bag;
     const int nall = a.warmup + a.steps; /* every step's batches made first: prefetching
                                             needs the next step's while this one runs */
     int64_t *ids = malloc(sizeof(int64_t) * (size_t)(nnz * a.tables * nall));

@@ -4,11 +4,11 @@
  * model emb_dist_plan_cost() prints. The model and its constants are written down in
  * docs/design/mpi.md ("The planner"); change both together.
  *
- * A table's cost on a rank is the modelled seconds of one step: bytes the rank's memory
- * moves (rows gathered and pooled, outputs written, gradients recorded, rows and optimizer
- * state updated) over MEM_BW plus bytes it sends and receives in the all-to-alls over
- * NET_BW. The planner minimises the largest rank's sum (every rank waits for the slowest
- * in the next collective), within each rank's memory.
+ * A table's cost on a rank is the modelled seconds of one step: rows gathered and updated
+ * (at the LLC rate for the part of the rank's share of the table that fits its cache, at
+ * the DRAM rate for the rest), pooled rows and their gradients streamed, ids kept, and
+ * bytes sent and received in the all-to-alls. The planner minimises the largest rank's
+ * sum (every rank waits for the slowest in the next collective), within each rank's memory.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -16,14 +16,25 @@
 
 #include "dist/dist_impl.h"
 
-#define MEM_BW 4e9 /* bytes/s one rank's memory moves through a lookup or an update */
-#define NET_BW 4e9 /* bytes/s one rank sends plus receives in the all-to-alls */
+/* Measured on the development machine (AMD EPYC, 2 ranks on loopback; docs/design/mpi.md,
+   "The planner", and docs/bench/2026-11-28-mpi-planner-calibrated.md): */
+#define DRAM_BW 20e9  /* bytes/s of random rows one thread reads from DRAM (emb-bench roof,
+                         1 GiB buffer: 17.4-21.3) */
+#define LLC_BW 60e9   /* bytes/s of random rows one thread reads from its cache share (the
+                         roof with --llc-mib 16: an 8 MiB buffer; 80 at 2 MiB, 38 at 16) */
+#define LLC_SHARE 8e6 /* bytes of a table's rows a rank's cache share keeps (the rate falls
+                         past 8 MiB: 60 GB/s at 8 MiB, 30 at 32 MiB, as DRAM) */
+#define STREAM_BW 8e9 /* bytes/s of pooled rows and their gradients written and read (fitted
+                         with ID_S to the measured table-wise steps of dist-bench's two
+                         ensembles, D 64 and D 256) */
+#define NET_BW 7e9    /* bytes/s one rank sends plus receives in the all-to-alls (loopback,
+                         Open MPI vader: dist-bench table-wise, 3.4 MB each way per rank in
+                         0.99 ms forward, 0.87 ms backward) */
+#define ID_S 60e-9    /* an id's bookkeeping on the rank that pools or records it: its bag,
+                         hashing it into the distinct rows of the update */
 #define UPDATE_PASSES 3.0 /* an updated row is read and written, its state read and written
                              (about one more row's bytes): three row-sized passes */
 #define ENTRY_BYTES 12.0  /* a row-wise gradient entry: column (8) and coefficient (4) */
-#define ROW_ID_S 50e-9    /* a row-wise id's bookkeeping on the rank that asks: hashing it
-                             into the distinct ids, remapping, packing its gradient entry
-                             (calibrated on the measured 2-rank row-wise step) */
 
 int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
 {
@@ -86,31 +97,36 @@ static Model model_of(const EmbDistTableDesc *t, int64_t bytes, int64_t batch)
 }
 
 /*
+ * Seconds per byte of rows a rank reads or updates in a table of which it holds @p held
+ * bytes: the part of them that fits its cache share comes at the LLC rate, the rest from
+ * DRAM (hit fraction h = min(1, LLC_SHARE / held); a small table's rows stay cached).
+ */
+static double row_s(double held)
+{
+    const double h = held <= LLC_SHARE ? 1.0 : LLC_SHARE / held;
+    return h / LLC_BW + (1.0 - h) / DRAM_BW;
+}
+
+/*
  * Adds table @p m placed as @p p to every rank's @p load (seconds) and @p mem (bytes held;
  * may be NULL). Exchange bytes count only the part that crosses to other ranks, (P-1)/P.
+ * A holder of `held` bytes of the table pays, for L ids, B bags and U distinct rows of it:
+ * (L + 3U) rows at row_s(held), 2B pooled rows and their gradients at STREAM_BW, L ids at
+ * ID_S; the exchange at NET_BW.
  */
 static void add_cost(const Model *m, const EmbDistPlacement *p, int32_t P, double *load,
                      double *mem)
 {
-    const double f = (P - 1.0) / P, ids = (m->L + m->B) * 8.0;
-    if (p->kind == EMB_DIST_TABLEWISE) {
-        /* owner: pools the global batch, sends pooled rows, takes ids and dy, updates */
-        const double own_mem = m->L * m->rowb + 2.0 * m->B * m->outb +
-                               UPDATE_PASSES * m->U * m->rowb;
-        const double own_net = f * (ids + 2.0 * m->B * m->outb);
-        /* every rank: sends its ids and dy rows, receives its pooled rows */
-        const double all_net = f * (ids + 2.0 * m->B * m->outb) / P;
-        for (int32_t r = 0; r < P; r++)
-            load[r] += all_net / NET_BW;
-        load[p->rank] += own_mem / MEM_BW + own_net / NET_BW;
-        if (mem)
-            mem[p->rank] += (double)m->bytes;
-        return;
-    }
-    if (p->kind == EMB_DIST_COLUMNWISE) { /* pinned only: each holder a slice's owner */
-        const int32_t S = p->nshards > 0 ? p->nshards : P, first = p->nshards > 0 ? p->rank : 0;
-        const double hold = (m->L * m->rowb + 2.0 * m->B * m->outb +
-                             UPDATE_PASSES * m->U * m->rowb) / S / MEM_BW +
+    const double f = (P - 1.0) / P, ids = (m->L + m->B) * 8.0, rows = m->L + UPDATE_PASSES * m->U;
+    if (p->kind == EMB_DIST_TABLEWISE || p->kind == EMB_DIST_COLUMNWISE) {
+        /* each holder (the owner; a column slice's owner): pools its share of the global
+           batch's rows, sends pooled rows, takes ids and dy, updates; every rank: sends its
+           ids (to every holder) and dy rows, receives its pooled rows */
+        const int col = p->kind == EMB_DIST_COLUMNWISE;
+        const int32_t S = col && p->nshards > 0 ? p->nshards : col ? P : 1;
+        const int32_t first = col && p->nshards == 0 ? 0 : p->rank;
+        const double hold = rows * m->rowb / S * row_s((double)m->bytes / S) +
+                            2.0 * m->B * m->outb / S / STREAM_BW + m->L * ID_S +
                             f * (ids + 2.0 * m->B * m->outb / S) / NET_BW;
         for (int32_t r = 0; r < P; r++)
             load[r] += f * (ids * S + 2.0 * m->B * m->outb) / P / NET_BW;
@@ -124,8 +140,8 @@ static void add_cost(const Model *m, const EmbDistPlacement *p, int32_t P, doubl
     if (p->kind == EMB_DIST_REPLICATED) {
         /* every rank: pools its own bags, receives (and sends its share of) the global
            batch's ids and dy, records and applies the whole gradient */
-        const double each = ((m->L * m->rowb + m->B * m->outb) / P + m->B * m->outb +
-                             UPDATE_PASSES * m->U * m->rowb) / MEM_BW +
+        const double each = (m->L / P + UPDATE_PASSES * m->U) * m->rowb * row_s((double)m->bytes) +
+                            (m->B * m->outb / P + m->B * m->outb) / STREAM_BW + m->L * ID_S +
                             2.0 * f * (ids + m->B * m->outb) / NET_BW;
         for (int32_t r = 0; r < P; r++) {
             load[r] += each;
@@ -138,10 +154,13 @@ static void add_cost(const Model *m, const EmbDistPlacement *p, int32_t P, doubl
     /* holders: gather the rows asked (each distinct id once per asking rank), take the
        gradient entries with their bags' dy rows, update their share */
     const double u = m->U / S, l = m->L / S;
-    const double hold = (u * m->rowb + l * m->outb + UPDATE_PASSES * u * m->rowb) / MEM_BW +
+    const double hold = (1.0 + UPDATE_PASSES) * u * m->rowb * row_s((double)m->bytes / S) +
+                        l * m->outb / STREAM_BW + l * ID_S +
                         f * (u * 8.0 + u * m->rowb + l * (ENTRY_BYTES + m->outb)) / NET_BW;
-    /* every rank: asks for its ids, pools its bags from the rows received, sends entries */
-    const double all = m->L / P * ROW_ID_S + ((m->L * m->rowb + m->B * m->outb) / P) / MEM_BW +
+    /* every rank: asks for its ids, pools its bags from the rows received (cached: just
+       arrived), sends entries */
+    const double all = m->L / P * ID_S + m->L * m->rowb / P / LLC_BW +
+                       m->B * m->outb / P / STREAM_BW +
                        f * (m->U * (8.0 + m->rowb) + m->L * (ENTRY_BYTES + m->outb)) / P /
                        NET_BW;
     for (int32_t r = 0; r < P; r++)
@@ -411,14 +430,21 @@ static double max_load(const EmbDistTableDesc *tables, int64_t n, int32_t P,
     return mx;
 }
 
+/* The model tells plans apart no finer than this: a fixed plan within it of the best
+   modelled plan is taken (measured steps of plans the model puts within 1 % of each
+   other differ by noise; the fixed plan is the simpler and the measured best on the
+   Criteo-shaped ensemble: docs/bench/2026-11-28-mpi-planner-calibrated.md). */
+#define FIXED_TIE 0.02
+
 /* The planner's greedy result in @p out is replaced by a fixed plan (every table whole by
-   LPT, or every table by rows; pins kept) when the model makes that one's slowest rank
-   faster: AUTO is never modelled slower than a fixed plan. */
+   LPT, then every table by rows; pins kept) whose slowest rank is modelled within
+   FIXED_TIE of the best of the three: AUTO is never modelled more than FIXED_TIE slower
+   than either fixed plan. */
 static int best_of_fixed(const EmbDistTableDesc *tables, int64_t n, int32_t P,
                          const EmbDistPlaceOptions *o, unsigned part, EmbDistPlacement *out)
 {
-    double *load = malloc(2 * (size_t)P * sizeof *load);
-    EmbDistPlacement *alt = malloc((size_t)n * sizeof *alt);
+    double *load = malloc(2 * (size_t)P * sizeof *load), mx[2] = {0, 0};
+    EmbDistPlacement *alt = malloc(2 * (size_t)n * sizeof *alt);
     int r = 0;
     if (!load || !alt) {
         r = dist_fail(EMB_ENOMEM, "emb_dist_place: out of memory");
@@ -427,18 +453,21 @@ static int best_of_fixed(const EmbDistTableDesc *tables, int64_t n, int32_t P,
     double best = max_load(tables, n, P, o, out, load, load + P);
     for (int k = 0; k < 2 && !r; k++) {
         EmbDistPlaceOptions f = *o;
+        EmbDistPlacement *a = alt + k * n;
         f.plan = k ? EMB_DIST_PLAN_ROWWISE : EMB_DIST_PLAN_TABLEWISE;
-        if ((r = place_fixed(tables, n, P, &f, part, alt)))
+        if ((r = place_fixed(tables, n, P, &f, part, a)))
             break;
         for (int64_t i = 0; o->pins && i < n; i++)
             if (o->pins[i].kind != EMB_DIST_ANY)
-                alt[i] = o->pins[i];
-        const double mx = max_load(tables, n, P, o, alt, load, load + P);
-        if (mx < best) {
-            best = mx;
-            memcpy(out, alt, (size_t)n * sizeof *out);
-        }
+                a[i] = o->pins[i];
+        mx[k] = max_load(tables, n, P, o, a, load, load + P);
+        best = mx[k] < best ? mx[k] : best;
     }
+    for (int k = 0; k < 2 && !r; k++)
+        if (mx[k] <= best * (1.0 + FIXED_TIE)) {
+            memcpy(out, alt + k * n, (size_t)n * sizeof *out);
+            break;
+        }
 done:
     free(load), free(alt);
     return r;
