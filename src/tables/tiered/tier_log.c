@@ -48,7 +48,7 @@ int emb__tier_log_init(Tier *x, bool create)
     lg->seg_recs = EMB_MAX(1, EMB_MIN(SEG_BYTES / (int64_t)x->recbytes,
                                       (x->nrows + SEG_PARTS - 1) / SEG_PARTS));
     lg->head = -1;
-    lg->uid = emb__tier_file_uid(x->fd);
+    lg->uid = emb__tier_file_uid(x->fd, &lg->uid0);
     return create ? 0 : emb__tier_manifest_read(x);
 }
 
@@ -59,7 +59,7 @@ void emb__tier_log_reset(Tier *x)
         memset(lg->loc, 0, (size_t)EMB_MAX(1, x->nrows) * sizeof *lg->loc);
     lg->nseg = 0, lg->head = -1, lg->fill = 0, lg->dirty = false, lg->cnv = 0;
     lg->nruns[0] = lg->nruns[1] = 0;
-    lg->uid = emb__tier_file_uid(x->fd);
+    lg->uid = emb__tier_file_uid(x->fd, &lg->uid0);
 }
 
 void emb__tier_log_free(TierLog *lg)
