@@ -320,3 +320,33 @@ Test(tier_log, an_older_manifest_stands_until_the_first_flush_replaces_it, .init
     check_all(t, 3.0f, "reopened");
     emb_table_destroy(&t);
 }
+
+/* A flush of a cache full of dirty rows stages them in pieces (tier_log.c's RUN_STAGE, 8
+   MiB): the staging buffer, kept for the table's life, is not a second copy of the cache. */
+Test(tier_log, a_flush_stages_a_full_cache_in_pieces, .init = setup, .fini = teardown)
+{
+    enum { NR = 300000, DD = 16, BATCH = 10000 };
+    Tier x;
+    memset(&x, 0, sizeof x);
+    char path[128];
+    path_of(path, "p");
+    snprintf(x.label, sizeof x.label, "tiered table \"p\"");
+    x.nrows = NR, x.D = DD, x.dtype = EMB_F32, x.rowbytes = DD * 4;
+    int r = emb__tier_init(&x, path, true, (int64_t)16 << 20, 0, EMB_TIER_IO_PREAD);
+    r = r ? r : emb__tier_commit(&x);
+    cr_assert_eq(r, 0, "%s", emb_last_error());
+    static int64_t ids[BATCH];
+    static char *rows[BATCH];
+    for (int64_t b = 0; b < 15; b++) { /* 150 000 dirty rows, 9.6 MB of records */
+        for (int k = 0; k < BATCH; k++)
+            ids[k] = b * BATCH + k;
+        cr_assert_eq(emb__tier_resolve(&x, ids, BATCH, rows, true), 0, "%s", emb_last_error());
+        for (int k = 0; k < BATCH; k++)
+            ((float *)rows[k])[0] = (float)ids[k];
+        emb__tier_release(&x);
+    }
+    cr_assert_eq(emb__tier_flush(&x), 0, "%s", emb_last_error());
+    const size_t staged = x.lg.buf_cap[TIER_LOG_SYNC];
+    emb__tier_fini(&x);
+    cr_assert_leq(staged, (size_t)8 << 20, "a flush staged %zu bytes at once", staged);
+}
