@@ -206,9 +206,10 @@ static void interval_line(const Opts *o, EmbTable *t, int64_t st, double *t_last
            (double)o->interval / dt, (double)(s.rows_read - last[0]) / dt,
            (double)(m.disk_read - last[1]) / 1024.0 / dt, (double)m.rss / 1048576.0);
     if (m.anon >= 0)
-        printf(", cgroup anon %.1f MiB, page cache %.1f MiB, limit %.0f MiB",
-               (double)m.anon / 1048576.0, (double)m.file / 1048576.0,
-               m.limit > 0 ? (double)m.limit / 1048576.0 : 0.0);
+        printf(", cgroup anon %.1f MiB, page cache %.1f MiB", (double)m.anon / 1048576.0,
+               (double)m.file / 1048576.0);
+    if (m.limit > 0)
+        printf(", limit %.0f MiB", (double)m.limit / 1048576.0);
     printf("\n");
     *t_last = tn, last[0] = s.rows_read, last[1] = m.disk_read;
 }
