@@ -31,6 +31,13 @@ static void path_of(char *path, const char *name)
     snprintf(path, 128, "%s/%s", dir, name);
 }
 
+/* The table's file @name and its manifest (@man: 160 bytes). */
+static void paths_of(char *path, char *man, const char *name)
+{
+    path_of(path, name);
+    snprintf(man, 160, "%s.manifest", path);
+}
+
 static EmbTable *make(const char *path, float v)
 {
     EmbTable *t = NULL;
@@ -97,8 +104,7 @@ Test(tier_log, evicted_rows_are_appended_and_found_after_a_reopen, .init = setup
      .fini = teardown)
 {
     char path[128], man[160];
-    path_of(path, "t");
-    snprintf(man, sizeof man, "%s.manifest", path);
+    paths_of(path, man, "t");
     EmbTable *t = make(path, 0.0f);
     cr_assert_eq(size_of(path), HOME_END, "a fresh file has no log");
     cr_assert_eq(write_all(t, 0.5f), 0, "%s", emb_last_error());
@@ -169,8 +175,7 @@ Test(tier_log, compaction_bounds_the_log, .init = setup, .fini = teardown)
 Test(tier_log, a_corrupt_manifest_is_refused, .init = setup, .fini = teardown)
 {
     char path[128], man[160];
-    path_of(path, "m");
-    snprintf(man, sizeof man, "%s.manifest", path);
+    paths_of(path, man, "m");
     EmbTable *t = make(path, 0.0f);
     cr_assert_eq(write_all(t, 2.0f), 0, "%s", emb_last_error());
     emb_table_destroy(&t); /* flushes */
@@ -258,8 +263,7 @@ static void u64_put(const char *path, off_t at, uint64_t v)
 Test(tier_log, an_older_file_gets_a_uid_at_its_first_flush, .init = setup, .fini = teardown)
 {
     char path[128], man[160];
-    path_of(path, "o");
-    snprintf(man, sizeof man, "%s.manifest", path);
+    paths_of(path, man, "o");
     EmbTable *t = make(path, 0.0f);
     emb_table_destroy(&t);
     cr_assert_neq(access(man, F_OK), 0, "no log yet, no manifest");
@@ -292,8 +296,7 @@ Test(tier_log, an_older_manifest_stands_until_the_first_flush_replaces_it, .init
      .fini = teardown)
 {
     char path[128], man[160];
-    path_of(path, "u");
-    snprintf(man, sizeof man, "%s.manifest", path);
+    paths_of(path, man, "u");
     EmbTable *t = make(path, 0.0f);
     cr_assert_eq(write_all(t, 1.0f), 0, "%s", emb_last_error());
     emb_table_destroy(&t); /* flushed: rows in the log, a manifest */
