@@ -324,8 +324,9 @@ Test(tier_log, an_older_manifest_stands_until_the_first_flush_replaces_it, .init
     emb_table_destroy(&t);
 }
 
-/* A flush of a cache full of dirty rows stages them in pieces (tier_log.c's RUN_STAGE, 8
-   MiB): the staging buffer, kept for the table's life, is not a second copy of the cache. */
+/* A flush of a cache full of dirty rows writes them in pieces of 8 MiB (tier_writeback.c's
+   FLUSH_PIECE, tier_log.c's RUN_STAGE): its staging buffer and requests, kept for the
+   table's life, are not a second copy of the cache nor 56 bytes a slot. */
 Test(tier_log, a_flush_stages_a_full_cache_in_pieces, .init = setup, .fini = teardown)
 {
     enum { NR = 300000, DD = 16, BATCH = 10000 };
@@ -350,6 +351,9 @@ Test(tier_log, a_flush_stages_a_full_cache_in_pieces, .init = setup, .fini = tea
     }
     cr_assert_eq(emb__tier_flush(&x), 0, "%s", emb_last_error());
     const size_t staged = x.lg.buf_cap[TIER_LOG_SYNC];
+    const int64_t reqs = x.rq_cap;
     emb__tier_fini(&x);
     cr_assert_leq(staged, (size_t)8 << 20, "a flush staged %zu bytes at once", staged);
+    cr_assert_leq(reqs, (8 << 20) / (DD * 4), "a flush made room for %lld requests at once",
+                  (long long)reqs);
 }
