@@ -292,6 +292,15 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
     return run;
 }
 
+/* Removes a tiered table's file and its log's manifest (`<path>.manifest`). */
+static void remove_table(const char *path)
+{
+    char man[4200];
+    snprintf(man, sizeof man, "%s.manifest", path);
+    unlink(path);
+    unlink(man);
+}
+
 static EmbTable *tiered_table(const Opts *o, const char *path, int64_t *rec)
 {
     const int64_t rowbytes = ((int64_t)emb_dtype_row_bytes(o->dtype, o->dim) + 15) / 16 * 16 +
@@ -357,7 +366,7 @@ static double bookkeeping_run(const Opts *o, const char *path, const int64_t *id
     const Run r = train(t, &q, ids, q.prefetch);
     report("tiered, every row", &r, mem_ms, rec);
     emb_table_destroy(&t);
-    unlink(path);
+    remove_table(path);
     const double io = 1e3 * ((double)r.d.rows_read * cost[0] + (double)r.d.rows_written * cost[1]);
     const double bk = r.step_ms - mem_ms - io / (double)o->steps;
     printf("%-22s bookkeeping %.3f ms a step (the step of a cache of every row, prefetch %d, "
@@ -400,7 +409,7 @@ static double tier_run(const Opts *o, const char *path, const int64_t *ids, doub
         reads = rd;
     }
     emb_table_destroy(&t);
-    unlink(path);
+    remove_table(path);
     return reads;
 }
 
@@ -437,7 +446,7 @@ int bench_tier_main(int argc, char **argv)
     printf("page cache: a record's pread %.2f us, pwrite %.2f us (pages cached, one thread)\n",
            1e6 * cost[0], 1e6 * cost[1]);
     emb_table_destroy(&t);
-    unlink(path);
+    remove_table(path);
     uint64_t shift;
     int64_t *ids = make_ids(&o, &shift);
     if (!ids)
@@ -457,7 +466,7 @@ int bench_tier_main(int argc, char **argv)
         t = tiered_table(&q, path, &crec); /* its cache's rows */
         emb_table_tiered_stats(t, &st);
         emb_table_destroy(&t);
-        unlink(path);
+        remove_table(path);
         uint8_t *hot[2] = {bench_tier_hot_run(timed, o.steps * nnz, o.rows, st.cache_rows),
                            o.zipf > 0 ? bench_tier_hot_ranks(o.rows, st.cache_rows, shift)
                                       : NULL};
