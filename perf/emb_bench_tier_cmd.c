@@ -12,10 +12,12 @@
  * all), each pair is run with prefetch and its rows read a step are set against the ideal
  * frequency cache of the same size, and each run prints the model of its step
  * (emb_bench_tier_model.c). --warmup steps (not timed) bring the cache to steady state.
+ * --interval S prints every S timed steps the step rate, the rows read a second, the resident
+ * set and the memory cgroup's charges (bench_mem.h): a table larger than a cgroup's limit.
  *
  *   emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] [--batch B] [--bag L]
  *              [--steps S] [--zipf A | --uniform] [--prefetch P] [--engine auto|uring|pread|map]
- *              [--policy P[,P..] | all] (P: lru lfu lru-admit lfu-admit) [--warmup S]
+ *              [--policy P[,P..] | all] (P: lru lfu lru-admit lfu-admit) [--warmup S] [--interval S]
  *              [--dtype f32|f16|bf16|int8|int4] [--dir PATH]
  *              [--no-memory] [--quick]
  */
@@ -32,6 +34,7 @@
 #include "bench_choice.h"
 #include "bench_disk.h"
 #include "bench_ids.h"
+#include "bench_mem.h"
 #include "emb_bench.h"
 #include "emb_bench_tier_model.h"
 
@@ -41,7 +44,7 @@
 static const char *const policy_names[] = {"lru", "lfu", "lru-admit", "lfu-admit"};
 
 typedef struct Opts {
-    int64_t rows, batch, bag, steps, warmup;
+    int64_t rows, batch, bag, steps, warmup, interval;
     int32_t dim;
     double cache_frac, cache_mib, zipf;
     double fracs[MAX_RUNS];
@@ -95,8 +98,8 @@ static void usage_to(FILE *f, int code)
     fprintf(f, "usage: emb-bench tier [--rows N] [--dim D] [--cache-frac F | --cache-mib M] "
             "[--batch B] [--bag L] [--steps S] [--zipf A | --uniform] [--prefetch P] "
             "[--engine auto|uring|pread|map] [--policy P[,P..] | all] (P: lru lfu lru-admit "
-            "lfu-admit) [--warmup S] [--dtype f32|f16|bf16|int8|int4] [--dir PATH] "
-            "[--no-memory] [--quick]\n");
+            "lfu-admit) [--warmup S] [--interval S] [--dtype f32|f16|bf16|int8|int4] "
+            "[--dir PATH] [--no-memory] [--quick]\n");
     exit(code);
 }
 
@@ -148,6 +151,7 @@ static void parse(Opts *o, int argc, char **argv)
         else if (ARG("--bag")) o->bag = atoll(v);
         else if (ARG("--steps")) o->steps = atoll(v);
         else if (ARG("--warmup")) o->warmup = atoll(v);
+        else if (ARG("--interval")) o->interval = atoll(v);
         else if (ARG("--zipf")) o->zipf = atof(v);
         else if (ARG("--prefetch")) o->prefetch = atoi(v);
         else if (ARG("--dir")) o->dir = v;
@@ -166,7 +170,7 @@ static void parse(Opts *o, int argc, char **argv)
 #undef ARG
     }
     if (o->rows < 1 || o->dim < 1 || o->batch < 1 || o->bag < 1 || o->steps < 1 ||
-        o->warmup < 0 || o->nfrac < 1 || o->prefetch < 0)
+        o->warmup < 0 || o->nfrac < 1 || o->prefetch < 0 || o->interval < 0)
         usage();
     if (o->cache_mib > 0)
         o->nfrac = 1; /* one size */
@@ -201,6 +205,29 @@ typedef struct Run {
     int64_t steps;        /* timed */
 } Run;
 
+/* --interval's line after timed step @st: the steps since the last line a second, the rows
+   read a second, the resident set and the memory cgroup's charges (bench_mem.h). */
+static void interval_line(const Opts *o, EmbTable *t, int64_t st, double *t_last,
+                          int64_t last[2])
+{
+    EmbTieredStats s = {0};
+    if (emb_table_is_tiered(t))
+        emb_table_tiered_stats(t, &s);
+    const double tn = now(), dt = tn - *t_last;
+    const BenchMem m = bench_mem_now();
+    printf("interval steps %5lld-%5lld: %7.2f steps/s, read %8.0f rows/s (%7.0f KiB/s from "
+           "storage), VmRSS %7.1f MiB", (long long)(st + 1 - o->interval), (long long)st,
+           (double)o->interval / dt, (double)(s.rows_read - last[0]) / dt,
+           (double)(m.disk_read - last[1]) / 1024.0 / dt, (double)m.rss / 1048576.0);
+    if (m.anon >= 0)
+        printf(", cgroup anon %.1f MiB, page cache %.1f MiB", (double)m.anon / 1048576.0,
+               (double)m.file / 1048576.0);
+    if (m.limit > 0)
+        printf(", limit %.0f MiB", (double)m.limit / 1048576.0);
+    printf("\n");
+    *t_last = tn, last[0] = s.rows_read, last[1] = m.disk_read;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -230,12 +257,13 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
         const EmbBatch b = {.ids = ids + k * nnz, .nnz = nnz, .nbags = o->batch, .bag_size = o->bag};
         emb_table_prefetch(t, &b);
     }
-    double t0 = 0;
+    double t0 = 0, t_last = 0;
+    int64_t last[2] = {0}; /* rows read, bytes from storage at the last interval's line */
     for (int64_t st = -o->warmup; st < o->steps; st++) { /* warm-up: state attached, cache filled */
         if (st == 0) {
             if (tiered)
                 emb_table_tiered_stats(t, &s0);
-            t0 = now();
+            t0 = t_last = now(), last[0] = s0.rows_read, last[1] = bench_mem_now().disk_read;
         }
         const int64_t k = st + o->warmup;
         const EmbBatch b = {.ids = ids + k * nnz, .nnz = nnz, .nbags = o->batch, .bag_size = o->bag};
@@ -258,6 +286,8 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
             ms[st] = 1e3 * (tp[4] - tp[0]);
         for (int p = 0; p < 4 && st >= 0; p++)
             part[p] += 1e3 * (tp[p + 1] - tp[p]) / (double)o->steps;
+        if (o->interval && st >= 0 && (st + 1) % o->interval == 0)
+            interval_line(o, t, st, &t_last, last);
     }
     Run run = {.secs = now() - t0, .steps = o->steps, .part_ms = {part[0], part[1], part[2], part[3]}};
     if (tiered) {
@@ -278,6 +308,15 @@ static Run train(EmbTable *t, const Opts *o, const int64_t *ids, int prefetch)
     emb_grad_destroy(&g);
     emb_indexer_destroy(&ix);
     return run;
+}
+
+/* Removes a tiered table's file and its log's manifest (`<path>.manifest`). */
+static void remove_table(const char *path)
+{
+    char man[4200];
+    snprintf(man, sizeof man, "%s.manifest", path);
+    unlink(path);
+    unlink(man);
 }
 
 static EmbTable *tiered_table(const Opts *o, const char *path, int64_t *rec)
@@ -353,7 +392,7 @@ static double bookkeeping_run(const Opts *o, const char *path, const int64_t *id
     const Run r = train(t, &q, ids, q.prefetch);
     report("tiered, every row", &r, mem_ms, rec);
     emb_table_destroy(&t);
-    unlink(path);
+    remove_table(path);
     const double io = 1e3 * ((double)r.d.rows_read * cost[0] + (double)r.d.rows_written * cost[1]);
     const double bk = r.step_ms - mem_ms - io / (double)o->steps;
     printf("%-22s bookkeeping %.3f ms a step (the step of a cache of every row, prefetch %d, "
@@ -397,7 +436,7 @@ static double tier_run(const Opts *o, const char *path, const int64_t *ids, doub
         reads = rd;
     }
     emb_table_destroy(&t);
-    unlink(path);
+    remove_table(path);
     return reads;
 }
 
@@ -437,7 +476,7 @@ int bench_tier_main(int argc, char **argv)
            "its share of a log append of %d records %.3f us (the model's write cost)\n",
            1e6 * cost[0], 1e6 * pwrite_s, APPEND_BATCH, 1e6 * cost[1]);
     emb_table_destroy(&t);
-    unlink(path);
+    remove_table(path);
     uint64_t shift;
     int64_t *ids = make_ids(&o, &shift);
     if (!ids)
@@ -457,7 +496,7 @@ int bench_tier_main(int argc, char **argv)
         t = tiered_table(&q, path, &crec); /* its cache's rows */
         emb_table_tiered_stats(t, &st);
         emb_table_destroy(&t);
-        unlink(path);
+        remove_table(path);
         uint8_t *hot[2] = {bench_tier_hot_run(timed, o.steps * nnz, o.rows, st.cache_rows),
                            o.zipf > 0 ? bench_tier_hot_ranks(o.rows, st.cache_rows, shift)
                                       : NULL};

@@ -4,9 +4,12 @@
  * tier_manifest.c): evicted rows appended past the homes and found there again, after a
  * flush and a reopen; compaction keeping the log bounded while the same rows are rewritten;
  * the manifest checked (corrupt: EMB_ECORRUPT naming it; another file's: ignored); a log
- * write that fails keeps the rows dirty and the call retryable. Internal (tier_fault.h).
+ * write that fails keeps the rows dirty and the call retryable; an older file (uid 0) given
+ * a uid at its first flush, its earlier manifest standing until then, even across a crash.
+ * Internal (tier_fault.h).
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,13 @@ enum { R = 4000, D = 16, CACHE = 64 }; /* records of 64 bytes; a cache of 64 of 
 static void path_of(char *path, const char *name)
 {
     snprintf(path, 128, "%s/%s", dir, name);
+}
+
+/* The table's file @name and its manifest (@man: 160 bytes). */
+static void paths_of(char *path, char *man, const char *name)
+{
+    path_of(path, name);
+    snprintf(man, 160, "%s.manifest", path);
 }
 
 static EmbTable *make(const char *path, float v)
@@ -99,8 +109,7 @@ Test(tier_log, evicted_rows_are_appended_and_found_after_a_reopen, .init = setup
      .fini = teardown)
 {
     char path[128], man[160];
-    path_of(path, "t");
-    snprintf(man, sizeof man, "%s.manifest", path);
+    paths_of(path, man, "t");
     EmbTable *t = make(path, 0.0f);
     cr_assert_eq(size_of(path), HOME_END, "a fresh file has no log");
     cr_assert_eq(write_all(t, 0.5f), 0, "%s", emb_last_error());
@@ -204,8 +213,7 @@ Test(tier_log, the_log_counters_move, .init = setup, .fini = teardown)
 Test(tier_log, a_corrupt_manifest_is_refused, .init = setup, .fini = teardown)
 {
     char path[128], man[160];
-    path_of(path, "m");
-    snprintf(man, sizeof man, "%s.manifest", path);
+    paths_of(path, man, "m");
     EmbTable *t = make(path, 0.0f);
     cr_assert_eq(write_all(t, 2.0f), 0, "%s", emb_last_error());
     emb_table_destroy(&t); /* flushes */
@@ -263,4 +271,127 @@ Test(tier_log, a_failed_log_write_loses_nothing, .init = setup, .fini = teardown
     t = reopen(path);
     check_all(t, 2.0f, "reopened");
     emb_table_destroy(&t);
+}
+
+/* The uid fields: the file's header (TierHeader: magic 8, version 4, dtype, D and state_room
+   12, nrows and recbytes 16; then uid and the uid0 flag) and the manifest's (ManHeader:
+   magic 8, version and zero 8). */
+#define FILE_UID 40
+#define FILE_UID0 48
+#define MAN_UID 16
+
+static uint64_t u64_at(const char *path, off_t at)
+{
+    uint64_t v = 0;
+    const int fd = open(path, O_RDONLY);
+    cr_assert(fd >= 0 && pread(fd, &v, sizeof v, at) == (ssize_t)sizeof v, "%s", path);
+    close(fd);
+    return v;
+}
+
+static void u64_put(const char *path, off_t at, uint64_t v)
+{
+    const int fd = open(path, O_WRONLY);
+    cr_assert(fd >= 0 && pwrite(fd, &v, sizeof v, at) == (ssize_t)sizeof v, "%s", path);
+    close(fd);
+}
+
+/* An older file (uid 0 in its header, no manifest) gets a uid of its own at the first flush
+   that writes a manifest, and the manifest names it: no uid-0 manifest is ever written. */
+Test(tier_log, an_older_file_gets_a_uid_at_its_first_flush, .init = setup, .fini = teardown)
+{
+    char path[128], man[160];
+    paths_of(path, man, "o");
+    EmbTable *t = make(path, 0.0f);
+    emb_table_destroy(&t);
+    cr_assert_neq(access(man, F_OK), 0, "no log yet, no manifest");
+    u64_put(path, FILE_UID, 0);
+    t = reopen(path);
+    cr_assert_eq(write_all(t, 1.0f), 0, "%s", emb_last_error());
+    cr_assert_eq(emb_table_tiered_flush(t), 0, "%s", emb_last_error());
+    const uint64_t uid = u64_at(path, FILE_UID);
+    cr_assert_neq(uid, 0, "the first flush gave the file no uid");
+    cr_assert_eq(u64_at(man, MAN_UID), uid, "the manifest does not name the file");
+    cr_assert_eq(u64_at(path, FILE_UID0) & 0xffffffffu, 0, "the uid0 flag is left set");
+    emb_table_destroy(&t);
+    t = reopen(path);
+    check_all(t, 1.0f, "reopened");
+    emb_table_destroy(&t);
+}
+
+static int syncs_ok, nsync; /* syncs from the (syncs_ok + 1)th on fail */
+
+static int late_sync_fault(const EmbTierReq *r)
+{
+    return r->tag == EMB_TIER_SYNC_TAG && ++nsync > syncs_ok ? -EIO : 0;
+}
+
+/* An older file whose manifest has uid 0 (the defect's: written by an earlier flush): the
+   manifest stands until the first flush's new one is in place. A crash after the header got
+   its uid and before the manifest (here: the manifest's sync fails, then the table is closed
+   with every sync failing) finds the rows of the earlier flush, not their homes'. */
+Test(tier_log, an_older_manifest_stands_until_the_first_flush_replaces_it, .init = setup,
+     .fini = teardown)
+{
+    char path[128], man[160];
+    paths_of(path, man, "u");
+    EmbTable *t = make(path, 0.0f);
+    cr_assert_eq(write_all(t, 1.0f), 0, "%s", emb_last_error());
+    emb_table_destroy(&t); /* flushed: rows in the log, a manifest */
+    u64_put(path, FILE_UID, 0); /* as the defect left an older file */
+    cr_assert_eq(emb__tier_manifest_forge_uid(man, R, 0), 0);
+    t = reopen(path);
+    check_all(t, 1.0f, "the older manifest applies");
+    cr_assert_eq(write_all(t, 2.0f), 0, "%s", emb_last_error());
+    nsync = 0, syncs_ok = 2; /* the rows' sync, the header's; not the manifest's */
+    emb__tier_io_set_fault(late_sync_fault);
+    cr_assert_eq(emb_table_tiered_flush(t), EMB_EIO);
+    cr_assert(strstr(emb_last_error(), man), "%s", emb_last_error());
+    cr_assert_neq(u64_at(path, FILE_UID), 0, "the header has no uid before the manifest");
+    emb_table_destroy(&t); /* its flush fails too: the crash's state */
+    fault_set(0, 1, 1, 0);
+    cr_assert_eq(u64_at(man, MAN_UID), 0, "the older manifest was replaced");
+    t = reopen(path);
+    check_all(t, 1.0f, "after the crash");
+    cr_assert_eq(write_all(t, 3.0f), 0, "%s", emb_last_error());
+    emb_table_destroy(&t);
+    cr_assert_eq(u64_at(man, MAN_UID), u64_at(path, FILE_UID));
+    cr_assert_eq(u64_at(path, FILE_UID0) & 0xffffffffu, 0, "the uid0 flag is left set");
+    t = reopen(path);
+    check_all(t, 3.0f, "reopened");
+    emb_table_destroy(&t);
+}
+
+/* A flush of a cache full of dirty rows writes them in pieces of 8 MiB (tier_writeback.c's
+   FLUSH_PIECE, tier_log.c's RUN_STAGE): its staging buffer and requests, kept for the
+   table's life, are not a second copy of the cache nor 56 bytes a slot. */
+Test(tier_log, a_flush_stages_a_full_cache_in_pieces, .init = setup, .fini = teardown)
+{
+    enum { NR = 300000, DD = 16, BATCH = 10000 };
+    Tier x;
+    memset(&x, 0, sizeof x);
+    char path[128];
+    path_of(path, "p");
+    snprintf(x.label, sizeof x.label, "tiered table \"p\"");
+    x.nrows = NR, x.D = DD, x.dtype = EMB_F32, x.rowbytes = DD * 4;
+    int r = emb__tier_init(&x, path, true, (int64_t)16 << 20, 0, EMB_TIER_IO_PREAD);
+    r = r ? r : emb__tier_commit(&x);
+    cr_assert_eq(r, 0, "%s", emb_last_error());
+    static int64_t ids[BATCH];
+    static char *rows[BATCH];
+    for (int64_t b = 0; b < 15; b++) { /* 150 000 dirty rows, 9.6 MB of records */
+        for (int k = 0; k < BATCH; k++)
+            ids[k] = b * BATCH + k;
+        cr_assert_eq(emb__tier_resolve(&x, ids, BATCH, rows, true), 0, "%s", emb_last_error());
+        for (int k = 0; k < BATCH; k++)
+            ((float *)rows[k])[0] = (float)ids[k];
+        emb__tier_release(&x);
+    }
+    cr_assert_eq(emb__tier_flush(&x), 0, "%s", emb_last_error());
+    const size_t staged = x.lg.buf_cap[TIER_LOG_SYNC];
+    const int64_t reqs = x.rq_cap;
+    emb__tier_fini(&x);
+    cr_assert_leq(staged, (size_t)8 << 20, "a flush staged %zu bytes at once", staged);
+    cr_assert_leq(reqs, (8 << 20) / (DD * 4), "a flush made room for %lld requests at once",
+                  (long long)reqs);
 }

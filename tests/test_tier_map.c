@@ -93,10 +93,12 @@ Test(tier_map, background_reads_populate_then_copy_and_follow_a_growing_file, .i
     close(fd);
 }
 
-/* Reads of every record after the file was cut to @keep bytes: the ones past the cut fail
-   with -EIO (foreground: a SIGBUS caught; background: the populate's EFAULT), the others
-   read. The process's SIGBUS handler is as it was when the engine is gone. */
-static void cut_reads(bool bg)
+/* Reads of every record after the file was cut to @keep bytes: the ones whose page lies
+   past the cut fail with -EIO (foreground: a SIGBUS caught; background: the populate's
+   EFAULT), the ones past the cut inside its last page with -ENODATA (as pread: the mapping
+   reads zeros there), the others read. The process's SIGBUS handler is as it was when the
+   engine is gone. */
+static void cut_reads(bool bg, off_t keep)
 {
     struct sigaction before, after;
     sigaction(SIGBUS, NULL, &before);
@@ -107,27 +109,32 @@ static void cut_reads(bool bg)
     for (int i = 0; i < N; i++)
         q[i] = (EmbTierReq){.buf = dst[i], .offset = (int64_t)i * L, .len = L, .tag = i};
     emb__tier_io_run(io, q, N); /* mapped, every page touched */
-    const off_t keep = 8192;
     cr_assert_eq(ftruncate(fd, keep), 0); /* someone else cuts the file */
     if (bg)
         emb__tier_io_submit_background(io, q, N);
     else
         emb__tier_io_submit(io, q, N);
     emb__tier_io_wait(io);
-    int ok = 0, eio = 0, other = 0;
+    const int64_t page_end = (keep + 4095) / 4096 * 4096;
+    int ok = 0, eio = 0, short_ = 0, other = 0;
     for (int i = 0; i < N; i++) {
-        const bool past = (q[i].offset + L + 4095) / 4096 * 4096 > keep;
-        if (!past && !q[i].res && is_rec(dst[i], i))
+        const int64_t end = q[i].offset + L;
+        if (end <= keep && !q[i].res && is_rec(dst[i], i))
             ok++;
-        else if (past && q[i].res == -EIO)
+        else if (end > page_end && q[i].res == -EIO)
             eio++;
+        else if (end > keep && end <= page_end && q[i].res == -ENODATA)
+            short_++;
         else
             other++;
     }
     emb__tier_io_destroy(&io);
     close(fd);
     sigaction(SIGBUS, NULL, &after);
-    cr_assert(ok > 70 && eio > N - 100 && !other, "ok %d, eio %d, other %d", ok, eio, other);
+    const int in_page = (int)(page_end / L - keep / L); /* records ending in (keep, page_end] */
+    cr_assert(ok == keep / L && eio == N - ok - in_page && short_ == in_page && !other,
+              "ok %d, eio %d, past the end in its last page %d (of %d), other %d", ok, eio,
+              short_, in_page, other);
     cr_assert(after.sa_handler == before.sa_handler,
               "the SIGBUS handler was not restored");
 }
@@ -135,13 +142,22 @@ static void cut_reads(bool bg)
 Test(tier_map, a_file_cut_under_the_engine_fails_reads_with_eio, .init = setup,
      .fini = teardown)
 {
-    cut_reads(false);
+    cut_reads(false, 8192);
 }
 
 Test(tier_map, a_file_cut_under_a_prefetch_fails_its_reads_with_eio, .init = setup,
      .fini = teardown)
 {
-    cut_reads(true);
+    cut_reads(true, 8192);
+}
+
+/* Cut inside a page: the records past the cut in its last page (zeros in the mapping) fail
+   as a pread's would, in the foreground and in the background. */
+Test(tier_map, a_file_cut_inside_a_page_fails_the_reads_past_its_end, .init = setup,
+     .fini = teardown)
+{
+    cut_reads(false, 8192 + 250);
+    cut_reads(true, 3 * 4096 + 1010);
 }
 
 enum { ROWS = 4096, D = 12 };

@@ -103,6 +103,7 @@ typedef struct TierLog {
     int64_t nseg, seg_cap, seg_recs, base;
     int64_t head, fill;  /* the segment appended to (-1: none) and its records used */
     uint64_t uid;        /* the file's (its header): a manifest of another file is stale */
+    bool uid0;           /* a manifest of uid 0 names the file too (tier_manifest.c) */
     bool dirty;          /* the map changed since the manifest was written */
     char *buf[TIER_LOG_STAGES]; /* staging of the appends in flight (TIER_LOG_*) */
     size_t buf_cap[TIER_LOG_STAGES];
@@ -213,8 +214,12 @@ typedef struct EmbTierShape {
 int emb__tier_read_shape(const char *path, EmbTierShape *sh);
 /* Writes @x's header into the file @fd and sizes it for x->nrows records: 0 or EMB_EIO. */
 int emb__tier_format(const Tier *x, int fd, const char *path);
-/* The uid in the header of the file @fd (0: none, or an older file). */
-uint64_t emb__tier_file_uid(int fd);
+/* The uid in the header of the file @fd (0: none, or an older file); *@uid0: a manifest of
+   uid 0 names it too (emb__tier_file_set_uid). */
+uint64_t emb__tier_file_uid(int fd, bool *uid0);
+/* Writes *@uid (0: a new one, stored there) and the @uid0 flag into x->fd's header and
+   syncs: 0 or EMB_EIO naming the file. */
+int emb__tier_file_set_uid(const Tier *x, uint64_t *uid, bool uid0);
 /* The file offset of record @row's home. */
 int64_t emb__tier_rec_offset(const Tier *x, int64_t row);
 /* Opens x->path (regular files only), locked for the table (EMB_EBUSY when another holds
@@ -409,6 +414,9 @@ int emb__tier_manifest_write(Tier *x);
 /* Reads the manifest of x->path into the log, if there is one for this file: 0, or
    EMB_ECORRUPT naming it / EMB_EIO / EMB_ENOMEM. */
 int emb__tier_manifest_read(Tier *x);
+/* Tests: rewrites the uid in the manifest file @path of a table of @nrows rows, its checksum
+   with it (an older file's manifest): 0 or -1. */
+int emb__tier_manifest_forge_uid(const char *path, int64_t nrows, uint64_t uid);
 /* Reads the log's copies of rows [r0, r0 + n) over their homes' in @buf: 0 or EMB_EIO /
    EMB_ENOMEM naming them. */
 int emb__tier_log_read_rows(Tier *x, int64_t r0, int64_t n, char *buf);

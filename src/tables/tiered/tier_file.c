@@ -36,6 +36,9 @@ typedef struct TierHeader {
     int32_t dtype, D, state_room;
     int64_t nrows, recbytes;
     uint64_t uid; /* this file's, at random: names it in the manifest (0 in older files) */
+    uint32_t uid0; /* 1: a manifest of uid 0 still names this file too (an older file given
+                      its uid by a flush whose manifest is not written yet) */
+    uint32_t pad;
 } TierHeader;
 
 static atomic_uint_fast64_t tmp_counter;
@@ -64,10 +67,28 @@ static uint64_t new_uid(void)
     return (z ^ (z >> 31)) | 1;
 }
 
-uint64_t emb__tier_file_uid(int fd)
+uint64_t emb__tier_file_uid(int fd, bool *uid0)
 {
     TierHeader h;
-    return pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h ? h.uid : 0;
+    const bool ok = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
+    *uid0 = ok && h.uid0 == 1;
+    return ok ? h.uid : 0;
+}
+
+int emb__tier_file_set_uid(const Tier *x, uint64_t *uid, bool uid0)
+{
+    TierHeader h;
+    int e = pread(x->fd, &h, sizeof h, 0) == (ssize_t)sizeof h ? 0 : errno ? errno : EIO;
+    if (!e) {
+        h.uid = *uid ? *uid : new_uid(), h.uid0 = uid0;
+        e = pwrite(x->fd, &h, sizeof h, 0) == (ssize_t)sizeof h ? 0 : errno ? errno : EIO;
+    }
+    e = e ? e : -emb__tier_io_sync(x->fd);
+    if (e)
+        return emb__fail(EMB_EIO, "%s: writing the header of %s: %s", x->label, x->path,
+                         strerror(e));
+    *uid = h.uid;
+    return 0;
 }
 
 int emb__tier_format(const Tier *x, int fd, const char *path)

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -199,6 +200,22 @@ static void map_read(EmbTierIo *io, EmbTierReq *r)
     finish(r, e);
 }
 
+/* The reads of @n copied from the mapping (@r, or the pointers @pr) whose records end past
+   the file's end now fail with -ENODATA, as a pread's would: a file cut by someone else
+   inside a page the mapping still has reads zeros there, no SIGBUS. One fstat a batch. */
+static void map_check_end(EmbTierIo *io, EmbTierReq *r, EmbTierReq **pr, int64_t n)
+{
+    struct stat st;
+    if (!n || fstat(io->fd, &st))
+        return;
+    io->map.fsize = EMB_MIN(io->map.fsize, (int64_t)st.st_size); /* a cut: covered again */
+    for (int64_t i = 0; i < n; i++) {
+        EmbTierReq *q = pr ? pr[i] : &r[i];
+        if (!q->write && !q->res && q->offset + (int64_t)q->len > (int64_t)st.st_size)
+            finish(q, -ENODATA);
+    }
+}
+
 /* Copies the background reads waiting in io->def (their populates waited for). A failed
    populate (-EFAULT: a page of its range would raise SIGBUS) fails no read by itself: its
    range may hold good records too; the guarded copy finds the bad ones (-EIO). */
@@ -209,6 +226,7 @@ static void map_drain(EmbTierIo *io)
     emb__tier_pool_wait(&io->popinflight, NULL);
     for (int64_t i = 0; i < io->ndef; i++)
         map_read(io, io->def[i]);
+    map_check_end(io, NULL, io->def, io->ndef);
     io->ndef = io->npop = 0;
 }
 
@@ -240,6 +258,7 @@ static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
     if (!defer_room(io, n)) {
         for (int64_t i = 0; i < n; i++)
             map_read(io, &reqs[i]);
+        map_check_end(io, reqs, NULL, n);
         return;
     }
     const int64_t ps = emb__tier_map_page(), p0 = io->npop;
@@ -280,9 +299,11 @@ static void map_submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n, bool bg)
             emb__tier_pool_submit(io->fd, &io->pinflight, &reqs[i], k, bg);
         else if (bg)
             map_defer(io, &reqs[i], k);
-        else
+        else {
             for (int64_t j = 0; j < k; j++)
                 map_read(io, &reqs[i + j]);
+            map_check_end(io, &reqs[i], NULL, k);
+        }
         i += k;
     }
 }

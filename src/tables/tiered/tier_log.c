@@ -31,6 +31,7 @@
 #define SEG_BYTES (4 << 20) /* a segment: 4 MiB of records (8192 of 512 bytes) ... */
 #define SEG_PARTS 8         /* ... or an eighth of the table's rows, if fewer */
 #define RUN_MAX (64u << 20) /* the bytes of one write at most */
+#define RUN_STAGE (8u << 20) /* the bytes a synchronous run stages at once at most */
 #define NOT_SENT UINT32_MAX /* a request's run (its done field) when none was submitted */
 #define VICTIMS TIER_LOG_VICTIMS
 
@@ -51,7 +52,7 @@ int emb__tier_log_init(Tier *x, bool create)
     lg->seg_recs = EMB_MAX(1, EMB_MIN(SEG_BYTES / (int64_t)x->recbytes,
                                       (x->nrows + SEG_PARTS - 1) / SEG_PARTS));
     lg->head = -1;
-    lg->uid = emb__tier_file_uid(x->fd);
+    lg->uid = emb__tier_file_uid(x->fd, &lg->uid0);
     return create ? 0 : emb__tier_manifest_read(x);
 }
 
@@ -64,7 +65,7 @@ void emb__tier_log_reset(Tier *x)
     lg->moving = false, lg->ncq = 0;
     for (int i = 0; i < TIER_LOG_STAGES; i++)
         lg->nruns[i] = 0;
-    lg->uid = emb__tier_file_uid(x->fd);
+    lg->uid = emb__tier_file_uid(x->fd, &lg->uid0);
 }
 
 void emb__tier_log_free(TierLog *lg)
@@ -193,11 +194,17 @@ void emb__tier_log_settle(Tier *x, EmbTierReq *w, int64_t n, int which)
     settle(x, w, n, which, NULL);
 }
 
+/* In pieces of RUN_STAGE bytes at most: a flush of a whole cache's dirty rows would else
+   stage a copy of the cache, kept for the table's life (resident memory twice the cache's). */
 void emb__tier_log_run(Tier *x, EmbTierReq *w, int64_t n)
 {
-    emb__tier_log_submit(x, w, n, TIER_LOG_SYNC, false);
-    emb__tier_log_wait(x, TIER_LOG_SYNC);
-    emb__tier_log_settle(x, w, n, TIER_LOG_SYNC);
+    const int64_t piece = EMB_MAX(1, (int64_t)(RUN_STAGE / x->recbytes));
+    for (int64_t i = 0; i == 0 || i < n; i += piece) {
+        const int64_t k = EMB_MIN(piece, n - i);
+        emb__tier_log_submit(x, w + i, k, TIER_LOG_SYNC, false);
+        emb__tier_log_wait(x, TIER_LOG_SYNC);
+        emb__tier_log_settle(x, w + i, k, TIER_LOG_SYNC);
+    }
 }
 
 /* ---- reads that bypass the cache ------------------------------------------------------- */

@@ -7,6 +7,12 @@
  * a manifest of a file since replaced (a whole-file pass's copy, a restore) is stale and
  * ignored, every row then at its home. A manifest that fails its checks is EMB_ECORRUPT
  * naming it: a file read is untrusted input.
+ *
+ * An older file has uid 0 in its header: its first flush gives it one, so that its manifest
+ * names no other file. In an order a crash cannot break: the rows synced (the flush), the
+ * header's new uid written and synced with its uid0 flag (a manifest of uid 0, the one an
+ * earlier flush may have left, still names the file), the manifest of the new uid put in
+ * place, then the flag cleared (advice: a failure leaves it set, harmlessly).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +94,12 @@ int emb__tier_manifest_write(Tier *x)
     TierLog *lg = &x->lg;
     if (!lg->dirty)
         return 0;
+    if (!lg->uid) { /* an older file: its uid first (the file's comment) */
+        const int r = emb__tier_file_set_uid(x, &lg->uid, true);
+        if (r)
+            return r;
+        lg->uid0 = true;
+    }
     char *mp = man_path(x), *tmp = NULL;
     if (!mp)
         return emb__fail(EMB_ENOMEM, "%s: out of memory for a file name", x->label);
@@ -114,11 +126,20 @@ int emb__tier_manifest_write(Tier *x)
     } else {
         sync_dir(mp);
         lg->dirty = false;
+        if (lg->uid0 && !emb__tier_file_set_uid(x, &lg->uid, false))
+            lg->uid0 = false;
+        emb__clear_error(); /* (a flag left set is harmless) */
         for (int64_t s = 0; s < lg->nseg; s++) /* what a crash from now on must find */
             lg->kept[s] = lg->live[s] > 0;
     }
     free(tmp), free(mp);
     return r;
+}
+
+/* Whether a manifest of @uid names the log's file. */
+static bool names_file(const TierLog *lg, uint64_t uid)
+{
+    return uid == lg->uid || (uid == 0 && lg->uid0);
 }
 
 /* Checks the manifest @h (its map in lg->loc) against the table: 0 or a reason. */
@@ -128,7 +149,7 @@ static const char *check(const Tier *x, const ManHeader *h)
         return "not a tiered table's manifest";
     if (h->sum != sum_of(*h, x->lg.loc, x->nrows))
         return "its checksum does not match";
-    if (h->uid != x->lg.uid)
+    if (!names_file(&x->lg, h->uid))
         return NULL; /* another file's: checked no further (stale) */
     if (h->nrows != x->nrows || h->recbytes != (int64_t)x->recbytes || h->base != x->lg.base)
         return "its shape is not the table's";
@@ -179,7 +200,7 @@ int emb__tier_manifest_read(Tier *x)
     if (why) {
         memset(lg->loc, 0, mapb);
         r = emb__fail(EMB_ECORRUPT, "%s: the manifest %s is corrupt: %s", x->label, mp, why);
-    } else if (h.uid != lg->uid) {
+    } else if (!names_file(lg, h.uid)) {
         memset(lg->loc, 0, mapb); /* stale: every row at its home */
     } else if (emb__tier_log_segs(lg, h.nseg)) {
         memset(lg->loc, 0, mapb);
@@ -215,4 +236,23 @@ int emb__tier_log_segs(TierLog *lg, int64_t n)
         lg->live[s] = lg->pending[s] = 0, lg->kept[s] = 0;
     lg->nseg = EMB_MAX(lg->nseg, n);
     return 0;
+}
+
+int emb__tier_manifest_forge_uid(const char *path, int64_t nrows, uint64_t uid)
+{
+    ManHeader h;
+    uint32_t *map = malloc((size_t)EMB_MAX(1, nrows) * sizeof *map);
+    const int fd = open(path, O_RDWR | O_CLOEXEC);
+    const size_t mapb = (size_t)nrows * sizeof *map;
+    int r = -1;
+    if (map && fd >= 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+        pread(fd, map, mapb, sizeof h) == (ssize_t)mapb) {
+        h.uid = uid;
+        h.sum = sum_of(h, map, nrows);
+        r = write_all(fd, &h, sizeof h, 0) ? -1 : 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(map);
+    return r;
 }

@@ -199,37 +199,51 @@ void emb__tier_release_locked(Tier *x)
     emb__tier_wb_settle(x);
     emb__tier_log_compact(x);
 }
-/* Writes the dirty rows back and syncs; they are marked clean only once the sync has
-   succeeded (a failed write-back or sync may have lost any of them: all are written again). */
+/* The next up to @max dirty rows from record *@at on (cache slots, then scratch rows
+   from nslots on) as write requests in x->rq: their count. */
+static int64_t dirty_piece(Tier *x, int64_t *at, int64_t max)
+{
+    int64_t nw = 0;
+    for (; *at < x->cache.nslots && nw < max; ++*at)
+        if (x->cache.slots[*at].flags & EMB_TIER_DIRTY)
+            x->rq[nw++] = emb__tier_req(x, x->cache.slots[*at].id,
+                                        emb__tier_cache_row(&x->cache, *at), true);
+    for (int64_t k; (k = *at - x->cache.nslots) < x->sp.n && nw < max; ++*at)
+        if (x->sp.flags[k] & EMB_TIER_DIRTY)
+            x->rq[nw++] = emb__tier_req(x, x->sp.ids[k], emb__tier_sp_row(x, k), true);
+    return nw;
+}
+
+/* Writes the dirty rows back, in pieces of FLUSH_PIECE bytes (its requests and staging,
+   kept for the table's life, are not the size of the cache), and syncs; they are marked
+   clean only once the sync has succeeded (a failed write-back or sync may have lost any of
+   them: all are written again). The lock is held throughout: every dirty row was written. */
+#define FLUSH_PIECE (8 << 20)
 static int flush_locked(Tier *x)
 {
     emb__tier_pf_settle(x, true);
-    if (emb__tier_rq_room(x, x->cache.nslots + x->sp.n))
+    const int64_t piece = EMB_MAX(1, FLUSH_PIECE / (int64_t)x->recbytes);
+    if (emb__tier_rq_room(x, EMB_MIN(piece, x->cache.nslots + x->sp.n)))
         return emb__fail(EMB_ENOMEM, "%s: out of memory for a flush", x->label);
     const int cut = emb__tier_check_size(x); /* a write past its end would leave holes */
     if (cut)
         return cut;
-    int64_t nw = 0;
-    for (int64_t s = 0; s < x->cache.nslots; s++)
-        if (x->cache.slots[s].flags & EMB_TIER_DIRTY)
-            x->rq[nw++] = emb__tier_req(x, x->cache.slots[s].id, emb__tier_cache_row(&x->cache, s), true);
-    const int64_t ncache = nw;
-    for (int64_t k = 0; k < x->sp.n; k++)
-        if (x->sp.flags[k] & EMB_TIER_DIRTY)
-            x->rq[nw++] = emb__tier_req(x, x->sp.ids[k], emb__tier_sp_row(x, k), true);
-    emb__tier_log_run(x, x->rq, nw);
-    x->st.rows_written += nw - emb__tier_count_failed(x->rq, nw);
-    if (emb__tier_any_failed(x->rq, nw))
-        return emb__tier_io_fail(x, x->rq, nw, "writing back");
+    int64_t at = 0, nw, total = 0;
+    while ((nw = dirty_piece(x, &at, piece)) > 0) {
+        emb__tier_log_run(x, x->rq, nw);
+        x->st.rows_written += nw - emb__tier_count_failed(x->rq, nw);
+        if (emb__tier_any_failed(x->rq, nw))
+            return emb__tier_io_fail(x, x->rq, nw, "writing back");
+        total += nw;
+    }
     const int e = emb__tier_io_sync(x->fd);
     if (e)
         return emb__fail(EMB_EIO, "%s: syncing %s: %s (its %lld dirty rows stay dirty)",
-                         x->label, x->path, strerror(-e), (long long)nw);
-    for (int64_t i = 0; i < nw; i++)
-        if (i < ncache)
-            x->cache.slots[emb__tier_slot_of(x, x->rq[i].buf)].flags &= (uint8_t)~EMB_TIER_DIRTY;
-        else
-            x->sp.flags[emb__tier_sp_find(&x->sp, x->rq[i].tag)] &= (uint8_t)~EMB_TIER_DIRTY;
+                         x->label, x->path, strerror(-e), (long long)total);
+    for (int64_t s = 0; s < x->cache.nslots; s++)
+        x->cache.slots[s].flags &= (uint8_t)~EMB_TIER_DIRTY;
+    for (int64_t k = 0; k < x->sp.n; k++)
+        x->sp.flags[k] &= (uint8_t)~EMB_TIER_DIRTY;
     return emb__tier_manifest_write(x); /* the rows are safe in the file: a retry rewrites it */
 }
 
