@@ -42,6 +42,21 @@ static void acc_normalize(EmbNormAcc *a)
     }
 }
 
+/* The gradient rows of a column @d (within [.., d1)) prefetched: a column of one row is
+ * read in place (no pool kernel to prefetch ahead), so without this each column waits
+ * for its row from DRAM. */
+static void prefetch_column(const EmbPlan *plan, int64_t d, int64_t d1)
+{
+    if (d >= d1)
+        return;
+    const EmbIndexer *ix = plan->ix;
+    const size_t bytes = (size_t)plan->table->featuresize * sizeof(float);
+    for (int64_t p = ix->starts[d]; p < ix->starts[d + 1] && p < ix->starts[d] + 2; p++)
+        emb__prefetch_rows((const char *)ix->grow[p], bytes);
+}
+
+enum { NORM_AHEAD = 8 }; /* columns whose gradient rows are prefetched ahead */
+
 void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch,
                           EmbNormAcc *acc)
 {
@@ -49,8 +64,12 @@ void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *sc
         return;
     const int32_t D = plan->table->featuresize;
     float *sum = scratch, *tmp = scratch + D, *row = tmp + D;
-    for (int64_t d = d0; d < d1; d++)
+    for (int64_t d = d0; d < EMB_MIN(d0 + NORM_AHEAD, d1); d++)
+        prefetch_column(plan, d, d1);
+    for (int64_t d = d0; d < d1; d++) {
+        prefetch_column(plan, d + NORM_AHEAD, d1);
         acc_add(acc, emb__clip_sumsq(plan, emb__plan_column_grad(plan, d, sum, tmp), row, D));
+    }
     acc_normalize(acc); /* each call adds < 2^32 terms per limb before this */
 }
 

@@ -40,17 +40,34 @@ void emb__plan_counter(const EmbOptimizerConfig *c, EmbPlan *plan, EmbDtype cdt)
     plan->decay_l2 = 0.0f; /* the counter's weight decay is its own (emb__counter_row) */
     plan->decay_scale = 1.0f;
     plan->counter_sgd = emb__kernel_sgd_row(cdt, plan->table->featuresize, 0);
+    /* the decay's factors for the few steps since a row's last update that most rows have:
+       the expression count() would evaluate, so the same bits, once per plan */
+    const float log_rho = c->counter_halflife > 0 ? logf(2.0f) / (float)c->counter_halflife
+                                                  : 0.0f;
+    plan->counter_log_rho = log_rho;
+    for (int k = 0; k < EMB_COUNTER_DECAYS; k++)
+        plan->counter_decay[k] = expf(-(float)k * log_rho);
 }
 
-/* The counter update of state @s at step @iter (FBGEMM's counter with half-life decay). */
-static void count(const EmbOptimizerConfig *c, float iter, float *s)
+/* exp(-delta log_rho): the plan's factor when @delta is a whole number of steps below
+ * EMB_COUNTER_DECAYS (iter and prev_iter are whole numbers: exact in f32 below 2^24). */
+static float decay(const EmbPlan *plan, float delta)
 {
+    if (delta >= 0.0f && delta < (float)EMB_COUNTER_DECAYS && delta == (float)(int)delta)
+        return plan->counter_decay[(int)delta];
+    return expf(-delta * plan->counter_log_rho);
+}
+
+/* The counter update of state @s at step @iter (FBGEMM's counter with half-life decay:
+ * cnt = 1 + exp(-delta ln 2 / halflife) cnt, the factor from decay()). */
+static void count(const EmbPlan *plan, float iter, float *s)
+{
+    const EmbOptimizerConfig *c = plan->counter;
     float *prev = &s[1], *cnt = &s[2];
     if (c->counter_halflife > 0) {
         const float delta = *prev == 0.0f ? 1.0f : iter - *prev;
         *prev = iter;
-        const float log_rho = logf(2.0f) / (float)c->counter_halflife;
-        *cnt = 1.0f + expf(-delta * log_rho) * *cnt;
+        *cnt = 1.0f + decay(plan, delta) * *cnt;
     } else if (c->counter_halflife == 0) {
         *cnt = 1.0f;
     } else {
@@ -78,7 +95,7 @@ EMB_INLINE void counter_body(const EmbPlan *plan, const EmbDtype dt, void *w, fl
     const EmbOptimizerConfig *c = plan->counter;
     const int32_t D = plan->table->featuresize;
     const float iter = (float)(plan->step + 1);
-    count(c, iter, s);
+    count(plan, iter, s);
     const float freq = (float)c->counter_halflife / s[2];
     const bool l2 = c->weight_decay > 0.0f && c->weight_decay_mode == EMB_DECAY_L2;
     float l[8] = {0}; /* Σ g'² in the 8-lane order of kernels.h, g' = g + wd·w with L2 */
@@ -112,7 +129,7 @@ float emb__counter_rate(const void *ctx, float *s, float sumsq)
     const EmbOptimizerConfig *c = plan->counter;
     const float iter = (float)(plan->step + 1);
     float mult;
-    count(c, iter, s);
+    count(plan, iter, s);
     return rate(c, iter, s, sumsq, plan->table->featuresize, &mult);
 }
 

@@ -203,32 +203,14 @@ const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, f
     return column_grad(plan, d, acc, tmp);
 }
 
-/* Into L2 (prefetcht1): on this EPYC, 16 columns ahead into L1 stalls on fill buffers and
- * runs the update 1.4x slower. The asm form because GCC 12 at -O3 drops __builtin_prefetch
- * in this loop nest (kept with -fno-aggressive-loop-optimizations). */
-static inline void prefetch_line(const char *p)
-{
-#if EMB_ARCH_X86 && defined(__GNUC__)
-    __asm__ volatile("prefetcht1 %0" : : "m"(*p));
-#else
-    __builtin_prefetch(p, 0, 2);
-#endif
-}
-
-static inline void prefetch_rows(const char *p, size_t bytes)
-{
-    for (size_t o = 0; o < bytes; o += 64)
-        prefetch_line(p + o);
-}
-
 static void prefetch(const EmbPlan *plan, int64_t d)
 {
     const EmbTable *t = plan->table;
     const int64_t id = plan->ix->ids[d];
     if (t->data)
-        prefetch_rows(t->data + (size_t)id * t->stride, emb__row_bytes(t->dtype, t->featuresize));
+        emb__prefetch_rows(t->data + (size_t)id * t->stride, emb__row_bytes(t->dtype, t->featuresize));
     if (plan->state && plan->state->data)
-        prefetch_rows(plan->state->data + (size_t)id * plan->state->stride,
+        emb__prefetch_rows(plan->state->data + (size_t)id * plan->state->stride,
                       (size_t)plan->state->featuresize * sizeof(float));
 }
 
@@ -236,9 +218,9 @@ static void prefetch(const EmbPlan *plan, int64_t d)
 static void prefetch_planned(const EmbPlan *plan, const void *col, const float *st)
 {
     if (col)
-        prefetch_rows(col, emb__row_bytes(plan->table->dtype, plan->table->featuresize));
+        emb__prefetch_rows(col, emb__row_bytes(plan->table->dtype, plan->table->featuresize));
     if (col && st)
-        prefetch_rows((const char *)st, (size_t)plan->state->featuresize * sizeof(float));
+        emb__prefetch_rows((const char *)st, (size_t)plan->state->featuresize * sizeof(float));
 }
 
 /* Weight decay of column @col (of dtype @dt) before its step: L2 returns g + wd * w (into
@@ -345,9 +327,9 @@ static bool plain(const EmbPlan *plan)
 static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, size_t sb)
 {
     const int64_t id = plan->ix->ids[d];
-    prefetch_rows(plan->table->data + (size_t)id * plan->table->stride, rb);
+    emb__prefetch_rows(plan->table->data + (size_t)id * plan->table->stride, rb);
     if (sb)
-        prefetch_rows(plan->state->data + (size_t)id * plan->state->stride, sb);
+        emb__prefetch_rows(plan->state->data + (size_t)id * plan->state->stride, sb);
 }
 
 /* emb__plan_apply's common case: the same kernels on the same rows in the same order as the

@@ -769,8 +769,18 @@ EMB_INLINE void rows_clip_init(const EmbRowsArgs *a, RowsClip *rc)
     rc->rs = vset1(1.0f);
 }
 
+/* The row-norm factor from @acc, Σ g² of the clamped gradient in the reference's 8 lanes
+ * (emb__rows_clip_factor): rs = norm / sqrt(Σ g²) when that root is over norm. */
+EMB_INLINE void rows_norm_set(const EmbRowsArgs *a, __m256 acc, RowsClip *rc)
+{
+    const float n = sqrtf(sum8_tree(acc)), norm = a->clip->norm;
+    rc->scaled = n > norm;
+    if (rc->scaled)
+        rc->rs = vset1(norm / n);
+}
+
 /* Column @d's row-norm factor (a->clip's norm > 0): one pass over its clamped gradient's
- * blocks, Σ g² in the reference's 8 lanes (emb__rows_clip_factor). */
+ * blocks (emb__rows_clip_factor). */
 EMB_INLINE void rows_clip_row(const EmbRowsArgs *a, int64_t d, const int nv, const int nblk,
                               RowsClip *rc)
 {
@@ -784,10 +794,18 @@ EMB_INLINE void rows_clip_row(const EmbRowsArgs *a, int64_t d, const int nv, con
         UNROLL_BLK for (int j = 0; j < nv; j++)
             acc = sq8_add(acc, g[j]);
     }
-    const float n = sqrtf(sum8_tree(acc)), norm = a->clip->norm;
-    rc->scaled = n > norm;
+    rows_norm_set(a, acc, rc);
+}
+
+/* The row-norm and global factors of @rc on a clamped gradient block. */
+EMB_INLINE void rows_scale(const RowsClip *rc, const int nv, vec *g)
+{
     if (rc->scaled)
-        rc->rs = vset1(norm / n);
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vmul(g[j], rc->rs);
+    if (rc->global)
+        UNROLL_BLK for (int j = 0; j < nv; j++)
+            g[j] = vmul(g[j], rc->scale);
 }
 
 /* Column @d's gradient block (rows_grad) clipped by @rc: clamp, row-norm factor, global
@@ -797,12 +815,27 @@ EMB_INLINE void rows_grad_clip(const EmbRowsArgs *a, int64_t d, int32_t off, con
 {
     rows_grad(a, d, off, nv, g);
     rows_clamp(rc, nv, g);
-    if (rc->scaled)
-        UNROLL_BLK for (int j = 0; j < nv; j++)
-            g[j] = vmul(g[j], rc->rs);
-    if (rc->global)
-        UNROLL_BLK for (int j = 0; j < nv; j++)
-            g[j] = vmul(g[j], rc->scale);
+    rows_scale(rc, nv, g);
+}
+
+/* Column @d's first gradient block, clipped, into @g, its row-norm factor set in @rc: a
+ * column of one block is summed once, its norm taken on the registers (the same values and
+ * order as rows_clip_row); a longer one takes rows_clip_row's pass first. */
+EMB_INLINE void rows_grad_first(const EmbRowsArgs *a, int64_t d, const int nv, const int nblk,
+                                vec *g, RowsClip *rc)
+{
+    if (nblk > 1 || !a->clip || !(a->clip->norm > 0.0f)) {
+        rows_clip_row(a, d, nv, nblk, rc);
+        rows_grad_clip(a, d, 0, nv, g, rc);
+        return;
+    }
+    rows_grad(a, d, 0, nv, g);
+    rows_clamp(rc, nv, g);
+    __m256 acc = _mm256_setzero_ps();
+    UNROLL_BLK for (int j = 0; j < nv; j++)
+        acc = sq8_add(acc, g[j]);
+    rows_norm_set(a, acc, rc);
+    rows_scale(rc, nv, g);
 }
 
 /* The column (@bytes) and its state row (@sbytes, 0: none) @pf_dist ahead of @d into L2,
@@ -832,11 +865,12 @@ EMB_INLINE void sgd_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbDt
     for (int64_t d = a->d0; d < a->d1; d++) {
         rows_prefetch(a, d, N * esize(dt), 0);
         char *col = a->data + a->ids[d] * a->col_stride;
-        rows_clip_row(a, d, nv, nblk, &rc);
+        vec g[BLK];
+        rows_grad_first(a, d, nv, nblk, g, &rc);
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
-            vec g[BLK];
-            rows_grad_clip(a, d, off, nv, g, &rc);
+            if (blk)
+                rows_grad_clip(a, d, off, nv, g, &rc);
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 st(dt, col, off + j * VL, vsub(ld(dt, col, off + j * VL), vmul(lr, g[j])));
         }
@@ -861,10 +895,11 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
         char *col = a->data + a->ids[d] * a->col_stride;
         float *h = (float *)(a->state + a->ids[d] * a->state_stride);
         vec g[BLK];
-        rows_clip_row(a, d, nv, nblk, &rc);
+        rows_grad_first(a, d, nv, nblk, g, &rc);
         __m256 acc = _mm256_setzero_ps();
         for (int blk = 0; blk < nblk; blk++) {
-            rows_grad_clip(a, d, blk * nv * VL, nv, g, &rc);
+            if (blk)
+                rows_grad_clip(a, d, blk * nv * VL, nv, g, &rc);
             UNROLL_BLK for (int j = 0; j < nv; j++)
                 acc = sq8_add(acc, g[j]);
         }
@@ -938,11 +973,12 @@ EMB_INLINE void elem_rows_body(const EmbRowsArgs *a, const int32_t N, const EmbD
         rows_prefetch(a, d, N * esize(dt), sbytes);
         char *col = a->data + a->ids[d] * a->col_stride;
         float *s = (float *)(a->state + a->ids[d] * a->state_stride);
-        rows_clip_row(a, d, nv, nblk, &rc);
+        vec g[BLK];
+        rows_grad_first(a, d, nv, nblk, g, &rc);
         for (int blk = 0; blk < nblk; blk++) {
             const int32_t off = blk * nv * VL;
-            vec g[BLK];
-            rows_grad_clip(a, d, off, nv, g, &rc);
+            if (blk)
+                rows_grad_clip(a, d, off, nv, g, &rc);
             UNROLL_BLK for (int j = 0; j < nv; j++) {
                 const int32_t i = off + j * VL;
                 st(dt, col, i, elem_vec(kind, ld(dt, col, i), s, i, N, g[j], c));
