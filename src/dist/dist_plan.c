@@ -36,47 +36,6 @@
                              (about one more row's bytes): three row-sized passes */
 #define ENTRY_BYTES 12.0  /* a row-wise gradient entry: column (8) and coefficient (4) */
 
-int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
-{
-    const size_t es = emb_dtype_size(t->dtype);
-    if (es == 0)
-        return dist_fail(EMB_EDTYPE, "tables[%lld]: dtype %d is not f32, f16 or bf16",
-                         (long long)i, (int)t->dtype);
-    if (t->nrows < 0 || t->featuresize < 1 || !(t->lookups >= 0.0))
-        return dist_fail(EMB_EINVAL, "tables[%lld]: nrows %lld, featuresize %d or lookups %g "
-                         "out of range", (long long)i, (long long)t->nrows,
-                         (int)t->featuresize, t->lookups);
-    if (t->nrows > INT64_MAX / ((int64_t)es * t->featuresize))
-        return dist_fail(EMB_EOVERFLOW, "tables[%lld]: %lld rows of %d elements overflow",
-                         (long long)i, (long long)t->nrows, (int)t->featuresize);
-    if (t->uses & ~(unsigned)(EMB_DIST_USES_MAX | EMB_DIST_USES_MAX_NORM |
-                              EMB_DIST_USES_ROWWISE_ADAGRAD))
-        return dist_fail(EMB_EINVAL, "tables[%lld]: uses 0x%x has unknown flags",
-                         (long long)i, t->uses);
-    if (t->tiered && (!t->tiered->path || strlen(t->tiered->path) > DIST_PATH_MAX))
-        return dist_fail(t->tiered->path ? EMB_EINVAL : EMB_ENULL, "tables[%lld]: "
-                         "tiered->path is %s", (long long)i,
-                         t->tiered->path ? "too long" : "NULL");
-    *bytes = t->nrows * (int64_t)es * t->featuresize;
-    return 0;
-}
-
-int dist_placement_allowed(const EmbDistTableDesc *t, const EmbDistPlacement *p, int64_t i,
-                           const char *what)
-{
-    const char *why = NULL;
-    if (p->kind == EMB_DIST_ROWWISE && (t->uses & EMB_DIST_USES_MAX))
-        why = "row-wise: MAX pooling's backward needs each element's owner";
-    else if (p->kind == EMB_DIST_COLUMNWISE && (t->uses & EMB_DIST_USES_MAX_NORM))
-        why = "column-wise: a row's max_norm spans the ranks";
-    else if (p->kind == EMB_DIST_COLUMNWISE && (t->uses & EMB_DIST_USES_ROWWISE_ADAGRAD))
-        why = "column-wise: row-wise Adagrad's one accumulator per row spans the ranks";
-    if (!why)
-        return 0;
-    return dist_fail(EMB_ENOTSUP, "%s[%lld] (table \"%s\") cannot be %s", what, (long long)i,
-                     t->name ? t->name : "", why);
-}
-
 /* One table's quantities for the model. */
 typedef struct Model {
     double rowb, outb;  /* bytes of a stored row, of a pooled f32 row */
@@ -325,6 +284,29 @@ static int best_place(Plan *pl, const Model *m, unsigned part, EmbDistPlacement 
     return best < INFINITY ? 0 : -1;
 }
 
+/* LPT over the tables @order[0..nfree) while one fits whole under @cap (the mean load) and
+   in memory; the others marked in @deferred. */
+static void place_whole(Plan *pl, const Model *m, const int64_t *order, int64_t nfree,
+                        double cap, unsigned char *deferred, EmbDistPlacement *out)
+{
+    for (int64_t k = 0; k < nfree; k++) {
+        const int64_t i = order[k];
+        int32_t best = -1;
+        for (int32_t q = 0; q < pl->P; q++)
+            if (pl->mem[q] + (double)m[i].bytes <= pl->limit &&
+                (best < 0 || pl->load[q] < pl->load[best]))
+                best = q;
+        const EmbDistPlacement tw = {EMB_DIST_TABLEWISE, best, 0, 0};
+        double add;
+        if (best < 0 || try_place(pl, &m[i], &tw, &add) > cap) {
+            deferred[i] = 1;
+            continue;
+        }
+        out[i] = tw;
+        add_cost(&m[i], &tw, pl->P, pl->load, pl->mem);
+    }
+}
+
 static int plan_auto(const EmbDistTableDesc *tables, int64_t n, int32_t P,
                      const EmbDistPlaceOptions *o, unsigned part, EmbDistPlacement *out)
 {
@@ -364,29 +346,12 @@ static int plan_auto(const EmbDistTableDesc *tables, int64_t n, int32_t P,
     }
     for (int32_t k = 0; k < P; k++)
         total += pl.load[k];
-    const double cap = total / P;
     for (int64_t a = 1; a < nfree; a++) /* decreasing cost, ties by index */
         for (int64_t b = a; b > 0 && own[order[b]] > own[order[b - 1]]; b--) {
             const int64_t x = order[b];
             order[b] = order[b - 1], order[b - 1] = x;
         }
-    /* LPT while a table fits whole under the mean load and in memory */
-    for (int64_t k = 0; k < nfree; k++) {
-        const int64_t i = order[k];
-        int32_t best = -1;
-        for (int32_t q = 0; q < P; q++)
-            if (pl.mem[q] + (double)m[i].bytes <= pl.limit &&
-                (best < 0 || pl.load[q] < pl.load[best]))
-                best = q;
-        const EmbDistPlacement tw = {EMB_DIST_TABLEWISE, best, 0, 0};
-        double add;
-        if (best < 0 || try_place(&pl, &m[i], &tw, &add) > cap) {
-            deferred[i] = 1;
-            continue;
-        }
-        out[i] = tw;
-        add_cost(&m[i], &tw, P, pl.load, pl.mem);
-    }
+    place_whole(&pl, m, order, nfree, total / P, deferred, out);
     /* the rest, largest first: whichever placement keeps the maximum lowest */
     for (int64_t k = 0; k < nfree && !r; k++) {
         const int64_t i = order[k];
