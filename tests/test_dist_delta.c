@@ -38,9 +38,11 @@ static void specs(EmbCollectionTable *ct)
                                               .init = {EMB_INIT_CONSTANT, 0.125f, 0, 0}}};
 }
 
-/* A collection over @comm (rowwise_bytes: the placement; with @tier_dir, every rank's parts
-   tiered tables there) or, with comm MPI_COMM_NULL, the one-process reference; Adam, deltas every save but every FULL_EVERY + 1-th. */
-static EmbCollection *make(MPI_Comm comm, int64_t rowwise_bytes, const char *tier_dir)
+/* A collection over @comm (@by_rows: "big" by rows over every rank, the rest the planner's;
+   else every table whole; with @tier_dir, every rank's parts tiered tables there) or, with
+   comm MPI_COMM_NULL, the one-process reference; Adam, deltas every save but every
+   FULL_EVERY + 1-th. */
+static EmbCollection *make(MPI_Comm comm, bool by_rows, const char *tier_dir)
 {
     EmbCollectionTable ct[NT];
     specs(ct);
@@ -54,8 +56,13 @@ static EmbCollection *make(MPI_Comm comm, int64_t rowwise_bytes, const char *tie
     }
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_ADAM, 0.05f);
     const EmbCollectionOptions o = {.optimizer = &oc, .full_every = FULL_EVERY};
-    const EmbDistOptions dopts = {.place = {.plan = EMB_DIST_PLAN_AUTO,
-                                            .rowwise_bytes = rowwise_bytes}};
+    /* "big" by rows over every rank pinned, so that every rank holds a part (a delta of
+       its own) whatever the planner makes of the rest */
+    const EmbDistPlacement pins[NT] = {{EMB_DIST_ROWWISE, 0, EMB_PARTITION_MOD, 0},
+                                       {EMB_DIST_ANY, 0, 0, 0}, {EMB_DIST_ANY, 0, 0, 0}};
+    const EmbDistOptions dopts = {.place = {.plan = by_rows ? EMB_DIST_PLAN_AUTO
+                                                    : EMB_DIST_PLAN_TABLEWISE,
+                                            .pins = by_rows ? pins : NULL}};
     EmbCollection *c = NULL;
     const int r = comm == MPI_COMM_NULL ? emb_collection_create(&c, ct, NT, &o)
                   : emb_dist_collection_create(&c, comm, ct, NT, &o, &dopts);
@@ -152,7 +159,8 @@ static int deltas_in(const char *dir, int s, long long *bytes)
    EMB_ECORRUPT naming @culprit and leaves it as it was. */
 static void restore_fails(const char *dir, int s, const char *culprit, const char *what)
 {
-    EmbCollection *one = make(MPI_COMM_SELF, 5000, NULL), *same = make(MPI_COMM_NULL, 0, NULL);
+    EmbCollection *one = make(MPI_COMM_SELF, true, NULL);
+    EmbCollection *same = make(MPI_COMM_NULL, false, NULL);
     char path[256];
     snprintf(path, sizeof path, "%s/dist-%d.index", dir, s);
     const int r = one ? emb_collection_restore(one, path, NULL) : -1;
@@ -223,8 +231,8 @@ static void restore(EmbCollection *c, const char *dir, int s)
    parts are tiered tables (their deltas list the touched rows without reading the rest). */
 static void scenario(const char *dir, bool tiered)
 {
-    EmbCollection *sh = make(MPI_COMM_WORLD, 5000, tiered ? dir : NULL);
-    EmbCollection *ref = make(MPI_COMM_NULL, 0, NULL);
+    EmbCollection *sh = make(MPI_COMM_WORLD, true, tiered ? dir : NULL);
+    EmbCollection *ref = make(MPI_COMM_NULL, false, NULL);
     long long full_bytes = -1;
     for (int s = 0; s < 6 && sh && ref; s++) {
         step(sh, rank, nranks, ref, s);
@@ -239,7 +247,7 @@ static void scenario(const char *dir, bool tiered)
               full_bytes);
         full_bytes = delta ? full_bytes : bytes;
         if (s + 1 == 4) { /* the chain full 1 + deltas 2, 3, 4 into one process */
-            EmbCollection *one = make(MPI_COMM_SELF, 5000, NULL);
+            EmbCollection *one = make(MPI_COMM_SELF, true, NULL);
             restore(one, dir, 4);
             if (one)
                 compare(one, ref, tiered ? "tiered: step 4 in one process"
@@ -249,8 +257,8 @@ static void scenario(const char *dir, bool tiered)
     }
     /* full 5 + delta 6: into another placement over these ranks (every table whole on
        one rank) and into one process, then one more step each */
-    EmbCollection *back = make(MPI_COMM_WORLD, (int64_t)1 << 40, NULL);
-    EmbCollection *one = make(MPI_COMM_SELF, 0, NULL);
+    EmbCollection *back = make(MPI_COMM_WORLD, false, NULL);
+    EmbCollection *one = make(MPI_COMM_SELF, false, NULL);
     restore(back, dir, 6);
     restore(one, dir, 6);
     if (back && one && ref) {

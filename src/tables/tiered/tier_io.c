@@ -255,6 +255,9 @@ static bool defer_room(EmbTierIo *io, int64_t n)
 static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
 {
     emb__tier_pool_wait(&io->popinflight, NULL); /* io->pop may move */
+    struct stat st; /* a cut since: the reads past it deferred and checked (map_drain) */
+    if (io->hot && !fstat(io->fd, &st))
+        io->hot = EMB_MIN(io->hot, (int64_t)st.st_size);
     if (!defer_room(io, n)) {
         for (int64_t i = 0; i < n; i++)
             map_read(io, &reqs[i]);
