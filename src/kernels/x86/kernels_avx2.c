@@ -3,8 +3,7 @@
  * kernels_avx2.c — the AVX2 (+F16C) kernels: 8-float vectors, the bodies of simd_body.h
  * stamped as one-line wrappers (the optimizer rows included).
  * Compiled in its own static library with the AVX2 flags of kernels/meson.build
- * (-ffp-contract=off); called only after the dispatch saw AVX2 (and F16C for the f16
- * entries).
+ * (-ffp-contract=off, with FMA and F16C); called only after the dispatch saw all three.
  *
  * Tails: f32 uses vmaskmov (no fault past the mask); the 16-bit types go through a small
  * stack buffer (tails are at most 7 elements per column).
@@ -813,8 +812,8 @@ POOL_MAX(pool_max_d64_int4_avx2, 64, EMB_INT4)
 POOL_MAX(pool_max_d128_int4_avx2, 128, EMB_INT4)
 POOL_MAX(pool_max_d256_int4_avx2, 256, EMB_INT4)
 
-/* The MAX pooling and bags kernels; f16's need F16C (@f16c). */
-static void init_pool_max(EmbKernels *k, bool f16c)
+/* The MAX pooling and bags kernels. */
+static void init_pool_max(EmbKernels *k)
 {
     k->pool_max[EMB_F32] = pool_max_f32_avx2;
     k->bags_max_d[0][EMB_F32] = bags_max_d16_f32_avx2;
@@ -860,8 +859,6 @@ static void init_pool_max(EmbKernels *k, bool f16c)
     k->pool_max_d[2][EMB_INT4] = pool_max_d64_int4_avx2;
     k->pool_max_d[3][EMB_INT4] = pool_max_d128_int4_avx2;
     k->pool_max_d[4][EMB_INT4] = pool_max_d256_int4_avx2;
-    if (!f16c)
-        return;
     k->pool_max[EMB_F16] = pool_max_f16_avx2;
     k->bags_max_d[0][EMB_F16] = bags_max_d16_f16_avx2;
     k->bags_max_d[1][EMB_F16] = bags_max_d32_f16_avx2;
@@ -875,9 +872,10 @@ static void init_pool_max(EmbKernels *k, bool f16c)
     k->pool_max_d[4][EMB_F16] = pool_max_d256_f16_avx2;
 }
 
-/* The AVX2 level over the C one; the f16 entries need F16C too. */
+/* The AVX2 level over the C one (the dispatch saw F16C too: dispatch.c's NEED_AVX2). */
 void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
 {
+    (void)flags;
     init_f32(k);
     init_bf16(k);
     init_rows_f32_bf16(k);
@@ -885,9 +883,7 @@ void emb__kernels_init_avx2(EmbKernels *k, unsigned flags)
     k->scale = scale_avx2;
     k->idmax = idmax_avx2;
     init_opt_row_f32_bf16(k);
-    init_pool_max(k, (flags & EMB_CPU_F16C) != 0);
-    if (!(flags & EMB_CPU_F16C))
-        return;
+    init_pool_max(k);
     init_f16(k);
     init_optim_f16(k);
     init_rows_ftrl_f16(k);
