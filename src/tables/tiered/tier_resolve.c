@@ -72,6 +72,27 @@ static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0, int64_t *ahead)
     return emb__tier_sp_row(x, k);
 }
 
+/* The slot the lookup's victim choice gives @id, its dirty victim parked (emb__tier_wb_park;
+   its write in w, its slot in x->wslot), installed with @flags and pinned: its index; -1:
+   no slot; CLAIM_NOMEM: no memory to park the victim (nothing changed). */
+#define CLAIM_NOMEM (-2)
+static int64_t claim(Tier *x, int64_t id, uint8_t flags, EmbTierReq *w, int64_t *nw)
+{
+    const int64_t v = emb__tier_cache_victim(&x->cache, id, 0);
+    if (v < 0)
+        return -1;
+    EmbTierSlot *e = &x->cache.slots[v];
+    if (e->flags & EMB_TIER_DIRTY) {
+        if (!emb__tier_wb_park(x, v, &w[*nw], EMB_TIER_VALID))
+            return CLAIM_NOMEM;
+        x->wslot[(*nw)++] = v;
+    }
+    x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
+    emb__tier_cache_install(&x->cache, v, id, flags);
+    emb__tier_pin_slot(x, v);
+    return v;
+}
+
 /* The row of @id that a prefetch read into scratch row @k (its set had no slot for it
    then): moved into the slot the lookup's own victim choice gives it (a dirty victim parked
    as place() does), else kept in the scratch pad; pinned, as hit() pins. */
@@ -79,20 +100,14 @@ static char *take_ahead(Tier *x, int64_t id, int64_t k, uint8_t dirty, EmbTierRe
                         int64_t *nw)
 {
     x->sp.flags[k] &= (uint8_t) ~(TIER_SP_PF | TIER_SP_AGE);
-    const int64_t v = emb__tier_cache_victim(&x->cache, id, 0);
-    const bool park = v >= 0 && (x->cache.slots[v].flags & EMB_TIER_DIRTY);
-    if (v < 0 || (park && !emb__tier_wb_park(x, v, &w[*nw], EMB_TIER_VALID))) {
+    const int64_t v = claim(x, id, EMB_TIER_VALID | dirty, w, nw);
+    if (v < 0) {
         x->sp.flags[k] |= dirty;
         emb__tier_pin_sp(x, k);
         return emb__tier_sp_row(x, k);
     }
-    if (park)
-        x->wslot[(*nw)++] = v;
-    x->st.evictions += (x->cache.slots[v].flags & EMB_TIER_VALID) != 0;
-    emb__tier_cache_install(&x->cache, v, id, EMB_TIER_VALID | dirty);
     memcpy(emb__tier_cache_row(&x->cache, v), emb__tier_sp_row(x, k), x->recbytes);
     x->sp.ids[k] = -1, x->sp.flags[k] = 0; /* clean: dropped at the release */
-    emb__tier_pin_slot(x, v);
     return emb__tier_cache_row(&x->cache, v);
 }
 
@@ -103,18 +118,11 @@ static char *place(Tier *x, int64_t id, uint8_t dirty, EmbTierReq *w, int64_t *n
                    EmbTierReq *rd, int64_t *nr)
 {
     char *row;
-    const int64_t v = emb__tier_cache_victim(&x->cache, id, 0);
+    const int64_t v = claim(x, id, EMB_TIER_LOADING, w, nw);
+    if (v == CLAIM_NOMEM)
+        return NULL;
     if (v >= 0) {
-        EmbTierSlot *e = &x->cache.slots[v];
         row = emb__tier_cache_row(&x->cache, v);
-        if (e->flags & EMB_TIER_DIRTY) {
-            if (!emb__tier_wb_park(x, v, &w[*nw], EMB_TIER_VALID))
-                return NULL;
-            x->wslot[(*nw)++] = v;
-        }
-        x->st.evictions += (e->flags & EMB_TIER_VALID) != 0;
-        emb__tier_cache_install(&x->cache, v, id, EMB_TIER_LOADING);
-        emb__tier_pin_slot(x, v);
     } else {
         if (emb__tier_sp_room(x))
             return NULL;
