@@ -43,6 +43,7 @@
 
 #include "bench_choice.h"
 #include "bench_ids.h"
+#include "dist_bench_plan.h"
 
 #include <embtables/dist.h>
 #include <embtables/embtables.h>
@@ -67,6 +68,7 @@ typedef struct Args {
     int bf16;
     int npaired;  /* --paired: the placements listed (P_*), 0: off */
     int paired[8];
+    int rebuild;  /* --paired: the ensembles built again, in reverse order, halfway */
 } Args;
 
 /* --paired placements: the planner's, the fixed kinds, the planner's with bf16 exchange */
@@ -98,7 +100,7 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
     static const char *const plans[] = {"table", "row", "auto"}, *const flag[] = {"0", "1"};
     int c;
     *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 0, 200000, 1.05,
-                EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}};
+                EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}, 1};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--quick")) {
@@ -128,10 +130,10 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
         else if (!strcmp(k, "--compare-groups")) a->compare = atoi(v);
         else if (!strcmp(k, "--threads")) a->threads = atoi(v);
         else if (!strcmp(k, "--zipf")) a->zipf = atof(v);
-        else if (!strcmp(k, "--bf16") || !strcmp(k, "--prefetch")) {
+        else if (!strcmp(k, "--bf16") || !strcmp(k, "--prefetch") || !strcmp(k, "--rebuild")) {
             if ((c = bench_choice(err, "dist-bench", k, v, flag, 2)) < 0)
                 return -1;
-            *(k[2] == 'b' ? &a->bf16 : &a->prefetch) = c;
+            *(k[2] == 'b' ? &a->bf16 : k[2] == 'p' ? &a->prefetch : &a->rebuild) = c;
         }
         else if (!strcmp(k, "--paired")) {
             if (parse_paired(a, v, err))
@@ -150,72 +152,6 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
            a->steps < 1 || a->rows < 1 || a->zipf < 0 || a->threads < 1 || a->compare < 0 ||
            a->groups < 0
            ? -1 : 0;
-}
-
-static const char *kind_name(EmbDistKind k)
-{
-    return k == EMB_DIST_TABLEWISE ? "table" : k == EMB_DIST_ROWWISE ? "row" : "replicated";
-}
-
-/* Max / mean of @p n loads. */
-static double imbalance(const double *load, int n)
-{
-    double mx = 0, sum = 0;
-    for (int k = 0; k < n; k++)
-        mx = load[k] > mx ? load[k] : mx, sum += load[k];
-    return sum > 0 ? mx * n / sum : 1.0;
-}
-
-/* --show-plan: the planner's placement for 2, 4, 8 ranks and its model, with the fixed
-   plans' for comparison (rank 0 prints). */
-static int show_plan(const Args *a, EmbDistTableDesc *desc)
-{
-    static const int ranks[3] = {2, 4, 8};
-    static const EmbDistPlan plans[3] = {EMB_DIST_PLAN_AUTO, EMB_DIST_PLAN_TABLEWISE,
-                                         EMB_DIST_PLAN_ROWWISE};
-    EmbDistPlacement pl[26];
-    double load[8];
-    int64_t bytes[8];
-    for (int k = 0; k < 3; k++) {
-        const int P = ranks[k];
-        for (int t = 0; t < a->tables; t++)
-            desc[t].lookups = (double)a->batch * a->bag * P;
-        const EmbDistPlaceOptions po = {.batch = (int64_t)a->batch * P};
-        for (int j = 0; j < 3; j++) {
-            EmbDistPlaceOptions o = po;
-            o.plan = plans[j];
-            int r = emb_dist_place(desc, a->tables, P, &o, pl);
-            if (!r)
-                r = emb_dist_plan_cost(desc, a->tables, P, &o, pl, load, bytes);
-            if (r) {
-                fprintf(stderr, "plan: %s\n", emb_last_error());
-                return r;
-            }
-            printf("%d ranks, %s plan: modelled step per rank (ms):", P,
-                   j == 0 ? "auto" : j == 1 ? "table-wise" : "row-wise");
-            for (int q = 0; q < P; q++)
-                printf(" %.3f", 1e3 * load[q]);
-            printf("  max/mean %.3f\n", imbalance(load, P));
-            double mx = 0, mb = 0;
-            for (int q = 0; q < P; q++)
-                mx = load[q] > mx ? load[q] : mx, mb = bytes[q] > mb ? (double)bytes[q] : mb;
-            printf("RESULT_PLAN ranks=%d plan=%s max_over_mean=%.4f max_ms=%.4f "
-                   "max_rank_mib=%.1f\n", P, j == 0 ? "auto" : j == 1 ? "table" : "row",
-                   imbalance(load, P), 1e3 * mx, mb / 1048576.0);
-            if (j)
-                continue;
-            for (int t = 0; t < a->tables; t++)
-                if (pl[t].kind == EMB_DIST_ROWWISE)
-                    printf("  table %2d  %9lld rows  row-wise on ranks %d..%d\n", t,
-                           (long long)desc[t].nrows, (int)pl[t].rank,
-                           (int)(pl[t].rank + (pl[t].nshards ? pl[t].nshards : P) - 1));
-                else
-                    printf("  table %2d  %9lld rows  %s%s%d\n", t, (long long)desc[t].nrows,
-                           kind_name(pl[t].kind), pl[t].kind ? "" : "-wise on rank ",
-                           pl[t].kind ? 0 : (int)pl[t].rank);
-        }
-    }
-    return 0;
 }
 
 static int cmp(const void *x, const void *y)
@@ -244,13 +180,14 @@ typedef struct Run {
     double model_s;   /* the planner's modelled step of this placement (slowest rank) */
 } Run;
 
-/* @p kind: -1 the plan of --plan, else a --paired placement (P_*). */
-static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbStrategy *s,
-                      int groups, int kind)
+/* Builds @p u's ensemble and optimizer (its times kept). @p kind: -1 the plan of --plan,
+   else a --paired placement (P_*). */
+static int run_build(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbStrategy *s,
+                     int groups, int kind)
 {
     const EmbOptimizerConfig oc = emb_optimizer_defaults(EMB_OPT_SGD, 0.01f);
     *u = (Run){.groups = groups, .steps = a->steps, .prefetch = a->prefetch,
-               .name = kind < 0 ? "" : pnames[kind]};
+               .name = kind < 0 ? "" : pnames[kind], .m = u->m};
     int P;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     EmbDistOptions o = {.place = {.plan = a->plan, .batch = (int64_t)a->batch * P}, .groups = groups, .strategy = s,
@@ -286,14 +223,28 @@ static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbSt
     if (P <= 64 && !emb_dist_plan_cost(desc, a->tables, P, &o.place, pl, load, NULL))
         for (int q = 0; q < P; q++)
             u->model_s = load[q] > u->model_s ? load[q] : u->model_s;
-    u->m = malloc(sizeof(double) * (size_t)(NT_ * a->steps));
-    return u->m ? 0 : EMB_ENOMEM;
+    return 0;
+}
+
+static int run_create(Run *u, const Args *a, const EmbDistTableDesc *desc, EmbStrategy *s,
+                      int groups, int kind)
+{
+    u->m = NULL;
+    const int r = run_build(u, a, desc, s, groups, kind);
+    u->m = r ? NULL : malloc(sizeof(double) * (size_t)(NT_ * a->steps));
+    return r ? r : u->m ? 0 : EMB_ENOMEM;
+}
+
+/* The ensemble and optimizer of @p u (its times kept). */
+static void run_teardown(Run *u)
+{
+    emb_dist_destroy(&u->d);
+    emb_optimizer_destroy(&u->opt);
 }
 
 static void run_destroy(Run *u)
 {
-    emb_dist_destroy(&u->d);
-    emb_optimizer_destroy(&u->opt);
+    run_teardown(u);
     free(u->m);
 }
 
@@ -415,7 +366,7 @@ int main(int argc, char **argv)
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
                     "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
                     "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)] "
-                    "[--show-plan] [--mix] [--prefetch 0|1] [--bf16 0|1] [--paired "
+                    "[--show-plan] [--mix] [--prefetch 0|1] [--bf16 0|1] [--rebuild 0|1] [--paired "
                     "auto,table,row,column,replicated,auto-bf16]\n");
         MPI_Finalize();
         return 2;
@@ -426,11 +377,17 @@ int main(int argc, char **argv)
         const int64_t rows = a.mix ? mix_rows[t] : criteo[t] < a.rows ? criteo[t] : a.rows;
         desc[t] = (EmbDistTableDesc){.name = "t", .nrows = rows,
                                      .featuresize = a.mix ? mix_dim[t] : a.dim,
-                                     .dtype = EMB_F32, .lookups = (double)a.batch * a.bag * P};
+                                     .dtype = EMB_F32};
         W += desc[t].featuresize;
     }
+    /* the planner is told each table's ids and distinct ids per step (Zipf ids repeat) */
+    if (!a.show_plan && dist_bench_describe(desc, a.tables, P, (int64_t)a.batch * a.bag, a.zipf)) {
+        fprintf(stderr, "rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     if (a.show_plan) {
-        const int r = rank == 0 ? show_plan(&a, desc) : 0;
+        const int r = rank == 0 ? dist_bench_show_plan(desc, a.tables, a.batch,
+                                                       (int64_t)a.batch * a.bag, a.zipf) : 0;
         MPI_Finalize();
         return r ? 1 : 0;
     }
@@ -474,13 +431,31 @@ int main(int argc, char **argv)
                               .bag_size = a.bag};
         }
     }
+    /* --paired: halfway, every ensemble is built again in reverse order (and warmed up
+       again), so that what the order of building gives one (where its memory lies) is
+       given to the other in the other half; the rounds alternate the order of running */
+    const int half = a.npaired && a.rebuild && a.steps >= 2 ? a.steps / 2 : -1;
+    const EmbOutputs eo = {.concat = out, .concat_stride = W};
+    const EmbOutputs go = {.concat = dy, .concat_stride = W};
     for (int step = -a.warmup; step < a.steps; step++) {
         const EmbBatch *b = ball[step + a.warmup];
-        const EmbBatch *next = step + 1 < a.steps ? ball[step + a.warmup + 1] : NULL;
-        const EmbOutputs eo = {.concat = out, .concat_stride = W};
-        const EmbOutputs go = {.concat = dy, .concat_stride = W};
+        const int again = half > 0 && step + 1 == half;
+        const EmbBatch *next = step + 1 < a.steps && !again ? ball[step + a.warmup + 1] : NULL;
         for (int k = 0; k < nruns; k++) /* A B C .., then .. C B A */
             run_step(&runs[step & 1 ? nruns - 1 - k : k], step, rank, b, next, &eo, &go);
+        if (!again)
+            continue;
+        for (int k = nruns - 1; k >= 0 && !r; k--) {
+            run_teardown(&runs[k]);
+            r = run_build(&runs[k], &a, desc, s, a.groups, a.paired[k]);
+        }
+        if (r) {
+            fprintf(stderr, "rank %d: rebuild failed: %s\n", rank, emb_dist_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        for (int w = 0; w < a.warmup; w++)
+            for (int k = 0; k < nruns; k++)
+                run_step(&runs[w & 1 ? nruns - 1 - k : k], -1, rank, ball[w], NULL, &eo, &go);
     }
     if (rank == 0)
         for (int k = 0; k < nruns; k++)

@@ -1137,9 +1137,42 @@ static void planner_cache(void)
           1e3 * large[1], r);
 }
 
+/* The planner chooses column-wise where its model says it wins (issue 43): a very wide
+   table of uniform ids (every id distinct), D 512 on 2 ranks and D 1024 on 4, whose
+   row-wise raw rows would cost more to move and copy than each slice's holder spends on
+   the global batch's ids; with max_norm it may not, and with skewed ids (few distinct
+   rows) the row-wise split is cheaper. Plan only, no timing. */
+static void planner_columnwise(void)
+{
+    static const int32_t dim[2] = {512, 1024}, ranks[2] = {2, 4};
+    for (int k = 0; k < 2; k++) {
+        const int32_t P = ranks[k];
+        EmbDistTableDesc t[2] = {{.nrows = 1000000, .featuresize = dim[k],
+                                  .lookups = 1024.0 * P},
+                                 {.nrows = 1000, .featuresize = 16, .lookups = 1024.0 * P}};
+        const EmbDistPlaceOptions o = {.batch = 1024 * P};
+        EmbDistPlacement p[2];
+        int r = emb_dist_place(t, 2, P, &o, p);
+        CHECK(r == 0 && p[0].kind == EMB_DIST_COLUMNWISE && p[0].rank == 0 &&
+              p[0].nshards == P, "planner on %d ranks, D %d: kind %d over %d ranks, not "
+              "column-wise over every rank (%d)", (int)P, (int)dim[k], (int)p[0].kind,
+              (int)p[0].nshards, r);
+        t[0].uses = EMB_DIST_USES_MAX_NORM;
+        r = emb_dist_place(t, 2, P, &o, p);
+        CHECK(r == 0 && p[0].kind != EMB_DIST_COLUMNWISE, "planner on %d ranks: max_norm "
+              "table placed column-wise (%d)", (int)P, r);
+        t[0].uses = 0, t[0].distinct = 400.0 * P; /* skewed: 400 distinct rows per rank */
+        r = emb_dist_place(t, 2, P, &o, p);
+        CHECK(r == 0 && p[0].kind == EMB_DIST_ROWWISE, "planner on %d ranks, skewed ids: kind "
+              "%d, not row-wise (%d)", (int)P, (int)p[0].kind, r);
+        t[0].distinct = -1;
+        CHECK(emb_dist_place(t, 2, P, &o, p) == EMB_EINVAL, "distinct < 0 not refused");
+    }
+}
+
 /* The planner knows what a table runs with (issue 43): AUTO and PLAN_ROWWISE never place a
-   MAX-pooled table by rows (AUTO splits the large table by rows when it fits no rank whole,
-   and with MAX refuses); a pin or an explicit placement the pooling or optimizer cannot
+   MAX-pooled table by rows (AUTO splits the large table when it fits no rank whole: by rows
+   or columns, with MAX by columns); a pin or an explicit placement the pooling or optimizer cannot
    run is refused at plan time, naming the table. */
 static void planner_uses(void)
 {
@@ -1157,14 +1190,22 @@ static void planner_uses(void)
                 const EmbDistPlaceOptions o = {.plan = (EmbDistPlan)k, .batch = 1024 * P,
                                                .memory_per_rank = k ? 0 : rows[0] * 256 * 7 / 10};
                 const int r = emb_dist_place(t, 6, P, &o, p);
-                int byrows = 0;
+                int byrows = 0, split = 0;
                 for (int i = 0; !r && i < 6; i++)
-                    byrows += p[i].kind == EMB_DIST_ROWWISE;
-                CHECK(flag && !k ? r == EMB_ENOMEM : r == 0 && (flag ? byrows == 0 : byrows > 0),
-                      "plan %d on %d ranks, "
-                      "uses %d: %d, %d tables by rows", k, (int)P, flag, r, byrows);
+                    byrows += p[i].kind == EMB_DIST_ROWWISE,
+                    split += p[i].kind == EMB_DIST_ROWWISE || p[i].kind == EMB_DIST_COLUMNWISE;
+                /* AUTO splits the large table (by columns with MAX: never by rows) */
+                CHECK(r == 0 && (flag ? byrows == 0 : k ? byrows > 0 : split > 0) &&
+                      (k || p[0].kind == EMB_DIST_ROWWISE || p[0].kind == EMB_DIST_COLUMNWISE),
+                      "plan %d on %d ranks, uses %d: %d, %d tables by rows, %d split", k,
+                      (int)P, flag, r, byrows, split);
             }
         }
+    /* MAX and max_norm: neither by rows nor by columns, so too large for a rank: refused */
+    t[0].uses = EMB_DIST_USES_MAX | EMB_DIST_USES_MAX_NORM;
+    const EmbDistPlaceOptions tight = {.batch = 2048, .memory_per_rank = rows[0] * 256 * 7 / 10};
+    CHECK(emb_dist_place(t, 6, 2, &tight, p) == EMB_ENOMEM, "a MAX, max_norm table larger "
+          "than a rank's memory not refused");
     EmbDistPlacement pins[6];
     for (int i = 0; i < 6; i++)
         pins[i] = (EmbDistPlacement){EMB_DIST_ANY, 0, 0, 0};
@@ -1219,6 +1260,7 @@ static void placement(void)
     CHECK(emb_dist_place(t, 4, 2, &o, p) == 0, "auto placement: %s", emb_last_error());
     planner();
     planner_cache();
+    planner_columnwise();
     planner_uses();
     o.plan = 7;
     CHECK(emb_dist_place(t, 4, 2, &o, p) == EMB_EINVAL, "bad plan refused");

@@ -81,6 +81,9 @@ typedef struct EmbDistTableDesc {
     unsigned uses;       /**< EMB_DIST_USES_* flags (0: none): the planner never chooses,
                               and a pin or an explicit placement may not name, a placement
                               the table's pooling or optimizer cannot run (EMB_ENOTSUP) */
+    double distinct;     /**< expected distinct ids per step over the global batch, for
+                              placement (0: unknown, min(lookups, nrows), as if no id
+                              repeated); skewed ids repeat: a measured batch's count */
 } EmbDistTableDesc;
 
 /** How one table is placed. */
@@ -99,7 +102,8 @@ typedef enum EmbDistKind {
                                   each holder pools its slice of the global batch and the
                                   slices are placed side by side (no sums across ranks).
                                   Not with max_norm or EMB_OPT_ROWWISE_ADAGRAD
-                                  (EMB_ENOTSUP); the planner does not choose it (pin it) */
+                                  (EMB_ENOTSUP); the planner chooses it where its model
+                                  says it is fastest (wide tables) */
 } EmbDistKind;
 
 /** Where one table lives. */

@@ -14,10 +14,10 @@ int dist_desc_check(const EmbDistTableDesc *t, int64_t i, int64_t *bytes)
     if (es == 0)
         return dist_fail(EMB_EDTYPE, "tables[%lld]: dtype %d is not f32, f16 or bf16",
                          (long long)i, (int)t->dtype);
-    if (t->nrows < 0 || t->featuresize < 1 || !(t->lookups >= 0.0))
-        return dist_fail(EMB_EINVAL, "tables[%lld]: nrows %lld, featuresize %d or lookups %g "
-                         "out of range", (long long)i, (long long)t->nrows,
-                         (int)t->featuresize, t->lookups);
+    if (t->nrows < 0 || t->featuresize < 1 || !(t->lookups >= 0.0) || !(t->distinct >= 0.0))
+        return dist_fail(EMB_EINVAL, "tables[%lld]: nrows %lld, featuresize %d, lookups %g "
+                         "or distinct %g out of range", (long long)i, (long long)t->nrows,
+                         (int)t->featuresize, t->lookups, t->distinct);
     if (t->nrows > INT64_MAX / ((int64_t)es * t->featuresize))
         return dist_fail(EMB_EOVERFLOW, "tables[%lld]: %lld rows of %d elements overflow",
                          (long long)i, (long long)t->nrows, (int)t->featuresize);

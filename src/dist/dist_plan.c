@@ -35,6 +35,13 @@
 #define UPDATE_PASSES 3.0 /* an updated row is read and written, its state read and written
                              (about one more row's bytes): three row-sized passes */
 #define ENTRY_BYTES 12.0  /* a row-wise gradient entry: column (8) and coefficient (4) */
+#define COPY_BW 14e9  /* bytes/s of the row-wise path's raw rows and gradient entries (with
+                         their dy rows) copied on their way: packed, through the shared
+                         memory, unpacked, pooled or grouped by owner (fitted to the measured
+                         row-wise step of dist-bench --mix, D 256, relative to table-wise's) */
+#define COL_ID_S 75e-9 /* an id's extra bookkeeping on each column-wise holder (the global
+                          batch's ids gathered, its bags rebuilt and deduplicated once per
+                          slice; fitted likewise to the measured column-wise step of --mix) */
 
 /* One table's quantities for the model. */
 typedef struct Model {
@@ -51,7 +58,8 @@ static Model model_of(const EmbDistTableDesc *t, int64_t bytes, int64_t batch)
                .uses = t->uses};
     m.L = t->lookups > 0 ? t->lookups : 1.0;
     m.B = batch > 0 ? (double)batch : m.L;
-    m.U = m.L < (double)t->nrows ? m.L : (double)t->nrows;
+    m.U = t->distinct > 0 && t->distinct < m.L ? t->distinct : m.L;
+    m.U = m.U < (double)t->nrows ? m.U : (double)t->nrows;
     return m;
 }
 
@@ -85,7 +93,8 @@ static void add_cost(const Model *m, const EmbDistPlacement *p, int32_t P, doubl
         const int32_t S = col && p->nshards > 0 ? p->nshards : col ? P : 1;
         const int32_t first = col && p->nshards == 0 ? 0 : p->rank;
         const double hold = rows * m->rowb / S * row_s((double)m->bytes / S) +
-                            2.0 * m->B * m->outb / S / STREAM_BW + m->L * ID_S +
+                            2.0 * m->B * m->outb / S / STREAM_BW +
+                            m->L * (col ? ID_S + COL_ID_S : ID_S) +
                             f * (ids + 2.0 * m->B * m->outb / S) / NET_BW;
         for (int32_t r = 0; r < P; r++)
             load[r] += f * (ids * S + 2.0 * m->B * m->outb) / P / NET_BW;
@@ -113,15 +122,16 @@ static void add_cost(const Model *m, const EmbDistPlacement *p, int32_t P, doubl
     /* holders: gather the rows asked (each distinct id once per asking rank), take the
        gradient entries with their bags' dy rows, update their share */
     const double u = m->U / S, l = m->L / S;
+    const double hmoved = u * m->rowb + l * (ENTRY_BYTES + m->outb);
     const double hold = (1.0 + UPDATE_PASSES) * u * m->rowb * row_s((double)m->bytes / S) +
-                        l * m->outb / STREAM_BW + l * ID_S +
-                        f * (u * 8.0 + u * m->rowb + l * (ENTRY_BYTES + m->outb)) / NET_BW;
+                        l * m->outb / STREAM_BW + l * ID_S + f * (u * 8.0 + hmoved) / NET_BW +
+                        hmoved / COPY_BW;
     /* every rank: asks for its ids, pools its bags from the rows received (cached: just
-       arrived), sends entries */
+       arrived), sends entries; the rows and entries copied on their way */
+    const double moved = (m->U * m->rowb + m->L * (ENTRY_BYTES + m->outb)) / P;
     const double all = m->L / P * ID_S + m->L * m->rowb / P / LLC_BW +
-                       m->B * m->outb / P / STREAM_BW +
-                       f * (m->U * (8.0 + m->rowb) + m->L * (ENTRY_BYTES + m->outb)) / P /
-                       NET_BW;
+                       m->B * m->outb / P / STREAM_BW + f * (m->U * 8.0 / P + moved) / NET_BW +
+                       moved / COPY_BW;
     for (int32_t r = 0; r < P; r++)
         load[r] += all;
     for (int32_t s = 0; s < S; s++) {
@@ -257,30 +267,42 @@ static double try_place(Plan *pl, const Model *m, const EmbDistPlacement *p, dou
     return mx;
 }
 
-/* The best placement of @p m given the loads so far: table-wise on a rank, row-wise over
-   a range of ranks, or replicated; the lowest max load, then the least load added. */
+/* Keeps @p p in @p out when it beats the best so far (the lowest max load, then the least
+   load added). */
+static void consider(Plan *pl, const Model *m, const EmbDistPlacement *p, double *best,
+                     double *best_add, EmbDistPlacement *out)
+{
+    double add;
+    const double mx = try_place(pl, m, p, &add);
+    if (mx < *best || (mx == *best && add < *best_add))
+        *best = mx, *best_add = add, *out = *p;
+}
+
+/* The best placement of @p m given the loads so far: table-wise on a rank, row-wise or
+   column-wise over a range of ranks (each where the table's uses allow), or replicated. */
 static int best_place(Plan *pl, const Model *m, unsigned part, EmbDistPlacement *out)
 {
     const int by_rows = !(m->uses & EMB_DIST_USES_MAX);
+    const int by_cols = !(m->uses & (EMB_DIST_USES_MAX_NORM | EMB_DIST_USES_ROWWISE_ADAGRAD));
     double best = INFINITY, best_add = INFINITY;
     const int32_t P = pl->P;
-    const int64_t smax = !by_rows ? 1 : m->nrows < P ? (m->nrows > 1 ? m->nrows : 1) : P;
-    for (int32_t S = 1; S <= smax; S++)
+    const int64_t rmax = !by_rows ? 1 : m->nrows < P ? (m->nrows > 1 ? m->nrows : 1) : P;
+    const int64_t cmax = !by_cols ? 1 : m->outb / 4 < P ? (int64_t)(m->outb / 4) : P;
+    for (int32_t S = 1; S <= (rmax > cmax ? rmax : cmax); S++)
         for (int32_t first = 0; first + S <= P; first++) {
-            const EmbDistPlacement p = S == 1 ? (EmbDistPlacement){EMB_DIST_TABLEWISE, first,
-                                                                   0, 0}
-                                              : (EmbDistPlacement){EMB_DIST_ROWWISE, first,
-                                                                   part, S};
-            double add;
-            const double mx = try_place(pl, m, &p, &add);
-            if (mx < best || (mx == best && add < best_add))
-                best = mx, best_add = add, *out = p;
+            if (S == 1) {
+                consider(pl, m, &(EmbDistPlacement){EMB_DIST_TABLEWISE, first, 0, 0}, &best,
+                         &best_add, out);
+                continue;
+            }
+            if (S <= rmax)
+                consider(pl, m, &(EmbDistPlacement){EMB_DIST_ROWWISE, first, part, S}, &best,
+                         &best_add, out);
+            if (S <= cmax)
+                consider(pl, m, &(EmbDistPlacement){EMB_DIST_COLUMNWISE, first, 0, S}, &best,
+                         &best_add, out);
         }
-    const EmbDistPlacement rep = {EMB_DIST_REPLICATED, 0, 0, 0};
-    double add;
-    const double mx = try_place(pl, m, &rep, &add);
-    if (mx < best || (mx == best && add < best_add))
-        best = mx, *out = rep;
+    consider(pl, m, &(EmbDistPlacement){EMB_DIST_REPLICATED, 0, 0, 0}, &best, &best_add, out);
     return best < INFINITY ? 0 : -1;
 }
 
@@ -361,8 +383,9 @@ static int plan_auto(const EmbDistTableDesc *tables, int64_t n, int32_t P,
             r = dist_fail(EMB_ENOMEM, "emb_dist_place: table %lld (%lld bytes) fits in no "
                           "rank's remaining memory (memory_per_rank %lld), %s", (long long)i,
                           (long long)m[i].bytes, (long long)o->memory_per_rank,
-                          m[i].uses & EMB_DIST_USES_MAX ? "whole (MAX pooling: never by rows)"
-                                                        : "even split over every rank");
+                          m[i].uses & EMB_DIST_USES_MAX
+                              ? "whole or by columns (MAX pooling: never by rows)"
+                              : "even split over every rank");
         else
             add_cost(&m[i], &out[i], P, pl.load, pl.mem);
     }
