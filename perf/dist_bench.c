@@ -26,8 +26,10 @@
  * --paired auto,table,row,column,replicated builds the ensemble once per listed placement
  * (the planner's; every table whole by LPT; every table by rows; every table's columns
  * over every rank; every table replicated) in this one job and runs them on the same
- * batches in interleaved rounds (round k: the list in order, round k+1 reversed; --steps
- * rounds), then prints each placement's median step and spread and, per round, auto's step
+ * batches in interleaved rounds (--steps rounds in a Williams design: every placement in
+ * every position of a round and after every other one equally often; a multiple of N
+ * rounds for N placements, 2N for odd N, balances it fully), builds them all again in
+ * reverse order halfway (--rebuild 0: not), then prints each placement's median step and spread and, per round, auto's step
  * over the best fixed placement's (the fixed one of lowest median) with its spread (and
  * auto-bf16's over auto's), and next to each placement's measured step the planner's
  * modelled one (emb_dist_plan_cost(), the slowest rank)
@@ -353,6 +355,21 @@ static void paired_report(Run *runs, int n, int steps, int P)
     free(v);
 }
 
+/*
+ * Which run goes @p j-th in round @p round of @p n: a Williams design (the first row 0, 1,
+ * n-1, 2, n-2, ..; row r adds r mod n; odd n: the n rows again reversed), so that over n
+ * rounds (2n when n is odd) every run takes every position equally often and follows
+ * every other run equally often: what a step inherits from the step before it (the cache
+ * its predecessor left) and its place in the round cancel between the runs compared.
+ */
+static int slot(int n, int round, int j)
+{
+    if ((n & 1) && (round / n) & 1)
+        j = n - 1 - j;
+    const int w = j == 0 ? 0 : (j & 1) ? (j + 1) / 2 : n - j / 2;
+    return (w + round % n) % n;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -441,8 +458,8 @@ int main(int argc, char **argv)
         const EmbBatch *b = ball[step + a.warmup];
         const int again = half > 0 && step + 1 == half;
         const EmbBatch *next = step + 1 < a.steps && !again ? ball[step + a.warmup + 1] : NULL;
-        for (int k = 0; k < nruns; k++) /* A B C .., then .. C B A */
-            run_step(&runs[step & 1 ? nruns - 1 - k : k], step, rank, b, next, &eo, &go);
+        for (int k = 0; k < nruns; k++)
+            run_step(&runs[slot(nruns, step + a.warmup, k)], step, rank, b, next, &eo, &go);
         if (!again)
             continue;
         for (int k = nruns - 1; k >= 0 && !r; k--) {
@@ -455,7 +472,7 @@ int main(int argc, char **argv)
         }
         for (int w = 0; w < a.warmup; w++)
             for (int k = 0; k < nruns; k++)
-                run_step(&runs[w & 1 ? nruns - 1 - k : k], -1, rank, ball[w], NULL, &eo, &go);
+                run_step(&runs[slot(nruns, w, k)], -1, rank, ball[w], NULL, &eo, &go);
     }
     if (rank == 0)
         for (int k = 0; k < nruns; k++)
