@@ -28,8 +28,8 @@
  * over every rank; every table replicated) in this one job and runs them on the same
  * batches in interleaved rounds (--steps rounds in a Williams design: every placement in
  * every position of a round and after every other one equally often; a multiple of N
- * rounds for N placements, 2N for odd N, balances it fully), builds them all again in
- * reverse order halfway (--rebuild 0: not), then prints each placement's median step and spread and, per round, auto's step
+ * rounds for N placements, 2N for odd N, balances it fully), builds them all --builds
+ * times (4; each time in the other order) at equal intervals, then prints each placement's median step and spread and, per round, auto's step
  * over the best fixed placement's (the fixed one of lowest median) with its spread (and
  * auto-bf16's over auto's), and next to each placement's measured step the planner's
  * modelled one (emb_dist_plan_cost(), the slowest rank)
@@ -70,7 +70,7 @@ typedef struct Args {
     int bf16;
     int npaired;  /* --paired: the placements listed (P_*), 0: off */
     int paired[8];
-    int rebuild;  /* --paired: the ensembles built again, in reverse order, halfway */
+    int rebuild;  /* --paired: the ensembles built this many times over the rounds */
 } Args;
 
 /* --paired placements: the planner's, the fixed kinds, the planner's with bf16 exchange */
@@ -102,7 +102,7 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
     static const char *const plans[] = {"table", "row", "auto"}, *const flag[] = {"0", "1"};
     int c;
     *a = (Args){26, 64, 1024, 1, 20, 3, 1, 1, 0, 0, 0, 0, 200000, 1.05,
-                EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}, 1};
+                EMB_DIST_PLAN_TABLEWISE, 0, 0, {0}, 4};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--quick")) {
@@ -132,11 +132,12 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
         else if (!strcmp(k, "--compare-groups")) a->compare = atoi(v);
         else if (!strcmp(k, "--threads")) a->threads = atoi(v);
         else if (!strcmp(k, "--zipf")) a->zipf = atof(v);
-        else if (!strcmp(k, "--bf16") || !strcmp(k, "--prefetch") || !strcmp(k, "--rebuild")) {
+        else if (!strcmp(k, "--bf16") || !strcmp(k, "--prefetch")) {
             if ((c = bench_choice(err, "dist-bench", k, v, flag, 2)) < 0)
                 return -1;
-            *(k[2] == 'b' ? &a->bf16 : k[2] == 'p' ? &a->prefetch : &a->rebuild) = c;
+            *(k[2] == 'b' ? &a->bf16 : &a->prefetch) = c;
         }
+        else if (!strcmp(k, "--builds")) a->rebuild = atoi(v);
         else if (!strcmp(k, "--paired")) {
             if (parse_paired(a, v, err))
                 return -1;
@@ -152,7 +153,7 @@ static int parse(int argc, char **argv, Args *a, FILE *err)
     }
     return a->tables < 1 || a->tables > (a->mix ? NMIX : 26) || a->dim < 1 || a->batch < 1 || a->bag < 1 ||
            a->steps < 1 || a->rows < 1 || a->zipf < 0 || a->threads < 1 || a->compare < 0 ||
-           a->groups < 0
+           a->groups < 0 || a->rebuild < 1
            ? -1 : 0;
 }
 
@@ -383,7 +384,7 @@ int main(int argc, char **argv)
                     "200000] [--dim 64] [--batch 1024 (per rank)] [--bag 1] [--steps 20] "
                     "[--warmup 3] [--groups 1] [--compare-groups 0] [--threads 1] "
                     "[--plan table|row|auto] [--zipf 1.05 (0: uniform ids)] "
-                    "[--show-plan] [--mix] [--prefetch 0|1] [--bf16 0|1] [--rebuild 0|1] [--paired "
+                    "[--show-plan] [--mix] [--prefetch 0|1] [--bf16 0|1] [--builds 4] [--paired "
                     "auto,table,row,column,replicated,auto-bf16]\n");
         MPI_Finalize();
         return 2;
@@ -448,22 +449,27 @@ int main(int argc, char **argv)
                               .bag_size = a.bag};
         }
     }
-    /* --paired: halfway, every ensemble is built again in reverse order (and warmed up
-       again), so that what the order of building gives one (where its memory lies) is
-       given to the other in the other half; the rounds alternate the order of running */
-    const int half = a.npaired && a.rebuild && a.steps >= 2 ? a.steps / 2 : -1;
+    /* --paired: every ensemble is built again (in the other order, and warmed up again)
+       --builds - 1 times at equal intervals: a build's memory placement makes it a few
+       per cent faster or slower for its whole life (the same placement built twice: 0.99
+       to 1.04 in one job), a random effect that averages out over the builds */
+    const int nb = a.npaired ? (a.rebuild < a.steps ? a.rebuild : a.steps) : 1;
+    const int seg = a.steps / nb;
     const EmbOutputs eo = {.concat = out, .concat_stride = W};
     const EmbOutputs go = {.concat = dy, .concat_stride = W};
     for (int step = -a.warmup; step < a.steps; step++) {
         const EmbBatch *b = ball[step + a.warmup];
-        const int again = half > 0 && step + 1 == half;
+        const int again = nb > 1 && step + 1 < nb * seg && step >= 0 && (step + 1) % seg == 0;
         const EmbBatch *next = step + 1 < a.steps && !again ? ball[step + a.warmup + 1] : NULL;
         for (int k = 0; k < nruns; k++)
             run_step(&runs[slot(nruns, step + a.warmup, k)], step, rank, b, next, &eo, &go);
         if (!again)
             continue;
-        for (int k = nruns - 1; k >= 0 && !r; k--) {
-            run_teardown(&runs[k]);
+        const int back = (step + 1) / seg & 1; /* odd builds from the list's end */
+        for (int i = 0; i < nruns && !r; i++)
+            run_teardown(&runs[i]);
+        for (int i = 0; i < nruns && !r; i++) {
+            const int k = back ? nruns - 1 - i : i;
             r = run_build(&runs[k], &a, desc, s, a.groups, a.paired[k]);
         }
         if (r) {
