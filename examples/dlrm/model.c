@@ -195,14 +195,14 @@ double bce(float z, float y) /* -log sigmoid(z) if y else -log(1 - sigmoid(z)) *
 double train_step(Model *m, const CriteoBatch *b, const CriteoBatch *next)
 {
     const int64_t n = b->n;
-    forward(m, b);
-    if (next) {
+    if (next) { /* first: the reads overlap the whole step, forward and backward */
         EmbBatch nb[NT];
         for (int t = 0; t < NT; t++)
             nb[t] =
                 (EmbBatch){.ids = next->cat[t], .nnz = next->n, .nbags = next->n, .bag_size = 1};
         CHECK(emb_collection_prefetch(m->emb, nb));
     }
+    forward(m, b);
     double loss = 0;
     for (int64_t s = 0; s < n; s++) {
         const double p = 1.0 / (1.0 + exp(-(double)m->logit[s]));
