@@ -50,6 +50,7 @@ fi
 if [ -n "$blas" ]; then
     # shellcheck disable=SC2086
     cc -std=c11 -pedantic -Wall -Wextra -Werror $cflags "$src/examples/dlrm_train.c" \
+        "$src"/examples/dlrm/*.c \
         "$src/examples/dlrm_blas.c" "$src/examples/dlrm_export.c" "$src/examples/criteo.c" -o "$tmp/dlrm_train" $libs \
         $blas -ldl -lpthread -lm || bad=1
 fi
