@@ -39,18 +39,14 @@ bool emb__lowp_fast(const EmbPlan *plan)
            (plan->sgd || (plan->state && plan->state->data));
 }
 
-/* The rows of distinct id @d prefetched (@rb, @sb: row and state row bytes). */
+/* The rows of distinct id @d prefetched (@rb, @sb: row and state row bytes), as plan.c's
+   apply loops prefetch them. */
 static inline void prefetch_id(const EmbPlan *plan, int64_t d, size_t rb, size_t sb)
 {
     const int64_t id = plan->ix->ids[d];
-    const char *r = plan->table->data + (size_t)id * plan->table->stride;
-    for (size_t o = 0; o < rb; o += 64)
-        __builtin_prefetch(r + o, 1, 2);
-    if (!sb)
-        return;
-    const char *s = plan->state->data + (size_t)id * plan->state->stride;
-    for (size_t o = 0; o < sb; o += 64)
-        __builtin_prefetch(s + o, 1, 2);
+    emb__prefetch_rows(plan->table->data + (size_t)id * plan->table->stride, rb);
+    if (sb)
+        emb__prefetch_rows(plan->state->data + (size_t)id * plan->state->stride, sb);
 }
 
 #define LOWP_AHEAD 16 /* distinct ids prefetched ahead (plan.c's PREFETCH_AHEAD) */
