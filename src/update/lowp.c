@@ -32,7 +32,8 @@ void emb__plan_state_store(const EmbPlan *plan, int64_t id, void *state, const f
 bool emb__lowp_fast(const EmbPlan *plan)
 {
     const EmbTable *t = plan->table;
-    const bool row16 = plan->requant && plan->sround && (t->dtype == EMB_F16 || t->dtype == EMB_BF16);
+    const bool row16 =
+        plan->requant && plan->sround && (t->dtype == EMB_F16 || t->dtype == EMB_BF16);
     return (plan->state_lowp || row16) && (!plan->requant || row16) && !plan->planned &&
            t->data && !plan->max_norm && !plan->counter &&
            plan->decay_l2 == 0.0f && plan->decay_scale == 1.0f &&
@@ -49,7 +50,7 @@ static inline void prefetch_id(const EmbPlan *plan, int64_t d, size_t rb, size_t
         emb__prefetch_rows(plan->state->data + (size_t)id * plan->state->stride, sb);
 }
 
-#define LOWP_AHEAD 16 /* distinct ids prefetched ahead (plan.c's PREFETCH_AHEAD) */
+#define LOWP_AHEAD 8 /* distinct ids prefetched ahead: 8 measured faster than plan.c's 16 here */
 
 void emb__lowp_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch)
 {
