@@ -434,23 +434,25 @@ static void check_requant(Ctx *c, Data *d, emb_requant_fn ref, emb_requant_fn go
     const int32_t D = d->D;
     const size_t bytes = emb_dtype_row_bytes((EmbDtype)d->dt, D) + PAD;
     float x[MAXD];
-    for (int kind = 0; kind < 5; kind++) {
+    for (int kind = 0; kind < 12; kind++) { /* kinds 6 ..: no key (to nearest) */
         for (int32_t i = 0; i < D; i++) {
             const uint64_t r = tu_rand(s) % 8;
-            x[i] = kind == 4 ? 0.25f : ca_value(s);
-            if (kind == 1 && r == 0)
+            x[i] = kind % 6 == 4 ? 0.25f : ca_value(s);
+            if (kind % 6 == 5) /* 2^-28 .. 2^17: f16's subnormals, beyond its largest */
+                x[i] = ldexpf(x[i], (int)(tu_rand(s) % 46) - 28);
+            if (kind % 6 == 1 && r == 0)
                 x[i] = NAN;
-            if (kind == 2 && r == 0)
+            if (kind % 6 == 2 && r == 0)
                 x[i] = tu_rand(s) % 2 ? INFINITY : -INFINITY;
-            if (kind == 3 && r < 4)
+            if (kind % 6 == 3 && r < 4)
                 x[i] = r % 2 ? 0.0f : -0.0f;
         }
         unsigned char *a = (unsigned char *)d->out_ref, *b = (unsigned char *)d->out_got;
         poison_bytes(a, bytes);
         poison_bytes(b, bytes);
         const uint64_t key[3] = {tu_rand(s), tu_rand(s) % 1000, tu_rand(s) % 100000};
-        ref(a, D, x, key);
-        got(b, D, x, key);
+        ref(a, D, x, kind < 6 ? key : NULL);
+        got(b, D, x, kind < 6 ? key : NULL);
         expect_same(c, a, b, bytes, 1);
     }
 }

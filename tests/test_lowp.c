@@ -109,6 +109,36 @@ Test(lowp, state_kept_in_16_bits_trains_close_to_f32_state)
             }
 }
 
+/* One step from zero state: the row the same bits as with f32 state, the 16-bit state that
+ * f32 state rounded to nearest even (the 16-bit state's loop against the f32 one). */
+Test(lowp, first_step_is_the_f32_step_with_its_state_rounded_to_nearest)
+{
+    const EmbOptimizerKind kinds[] = {EMB_OPT_ADAGRAD, EMB_OPT_ROWWISE_ADAGRAD, EMB_OPT_ADAM};
+    for (int k = 0; k < 3; k++)
+        for (EmbDtype sdt = EMB_F16; sdt <= EMB_BF16; sdt++)
+            for (int clip = 0; clip <= 1; clip++) {
+                EmbTable *a = tu_table(NCOL, DIM, EMB_F32, 3), *b = tu_table(NCOL, DIM, EMB_F32, 3);
+                EmbOptimizerConfig ca = config(kinds[k], EMB_F32, 0), cb = config(kinds[k], sdt, 0);
+                ca.max_gradient = cb.max_gradient = clip ? 0.25f : 0.0f;
+                EmbOptimizer *oa = train(a, &ca, 1), *ob = train(b, &cb, 1);
+                cr_assert(same_bits(a, b), "kind %d state %d clip %d: rows", kinds[k], (int)sdt,
+                          clip);
+                EmbTable *sa, *sb, *r = NULL;
+                cr_assert_eq(emb_optimizer_state(oa, a, 0, &sa, NULL), 0);
+                cr_assert_eq(emb_optimizer_state(ob, b, 0, &sb, NULL), 0);
+                const int32_t w = emb_table_featuresize(sa);
+                cr_assert_eq(emb_table_create(&r, NCOL, w, sdt, NULL), 0);
+                float *va = read_all(sa);
+                cr_assert_eq(emb_table_assign(r, va, NCOL, w, w), 0); /* rounded to nearest */
+                cr_assert(same_bits(r, sb), "kind %d state %d clip %d: state", kinds[k],
+                          (int)sdt, clip);
+                free(va);
+                emb_table_destroy(&r);
+                emb_optimizer_destroy(&oa), emb_optimizer_destroy(&ob);
+                emb_table_destroy(&a), emb_table_destroy(&b);
+            }
+}
+
 /* Tables of f16 / bf16 trained by emb_update_many under @s: their bits. */
 static void train_many(EmbStrategy *s, const EmbOptimizerConfig *c, EmbTable *t[3])
 {

@@ -380,6 +380,10 @@ void emb__plan_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
         apply_plain(plan, d0, d1, scratch);
         return;
     }
+    if (emb__lowp_fast(plan)) { /* 16-bit state or stochastically rounded rows (lowp.c) */
+        emb__lowp_apply(plan, d0, d1, scratch);
+        return;
+    }
     EmbTable *t = plan->table;
     const EmbIndexer *ix = plan->ix;
     float *acc = scratch, *tmp = scratch + t->featuresize;

@@ -271,6 +271,13 @@ const char *emb__optimizer_kind_name(EmbOptimizerKind kind);
 void emb__plan_lowp(const EmbOptimizerConfig *c, EmbPlan *plan, EmbDtype *cdt);
 /* A 16-bit state row (of distinct id @id) written back from its f32 copy @x. */
 void emb__plan_state_store(const EmbPlan *plan, int64_t id, void *state, const float *x);
+/* Whether @plan's step takes emb__lowp_apply: a 16-bit state or an f16 / bf16 row rounded
+ * stochastically, on in-memory tables, with none of the general loop's per-column work
+ * (max_norm, weight decay, the counter optimizer). */
+bool emb__lowp_fast(const EmbPlan *plan);
+/* emb__plan_apply for such a plan: the same kernels, rows and order as its general loop,
+ * with SIMD row conversions (the gather kernels) and no per-column tests. */
+void emb__lowp_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch);
 
 void emb__plan_optimizer(const EmbOptimizer *opt, const EmbOptState *st, EmbPlan *plan,
                          unsigned flags);

@@ -17,6 +17,7 @@
 
 #include "dtype.h"
 #include "requant.h"
+#include "kernels/x86/sround_body.h"
 #include "sround.h"
 
 #define VL 8
@@ -933,9 +934,9 @@ QSUMSQ(sumsq_int4_avx2, EMB_INT4)
 /* The update's re-quantization: requant.h's C, compiled with this file's flags. */
 EMB_REQUANT_KERNEL(requant_int8_avx2, EMB_INT8)
 EMB_REQUANT_KERNEL(requant_int4_avx2, EMB_INT4)
-/* f16 / bf16 rows written with stochastic rounding: sround.h's C, this file's flags. */
-EMB_SROUND_KERNEL(requant_f16_avx2, EMB_F16)
-EMB_SROUND_KERNEL(requant_bf16_avx2, EMB_BF16)
+/* f16 / bf16 rows written with stochastic rounding: sround.h, in SIMD (sround_body.h). */
+EMB_SROUND_SIMD_KERNEL(requant_f16_avx2, EMB_F16)
+EMB_SROUND_SIMD_KERNEL(requant_bf16_avx2, EMB_BF16)
 
 /* The quantized rows' entries (kernels.h). */
 void emb__kernels_init_quant_avx2(EmbKernels *k)
