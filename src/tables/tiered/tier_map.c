@@ -185,21 +185,21 @@ static int64_t cgroup_limit(void)
     FILE *f = fopen("/proc/self/cgroup", "r");
     if (!f)
         return -1;
-    char line[512], path[700] = "";
-    while (!path[0] && fgets(line, sizeof line, f)) {
+    char line[512], v1[700] = "", v2[700] = "";
+    while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2)
             continue;
         *c2 = 0;
         const char *ctl = c1 + 1, *grp = c2 + 1;
-        if (!*ctl) /* v2 */
-            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", grp);
+        if (!*ctl) /* v2 (a hybrid host lists it too: v1's memory line first) */
+            snprintf(v2, sizeof v2, "/sys/fs/cgroup%s/memory.max", grp);
         else if (strstr(ctl, "memory")) /* v1 (the controller's list may name others) */
-            snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", grp);
+            snprintf(v1, sizeof v1, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", grp);
     }
     fclose(f);
-    f = path[0] ? fopen(path, "r") : NULL;
+    f = fopen(v1[0] ? v1 : v2, "r");
     if (!f)
         return -1;
     char v[64] = "";
