@@ -11,8 +11,9 @@
  * rows, 10 % cache, Zipf, lookups of whole batches, 3 runs of each interleaved: a median
  * 66 ms a step against 52 ms, with prefetch 69 against 21 ms; kernel 6.18, ext4 on a
  * virtual disk; with the batched pool of now, 2 runs each: 10.2-13.1 ms a step against
- * 13.2-13.4 ms), so EMB_TIER_IO_AUTO is the pool; io_uring stays for whoever asks
- * (EMB_TIER_IO=uring, EmbTieredOptions::engine) and for other disks.
+ * 13.2-13.4 ms), so io_uring stays for whoever asks (EMB_TIER_IO=uring,
+ * EmbTieredOptions::engine) and for other disks; EMB_TIER_IO_AUTO is the mapping for a file
+ * that stays populated, else the pool (auto_kind).
  * Buffered I/O, not O_DIRECT: a record (a row and its state) is usually smaller than a
  * logical block, so O_DIRECT writes would need a read-modify-write of whole blocks; the
  * page cache is reclaimable, so it does not count against the table's memory bound.
