@@ -361,9 +361,10 @@ static int pool_join(EmbTierIo *io)
  * AUTO: the mapped engine for a file that stays populated (map_hot) with room for its log to
  * double it, else the pool. Measured (docs/bench/2026-11-28-tier-read-path.md, emb-bench
  * tier, 500 k x 64 f32 + Adagrad, fresh Zipf ids, prefetch 1, file in the page cache, 2
- * cores): a miss copied from the populated mapping costs the step less than a pread on the
- * pool (no system call), at 10 / 25 / 50 % caches; a file larger than that goes to the
- * disk, where the pool's depth (tier_pool.c) is what reads it fastest
+ * cores, 3 interleaved rounds): a miss copied from the populated mapping (0.9 us) costs less
+ * than a pread on the pool (2.5 us); the step was faster at 10 and 25 % caches in every
+ * round, at 50 % in one of three (slower in one, inside the runs' spread). A file larger
+ * than that goes to the disk, where the pool's depth (tier_pool.c) reads it fastest
  * (docs/bench/2026-11-28-tier-2xram.md).
  */
 static EmbTierIoKind auto_kind(int fd)
