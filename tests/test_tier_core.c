@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -135,6 +136,62 @@ Test(tier_core, one_pool_for_every_engine, .init = setup, .fini = teardown)
             cr_assert_eq(emb__tier_pool_threads(), n, "the pool lives while an engine does");
     }
     cr_assert_eq(emb__tier_pool_threads(), before ? n : 0, "the last engine stops the pool");
+}
+
+/* The fault hook of pool_depth_follows_the_storage: every read takes 60 us (as one from a
+   disk does), none fails. */
+static int slow_read(const EmbTierReq *r)
+{
+    if (!r->write) {
+        const struct timespec t = {0, 60000};
+        nanosleep(&t, NULL);
+    }
+    return 0;
+}
+
+/* Reads of @n records of @fd in the background, waited for. */
+static void read_all(EmbTierIo *io, EmbTierReq *q, char (*dst)[32], int n)
+{
+    for (int i = 0; i < n; i++)
+        q[i] = (EmbTierReq){.buf = dst[i], .len = 32, .offset = i * 32, .tag = i};
+    emb__tier_io_submit_background(io, q, n);
+    emb__tier_io_wait(io);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(q[i].res, 0);
+}
+
+/* The pool lets more threads run while its reads go to the disk (slow), and goes back to
+   its base once they hit the page cache (fast). Timing decides it: each phase reads until
+   the pool has moved, or gives up after many rounds (then the test fails). */
+Test(tier_core, pool_depth_follows_the_storage, .init = setup, .fini = teardown)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/depth", dir);
+    const int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0);
+    enum { NR = 256 };
+    static char src[NR][32], dst[NR][32];
+    cr_assert_eq(pwrite(fd, src, sizeof src, 0), (ssize_t)sizeof src);
+    EmbTierIo *io = NULL;
+    cr_assert_eq(emb__tier_io_create(&io, fd, EMB_TIER_IO_PREAD), 0);
+    static EmbTierReq q[NR];
+    int base, limit = emb__tier_pool_limit(&base), rounds = 0;
+    cr_assert(base >= 1 && limit >= base && limit <= emb__tier_pool_threads());
+    if (base < emb__tier_pool_threads()) { /* else nothing can grow (EMB_TIER_POOL_THREADS) */
+        emb__tier_io_set_fault(slow_read);
+        while ((limit = emb__tier_pool_limit(&base)) == base && rounds++ < 50)
+            read_all(io, q, dst, NR);
+        emb__tier_io_set_fault(NULL);
+        cr_assert_gt(limit, base, "%d rounds of slow reads, the pool still lets %d run", rounds,
+                     limit);
+    }
+    rounds = 0;
+    while ((limit = emb__tier_pool_limit(&base)) > base && rounds++ < 1000)
+        read_all(io, q, dst, NR);
+    cr_assert_eq(limit, base, "%d rounds of fast reads, the pool still lets %d run", rounds,
+                 limit);
+    emb__tier_io_destroy(&io);
+    close(fd);
 }
 
 Test(tier_core, cache_sets_lru_lfu_and_pins, .init = setup, .fini = teardown)

@@ -160,6 +160,44 @@ Test(tier_map, a_file_cut_inside_a_page_fails_the_reads_past_its_end, .init = se
     cut_reads(true, 3 * 4096 + 1010);
 }
 
+/* A file cut to nothing while the pool's threads copy a prefetch's records from the populated
+   mapping: each read either copied its record before the cut or fails with -EIO (a SIGBUS in
+   a pool thread, caught); the process lives and its SIGBUS handler is as it was. */
+Test(tier_map, a_file_cut_while_the_pool_copies_fails_reads_with_eio, .init = setup,
+     .fini = teardown)
+{
+    struct sigaction before, after;
+    sigaction(SIGBUS, NULL, &before);
+    EmbTierIo *io = NULL;
+    const int fd = fill("cutp", &io);
+    static char dst[N][L];
+    static EmbTierReq q[N];
+    for (int i = 0; i < N; i++)
+        q[i] = (EmbTierReq){.buf = dst[i], .offset = (int64_t)i * L, .len = L, .tag = i};
+    emb__tier_io_run(io, q, 1); /* mapped and populated */
+    int ok = 0, eio = 0, other = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        emb__tier_io_submit_background(io, q, N);
+        cr_assert_eq(ftruncate(fd, 0), 0); /* someone else cuts the file meanwhile */
+        emb__tier_io_wait(io);
+        for (int i = 0; i < N; i++) {
+            if (!q[i].res && is_rec(dst[i], i))
+                ok++;
+            else if (q[i].res == -EIO || q[i].res == -ENODATA)
+                eio++;
+            else
+                other++;
+        }
+        memset(dst, 0xff, sizeof dst);
+    }
+    emb__tier_io_destroy(&io);
+    close(fd);
+    sigaction(SIGBUS, NULL, &after);
+    cr_assert(!other && ok + eio == 2 * N, "ok %d, eio %d, other %d", ok, eio, other);
+    cr_assert_geq(eio, N, "ok %d, eio %d: the second pass reads a file of nothing", ok, eio);
+    cr_assert(after.sa_handler == before.sa_handler, "the SIGBUS handler was not restored");
+}
+
 enum { ROWS = 4096, D = 12 };
 
 static float get(Tier *x, int64_t id, int *err)

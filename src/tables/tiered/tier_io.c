@@ -11,8 +11,9 @@
  * rows, 10 % cache, Zipf, lookups of whole batches, 3 runs of each interleaved: a median
  * 66 ms a step against 52 ms, with prefetch 69 against 21 ms; kernel 6.18, ext4 on a
  * virtual disk; with the batched pool of now, 2 runs each: 10.2-13.1 ms a step against
- * 13.2-13.4 ms), so EMB_TIER_IO_AUTO is the pool; io_uring stays for whoever asks
- * (EMB_TIER_IO=uring, EmbTieredOptions::engine) and for other disks.
+ * 13.2-13.4 ms), so io_uring stays for whoever asks (EMB_TIER_IO=uring,
+ * EmbTieredOptions::engine) and for other disks; EMB_TIER_IO_AUTO is the mapping for a file
+ * that stays populated, else the pool (auto_kind).
  * Buffered I/O, not O_DIRECT: a record (a row and its state) is usually smaller than a
  * logical block, so O_DIRECT writes would need a read-modify-write of whole blocks; the
  * page cache is reclaimable, so it does not count against the table's memory bound.
@@ -48,6 +49,7 @@ struct EmbTierIo {
        in def (its pages populated by pop) until someone waits for it or pending() */
     bool guarded;        /* a user of the SIGBUS guard (tier_map.c) */
     bool unmappable;     /* the file cannot be mapped: reads go through pread */
+    bool autok;          /* EMB_TIER_IO_AUTO: map or pread chosen again for each file */
     EmbTierMap map;
     int64_t hot;         /* the mapping's bytes [0, hot) populated at once (map_hot) */
     int64_t popinflight; /* populates submitted to the pool, not completed */
@@ -149,13 +151,15 @@ static void finish(EmbTierReq *r, int32_t res)
 }
 
 /*
- * A file of at most a MAP_HOT_DIV-th of the memory is populated whole, once a mapping (one
- * MADV_POPULATE_READ, on the thread that maps it): then a background read is a copy at once,
- * no system call a range. A populate per range (map_defer) costs about a pread a record
+ * A file of at most a MAP_HOT_DIV-th of the memory (emb__tier_map_memory: the RAM, or the
+ * process's memory cgroup's limit) is populated whole, once a mapping (one
+ * MADV_POPULATE_READ, on the thread that maps it, and again for the bytes a growing log
+ * adds): then a background read is a copy at once, no system call a range, done on the
+ * pool's threads (map_defer). A populate per range (map_defer) costs about a pread a record
  * when a step's misses lie a page apart or more: at 10 % of a 500 k x 64 table it made the
- * engine no faster than the pool (docs/bench/2026-11-28-tier-mapped-reads.md);
- * docs/bench/2026-11-28-tier-step.md measures this. Pages the kernel reclaims later fault
- * back in on the copy (guarded). Larger files keep the populate per range.
+ * engine no faster than the pool (docs/bench/2026-11-28-tier-mapped-reads.md). Pages the
+ * kernel reclaims later fault back in on the copy (guarded). Larger files keep the
+ * populate per range; EMB_TIER_IO_AUTO maps only a file that stays populated (choose).
  */
 #define MAP_HOT_DIV 4
 
@@ -163,11 +167,10 @@ static void finish(EmbTierReq *r, int32_t res)
    same mapping (0: a new one). */
 static void map_hot(EmbTierIo *io, int64_t from)
 {
-    const long pages = sysconf(_SC_PHYS_PAGES);
     const int64_t ps = emb__tier_map_page(), end = (io->map.fsize + ps - 1) / ps * ps;
     const int64_t a = from / ps * ps;
     io->hot = 0;
-    if (pages > 0 && io->map.fsize <= (int64_t)pages * ps / MAP_HOT_DIV &&
+    if (io->map.fsize <= emb__tier_map_memory() / MAP_HOT_DIV &&
         !emb__tier_populate(io->map.base + a, (size_t)(end - a)))
         io->hot = io->map.fsize;
 }
@@ -180,6 +183,8 @@ static int32_t cover(EmbTierIo *io, const EmbTierReq *r)
     if (io->unmappable || end <= io->map.fsize)
         return io->unmappable ? -ENODEV : 0;
     emb__tier_pool_wait(&io->popinflight, NULL);
+    if (end > (int64_t)io->map.len) /* a new mapping: the copies from the old one done */
+        emb__tier_pool_wait(&io->pinflight, NULL);
     const char *base = io->map.base;
     const int e = emb__tier_map_cover(&io->map, io->fd, end);
     io->unmappable = e && e != -ENODATA;
@@ -249,9 +254,22 @@ static bool defer_room(EmbTierIo *io, int64_t n)
     return true;
 }
 
-/* Background reads (a prefetch's): their pages populated on the pool's threads, ranges
-   coalesced in the requests' order (a prefetch's is the file's); the copies wait in io->def
-   for the step (map_drain). Out of memory: copied now. */
+/* Sends the reads @r[0, @n) of the populated part of the mapping to the pool to be copied,
+   from the mapping of now. */
+static void map_send(EmbTierIo *io, EmbTierReq *r, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        r[i].src = io->map.base + r[i].offset;
+    emb__tier_pool_submit(io->fd, &io->pinflight, r, n, true);
+}
+
+/* Background reads (a prefetch's): those in the populated part of the mapping (map_hot)
+   copied on the pool's threads (emb__tier_pool_rw: a guarded copy from r->src), so that the
+   caller goes on computing meanwhile (at 10 % of a 500 k x 64 table, 5 400 copies took
+   4.8 ms of its step: docs/bench/2026-11-28-tier-read-path.md); the others' pages populated
+   on the pool's threads, ranges coalesced in the requests' order (a prefetch's is the
+   file's), their copies waiting in io->def for the step (map_drain). Out of memory: copied
+   now. */
 static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
 {
     emb__tier_pool_wait(&io->popinflight, NULL); /* io->pop may move */
@@ -266,10 +284,16 @@ static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
     }
     const int64_t ps = emb__tier_map_page(), p0 = io->npop;
     int64_t lo = 0, hi = 0; /* the open range */
+    int64_t c0 = 0;         /* reqs[c0, i): copies for the pool, not sent yet */
     for (int64_t i = 0; i < n; i++) {
         EmbTierReq *r = &reqs[i];
-        if (cover(io, r) || r->offset + (int64_t)r->len <= io->hot) {
-            map_read(io, r); /* its error, or its pread; or populated: copied now */
+        const int32_t e = cover(io, r); /* before the hot test: the mapping may move */
+        if (!e && r->offset + (int64_t)r->len <= io->hot)
+            continue;
+        map_send(io, reqs + c0, i - c0);
+        c0 = i + 1;
+        if (e) {
+            map_read(io, r); /* its error, or its pread */
             continue;
         }
         const int64_t a = r->offset / ps * ps, b = (r->offset + r->len + ps - 1) / ps * ps;
@@ -283,6 +307,7 @@ static void map_defer(EmbTierIo *io, EmbTierReq *reqs, int64_t n)
         }
         io->def[io->ndef++] = r;
     }
+    map_send(io, reqs + c0, n - c0);
     if (io->npop > p0)
         io->pop[io->npop - 1].len = (uint32_t)(hi - lo);
     for (int64_t i = p0; i < io->npop; i++) /* the mapping of now (a cover may have moved it) */
@@ -332,10 +357,31 @@ static int pool_join(EmbTierIo *io)
     return r;
 }
 
-/* io_uring when @kind asks for it and the kernel lets us (none: EMB_ENOTSUP), else the
-   pool: AUTO is the pool, measured faster (the file's comment). */
+/*
+ * AUTO: the mapped engine for a file that stays populated (map_hot) with room for its log to
+ * double it, else the pool. Measured (docs/bench/2026-11-28-tier-read-path.md, emb-bench
+ * tier, 500 k x 64 f32 + Adagrad, fresh Zipf ids, prefetch 1, file in the page cache, 2
+ * cores, 3 interleaved rounds): a miss copied from the populated mapping (0.9 us) costs less
+ * than a pread on the pool (2.5 us); the step was faster at 10 and 25 % caches in every
+ * round, at 50 % in one of three (slower in one, inside the runs' spread). A file larger
+ * than that goes to the disk, where the pool's depth (tier_pool.c) reads it fastest
+ * (docs/bench/2026-11-28-tier-2xram.md).
+ */
+static EmbTierIoKind auto_kind(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) || 2 * (int64_t)st.st_size > emb__tier_map_memory() / MAP_HOT_DIV)
+        return EMB_TIER_IO_PREAD;
+    return EMB_TIER_IO_MAP;
+}
+
+/* io_uring when @kind asks for it and the kernel lets us (none: EMB_ENOTSUP), the mapping
+   when asked for (or AUTO's) and the SIGBUS guard can be installed, else the pool. */
 static int choose(EmbTierIo *io, EmbTierIoKind kind)
 {
+    io->autok = kind == EMB_TIER_IO_AUTO;
+    if (io->autok)
+        kind = auto_kind(io->fd);
 #if EMB_HAVE_LIBURING
     if (kind == EMB_TIER_IO_URING && io_uring_queue_init(URING_ENTRIES, &io->ring, 0) == 0) {
         io->kind = EMB_TIER_IO_URING;
@@ -396,6 +442,14 @@ void emb__tier_io_set_fd(EmbTierIo *io, int fd)
     io->unmappable = false;
     io->hot = 0;
     io->fd = fd;
+    if (!io->autok)
+        return;
+    const bool map = auto_kind(fd) == EMB_TIER_IO_MAP;
+    if (map && !io->guarded && !(io->guarded = !emb__tier_guard_acquire()))
+        emb__clear_error(); /* no guard: the pool */
+    if (!map && io->guarded)
+        emb__tier_guard_release(), io->guarded = false;
+    io->kind = io->guarded ? EMB_TIER_IO_MAP : EMB_TIER_IO_PREAD;
 }
 
 int32_t emb__tier_io_rw_fd(int fd, EmbTierReq *r)
@@ -422,7 +476,8 @@ const char *emb__tier_io_name(const EmbTierIo *io)
 static void submit(EmbTierIo *io, EmbTierReq *reqs, int64_t n, bool bg)
 {
     for (int64_t i = 0; i < n; i++)
-        reqs[i].done = 0, reqs[i].res = 0, reqs[i].complete = 0, reqs[i].populate = 0;
+        reqs[i].done = 0, reqs[i].res = 0, reqs[i].complete = 0, reqs[i].populate = 0,
+        reqs[i].src = NULL;
     if (io->kind == EMB_TIER_IO_MAP) {
         map_submit(io, reqs, n, bg);
         return;
@@ -482,8 +537,9 @@ void emb__tier_io_wait_one(EmbTierIo *io, const EmbTierReq *r)
     }
 #endif
     /* the kind first: another engine's requests complete on the pool's threads, under its
-       lock (emb__tier_pool_wait reads them there); a mapped read completes in this thread */
-    if (io->kind == EMB_TIER_IO_MAP && !r->write && !r->complete)
+       lock (emb__tier_pool_wait reads them there), and so does a mapped read copied there
+       (src set by map_defer, in this thread); another mapped read completes in this one */
+    if (io->kind == EMB_TIER_IO_MAP && !r->write && !r->src && !r->complete)
         map_drain(io);
     emb__tier_pool_wait(&io->pinflight, r);
 }

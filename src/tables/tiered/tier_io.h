@@ -4,8 +4,8 @@
  * records of one file, through the process's pool of pread / pwrite threads (one for every
  * table), or io_uring
  * (liburing) for the reads where asked for, or copies from a mapping of the file for the
- * reads (tier_map.c; EMB_TIER_IO=uring|pread|map chooses; auto: the pool, tier_io.c says
- * why). Submitting never fails: a request that cannot be queued waits
+ * reads (tier_map.c; EMB_TIER_IO=uring|pread|map chooses; auto: the mapping for a file small
+ * enough to keep populated, else the pool, tier_io.c says why). Submitting never fails: a request that cannot be queued waits
  * for room. Each request completes with res 0 or a negative errno (-ENODATA: the file
  * ended before the request did).
  *
@@ -28,6 +28,7 @@ typedef struct EmbTierReq {
     uint32_t len;
     uint8_t write;
     uint8_t populate; /* the mapped engine's: MADV_POPULATE_READ of buf (a mapping), len */
+    const char *src;  /* the mapped engine's: a read copied from here (the mapping), guarded */
     int32_t res;   /* set on completion: 0 or -errno */
     uint32_t done; /* bytes done so far (the engine's) */
     uint8_t complete; /* set with res (the engine's; read it through emb__tier_io_wait_one) */
@@ -35,7 +36,7 @@ typedef struct EmbTierReq {
 } EmbTierReq;
 
 typedef enum EmbTierIoKind {
-    EMB_TIER_IO_AUTO = 0,  /* EMB_TIER_IO from the environment, else pread */
+    EMB_TIER_IO_AUTO = 0,  /* EMB_TIER_IO from the environment, else map or pread (tier_io.c) */
     EMB_TIER_IO_URING = 1,
     EMB_TIER_IO_PREAD = 2,
     EMB_TIER_IO_MAP = 3,   /* reads copied from a mapping of the file (tier_map.c) */
@@ -61,6 +62,8 @@ int emb__tier_pool_start(void);
 void emb__tier_pool_stop(void);
 /* The pool's threads now (0: none started). */
 int emb__tier_pool_threads(void);
+/* The pool's threads let run at once now, and through @base the least (tier_pool.c). */
+int emb__tier_pool_limit(int *base);
 /* Queues @n requests on the file @fd, counted in *@inflight (the engine's, under the pool's
    lock); @bg: nobody waits for them yet (wakes one thread, see tier_pool.c). */
 void emb__tier_pool_submit(int fd, int64_t *inflight, EmbTierReq *reqs, int64_t n, bool bg);
@@ -94,6 +97,8 @@ int emb__tier_map_cover(EmbTierMap *m, int fd, int64_t end);
 void emb__tier_map_drop(EmbTierMap *m);
 /* The page size. */
 int64_t emb__tier_map_page(void);
+/* The memory the process may fill: the RAM, or its memory cgroup's limit where lower. */
+int64_t emb__tier_map_memory(void);
 /* MADV_POPULATE_READ of [@addr, +@len) (page-aligned): 0 or -errno (-EFAULT: a page would
    have raised SIGBUS; -EHWPOISON, -ENOMEM...). */
 int32_t emb__tier_populate(const void *addr, size_t len);

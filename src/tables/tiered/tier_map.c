@@ -17,7 +17,10 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -25,6 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "platform.h"
 #include "tables/tiered/tier_io.h"
 
 #ifndef MADV_POPULATE_READ
@@ -128,10 +132,11 @@ void emb__tier_map_drop(EmbTierMap *m)
 
 /*
  * The file's bytes [0, @end) covered: 0, -ENODATA (the file is shorter) or -errno (no mapping
- * of it: the caller reads otherwise). A file that grew is mapped again, at least twice as
- * large as before so that a growing file is remapped a logarithmic number of times (the
- * pages past its end are never touched: end <= fsize is checked first). Nothing may use the
- * old mapping meanwhile (no populate in flight: the caller waited).
+ * of it: the caller reads otherwise). A mapping shorter than @end is replaced by one of the
+ * whole file, at least twice as large as before so that a growing file is remapped a
+ * logarithmic number of times (the pages past its end are never touched: end <= fsize is
+ * checked first). Nothing may use the old mapping then (no populate or copy in flight: the
+ * caller waited, where @end > m->len).
  */
 int emb__tier_map_cover(EmbTierMap *m, int fd, int64_t end)
 {
@@ -140,9 +145,11 @@ int emb__tier_map_cover(EmbTierMap *m, int fd, int64_t end)
         return -errno;
     if (st.st_size < end)
         return -ENODATA;
-    m->fsize = st.st_size;
-    if ((int64_t)m->len >= st.st_size)
+    if ((int64_t)m->len >= end) { /* fsize: what the mapping holds of the file */
+        m->fsize = EMB_MIN((int64_t)st.st_size, (int64_t)m->len);
         return 0;
+    }
+    m->fsize = st.st_size;
     const size_t ps = page_size();
     size_t want = EMB_MAX((size_t)st.st_size, 2 * m->len);
     want = (want + ps - 1) / ps * ps;
@@ -165,4 +172,48 @@ int32_t emb__tier_populate(const void *addr, size_t len)
         e = madvise((void *)(uintptr_t)addr, len, MADV_POPULATE_READ) ? errno : 0;
     while (e == EINTR || e == EAGAIN);
     return e == EINVAL ? 0 : -e; /* EINVAL: a kernel without it; the copy faults instead */
+}
+
+/* ---- the memory a populated mapping may take ------------------------------------------- */
+
+/* The memory limit of the process's own memory cgroup (v2 memory.max, v1
+   memory.limit_in_bytes), or -1 where there is none or it cannot be read: the page cache
+   the mapping holds is charged to the group, so a file populated whole in a group smaller
+   than it would only thrash. */
+static int64_t cgroup_limit(void)
+{
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f)
+        return -1;
+    char line[512], v1[700] = "", v2[700] = "";
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = 0;
+        const char *ctl = c1 + 1, *grp = c2 + 1;
+        if (!*ctl) /* v2 (a hybrid host lists it too: v1's memory line first) */
+            snprintf(v2, sizeof v2, "/sys/fs/cgroup%s/memory.max", grp);
+        else if (strstr(ctl, "memory")) /* v1 (the controller's list may name others) */
+            snprintf(v1, sizeof v1, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", grp);
+    }
+    fclose(f);
+    f = fopen(v1[0] ? v1 : v2, "r");
+    if (!f)
+        return -1;
+    char v[64] = "";
+    const bool ok = fgets(v, sizeof v, f) != NULL;
+    fclose(f);
+    char *end;
+    const long long n = ok ? strtoll(v, &end, 10) : -1;
+    return ok && end != v && n > 0 ? (int64_t)n : -1; /* "max": none */
+}
+
+int64_t emb__tier_map_memory(void)
+{
+    const size_t ram = emb__platform_memory_bytes();
+    int64_t m = ram > (size_t)INT64_MAX ? INT64_MAX : (int64_t)ram;
+    const int64_t g = cgroup_limit();
+    return g > 0 ? EMB_MIN(m, g) : m;
 }
