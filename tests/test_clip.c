@@ -229,6 +229,34 @@ Test(clip, global_norm_same_bits_for_every_strategy_thread_and_split_count, .tim
     }
 }
 
+/* The global norm's pass keeps each column's summed gradient for the apply (clip_norm.c):
+ * a norm that does not bite (factor 1) leaves the step what it is without it, bit for bit,
+ * on every path (the range kernels of tables 0 and 3, the generic loop of the others). */
+Test(clip, global_norm_that_does_not_bite_is_the_step_without_it, .timeout = 120)
+{
+    const EmbOptimizerKind kinds[] = {EMB_OPT_SGD, EMB_OPT_ROWWISE_ADAGRAD, EMB_OPT_ADAM,
+                                      EMB_OPT_ROWWISE_ADAGRAD_COUNTER};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int rowclip = 0; rowclip < 2; rowclip++) {
+            EmbOptimizerConfig c = emb_optimizer_defaults(kinds[k], 0.05f);
+            c.max_row_norm = rowclip ? 0.9f : 0.0f;
+            EmbOptimizerConfig on = c;
+            on.max_global_norm = 1e30f;
+            for (int nth = 1; nth <= 2; nth++) {
+                const EmbStrategyOptions o = {.nthreads = nth, .num_splits = 2 * nth - 1};
+                EmbStrategy *s = NULL;
+                cr_assert_eq(emb_strategy_prealloc_concat(&s, &o), 0);
+                uint64_t want[NT], got[NT];
+                ensemble_steps(c, s, false, want);
+                ensemble_steps(on, s, nth == 2, got);
+                for (int i = 0; i < NT; i++)
+                    cr_assert_eq(got[i], want[i], "kind %d row clip %d nthreads %d: table %d "
+                                 "differs", (int)kinds[k], rowclip, nth, i);
+                emb_strategy_destroy(&s);
+            }
+        }
+}
+
 Test(clip, bad_values_refused_naming_the_field)
 {
     const char *names[] = {"max_gradient", "max_row_norm", "max_global_norm"};
