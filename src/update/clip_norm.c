@@ -55,7 +55,7 @@ static void prefetch_column(const EmbPlan *plan, int64_t d, int64_t d1)
         return;
     const EmbIndexer *ix = plan->ix;
     const size_t bytes = (size_t)plan->table->featuresize * sizeof(float);
-    for (int64_t p = ix->starts[d]; p < ix->starts[d + 1] && p < ix->starts[d] + 2; p++)
+    for (int64_t p = ix->starts[d]; p < ix->starts[d + 1] && p < ix->starts[d] + 4; p++)
         emb__prefetch_rows((const char *)ix->grow[p], bytes);
 }
 
@@ -97,7 +97,7 @@ int emb__clip_sums_reserve(EmbPlan *plan)
     return 0;
 }
 
-enum { NORM_AHEAD = 8 }; /* columns whose gradient rows are prefetched ahead */
+enum { NORM_AHEAD = 16 }; /* columns whose gradient rows are prefetched ahead */
 
 void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch,
                           EmbNormAcc *acc)
