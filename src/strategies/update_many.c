@@ -195,7 +195,7 @@ static void norm_finish(ManyCtx *c)
     const float scale = emb__clip_global_scale(&total, c->opt->cfg.max_global_norm);
     for (int64_t i = 0; i < c->n; i++) {
         c->plans[i].clip_scale = scale;
-        c->plans[i].summed = c->plans[i].clip; /* the norm pass kept the column sums */
+        c->plans[i].summed = c->plans[i].clip && c->plans[i].keep_sums; /* kept sums */
     }
 }
 

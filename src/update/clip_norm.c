@@ -4,9 +4,10 @@
  * column): Σ over every distinct column of the call of its clipped gradient's Σ g², added
  * exactly into an integer accumulator (EmbNormAcc), so the total is the same bits whatever
  * the order of the columns, threads, splits and partitions; then the global factor.
- * The pass keeps each column's summed gradient (the indexer's sum_rows / sum_grow), which
- * the apply reads as a column of one row of coefficient 1 (plan->summed): a column's rows
- * are read and summed once a step, as without the global norm. Above both clip.c (the
+ * The pass keeps each column's summed gradient (the indexer's sum_rows / sum_grow) when
+ * they are fewer than the gradient's source rows (one-hot), which the apply reads as a
+ * column of one row of coefficient 1 (plan->summed): a column's rows are read and summed
+ * once a step, as without the global norm. Above both clip.c (the
  * clipped Σ g²) and plan.c (a column's summed gradient).
  */
 #include <math.h>
@@ -64,7 +65,13 @@ int emb__clip_sums_reserve(EmbPlan *plan)
     EmbIndexer *ix = plan->ix;
     const int32_t D = plan->table->featuresize;
     const int64_t need = EMB_MAX(ix->nrows, ix->ndistinct); /* column indices < nrows */
-    if (need <= ix->sum_cap && D <= ix->sum_d)
+    /* kept when the sums are no more rows than the gradient's source (a bag's output
+       gradient, a sparse row): else (multi-hot bags) writing and reading them back costs
+       more than summing the source's rows, in cache, again */
+    const EmbGrad *g = plan->grad;
+    plan->keep_sums = ix->ndistinct <= (g->kind == EMB_GRAD_SPARSE ? g->sparse.n
+                                                                     : g->batch.nbags);
+    if (!plan->keep_sums || (need <= ix->sum_cap && D <= ix->sum_d))
         return 0;
     const int64_t cap = EMB_MAX(need, ix->sum_cap), d = EMB_MAX(D, ix->sum_d);
     float *rows = emb__aligned_alloc(EMB_ALIGN, (size_t)cap * (size_t)d * sizeof(float));
@@ -111,8 +118,10 @@ void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *sc
         prefetch_column(plan, d, d1);
     for (int64_t d = d0; d < d1; d++) {
         prefetch_column(plan, d + NORM_AHEAD, d1);
-        const float *g = emb__plan_column_grad(plan, d, ix->sum_rows + d * ix->sum_d, tmp);
-        ix->sum_grow[d] = g;
+        float *sum = plan->keep_sums ? ix->sum_rows + d * ix->sum_d : scratch;
+        const float *g = emb__plan_column_grad(plan, d, sum, tmp);
+        if (plan->keep_sums)
+            ix->sum_grow[d] = g;
         acc_add(acc, emb__clip_sumsq(plan, g, row, D));
     }
     acc_normalize(acc); /* each call adds < 2^32 terms per limb before this */

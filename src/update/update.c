@@ -53,7 +53,7 @@ int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad, EmbIndex
         EmbNormAcc acc = {{0}, 0.0};
         emb__clip_norm_range(&plan, 0, ix->ndistinct, ix->scratch, &acc);
         plan.clip_scale = emb__clip_global_scale(&acc, opt->cfg.max_global_norm);
-        plan.summed = plan.clip;
+        plan.summed = plan.clip && plan.keep_sums;
     }
     emb__plan_apply(&plan, 0, ix->ndistinct, ix->scratch);
     if (flags & EMB_UPDATE_NONTEMPORAL)

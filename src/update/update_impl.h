@@ -173,9 +173,10 @@ struct EmbPlan {
        k < EMB_COUNTER_DECAYS, the same bits as computed per row (counter.c) */
     float counter_log_rho;
     float counter_decay[EMB_COUNTER_DECAYS];
-    /* the global norm's pass wrote every column's summed gradient (ix->sum_grow): the
-       apply reads it as a column of one row */
-    bool summed;
+    /* the global norm's pass keeps every column's summed gradient (ix->sum_grow; when the
+       sums are no more rows than the gradient's source: emb__clip_sums_reserve), and once
+       it ran the apply reads them as columns of one row (summed) */
+    bool keep_sums, summed;
 };
 
 /* ---- indexer (indexer.c) --------------------------------------------------------------- */
@@ -359,8 +360,8 @@ const float *emb__clip_grad(const EmbPlan *plan, const float *g, float *out);
 /* Σ g² of @g clipped as emb__clip_grad clips it, the same bits, without writing it (into
    @row: D floats) where it is not row-clipped (clip.c; the global norm's terms). */
 float emb__clip_sumsq(const EmbPlan *plan, const float *g, float *row, int32_t D);
-/* Room in @plan's indexer for the norm pass's column sums (clip_norm.c), before it runs;
-   0 or EMB_ENOMEM (nothing written). */
+/* Whether @plan's norm pass keeps its column sums (plan->keep_sums), and room in its
+   indexer for them (clip_norm.c), before it runs; 0 or EMB_ENOMEM (nothing written). */
 int emb__clip_sums_reserve(EmbPlan *plan);
 /* Adds Σ g² of the element- and row-clipped gradient of distinct columns [d0, d1) of an
    indexed plan into @acc (@scratch: 3 * featuresize floats), and keeps each column's summed
