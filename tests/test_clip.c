@@ -168,6 +168,27 @@ Test(clip, global_norm_over_the_call_matches_a_double_reference)
     }
 }
 
+/* One emb_update_many of @m's recorded gradients under @s (or prepare + commit). */
+static void many_step(EmbStrategy *s, Model *m, bool two_phase)
+{
+    if (two_phase) {
+        cr_assert_eq(emb_update_many_prepare(s, m->opt, m->t, (const EmbGrad *const *)m->g,
+                                             NT, m->ix, 0), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_update_many_commit(s), 0);
+    } else {
+        cr_assert_eq(emb_update_many(s, m->opt, m->t, (const EmbGrad *const *)m->g, NT, m->ix,
+                                     0), 0, "%s", emb_last_error());
+    }
+}
+
+/* Each table's checksum into @sums, then @m freed. */
+static void model_sums_free(Model *m, uint64_t sums[NT])
+{
+    for (int i = 0; i < NT; i++)
+        sums[i] = tu_checksum(m->t[i]);
+    model_free(m);
+}
+
 /* Two steps of the four-table ensemble (every dtype, pooling, max_norm, MAX) under @s
  * (emb_update_many, or prepare + commit with @two_phase): each table's checksum. */
 static void ensemble_steps(EmbOptimizerConfig c, EmbStrategy *s, bool two_phase,
@@ -181,18 +202,9 @@ static void ensemble_steps(EmbOptimizerConfig c, EmbStrategy *s, bool two_phase,
         for (int i = 0; i < NT; i++)
             cr_assert_eq(emb_lookup_backward(m.t[i], &d.b[i], &d.p[i], d.dy[i], dims[i],
                                              m.g[i]), 0, "%s", emb_last_error());
-        if (two_phase) {
-            cr_assert_eq(emb_update_many_prepare(s, m.opt, m.t, (const EmbGrad *const *)m.g,
-                                                 NT, m.ix, 0), 0, "%s", emb_last_error());
-            cr_assert_eq(emb_update_many_commit(s), 0);
-        } else {
-            cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix,
-                                         0), 0, "%s", emb_last_error());
-        }
+        many_step(s, &m, two_phase);
     }
-    for (int i = 0; i < NT; i++)
-        sums[i] = tu_checksum(m.t[i]);
-    model_free(&m);
+    model_sums_free(&m, sums);
 }
 
 Test(clip, global_norm_same_bits_for_every_strategy_thread_and_split_count, .timeout = 120)
@@ -251,18 +263,9 @@ static void onehot_steps(EmbOptimizerConfig c, EmbStrategy *s, bool two_phase, u
             cr_assert_eq(emb_lookup_backward(m.t[i], &b[i], &p, dy[i], dims[i], m.g[i]), 0,
                          "%s", emb_last_error());
         }
-        if (two_phase) {
-            cr_assert_eq(emb_update_many_prepare(s, m.opt, m.t, (const EmbGrad *const *)m.g,
-                                                 NT, m.ix, 0), 0, "%s", emb_last_error());
-            cr_assert_eq(emb_update_many_commit(s), 0);
-        } else {
-            cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix,
-                                         0), 0, "%s", emb_last_error());
-        }
+        many_step(s, &m, two_phase);
     }
-    for (int i = 0; i < NT; i++)
-        sums[i] = tu_checksum(m.t[i]);
-    model_free(&m);
+    model_sums_free(&m, sums);
 }
 
 /* The global norm's pass keeps each column's summed gradient for the apply (clip_norm.c;
