@@ -168,6 +168,27 @@ Test(clip, global_norm_over_the_call_matches_a_double_reference)
     }
 }
 
+/* One emb_update_many of @m's recorded gradients under @s (or prepare + commit). */
+static void many_step(EmbStrategy *s, Model *m, bool two_phase)
+{
+    if (two_phase) {
+        cr_assert_eq(emb_update_many_prepare(s, m->opt, m->t, (const EmbGrad *const *)m->g,
+                                             NT, m->ix, 0), 0, "%s", emb_last_error());
+        cr_assert_eq(emb_update_many_commit(s), 0);
+    } else {
+        cr_assert_eq(emb_update_many(s, m->opt, m->t, (const EmbGrad *const *)m->g, NT, m->ix,
+                                     0), 0, "%s", emb_last_error());
+    }
+}
+
+/* Each table's checksum into @sums, then @m freed. */
+static void model_sums_free(Model *m, uint64_t sums[NT])
+{
+    for (int i = 0; i < NT; i++)
+        sums[i] = tu_checksum(m->t[i]);
+    model_free(m);
+}
+
 /* Two steps of the four-table ensemble (every dtype, pooling, max_norm, MAX) under @s
  * (emb_update_many, or prepare + commit with @two_phase): each table's checksum. */
 static void ensemble_steps(EmbOptimizerConfig c, EmbStrategy *s, bool two_phase,
@@ -181,18 +202,9 @@ static void ensemble_steps(EmbOptimizerConfig c, EmbStrategy *s, bool two_phase,
         for (int i = 0; i < NT; i++)
             cr_assert_eq(emb_lookup_backward(m.t[i], &d.b[i], &d.p[i], d.dy[i], dims[i],
                                              m.g[i]), 0, "%s", emb_last_error());
-        if (two_phase) {
-            cr_assert_eq(emb_update_many_prepare(s, m.opt, m.t, (const EmbGrad *const *)m.g,
-                                                 NT, m.ix, 0), 0, "%s", emb_last_error());
-            cr_assert_eq(emb_update_many_commit(s), 0);
-        } else {
-            cr_assert_eq(emb_update_many(s, m.opt, m.t, (const EmbGrad *const *)m.g, NT, m.ix,
-                                         0), 0, "%s", emb_last_error());
-        }
+        many_step(s, &m, two_phase);
     }
-    for (int i = 0; i < NT; i++)
-        sums[i] = tu_checksum(m.t[i]);
-    model_free(&m);
+    model_sums_free(&m, sums);
 }
 
 Test(clip, global_norm_same_bits_for_every_strategy_thread_and_split_count, .timeout = 120)
@@ -227,6 +239,65 @@ Test(clip, global_norm_same_bits_for_every_strategy_thread_and_split_count, .tim
                 emb_strategy_destroy(&s);
             }
     }
+}
+
+/* Two update_many steps of one-hot batches (24 bags, hot ids repeat: fewer distinct
+ * columns than bags, so the global norm's pass keeps its sums) on the ensemble's tables:
+ * their checksums. */
+static void onehot_steps(EmbOptimizerConfig c, EmbStrategy *s, bool two_phase, uint64_t sums[NT])
+{
+    Model m;
+    model_init(&m, c);
+    uint64_t seed = 77;
+    for (int step = 0; step < 2; step++) {
+        int64_t ids[NT][24];
+        float dy[NT][24 * 64];
+        EmbBatch b[NT];
+        const EmbPooling p = {.combiner = (EmbCombiner)1};
+        for (int i = 0; i < NT; i++) {
+            for (int k = 0; k < 24; k++)
+                ids[i][k] = (int64_t)(tu_rand(&seed) % 9);
+            for (int k = 0; k < 24 * dims[i]; k++)
+                dy[i][k] = tu_randf(&seed);
+            b[i] = (EmbBatch){.ids = ids[i], .nnz = 24, .nbags = 24, .bag_size = 1};
+            cr_assert_eq(emb_lookup_backward(m.t[i], &b[i], &p, dy[i], dims[i], m.g[i]), 0,
+                         "%s", emb_last_error());
+        }
+        many_step(s, &m, two_phase);
+    }
+    model_sums_free(&m, sums);
+}
+
+/* The global norm's pass keeps each column's summed gradient for the apply (clip_norm.c;
+ * one-hot batches) or not (the ensemble's multi-hot bags): a norm that does not bite
+ * (factor 1) leaves the step what it is without it, bit for bit, on every path (the range
+ * kernels of the f32 tables, the generic loop of the others). */
+Test(clip, global_norm_that_does_not_bite_is_the_step_without_it, .timeout = 120)
+{
+    const EmbOptimizerKind kinds[] = {EMB_OPT_SGD, EMB_OPT_ROWWISE_ADAGRAD, EMB_OPT_ADAM,
+                                      EMB_OPT_ROWWISE_ADAGRAD_COUNTER};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int rowclip = 0; rowclip < 2; rowclip++) {
+            EmbOptimizerConfig c = emb_optimizer_defaults(kinds[k], 0.05f);
+            c.max_row_norm = rowclip ? 0.9f : 0.0f;
+            EmbOptimizerConfig on = c;
+            on.max_global_norm = 1e30f;
+            for (int nth = 1; nth <= 2; nth++) {
+                const EmbStrategyOptions o = {.nthreads = nth, .num_splits = 2 * nth - 1};
+                EmbStrategy *s = NULL;
+                cr_assert_eq(emb_strategy_prealloc_concat(&s, &o), 0);
+                uint64_t want[NT], got[NT];
+                for (int onehot = 0; onehot < 2; onehot++) {
+                    (onehot ? onehot_steps : ensemble_steps)(c, s, false, want);
+                    (onehot ? onehot_steps : ensemble_steps)(on, s, nth == 2, got);
+                    for (int i = 0; i < NT; i++)
+                        cr_assert_eq(got[i], want[i], "kind %d row clip %d nthreads %d one-hot "
+                                     "%d: table %d differs", (int)kinds[k], rowclip, nth,
+                                     onehot, i);
+                }
+                emb_strategy_destroy(&s);
+            }
+        }
 }
 
 Test(clip, bad_values_refused_naming_the_field)

@@ -193,8 +193,10 @@ static void norm_finish(ManyCtx *c)
         emb__norm_acc_merge(&total, acc);
     }
     const float scale = emb__clip_global_scale(&total, c->opt->cfg.max_global_norm);
-    for (int64_t i = 0; i < c->n; i++)
+    for (int64_t i = 0; i < c->n; i++) {
         c->plans[i].clip_scale = scale;
+        c->plans[i].summed = c->plans[i].clip && c->plans[i].keep_sums; /* kept sums */
+    }
 }
 
 static void chunk_task(void *vctx, int64_t task, int thread)
@@ -298,6 +300,8 @@ static int prepare_rest(ManyCtx *c)
     if (emb__strategy_reserve(c->s, NORM_ACC_OFFSET(c->dmax) + sizeof(EmbNormAcc)))
         return emb__fail(EMB_ENOMEM, "out of memory for update scratch");
     int r = plan_all(c->opt, c->plans, c->n, c->flags);
+    for (int64_t i = 0; i < c->n && !r && global_norm(c); i++)
+        r = emb__clip_sums_reserve(&c->plans[i]);
     int64_t prepared = 0;
     for (; prepared < c->n && !r; prepared++) /* every table prepared before any commit */
         r = emb__plan_rows_prepare(&c->plans[prepared]);

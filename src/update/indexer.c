@@ -52,6 +52,10 @@ void emb_indexer_destroy(EmbIndexer **pix)
     free(ix->maxid);
     free(ix->maxval);
     emb__aligned_free(ix->scratch);
+    emb__aligned_free(ix->sum_rows);
+    free(ix->sum_grow);
+    free(ix->sum_starts);
+    free(ix->sum_coef);
     free(ix);
     *pix = NULL;
 }

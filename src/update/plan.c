@@ -182,6 +182,8 @@ static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
 static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
 {
     const EmbIndexer *ix = plan->ix;
+    if (plan->summed)
+        return ix->sum_grow[d];
     const int32_t D = plan->table->featuresize;
     const int64_t p0 = ix->starts[d], p1 = ix->starts[d + 1];
     if (plan->max_norm) {
@@ -343,7 +345,9 @@ static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
         const EmbRowsArgs a = {.data = t->data, .col_stride = (int64_t)t->stride,
                                .state = st ? st->data : NULL,
                                .state_stride = st ? (int64_t)st->stride : 0, .ids = ix->ids,
-                               .starts = ix->starts, .grow = ix->grow, .gcoef = ix->gcoef,
+                               .starts = plan->summed ? ix->sum_starts : ix->starts,
+                               .grow = plan->summed ? ix->sum_grow : ix->grow,
+                               .gcoef = plan->summed ? ix->sum_coef : ix->gcoef,
                                .d0 = d0, .d1 = d1, .pf_dist = PREFETCH_AHEAD,
                                .lr = plan->params.lr, .params = &plan->params,
                                .clip = plan->clip ? &clip : NULL,

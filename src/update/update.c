@@ -42,6 +42,8 @@ int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad, EmbIndex
     r = r ? r : indexer_scratch(ix, table->featuresize);
     EmbOptState *st = NULL;
     r = r ? r : emb__optimizer_state(opt, table, &st);
+    if (opt->cfg.max_global_norm > 0.0f)
+        r = r ? r : emb__clip_sums_reserve(&plan);
     r = r ? r : emb__plan_rows_prepare(&plan);
     if (r)
         return r;
@@ -51,6 +53,7 @@ int emb_update(EmbOptimizer *opt, EmbTable *table, const EmbGrad *grad, EmbIndex
         EmbNormAcc acc = {{0}, 0.0};
         emb__clip_norm_range(&plan, 0, ix->ndistinct, ix->scratch, &acc);
         plan.clip_scale = emb__clip_global_scale(&acc, opt->cfg.max_global_norm);
+        plan.summed = plan.clip && plan.keep_sums;
     }
     emb__plan_apply(&plan, 0, ix->ndistinct, ix->scratch);
     if (flags & EMB_UPDATE_NONTEMPORAL)

@@ -102,6 +102,16 @@ struct EmbIndexer {
     /* emb_update's scratch: three rows of the largest feature size */
     float *scratch;
     int32_t scratch_d;
+    /* the global norm's pass (clip_norm.c): each distinct column's summed gradient, for
+       the apply to read instead of summing its rows again. Per column index d < sum_cap:
+       sum_grow[d] is the sum (in sum_rows + d * sum_d) or the column's one row in place,
+       sum_starts[d] = d and sum_coef[d] = 1 (a column of one row, coefficient 1) */
+    float *sum_rows;
+    const void **sum_grow;
+    int64_t *sum_starts;
+    float *sum_coef;
+    int64_t sum_cap;
+    int32_t sum_d;
 };
 
 /* Per-table optimizer state. */
@@ -163,6 +173,10 @@ struct EmbPlan {
        k < EMB_COUNTER_DECAYS, the same bits as computed per row (counter.c) */
     float counter_log_rho;
     float counter_decay[EMB_COUNTER_DECAYS];
+    /* the global norm's pass keeps every column's summed gradient (ix->sum_grow; when the
+       sums are no more rows than the gradient's source: emb__clip_sums_reserve), and once
+       it ran the apply reads them as columns of one row (summed) */
+    bool keep_sums, summed;
 };
 
 /* ---- indexer (indexer.c) --------------------------------------------------------------- */
@@ -353,8 +367,13 @@ const float *emb__clip_grad(const EmbPlan *plan, const float *g, float *out);
 /* Σ g² of @g clipped as emb__clip_grad clips it, the same bits, without writing it (into
    @row: D floats) where it is not row-clipped (clip.c; the global norm's terms). */
 float emb__clip_sumsq(const EmbPlan *plan, const float *g, float *row, int32_t D);
+/* Whether @plan's norm pass keeps its column sums (plan->keep_sums), and room in its
+   indexer for them (clip_norm.c), before it runs; 0 or EMB_ENOMEM (nothing written). */
+int emb__clip_sums_reserve(EmbPlan *plan);
 /* Adds Σ g² of the element- and row-clipped gradient of distinct columns [d0, d1) of an
-   indexed plan into @acc (@scratch: 3 * featuresize floats); nothing without clipping. */
+   indexed plan into @acc (@scratch: 3 * featuresize floats), and keeps each column's summed
+   gradient for the apply (ix->sum_grow; emb__clip_sums_reserve first); nothing without
+   clipping. */
 void emb__clip_norm_range(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch,
                           EmbNormAcc *acc);
 /* @dst += @src. */

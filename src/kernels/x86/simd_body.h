@@ -887,8 +887,8 @@ EMB_INLINE void rowwise_rows_body(const EmbRowsArgs *a, const int32_t N, const E
     const float lr = a->params->lr, eps = a->params->eps;
     RowsClip rc;
     rows_clip_init(a, &rc);
-    /* the state row: h, or with a rate (the counter) h, prev_iter, counter: 12 bytes, one
-       row in eight across two lines, both prefetched */
+    /* the state row: h, or with a rate (the counter) h, prev_iter, counter: 12 bytes in a
+       16-byte stride (emb__column_stride aligns a 12-byte row to 16), one line, prefetched */
     const int32_t sbytes = a->rate ? (int32_t)EMB_MIN(a->state_stride, 64) : (int32_t)sizeof(float);
     for (int64_t d = a->d0; d < a->d1; d++) {
         rows_prefetch(a, d, N * esize(dt), sbytes);
