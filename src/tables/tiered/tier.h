@@ -55,7 +55,7 @@
 
 #define SP_BLOCK 64         /* scratch rows per block */
 #define TIER_SP_PINNED 0x80 /* a scratch row's flag: pinned by the operation */
-#define TIER_SP_WB 0x40     /* a parked row's write-back is in flight (x->pfw, x->lkw) */
+#define TIER_SP_WB 0x40     /* a prefetch's write-back of the row is in flight (x->pfw) */
 /* A row a prefetch read into the scratch pad (its set had no slot it could take: admission
    or protection said no), kept for the lookup of its batch, which takes it (tier_resolve.c:
    into the cache when the lookup's own victim choice admits it) instead of reading it
@@ -93,8 +93,7 @@ typedef struct TierScratch {
 #define TIER_LOG_SYNC 0 /* the staging of writes waited for in the call (resolve, release, flush) */
 #define TIER_LOG_BG 1   /* of the prefetch's write-backs (settled by emb__tier_pf_settle) */
 #define TIER_LOG_MOVE 2 /* of a compaction's appends (settled by a later emb__tier_log_compact) */
-#define TIER_LOG_LOOKUP 3 /* of a resolve's parked victims (x->lkw, settled by emb__tier_pf_settle) */
-#define TIER_LOG_STAGES 4
+#define TIER_LOG_STAGES 3
 #define TIER_LOG_VICTIMS 2 /* segments compacted at once at most (each read whole) */
 typedef struct TierLog {
     uint32_t *loc;       /* per row: 0 its home, else 1 + its log slot (the newest copy) */
@@ -170,8 +169,6 @@ typedef struct Tier {
     int64_t npf, pf_cap;
     EmbTierReq *pfw;     /* the prefetch's write-backs of parked dirty victims in flight */
     int64_t npfw, pfw_cap;
-    EmbTierReq *lkw;     /* a resolve's write-backs of its parked dirty victims in flight */
-    int64_t nlkw, lkw_cap;
     EmbTieredStats st;
     TierLog lg;
     char label[96];      /* the table's label for messages */
@@ -371,9 +368,6 @@ int emb__tier_rq_room(Tier *x, int64_t n);
 bool emb__tier_wb_park(Tier *x, int64_t v, EmbTierReq *q, uint8_t flags);
 /* Settles the prefetch's reads and parked writes once all are done (with @wait: waits). */
 void emb__tier_pf_settle(Tier *x, bool wait);
-/* Waits for the last resolve's write-backs of its parked victims (x->lkw) and settles them:
-   each parked row clean, or dirty to retry. */
-void emb__tier_wb_await(Tier *x);
 /* Waits for the prefetch's read into slot @s and settles that slot alone. */
 void emb__tier_pf_wait_slot(Tier *x, int64_t s);
 /* Writes back the scratch pad's unpinned dirty rows, drops its clean unpinned ones: the

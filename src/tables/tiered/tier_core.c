@@ -71,7 +71,6 @@ void emb__tier_fini(Tier *x)
     emb__tier_log_free(&x->lg);
     emb__tier_close_file(x);
     free(x->path), free(x->pinned), free(x->rq), free(x->pf), free(x->pf_order), free(x->pfw);
-    free(x->lkw);
     free(x->wslot), free(x->br), free(x->brow), free(x->step_uid), free(x->step_urow);
     free(x->mrow);
     for (int i = 0; i < TIER_DEDUPS; i++)

@@ -355,9 +355,7 @@ void emb__tier_log_compact(Tier *x)
     const int64_t t0 = emb__tier_now_ns();
     /* a step only where no prefetch read is in flight (of a slot the map is about to move,
        whose segment could then be recycled); each step waits for its own I/O, which a
-       resolve's I/O may have passed in the pool's queue (tier_pool.c). A resolve's appends
-       in flight (x->lkw) do not stop it: their map entries are settled after or before
-       the moves', and a move of a row rewritten meanwhile is dropped (settle's @cold). */
+       resolve's I/O may have passed in the pool's queue (tier_pool.c) */
     const bool quiet = !x->npf && !x->npfw;
     if (!lg->cnv)
         compact_start(x);

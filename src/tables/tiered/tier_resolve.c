@@ -63,7 +63,7 @@ static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0, int64_t *ahead)
     }
     /* a parked row whose write-back is in flight (TIER_SP_WB) is handed out at once: the
        write is from its staged copy (emb__tier_log_submit), and a row written meanwhile
-       stays dirty past its settle (settle_parked), to be written again */
+       stays dirty past its settle (emb__tier_pf_settle), to be written again */
     if (k >= 0 && (x->sp.flags[k] & TIER_SP_PF))
         *ahead = k;
     if (k < 0 || *ahead >= 0)
@@ -140,38 +140,6 @@ static char *place(Tier *x, int64_t id, uint8_t dirty, EmbTierReq *w, int64_t *n
 }
 
 
-/* Room for @n write-backs in flight in x->lkw (none is): false when there is no memory. */
-static bool lkw_room(Tier *x, int64_t n)
-{
-    if (n <= x->lkw_cap)
-        return true;
-    EmbTierReq *p = realloc(x->lkw, (size_t)n * sizeof *p);
-    if (!p)
-        return false;
-    x->lkw = p, x->lkw_cap = n;
-    return true;
-}
-
-/* Waits for the resolve's write-backs in flight (x->lkw) and settles them into @w (the
-   same @nw requests, with their results): the rows parked are no longer being written. */
-static void settle_lookup_writes(Tier *x, EmbTierReq *w, int64_t nw)
-{
-    emb__tier_log_wait(x, TIER_LOG_LOOKUP);
-    emb__tier_log_settle(x, x->lkw, nw, TIER_LOG_LOOKUP);
-    x->nlkw = 0;
-    for (int64_t i = 0; i < nw; i++) {
-        w[i].res = x->lkw[i].res;
-        x->st.rows_written += !w[i].res;
-        const int64_t k = emb__tier_sp_find(&x->sp, w[i].tag);
-        if (k >= 0)
-            x->sp.flags[k] &= (uint8_t)~TIER_SP_WB;
-    }
-}
-
-static int resolve_sync(Tier *x, EmbTierReq *w, int64_t nw, EmbTierReq *rd, int64_t nr,
-                        int64_t mark, int64_t sp0, uint8_t d);
-static int resolve_done(Tier *x, const EmbTierReq *rd, int64_t nr, uint8_t d);
-
 /* Resolves and pins the rows of @ids into @rows (NULL: not handed out); with @dirty they
    are marked dirty as they are found or read (an UPDATE: one pass, no second find).
    @hint (NULL: none): each id's slot when its prefetch found or gave it one (hit()). */
@@ -181,7 +149,6 @@ int emb__tier_resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows
     const uint8_t d = dirty ? EMB_TIER_DIRTY : 0;
     if (emb__tier_pin_room(x, n) || emb__tier_rq_room(x, 2 * n))
         return emb__fail(EMB_ENOMEM, "%s: out of memory for %lld rows", x->label, (long long)n);
-    emb__tier_wb_await(x); /* a former resolve's write-backs: their staging is this one's */
     const int64_t mark = x->npinned, sp0 = x->sp.n;
     EmbTierReq *w = x->rq, *rd = x->rq + n;
     int64_t nw = 0, nr = 0;
@@ -214,32 +181,6 @@ int emb__tier_resolve_locked(Tier *x, const int64_t *ids, int64_t n, char **rows
         return cut;
     }
     x->st.misses += nr;
-    if (nw && !lkw_room(x, nw))
-        return resolve_sync(x, w, nw, rd, nr, mark, sp0, d);
-    /* the parked copies appended in the background, with the reads, settled at a later
-       call (emb__tier_pf_settle); the rows stay found in the scratch pad meanwhile */
-    memcpy(x->lkw, w, (size_t)nw * sizeof *w);
-    emb__tier_log_submit(x, x->lkw, nw, TIER_LOG_LOOKUP, true);
-    for (int64_t i = 0; i < nw; i++)
-        x->sp.flags[emb__tier_sp_find(&x->sp, w[i].tag)] |= TIER_SP_WB;
-    x->nlkw = nw;
-    emb__tier_io_run(x->io, rd, nr);
-    if (emb__tier_any_failed(rd, nr) || emb__tier_any_failed(x->lkw, nw)) {
-        /* the victims go back to their slots: their writes are waited for first */
-        settle_lookup_writes(x, w, nw);
-        const int r = emb__tier_any_failed(w, nw) ? emb__tier_io_fail(x, w, nw, "writing back")
-                                                  : emb__tier_io_fail(x, rd, nr, "reading");
-        resolve_undo(x, w, nw, rd, nr, mark, sp0);
-        return r;
-    }
-    emb__tier_pf_settle(x, false);
-    return resolve_done(x, rd, nr, d);
-}
-
-/* resolve_locked's I/O, waited for in the call (no memory to keep the writes in flight). */
-static int resolve_sync(Tier *x, EmbTierReq *w, int64_t nw, EmbTierReq *rd, int64_t nr,
-                        int64_t mark, int64_t sp0, uint8_t d)
-{
     emb__tier_log_submit(x, w, nw, TIER_LOG_SYNC, false); /* the parked copies, with the reads */
     emb__tier_io_run(x->io, rd, nr);
     emb__tier_log_wait(x, TIER_LOG_SYNC);
@@ -252,12 +193,6 @@ static int resolve_sync(Tier *x, EmbTierReq *w, int64_t nw, EmbTierReq *rd, int6
         resolve_undo(x, w, nw, rd, nr, mark, sp0);
         return r;
     }
-    return resolve_done(x, rd, nr, d);
-}
-
-/* The end of a resolve whose reads succeeded: the slots read become valid. */
-static int resolve_done(Tier *x, const EmbTierReq *rd, int64_t nr, uint8_t d)
-{
     for (int64_t i = 0; i < nr; i++)
         if (emb__tier_in_cache(x, rd[i].buf))
             x->cache.slots[emb__tier_slot_of(x, rd[i].buf)].flags = EMB_TIER_VALID | d;

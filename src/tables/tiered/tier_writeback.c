@@ -64,41 +64,27 @@ static void pf_settle_scratch(Tier *x, const EmbTierReq *q)
     x->st.rows_read += !q->res;
 }
 
-/* Settles the parked rows' write-backs @w (@n; staged in buffer @which), waited for:
-   each row clean, or dirty to retry (x->wb_failed). */
-static void settle_parked(Tier *x, EmbTierReq *w, int64_t *n, int which)
-{
-    emb__tier_log_wait(x, which);
-    emb__tier_log_settle(x, w, *n, which);
-    for (int64_t i = 0; i < *n; i++) {
-        const int64_t k = emb__tier_sp_find(&x->sp, w[i].tag);
-        if (k < 0)
-            continue; /* cannot happen: a parked row stays until its write is settled */
-        x->sp.flags[k] &= (uint8_t)~TIER_SP_WB;
-        x->sp.flags[k] |= w[i].res ? EMB_TIER_DIRTY : 0;
-        x->wb_failed |= w[i].res != 0;
-        x->st.rows_written += !w[i].res;
-    }
-    *n = 0;
-}
-
-void emb__tier_wb_await(Tier *x)
-{
-    if (x->nlkw)
-        settle_parked(x, x->lkw, &x->nlkw, TIER_LOG_LOOKUP);
-}
-
 /* Settles the prefetch's reads once they are all done (with @wait, waits for them, and
-   for its and the last resolve's write-backs; not for a compaction's reads): each slot
-   becomes valid, or free when its read failed (a resolve reads it again and reports). */
+   for its write-backs; not for a compaction's reads): each slot becomes valid, or free when
+   its read failed (a resolve reads it again and reports). */
 void emb__tier_pf_settle(Tier *x, bool wait)
 {
-    if ((!x->npf && !x->npfw && !x->nlkw) || (!wait && emb__tier_io_pending(x->io)))
+    if ((!x->npf && !x->npfw) || (!wait && emb__tier_io_pending(x->io)))
         return;
     for (int64_t i = 0; i < x->npf; i++)
         emb__tier_io_wait_one(x->io, &x->pf[i]);
-    settle_parked(x, x->pfw, &x->npfw, TIER_LOG_BG);
-    settle_parked(x, x->lkw, &x->nlkw, TIER_LOG_LOOKUP);
+    emb__tier_log_wait(x, TIER_LOG_BG);
+    emb__tier_log_settle(x, x->pfw, x->npfw, TIER_LOG_BG);
+    for (int64_t i = 0; i < x->npfw; i++) { /* parked victims: clean, or dirty to retry */
+        const int64_t k = emb__tier_sp_find(&x->sp, x->pfw[i].tag);
+        if (k < 0)
+            continue; /* cannot happen: a parked row stays until its write is settled */
+        x->sp.flags[k] &= (uint8_t)~TIER_SP_WB;
+        x->sp.flags[k] |= x->pfw[i].res ? EMB_TIER_DIRTY : 0;
+        x->wb_failed |= x->pfw[i].res != 0;
+        x->st.rows_written += !x->pfw[i].res;
+    }
+    x->npfw = 0;
     for (int64_t i = 0; i < x->npf; i++) {
         if (!emb__tier_in_cache(x, x->pf[i].buf)) {
             pf_settle_scratch(x, &x->pf[i]);
@@ -194,10 +180,8 @@ int emb__tier_wb_retry(Tier *x)
               : emb__fail(EMB_ENOMEM, "%s: out of memory for a write-back", x->label);
 }
 
-/* Ends the operation: waits for its resolves' write-backs (in flight since the resolve:
-   for a held step, during its backward and update), unpins its rows (with release_pending,
-   only those pinned before the update's commit: column() calls since then may belong to the
-   next operation). */
+/* Ends the operation: unpins its rows (with release_pending, only those pinned before the
+   update's commit: column() calls since then may belong to the next operation). */
 void emb__tier_release_locked(Tier *x)
 {
     const int64_t upto = x->release_pending ? x->release_mark : x->npinned;
@@ -206,7 +190,6 @@ void emb__tier_release_locked(Tier *x)
     x->held = false;
     x->step_nd = -1;
     x->nbr = x->nbrow = 0;
-    emb__tier_wb_await(x); /* the resolves' write-backs: a failed one retried just below */
     emb__tier_pf_settle(x, false);
     const int64_t rest = x->npinned - upto;
     emb__tier_unpin_from(x, 0, upto);
