@@ -57,13 +57,12 @@ static char *hit(Tier *x, int64_t id, uint8_t dirty, int64_t s0, int64_t *ahead)
         return emb__tier_cache_row(&x->cache, s);
     }
     int64_t k = emb__tier_sp_find(&x->sp, id);
-    if (k >= 0 && (x->sp.flags[k] & EMB_TIER_LOADING)) { /* a row a prefetch is reading */
+    if (k >= 0 && (x->sp.flags[k] & (TIER_SP_WB | EMB_TIER_LOADING))) {
+        /* a row a prefetch parked, its write-back still in flight from these bytes (the
+           caller may write the row, so that write completes first), or one it is reading */
         emb__tier_pf_settle(x, true);
         k = emb__tier_sp_find(&x->sp, id);
     }
-    /* a parked row whose write-back is in flight (TIER_SP_WB) is handed out at once: the
-       write is from its staged copy (emb__tier_log_submit), and a row written meanwhile
-       stays dirty past its settle (emb__tier_pf_settle), to be written again */
     if (k >= 0 && (x->sp.flags[k] & TIER_SP_PF))
         *ahead = k;
     if (k < 0 || *ahead >= 0)
