@@ -308,24 +308,27 @@ static void compact_move(Tier *x)
         emb__tier_io_wait_one(x->io, &lg->crd[i]); /* done already: its result read */
         m += lg->live[lg->cseg[i]];
     }
-    uint8_t *victim = calloc((size_t)lg->nseg, 1);
     int64_t k = 0;
-    if (victim && m && move_room(lg, m) && !emb__tier_any_failed(lg->crd, lg->cnv)) {
+    if (m && move_room(lg, m) && !emb__tier_any_failed(lg->crd, lg->cnv)) {
+        /* the victims' live records: one scan of the map, a row's entry compared with each
+           victim's range of slots (no division a row: the scan is the map's bytes read) */
+        uint64_t lo[VICTIMS];
         for (int i = 0; i < lg->cnv; i++)
-            victim[lg->cseg[i]] = (uint8_t)(1 + i); /* its buffer, plus one */
-        for (int64_t r = 0; r < x->nrows && k < m; r++) { /* the victims' live records */
-            const uint32_t l = lg->loc[r];
-            const int64_t s = l ? seg_of(lg, l - 1) : 0;
-            if (l && victim[s]) {
-                lg->cold[k] = l;
-                lg->cq[k++] = (EmbTierReq){.buf = lg->cbuf + (victim[s] - 1) * segb +
-                                                  (int64_t)(l - 1 - s * lg->seg_recs) * rb,
+            lo[i] = (uint64_t)(lg->cseg[i] * lg->seg_recs) + 1; /* map entries are slot + 1 */
+        const uint64_t span = (uint64_t)lg->seg_recs;
+        for (int64_t r = 0; r < x->nrows && k < m; r++) {
+            const uint64_t l = lg->loc[r];
+            for (int i = 0; i < lg->cnv; i++) {
+                if (l - lo[i] >= span) /* (0, no copy, wraps past every range) */
+                    continue;
+                lg->cold[k] = (uint32_t)l;
+                lg->cq[k++] = (EmbTierReq){.buf = lg->cbuf + i * segb + (int64_t)(l - lo[i]) * rb,
                                            .len = (uint32_t)rb, .write = 1, .tag = r};
+                break;
             }
         }
         emb__tier_log_submit(x, lg->cq, k, TIER_LOG_MOVE, true); /* copied to its staging */
     }
-    free(victim);
     lg->ncq = k, lg->moving = true;
 }
 
