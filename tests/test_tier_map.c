@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -196,6 +197,55 @@ Test(tier_map, a_file_cut_while_the_pool_copies_fails_reads_with_eio, .init = se
     cr_assert(!other && ok + eio == 2 * N, "ok %d, eio %d, other %d", ok, eio, other);
     cr_assert_geq(eio, N, "ok %d, eio %d: the second pass reads a file of nothing", ok, eio);
     cr_assert(after.sa_handler == before.sa_handler, "the SIGBUS handler was not restored");
+}
+
+/* The fault hook cuts the file at its first call: on the pool's thread, after the batch was
+   submitted (and checked against the file's size) and before its first copy. */
+enum { CUT = 2 * 4096 + 1000 }; /* inside the mapping's third page: records 91.. past it */
+static int cut_fd = -1;
+static atomic_int cut_done;
+
+static int cut_once(const EmbTierReq *r)
+{
+    (void)r;
+    if (!atomic_exchange(&cut_done, 1) && ftruncate(cut_fd, CUT))
+        return -EIO;
+    return 0;
+}
+
+Test(tier_map, a_file_cut_inside_a_page_after_the_submit_never_reads_zeros, .init = setup,
+     .fini = teardown)
+{
+    struct sigaction before, after;
+    sigaction(SIGBUS, NULL, &before);
+    EmbTierIo *io = NULL;
+    cut_fd = fill("cutin", &io);
+    enum { LO = 80, HI = 120 };
+    static char dst[HI - LO][L];
+    static EmbTierReq q[HI - LO];
+    for (int i = LO; i < HI; i++)
+        q[i - LO] = (EmbTierReq){.buf = dst[i - LO], .offset = (int64_t)i * L, .len = L, .tag = i};
+    emb__tier_io_run(io, q, 1); /* mapped and populated */
+    atomic_store(&cut_done, 0);
+    emb__tier_io_set_fault(cut_once);
+    emb__tier_io_submit_background(io, q, HI - LO);
+    emb__tier_io_wait(io);
+    emb__tier_io_set_fault(NULL);
+    emb__tier_io_destroy(&io);
+    close(cut_fd);
+    sigaction(SIGBUS, NULL, &after);
+    cr_assert(after.sa_handler == before.sa_handler, "the SIGBUS handler was not restored");
+    cr_assert(atomic_load(&cut_done), "the file was not cut");
+    for (int i = LO; i < HI; i++) {
+        const EmbTierReq *r = &q[i - LO];
+        if (r->offset + L <= CUT)
+            cr_assert(!r->res && is_rec(dst[i - LO], i), "record %d before the cut: %d", i,
+                      r->res);
+        else
+            cr_assert(r->res == -ENODATA || r->res == -EIO,
+                      "record %d past the cut read as a row (res %d): zeros taken for data", i,
+                      r->res);
+    }
 }
 
 enum { ROWS = 4096, D = 12 };

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,6 +148,23 @@ int64_t emb__tier_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* A chunk's copies from the mapping (src) checked against the file's size after they were
+   made, once a chunk: a file cut by someone else since their submit (tier_io.c checks it
+   there) reads zeros inside the mapping's last page, so those copies fail with -ENODATA, as
+   a pread's would, and are not taken as rows. */
+static void cut_copies(int fd, EmbTierReq *r, int64_t k)
+{
+    struct stat st;
+    int64_t i = 0;
+    while (i < k && !(r[i].src && !r[i].res))
+        i++;
+    if (i == k || fstat(fd, &st))
+        return;
+    for (; i < k; i++)
+        if (r[i].src && !r[i].res && r[i].offset + (int64_t)r[i].len > (int64_t)st.st_size)
+            r[i].res = -ENODATA, r[i].done = 0;
+}
+
 /* The reads of a chunk told where they went (pool.mu held): mostly slow (the disk) lets one
    more thread run, all fast (the page cache) one less, down to pool.base. */
 static void adapt(int64_t reads, int64_t slow)
@@ -180,6 +198,7 @@ static void run_chunk(EmbTierReq *r, int64_t k, const PoolBatch *b, bool own)
         if (s && bg && i == 0)
             pthread_cond_signal(&pool.work); /* one may be missed: the depth grows later */
     }
+    cut_copies(fd, r, k);
     pthread_mutex_lock(&pool.mu);
     for (int64_t i = 0; i < k; i++)
         r[i].complete = 1;
