@@ -7,6 +7,7 @@
  */
 #include "dtype.h"
 #include "tables/table_impl.h"
+#include "update/column.h"
 #include "update/update_impl.h"
 
 void emb__plan_lowp(const EmbOptimizerConfig *c, EmbPlan *plan, EmbDtype *cdt)
@@ -40,16 +41,6 @@ bool emb__lowp_fast(const EmbPlan *plan)
            (plan->sgd || (plan->state && plan->state->data));
 }
 
-/* The rows of distinct id @d prefetched (@rb, @sb: row and state row bytes), as plan.c's
-   apply loops prefetch them. */
-static inline void prefetch_id(const EmbPlan *plan, int64_t d, size_t rb, size_t sb)
-{
-    const int64_t id = plan->ix->ids[d];
-    emb__prefetch_rows(plan->table->data + (size_t)id * plan->table->stride, rb);
-    if (sb)
-        emb__prefetch_rows(plan->state->data + (size_t)id * plan->state->stride, sb);
-}
-
 #define LOWP_AHEAD 16 /* distinct ids prefetched ahead (plan.c's PREFETCH_AHEAD) */
 
 void emb__lowp_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch)
@@ -64,15 +55,15 @@ void emb__lowp_apply(const EmbPlan *plan, int64_t d0, int64_t d1, float *scratch
     const size_t rb = emb__row_bytes(t->dtype, D);
     const size_t sb = st ? emb__row_bytes(st->dtype, SD) : 0;
     for (int64_t d = d0; d < EMB_MIN(d1, d0 + LOWP_AHEAD); d++)
-        prefetch_id(plan, d, rb, sb);
+        emb__column_prefetch(plan, d, rb, sb);
     for (int64_t d = d0; d < d1; d++) {
         if (d + LOWP_AHEAD < d1)
-            prefetch_id(plan, d + LOWP_AHEAD, rb, sb);
+            emb__column_prefetch(plan, d + LOWP_AHEAD, rb, sb);
         const int64_t id = plan->ix->ids[d];
         void *col = t->data + (size_t)id * t->stride, *w = col;
         void *state = st ? st->data + (size_t)id * st->stride : NULL;
         float *s = state;
-        const float *g = emb__plan_column_grad(plan, d, acc, NULL);
+        const float *g = emb__column_grad(plan, d, acc, NULL);
         if (plan->clip)
             g = emb__clip_grad(plan, g, acc);
         if (load_row) {

@@ -14,10 +14,10 @@
 #include "lookup/batch.h"
 #include "tables/table_impl.h"
 #include "update/update_impl.h"
+#include "update/column.h"
 
 #define PREFETCH_AHEAD 16 /* distinct columns prefetched ahead */
 #define ROWS_SPAN 64      /* distinct ids whose rows a planned table resolves at once */
-#define POOL_AHEAD 8      /* gradient rows the pool kernel may prefetch ahead */
 #define GATHER_AHEAD 16   /* sorted rows whose entry is prefetched ahead */
 
 /* Counting-sort scatter of a sparse gradient's rows into the indexer's groups. */
@@ -154,55 +154,9 @@ int emb__plan_index(EmbPlan *plan)
     return 0;
 }
 
-/* acc (+)= c * x over D elements; first: overwrite. */
-static inline void axpy(float *acc, float c, const float *x, int32_t D, bool first)
-{
-    if (first)
-        for (int32_t i = 0; i < D; i++)
-            acc[i] = c * x[i];
-    else
-        for (int32_t i = 0; i < D; i++)
-            acc[i] = acc[i] + c * x[i];
-}
-
-/* The max_norm (or MAX pooling) row of group position @pos: emb__pullback_row of its
-   entry, rebuilt. */
-static void clipped_row(const EmbPlan *plan, int64_t d, int64_t pos, float *tmp)
-{
-    const EmbGrad *g = plan->grad;
-    const EmbIndexer *ix = plan->ix;
-    const float *dy = ix->grow[pos];
-    const EmbPullEntry e = {ix->ids[d], (dy - g->dy) / g->dy_stride, ix->gcoef[pos], 0};
-    const int64_t *maxid = plan->maxid ? plan->maxid + e.bag * plan->table->featuresize : NULL;
-    emb__pullback_row(plan->table, &g->pooling, &e, dy, maxid, tmp);
-}
-
-/* The summed gradient of distinct column @d: a row of the gradient itself or @acc. Static,
- * so that the apply loop inlines it; emb__plan_column_grad is its exported form. */
-static const float *column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
-{
-    const EmbIndexer *ix = plan->ix;
-    if (plan->summed)
-        return ix->sum_grow[d];
-    const int32_t D = plan->table->featuresize;
-    const int64_t p0 = ix->starts[d], p1 = ix->starts[d + 1];
-    if (plan->max_norm) {
-        for (int64_t p = p0; p < p1; p++) {
-            clipped_row(plan, d, p, tmp);
-            axpy(acc, 1.0f, tmp, D, p == p0);
-        }
-        return acc;
-    }
-    if (p1 - p0 == 1 && ix->gcoef[p0] == 1.0f)
-        return ix->grow[p0];
-    const int64_t ahead = EMB_MIN(POOL_AHEAD, ix->nrows - p1);
-    plan->pool(acc, ix->grow + p0, ix->gcoef + p0, p1 - p0, ahead, D, 0);
-    return acc;
-}
-
 const float *emb__plan_column_grad(const EmbPlan *plan, int64_t d, float *acc, float *tmp)
 {
-    return column_grad(plan, d, acc, tmp);
+    return emb__column_grad(plan, d, acc, tmp);
 }
 
 static void prefetch(const EmbPlan *plan, int64_t d)
@@ -250,7 +204,7 @@ static inline void apply_one(const EmbPlan *plan, int64_t d, void *col, float *s
 {
     const EmbTable *t = plan->table;
     const int32_t D = t->featuresize;
-    const float *g = column_grad(plan, d, acc, tmp);
+    const float *g = emb__column_grad(plan, d, acc, tmp);
     if (plan->clip)
         g = emb__clip_grad(plan, g, acc);
     void *w = col;
@@ -325,15 +279,6 @@ static bool plain(const EmbPlan *plan)
            (plan->sgd || (plan->state && plan->state->data));
 }
 
-/* The column (and state row) of distinct id @d prefetched: apply_plain's addresses. */
-static inline void prefetch_plain(const EmbPlan *plan, int64_t d, size_t rb, size_t sb)
-{
-    const int64_t id = plan->ix->ids[d];
-    emb__prefetch_rows(plan->table->data + (size_t)id * plan->table->stride, rb);
-    if (sb)
-        emb__prefetch_rows(plan->state->data + (size_t)id * plan->state->stride, sb);
-}
-
 /* emb__plan_apply's common case: the same kernels on the same rows in the same order as the
  * general loop, without its per-column tests (table kind, state, clipping, decay). */
 static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
@@ -362,12 +307,12 @@ static void apply_plain(const EmbPlan *plan, int64_t d0, int64_t d1, float *acc)
     const size_t rb = emb__row_bytes(t->dtype, D);
     const size_t sb = plan->sgd ? 0 : (size_t)st->featuresize * sizeof(float);
     for (int64_t d = d0; d < EMB_MIN(d1, d0 + PREFETCH_AHEAD); d++)
-        prefetch_plain(plan, d, rb, sb);
+        emb__column_prefetch(plan, d, rb, sb);
     for (int64_t d = d0; d < d1; d++) {
         if (d + PREFETCH_AHEAD < d1)
-            prefetch_plain(plan, d + PREFETCH_AHEAD, rb, sb);
+            emb__column_prefetch(plan, d + PREFETCH_AHEAD, rb, sb);
         char *col = t->data + (size_t)ids[d] * t->stride;
-        const float *g = column_grad(plan, d, acc, NULL);
+        const float *g = emb__column_grad(plan, d, acc, NULL);
         if (plan->clip)
             g = emb__clip_grad(plan, g, acc);
         if (plan->sgd)
