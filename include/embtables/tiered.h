@@ -31,9 +31,8 @@
  *   from a disk), reads copied from a populated mapping of the file, or io_uring (liburing)
  *   for the reads (writes stay in the pool) where asked for and the kernel allows it
  *   (EmbTieredOptions::engine, or the environment variable EMB_TIER_IO=uring|pread|map). The
- *   default maps a file small enough to stay populated and uses the pool otherwise
- *   (docs/bench/2026-11-28-tier-read-path.md). Buffered I/O (records are smaller than a
- *   disk block).
+ *   pool is the default (docs/guide/tiered-tables.md says when the mapping is faster).
+ *   Buffered I/O (records are smaller than a disk block).
  * - **Row formats**: f32, f16, bf16 and the quantized EMB_INT8 / EMB_INT4 rows (common.h):
  *   a record holds the row's bytes as an in-memory table holds them (int8: D values, f32
  *   scale and bias), so a quantized tiered table caches more rows in the same bytes (at
@@ -87,8 +86,7 @@ typedef enum EmbTierPolicy {
 
 /** The I/O engine of a tiered table. */
 typedef enum EmbTierEngine {
-    EMB_TIER_ENGINE_AUTO = 0,  /**< EMB_TIER_IO from the environment, else map for a file that
-                                    stays populated (an eighth of the memory), else pread */
+    EMB_TIER_ENGINE_AUTO = 0,  /**< EMB_TIER_IO from the environment, else pread */
     EMB_TIER_ENGINE_URING = 1, /**< io_uring reads, pwrite writes (EMB_ENOTSUP where unavailable) */
     EMB_TIER_ENGINE_PREAD = 2, /**< a pool of pread / pwrite threads */
     EMB_TIER_ENGINE_MAP = 3,   /**< reads copied from a mapping of the file, populated ahead

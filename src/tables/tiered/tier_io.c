@@ -12,8 +12,7 @@
  * 66 ms a step against 52 ms, with prefetch 69 against 21 ms; kernel 6.18, ext4 on a
  * virtual disk; with the batched pool of now, 2 runs each: 10.2-13.1 ms a step against
  * 13.2-13.4 ms), so io_uring stays for whoever asks (EMB_TIER_IO=uring,
- * EmbTieredOptions::engine) and for other disks; EMB_TIER_IO_AUTO is the mapping for a file
- * that stays populated, else the pool (auto_kind).
+ * EmbTieredOptions::engine) and for other disks; EMB_TIER_IO_AUTO is the pool (choose).
  * Buffered I/O, not O_DIRECT: a record (a row and its state) is usually smaller than a
  * logical block, so O_DIRECT writes would need a read-modify-write of whole blocks; the
  * page cache is reclaimable, so it does not count against the table's memory bound.
@@ -24,7 +23,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,30 +133,17 @@ static int pool_join(EmbTierIo *io)
 }
 
 /*
- * AUTO: the mapped engine for a file that stays populated (map_hot) with room for its log to
- * double it, else the pool. Measured (docs/bench/2026-11-28-tier-read-path.md, emb-bench
- * tier, 500 k x 64 f32 + Adagrad, fresh Zipf ids, prefetch 1, file in the page cache, 2
- * cores, 3 interleaved rounds): a miss copied from the populated mapping (0.9 us) costs less
- * than a pread on the pool (2.5 us); the step was faster at 10 and 25 % caches in every
- * round, at 50 % in one of three (slower in one, inside the runs' spread). A file larger
- * than that goes to the disk, where the pool's depth (tier_pool.c) reads it fastest
- * (docs/bench/2026-11-28-tier-2xram.md).
+ * AUTO is the pool. The populated mapping copies a miss in 0.9 us against a pread's 2.5 us
+ * and made the single-table step faster (docs/bench/2026-11-28-tier-read-path.md: emb-bench
+ * tier, 500 k x 64, 10 and 25 % caches, every round), but the DLRM example, 26 small tables
+ * of batches of 128, trained slower with it in 4 of 6 interleaved rounds and never faster
+ * (0.69-0.89x the in-memory samples/s against 0.78-0.92x with the pool;
+ * docs/bench/2026-11-28-dlrm-tiered-rerun.md): it stays for whoever asks (EMB_TIER_IO=map).
  */
-static EmbTierIoKind auto_kind(int fd)
-{
-    struct stat st;
-    if (fstat(fd, &st) || 2 * (int64_t)st.st_size > emb__tier_map_memory() / EMB_TIER_MAP_HOT_DIV)
-        return EMB_TIER_IO_PREAD;
-    return EMB_TIER_IO_MAP;
-}
-
 /* io_uring when @kind asks for it and the kernel lets us (none: EMB_ENOTSUP), the mapping
-   when asked for (or AUTO's) and the SIGBUS guard can be installed, else the pool. */
+   when asked for and the SIGBUS guard can be installed, else the pool. */
 static int choose(EmbTierIo *io, EmbTierIoKind kind)
 {
-    io->autok = kind == EMB_TIER_IO_AUTO;
-    if (io->autok)
-        kind = auto_kind(io->fd);
 #if EMB_HAVE_LIBURING
     if (kind == EMB_TIER_IO_URING && io_uring_queue_init(URING_ENTRIES, &io->ring, 0) == 0) {
         io->kind = EMB_TIER_IO_URING;
@@ -219,14 +204,6 @@ void emb__tier_io_set_fd(EmbTierIo *io, int fd)
     io->unmappable = false;
     io->hot = 0;
     io->fd = fd;
-    if (!io->autok)
-        return;
-    const bool map = auto_kind(fd) == EMB_TIER_IO_MAP;
-    if (map && !io->guarded && !(io->guarded = !emb__tier_guard_acquire()))
-        emb__clear_error(); /* no guard: the pool */
-    if (!map && io->guarded)
-        emb__tier_guard_release(), io->guarded = false;
-    io->kind = io->guarded ? EMB_TIER_IO_MAP : EMB_TIER_IO_PREAD;
 }
 
 int32_t emb__tier_io_rw_fd(int fd, EmbTierReq *r)

@@ -14,11 +14,6 @@
 #include <liburing.h>
 #endif
 
-/* A file of at most this fraction of the memory (the RAM or the process's memory cgroup's
-   limit) is populated whole once mapped (tier_io_map.c, map_hot); auto maps a file only
-   where its log may double it within that (tier_io.c, auto_kind). */
-#define EMB_TIER_MAP_HOT_DIV 4
-
 struct EmbTierIo {
     EmbTierIoKind kind;
     int fd;
@@ -32,7 +27,6 @@ struct EmbTierIo {
        in def (its pages populated by pop) until someone waits for it or pending() */
     bool guarded;    /* a user of the SIGBUS guard (tier_map.c) */
     bool unmappable; /* the file cannot be mapped: reads go through pread */
-    bool autok;      /* EMB_TIER_IO_AUTO: map or pread chosen again for each file */
     EmbTierMap map;
     int64_t hot;         /* the mapping's bytes [0, hot) populated at once (map_hot) */
     int64_t popinflight; /* populates submitted to the pool, not completed */

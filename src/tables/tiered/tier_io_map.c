@@ -26,7 +26,7 @@ static void finish(EmbTierReq *r, int32_t res)
 }
 
 /*
- * A file of at most a EMB_TIER_MAP_HOT_DIV-th of the memory (emb__tier_map_memory: the RAM, or the
+ * A file of at most a MAP_HOT_DIV-th of the memory (emb__tier_map_memory: the RAM, or the
  * process's memory cgroup's limit) is populated whole, once a mapping (one
  * MADV_POPULATE_READ, on the thread that maps it, and again for the bytes a growing log
  * adds): then a background read is a copy at once, no system call a range, done on the
@@ -34,8 +34,9 @@ static void finish(EmbTierReq *r, int32_t res)
  * when a step's misses lie a page apart or more: at 10 % of a 500 k x 64 table it made the
  * engine no faster than the pool (docs/bench/2026-11-28-tier-mapped-reads.md). Pages the
  * kernel reclaims later fault back in on the copy (guarded). Larger files keep the
- * populate per range; EMB_TIER_IO_AUTO maps only a file that stays populated (choose).
+ * populate per range.
  */
+#define MAP_HOT_DIV 4
 
 /* Populates the mapping up to the file's end; @from: the bytes populated before on the
    same mapping (0: a new one). */
@@ -44,7 +45,7 @@ static void map_hot(EmbTierIo *io, int64_t from)
     const int64_t ps = emb__tier_map_page(), end = (io->map.fsize + ps - 1) / ps * ps;
     const int64_t a = from / ps * ps;
     io->hot = 0;
-    if (io->map.fsize <= emb__tier_map_memory() / EMB_TIER_MAP_HOT_DIV &&
+    if (io->map.fsize <= emb__tier_map_memory() / MAP_HOT_DIV &&
         !emb__tier_populate(io->map.base + a, (size_t)(end - a)))
         io->hot = io->map.fsize;
 }
